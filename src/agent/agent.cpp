@@ -1,0 +1,197 @@
+// The agent's start-up and its one writer of records, in every job process (LD_PRELOAD).
+// Start-up runs as a library constructor (exec) and as a fork child handler (fork without exec):
+// it claims a slot in <run>/agent/slots and writes the process's identity there.
+#include "agent/agent.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/rank_env.h"
+
+namespace traindoc::agent {
+namespace {
+
+using common::AgentHeader;
+using common::Slot;
+
+void* g_base = nullptr;
+Slot* g_slot = nullptr;
+
+// Async-signal-safe.
+int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Reads a whole small /proc file with raw syscalls. Async-signal-safe.
+ssize_t read_small_file(const char* path, char* buffer, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t used = 0;
+  while (used < size) {
+    ssize_t n = read(fd, buffer + used, size - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    used += static_cast<size_t>(n);
+  }
+  close(fd);
+  return static_cast<ssize_t>(used);
+}
+
+// Field 22 of /proc/self/stat, counted after the ')' that closes the command name, which may
+// itself hold spaces and parentheses. Async-signal-safe.
+uint64_t read_start_ticks() {
+  char text[1024];
+  ssize_t n = read_small_file("/proc/self/stat", text, sizeof(text) - 1);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  char* p = strrchr(text, ')');
+  if (p == nullptr) return 0;
+  int field = 2;
+  for (; *p != '\0'; ++p) {
+    if (*p != ' ') continue;
+    if (++field == 22) {
+      uint64_t value = 0;
+      for (++p; *p >= '0' && *p <= '9'; ++p) value = value * 10 + static_cast<uint64_t>(*p - '0');
+      return value;
+    }
+  }
+  return 0;
+}
+
+// Async-signal-safe.
+void read_cmdline(char* out, size_t size) {
+  ssize_t n = read_small_file("/proc/self/cmdline", out, size - 1);
+  if (n <= 0) {
+    out[0] = '\0';
+    return;
+  }
+  while (n > 0 && out[n - 1] == '\0') --n;
+  for (ssize_t i = 0; i < n; ++i) {
+    if (out[i] == '\0') out[i] = ' ';
+  }
+  out[n] = '\0';
+}
+
+// Claims the next free slot; nullptr when all are taken. Async-signal-safe.
+Slot* claim_slot() {
+  auto* header = static_cast<AgentHeader*>(g_base);
+  uint32_t index = header->slots_claimed.fetch_add(1, std::memory_order_relaxed);
+  if (index >= header->slot_count) return nullptr;
+  Slot* slot = common::slot_at(g_base, index);
+  slot->state.store(static_cast<uint32_t>(common::SlotState::kClaimed), std::memory_order_relaxed);
+  return slot;
+}
+
+void publish(Slot* slot) {
+  slot->state.store(static_cast<uint32_t>(common::SlotState::kReady), std::memory_order_release);
+}
+
+void fill_common(Slot* slot, common::SlotOrigin origin) {
+  slot->origin = static_cast<uint32_t>(origin);
+  slot->pid = getpid();
+  slot->ppid = getppid();
+  slot->start_ticks = read_start_ticks();
+  slot->start_ns = now_ns();
+}
+
+// The child of a fork without exec: same program and environment as the parent, new identity.
+// Runs in the child between fork and the caller's return. Async-signal-safe.
+void on_fork_child() {
+  if (g_base == nullptr) return;
+  int saved_errno = errno;
+  const Slot* parent = g_slot;
+  g_slot = claim_slot();
+  if (g_slot != nullptr) {
+    fill_common(g_slot, common::SlotOrigin::kFork);
+    if (parent != nullptr) {
+      g_slot->rank = parent->rank;
+      g_slot->local_rank = parent->local_rank;
+      g_slot->world_size = parent->world_size;
+      g_slot->node_rank = parent->node_rank;
+      g_slot->rank_source = parent->rank_source;
+      memcpy(g_slot->cmdline, parent->cmdline, sizeof(g_slot->cmdline));
+    } else {
+      g_slot->rank = g_slot->local_rank = g_slot->world_size = g_slot->node_rank = -1;
+      read_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline));
+    }
+    publish(g_slot);
+  }
+  errno = saved_errno;
+}
+
+bool map_agent_file(const char* run_dir) {
+  char path[4096];
+  size_t dir_len = strlen(run_dir);
+  size_t name_len = strlen(common::kAgentFileName);
+  if (dir_len + 1 + name_len + 1 > sizeof(path)) return false;
+  memcpy(path, run_dir, dir_len);
+  path[dir_len] = '/';
+  memcpy(path + dir_len + 1, common::kAgentFileName, name_len + 1);
+
+  int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  void* base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) return false;
+  const auto* header = static_cast<const AgentHeader*>(base);
+  if (header->magic != common::kAgentMagic || header->version != common::kAgentVersion ||
+      header->slot_count != common::kSlotCount || header->slot_size != sizeof(Slot)) {
+    munmap(base, common::agent_file_size());
+    return false;
+  }
+  g_base = base;
+  return true;
+}
+
+__attribute__((constructor)) void start_agent() {
+  int saved_errno = errno;
+  const char* run_dir = getenv(common::kRunDirEnv);
+  if (run_dir != nullptr && *run_dir != '\0' && map_agent_file(run_dir)) {
+    resolve_hooks();
+    g_slot = claim_slot();
+    if (g_slot != nullptr) {
+      fill_common(g_slot, common::SlotOrigin::kExec);
+      common::RankEnv env = common::read_rank_env([](const char* name) { return getenv(name); });
+      g_slot->rank = env.rank;
+      g_slot->local_rank = env.local_rank;
+      g_slot->world_size = env.world_size;
+      g_slot->node_rank = env.node_rank;
+      g_slot->rank_source = static_cast<uint32_t>(env.source);
+      read_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline));
+      publish(g_slot);
+    }
+    pthread_atfork(nullptr, nullptr, on_fork_child);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace
+
+// Multi-producer: any thread may append. The reader trusts a record only once `seq` holds its
+// position + 1, written last. Async-signal-safe.
+void append_record(common::RecordType type, int64_t a, int64_t b) {
+  Slot* slot = g_slot;
+  if (slot == nullptr) return;
+  uint64_t pos = slot->next_record.fetch_add(1, std::memory_order_relaxed);
+  common::Record& record = slot->ring[pos % common::kRingRecords];
+  record.seq.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  record.type = static_cast<uint32_t>(type);
+  record.time_ns = now_ns();
+  record.a = a;
+  record.b = b;
+  record.seq.store(pos + 1, std::memory_order_release);
+}
+
+bool active() { return g_slot != nullptr; }
+
+}  // namespace traindoc::agent

@@ -1,0 +1,20 @@
+// The agent's internal interface, in every job process (LD_PRELOAD): the record writer and
+// the table of interposed libc functions. Everything callable from hooks is async-signal-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "common/layout.h"
+
+namespace traindoc::agent {
+
+// Appends one record to this process's ring; does nothing without a slot. Async-signal-safe.
+void append_record(common::RecordType type, int64_t a, int64_t b);
+
+// Whether this process has a slot, so that hooks can skip their bookkeeping otherwise.
+bool active();
+
+// Finds the next definition of every hooked function; called once at start-up.
+void resolve_hooks();
+
+}  // namespace traindoc::agent

@@ -1,0 +1,102 @@
+// Builds the diagnosis from the evidence. Pure: no I/O.
+// Rules that turn evidence into findings each live in a file of their own and are called here.
+#include "analysis/diagnosis.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+namespace traindoc::analysis {
+namespace {
+
+template <typename T>
+void raise_to(std::optional<T>& peak, T value) {
+  if (!peak || value > *peak) peak = value;
+}
+
+std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
+  std::vector<ProcessRole> roles = assign_roles(evidence.processes, evidence.run.root_pid);
+  std::vector<ProcessSummary> out;
+  std::map<std::pair<int, uint64_t>, size_t> index;
+  for (size_t i = 0; i < evidence.processes.size(); ++i) {
+    ProcessSummary summary;
+    summary.record = evidence.processes[i];
+    summary.role = roles[i];
+    out.push_back(std::move(summary));
+    index[{evidence.processes[i].pid, evidence.processes[i].start_ticks}] = i;
+  }
+  for (const store::ProcSample& s : evidence.proc_samples) {
+    auto it = index.find({s.pid, s.start_ticks});
+    if (it == index.end()) continue;
+    ProcessSummary& p = out[it->second];
+    raise_to(p.peak_rss, s.rss);
+    raise_to(p.peak_swap, s.swap);
+    raise_to(p.peak_threads, s.threads);
+    if (s.pss) raise_to(p.peak_pss, *s.pss);
+    if (s.uss) raise_to(p.peak_uss, *s.uss);
+    if (s.fds) raise_to(p.peak_fds, *s.fds);
+    if (s.fd_limit) p.fd_limit = s.fd_limit;
+    p.cpu_s = std::max(p.cpu_s, s.cpu_user_s + s.cpu_sys_s);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ProcessSummary& a, const ProcessSummary& b) {
+    return std::tie(a.record.start_ticks, a.record.start_ns, a.record.pid) <
+           std::tie(b.record.start_ticks, b.record.start_ns, b.record.pid);
+  });
+  return out;
+}
+
+std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
+  std::vector<std::string> out;
+  for (const store::Event& event : evidence.events) {
+    if (event.kind == "agent-no-slot" || event.kind == "agent-records-dropped" ||
+        event.kind == "agent-unavailable" || event.kind == "sampling-failed") {
+      out.push_back(event.text);
+    }
+  }
+  size_t without_agent = static_cast<size_t>(std::count_if(
+      evidence.processes.begin(), evidence.processes.end(),
+      [](const store::ProcessRecord& p) { return !p.agent; }));
+  if (without_agent > 0) {
+    out.push_back(std::to_string(without_agent) +
+                  " process(es) ran without the agent (static or set-uid programs, or gone "
+                  "before it started): only sampled from /proc");
+  }
+  if (evidence.host_samples.empty()) out.push_back("no host memory samples were taken");
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(Severity severity) {
+  switch (severity) {
+    case Severity::kError: return "error";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: break;
+  }
+  return "info";
+}
+
+std::string format_bytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  auto value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), unit == 0 || value >= 100 ? "%.0f %s" : "%.1f %s", value,
+                kUnits[unit]);
+  return text;
+}
+
+Diagnosis diagnose(const store::Evidence& evidence) {
+  Diagnosis out;
+  out.run = evidence.run;
+  out.processes = summarize(evidence);
+  out.missing_evidence = missing_evidence(evidence);
+  return out;
+}
+
+}  // namespace traindoc::analysis

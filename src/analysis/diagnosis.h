@@ -1,0 +1,57 @@
+// What the analysis concludes from the evidence: each process with its role and peaks, and the
+// findings, root cause first. Pure data, built by diagnose(); read by the report writers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/roles.h"
+#include "store/evidence.h"
+
+namespace traindoc::analysis {
+
+enum class Severity { kError, kWarning, kInfo };
+
+const char* to_string(Severity severity);
+
+struct Finding {
+  std::string kind;  // one of DESIGN.md's finding kinds
+  Severity severity = Severity::kError;
+  bool root_cause = false;
+  std::string title;
+  std::vector<int> ranks;
+  std::vector<int> pids;
+  std::vector<std::string> evidence;
+  std::string fix;
+  double confidence = 0;
+  std::vector<size_t> consequences;  // indexes of the findings this one caused
+};
+
+struct ProcessSummary {
+  store::ProcessRecord record;
+  ProcessRole role;
+  std::optional<uint64_t> peak_rss;
+  std::optional<uint64_t> peak_pss;
+  std::optional<uint64_t> peak_uss;
+  std::optional<uint64_t> peak_swap;
+  std::optional<int> peak_fds;
+  std::optional<int> fd_limit;
+  std::optional<int> peak_threads;
+  double cpu_s = 0;
+};
+
+struct Diagnosis {
+  store::RunInfo run;
+  std::vector<ProcessSummary> processes;  // in start order
+  std::vector<Finding> findings;          // root cause first
+  std::vector<std::string> missing_evidence;
+};
+
+Diagnosis diagnose(const store::Evidence& evidence);
+
+// "3.2 GiB", "512 MiB", "17 KiB"
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace traindoc::analysis

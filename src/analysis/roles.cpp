@@ -1,0 +1,141 @@
+// Role assignment over the process tree. Pure.
+// Ranks come from the innermost launcher's variables (torchrun's RANK under srun or mpirun);
+// a job without any is a single training process, called rank 0.
+#include "analysis/roles.h"
+
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+namespace traindoc::analysis {
+namespace {
+
+constexpr int kNone = -1;
+
+// Parent index of each process: the latest process with the parent's pid that started first.
+std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
+  std::vector<int> parent(procs.size(), kNone);
+  for (size_t i = 0; i < procs.size(); ++i) {
+    for (size_t j = 0; j < procs.size(); ++j) {
+      if (i == j || procs[j].pid != procs[i].ppid) continue;
+      if (procs[j].start_ticks > procs[i].start_ticks) continue;
+      if (parent[i] == kNone ||
+          procs[j].start_ticks >= procs[static_cast<size_t>(parent[i])].start_ticks) {
+        parent[i] = static_cast<int>(j);
+      }
+    }
+  }
+  return parent;
+}
+
+bool is_python(const store::ProcessRecord& proc) {
+  return proc.cmdline.find("python") != std::string::npos ||
+         proc.argv0.find("python") != std::string::npos;
+}
+
+}  // namespace
+
+const char* to_string(Role role) {
+  switch (role) {
+    case Role::kLauncher: return "launcher";
+    case Role::kRank: return "rank";
+    case Role::kWorker: return "worker";
+    case Role::kOther: break;
+  }
+  return "other";
+}
+
+std::string describe(const ProcessRole& role) {
+  std::string rank = role.rank ? std::to_string(*role.rank) : "?";
+  switch (role.role) {
+    case Role::kRank: return "rank " + rank;
+    case Role::kWorker:
+      return "worker " + (role.worker ? std::to_string(*role.worker) : std::string("?")) +
+             " of rank " + rank;
+    default: return to_string(role.role);
+  }
+}
+
+std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& procs,
+                                      int root_pid) {
+  std::vector<ProcessRole> roles(procs.size());
+  std::vector<int> parent = parent_links(procs);
+
+  // The innermost launcher's variables: the lowest source present (torch before mpi before slurm).
+  std::string source;
+  for (const char* name : {"torch", "openmpi", "pmi", "slurm"}) {
+    if (std::any_of(procs.begin(), procs.end(), [&](const auto& p) {
+          return p.rank_source == name && p.rank.has_value();
+        })) {
+      source = name;
+      break;
+    }
+  }
+  auto rank_of = [&](size_t i) -> std::optional<int> {
+    if (source.empty() || procs[i].rank_source != source) return std::nullopt;
+    return procs[i].rank;
+  };
+
+  // Rank processes: the topmost process carrying each rank.
+  std::vector<bool> is_rank(procs.size(), false);
+  for (size_t i = 0; i < procs.size(); ++i) {
+    std::optional<int> rank = rank_of(i);
+    if (!rank) continue;
+    int up = parent[i];
+    is_rank[i] = up == kNone || rank_of(static_cast<size_t>(up)) != rank;
+  }
+  if (std::none_of(is_rank.begin(), is_rank.end(), [](bool b) { return b; })) {
+    // A single training process: the topmost Python process, else the job's root.
+    size_t main = procs.size();
+    for (size_t i = 0; i < procs.size(); ++i) {
+      if (!is_python(procs[i])) continue;
+      if (parent[i] == kNone || !is_python(procs[static_cast<size_t>(parent[i])])) {
+        if (main == procs.size() || procs[i].start_ticks < procs[main].start_ticks) main = i;
+      }
+    }
+    if (main == procs.size()) {
+      for (size_t i = 0; i < procs.size(); ++i) {
+        if (procs[i].pid == root_pid) main = i;
+      }
+    }
+    if (main == procs.size()) return roles;
+    is_rank[main] = true;
+  }
+
+  // Start order, so that worker numbers follow the order in which a rank started them.
+  std::vector<size_t> order(procs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const store::ProcessRecord& x = procs[a];
+    const store::ProcessRecord& y = procs[b];
+    return std::tie(x.start_ticks, x.start_ns, x.pid) < std::tie(y.start_ticks, y.start_ns, y.pid);
+  });
+
+  std::vector<int> next_worker(procs.size(), 0);
+  for (size_t i : order) {
+    if (is_rank[i]) {
+      roles[i].role = Role::kRank;
+      roles[i].rank = rank_of(i).value_or(0);
+      roles[i].local_rank = procs[i].local_rank ? procs[i].local_rank : roles[i].rank;
+      roles[i].node_rank = procs[i].node_rank;
+      for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
+        if (!is_rank[static_cast<size_t>(up)]) roles[static_cast<size_t>(up)].role = Role::kLauncher;
+      }
+      continue;
+    }
+    // Below a rank: a worker of the nearest rank above it.
+    for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
+      auto owner = static_cast<size_t>(up);
+      if (!is_rank[owner]) continue;
+      roles[i].role = Role::kWorker;
+      roles[i].rank = roles[owner].rank ? roles[owner].rank : rank_of(owner).value_or(0);
+      roles[i].local_rank = roles[owner].local_rank;
+      roles[i].node_rank = roles[owner].node_rank;
+      roles[i].worker = next_worker[owner]++;
+      break;
+    }
+  }
+  return roles;
+}
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,76 @@
+// `traindoc run`: prepares the run folder, supervises the job, then reports.
+// Supervisor process, main thread. Exits with the job's status, as a shell would.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <stdexcept>
+
+#include "cli/commands.h"
+#include "supervisor/launcher.h"
+#include "supervisor/supervisor.h"
+
+namespace traindoc::cli {
+namespace fs = std::filesystem;
+namespace {
+
+std::string default_run_dir() {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  std::random_device random;
+  char id[8];
+  std::snprintf(id, sizeof(id), "%06x", random() & 0xffffff);
+  return std::string("traindoc-runs/") + stamp + "-" + id;
+}
+
+// Creates the run folder, refusing to reuse one that holds anything: a run is never overwritten.
+std::string prepare_run_dir(const std::string& requested) {
+  fs::path dir = fs::absolute(requested.empty() ? default_run_dir() : requested);
+  std::error_code error;
+  if (fs::exists(dir, error) && !fs::is_empty(dir, error)) {
+    throw std::runtime_error("run folder " + dir.string() +
+                             " already holds files; choose a new one (a run is never overwritten)");
+  }
+  fs::create_directories(dir / "logs", error);
+  if (error || access(dir.c_str(), W_OK) != 0) {
+    throw std::runtime_error("cannot create the run folder " + dir.string() + ": " +
+                             (error ? error.message() : strerror(errno)));
+  }
+  return dir.lexically_normal().string();
+}
+
+// The agent lives in ../lib beside bin/traindoc, in the build tree and once installed.
+std::string agent_path() {
+  if (const char* path = getenv("TRAINDOC_AGENT")) return path;
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  fs::path agent = exe.parent_path().parent_path() / "lib" / "libtraindoc_agent.so";
+  return fs::exists(agent, error) ? agent.string() : "";
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args) {
+  supervisor::SupervisorOptions options;
+  options.command = args.command;
+  options.run_dir = prepare_run_dir(args.out);
+  options.agent_path = agent_path();
+  options.interval_ms = static_cast<int>(args.interval_s * 1000);
+  options.announce = !args.quiet;
+  FILE* out = args.quiet ? nullptr : stderr;
+  try {
+    supervisor::supervise(options);
+  } catch (const supervisor::LaunchError& error) {
+    fprintf(stderr, "traindoc: %s\n", error.message.c_str());
+    report_run(options.run_dir, false, nullptr);
+    return error.exit_status;
+  }
+  return report_run(options.run_dir, false, out);
+}
+
+}  // namespace traindoc::cli

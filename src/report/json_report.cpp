@@ -1,0 +1,132 @@
+// report.json writer. Any process.
+// Absent values are left out rather than written as null, so later versions only add fields.
+#include "report/json_report.h"
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <signal.h>
+#include <unistd.h>
+
+namespace traindoc::report {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+void put(json& object, const char* key, const std::optional<T>& value) {
+  if (value) object[key] = *value;
+}
+
+const char* end_how(const store::ProcessRecord& p) {
+  if (p.exit_signal) return "signaled";
+  if (p.exit_code) return "exited";
+  if (p.end_source == store::EndSource::kVanished) return "vanished";
+  return "running";
+}
+
+json process_json(const analysis::ProcessSummary& summary) {
+  const store::ProcessRecord& p = summary.record;
+  json out;
+  out["pid"] = p.pid;
+  out["parent"] = p.ppid;
+  out["role"] = analysis::to_string(summary.role.role);
+  out["role_text"] = analysis::describe(summary.role);
+  put(out, "rank", summary.role.rank);
+  put(out, "local_rank", summary.role.local_rank);
+  put(out, "node_rank", summary.role.node_rank);
+  put(out, "worker", summary.role.worker);
+  put(out, "world_size", p.world_size);
+  out["cmdline"] = p.cmdline;
+  out["start_ns"] = p.start_ns;
+  out["agent"] = p.agent;
+  json exit;
+  exit["how"] = end_how(p);
+  put(exit, "code", p.exit_code);
+  if (p.exit_signal) {
+    exit["signal"] = *p.exit_signal;
+    exit["signal_name"] = signal_name(*p.exit_signal);
+    exit["core_dumped"] = p.core_dumped;
+  }
+  if (p.end_ns != 0) exit["time_ns"] = p.end_ns;
+  exit["source"] = store::to_string(p.end_source);
+  out["exit"] = exit;
+  json memory;
+  put(memory, "peak_rss", summary.peak_rss);
+  put(memory, "peak_pss", summary.peak_pss);
+  put(memory, "peak_uss", summary.peak_uss);
+  put(memory, "peak_swap", summary.peak_swap);
+  out["memory"] = memory;
+  put(out, "peak_fds", summary.peak_fds);
+  put(out, "fd_limit", summary.fd_limit);
+  put(out, "peak_threads", summary.peak_threads);
+  out["cpu_s"] = summary.cpu_s;
+  return out;
+}
+
+json finding_json(const analysis::Finding& f) {
+  return {{"kind", f.kind},         {"severity", analysis::to_string(f.severity)},
+          {"root_cause", f.root_cause}, {"title", f.title},
+          {"ranks", f.ranks},       {"pids", f.pids},
+          {"evidence", f.evidence}, {"fix", f.fix},
+          {"confidence", f.confidence}, {"consequences", f.consequences}};
+}
+
+}  // namespace
+
+std::string signal_name(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
+}
+
+int shell_status(const store::RunInfo& run) {
+  if (run.exit_signal) return 128 + *run.exit_signal;
+  return run.exit_code.value_or(0);
+}
+
+json to_json(const analysis::Diagnosis& d) {
+  json run;
+  run["command"] = d.run.command;
+  run["hostname"] = d.run.hostname;
+  run["traindoc_version"] = d.run.version;
+  run["supervisor_pid"] = d.run.supervisor_pid;
+  run["root_pid"] = d.run.root_pid;
+  run["start_ns"] = d.run.start_ns;
+  if (d.run.end_ns != 0) {
+    run["end_ns"] = d.run.end_ns;
+    run["duration_s"] = static_cast<double>(d.run.end_ns - d.run.start_ns) / 1e9;
+  }
+  put(run, "exit_code", d.run.exit_code);
+  if (d.run.exit_signal) {
+    run["exit_signal"] = *d.run.exit_signal;
+    run["signal_name"] = signal_name(*d.run.exit_signal);
+  }
+  if (d.run.exit_code || d.run.exit_signal) run["status"] = shell_status(d.run);
+  if (!d.run.exec_error.empty()) run["exec_error"] = d.run.exec_error;
+
+  json processes = json::array();
+  for (const auto& p : d.processes) processes.push_back(process_json(p));
+  json findings = json::array();
+  for (const auto& f : d.findings) findings.push_back(finding_json(f));
+  return {{"schema", kReportSchema},
+          {"run", run},
+          {"processes", processes},
+          {"findings", findings},
+          {"missing_evidence", d.missing_evidence}};
+}
+
+void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir) {
+  std::string path = run_dir + "/report.json";
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << to_json(diagnosis).dump(2) << '\n';
+    if (!out) throw std::runtime_error("cannot write " + temporary);
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("cannot write " + path + ": " + strerror(errno));
+  }
+}
+
+}  // namespace traindoc::report

@@ -1,0 +1,24 @@
+// Writes report.json (schema traindoc.report/1, DESIGN.md contract 4) from a diagnosis.
+// Any process; no analysis logic here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/diagnosis.h"
+
+namespace traindoc::report {
+
+inline constexpr const char* kReportSchema = "traindoc.report/1";
+
+nlohmann::json to_json(const analysis::Diagnosis& diagnosis);
+
+// Writes <run>/report.json through a temporary file, so a reader never sees half a report.
+void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir);
+
+// The exit status a shell would give for the job: its code, or 128 + the signal.
+int shell_status(const store::RunInfo& run);
+
+std::string signal_name(int signal);
+
+}  // namespace traindoc::report

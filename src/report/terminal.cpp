@@ -1,0 +1,77 @@
+// Terminal summary renderer. Any process.
+// Plain text, one screen: the verdict first, then the table, then where the details are.
+#include "report/terminal.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "report/json_report.h"
+
+namespace traindoc::report {
+namespace {
+
+std::string job_verdict(const store::RunInfo& run) {
+  double seconds = run.end_ns > run.start_ns ? static_cast<double>(run.end_ns - run.start_ns) / 1e9 : 0;
+  if (!run.exec_error.empty()) return "the job could not start: " + run.exec_error;
+  std::string how = run.exit_signal ? "was killed by " + signal_name(*run.exit_signal)
+                    : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
+                                    : std::string("ended");
+  return fmt::format("the job {} after {:.1f} s", how, seconds);
+}
+
+std::string peak_text(const std::optional<uint64_t>& bytes) {
+  return bytes ? analysis::format_bytes(*bytes) : "-";
+}
+
+}  // namespace
+
+std::string describe_end(const store::ProcessRecord& p) {
+  if (p.exit_signal) {
+    return "killed by " + signal_name(*p.exit_signal) + (p.core_dumped ? " (core dumped)" : "");
+  }
+  if (p.exit_code) return fmt::format("exit {}", *p.exit_code);
+  if (p.end_source == store::EndSource::kVanished) return "vanished";
+  return "still running";
+}
+
+std::string render_summary(const analysis::Diagnosis& d, const std::string& run_dir,
+                           TerminalOptions options) {
+  std::string out = "traindoc: " + job_verdict(d.run) + "\n";
+  if (!d.processes.empty()) {
+    out += fmt::format("  {:>8}  {:<22} {:<28} {:>10} {:>10}\n", "pid", "role", "end", "peak RSS",
+                       "peak USS");
+    size_t shown = std::min(d.processes.size(), options.max_rows);
+    for (size_t i = 0; i < shown; ++i) {
+      const analysis::ProcessSummary& p = d.processes[i];
+      out += fmt::format("  {:>8}  {:<22} {:<28} {:>10} {:>10}\n", p.record.pid,
+                         analysis::describe(p.role), describe_end(p.record), peak_text(p.peak_rss),
+                         peak_text(p.peak_uss));
+    }
+    if (shown < d.processes.size()) {
+      out += fmt::format("  ... and {} more processes (report.json lists them all)\n",
+                         d.processes.size() - shown);
+    }
+    // Peak memory per role: the largest single process, and how many there were.
+    std::map<std::string, std::pair<uint64_t, int>> by_role;
+    for (const auto& p : d.processes) {
+      auto& [peak, count] = by_role[analysis::to_string(p.role.role)];
+      peak = std::max(peak, p.peak_rss.value_or(0));
+      ++count;
+    }
+    std::string line;
+    for (const char* role : {"launcher", "rank", "worker", "other"}) {
+      auto it = by_role.find(role);
+      if (it == by_role.end()) continue;
+      line += fmt::format("{}{} {} (max of {})", line.empty() ? "" : ", ", role,
+                          analysis::format_bytes(it->second.first), it->second.second);
+    }
+    out += "  peak RSS by role: " + line + "\n";
+  }
+  for (const auto& note : d.missing_evidence) out += "  note: " + note + "\n";
+  out += "  run folder: " + run_dir + "  (report.json; `traindoc analyze` redoes this)\n";
+  return out;
+}
+
+}  // namespace traindoc::report

@@ -1,0 +1,136 @@
+// The evidence model: everything the supervisor saw during a run, as plain data.
+// Written to run.db by StoreWriter (supervisor), read back by read_evidence (analyze, report).
+// No OS calls, no sampling here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace traindoc::store {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct RunInfo {
+  std::vector<std::string> command;
+  std::string hostname;
+  std::string version;  // traindoc's
+  int supervisor_pid = 0;
+  int root_pid = 0;  // the job's first process
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;  // 0 while running
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  std::string exec_error;  // why the command could not start, if it could not
+
+  bool operator==(const RunInfo&) const = default;
+};
+
+// How we learned that a process ended.
+enum class EndSource {
+  kNone,        // still running (or nothing seen)
+  kSupervisor,  // waitpid in the supervisor (job root, orphans reparented to us)
+  kParent,      // the agent in its parent saw the parent reap it
+  kZombie,      // read from /proc/<pid>/stat of the zombie
+  kAgentExit,   // the agent in the process itself saw exit()/_exit()
+  kVanished,    // it disappeared with no trace of how
+};
+
+struct ProcessRecord {
+  int pid = 0;
+  int ppid = 0;
+  uint64_t start_ticks = 0;  // with pid, the process's identity
+  int64_t start_ns = 0;
+  std::string argv0;
+  std::string cmdline;
+  std::optional<int> rank;
+  std::optional<int> local_rank;
+  std::optional<int> world_size;
+  std::optional<int> node_rank;
+  std::string rank_source;  // "torch", "openmpi", "pmi", "slurm" or ""
+  bool agent = false;       // registered by the agent
+  bool forked = false;      // created by fork without exec
+  EndSource end_source = EndSource::kNone;
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  bool core_dumped = false;
+  int64_t end_ns = 0;
+
+  bool operator==(const ProcessRecord&) const = default;
+};
+
+struct ProcSample {
+  int64_t t_ns = 0;
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  uint64_t rss = 0;  // bytes
+  uint64_t swap = 0;
+  std::optional<uint64_t> pss;  // from smaps_rollup, sampled at a lower rate
+  std::optional<uint64_t> uss;  // Private_Clean + Private_Dirty
+  int threads = 0;
+  std::optional<int> fds;  // open descriptors, sampled at a lower rate
+  std::optional<int> fd_limit;
+  double cpu_user_s = 0;
+  double cpu_sys_s = 0;
+
+  bool operator==(const ProcSample&) const = default;
+};
+
+struct HostSample {
+  int64_t t_ns = 0;
+  uint64_t mem_total = 0;
+  uint64_t mem_available = 0;
+  uint64_t swap_total = 0;
+  uint64_t swap_free = 0;
+  int cgroup_version = 0;  // 0: none found, 1 or 2
+  std::optional<uint64_t> cgroup_current;
+  std::optional<uint64_t> cgroup_max;  // absent when unlimited
+  std::optional<uint64_t> cgroup_oom_kills;
+  std::optional<uint64_t> shm_total;
+  std::optional<uint64_t> shm_used;
+
+  bool operator==(const HostSample&) const = default;
+};
+
+// Something that happened once: a forwarded signal, a sampling failure, slots exhausted.
+struct Event {
+  int64_t t_ns = 0;
+  std::string kind;
+  int pid = 0;
+  std::string text;
+
+  bool operator==(const Event&) const = default;
+};
+
+struct LogStream {
+  std::string name;  // "stdout" or "stderr"
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t bytes_not_kept = 0;  // beyond the run folder's bound
+  std::vector<std::string> files;  // relative to the run folder, in order
+
+  bool operator==(const LogStream&) const = default;
+};
+
+struct Evidence {
+  int schema_version = kSchemaVersion;
+  RunInfo run;
+  std::vector<ProcessRecord> processes;
+  std::vector<ProcSample> proc_samples;
+  std::vector<HostSample> host_samples;
+  std::vector<Event> events;
+  std::vector<LogStream> logs;
+  // What run.db's bounds removed (docs/run-db.md, "Bounds"): samples before this time are
+  // thinned to one row per bucket (0: none were), and events not kept, by kind.
+  int64_t samples_thinned_until_ns = 0;
+  std::map<std::string, uint64_t> events_dropped;
+
+  bool operator==(const Evidence&) const = default;
+};
+
+const char* to_string(EndSource source);
+EndSource end_source_from_string(const std::string& text);
+
+}  // namespace traindoc::store

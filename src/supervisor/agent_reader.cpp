@@ -1,0 +1,117 @@
+// Reads the agents' slots file. Supervisor process, main loop thread.
+// Slots are claimed in order, so the ready ones form a prefix apart from a few still being filled.
+#include "supervisor/agent_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace traindoc::supervisor {
+
+using common::AgentHeader;
+using common::Slot;
+
+AgentReader::AgentReader(const std::string& run_dir) : m_seen(common::kSlotCount, false), m_read_pos(common::kSlotCount, 0) {
+  std::string dir = run_dir + "/agent";
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
+  }
+  std::string path = run_dir + "/" + common::kAgentFileName;
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + strerror(errno));
+  // Sparse: only the pages of claimed slots ever take memory or disk.
+  if (ftruncate(fd, static_cast<off_t>(common::agent_file_size())) != 0) {
+    int error = errno;
+    close(fd);
+    throw std::runtime_error("cannot size " + path + ": " + strerror(error));
+  }
+  m_base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m_base == MAP_FAILED) {
+    m_base = nullptr;
+    throw std::runtime_error("cannot map " + path + ": " + strerror(errno));
+  }
+  auto* header = static_cast<AgentHeader*>(m_base);
+  header->slot_count = common::kSlotCount;
+  header->slot_size = sizeof(Slot);
+  header->version = common::kAgentVersion;
+  // The magic goes last: an agent that sees it sees a complete header.
+  std::atomic_thread_fence(std::memory_order_release);
+  header->magic = common::kAgentMagic;
+}
+
+AgentReader::~AgentReader() {
+  if (m_base != nullptr) munmap(m_base, common::agent_file_size());
+}
+
+uint64_t AgentReader::processes_without_slot() const {
+  auto* header = static_cast<const AgentHeader*>(m_base);
+  uint32_t claimed = header->slots_claimed.load(std::memory_order_relaxed);
+  return claimed > common::kSlotCount ? claimed - common::kSlotCount : 0;
+}
+
+AgentPoll AgentReader::poll() {
+  AgentPoll out;
+  auto* header = static_cast<AgentHeader*>(m_base);
+  uint32_t claimed = header->slots_claimed.load(std::memory_order_acquire);
+  if (claimed > common::kSlotCount) claimed = common::kSlotCount;
+
+  // Identities. A slot whose process died while filling it never becomes ready: skip it, but
+  // keep looking at it, without re-walking the long ready prefix every time.
+  for (uint32_t index = m_scan_from; index < claimed; ++index) {
+    if (m_seen[index]) continue;
+    const Slot* slot = common::slot_at(m_base, index);
+    if (slot->state.load(std::memory_order_acquire) !=
+        static_cast<uint32_t>(common::SlotState::kReady)) {
+      continue;
+    }
+    m_seen[index] = true;
+    AgentIdentity id;
+    id.pid = slot->pid;
+    id.ppid = slot->ppid;
+    id.start_ticks = slot->start_ticks;
+    id.start_ns = slot->start_ns;
+    id.forked = slot->origin == static_cast<uint32_t>(common::SlotOrigin::kFork);
+    id.rank = slot->rank;
+    id.local_rank = slot->local_rank;
+    id.world_size = slot->world_size;
+    id.node_rank = slot->node_rank;
+    id.rank_source = static_cast<common::RankSource>(slot->rank_source);
+    id.cmdline.assign(slot->cmdline, strnlen(slot->cmdline, sizeof(slot->cmdline)));
+    out.identities.push_back(std::move(id));
+  }
+  while (m_scan_from < claimed && m_seen[m_scan_from]) ++m_scan_from;
+
+  for (uint32_t index = 0; index < claimed; ++index) {
+    if (!m_seen[index]) continue;
+    Slot* slot = common::slot_at(m_base, index);
+    uint64_t next = slot->next_record.load(std::memory_order_acquire);
+    uint64_t& pos = m_read_pos[index];
+    if (next - pos > common::kRingRecords) {
+      m_records_dropped += next - pos - common::kRingRecords;
+      pos = next - common::kRingRecords;
+    }
+    for (; pos < next; ++pos) {
+      const common::Record& record = slot->ring[pos % common::kRingRecords];
+      if (record.seq.load(std::memory_order_acquire) != pos + 1) break;  // not yet published
+      AgentRecord copy;
+      copy.pid = slot->pid;
+      copy.start_ticks = slot->start_ticks;
+      copy.type = static_cast<common::RecordType>(record.type);
+      copy.time_ns = record.time_ns;
+      copy.a = record.a;
+      copy.b = record.b;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (record.seq.load(std::memory_order_relaxed) != pos + 1) break;  // overwritten meanwhile
+      out.records.push_back(copy);
+    }
+  }
+  return out;
+}
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,63 @@
+// Reads what the agents in the job's processes write into <run>/agent/slots.
+// Supervisor process, main loop thread: creates the file before the job starts, then polls it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/layout.h"
+
+namespace traindoc::supervisor {
+
+struct AgentIdentity {
+  int pid = 0;
+  int ppid = 0;
+  uint64_t start_ticks = 0;
+  int64_t start_ns = 0;
+  bool forked = false;
+  int rank = -1;
+  int local_rank = -1;
+  int world_size = -1;
+  int node_rank = -1;
+  common::RankSource rank_source = common::RankSource::kNone;
+  std::string cmdline;
+};
+
+struct AgentRecord {
+  int pid = 0;  // the writer
+  uint64_t start_ticks = 0;
+  common::RecordType type = common::RecordType::kNone;
+  int64_t time_ns = 0;
+  int64_t a = 0;
+  int64_t b = 0;
+};
+
+struct AgentPoll {
+  std::vector<AgentIdentity> identities;  // slots that became ready since the last poll
+  std::vector<AgentRecord> records;       // records published since the last poll
+};
+
+class AgentReader {
+ public:
+  // Creates and maps the slots file; throws std::runtime_error when it cannot.
+  explicit AgentReader(const std::string& run_dir);
+  ~AgentReader();
+  AgentReader(const AgentReader&) = delete;
+  AgentReader& operator=(const AgentReader&) = delete;
+
+  AgentPoll poll();
+
+  // Processes that found every slot taken, and records overwritten before they were read.
+  uint64_t processes_without_slot() const;
+  uint64_t records_dropped() const { return m_records_dropped; }
+
+ private:
+  void* m_base = nullptr;
+  uint32_t m_scan_from = 0;            // every slot before it has been read as ready
+  std::vector<bool> m_seen;            // per slot: identity read
+  std::vector<uint64_t> m_read_pos;    // per slot: records consumed
+  uint64_t m_records_dropped = 0;
+};
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,46 @@
+// Starts the job: its output channels (pipes, or pseudo-terminals where ours are terminals),
+// the agent injected through LD_PRELOAD, and the run folder in the environment.
+// Supervisor process, main thread, before the main loop starts.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace traindoc::supervisor {
+
+struct LaunchSpec {
+  std::vector<std::string> argv;
+  std::string run_dir;     // absolute
+  std::string agent_path;  // absolute path of libtraindoc_agent.so; empty: no agent
+};
+
+// One of the job's output streams as the supervisor reads it.
+struct OutputChannel {
+  int read_fd = -1;  // master side of a pty, or the read end of a pipe
+  bool tty = false;
+};
+
+struct LaunchedJob {
+  pid_t pid = -1;
+  OutputChannel out;
+  OutputChannel err;
+};
+
+// Thrown when the command cannot be started; `exit_status` is what a shell would return.
+struct LaunchError {
+  int exit_status;  // 127 not found, 126 found but not executable
+  std::string message;
+};
+
+// The signals the supervisor takes through its signalfd: blocked here, restored in the child.
+void block_supervisor_signals();
+
+// Forks and execs the job. Throws LaunchError when exec fails (the child is reaped).
+LaunchedJob launch(const LaunchSpec& spec);
+
+// Gives the job's pseudo-terminals our terminal's size (after SIGWINCH).
+void copy_window_size(const LaunchedJob& job);
+
+}  // namespace traindoc::supervisor

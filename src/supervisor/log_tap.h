@@ -1,0 +1,60 @@
+// Passes the job's stdout and stderr to ours byte for byte and keeps a bounded copy in
+// <run>/logs. Supervisor process, its own thread, so that sampling never delays the job's output.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/evidence.h"
+#include "supervisor/launcher.h"
+
+namespace traindoc::supervisor {
+
+struct LogBounds {
+  uint64_t head_bytes = 64ull << 20;  // the start of the output, kept whole
+  uint64_t tail_bytes = 32ull << 20;  // per tail file; the last two are kept
+};
+
+class LogTap {
+ public:
+  // Takes ownership of the channels' read ends; `logs_dir` must exist.
+  LogTap(const std::string& run_dir, const LaunchedJob& job, LogBounds bounds = {});
+  ~LogTap();
+  LogTap(const LogTap&) = delete;
+  LogTap& operator=(const LogTap&) = delete;
+
+  // Returns once both streams reached their end, or after `grace_ms` if some process outside
+  // the job's main line still holds them open.
+  void finish(int grace_ms);
+
+  std::vector<store::LogStream> streams() const;
+
+ private:
+  struct Stream {
+    store::LogStream info;
+    int source = -1;
+    int sink = -1;  // our stdout or stderr; -1 once it broke
+    int file = -1;
+    uint64_t file_bytes = 0;
+    int files_opened = 0;  // the first is the head file
+  };
+
+  void run();
+  bool pump(Stream& stream);
+  void keep(Stream& stream, const char* data, size_t size);
+  void open_next_file(Stream& stream);
+
+  std::string m_run_dir;
+  LogBounds m_bounds;
+  Stream m_streams[2];
+  mutable std::mutex m_mutex;  // guards the streams' info
+  int m_wake[2] = {-1, -1};    // tells the thread to drain and stop
+  std::atomic<int> m_grace_ms{0};
+  std::thread m_thread;
+};
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,164 @@
+// The job's process table. Supervisor process, main loop thread.
+// A process is (pid, start ticks): a pid reused within the run is a new process.
+#include "supervisor/process_table.h"
+
+#include <sys/wait.h>
+
+namespace traindoc::supervisor {
+namespace {
+
+int exactness(store::EndSource source) {
+  switch (source) {
+    case store::EndSource::kSupervisor:
+    case store::EndSource::kParent: return 3;
+    case store::EndSource::kZombie: return 2;
+    case store::EndSource::kAgentExit: return 1;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+ProcessTable::Entry* ProcessTable::live_entry(int pid) {
+  auto it = m_live.find(pid);
+  return it == m_live.end() ? nullptr : &m_records[it->second];
+}
+
+ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int64_t now_ns) {
+  if (Entry* entry = live_entry(pid)) {
+    // Agents registered early may lack the start ticks; otherwise a different start is reuse.
+    if (entry->record.start_ticks == start_ticks || start_ticks == 0 ||
+        entry->record.start_ticks == 0) {
+      if (entry->record.start_ticks == 0 && start_ticks != 0) {
+        entry->record.start_ticks = start_ticks;
+        entry->changed = true;
+      }
+      return *entry;
+    }
+    if (entry->record.end_source == store::EndSource::kNone) {
+      entry->record.end_source = store::EndSource::kVanished;
+      entry->record.end_ns = now_ns;
+      entry->changed = true;
+    }
+  }
+  Entry fresh;
+  fresh.record.pid = pid;
+  fresh.record.start_ticks = start_ticks;
+  fresh.record.start_ns = now_ns;
+  m_records.push_back(std::move(fresh));
+  m_live[pid] = m_records.size() - 1;
+  return m_records.back();
+}
+
+bool ProcessTable::seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns) {
+  size_t before = m_records.size();
+  Entry& entry = entry_for(pid, start_ticks, now_ns);
+  entry.missing_walks = 0;
+  if (entry.record.ppid == 0 && ppid != 0) {
+    entry.record.ppid = ppid;
+    entry.changed = true;
+  }
+  return m_records.size() != before;
+}
+
+void ProcessTable::set_details(int pid, uint64_t start_ticks, const std::string& argv0,
+                               const std::string& cmdline, const common::RankEnv& env) {
+  Entry& entry = entry_for(pid, start_ticks, 0);
+  store::ProcessRecord& r = entry.record;
+  if (r.argv0.empty()) r.argv0 = argv0;
+  if (r.cmdline.empty()) r.cmdline = cmdline;
+  if (!r.rank && env.rank >= 0) {
+    r.rank = env.rank;
+    r.rank_source = common::rank_source_name(env.source);
+    if (env.local_rank >= 0) r.local_rank = env.local_rank;
+    if (env.world_size >= 0) r.world_size = env.world_size;
+    if (env.node_rank >= 0) r.node_rank = env.node_rank;
+  }
+  entry.changed = true;
+}
+
+void ProcessTable::from_agent(const AgentIdentity& id) {
+  Entry& entry = entry_for(id.pid, id.start_ticks, id.start_ns);
+  store::ProcessRecord& r = entry.record;
+  if (r.ppid == 0) r.ppid = id.ppid;
+  if (r.agent && id.forked) return;  // the exec that followed the fork is already known
+  // A fork child registers first with its parent's identity; its exec registers again (same
+  // pid and start) with the program it became, which is the truth from then on.
+  bool exec_after_fork = r.agent && !id.forked;
+  r.agent = true;
+  r.forked = id.forked;
+  if (r.start_ns == 0 || r.start_ns > id.start_ns) r.start_ns = id.start_ns;
+  if (r.cmdline.empty() || exec_after_fork) {
+    r.cmdline = id.cmdline;
+    r.argv0 = id.cmdline.substr(0, id.cmdline.find(' '));
+  }
+  if (exec_after_fork) r.rank.reset();
+  common::RankEnv env;
+  env.source = id.rank_source;
+  env.rank = id.rank;
+  env.local_rank = id.local_rank;
+  env.world_size = id.world_size;
+  env.node_rank = id.node_rank;
+  set_details(id.pid, id.start_ticks, "", "", env);
+  entry.changed = true;
+}
+
+void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t_ns) {
+  Entry* entry = live_entry(pid);
+  if (entry == nullptr) entry = &entry_for(pid, 0, t_ns);  // ended before any sighting
+  store::ProcessRecord& r = entry->record;
+  if (r.end_source != store::EndSource::kNone && exactness(r.end_source) >= exactness(source)) {
+    return;
+  }
+  r.end_source = source;
+  if (r.end_ns == 0 || exactness(source) == 3) r.end_ns = t_ns;
+  if (WIFSIGNALED(status)) {
+    r.exit_signal = WTERMSIG(status);
+    r.core_dumped = WCOREDUMP(status);
+    r.exit_code.reset();
+  } else if (WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+    r.exit_signal.reset();
+  }
+  entry->changed = true;
+}
+
+void ProcessTable::sweep(const std::set<int>& alive, int64_t now_ns) {
+  for (auto it = m_live.begin(); it != m_live.end();) {
+    Entry& entry = m_records[it->second];
+    bool found = alive.count(it->first) != 0;
+    if (!found && entry.record.end_source == store::EndSource::kNone &&
+        ++entry.missing_walks >= 2) {
+      entry.record.end_source = store::EndSource::kVanished;
+      entry.record.end_ns = now_ns;
+      entry.changed = true;
+    }
+    // An ended process stays findable by pid until its pid shows up again.
+    ++it;
+  }
+}
+
+std::vector<int> ProcessTable::live_pids() const {
+  std::vector<int> out;
+  for (const auto& [pid, index] : m_live) {
+    if (m_records[index].record.end_source == store::EndSource::kNone) out.push_back(pid);
+  }
+  return out;
+}
+
+bool ProcessTable::is_live(int pid) const {
+  auto it = m_live.find(pid);
+  return it != m_live.end() && m_records[it->second].record.end_source == store::EndSource::kNone;
+}
+
+std::vector<store::ProcessRecord> ProcessTable::take_changed() {
+  std::vector<store::ProcessRecord> out;
+  for (Entry& entry : m_records) {
+    if (!entry.changed) continue;
+    out.push_back(entry.record);
+    entry.changed = false;
+  }
+  return out;
+}
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,60 @@
+// Every process of the job, merged from three sources: the /proc tree walk, the agents' slots,
+// and ends (the supervisor's waitpid, a parent's reap recorded by its agent, a zombie's stat).
+// Supervisor process, main loop thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/rank_env.h"
+#include "store/evidence.h"
+#include "supervisor/agent_reader.h"
+
+namespace traindoc::supervisor {
+
+class ProcessTable {
+ public:
+  // A process found alive by the tree walk. Returns true the first time it is seen.
+  bool seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns);
+
+  // What /proc says of a process once, when it is first seen.
+  void set_details(int pid, uint64_t start_ticks, const std::string& argv0,
+                   const std::string& cmdline, const common::RankEnv& env);
+
+  void from_agent(const AgentIdentity& identity);
+
+  // An end for the latest process with this pid. `status` is a wait status. A more exact source
+  // replaces a less exact one (the supervisor's and the parent's waitpid over a zombie's stat).
+  void ended(int pid, int status, store::EndSource source, int64_t t_ns);
+
+  // After a walk: live processes that were not found and have no end are gone without a trace.
+  // They are marked vanished one walk later, so that a parent's reap record can still arrive.
+  void sweep(const std::set<int>& alive, int64_t now_ns);
+
+  // Every process still thought to run, by pid.
+  std::vector<int> live_pids() const;
+  bool is_live(int pid) const;
+
+  // Records changed since the last call, for the store.
+  std::vector<store::ProcessRecord> take_changed();
+
+  size_t size() const { return m_records.size(); }
+
+ private:
+  struct Entry {
+    store::ProcessRecord record;
+    bool changed = true;
+    int missing_walks = 0;
+  };
+  Entry* live_entry(int pid);
+  Entry& entry_for(int pid, uint64_t start_ticks, int64_t now_ns);
+
+  std::vector<Entry> m_records;
+  std::map<int, size_t> m_live;  // pid -> index of the process now holding that pid
+};
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,304 @@
+// The supervisor's main loop. Supervisor process, main thread.
+// One poll over a signalfd and a 100 ms timer: agent records are read every tick, processes and
+// the host are sampled every interval, and run.db is committed after each sample.
+#include "supervisor/supervisor.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+#include "store/store_writer.h"
+#include "supervisor/agent_reader.h"
+#include "supervisor/launcher.h"
+#include "supervisor/log_tap.h"
+#include "supervisor/proc/proc_reader.h"
+#include "supervisor/proc/host_sampler.h"
+#include "supervisor/proc/proc_sampler.h"
+#include "supervisor/process_table.h"
+
+namespace traindoc::supervisor {
+namespace {
+
+constexpr int kTickMs = 100;
+constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
+constexpr int kOutputGraceMs = 500;
+
+int64_t now_ns() {
+  using namespace std::chrono;
+  return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+class Loop {
+ public:
+  explicit Loop(const SupervisorOptions& options)
+      : m_options(options), m_store(store::StoreWriter::open(options.run_dir + "/run.db")) {
+    m_run.command = options.command;
+    m_run.hostname = host_name();
+    m_run.version = TRAINDOC_VERSION;
+    m_run.supervisor_pid = getpid();
+    m_run.start_ns = now_ns();
+  }
+
+  store::RunInfo run();
+
+ private:
+  void open_agent();
+  void read_agent();
+  void walk_and_sample(bool slow);
+  void reap_children();
+  void forward(const signalfd_siginfo& info);
+  void store_changes();
+  void finish();
+  void event(const std::string& kind, int pid, const std::string& text);
+
+  const SupervisorOptions& m_options;
+  store::StoreWriter m_store;
+  store::RunInfo m_run;
+  std::unique_ptr<AgentReader> m_agent;
+  ProcessTable m_table;
+  ProcSampler m_sampler;
+  HostSampler m_host;
+  LaunchedJob m_job;
+  bool m_root_done = false;
+  int m_interrupts = 0;
+  uint64_t m_reported_no_slot = 0;
+  uint64_t m_reported_dropped = 0;
+};
+
+void Loop::event(const std::string& kind, int pid, const std::string& text) {
+  m_store.add_event({now_ns(), kind, pid, text});
+}
+
+void Loop::open_agent() {
+  if (m_options.agent_path.empty()) {
+    event("agent-unavailable", 0, "the agent was not injected: only /proc evidence");
+    return;
+  }
+  try {
+    m_agent = std::make_unique<AgentReader>(m_options.run_dir);
+  } catch (const std::exception& e) {
+    event("agent-unavailable", 0, std::string("the agent could not start: ") + e.what());
+  }
+}
+
+void Loop::read_agent() {
+  if (!m_agent) return;
+  AgentPoll poll = m_agent->poll();
+  for (const AgentIdentity& id : poll.identities) m_table.from_agent(id);
+  for (const AgentRecord& record : poll.records) {
+    if (record.type == common::RecordType::kChildReaped) {
+      m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
+                    store::EndSource::kParent, record.time_ns);
+    }
+  }
+  if (uint64_t n = m_agent->processes_without_slot(); n != m_reported_no_slot) {
+    m_reported_no_slot = n;
+    event("agent-no-slot", 0,
+          std::to_string(n) + " process(es) started after all agent slots were taken: seen "
+                              "only by the /proc walk");
+  }
+  if (uint64_t n = m_agent->records_dropped(); n != m_reported_dropped) {
+    m_reported_dropped = n;
+    event("agent-records-dropped", 0, std::to_string(n) + " agent record(s) were overwritten");
+  }
+}
+
+// Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
+void Loop::walk_and_sample(bool slow) {
+  int64_t t = now_ns();
+  std::set<int> alive;
+  std::vector<int> queue = children_of(getpid());
+  std::vector<store::ProcSample> samples;
+  while (!queue.empty()) {
+    int pid = queue.back();
+    queue.pop_back();
+    if (!alive.insert(pid).second) continue;
+    std::optional<ProcStat> stat = read_proc_stat(pid);
+    if (!stat) continue;
+    if (m_table.seen_alive(pid, stat->ppid, stat->start_ticks, t)) {
+      std::vector<std::string> argv = read_cmdline(pid);
+      std::string cmdline;
+      for (const std::string& arg : argv) cmdline += (cmdline.empty() ? "" : " ") + arg;
+      m_table.set_details(pid, stat->start_ticks, argv.empty() ? stat->comm : argv[0], cmdline,
+                          read_rank_env(pid));
+    }
+    if (stat->state == 'Z') {
+      if (stat->exit_code) m_table.ended(pid, *stat->exit_code, store::EndSource::kZombie, t);
+      continue;
+    }
+    for (int child : children_of(pid)) queue.push_back(child);
+    if (std::optional<store::ProcSample> sample = m_sampler.sample(pid, slow)) {
+      sample->t_ns = t;
+      samples.push_back(*sample);
+    }
+  }
+  m_table.sweep(alive, t);
+  m_store.add_proc_samples(samples);
+  store::HostSample host = m_host.sample();
+  host.t_ns = t;
+  m_store.add_host_sample(host);
+}
+
+void Loop::reap_children() {
+  while (true) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    int64_t t = now_ns();
+    m_table.ended(pid, status, store::EndSource::kSupervisor, t);
+    if (pid == m_job.pid) {
+      m_root_done = true;
+      m_run.end_ns = t;
+      if (WIFSIGNALED(status)) {
+        m_run.exit_signal = WTERMSIG(status);
+      } else {
+        m_run.exit_code = WEXITSTATUS(status);
+      }
+    }
+  }
+}
+
+// Signals from a terminal reached every process of our process group already; signals sent to
+// us alone (kill, a scheduler) go to every process of the job, as a terminal would have sent them.
+void Loop::forward(const signalfd_siginfo& info) {
+  int sig = static_cast<int>(info.ssi_signo);
+  walk_and_sample(false);
+  bool from_terminal = info.ssi_code == SI_KERNEL;
+  if (sig == SIGINT && ++m_interrupts >= 2) sig = SIGKILL;
+  pid_t our_group = getpgrp();
+  int sent = 0;
+  for (int pid : m_table.live_pids()) {
+    if (from_terminal && sig != SIGKILL && getpgid(pid) == our_group) continue;
+    if (kill(pid, sig) == 0) ++sent;
+  }
+  std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
+  event("signal-forwarded", static_cast<int>(info.ssi_pid),
+        "SIG" + name + (from_terminal ? " from the terminal" : "") + ", sent to " +
+            std::to_string(sent) + " process(es)");
+  if (m_options.announce && sig == SIGKILL) {
+    fprintf(stderr, "traindoc: second interrupt: killing the job\n");
+  } else if (m_options.announce && sig == SIGINT) {
+    fprintf(stderr, "traindoc: interrupt passed to the job; interrupt again to kill it\n");
+  }
+}
+
+void Loop::store_changes() {
+  for (const store::ProcessRecord& record : m_table.take_changed()) m_store.upsert_process(record);
+  m_store.flush();
+}
+
+void Loop::finish() {
+  reap_children();
+  read_agent();
+  walk_and_sample(false);
+  // No later reap record can arrive: whatever left no trace by now vanished.
+  m_table.sweep({}, now_ns());
+  m_table.sweep({}, now_ns());
+  m_store.write_run(m_run);
+  store_changes();
+}
+
+store::RunInfo Loop::run() {
+  block_supervisor_signals();
+  // Orphans of the job (double forks, a launcher that died first) become our children.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  open_agent();
+  m_store.write_run(m_run);
+  m_store.flush();
+
+  LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : ""};
+  try {
+    m_job = launch(spec);
+  } catch (const LaunchError& error) {
+    m_run.exec_error = error.message;
+    m_run.exit_code = error.exit_status;
+    m_run.end_ns = now_ns();
+    m_store.write_run(m_run);
+    m_store.flush();
+    throw;
+  }
+  m_run.root_pid = m_job.pid;
+  m_store.write_run(m_run);
+  LogTap tap(m_options.run_dir, m_job);
+
+  sigset_t set;
+  pthread_sigmask(SIG_BLOCK, nullptr, &set);
+  int signals = signalfd(-1, &set, SFD_CLOEXEC);
+  int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+  itimerspec tick{{0, kTickMs * 1'000'000}, {0, 1'000'000}};
+  timerfd_settime(timer, 0, &tick, nullptr);
+  if (signals < 0 || timer < 0) throw std::runtime_error("cannot set up the event loop");
+
+  int ticks_per_sample = std::max(1, m_options.interval_ms / kTickMs);
+  uint64_t tick_count = 0;
+  uint64_t samples = 0;
+  int64_t last_downsample = now_ns();
+  reap_children();
+  while (!m_root_done) {
+    pollfd fds[2] = {{signals, POLLIN, 0}, {timer, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      while (read(signals, &info, sizeof(info)) == sizeof(info)) {
+        if (info.ssi_signo == SIGCHLD) {
+          reap_children();
+        } else if (info.ssi_signo == SIGWINCH) {
+          copy_window_size(m_job);
+        } else {
+          forward(info);
+        }
+        if (m_root_done) break;
+        if (poll(fds, 1, 0) <= 0) break;
+      }
+    }
+    if (m_root_done) break;
+    if (fds[1].revents & POLLIN) {
+      uint64_t expirations = 0;
+      if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
+      read_agent();
+      if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
+        walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
+        for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
+        store_changes();
+        if (now_ns() - last_downsample > kDownsampleEveryNs) {
+          last_downsample = now_ns();
+          m_store.downsample(last_downsample);
+        }
+      }
+    }
+  }
+  close(timer);
+  close(signals);
+  tap.finish(kOutputGraceMs);
+  for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
+  finish();
+  return m_run;
+}
+
+}  // namespace
+
+store::RunInfo supervise(const SupervisorOptions& options) {
+  Loop loop(options);
+  return loop.run();
+}
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,26 @@
+// Supervises one job from start to end: launches it, passes its output and signals through,
+// walks and samples its processes, reads the agents, and stores everything in run.db.
+// Supervisor process, main thread (the log tap has a thread of its own).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "store/evidence.h"
+
+namespace traindoc::supervisor {
+
+struct SupervisorOptions {
+  std::vector<std::string> command;
+  std::string run_dir;     // absolute, exists, holds logs/
+  std::string agent_path;  // empty: run without the agent
+  int interval_ms = 1000;  // process and host samples
+  int slow_every = 5;      // smaps_rollup and descriptor counts every this many samples
+  bool announce = true;    // say on stderr when a signal is forwarded
+};
+
+// Runs the job to its end and returns how it ended. Throws LaunchError (launcher.h) when the
+// command cannot start, after recording that in run.db.
+store::RunInfo supervise(const SupervisorOptions& options);
+
+}  // namespace traindoc::supervisor

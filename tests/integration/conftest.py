@@ -1,0 +1,71 @@
+"""Shared helpers for the integration tests: they run the real traindoc binary on real
+processes and real PyTorch, then read report.json, run.db and the exit status."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAINDOC = Path(os.environ.get("TRAINDOC_BIN", ROOT / "build" / "bin" / "traindoc"))
+JOBS = Path(__file__).resolve().parent / "jobs"
+# The interpreter that has torch: the one running these tests (scripts/test picks it).
+PYTHON = os.environ.get("TRAINDOC_PYTHON", sys.executable)
+
+
+class Run:
+    """One finished `traindoc run`."""
+
+    def __init__(self, proc, run_dir):
+        self.proc = proc
+        self.run_dir = Path(run_dir)
+        self.status = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    @property
+    def report(self):
+        return json.loads((self.run_dir / "report.json").read_text())
+
+    def processes(self, role=None):
+        procs = self.report["processes"]
+        return [p for p in procs if role is None or p["role"] == role]
+
+
+@pytest.fixture
+def traindoc(tmp_path):
+    """Runs `traindoc run [options] -- cmd` in a fresh run folder and returns a Run."""
+    assert TRAINDOC.exists(), f"build first: {TRAINDOC} is missing"
+    counter = [0]
+
+    def run(cmd, *options, timeout=120, **kwargs):
+        counter[0] += 1
+        run_dir = tmp_path / f"run{counter[0]}"
+        argv = [str(TRAINDOC), "run", "--out", str(run_dir), *options, "--", *cmd]
+        kwargs.setdefault("stdout", subprocess.PIPE)
+        kwargs.setdefault("stderr", subprocess.PIPE)
+        proc = subprocess.run(argv, timeout=timeout, **kwargs)
+        return Run(proc, run_dir)
+
+    return run
+
+
+def python_job(code):
+    """A command that runs `code` with the interpreter that has torch."""
+    return [PYTHON, "-c", code]
+
+
+def job_script(name, *args):
+    return [PYTHON, str(JOBS / name), *map(str, args)]
+
+
+def torchrun(*args):
+    """torchrun of Debian's PyTorch, with the redirects that its Python 3.11 build needs."""
+    return [PYTHON, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", *map(str, args)]
+
+
+def have(tool):
+    return shutil.which(tool) is not None

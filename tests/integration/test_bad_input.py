@@ -1,0 +1,83 @@
+"""Bad input gets a clear message and the exit status a shell would give; nothing is lost."""
+import os
+import subprocess
+
+from conftest import TRAINDOC
+
+
+def traindoc_cli(*args, **kwargs):
+    return subprocess.run([str(TRAINDOC), *map(str, args)], capture_output=True, timeout=60, **kwargs)
+
+
+def test_no_command_prints_usage(tmp_path):
+    proc = traindoc_cli("run", "--out", tmp_path / "r")
+    assert proc.returncode == 2
+    assert b"no command" in proc.stderr
+    assert b"Usage" in proc.stderr or b"usage" in proc.stderr.lower()
+
+
+def test_no_subcommand(tmp_path):
+    assert traindoc_cli().returncode == 2
+
+
+def test_command_not_found_is_127(tmp_path):
+    proc = traindoc_cli("run", "--out", tmp_path / "r", "--", "no-such-command-xyz")
+    assert proc.returncode == 127
+    assert b"no-such-command-xyz: command not found" in proc.stderr
+    report = (tmp_path / "r" / "report.json").read_text()
+    assert "command not found" in report
+
+
+def test_not_executable_is_126(tmp_path):
+    script = tmp_path / "script.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o644)
+    proc = traindoc_cli("run", "--out", tmp_path / "r", "--", script)
+    assert proc.returncode == 126
+    assert b"Permission denied" in proc.stderr
+
+
+def test_unwritable_run_folder_fails_before_the_job(tmp_path):
+    marker = tmp_path / "ran"
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = traindoc_cli("run", "--out", blocker / "run", "--", "touch", marker)
+    assert proc.returncode == 125
+    assert b"cannot create the run folder" in proc.stderr
+    assert not marker.exists()
+
+
+def test_existing_run_is_never_overwritten(tmp_path):
+    run_dir = tmp_path / "r"
+    assert traindoc_cli("run", "--out", run_dir, "--", "true").returncode == 0
+    before = (run_dir / "report.json").read_bytes()
+    proc = traindoc_cli("run", "--out", run_dir, "--", "true")
+    assert proc.returncode == 125
+    assert b"never overwritten" in proc.stderr
+    assert (run_dir / "report.json").read_bytes() == before
+
+
+def test_unknown_option_suggests_the_nearest(tmp_path):
+    proc = traindoc_cli("run", "--ot", tmp_path / "r", "--", "true")
+    assert proc.returncode == 2
+    assert b"did you mean --out?" in proc.stderr
+    proc = traindoc_cli("analyze", "--jsn", tmp_path)
+    assert proc.returncode == 2
+    assert b"did you mean --json?" in proc.stderr
+
+
+def test_default_run_folder(tmp_path):
+    proc = traindoc_cli("run", "--", "true", cwd=tmp_path)
+    assert proc.returncode == 0
+    runs = list((tmp_path / "traindoc-runs").iterdir())
+    assert len(runs) == 1 and (runs[0] / "report.json").exists()
+
+
+def test_analyze_corrupt_run_folder(tmp_path):
+    (tmp_path / "run.db").write_bytes(os.urandom(4096))
+    proc = traindoc_cli("analyze", tmp_path)
+    assert proc.returncode == 125
+    assert b"run.db" in proc.stderr
+    proc = traindoc_cli("analyze", tmp_path / "missing")
+    assert proc.returncode == 125
+    assert b"not a run folder" in proc.stderr

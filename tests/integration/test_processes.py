@@ -1,0 +1,65 @@
+"""traindoc knows every process of the job, its role and how it ended."""
+import re
+
+from conftest import JOBS, job_script, python_job, torchrun
+
+
+def test_torchrun_two_ranks_two_workers_roles(traindoc):
+    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", 29531,
+                            JOBS / "ddp_workers.py"), timeout=240)
+    assert run.status == 0, run.stderr.decode()[-3000:]
+    procs = run.report["processes"]
+    launchers = [p for p in procs if p["role"] == "launcher"]
+    ranks = sorted((p for p in procs if p["role"] == "rank"), key=lambda p: p["rank"])
+    workers = [p for p in procs if p["role"] == "worker"]
+    assert len(launchers) == 1
+    assert "torch.distributed.run" in launchers[0]["cmdline"]
+    assert [p["rank"] for p in ranks] == [0, 1]
+    assert [p["local_rank"] for p in ranks] == [0, 1]
+    assert all(p["world_size"] == 2 for p in ranks)
+    # The pids the ranks printed are the ones traindoc calls rank 0 and rank 1.
+    printed = dict(re.findall(rb"rank (\d) pid (\d+) done", run.stdout))
+    assert {p["rank"]: p["pid"] for p in ranks} == {int(k): int(v) for k, v in printed.items()}
+    for rank in ranks:
+        mine = [w for w in workers if w["parent"] == rank["pid"]]
+        assert len(mine) == 2, procs
+        assert sorted(w["worker"] for w in mine) == [0, 1]
+        assert all(w["rank"] == rank["rank"] for w in mine)
+    # Every process's end is known exactly: ranks reaped by torchrun, workers by their rank.
+    for p in launchers + ranks + workers:
+        assert p["exit"]["how"] == "exited", p
+        assert p["exit"]["code"] == 0, p
+    assert {w["exit"]["source"] for w in workers} <= {"parent", "zombie"}
+    assert {r["exit"]["source"] for r in ranks} <= {"parent", "zombie"}
+
+
+def test_single_process_is_rank_0(traindoc):
+    run = traindoc(python_job("print('hi')"))
+    assert run.status == 0
+    ranks = run.processes("rank")
+    assert len(ranks) == 1 and ranks[0]["rank"] == 0
+
+
+def test_double_forked_process_is_seen_and_reaped(traindoc):
+    run = traindoc(job_script("double_fork.py"))
+    assert run.status == 0
+    grandchild = int(re.search(rb"grandchild (\d+)", run.stdout).group(1))
+    procs = {p["pid"]: p for p in run.report["processes"]}
+    assert grandchild in procs
+    # Adopted by traindoc as subreaper once its parent exited, so its exit code is exact.
+    assert procs[grandchild]["exit"]["code"] == 5
+    assert procs[grandchild]["exit"]["source"] in ("supervisor", "parent")
+
+
+def test_thousands_of_forks(traindoc):
+    code = ("import os\n"
+            "for i in range(3000):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0: os._exit(i % 3)\n"
+            "    os.waitpid(pid, 0)\n")
+    run = traindoc(python_job(code), timeout=180)
+    assert run.status == 0
+    procs = run.report["processes"]
+    assert len(procs) >= 3000
+    codes = [p["exit"].get("code") for p in procs if p["role"] == "worker"]
+    assert codes.count(2) == 1000

@@ -1,0 +1,155 @@
+"""`traindoc run` passes the job's exit status, output and signals through unchanged."""
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from conftest import PYTHON, TRAINDOC, python_job
+
+
+def test_exit_code_passes_through(traindoc):
+    run = traindoc(["sh", "-c", "exit 7"])
+    assert run.status == 7
+    assert run.report["schema"] == "traindoc.report/1"
+    assert run.report["run"]["exit_code"] == 7
+    assert "exited with code 7" in run.stderr.decode()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGSEGV])
+def test_death_by_signal_gives_128_plus_n(traindoc, sig):
+    run = traindoc(python_job(f"import os; os.kill(os.getpid(), {int(sig)})"))
+    assert run.status == 128 + sig
+    report = run.report
+    assert report["run"]["exit_signal"] == sig
+    root = [p for p in report["processes"] if p["pid"] == report["run"]["root_pid"]][0]
+    assert root["exit"]["how"] == "signaled"
+    assert root["exit"]["signal"] == sig
+    assert root["exit"]["source"] == "supervisor"
+
+
+def test_native_segfault_exit_status(traindoc):
+    run = traindoc(python_job("import ctypes; ctypes.string_at(0)"))
+    assert run.status == 128 + signal.SIGSEGV
+
+
+OUTPUT_JOB = r"""
+import os, sys
+out, err = sys.stdout.buffer, sys.stderr.buffer
+out.write(bytes(range(256)) * 64)           # binary, NULs and invalid UTF-8 included
+err.write(b"\xff\xfe not text\n" * 100)
+for i in range(20000):
+    out.write(b"line %d\n" % i)
+    if i % 1000 == 0:
+        out.flush(); err.write(b"err %d\n" % i); err.flush()
+out.write(b"x" * (8 << 20) + b"\n")          # one long line
+out.write(b"no newline at the end")
+"""
+
+
+def test_output_is_byte_identical(traindoc):
+    direct = subprocess.run(python_job(OUTPUT_JOB), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = traindoc(python_job(OUTPUT_JOB), "--quiet")
+    assert run.status == 0
+    assert run.stdout == direct.stdout
+    assert run.stderr == direct.stderr
+    assert (run.run_dir / "logs" / "stdout.log").read_bytes() == direct.stdout
+    assert (run.run_dir / "logs" / "stderr.log").read_bytes() == direct.stderr
+
+
+def test_job_sees_a_terminal_when_we_have_one(tmp_path):
+    master, slave = os.openpty()
+    code = "import sys; print('tty', sys.stdout.isatty(), sys.stderr.isatty())"
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--quiet", "--out", str(tmp_path / "r"), "--",
+                             PYTHON, "-c", code], stdout=slave, stderr=slave)
+    os.close(slave)
+    assert proc.wait(timeout=60) == 0
+    data = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    os.close(master)
+    assert b"tty True True" in data
+
+
+TRAP_JOB = """
+import signal, sys, time
+def handler(sig, frame):
+    print("job got", signal.Signals(sig).name, flush=True)
+    sys.exit(3)
+signal.signal(signal.SIGINT, handler)
+signal.signal(signal.SIGTERM, handler)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+STUBBORN_JOB = """
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def start(tmp_path, code):
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--",
+                             PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    return proc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_is_forwarded_to_the_job(tmp_path, sig):
+    proc = start(tmp_path, TRAP_JOB)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    assert f"job got {sig.name}".encode() in out
+
+
+def test_second_interrupt_kills_the_job(tmp_path):
+    proc = start(tmp_path, STUBBORN_JOB)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # the job ignores one interrupt
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGKILL
+    assert b"second interrupt" in err
+
+
+def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
+    run_dir = tmp_path / "r"
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--interval", "0.2", "--out", str(run_dir), "--",
+                             PYTHON, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(30)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    job_pid = int(proc.stdout.readline())
+    db = run_dir / "run.db"
+    deadline = time.time() + 15
+    samples = 0
+    while time.time() < deadline and samples < 3:
+        time.sleep(0.3)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                samples = con.execute("select count(*) from proc_samples").fetchone()[0]
+        except sqlite3.Error:
+            pass
+    proc.kill()
+    proc.wait()
+    os.kill(job_pid, signal.SIGKILL)
+    assert samples >= 3
+    with sqlite3.connect(db) as con:
+        pids = {row[0] for row in con.execute("select pid from processes")}
+        assert job_pid in pids
+        assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
+    analyze = subprocess.run([str(TRAINDOC), "analyze", str(run_dir)], capture_output=True)
+    assert analyze.returncode == 0, analyze.stderr
+    report = (run_dir / "report.json").read_text()
+    assert str(job_pid) in report
