@@ -52,26 +52,37 @@ int main(int argc, char** argv) {
   analyze_cmd->add_flag("--json", analyze.json, "Print report.json");
   analyze_cmd->add_flag("-q,--quiet", analyze.quiet, "Print nothing");
 
+  // Everything after the first `--` is the job's command, whatever it looks like.
+  std::vector<std::string> after_dashes;
+  int ours = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      after_dashes.assign(argv + i + 1, argv + argc);
+      ours = i;
+      break;
+    }
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(ours, argv);
   } catch (const CLI::ParseError& error) {
     if (auto* extras = dynamic_cast<const CLI::ExtrasError*>(&error)) {
       (void)extras;
       std::string message = error.what();
-      CLI::App* where = analyze_cmd->parsed() ? analyze_cmd : &app;
+      CLI::App* where = analyze_cmd->parsed() ? analyze_cmd : run_cmd->parsed() ? run_cmd : &app;
       std::string typed = message.substr(message.find_last_of(' ') + 1);
       return unknown_option(where, typed);
     }
-    return app.exit(error);
+    // Help and version exit 0; every other parse error is a usage error.
+    return app.exit(error) == 0 ? 0 : kUsageError;
   }
 
   try {
     if (run_cmd->parsed()) {
       run.command = run_cmd->remaining();
-      if (!run.command.empty() && run.command.front() == "--") run.command.erase(run.command.begin());
-      else if (!run.command.empty() && run.command.front().starts_with("-")) {
+      if (!run.command.empty() && run.command.front().starts_with("-")) {
         return unknown_option(run_cmd, run.command.front());
       }
+      run.command.insert(run.command.end(), after_dashes.begin(), after_dashes.end());
       if (run.command.empty()) {
         fprintf(stderr, "traindoc run: no command given\n%s", run_cmd->help().c_str());
         return kUsageError;

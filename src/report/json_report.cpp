@@ -12,7 +12,7 @@
 namespace traindoc::report {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 template <typename T>
 void put(json& object, const char* key, const std::optional<T>& value) {

@@ -11,7 +11,7 @@ namespace traindoc::report {
 
 inline constexpr const char* kReportSchema = "traindoc.report/1";
 
-nlohmann::json to_json(const analysis::Diagnosis& diagnosis);
+nlohmann::ordered_json to_json(const analysis::Diagnosis& diagnosis);
 
 // Writes <run>/report.json through a temporary file, so a reader never sees half a report.
 void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir);

@@ -108,7 +108,7 @@ struct LogStream {
   std::string name;  // "stdout" or "stderr"
   uint64_t bytes = 0;
   uint64_t lines = 0;
-  uint64_t bytes_not_kept = 0;  // beyond the run folder's bound
+  uint64_t bytes_not_kept = 0;     // beyond the run folder's bound
   std::vector<std::string> files;  // relative to the run folder, in order
 
   bool operator==(const LogStream&) const = default;

@@ -24,8 +24,9 @@
 #include "supervisor/agent_reader.h"
 #include "supervisor/launcher.h"
 #include "supervisor/log_tap.h"
-#include "supervisor/proc/proc_reader.h"
+#include "supervisor/proc/environ_text.h"
 #include "supervisor/proc/host_sampler.h"
+#include "supervisor/proc/proc_files.h"
 #include "supervisor/proc/proc_sampler.h"
 #include "supervisor/process_table.h"
 
@@ -126,30 +127,28 @@ void Loop::read_agent() {
 void Loop::walk_and_sample(bool slow) {
   int64_t t = now_ns();
   std::set<int> alive;
-  std::vector<int> queue = children_of(getpid());
+  std::vector<int> queue = m_sampler.children_of(getpid());
   std::vector<store::ProcSample> samples;
   while (!queue.empty()) {
     int pid = queue.back();
     queue.pop_back();
     if (!alive.insert(pid).second) continue;
-    std::optional<ProcStat> stat = read_proc_stat(pid);
-    if (!stat) continue;
-    if (m_table.seen_alive(pid, stat->ppid, stat->start_ticks, t)) {
-      std::vector<std::string> argv = read_cmdline(pid);
-      std::string cmdline;
-      for (const std::string& arg : argv) cmdline += (cmdline.empty() ? "" : " ") + arg;
-      m_table.set_details(pid, stat->start_ticks, argv.empty() ? stat->comm : argv[0], cmdline,
-                          read_rank_env(pid));
+    std::optional<ProcSnapshot> snapshot = m_sampler.sample(pid, slow);
+    if (!snapshot) continue;
+    const ProcStat& stat = snapshot->stat;
+    if (m_table.seen_alive(pid, stat.ppid, stat.starttime, t)) {
+      std::vector<std::string> argv = read_proc_cmdline(pid).value_or(std::vector<std::string>{});
+      std::optional<EnvironText> environ = read_proc_environ(pid);
+      m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0],
+                          join_cmdline(argv), environ ? environ->rank_env() : common::RankEnv{});
     }
-    if (stat->state == 'Z') {
-      if (stat->exit_code) m_table.ended(pid, *stat->exit_code, store::EndSource::kZombie, t);
+    if (stat.state == 'Z') {
+      if (stat.exit_code) m_table.ended(pid, *stat.exit_code, store::EndSource::kZombie, t);
       continue;
     }
-    for (int child : children_of(pid)) queue.push_back(child);
-    if (std::optional<store::ProcSample> sample = m_sampler.sample(pid, slow)) {
-      sample->t_ns = t;
-      samples.push_back(*sample);
-    }
+    for (int child : m_sampler.children_of(pid)) queue.push_back(child);
+    snapshot->sample.t_ns = t;
+    samples.push_back(snapshot->sample);
   }
   m_table.sweep(alive, t);
   m_store.add_proc_samples(samples);

@@ -1,0 +1,167 @@
+// The run.db schema: its DDL, its identity (meta table, PRAGMA user_version) and the check that a
+// file is a run.db this build understands. Used by the writer (supervisor) and the reader
+// (analyze, report). docs/run-db.md documents every table; keep the two in step.
+#include "store/schema.h"
+
+#include <string>
+
+#include "store/evidence.h"
+#include "store/sqlite_util.h"
+
+namespace traindoc::store::schema {
+
+namespace {
+
+// Units: bytes for memory, ns since the Unix epoch for times, clock ticks since boot for
+// start_ticks (/proc/<pid>/stat field 22). Booleans are 0/1. NULL means "not measured".
+constexpr const char* kDdl = R"sql(
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE run (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  hostname TEXT NOT NULL,
+  version TEXT NOT NULL,
+  supervisor_pid INTEGER NOT NULL,
+  root_pid INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  exit_code INTEGER,
+  exit_signal INTEGER,
+  exec_error TEXT NOT NULL
+);
+CREATE TABLE run_args (
+  position INTEGER PRIMARY KEY,
+  arg TEXT NOT NULL
+);
+CREATE TABLE processes (
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  ppid INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  argv0 TEXT NOT NULL,
+  cmdline TEXT NOT NULL,
+  rank INTEGER,
+  local_rank INTEGER,
+  world_size INTEGER,
+  node_rank INTEGER,
+  rank_source TEXT NOT NULL,
+  agent INTEGER NOT NULL,
+  forked INTEGER NOT NULL,
+  end_source TEXT NOT NULL,
+  exit_code INTEGER,
+  exit_signal INTEGER,
+  core_dumped INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  PRIMARY KEY (pid, start_ticks)
+);
+CREATE TABLE proc_samples (
+  t_ns INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  rss INTEGER NOT NULL,
+  swap INTEGER NOT NULL,
+  pss INTEGER,
+  uss INTEGER,
+  threads INTEGER NOT NULL,
+  fds INTEGER,
+  fd_limit INTEGER,
+  cpu_user_s REAL NOT NULL,
+  cpu_sys_s REAL NOT NULL
+);
+CREATE INDEX proc_samples_by_time ON proc_samples (t_ns);
+CREATE TABLE host_samples (
+  t_ns INTEGER NOT NULL,
+  mem_total INTEGER NOT NULL,
+  mem_available INTEGER NOT NULL,
+  swap_total INTEGER NOT NULL,
+  swap_free INTEGER NOT NULL,
+  cgroup_version INTEGER NOT NULL,
+  cgroup_current INTEGER,
+  cgroup_max INTEGER,
+  cgroup_oom_kills INTEGER,
+  shm_total INTEGER,
+  shm_used INTEGER
+);
+CREATE INDEX host_samples_by_time ON host_samples (t_ns);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX events_by_kind ON events (kind, id);
+CREATE TABLE logs (
+  name TEXT PRIMARY KEY,
+  bytes INTEGER NOT NULL,
+  lines INTEGER NOT NULL,
+  bytes_not_kept INTEGER NOT NULL
+);
+CREATE TABLE log_files (
+  stream TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  PRIMARY KEY (stream, position)
+);
+)sql";
+
+// Reads one integer; on failure returns false with `error` set from SQLite's message, taken before
+// finalize so that the reason (e.g. "file is not a database") is not lost.
+bool probe_int(sqlite3* db, const char* sql, int64_t& value, std::string& error) {
+  sqlite3_stmt* statement = nullptr;
+  const bool ok = sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK &&
+                  sqlite3_step(statement) == SQLITE_ROW;
+  if (ok) {
+    value = sqlite3_column_int64(statement, 0);
+  } else {
+    error = sqlite3_errmsg(db);
+  }
+  sqlite3_finalize(statement);
+  return ok;
+}
+
+}  // namespace
+
+State check(sqlite3* db, const std::string& path) {
+  // The first read of the file: a non-database or a damaged header fails here.
+  int64_t tables = 0;
+  int64_t version = 0;
+  std::string error;
+  if (!probe_int(db, "SELECT count(*) FROM sqlite_master", tables, error) ||
+      !probe_int(db, "PRAGMA user_version", version, error)) {
+    throw StoreError("run database '" + path + "': not a readable SQLite database: " + error);
+  }
+  if (tables == 0 && version == 0) return State::kEmpty;
+
+  const std::string not_ours = "run database '" + path + "': not a traindoc run database";
+  detail::Statement has_meta(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+  if (!has_meta.step() || has_meta.int64(0) == 0) throw StoreError(not_ours + " (no meta table)");
+  detail::Statement format(db, "SELECT value FROM meta WHERE key = 'format'");
+  if (!format.step() || format.text(0) != kFormat) {
+    throw StoreError(not_ours + " (meta.format is not '" + kFormat + "')");
+  }
+  if (version > kSchemaVersion) {
+    throw StoreError("run database '" + path + "': written by a newer traindoc (schema version " +
+                     std::to_string(version) + ", this traindoc reads up to " +
+                     std::to_string(kSchemaVersion) + "); analyze it with that version");
+  }
+  if (version < 1) {
+    throw StoreError("run database '" + path + "': unknown schema version " +
+                     std::to_string(version));
+  }
+  return State::kCurrent;
+}
+
+void create(sqlite3* db) {
+  detail::exec(db, kDdl);
+  detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
+  meta.bind(1, "format").bind(2, kFormat).run();
+  meta.bind(1, "schema_version").bind(2, std::to_string(kSchemaVersion)).run();
+  // PRAGMA takes no bound parameters; the value is our own constant.
+  detail::exec(db, ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+}
+
+}  // namespace traindoc::store::schema

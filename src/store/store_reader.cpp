@@ -1,0 +1,280 @@
+// read_evidence: loads a whole run.db into the evidence model, in one read snapshot.
+// Used by `traindoc analyze` and the report, possibly while a supervisor writes the file or after
+// one was killed; the file is outside input, so every failure is a StoreError, never a crash.
+#include "store/store_reader.h"
+
+#include <charconv>
+#include <string_view>
+#include <utility>
+
+#include "store/schema.h"
+#include "store/sqlite_util.h"
+
+namespace traindoc::store {
+
+using detail::DbHandle;
+using detail::Statement;
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+
+struct OpenResult {
+  DbHandle db;
+  int error_code = SQLITE_OK;
+  std::string message;
+};
+
+// Opens and reads the schema once, which is when SQLite first touches the WAL and its index.
+OpenResult try_open(const std::string& target, int flags) {
+  OpenResult result;
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(target.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  result.db.reset(raw);
+  sqlite3* db = raw;
+  if (rc != SQLITE_OK) {
+    result.error_code = db ? sqlite3_extended_errcode(db) : rc;
+    result.message = detail::reason(db);
+    result.db.reset();
+    return result;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  // The file may come from anywhere: no schema-defined functions or views run with our rights.
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  // The last connection to close would otherwise checkpoint and delete the WAL: reading must
+  // leave the evidence files as they were.
+  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
+  // Catches damaged b-tree pages early instead of reading nonsense from them.
+  sqlite3_exec(db, "PRAGMA cell_size_check = 1", nullptr, nullptr, nullptr);
+
+  sqlite3_stmt* probe = nullptr;
+  const bool ok = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &probe,
+                                     nullptr) == SQLITE_OK &&
+                  sqlite3_step(probe) == SQLITE_ROW;
+  if (!ok) {
+    result.error_code = sqlite3_extended_errcode(db);
+    result.message = detail::reason(db);
+  }
+  sqlite3_finalize(probe);
+  if (!ok) result.db.reset();
+  return result;
+}
+
+// Errors that a less demanding open mode may avoid: no write access to the file, the folder,
+// or the WAL index.
+bool worth_another_mode(int error_code) {
+  switch (error_code & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_IOERR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  constexpr std::string_view kHex = "0123456789ABCDEF";
+  for (const char c : path) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+                       (byte >= '0' && byte <= '9') || c == '/' || c == '.' || c == '-' ||
+                       c == '_' || c == '~';
+    if (plain) {
+      uri += c;
+    } else {
+      uri += '%';
+      uri += kHex[byte >> 4];
+      uri += kHex[byte & 0xf];
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+// Read-write first: after a kill -9 of the writer, SQLite must rebuild the WAL index, which
+// needs write access to the -shm file. Read-only next (a folder we may not write). Immutable
+// last: it ignores the WAL (and so the commits not yet checkpointed) but opens anything.
+DbHandle open_for_reading(const std::string& path) {
+  OpenResult first = try_open(path, SQLITE_OPEN_READWRITE);
+  if (first.db) return std::move(first.db);
+  const auto fail = [&path](const OpenResult& result) {
+    const bool cannot_open = (result.error_code & 0xff) == SQLITE_CANTOPEN;
+    throw StoreError("run database '" + path +
+                     "': " + (cannot_open ? "cannot open: " : "not a readable SQLite database: ") +
+                     result.message);
+  };
+  if (!worth_another_mode(first.error_code)) fail(first);
+  OpenResult read_only = try_open(path, SQLITE_OPEN_READONLY);
+  if (read_only.db) return std::move(read_only.db);
+  if (!worth_another_mode(read_only.error_code)) fail(read_only);
+  OpenResult immutable = try_open(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  if (immutable.db) return std::move(immutable.db);
+  fail(first);
+  return nullptr;  // not reached
+}
+
+void read_run(sqlite3* db, RunInfo& run) {
+  Statement row(db,
+                "SELECT hostname, version, supervisor_pid, root_pid, start_ns, end_ns, exit_code, "
+                "exit_signal, exec_error FROM run WHERE id = 1");
+  if (row.step()) {
+    run.hostname = row.text(0);
+    run.version = row.text(1);
+    run.supervisor_pid = row.int32(2);
+    run.root_pid = row.int32(3);
+    run.start_ns = row.int64(4);
+    run.end_ns = row.int64(5);
+    run.exit_code = row.opt_int32(6);
+    run.exit_signal = row.opt_int32(7);
+    run.exec_error = row.text(8);
+  }
+  Statement args(db, "SELECT arg FROM run_args ORDER BY position");
+  while (args.step()) run.command.push_back(args.text(0));
+}
+
+void read_processes(sqlite3* db, std::vector<ProcessRecord>& out) {
+  Statement rows(db,
+                 "SELECT pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank, "
+                 "world_size, node_rank, rank_source, agent, forked, end_source, exit_code, "
+                 "exit_signal, core_dumped, end_ns FROM processes ORDER BY start_ticks, pid");
+  while (rows.step()) {
+    ProcessRecord& r = out.emplace_back();
+    r.pid = rows.int32(0);
+    r.start_ticks = rows.uint64(1);
+    r.ppid = rows.int32(2);
+    r.start_ns = rows.int64(3);
+    r.argv0 = rows.text(4);
+    r.cmdline = rows.text(5);
+    r.rank = rows.opt_int32(6);
+    r.local_rank = rows.opt_int32(7);
+    r.world_size = rows.opt_int32(8);
+    r.node_rank = rows.opt_int32(9);
+    r.rank_source = rows.text(10);
+    r.agent = rows.int64(11) != 0;
+    r.forked = rows.int64(12) != 0;
+    r.end_source = end_source_from_string(rows.text(13));
+    r.exit_code = rows.opt_int32(14);
+    r.exit_signal = rows.opt_int32(15);
+    r.core_dumped = rows.int64(16) != 0;
+    r.end_ns = rows.int64(17);
+  }
+}
+
+void read_proc_samples(sqlite3* db, std::vector<ProcSample>& out) {
+  Statement rows(db,
+                 "SELECT t_ns, pid, start_ticks, rss, swap, pss, uss, threads, fds, fd_limit, "
+                 "cpu_user_s, cpu_sys_s FROM proc_samples ORDER BY t_ns, rowid");
+  while (rows.step()) {
+    ProcSample& s = out.emplace_back();
+    s.t_ns = rows.int64(0);
+    s.pid = rows.int32(1);
+    s.start_ticks = rows.uint64(2);
+    s.rss = rows.uint64(3);
+    s.swap = rows.uint64(4);
+    s.pss = rows.opt_uint64(5);
+    s.uss = rows.opt_uint64(6);
+    s.threads = rows.int32(7);
+    s.fds = rows.opt_int32(8);
+    s.fd_limit = rows.opt_int32(9);
+    s.cpu_user_s = rows.real(10);
+    s.cpu_sys_s = rows.real(11);
+  }
+}
+
+void read_host_samples(sqlite3* db, std::vector<HostSample>& out) {
+  Statement rows(db,
+                 "SELECT t_ns, mem_total, mem_available, swap_total, swap_free, cgroup_version, "
+                 "cgroup_current, cgroup_max, cgroup_oom_kills, shm_total, shm_used "
+                 "FROM host_samples ORDER BY t_ns, rowid");
+  while (rows.step()) {
+    HostSample& h = out.emplace_back();
+    h.t_ns = rows.int64(0);
+    h.mem_total = rows.uint64(1);
+    h.mem_available = rows.uint64(2);
+    h.swap_total = rows.uint64(3);
+    h.swap_free = rows.uint64(4);
+    h.cgroup_version = rows.int32(5);
+    h.cgroup_current = rows.opt_uint64(6);
+    h.cgroup_max = rows.opt_uint64(7);
+    h.cgroup_oom_kills = rows.opt_uint64(8);
+    h.shm_total = rows.opt_uint64(9);
+    h.shm_used = rows.opt_uint64(10);
+  }
+}
+
+void read_events(sqlite3* db, std::vector<Event>& out) {
+  Statement rows(db, "SELECT t_ns, kind, pid, text FROM events ORDER BY t_ns, id");
+  while (rows.step()) {
+    Event& e = out.emplace_back();
+    e.t_ns = rows.int64(0);
+    e.kind = rows.text(1);
+    e.pid = rows.int32(2);
+    e.text = rows.text(3);
+  }
+}
+
+void read_logs(sqlite3* db, std::vector<LogStream>& out) {
+  Statement rows(db, "SELECT name, bytes, lines, bytes_not_kept FROM logs ORDER BY rowid");
+  Statement files(db, "SELECT path FROM log_files WHERE stream = ?1 ORDER BY position");
+  while (rows.step()) {
+    LogStream& l = out.emplace_back();
+    l.name = rows.text(0);
+    l.bytes = rows.uint64(1);
+    l.lines = rows.uint64(2);
+    l.bytes_not_kept = rows.uint64(3);
+    files.bind(1, l.name);
+    while (files.step()) l.files.push_back(files.text(0));
+    files.reset();
+  }
+}
+
+uint64_t parse_count(const std::string& text) {
+  uint64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+void read_bounds(sqlite3* db, Evidence& evidence) {
+  Statement rows(db, "SELECT key, value FROM meta");
+  const std::string dropped_prefix = schema::kMetaEventsDroppedPrefix;
+  while (rows.step()) {
+    const std::string key = rows.text(0);
+    if (key == schema::kMetaThinnedUntil) {
+      evidence.samples_thinned_until_ns = static_cast<int64_t>(parse_count(rows.text(1)));
+    } else if (key.starts_with(dropped_prefix)) {
+      const uint64_t count = parse_count(rows.text(1));
+      if (count > 0) evidence.events_dropped[key.substr(dropped_prefix.size())] = count;
+    }
+  }
+}
+
+}  // namespace
+
+Evidence read_evidence(const std::string& db_path) {
+  DbHandle handle = open_for_reading(db_path);
+  sqlite3* db = handle.get();
+  // One snapshot: a writer committing meanwhile cannot leave samples without their process.
+  detail::exec(db, "BEGIN");
+  if (schema::check(db, db_path) == schema::State::kEmpty) {
+    throw StoreError("run database '" + db_path +
+                     "': empty file, not a traindoc run database (no tables)");
+  }
+  Evidence evidence;
+  evidence.schema_version = static_cast<int>(detail::query_int(db, "PRAGMA user_version"));
+  read_run(db, evidence.run);
+  read_processes(db, evidence.processes);
+  read_proc_samples(db, evidence.proc_samples);
+  read_host_samples(db, evidence.host_samples);
+  read_events(db, evidence.events);
+  read_logs(db, evidence.logs);
+  read_bounds(db, evidence);
+  detail::exec(db, "COMMIT");
+  return evidence;
+}
+
+}  // namespace traindoc::store

@@ -1,0 +1,466 @@
+// StoreWriter: appends what the supervisor sees to <run>/run.db (SQLite, WAL).
+// Lives in the supervisor, owned and called by one thread. Every statement is prepared once at
+// open and reused: the supervisor writes 8-30 processes' samples every second for days.
+#include "store/store_writer.h"
+
+#include <charconv>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+#include "store/schema.h"
+#include "store/sqlite_util.h"
+
+#ifndef TRAINDOC_VERSION
+#define TRAINDOC_VERSION "unknown"
+#endif
+
+namespace traindoc::store {
+
+using detail::Statement;
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 5000;
+// Checkpoints keep the WAL near 4 MiB in steady state; this caps what is left after a burst
+// (e.g. while a long `traindoc analyze` held a read snapshot and blocked checkpoints).
+constexpr int64_t kJournalSizeLimit = 64LL * 1024 * 1024;
+
+constexpr const char* kUpsertProcess = R"sql(
+INSERT INTO processes (pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank,
+                       world_size, node_rank, rank_source, agent, forked, end_source, exit_code,
+                       exit_signal, core_dumped, end_ns)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+ON CONFLICT (pid, start_ticks) DO UPDATE SET
+  ppid = CASE WHEN excluded.ppid <> 0 THEN excluded.ppid ELSE ppid END,
+  start_ns = CASE WHEN excluded.start_ns <> 0 THEN excluded.start_ns ELSE start_ns END,
+  argv0 = CASE WHEN excluded.argv0 <> '' THEN excluded.argv0 ELSE argv0 END,
+  cmdline = CASE WHEN excluded.cmdline <> '' THEN excluded.cmdline ELSE cmdline END,
+  rank = coalesce(excluded.rank, rank),
+  local_rank = coalesce(excluded.local_rank, local_rank),
+  world_size = coalesce(excluded.world_size, world_size),
+  node_rank = coalesce(excluded.node_rank, node_rank),
+  rank_source = CASE WHEN excluded.rank_source <> '' THEN excluded.rank_source ELSE rank_source END,
+  agent = agent OR excluded.agent,
+  forked = forked OR excluded.forked,
+  end_source = CASE WHEN excluded.end_source <> 'none' THEN excluded.end_source ELSE end_source END,
+  exit_code = CASE WHEN excluded.exit_code IS NOT NULL OR excluded.exit_signal IS NOT NULL
+                   THEN excluded.exit_code ELSE exit_code END,
+  exit_signal = CASE WHEN excluded.exit_code IS NOT NULL OR excluded.exit_signal IS NOT NULL
+                     THEN excluded.exit_signal ELSE exit_signal END,
+  core_dumped = core_dumped OR excluded.core_dumped,
+  end_ns = CASE WHEN excluded.end_ns <> 0 THEN excluded.end_ns ELSE end_ns END
+)sql";
+
+// Thinning, in two passes over the same window ranking: the bucket's peak row (row 1) takes the
+// bucket's maxima of the measures sampled at a lower rate or that peak on their own (fds, swap,
+// pss, uss), then every other row of the bucket goes. ?1..?2: time range, ?3: bucket width.
+constexpr const char* kThinProcUpdate = R"sql(
+UPDATE proc_samples
+SET swap = peak.max_swap, pss = peak.max_pss, uss = peak.max_uss, fds = peak.max_fds,
+    fd_limit = peak.max_fd_limit
+FROM (SELECT rowid AS id,
+             row_number() OVER (bucket ORDER BY rss DESC, t_ns) AS n,
+             max(swap) OVER bucket AS max_swap, max(pss) OVER bucket AS max_pss,
+             max(uss) OVER bucket AS max_uss, max(fds) OVER bucket AS max_fds,
+             max(fd_limit) OVER bucket AS max_fd_limit
+      FROM proc_samples
+      WHERE t_ns >= ?1 AND t_ns < ?2
+      WINDOW bucket AS (PARTITION BY pid, start_ticks, t_ns / ?3)) AS peak
+WHERE proc_samples.rowid = peak.id AND peak.n = 1
+)sql";
+
+constexpr const char* kThinProcDelete = R"sql(
+DELETE FROM proc_samples WHERE rowid IN (
+  SELECT id FROM (SELECT rowid AS id,
+                         row_number() OVER (PARTITION BY pid, start_ticks, t_ns / ?3
+                                            ORDER BY rss DESC, t_ns) AS n
+                  FROM proc_samples
+                  WHERE t_ns >= ?1 AND t_ns < ?2)
+  WHERE n > 1)
+)sql";
+
+constexpr const char* kThinHostUpdate = R"sql(
+UPDATE host_samples
+SET swap_free = peak.min_swap_free, cgroup_current = peak.max_cgroup_current,
+    cgroup_oom_kills = peak.max_oom_kills, shm_used = peak.max_shm_used
+FROM (SELECT rowid AS id,
+             row_number() OVER (bucket ORDER BY mem_available, t_ns) AS n,
+             min(swap_free) OVER bucket AS min_swap_free,
+             max(cgroup_current) OVER bucket AS max_cgroup_current,
+             max(cgroup_oom_kills) OVER bucket AS max_oom_kills,
+             max(shm_used) OVER bucket AS max_shm_used
+      FROM host_samples
+      WHERE t_ns >= ?1 AND t_ns < ?2
+      WINDOW bucket AS (PARTITION BY t_ns / ?3)) AS peak
+WHERE host_samples.rowid = peak.id AND peak.n = 1
+)sql";
+
+constexpr const char* kThinHostDelete = R"sql(
+DELETE FROM host_samples WHERE rowid IN (
+  SELECT id FROM (SELECT rowid AS id,
+                         row_number() OVER (PARTITION BY t_ns / ?3
+                                            ORDER BY mem_available, t_ns) AS n
+                  FROM host_samples
+                  WHERE t_ns >= ?1 AND t_ns < ?2)
+  WHERE n > 1)
+)sql";
+
+uint64_t parse_count(const std::string& text) {
+  uint64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+}  // namespace
+
+struct StoreWriter::Impl {
+  std::string path;
+  WriterOptions options;
+  // Declared before the statements so that they are finalized first.
+  detail::DbHandle db;
+
+  Statement begin;
+  Statement commit;
+  Statement set_meta;
+  Statement replace_run;
+  Statement delete_args;
+  Statement insert_arg;
+  Statement upsert_process;
+  Statement insert_proc_sample;
+  Statement insert_host_sample;
+  Statement insert_event;
+  Statement drop_oldest_event;
+  Statement upsert_log;
+  Statement delete_log_files;
+  Statement insert_log_file;
+  Statement thin_proc_update;
+  Statement thin_proc_delete;
+  Statement thin_host_update;
+  Statement thin_host_delete;
+
+  bool in_transaction = false;
+  int64_t thinned_until_ns = 0;
+  std::unordered_map<std::string, int64_t> event_counts;
+  std::map<std::string, uint64_t> events_dropped;
+  std::set<std::string> dropped_dirty;
+
+  void prepare() {
+    sqlite3* d = db.get();
+    begin = Statement(d, "BEGIN IMMEDIATE");
+    commit = Statement(d, "COMMIT");
+    set_meta = Statement(d,
+                         "INSERT INTO meta (key, value) VALUES (?1, ?2) "
+                         "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    replace_run = Statement(d,
+                            "INSERT OR REPLACE INTO run (id, hostname, version, supervisor_pid, "
+                            "root_pid, start_ns, end_ns, exit_code, exit_signal, exec_error) "
+                            "VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    delete_args = Statement(d, "DELETE FROM run_args");
+    insert_arg = Statement(d, "INSERT INTO run_args (position, arg) VALUES (?1, ?2)");
+    upsert_process = Statement(d, kUpsertProcess);
+    insert_proc_sample =
+        Statement(d,
+                  "INSERT INTO proc_samples (t_ns, pid, start_ticks, rss, swap, pss, uss, threads, "
+                  "fds, fd_limit, cpu_user_s, cpu_sys_s) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+    insert_host_sample = Statement(
+        d,
+        "INSERT INTO host_samples (t_ns, mem_total, mem_available, swap_total, swap_free, "
+        "cgroup_version, cgroup_current, cgroup_max, cgroup_oom_kills, shm_total, shm_used) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    insert_event =
+        Statement(d, "INSERT INTO events (t_ns, kind, pid, text) VALUES (?1, ?2, ?3, ?4)");
+    drop_oldest_event = Statement(d,
+                                  "DELETE FROM events WHERE id = (SELECT id FROM events "
+                                  "WHERE kind = ?1 ORDER BY id LIMIT 1 OFFSET ?2)");
+    upsert_log = Statement(d,
+                           "INSERT INTO logs (name, bytes, lines, bytes_not_kept) "
+                           "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (name) DO UPDATE SET "
+                           "bytes = excluded.bytes, lines = excluded.lines, "
+                           "bytes_not_kept = excluded.bytes_not_kept");
+    delete_log_files = Statement(d, "DELETE FROM log_files WHERE stream = ?1");
+    insert_log_file =
+        Statement(d, "INSERT INTO log_files (stream, position, path) VALUES (?1, ?2, ?3)");
+    thin_proc_update = Statement(d, kThinProcUpdate);
+    thin_proc_delete = Statement(d, kThinProcDelete);
+    thin_host_update = Statement(d, kThinHostUpdate);
+    thin_host_delete = Statement(d, kThinHostDelete);
+  }
+
+  // What an earlier writer of this file left: reopening appends under the same bounds.
+  void load_state() {
+    Statement counts(db.get(), "SELECT kind, count(*) FROM events GROUP BY kind");
+    while (counts.step()) event_counts[counts.text(0)] = counts.int64(1);
+    Statement meta(db.get(), "SELECT key, value FROM meta");
+    const std::string dropped_prefix = schema::kMetaEventsDroppedPrefix;
+    while (meta.step()) {
+      const std::string key = meta.text(0);
+      if (key == schema::kMetaThinnedUntil) {
+        thinned_until_ns = static_cast<int64_t>(parse_count(meta.text(1)));
+      } else if (key.starts_with(dropped_prefix)) {
+        events_dropped[key.substr(dropped_prefix.size())] = parse_count(meta.text(1));
+      }
+    }
+  }
+
+  void meta(const char* key, const std::string& value) {
+    set_meta.bind(1, key).bind(2, value).run();
+  }
+};
+
+StoreWriter::StoreWriter(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+StoreWriter::StoreWriter(StoreWriter&&) noexcept = default;
+StoreWriter& StoreWriter::operator=(StoreWriter&& other) noexcept {
+  if (this != &other) {
+    // The db being replaced still deserves its pending rows.
+    if (m_impl) {
+      try {
+        flush();
+      } catch (...) {
+      }
+    }
+    m_impl = std::move(other.m_impl);
+  }
+  return *this;
+}
+
+StoreWriter::~StoreWriter() {
+  if (!m_impl) return;
+  try {
+    flush();
+  } catch (...) {
+    // Nothing sensible to do in a destructor; what the last flush committed stays readable.
+  }
+}
+
+StoreWriter StoreWriter::open(const std::string& db_path, const WriterOptions& options) {
+  if (options.bucket_ns <= 0 || options.full_rate_window_ns < 0 ||
+      options.max_events_per_kind < 0) {
+    throw std::invalid_argument("StoreWriter: bucket_ns must be > 0, other bounds >= 0");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->path = db_path;
+  impl->options = options;
+
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(db_path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  impl->db.reset(raw);
+  sqlite3* db = raw;
+  if (rc != SQLITE_OK) {
+    detail::fail(db, db_path, "cannot create or open for writing (is the run folder writable?)");
+  }
+  if (sqlite3_db_readonly(db, "main") == 1) {
+    throw StoreError("run database '" + db_path + "': the file is read-only");
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
+
+  // Identity first: never turn some other SQLite file into WAL mode or add tables to it.
+  const schema::State state = schema::check(db, db_path);
+
+  // WAL: readers (traindoc analyze, sqlite3) see the last commit while we write, and a killed
+  // writer loses only its open transaction. NORMAL: no fsync per commit, only at checkpoints;
+  // a power loss may drop the last commits, a process crash never does.
+  std::string journal_mode;
+  {
+    Statement wal(db, "PRAGMA journal_mode = WAL");
+    if (wal.step()) journal_mode = wal.text(0);
+  }
+  detail::exec(db, "PRAGMA synchronous = NORMAL");
+  detail::exec(db, ("PRAGMA journal_size_limit = " + std::to_string(kJournalSizeLimit)).c_str());
+
+  detail::exec(db, "BEGIN IMMEDIATE");
+  try {
+    if (state == schema::State::kEmpty) schema::create(db);
+    impl->prepare();
+    // Journal mode is recorded rather than enforced: on a filesystem without shared memory
+    // (some network mounts) SQLite keeps a rollback journal, still crash-safe, only without
+    // concurrent readers.
+    impl->meta(schema::kMetaWriter, std::string("traindoc ") + TRAINDOC_VERSION);
+    impl->meta(schema::kMetaJournalMode, journal_mode);
+    impl->meta(schema::kMetaFullRateWindow, std::to_string(options.full_rate_window_ns));
+    impl->meta(schema::kMetaBucket, std::to_string(options.bucket_ns));
+    impl->meta(schema::kMetaMaxEvents, std::to_string(options.max_events_per_kind));
+    impl->load_state();
+    detail::exec(db, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return StoreWriter(std::move(impl));
+}
+
+const std::string& StoreWriter::path() const {
+  return m_impl->path;
+}
+
+void StoreWriter::begin_if_needed() {
+  if (m_impl->in_transaction) return;
+  m_impl->begin.run();
+  m_impl->in_transaction = true;
+}
+
+void StoreWriter::flush() {
+  Impl& s = *m_impl;
+  if (!s.in_transaction) return;
+  try {
+    for (const std::string& kind : s.dropped_dirty) {
+      s.set_meta.bind(1, schema::kMetaEventsDroppedPrefix + kind)
+          .bind(2, std::to_string(s.events_dropped[kind]))
+          .run();
+    }
+    s.commit.run();
+    s.in_transaction = false;
+    s.dropped_dirty.clear();
+  } catch (...) {
+    // A failed COMMIT (disk full) may or may not have ended the transaction; ask SQLite.
+    s.in_transaction = sqlite3_get_autocommit(s.db.get()) == 0;
+    throw;
+  }
+}
+
+void StoreWriter::write_run(const RunInfo& run) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  s.replace_run.bind(1, run.hostname)
+      .bind(2, run.version)
+      .bind(3, run.supervisor_pid)
+      .bind(4, run.root_pid)
+      .bind(5, run.start_ns)
+      .bind(6, run.end_ns)
+      .bind(7, run.exit_code)
+      .bind(8, run.exit_signal)
+      .bind(9, run.exec_error)
+      .run();
+  s.delete_args.run();
+  for (size_t i = 0; i < run.command.size(); ++i) {
+    s.insert_arg.bind(1, static_cast<int64_t>(i)).bind(2, run.command[i]).run();
+  }
+}
+
+void StoreWriter::upsert_process(const ProcessRecord& r) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  s.upsert_process.bind(1, r.pid)
+      .bind(2, r.start_ticks)
+      .bind(3, r.ppid)
+      .bind(4, r.start_ns)
+      .bind(5, r.argv0)
+      .bind(6, r.cmdline)
+      .bind(7, r.rank)
+      .bind(8, r.local_rank)
+      .bind(9, r.world_size)
+      .bind(10, r.node_rank)
+      .bind(11, r.rank_source)
+      .bind(12, r.agent)
+      .bind(13, r.forked)
+      .bind(14, to_string(r.end_source))
+      .bind(15, r.exit_code)
+      .bind(16, r.exit_signal)
+      .bind(17, r.core_dumped)
+      .bind(18, r.end_ns)
+      .run();
+}
+
+void StoreWriter::add_proc_samples(const std::vector<ProcSample>& samples) {
+  Impl& s = *m_impl;
+  if (samples.empty()) return;
+  begin_if_needed();
+  for (const ProcSample& p : samples) {
+    s.insert_proc_sample.bind(1, p.t_ns)
+        .bind(2, p.pid)
+        .bind(3, p.start_ticks)
+        .bind(4, p.rss)
+        .bind(5, p.swap)
+        .bind(6, p.pss)
+        .bind(7, p.uss)
+        .bind(8, p.threads)
+        .bind(9, p.fds)
+        .bind(10, p.fd_limit)
+        .bind(11, p.cpu_user_s)
+        .bind(12, p.cpu_sys_s)
+        .run();
+  }
+}
+
+void StoreWriter::add_host_sample(const HostSample& h) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  s.insert_host_sample.bind(1, h.t_ns)
+      .bind(2, h.mem_total)
+      .bind(3, h.mem_available)
+      .bind(4, h.swap_total)
+      .bind(5, h.swap_free)
+      .bind(6, h.cgroup_version)
+      .bind(7, h.cgroup_current)
+      .bind(8, h.cgroup_max)
+      .bind(9, h.cgroup_oom_kills)
+      .bind(10, h.shm_total)
+      .bind(11, h.shm_used)
+      .run();
+}
+
+void StoreWriter::add_event(const Event& event) {
+  Impl& s = *m_impl;
+  const int64_t max = s.options.max_events_per_kind;
+  int64_t& count = s.event_counts[event.kind];
+  begin_if_needed();
+  if (count >= max) {
+    s.events_dropped[event.kind] += 1;
+    s.dropped_dirty.insert(event.kind);
+    if (max == 0) return;
+    // The first events of a kind often name the cause and the last ones the end: keep the
+    // first half of the cap for good and roll the second half.
+    s.drop_oldest_event.bind(1, event.kind).bind(2, max / 2).run();
+    --count;
+  }
+  s.insert_event.bind(1, event.t_ns)
+      .bind(2, event.kind)
+      .bind(3, event.pid)
+      .bind(4, event.text)
+      .run();
+  ++count;
+}
+
+void StoreWriter::write_log_stream(const LogStream& stream) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  s.upsert_log.bind(1, stream.name)
+      .bind(2, stream.bytes)
+      .bind(3, stream.lines)
+      .bind(4, stream.bytes_not_kept)
+      .run();
+  s.delete_log_files.bind(1, stream.name).run();
+  for (size_t i = 0; i < stream.files.size(); ++i) {
+    s.insert_log_file.bind(1, stream.name)
+        .bind(2, static_cast<int64_t>(i))
+        .bind(3, stream.files[i])
+        .run();
+  }
+}
+
+void StoreWriter::downsample(int64_t now_ns) {
+  Impl& s = *m_impl;
+  const int64_t bucket = s.options.bucket_ns;
+  const int64_t horizon = now_ns - s.options.full_rate_window_ns;
+  if (horizon <= 0) return;
+  // Only whole buckets: a bucket straddling the horizon would be thinned twice.
+  const int64_t until = horizon / bucket * bucket;
+  if (until <= s.thinned_until_ns) return;
+  begin_if_needed();
+  const int64_t from = s.thinned_until_ns;
+  s.thin_proc_update.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.thin_proc_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.thin_host_update.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.meta(schema::kMetaThinnedUntil, std::to_string(until));
+  s.thinned_until_ns = until;
+}
+
+}  // namespace traindoc::store

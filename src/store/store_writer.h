@@ -1,0 +1,71 @@
+// StoreWriter: appends what the supervisor sees to <run>/run.db (SQLite, WAL).
+// Lives in the supervisor, owned and called by one thread (no locking inside). Writes go into
+// one open transaction that flush() commits, so a kill -9 loses at most what came after it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/evidence.h"
+#include "store/store_error.h"
+
+namespace traindoc::store {
+
+// Bounds that keep run.db small on runs of days (docs/run-db.md, "Bounds").
+struct WriterOptions {
+  // Samples younger than this stay at full rate; older ones are thinned by downsample().
+  int64_t full_rate_window_ns = 10LL * 60 * 1'000'000'000;
+  // Thinned samples keep one row per bucket (per process for proc samples).
+  int64_t bucket_ns = 60LL * 1'000'000'000;
+  // Per event kind: the first half is kept forever, the rest rolls (the newest are kept).
+  int64_t max_events_per_kind = 10'000;
+};
+
+class StoreWriter {
+ public:
+  // Opens `db_path`, creating it (not its folder) when absent; reopening a run.db of this
+  // schema appends to it. Throws StoreError (unwritable folder, not a run.db, newer schema).
+  static StoreWriter open(const std::string& db_path, const WriterOptions& options = {});
+
+  StoreWriter(StoreWriter&&) noexcept;
+  StoreWriter& operator=(StoreWriter&&) noexcept;
+  StoreWriter(const StoreWriter&) = delete;
+  StoreWriter& operator=(const StoreWriter&) = delete;
+  // Commits what is pending (errors are swallowed: a destructor must not throw) and closes.
+  ~StoreWriter();
+
+  // The single run row, replaced whole (command included) at each call.
+  void write_run(const RunInfo& run);
+  // Inserts, or merges into the row of the same (pid, start_ticks): empty strings, zero
+  // ppid/start_ns/end_ns, nullopt and EndSource::kNone in `record` keep the known values;
+  // agent, forked and core_dumped only ever go from false to true.
+  void upsert_process(const ProcessRecord& record);
+  void add_proc_samples(const std::vector<ProcSample>& samples);
+  void add_host_sample(const HostSample& sample);
+  // Subject to max_events_per_kind; events beyond it are counted in meta, not stored.
+  void add_event(const Event& event);
+  // Replaces the stream of the same name (its file list included).
+  void write_log_stream(const LogStream& stream);
+
+  // Commits everything written since the last flush. Cheap when nothing is pending.
+  void flush();
+
+  // Thins samples older than now_ns - full_rate_window_ns to one row per bucket, keeping the
+  // peak (highest rss; for the host, lowest mem_available). Only buckets not yet thinned are
+  // visited, so calling it every second costs nothing between bucket boundaries. Part of the
+  // pending transaction: flush() commits it.
+  void downsample(int64_t now_ns);
+
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  explicit StoreWriter(std::unique_ptr<Impl> impl);
+  void begin_if_needed();
+
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace traindoc::store

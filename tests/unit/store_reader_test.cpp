@@ -1,0 +1,315 @@
+// Unit tests of read_evidence: reading beside a live writer, after a writer killed with -9, and
+// refusing files that are not a run.db this build understands. Test process (forks children).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "store/store_reader.h"
+#include "store/store_writer.h"
+#include "store_test_util.h"
+
+namespace traindoc::store {
+namespace {
+
+using test::full_host_sample;
+using test::full_proc_sample;
+using test::full_process;
+using test::full_run;
+using test::kSecond;
+using test::kT0;
+using test::TempDir;
+using test::write_file;
+
+// Expects a StoreError whose message names the file and contains `needle`.
+void expect_store_error(const std::string& path, const std::string& needle) {
+  try {
+    read_evidence(path);
+    ADD_FAILURE() << "expected StoreError for " << path;
+  } catch (const StoreError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+  }
+}
+
+TEST(StoreReader, SeesTheLastFlushWhileTheWriterHoldsATransaction) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  StoreWriter writer = StoreWriter::open(path);
+  writer.write_run(full_run());
+  writer.add_proc_samples({full_proc_sample(1, kT0)});
+  writer.flush();
+  writer.add_proc_samples({full_proc_sample(1, kT0 + kSecond)});  // open, not committed
+  writer.add_event({kT0, "pending", 1, ""});
+
+  Evidence seen = read_evidence(path);
+  EXPECT_EQ(seen.run, full_run());
+  EXPECT_EQ(seen.proc_samples.size(), 1u);
+  EXPECT_TRUE(seen.events.empty());
+
+  writer.flush();
+  seen = read_evidence(path);
+  EXPECT_EQ(seen.proc_samples.size(), 2u);
+  EXPECT_EQ(seen.events.size(), 1u);
+  // The writer goes on after readers came and went.
+  writer.add_host_sample(full_host_sample(kT0));
+  writer.flush();
+  EXPECT_EQ(read_evidence(path).host_samples.size(), 1u);
+}
+
+TEST(StoreReader, RefusesAnEmptyDatabaseFromAWriterThatNeverFlushed) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  StoreWriter writer = StoreWriter::open(path);
+  // The schema was committed at open: the file is a valid, empty run.db.
+  const Evidence seen = read_evidence(path);
+  EXPECT_TRUE(seen.processes.empty());
+  EXPECT_TRUE(seen.run.command.empty());
+}
+
+// Forks a child that writes, flushes, writes more, then dies the way `how` says without running
+// any destructor. Returns the child's wait status.
+int write_and_die(const std::string& path, void (*how)()) {
+  const pid_t child = fork();
+  if (child == 0) {
+    try {
+      StoreWriter writer = StoreWriter::open(path);
+      writer.write_run(full_run());
+      writer.upsert_process(full_process(11));
+      for (int i = 0; i < 100; ++i) writer.add_proc_samples({full_proc_sample(11, kT0 + i)});
+      writer.add_host_sample(full_host_sample(kT0));
+      writer.flush();
+      writer.add_event({kT0, "lost", 11, "after the last flush"});
+      writer.add_proc_samples({full_proc_sample(11, kT0 + 1000)});
+      how();
+    } catch (...) {
+    }
+    _exit(99);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return status;
+}
+
+void check_survivors(const std::string& path) {
+  const Evidence seen = read_evidence(path);
+  EXPECT_EQ(seen.run, full_run());
+  ASSERT_EQ(seen.processes.size(), 1u);
+  EXPECT_EQ(seen.processes[0], full_process(11));
+  EXPECT_EQ(seen.proc_samples.size(), 100u);
+  EXPECT_EQ(seen.host_samples.size(), 1u);
+  EXPECT_TRUE(seen.events.empty());
+}
+
+TEST(StoreReader, ReadsTheDatabaseOfAWriterKilledWithSigkill) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  const int status = write_and_die(path, [] { raise(SIGKILL); });
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(WTERMSIG(status), SIGKILL);
+  // The commits are still in the WAL, not yet in the main file: reading them needs recovery.
+  ASSERT_TRUE(std::filesystem::exists(path + "-wal"));
+  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  check_survivors(path);
+  check_survivors(path);  // reading changed nothing
+
+  // A new writer on the same file recovers too, and appends.
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    writer.add_event({kT0, "resumed", 1, ""});
+  }
+  EXPECT_EQ(read_evidence(path).events.size(), 1u);
+}
+
+TEST(StoreReader, ReadsTheDatabaseOfAWriterThatCalledExit) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  const int status = write_and_die(path, [] { _exit(3); });
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 3);
+  check_survivors(path);
+}
+
+TEST(StoreReader, ReadsInAFolderItCannotWrite) {
+  if (geteuid() == 0) GTEST_SKIP() << "root ignores folder permissions";
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  const int status = write_and_die(path, [] { raise(SIGKILL); });
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::filesystem::permissions(
+      dir.path(), std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+  std::filesystem::permissions(path + "-wal", std::filesystem::perms::owner_read);
+  std::filesystem::permissions(path + "-shm", std::filesystem::perms::owner_read);
+  // Every commit is still in the WAL: a read-only open must use it, not ignore it.
+  check_survivors(path);
+}
+
+// Builds a database from a SQL text fixture, as the sqlite3 CLI would from a .dump.
+void load_sql_fixture(const std::string& fixture, const std::string& db_path) {
+  const std::string sql = test::read_file(std::string(TRAINDOC_FIXTURES) + "/store/" + fixture);
+  ASSERT_FALSE(sql.empty()) << fixture;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+  const std::string message = error ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message;
+}
+
+// The file format is a contract: a run.db written by the first release stays readable.
+TEST(StoreReader, ReadsTheSchemaV1Fixture) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v1.sql", path);
+  const Evidence seen = read_evidence(path);
+  EXPECT_EQ(seen.schema_version, 1);
+  EXPECT_EQ(seen.run.command.size(), 8u);
+  EXPECT_EQ(seen.run.command.back(), "train.py");
+  EXPECT_EQ(seen.run.hostname, "ci-runner");
+  EXPECT_EQ(seen.run.exit_code, 1);
+  EXPECT_EQ(seen.run.exit_signal, std::nullopt);
+
+  ASSERT_EQ(seen.processes.size(), 4u);
+  const ProcessRecord& launcher = seen.processes[0];
+  EXPECT_EQ(launcher.pid, 501);
+  EXPECT_EQ(launcher.rank, std::nullopt);
+  EXPECT_EQ(launcher.end_source, EndSource::kSupervisor);
+  const ProcessRecord& crashed = seen.processes[2];
+  EXPECT_EQ(crashed.pid, 511);
+  EXPECT_EQ(crashed.rank, 1);
+  EXPECT_EQ(crashed.world_size, 2);
+  EXPECT_EQ(crashed.rank_source, "torch");
+  EXPECT_EQ(crashed.end_source, EndSource::kParent);
+  EXPECT_EQ(crashed.exit_signal, 11);
+  EXPECT_TRUE(crashed.core_dumped);
+  const ProcessRecord& worker = seen.processes[3];
+  EXPECT_TRUE(worker.forked);
+  EXPECT_EQ(worker.end_source, EndSource::kVanished);
+
+  ASSERT_EQ(seen.proc_samples.size(), 6u);
+  EXPECT_EQ(seen.proc_samples[0].pss, 400'000'000u);
+  EXPECT_EQ(seen.proc_samples[0].fd_limit, 1024);
+  EXPECT_EQ(seen.proc_samples[5].pss, std::nullopt);
+  EXPECT_DOUBLE_EQ(seen.proc_samples[5].cpu_user_s, 3.0);
+  ASSERT_EQ(seen.host_samples.size(), 2u);
+  EXPECT_EQ(seen.host_samples[0].cgroup_max, std::nullopt);
+  EXPECT_EQ(seen.host_samples[1].cgroup_max, 12'000'000'000u);
+  ASSERT_EQ(seen.events.size(), 1u);
+  EXPECT_EQ(seen.events[0].kind, "signal-forwarded");
+  ASSERT_EQ(seen.logs.size(), 2u);
+  EXPECT_EQ(seen.logs[1].files, (std::vector<std::string>{"logs/stderr.log", "logs/stderr.1.log"}));
+  EXPECT_EQ(seen.logs[1].bytes_not_kept, 100u);
+
+  // A writer of this build appends to it.
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    writer.add_event({kT0, "appended", 1, ""});
+  }
+  EXPECT_EQ(read_evidence(path).events.size(), 2u);
+}
+
+TEST(StoreReader, RefusesAMissingFile) {
+  TempDir dir;
+  expect_store_error(dir.file("absent.db"), "cannot open");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("absent.db")));  // and did not create it
+}
+
+TEST(StoreReader, RefusesAnEmptyFile) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  write_file(path, "");
+  expect_store_error(path, "empty file");
+}
+
+TEST(StoreReader, RefusesGarbage) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  write_file(path, std::string(4096, 'x') + "this is a log file, not a database\n");
+  expect_store_error(path, "not a readable SQLite database");
+}
+
+TEST(StoreReader, RefusesATextFileShorterThanAHeader) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  write_file(path, "hello\n");
+  expect_store_error(path, "not a readable SQLite database");
+}
+
+TEST(StoreReader, RefusesAFolder) {
+  TempDir dir;
+  expect_store_error(dir.path().string(), "run database");
+}
+
+TEST(StoreReader, RefusesATruncatedDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    writer.write_run(full_run());
+    for (int i = 0; i < 5000; ++i) writer.add_proc_samples({full_proc_sample(i % 30, kT0 + i)});
+    for (int i = 0; i < 500; ++i) writer.add_event({kT0 + i, "e", 1, std::string(100, 'e')});
+  }
+  // The last close checkpointed the WAL into the main file and removed it.
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  const auto size = std::filesystem::file_size(path);
+  ASSERT_GT(size, 100'000u);
+  std::filesystem::resize_file(path, size / 2);
+  expect_store_error(path, "malformed");
+}
+
+TEST(StoreReader, RefusesAFutureSchemaVersion) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  { StoreWriter::open(path).write_run(full_run()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const std::string bump = "PRAGMA user_version = " + std::to_string(kSchemaVersion + 1);
+  ASSERT_EQ(sqlite3_exec(db, bump.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_store_error(path, "newer traindoc");
+  EXPECT_THROW(StoreWriter::open(path), StoreError);
+}
+
+TEST(StoreReader, RefusesAnUnknownOlderSchemaVersion) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  { StoreWriter::open(path).write_run(full_run()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 0", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_store_error(path, "unknown schema version 0");
+}
+
+TEST(StoreReader, RefusesAnotherSqliteDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("places.sqlite");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE meta (key, value); PRAGMA user_version = 1;", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  expect_store_error(path, "not a traindoc run database");
+}
+
+TEST(StoreReader, RefusesARunDbWithATableMissing) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  { StoreWriter::open(path).write_run(full_run()); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE host_samples", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_store_error(path, "no such table");
+}
+
+}  // namespace
+}  // namespace traindoc::store
