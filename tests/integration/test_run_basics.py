@@ -153,3 +153,81 @@ def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
     assert analyze.returncode == 0, analyze.stderr
     report = (run_dir / "report.json").read_text()
     assert str(job_pid) in report
+
+
+COUNTING_JOB = """
+import signal, sys, time
+count = 0
+def handler(sig, frame):
+    global count
+    count += 1
+signal.signal(signal.SIGINT, handler)
+print("ready", flush=True)
+deadline = time.time() + 30
+while count == 0 and time.time() < deadline:
+    time.sleep(0.05)
+time.sleep(1.0)  # a second delivery, if any, would arrive now
+print("interrupts", count, flush=True)
+sys.exit(3)
+"""
+
+
+def read_until(fd, needle, timeout=30):
+    data = b""
+    deadline = time.time() + timeout
+    while needle not in data and time.time() < deadline:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def test_ctrl_c_on_a_terminal_reaches_the_job_once(tmp_path):
+    import pty
+    pid, master = pty.fork()
+    if pid == 0:  # child: session leader on the pty, in its foreground process group
+        os.execv(str(TRAINDOC), [str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--",
+                                 PYTHON, "-c", COUNTING_JOB])
+    assert b"ready" in read_until(master, b"ready")
+    os.write(master, b"\x03")  # the terminal's interrupt character: SIGINT to the whole group
+    output = read_until(master, b"run folder")
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    assert b"interrupts 1" in output, output
+    assert os.waitstatus_to_exitcode(status) == 3
+
+
+def test_kill_of_traindoc_reaches_the_job_once(tmp_path):
+    proc = start(tmp_path, COUNTING_JOB)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert b"interrupts 1" in out
+    assert proc.returncode == 3
+
+
+def test_a_gigabyte_of_output_keeps_the_run_folder_bounded(traindoc):
+    code = ("import sys\n"
+            "block = (b'x' * 1023 + b'\\n') * 1024\n"
+            "for i in range(1024): sys.stdout.buffer.write(block)\n"
+            "sys.stdout.buffer.write(b'the end\\n')\n")
+    run = traindoc(python_job(code), "--quiet", stdout=subprocess.DEVNULL)
+    assert run.status == 0
+    logs = run.run_dir / "logs"
+    kept = sorted(logs.glob("stdout*.log"))
+    assert sum(f.stat().st_size for f in kept) <= 128 << 20
+    with sqlite3.connect(run.run_dir / "run.db") as con:
+        total, lines, dropped = con.execute(
+            "select bytes, lines, bytes_not_kept from logs where name = 'stdout'").fetchone()
+        files = [r[0] for r in con.execute(
+            "select path from log_files where stream = 'stdout' order by position")]
+    assert total == (1 << 30) + len(b"the end\n")
+    assert lines == (1 << 20) + 1
+    assert dropped == total - sum(f.stat().st_size for f in kept)
+    # The head and the latest output are kept, in order.
+    assert files[0] == "logs/stdout.log" and len(files) == 3
+    tail = b"".join((run.run_dir / f).read_bytes() for f in files[1:])
+    assert len(tail) > 32 << 20 and tail.endswith(b"x\nthe end\n")
