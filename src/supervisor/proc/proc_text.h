@@ -1,0 +1,81 @@
+// Parsers of per-process /proc texts (stat, status, smaps_rollup, limits) and /proc/meminfo.
+// Supervisor process, sampler thread. Pure: text in, structs out, no I/O.
+// Total: malformed or truncated text gives nullopt or fields left empty, never a throw.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace traindoc::supervisor {
+
+// /proc/<pid>/stat, the fields the sampler and the process tree need.
+struct ProcStat {
+  int pid = 0;
+  std::string comm;  // at most 15 bytes from the kernel, so no allocation
+  char state = '?';  // R S D Z T t X I ...
+  int ppid = 0;
+  int pgrp = 0;
+  int session = 0;
+  uint64_t utime = 0;  // clock ticks
+  uint64_t stime = 0;
+  int num_threads = 0;
+  uint64_t starttime = 0;  // clock ticks after boot; with pid, the process's identity
+  uint64_t rss_pages = 0;
+  // Field 52 (Linux >= 3.5): the wait status the parent will get; meaningful for zombies only.
+  std::optional<int> exit_code;
+};
+
+// /proc/<pid>/status; sizes in bytes. A zombie has no Vm* or Rss* lines.
+struct ProcStatus {
+  std::optional<uint64_t> vm_rss;
+  std::optional<uint64_t> vm_swap;
+  std::optional<uint64_t> rss_anon;
+  std::optional<uint64_t> rss_file;
+  std::optional<uint64_t> rss_shmem;
+  std::optional<uint64_t> vm_hwm;
+  std::optional<int> threads;
+};
+
+// /proc/<pid>/smaps_rollup (Linux >= 4.14); bytes. Older kernels lack some lines.
+struct SmapsRollup {
+  std::optional<uint64_t> rss;
+  std::optional<uint64_t> pss;
+  std::optional<uint64_t> private_clean;
+  std::optional<uint64_t> private_dirty;
+  std::optional<uint64_t> swap;
+  std::optional<uint64_t> swap_pss;
+
+  // Unique set size: what freeing the process would give back.
+  std::optional<uint64_t> uss() const {
+    if (!private_clean || !private_dirty) return std::nullopt;
+    return *private_clean + *private_dirty;
+  }
+};
+
+// The value /proc/<pid>/limits prints as "unlimited".
+inline constexpr uint64_t kUnlimited = UINT64_MAX;
+
+// /proc/<pid>/limits, "Max open files" only.
+struct ProcLimits {
+  std::optional<uint64_t> open_files_soft;  // kUnlimited for "unlimited"
+  std::optional<uint64_t> open_files_hard;
+};
+
+// /proc/meminfo; bytes.
+struct MemInfo {
+  std::optional<uint64_t> mem_total;
+  std::optional<uint64_t> mem_available;  // Linux >= 3.14
+  std::optional<uint64_t> swap_total;
+  std::optional<uint64_t> swap_free;
+};
+
+// nullopt unless every field up to rss (24) is present and well formed.
+std::optional<ProcStat> parse_proc_stat(std::string_view text);
+ProcStatus parse_proc_status(std::string_view text);
+SmapsRollup parse_smaps_rollup(std::string_view text);
+ProcLimits parse_proc_limits(std::string_view text);
+MemInfo parse_meminfo(std::string_view text);
+
+}  // namespace traindoc::supervisor
