@@ -192,6 +192,8 @@ void append_record(common::RecordType type, int64_t a, int64_t b) {
   record.seq.store(pos + 1, std::memory_order_release);
 }
 
-bool active() { return g_slot != nullptr; }
+bool active() {
+  return g_slot != nullptr;
+}
 
 }  // namespace traindoc::agent

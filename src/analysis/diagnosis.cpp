@@ -54,9 +54,9 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
       out.push_back(event.text);
     }
   }
-  size_t without_agent = static_cast<size_t>(std::count_if(
-      evidence.processes.begin(), evidence.processes.end(),
-      [](const store::ProcessRecord& p) { return !p.agent; }));
+  size_t without_agent =
+      static_cast<size_t>(std::count_if(evidence.processes.begin(), evidence.processes.end(),
+                                        [](const store::ProcessRecord& p) { return !p.agent; }));
   if (without_agent > 0) {
     out.push_back(std::to_string(without_agent) +
                   " process(es) ran without the agent (static or set-uid programs, or gone "
@@ -70,9 +70,12 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
 
 const char* to_string(Severity severity) {
   switch (severity) {
-    case Severity::kError: return "error";
-    case Severity::kWarning: return "warning";
-    case Severity::kInfo: break;
+    case Severity::kError:
+      return "error";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      break;
   }
   return "info";
 }

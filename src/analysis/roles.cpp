@@ -37,10 +37,14 @@ bool is_python(const store::ProcessRecord& proc) {
 
 const char* to_string(Role role) {
   switch (role) {
-    case Role::kLauncher: return "launcher";
-    case Role::kRank: return "rank";
-    case Role::kWorker: return "worker";
-    case Role::kOther: break;
+    case Role::kLauncher:
+      return "launcher";
+    case Role::kRank:
+      return "rank";
+    case Role::kWorker:
+      return "worker";
+    case Role::kOther:
+      break;
   }
   return "other";
 }
@@ -48,11 +52,13 @@ const char* to_string(Role role) {
 std::string describe(const ProcessRole& role) {
   std::string rank = role.rank ? std::to_string(*role.rank) : "?";
   switch (role.role) {
-    case Role::kRank: return "rank " + rank;
+    case Role::kRank:
+      return "rank " + rank;
     case Role::kWorker:
       return "worker " + (role.worker ? std::to_string(*role.worker) : std::string("?")) +
              " of rank " + rank;
-    default: return to_string(role.role);
+    default:
+      return to_string(role.role);
   }
 }
 
@@ -64,9 +70,8 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   // The innermost launcher's variables: the lowest source present (torch before mpi before slurm).
   std::string source;
   for (const char* name : {"torch", "openmpi", "pmi", "slurm"}) {
-    if (std::any_of(procs.begin(), procs.end(), [&](const auto& p) {
-          return p.rank_source == name && p.rank.has_value();
-        })) {
+    if (std::any_of(procs.begin(), procs.end(),
+                    [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
       source = name;
       break;
     }
@@ -119,7 +124,8 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       roles[i].local_rank = procs[i].local_rank ? procs[i].local_rank : roles[i].rank;
       roles[i].node_rank = procs[i].node_rank;
       for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
-        if (!is_rank[static_cast<size_t>(up)]) roles[static_cast<size_t>(up)].role = Role::kLauncher;
+        if (!is_rank[static_cast<size_t>(up)])
+          roles[static_cast<size_t>(up)].role = Role::kLauncher;
       }
       continue;
     }

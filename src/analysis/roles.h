@@ -14,10 +14,10 @@ enum class Role { kLauncher, kRank, kWorker, kOther };
 
 struct ProcessRole {
   Role role = Role::kOther;
-  std::optional<int> rank;        // for ranks, and for workers: the rank they serve
+  std::optional<int> rank;  // for ranks, and for workers: the rank they serve
   std::optional<int> local_rank;
   std::optional<int> node_rank;
-  std::optional<int> worker;      // K: the order in which the rank started its workers
+  std::optional<int> worker;  // K: the order in which the rank started its workers
 };
 
 const char* to_string(Role role);

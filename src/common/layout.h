@@ -54,7 +54,7 @@ struct Slot {
   int32_t node_rank;
   uint32_t rank_source;  // RankSource
   uint32_t reserved;
-  char cmdline[kCmdlineSize];  // argv joined by spaces, cut to fit
+  char cmdline[kCmdlineSize];         // argv joined by spaces, cut to fit
   std::atomic<uint64_t> next_record;  // records claimed so far (multi-producer)
   alignas(64) Record ring[kRingRecords];
 };

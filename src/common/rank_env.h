@@ -38,11 +38,16 @@ inline constexpr RankVars kRankVars[] = {
 
 inline const char* rank_source_name(RankSource source) {
   switch (source) {
-    case RankSource::kTorch: return "torch";
-    case RankSource::kOpenMpi: return "openmpi";
-    case RankSource::kPmi: return "pmi";
-    case RankSource::kSlurm: return "slurm";
-    case RankSource::kNone: break;
+    case RankSource::kTorch:
+      return "torch";
+    case RankSource::kOpenMpi:
+      return "openmpi";
+    case RankSource::kPmi:
+      return "pmi";
+    case RankSource::kSlurm:
+      return "slurm";
+    case RankSource::kNone:
+      break;
   }
   return "";
 }

@@ -66,11 +66,16 @@ json process_json(const analysis::ProcessSummary& summary) {
 }
 
 json finding_json(const analysis::Finding& f) {
-  return {{"kind", f.kind},         {"severity", analysis::to_string(f.severity)},
-          {"root_cause", f.root_cause}, {"title", f.title},
-          {"ranks", f.ranks},       {"pids", f.pids},
-          {"evidence", f.evidence}, {"fix", f.fix},
-          {"confidence", f.confidence}, {"consequences", f.consequences}};
+  return {{"kind", f.kind},
+          {"severity", analysis::to_string(f.severity)},
+          {"root_cause", f.root_cause},
+          {"title", f.title},
+          {"ranks", f.ranks},
+          {"pids", f.pids},
+          {"evidence", f.evidence},
+          {"fix", f.fix},
+          {"confidence", f.confidence},
+          {"consequences", f.consequences}};
 }
 
 }  // namespace

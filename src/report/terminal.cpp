@@ -13,8 +13,10 @@ namespace traindoc::report {
 namespace {
 
 std::string job_verdict(const store::RunInfo& run) {
-  double seconds = run.end_ns > run.start_ns ? static_cast<double>(run.end_ns - run.start_ns) / 1e9 : 0;
+  double seconds =
+      run.end_ns > run.start_ns ? static_cast<double>(run.end_ns - run.start_ns) / 1e9 : 0;
   if (!run.exec_error.empty()) return "the job could not start: " + run.exec_error;
+  if (run.end_ns == 0) return "the run has no recorded end: traindoc stopped while the job ran";
   std::string how = run.exit_signal ? "was killed by " + signal_name(*run.exit_signal)
                     : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
                                     : std::string("ended");

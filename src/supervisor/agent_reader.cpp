@@ -16,7 +16,8 @@ namespace traindoc::supervisor {
 using common::AgentHeader;
 using common::Slot;
 
-AgentReader::AgentReader(const std::string& run_dir) : m_seen(common::kSlotCount, false), m_read_pos(common::kSlotCount, 0) {
+AgentReader::AgentReader(const std::string& run_dir)
+    : m_seen(common::kSlotCount, false), m_read_pos(common::kSlotCount, 0) {
   std::string dir = run_dir + "/agent";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));

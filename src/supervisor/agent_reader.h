@@ -54,9 +54,9 @@ class AgentReader {
 
  private:
   void* m_base = nullptr;
-  uint32_t m_scan_from = 0;            // every slot before it has been read as ready
-  std::vector<bool> m_seen;            // per slot: identity read
-  std::vector<uint64_t> m_read_pos;    // per slot: records consumed
+  uint32_t m_scan_from = 0;          // every slot before it has been read as ready
+  std::vector<bool> m_seen;          // per slot: identity read
+  std::vector<uint64_t> m_read_pos;  // per slot: records consumed
   uint64_t m_records_dropped = 0;
 };
 

@@ -10,10 +10,14 @@ namespace {
 int exactness(store::EndSource source) {
   switch (source) {
     case store::EndSource::kSupervisor:
-    case store::EndSource::kParent: return 3;
-    case store::EndSource::kZombie: return 2;
-    case store::EndSource::kAgentExit: return 1;
-    default: return 0;
+    case store::EndSource::kParent:
+      return 3;
+    case store::EndSource::kZombie:
+      return 2;
+    case store::EndSource::kAgentExit:
+      return 1;
+    default:
+      return 0;
   }
 }
 

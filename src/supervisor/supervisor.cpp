@@ -114,8 +114,9 @@ void Loop::read_agent() {
   if (uint64_t n = m_agent->processes_without_slot(); n != m_reported_no_slot) {
     m_reported_no_slot = n;
     event("agent-no-slot", 0,
-          std::to_string(n) + " process(es) started after all agent slots were taken: seen "
-                              "only by the /proc walk");
+          std::to_string(n) +
+              " process(es) started after all agent slots were taken: seen "
+              "only by the /proc walk");
   }
   if (uint64_t n = m_agent->records_dropped(); n != m_reported_dropped) {
     m_reported_dropped = n;
