@@ -5,7 +5,7 @@ from conftest import JOBS, job_script, python_job, torchrun
 
 
 def test_torchrun_two_ranks_two_workers_roles(traindoc):
-    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", 29531,
+    run = traindoc(torchrun("--standalone", "--nproc_per_node", 2,
                             JOBS / "ddp_workers.py"), timeout=240)
     assert run.status == 0, run.stderr.decode()[-3000:]
     procs = run.report["processes"]

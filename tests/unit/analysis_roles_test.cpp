@@ -1,0 +1,360 @@
+// Tests of role assignment (launcher, rank, worker, other) on process trees shaped like those of
+// torchrun, torchrun under srun, mpirun, plain python, and jobs without Python.
+#include "analysis/roles.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace traindoc::analysis {
+namespace {
+
+using store::ProcessRecord;
+
+ProcessRecord proc(int pid, int ppid, uint64_t start_ticks, const std::string& cmdline) {
+  ProcessRecord p;
+  p.pid = pid;
+  p.ppid = ppid;
+  p.start_ticks = start_ticks;
+  p.start_ns = static_cast<int64_t>(start_ticks) * 10'000'000;
+  p.cmdline = cmdline;
+  p.argv0 = cmdline.substr(0, cmdline.find(' '));
+  return p;
+}
+
+ProcessRecord ranked(ProcessRecord p, const std::string& source, int rank,
+                     std::optional<int> local_rank = std::nullopt,
+                     std::optional<int> node_rank = std::nullopt) {
+  p.rank_source = source;
+  p.rank = rank;
+  p.local_rank = local_rank;
+  p.node_rank = node_rank;
+  p.world_size = 2;
+  return p;
+}
+
+// The role of the process with this pid (the first one, where a pid was reused).
+const ProcessRole& role_of(const std::vector<ProcessRecord>& procs,
+                           const std::vector<ProcessRole>& roles, int pid) {
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (procs[i].pid == pid) return roles[i];
+  }
+  static const ProcessRole kMissing;
+  ADD_FAILURE() << "no process " << pid;
+  return kMissing;
+}
+
+std::string text_of(const std::vector<ProcessRecord>& procs, const std::vector<ProcessRole>& roles,
+                    int pid) {
+  return describe(role_of(procs, roles, pid));
+}
+
+// torchrun --nproc_per_node 2: the launcher (no rank variables), two ranks, each with two
+// DataLoader workers that inherit RANK.
+std::vector<ProcessRecord> torchrun_tree() {
+  const std::string launcher = "/usr/bin/python3 /usr/bin/torchrun --nproc_per_node 2 train.py";
+  const std::string rank = "/usr/bin/python3 -u train.py";
+  return {
+      proc(100, 1, 1000, launcher),
+      ranked(proc(101, 100, 1010, rank), "torch", 0, 0, 0),
+      ranked(proc(102, 100, 1011, rank), "torch", 1, 1, 0),
+      // Listed out of start order on purpose: worker numbers follow start order.
+      ranked(proc(104, 101, 1031, rank), "torch", 0, 0, 0),
+      ranked(proc(103, 101, 1030, rank), "torch", 0, 0, 0),
+      ranked(proc(105, 102, 1032, rank), "torch", 1, 1, 0),
+      ranked(proc(106, 102, 1033, rank), "torch", 1, 1, 0),
+  };
+}
+
+TEST(Roles, ToStringAndDescribe) {
+  EXPECT_STREQ(to_string(Role::kLauncher), "launcher");
+  EXPECT_STREQ(to_string(Role::kRank), "rank");
+  EXPECT_STREQ(to_string(Role::kWorker), "worker");
+  EXPECT_STREQ(to_string(Role::kOther), "other");
+
+  ProcessRole launcher{Role::kLauncher, {}, {}, {}, {}};
+  ProcessRole rank{Role::kRank, 1, 1, 0, {}};
+  ProcessRole worker{Role::kWorker, 1, 1, 0, 0};
+  ProcessRole other;
+  EXPECT_EQ(describe(launcher), "launcher");
+  EXPECT_EQ(describe(rank), "rank 1");
+  EXPECT_EQ(describe(worker), "worker 0 of rank 1");
+  EXPECT_EQ(describe(other), "other");
+  // Missing numbers read as "?" rather than as a wrong number.
+  EXPECT_EQ(describe(ProcessRole{Role::kRank, {}, {}, {}, {}}), "rank ?");
+  EXPECT_EQ(describe(ProcessRole{Role::kWorker, 3, {}, {}, {}}), "worker ? of rank 3");
+}
+
+TEST(Roles, EmptyInput) { EXPECT_TRUE(assign_roles({}, 1).empty()); }
+
+TEST(Roles, TorchrunLauncherRanksAndWorkers) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  ASSERT_EQ(roles.size(), procs.size());
+
+  EXPECT_EQ(role_of(procs, roles, 100).role, Role::kLauncher);
+  EXPECT_FALSE(role_of(procs, roles, 100).rank.has_value());
+
+  const ProcessRole& r0 = role_of(procs, roles, 101);
+  EXPECT_EQ(r0.role, Role::kRank);
+  EXPECT_EQ(r0.rank, 0);
+  EXPECT_EQ(r0.local_rank, 0);
+  EXPECT_EQ(r0.node_rank, 0);
+  EXPECT_FALSE(r0.worker.has_value());
+  const ProcessRole& r1 = role_of(procs, roles, 102);
+  EXPECT_EQ(r1.role, Role::kRank);
+  EXPECT_EQ(r1.rank, 1);
+  EXPECT_EQ(r1.local_rank, 1);
+
+  EXPECT_EQ(text_of(procs, roles, 100), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 101), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 102), "rank 1");
+  // 103 started before 104 although it is listed after it.
+  EXPECT_EQ(text_of(procs, roles, 103), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 104), "worker 1 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 105), "worker 0 of rank 1");
+  EXPECT_EQ(text_of(procs, roles, 106), "worker 1 of rank 1");
+
+  const ProcessRole& w = role_of(procs, roles, 105);
+  EXPECT_EQ(w.role, Role::kWorker);
+  EXPECT_EQ(w.rank, 1);
+  EXPECT_EQ(w.local_rank, 1);
+  EXPECT_EQ(w.node_rank, 0);
+  EXPECT_EQ(w.worker, 0);
+}
+
+TEST(Roles, WorkerNumbersBreakStartTickTiesByStartTime) {
+  // Start ticks have a 10 ms granularity: two workers may share one; start_ns then decides.
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  for (ProcessRecord& p : procs) {
+    if (p.pid == 103 || p.pid == 104) p.start_ticks = 1030;
+  }
+  procs[3].start_ns = 5;  // pid 104
+  procs[4].start_ns = 9;  // pid 103
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(text_of(procs, roles, 104), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 103), "worker 1 of rank 0");
+}
+
+TEST(Roles, WorkersOfWorkersBelongToTheNearestRank) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  // A worker's own child (e.g. a pin-memory helper or a subprocess it runs).
+  procs.push_back(ranked(proc(107, 103, 1040, "python -c pass"), "torch", 0, 0, 0));
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(role_of(procs, roles, 107).role, Role::kWorker);
+  EXPECT_EQ(role_of(procs, roles, 107).rank, 0);
+  // The rank's third process, in start order.
+  EXPECT_EQ(text_of(procs, roles, 107), "worker 2 of rank 0");
+}
+
+TEST(Roles, TorchrunUnderSrunLauncherIsNotARank) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  // srun set SLURM_PROCID=0 for torchrun; torchrun set RANK for its children.
+  procs[0] = ranked(procs[0], "slurm", 0, 0, 0);
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(role_of(procs, roles, 100).role, Role::kLauncher);
+  EXPECT_EQ(text_of(procs, roles, 101), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 102), "rank 1");
+  EXPECT_EQ(text_of(procs, roles, 103), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 106), "worker 1 of rank 1");
+}
+
+TEST(Roles, TorchrunUnderSrunWithSlurmVariablesEverywhere) {
+  // Every process of the step also carries SLURM_PROCID=0; the agent reports the innermost
+  // launcher's variables (torch) for the ranks, and slurm's only for torchrun itself.
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  procs[0] = ranked(procs[0], "slurm", 0);
+  procs.insert(procs.begin(), ranked(proc(99, 1, 990, "/bin/bash /var/spool/slurmd/job"), "slurm",
+                                     0));
+  procs[1].ppid = 99;
+  std::vector<ProcessRole> roles = assign_roles(procs, 99);
+  EXPECT_EQ(role_of(procs, roles, 99).role, Role::kLauncher);
+  EXPECT_EQ(role_of(procs, roles, 100).role, Role::kLauncher);
+  EXPECT_EQ(text_of(procs, roles, 101), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 105), "worker 0 of rank 1");
+}
+
+TEST(Roles, OpenMpi) {
+  const std::string rank = "python3 train.py";
+  std::vector<ProcessRecord> procs = {
+      proc(200, 1, 500, "mpirun -np 2 python3 train.py"),
+      ranked(proc(201, 200, 510, rank), "openmpi", 0, 0, 0),
+      ranked(proc(202, 200, 511, rank), "openmpi", 1, 1, 0),
+      ranked(proc(203, 201, 520, rank), "openmpi", 0, 0, 0),
+      ranked(proc(204, 202, 521, rank), "openmpi", 1, 1, 0),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 200);
+  EXPECT_EQ(text_of(procs, roles, 200), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 201), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 202), "rank 1");
+  EXPECT_EQ(text_of(procs, roles, 203), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 204), "worker 0 of rank 1");
+  EXPECT_EQ(role_of(procs, roles, 202).local_rank, 1);
+}
+
+TEST(Roles, RankWithoutLocalRankUsesItsRank) {
+  std::vector<ProcessRecord> procs = {
+      proc(200, 1, 500, "mpirun -np 2 ./train"),
+      ranked(proc(201, 200, 510, "./train"), "pmi", 0),
+      ranked(proc(202, 200, 511, "./train"), "pmi", 1),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 200);
+  EXPECT_EQ(role_of(procs, roles, 202).role, Role::kRank);
+  EXPECT_EQ(role_of(procs, roles, 202).local_rank, 1);
+  EXPECT_FALSE(role_of(procs, roles, 202).node_rank.has_value());
+}
+
+TEST(Roles, SinglePythonProcessIsRankZero) {
+  std::vector<ProcessRecord> procs = {
+      proc(300, 1, 100, "python3 train.py --epochs 1"),
+      proc(301, 300, 110, "python3 train.py --epochs 1"),
+      proc(302, 300, 111, "python3 train.py --epochs 1"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 300);
+  EXPECT_EQ(role_of(procs, roles, 300).role, Role::kRank);
+  EXPECT_EQ(role_of(procs, roles, 300).rank, 0);
+  EXPECT_EQ(role_of(procs, roles, 300).local_rank, 0);
+  EXPECT_EQ(text_of(procs, roles, 300), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 301), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 302), "worker 1 of rank 0");
+}
+
+TEST(Roles, ShellWrappingPythonIsALauncher) {
+  // `traindoc run -- bash run.sh`, where run.sh starts python: the shell is not the trainer.
+  std::vector<ProcessRecord> procs = {
+      proc(400, 1, 100, "/bin/bash run.sh"),
+      proc(401, 400, 105, "python3 train.py"),
+      proc(402, 401, 110, "python3 train.py"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 400);
+  EXPECT_EQ(text_of(procs, roles, 400), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 401), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 402), "worker 0 of rank 0");
+}
+
+TEST(Roles, ShCDashWrappingPythonIsALauncher) {
+  // `traindoc run -- sh -c "python3 train.py"`: the shell's own command line names python.
+  std::vector<ProcessRecord> procs = {
+      proc(400, 1, 100, "sh -c python3 train.py --lr 0.1"),
+      proc(401, 400, 105, "python3 train.py --lr 0.1"),
+      proc(402, 401, 110, "python3 train.py --lr 0.1"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 400);
+  if (role_of(procs, roles, 400).role != Role::kLauncher) {
+    GTEST_SKIP() << "bug: roles.cpp is_python() matches \"python\" anywhere in the command line, "
+                    "so `sh -c \"python3 train.py\"` is taken for the trainer (rank 0) and the "
+                    "real trainer for its worker";
+  }
+  EXPECT_EQ(text_of(procs, roles, 400), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 401), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 402), "worker 0 of rank 0");
+}
+
+TEST(Roles, PythonScriptArgumentDoesNotMakeAProgramPython) {
+  // A native program whose arguments mention python (a path, a flag) is not a Python process.
+  std::vector<ProcessRecord> procs = {
+      proc(450, 1, 100, "/opt/tool/run --config /home/u/python/train.yaml"),
+      proc(451, 450, 105, "/usr/bin/python3.11 train.py"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 450);
+  if (role_of(procs, roles, 450).role != Role::kLauncher) {
+    GTEST_SKIP() << "bug: roles.cpp is_python() matches \"python\" anywhere in the command line "
+                    "(here a path argument of a native launcher)";
+  }
+  EXPECT_EQ(text_of(procs, roles, 451), "rank 0");
+}
+
+TEST(Roles, EarliestTopmostPythonWins) {
+  // Two unrelated Python trees under a shell: the one that started first is the trainer.
+  std::vector<ProcessRecord> procs = {
+      proc(500, 1, 100, "/bin/bash run.sh"),
+      proc(502, 500, 130, "python3 evaluate.py"),
+      proc(501, 500, 120, "python3 train.py"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 500);
+  EXPECT_EQ(text_of(procs, roles, 501), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 500), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 502), "other");
+}
+
+TEST(Roles, JobWithoutPythonRootIsRankZero) {
+  std::vector<ProcessRecord> procs = {
+      proc(600, 1, 100, "./train_native --steps 10"),
+      proc(601, 600, 110, "./train_native --steps 10"),
+      proc(650, 1, 120, "sleep 100"),  // an orphan the supervisor adopted
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 600);
+  EXPECT_EQ(text_of(procs, roles, 600), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 601), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 650), "other");
+}
+
+TEST(Roles, NoPythonAndRootUnknownLeavesEveryoneOther) {
+  std::vector<ProcessRecord> procs = {proc(700, 1, 100, "make -j4"), proc(701, 700, 110, "cc")};
+  std::vector<ProcessRole> roles = assign_roles(procs, 12345);
+  EXPECT_EQ(text_of(procs, roles, 700), "other");
+  EXPECT_EQ(text_of(procs, roles, 701), "other");
+}
+
+TEST(Roles, ProcessesUnrelatedToRanksAreOther) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  // The launcher runs a helper (not a rank, not above one); an orphan was adopted by the
+  // supervisor; a process whose parent was never seen.
+  procs.push_back(proc(120, 100, 1050, "nvidia-smi --query-gpu=memory.used"));
+  procs.push_back(proc(121, 1, 1060, "sleep 1000"));
+  procs.push_back(proc(122, 9999, 1070, "cat"));
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(text_of(procs, roles, 120), "other");
+  EXPECT_EQ(text_of(procs, roles, 121), "other");
+  EXPECT_EQ(text_of(procs, roles, 122), "other");
+  EXPECT_FALSE(role_of(procs, roles, 120).rank.has_value());
+  EXPECT_EQ(text_of(procs, roles, 100), "launcher");
+}
+
+TEST(Roles, PidReusePicksTheParentThatExistedWhenTheChildStarted) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  // pid 150 was first a worker of rank 0 (start 1035), then, once it had ended, an unrelated
+  // process the launcher started (start 2000). Each had a child.
+  procs.push_back(ranked(proc(150, 101, 1035, "python3 -u train.py"), "torch", 0, 0, 0));
+  procs.push_back(proc(150, 100, 2000, "nvidia-smi"));
+  procs.push_back(proc(160, 150, 1036, "python3 -u train.py"));  // child of the worker
+  procs.push_back(proc(161, 150, 2001, "nvidia-smi -q"));         // child of the new process
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  ASSERT_EQ(roles.size(), procs.size());
+  EXPECT_EQ(describe(roles[7]), "worker 2 of rank 0");  // first pid 150
+  EXPECT_EQ(describe(roles[8]), "other");               // second pid 150
+  EXPECT_EQ(text_of(procs, roles, 160), "worker 3 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 161), "other");
+}
+
+TEST(Roles, PidReuseOfARankPid) {
+  // Rank 0 ended and its pid went to a process of another job branch; the old rank's worker
+  // still belongs to rank 0, and the new process's child does not.
+  std::vector<ProcessRecord> procs = {
+      proc(100, 1, 1000, "python3 -m torch.distributed.run train.py"),
+      ranked(proc(101, 100, 1010, "python3 train.py"), "torch", 0, 0),
+      ranked(proc(102, 101, 1020, "python3 train.py"), "torch", 0, 0),
+      proc(101, 100, 3000, "sh -c true"),
+      proc(103, 101, 3001, "true"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(describe(roles[1]), "rank 0");
+  EXPECT_EQ(describe(roles[2]), "worker 0 of rank 0");
+  EXPECT_EQ(describe(roles[3]), "other");
+  EXPECT_EQ(describe(roles[4]), "other");
+}
+
+TEST(Roles, RestartedRanksAreRanksAgain) {
+  // torchrun --max-restarts: a second generation of ranks with the same rank numbers.
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  procs.push_back(ranked(proc(110, 100, 5000, "python3 -u train.py"), "torch", 0, 0, 0));
+  procs.push_back(ranked(proc(111, 110, 5010, "python3 -u train.py"), "torch", 0, 0, 0));
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(text_of(procs, roles, 110), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 111), "worker 0 of rank 0");
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
