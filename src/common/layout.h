@@ -10,8 +10,8 @@
 namespace traindoc::common {
 
 inline constexpr uint32_t kAgentMagic = 0x54444147;  // "TDAG"
-inline constexpr uint32_t kAgentVersion = 1;
-inline constexpr uint32_t kSlotCount = 16384;  // a fork then exec takes two
+inline constexpr uint32_t kAgentVersion = 2;
+inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
 inline constexpr const char* kAgentFileName = "agent/slots";
@@ -24,7 +24,45 @@ enum class SlotState : uint32_t { kFree = 0, kClaimed = 1, kReady = 2 };
 
 enum class RecordType : uint32_t {
   kNone = 0,
-  kChildReaped = 1,  // this process reaped a child: a = child pid, b = wait status
+  kChildReaped = 1,     // this process reaped a child: a = child pid, b = wait status
+  kHandlerReplaced = 2,  // the program installed its own handler for a crash signal: a = signal,
+                         // b = the handler's address (kept second in the chain, after ours)
+};
+
+inline constexpr uint32_t kCrashFrames = 128;
+inline constexpr uint32_t kThreadNameSize = 16;
+
+enum class CrashState : uint32_t {
+  kNone = 0,
+  kWriting = 1,   // the handler is filling the record
+  kWritten = 2,   // complete: the process waits (bounded) for the supervisor to read its maps
+  kReleased = 3,  // the supervisor has what it needs, or the wait timed out
+};
+
+// The first fatal signal of a process, written by the agent's handler on the faulting thread.
+// While `state` is kWritten the process waits up to kCrashWaitMs for the supervisor to copy
+// /proc/<pid>/maps (gone once the process dies) and set `state` to kReleased (futex wake).
+inline constexpr uint32_t kCrashWaitMs = 1000;
+
+struct CrashRecord {
+  std::atomic<uint32_t> state;
+  int32_t signo;
+  int32_t code;        // si_code
+  int32_t tid;
+  uint64_t fault_addr;  // si_addr
+  int64_t time_ns;      // CLOCK_REALTIME
+  int32_t sender_pid;   // si_pid for signals sent by a process (si_code <= 0)
+  uint32_t python_dumped;  // 1: Python traceback written to agent/python-<pid>.txt
+  char thread_name[kThreadNameSize];
+  uint64_t pc;
+  uint64_t sp;
+  uint64_t fp;
+  uint64_t stack_lo;  // the faulting thread's stack [lo, hi), 0 when unknown
+  uint64_t stack_hi;
+  uint64_t gregs[23];  // ucontext general registers (x86-64 REG_* order; zero elsewhere)
+  uint32_t frame_count;
+  uint32_t other_crashes;  // further threads that crashed while this record was written
+  uint64_t frames[kCrashFrames];  // return addresses, innermost first; frames[0] is the pc
 };
 
 // One fixed-size record of a slot's ring. `seq` is written last (release) and equals the
@@ -57,6 +95,7 @@ struct Slot {
   char cmdline[kCmdlineSize];         // argv joined by spaces, cut to fit
   std::atomic<uint64_t> next_record;  // records claimed so far (multi-producer)
   alignas(64) Record ring[kRingRecords];
+  alignas(64) CrashRecord crash;
 };
 static_assert(sizeof(Slot) % 64 == 0);
 
