@@ -125,6 +125,7 @@ void on_fork_child() {
     }
     publish(g_slot);
   }
+  reset_crash_capture_after_fork();
   errno = saved_errno;
 }
 
@@ -170,30 +171,43 @@ __attribute__((constructor)) void start_agent() {
       publish(g_slot);
     }
     pthread_atfork(nullptr, nullptr, on_fork_child);
+    start_crash_capture(run_dir);
   }
   errno = saved_errno;
 }
 
 }  // namespace
 
-// Multi-producer: any thread may append. The reader trusts a record only once `seq` holds its
-// position + 1, written last. Async-signal-safe.
+// Multi-producer: any thread (or signal handler) may append. A record whose ring entry was
+// taken by a newer one meanwhile is lost rather than mixed with it. Async-signal-safe.
 void append_record(common::RecordType type, int64_t a, int64_t b) {
   Slot* slot = g_slot;
   if (slot == nullptr) return;
   uint64_t pos = slot->next_record.fetch_add(1, std::memory_order_relaxed);
   common::Record& record = slot->ring[pos % common::kRingRecords];
-  record.seq.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t mine = pos + 1;
+  uint64_t seen = record.seq.load(std::memory_order_relaxed);
+  do {
+    if ((seen & ~common::kSeqWriting) >= mine) return;
+  } while (!record.seq.compare_exchange_weak(seen, mine | common::kSeqWriting,
+                                             std::memory_order_acquire, std::memory_order_relaxed));
+  record.pos = pos;
   record.type = static_cast<uint32_t>(type);
   record.time_ns = now_ns();
   record.a = a;
   record.b = b;
-  record.seq.store(pos + 1, std::memory_order_release);
+  uint64_t claimed = mine | common::kSeqWriting;
+  record.seq.compare_exchange_strong(claimed, mine, std::memory_order_release,
+                                     std::memory_order_relaxed);
 }
 
 bool active() {
   return g_slot != nullptr;
+}
+
+// Async-signal-safe.
+common::Slot* current_slot() {
+  return g_slot;
 }
 
 }  // namespace traindoc::agent

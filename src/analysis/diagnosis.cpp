@@ -3,6 +3,7 @@
 #include "analysis/diagnosis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -48,9 +49,16 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
 
 std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
   std::vector<std::string> out;
+  // Counting events repeat with a growing total: the last one says it all, in the first's place.
+  std::map<std::string, size_t> counted;
   for (const store::Event& event : evidence.events) {
-    if (event.kind == "agent-no-slot" || event.kind == "agent-records-dropped" ||
-        event.kind == "agent-unavailable" || event.kind == "sampling-failed") {
+    if (event.kind == "agent-no-slot" || event.kind == "agent-records-dropped") {
+      auto [it, fresh] = counted.emplace(event.kind, out.size());
+      if (fresh)
+        out.push_back(event.text);
+      else
+        out[it->second] = event.text;
+    } else if (event.kind == "agent-unavailable" || event.kind == "sampling-failed") {
       out.push_back(event.text);
     }
   }
@@ -84,7 +92,11 @@ std::string format_bytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   auto value = static_cast<double>(bytes);
   size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+  // Step up on the value as printed, so that 1 MiB - 10 B reads "1.0 MiB", not "1024 KiB".
+  auto rounded = [&] {
+    return unit == 0 || value >= 100 ? std::round(value) : std::round(value * 10) / 10;
+  };
+  while (rounded() >= 1024 && unit + 1 < std::size(kUnits)) {
     value /= 1024;
     ++unit;
   }

@@ -28,9 +28,15 @@ std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
   return parent;
 }
 
+// The program itself is a Python interpreter (python, python3, python3.11), whatever its
+// arguments say: `sh -c "python3 train.py"` is a shell.
 bool is_python(const store::ProcessRecord& proc) {
-  return proc.cmdline.find("python") != std::string::npos ||
-         proc.argv0.find("python") != std::string::npos;
+  std::string program =
+      proc.argv0.empty() ? proc.cmdline.substr(0, proc.cmdline.find(' ')) : proc.argv0;
+  program = program.substr(program.find_last_of('/') + 1);
+  if (!program.starts_with("python")) return false;
+  return std::all_of(program.begin() + 6, program.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 }  // namespace
@@ -88,6 +94,20 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     if (!rank) continue;
     int up = parent[i];
     is_rank[i] = up == kNone || rank_of(static_cast<size_t>(up)) != rank;
+  }
+  // A shell or wrapper that carries the rank (sbatch sets SLURM_PROCID for the whole script)
+  // hands it down to the first Python process below it with the same rank: that one trains.
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (is_rank[i] || !is_python(procs[i]) || !rank_of(i)) continue;
+    for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
+      auto above = static_cast<size_t>(up);
+      if (is_python(procs[above]) || rank_of(above) != rank_of(i)) break;
+      if (is_rank[above]) {
+        is_rank[above] = false;
+        is_rank[i] = true;
+        break;
+      }
+    }
   }
   if (std::none_of(is_rank.begin(), is_rank.end(), [](bool b) { return b; })) {
     // A single training process: the topmost Python process, else the job's root.

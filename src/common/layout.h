@@ -24,7 +24,7 @@ enum class SlotState : uint32_t { kFree = 0, kClaimed = 1, kReady = 2 };
 
 enum class RecordType : uint32_t {
   kNone = 0,
-  kChildReaped = 1,     // this process reaped a child: a = child pid, b = wait status
+  kChildReaped = 1,      // this process reaped a child: a = child pid, b = wait status
   kHandlerReplaced = 2,  // the program installed its own handler for a crash signal: a = signal,
                          // b = the handler's address (kept second in the chain, after ours)
 };
@@ -47,11 +47,11 @@ inline constexpr uint32_t kCrashWaitMs = 1000;
 struct CrashRecord {
   std::atomic<uint32_t> state;
   int32_t signo;
-  int32_t code;        // si_code
+  int32_t code;  // si_code
   int32_t tid;
-  uint64_t fault_addr;  // si_addr
-  int64_t time_ns;      // CLOCK_REALTIME
-  int32_t sender_pid;   // si_pid for signals sent by a process (si_code <= 0)
+  uint64_t fault_addr;     // si_addr
+  int64_t time_ns;         // CLOCK_REALTIME
+  int32_t sender_pid;      // si_pid for signals sent by a process (si_code <= 0)
   uint32_t python_dumped;  // 1: Python traceback written to agent/python-<pid>.txt
   char thread_name[kThreadNameSize];
   uint64_t pc;
@@ -61,12 +61,15 @@ struct CrashRecord {
   uint64_t stack_hi;
   uint64_t gregs[23];  // ucontext general registers (x86-64 REG_* order; zero elsewhere)
   uint32_t frame_count;
-  uint32_t other_crashes;  // further threads that crashed while this record was written
+  uint32_t other_crashes;         // further threads that crashed while this record was written
   uint64_t frames[kCrashFrames];  // return addresses, innermost first; frames[0] is the pc
 };
 
-// One fixed-size record of a slot's ring. `seq` is written last (release) and equals the
-// record's ring position + 1, so a reader can tell a complete record from a torn or stale one.
+// One fixed-size record of a slot's ring. `seq` is pos + 1 once the record at ring position `pos`
+// is complete; while a writer fills it, the kSeqWriting bit is set. Writers claim and publish with
+// compare-and-swap, so a writer that was lapped never overwrites or hides a newer record.
+inline constexpr uint64_t kSeqWriting = uint64_t{1} << 63;
+
 struct Record {
   std::atomic<uint64_t> seq;
   uint32_t type;
@@ -74,7 +77,8 @@ struct Record {
   int64_t time_ns;  // CLOCK_REALTIME
   int64_t a;
   int64_t b;
-  uint8_t payload[24];  // room for later record types
+  uint64_t pos;  // the ring position written, checked by the reader against the one it expects
+  uint8_t payload[16];  // room for later record types
 };
 static_assert(sizeof(Record) == 64);
 

@@ -52,7 +52,7 @@ json process_json(const analysis::ProcessSummary& summary) {
   if (p.end_ns != 0) exit["time_ns"] = p.end_ns;
   exit["source"] = store::to_string(p.end_source);
   out["exit"] = exit;
-  json memory;
+  json memory = json::object();
   put(memory, "peak_rss", summary.peak_rss);
   put(memory, "peak_pss", summary.peak_pss);
   put(memory, "peak_uss", summary.peak_uss);
@@ -127,6 +127,7 @@ void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& 
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << to_json(diagnosis).dump(2) << '\n';
+    out.close();
     if (!out) throw std::runtime_error("cannot write " + temporary);
   }
   if (rename(temporary.c_str(), path.c_str()) != 0) {

@@ -42,12 +42,12 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
                            TerminalOptions options) {
   std::string out = "traindoc: " + job_verdict(d.run) + "\n";
   if (!d.processes.empty()) {
-    out += fmt::format("  {:>8}  {:<22} {:<28} {:>10} {:>10}\n", "pid", "role", "end", "peak RSS",
+    out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10}\n", "pid", "role", "end", "peak RSS",
                        "peak USS");
     size_t shown = std::min(d.processes.size(), options.max_rows);
     for (size_t i = 0; i < shown; ++i) {
       const analysis::ProcessSummary& p = d.processes[i];
-      out += fmt::format("  {:>8}  {:<22} {:<28} {:>10} {:>10}\n", p.record.pid,
+      out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10}\n", p.record.pid,
                          analysis::describe(p.role), describe_end(p.record), peak_text(p.peak_rss),
                          peak_text(p.peak_uss));
     }

@@ -17,7 +17,9 @@ using common::AgentHeader;
 using common::Slot;
 
 AgentReader::AgentReader(const std::string& run_dir)
-    : m_seen(common::kSlotCount, false), m_read_pos(common::kSlotCount, 0) {
+    : m_seen(common::kSlotCount, false),
+      m_read_pos(common::kSlotCount, 0),
+      m_stalled_polls(common::kSlotCount, 0) {
   std::string dir = run_dir + "/agent";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
@@ -99,7 +101,22 @@ AgentPoll AgentReader::poll() {
     }
     for (; pos < next; ++pos) {
       const common::Record& record = slot->ring[pos % common::kRingRecords];
-      if (record.seq.load(std::memory_order_acquire) != pos + 1) break;  // not yet published
+      uint64_t seq = record.seq.load(std::memory_order_acquire);
+      if (seq != pos + 1) {
+        if ((seq & ~common::kSeqWriting) > pos + 1) {  // a newer record took the entry
+          ++m_records_dropped;
+          continue;
+        }
+        // Not yet published. A writer killed mid-record never publishes: once later records are
+        // out and it stayed unpublished for a second of polls, count it lost and go on.
+        if (next > pos + 1 && ++m_stalled_polls[index] > kStallPolls) {
+          m_stalled_polls[index] = 0;
+          ++m_records_dropped;
+          continue;
+        }
+        break;
+      }
+      m_stalled_polls[index] = 0;
       AgentRecord copy;
       copy.pid = slot->pid;
       copy.start_ticks = slot->start_ticks;
@@ -107,8 +124,12 @@ AgentPoll AgentReader::poll() {
       copy.time_ns = record.time_ns;
       copy.a = record.a;
       copy.b = record.b;
+      uint64_t written_pos = record.pos;
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (record.seq.load(std::memory_order_relaxed) != pos + 1) break;  // overwritten meanwhile
+      if (record.seq.load(std::memory_order_relaxed) != pos + 1 || written_pos != pos) {
+        ++m_records_dropped;  // overwritten while we copied
+        continue;
+      }
       out.records.push_back(copy);
     }
   }

@@ -57,6 +57,8 @@ class AgentReader {
   uint32_t m_scan_from = 0;          // every slot before it has been read as ready
   std::vector<bool> m_seen;          // per slot: identity read
   std::vector<uint64_t> m_read_pos;  // per slot: records consumed
+  std::vector<int> m_stalled_polls;  // per slot: polls spent waiting on one record
+  static constexpr int kStallPolls = 10;
   uint64_t m_records_dropped = 0;
 };
 

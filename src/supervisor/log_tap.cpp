@@ -88,23 +88,23 @@ void LogTap::run() {
       deadline = now_ms() + m_grace_ms.load();
       continue;
     }
-    bool progressed = false;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].revents != 0) progressed |= pump(m_streams[i]);
+      if (fds[i].revents != 0) pump(m_streams[i]);
     }
-    if (deadline >= 0 && !progressed && now_ms() >= deadline) break;
+    // Past the deadline, stop even if an orphan still writes: it could write forever.
+    if (deadline >= 0 && now_ms() >= deadline) break;
   }
 }
 
-// Moves one chunk; false at the stream's end.
-bool LogTap::pump(Stream& stream) {
+// Moves one chunk, or closes the stream at its end.
+void LogTap::pump(Stream& stream) {
   static thread_local std::vector<char> buffer(kChunk);
   ssize_t n = read(stream.source, buffer.data(), buffer.size());
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) {  // EOF, or EIO on a pty whose last writer closed
     close(stream.source);
     stream.source = -1;
-    return false;
+    return;
   }
   auto size = static_cast<size_t>(n);
   if (stream.sink >= 0 && !write_all(stream.sink, buffer.data(), size)) {
@@ -115,7 +115,6 @@ bool LogTap::pump(Stream& stream) {
     stream.source = -1;
   }
   keep(stream, buffer.data(), size);
-  return true;
 }
 
 void LogTap::keep(Stream& stream, const char* data, size_t size) {

@@ -44,7 +44,7 @@ class LogTap {
   };
 
   void run();
-  bool pump(Stream& stream);
+  void pump(Stream& stream);
   void keep(Stream& stream, const char* data, size_t size);
   void open_next_file(Stream& stream);
 

@@ -31,8 +31,11 @@ ProcessTable::Entry* ProcessTable::live_entry(int pid) {
 ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int64_t now_ns) {
   if (Entry* entry = live_entry(pid)) {
     // Agents registered early may lack the start ticks; otherwise a different start is reuse.
+    // A record without start ticks that already ended (its end came before any sighting) is not
+    // the process now holding the pid.
+    bool ended = entry->record.end_source != store::EndSource::kNone;
     if (entry->record.start_ticks == start_ticks || start_ticks == 0 ||
-        entry->record.start_ticks == 0) {
+        (entry->record.start_ticks == 0 && !ended)) {
       if (entry->record.start_ticks == 0 && start_ticks != 0) {
         entry->record.start_ticks = start_ticks;
         entry->changed = true;
@@ -55,14 +58,17 @@ ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int6
 }
 
 bool ProcessTable::seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns) {
-  size_t before = m_records.size();
   Entry& entry = entry_for(pid, start_ticks, now_ns);
   entry.missing_walks = 0;
   if (entry.record.ppid == 0 && ppid != 0) {
     entry.record.ppid = ppid;
     entry.changed = true;
   }
-  return m_records.size() != before;
+  // /proc is read once per process, also when its agent registered it first: the agent's copy
+  // of the command line is cut at 256 bytes.
+  bool first_walk = !entry.walked;
+  entry.walked = true;
+  return first_walk;
 }
 
 void ProcessTable::set_details(int pid, uint64_t start_ticks, const std::string& argv0,
@@ -70,7 +76,9 @@ void ProcessTable::set_details(int pid, uint64_t start_ticks, const std::string&
   Entry& entry = entry_for(pid, start_ticks, 0);
   store::ProcessRecord& r = entry.record;
   if (r.argv0.empty()) r.argv0 = argv0;
-  if (r.cmdline.empty()) r.cmdline = cmdline;
+  if (r.cmdline.empty() || (cmdline.size() > r.cmdline.size() && cmdline.starts_with(r.cmdline))) {
+    r.cmdline = cmdline;
+  }
   if (!r.rank && env.rank >= 0) {
     r.rank = env.rank;
     r.rank_source = common::rank_source_name(env.source);
@@ -96,7 +104,13 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
     r.cmdline = id.cmdline;
     r.argv0 = id.cmdline.substr(0, id.cmdline.find(' '));
   }
-  if (exec_after_fork) r.rank.reset();
+  if (exec_after_fork) {
+    r.rank.reset();
+    r.rank_source.clear();
+    r.local_rank.reset();
+    r.world_size.reset();
+    r.node_rank.reset();
+  }
   common::RankEnv env;
   env.source = id.rank_source;
   env.rank = id.rank;
@@ -131,6 +145,7 @@ void ProcessTable::sweep(const std::set<int>& alive, int64_t now_ns) {
   for (auto it = m_live.begin(); it != m_live.end();) {
     Entry& entry = m_records[it->second];
     bool found = alive.count(it->first) != 0;
+    if (found) entry.missing_walks = 0;
     if (!found && entry.record.end_source == store::EndSource::kNone &&
         ++entry.missing_walks >= 2) {
       entry.record.end_source = store::EndSource::kVanished;

@@ -18,7 +18,8 @@ namespace traindoc::supervisor {
 
 class ProcessTable {
  public:
-  // A process found alive by the tree walk. Returns true the first time it is seen.
+  // A process found alive by the tree walk. Returns true the first time the walk finds it, when
+  // the caller should read its details from /proc.
   bool seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns);
 
   // What /proc says of a process once, when it is first seen.
@@ -49,6 +50,7 @@ class ProcessTable {
     store::ProcessRecord record;
     bool changed = true;
     int missing_walks = 0;
+    bool walked = false;
   };
   Entry* live_entry(int pid);
   Entry& entry_for(int pid, uint64_t start_ticks, int64_t now_ns);

@@ -101,24 +101,44 @@ class FakeAgent {
     return slot;
   }
 
-  // append_record(), in two halves so that a test can stop between them.
+  // append_record(), in two halves so that a test can stop between them: the claim (a
+  // compare-and-swap that sets the writing bit) with the fields, then the publication.
+  static uint64_t claim_record(Slot* slot, uint64_t pos) {
+    Record& record = slot->ring[pos % kRingRecords];
+    uint64_t seen = record.seq.load(std::memory_order_relaxed);
+    do {
+      if ((seen & ~common::kSeqWriting) >= pos + 1) return pos;  // lost to a newer record
+    } while (!record.seq.compare_exchange_weak(seen, (pos + 1) | common::kSeqWriting));
+    return pos;
+  }
   static uint64_t begin_record(Slot* slot, RecordType type, int64_t a, int64_t b,
                                int64_t time_ns = 0) {
-    uint64_t pos = slot->next_record.fetch_add(1, std::memory_order_relaxed);
+    uint64_t pos = claim_record(slot, slot->next_record.fetch_add(1, std::memory_order_relaxed));
     Record& record = slot->ring[pos % kRingRecords];
-    record.seq.store(0, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    if (record.seq.load() != ((pos + 1) | common::kSeqWriting)) return pos;
+    record.pos = pos;
     record.type = static_cast<uint32_t>(type);
     record.time_ns = time_ns != 0 ? time_ns : a;
     record.a = a;
     record.b = b;
     return pos;
   }
-  static void end_record(Slot* slot, uint64_t pos) {
-    slot->ring[pos % kRingRecords].seq.store(pos + 1, std::memory_order_release);
+  // append_record() with a = b = time_ns = the position it claimed.
+  static void append_position(Slot* slot) {
+    uint64_t pos = claim_record(slot, slot->next_record.fetch_add(1, std::memory_order_relaxed));
+    Record& record = slot->ring[pos % kRingRecords];
+    if (record.seq.load() != ((pos + 1) | common::kSeqWriting)) return;
+    record.pos = pos;
+    record.type = static_cast<uint32_t>(RecordType::kChildReaped);
+    record.time_ns = record.a = record.b = static_cast<int64_t>(pos);
+    end_record(slot, pos);
   }
-  static void append(Slot* slot, int64_t a, int64_t b,
-                     RecordType type = RecordType::kChildReaped) {
+  static void end_record(Slot* slot, uint64_t pos) {
+    uint64_t claimed = (pos + 1) | common::kSeqWriting;
+    slot->ring[pos % kRingRecords].seq.compare_exchange_strong(claimed, pos + 1,
+                                                                std::memory_order_release);
+  }
+  static void append(Slot* slot, int64_t a, int64_t b, RecordType type = RecordType::kChildReaped) {
     end_record(slot, begin_record(slot, type, a, b));
   }
 
@@ -175,8 +195,8 @@ TEST(AgentReader, IdentitiesAppearOnce) {
   AgentReader reader(dir.path());
   FakeAgent agent(dir.path());
   agent.register_process(100, 99, 5000, "python3 -m torch.distributed.run train.py");
-  Slot* rank = agent.register_process(101, 100, 5010, "python3 train.py", 9,
-                                      common::RankSource::kTorch);
+  Slot* rank =
+      agent.register_process(101, 100, 5010, "python3 train.py", 9, common::RankSource::kTorch);
   // A fork child: the parent's identity, origin fork.
   Slot* child = agent.claim();
   ASSERT_NE(child, nullptr);
@@ -380,10 +400,11 @@ TEST(AgentReader, ClaimedRecordStillHoldingTheLastLapIsNotReturned) {
   for (int64_t i = 0; i < kRingRecords; ++i) FakeAgent::append(slot, i, i);
   EXPECT_EQ(reader.poll().records.size(), kRingRecords);
 
-  uint64_t pos = slot->next_record.fetch_add(1);  // claimed, nothing written yet
+  // Claimed, nothing written yet.
+  uint64_t pos = FakeAgent::claim_record(slot, slot->next_record.fetch_add(1));
   EXPECT_TRUE(reader.poll().records.empty());
   Record& record = slot->ring[pos % kRingRecords];
-  record.seq.store(0);
+  record.pos = pos;
   record.type = static_cast<uint32_t>(RecordType::kChildReaped);
   record.a = record.b = record.time_ns = 555;
   EXPECT_TRUE(reader.poll().records.empty());
@@ -433,8 +454,64 @@ TEST(AgentReader, ProcessesWithoutSlot) {
   EXPECT_TRUE(reader.poll().identities.empty());
 }
 
-// Four threads of one process append to its slot while the reader polls. Every record that comes
-// back must be whole (a == b == time_ns), each thread's records in its order, none twice, and
+// A writer stalled inside append_record (preempted, or interrupted by a signal whose handler
+// appends) while the other threads of its process wrap the ring: when it resumes it writes the
+// entry that a newer record already holds. Each record holds its claimed position.
+struct LappedWriter {
+  Slot* slot;
+  uint64_t pos = 0;
+
+  explicit LappedWriter(Slot* s) : slot(s) {
+    pos = FakeAgent::claim_record(slot, slot->next_record.fetch_add(1, std::memory_order_relaxed));
+  }
+  void write_fields() {
+    Record& record = slot->ring[pos % kRingRecords];
+    if (record.seq.load() != ((pos + 1) | common::kSeqWriting)) return;  // the agent stops here
+    record.pos = pos;
+    record.type = static_cast<uint32_t>(RecordType::kChildReaped);
+    record.time_ns = record.a = record.b = static_cast<int64_t>(pos);
+  }
+  void publish() { FakeAgent::end_record(slot, pos); }
+};
+
+TEST(AgentReader, LappedWriterPublishingLateLosesNoRecordSilently) {
+  TempDir dir;
+  AgentReader reader(dir.path());
+  FakeAgent agent(dir.path());
+  Slot* slot = agent.register_process(700, 1, 7000, "python3 train.py");
+  reader.poll();
+  LappedWriter stalled(slot);                                                    // position 0
+  for (uint32_t i = 0; i < kRingRecords; ++i) FakeAgent::append_position(slot);  // 1..120
+  stalled.write_fields();
+  stalled.publish();  // seq 1 now sits over position 120's record
+
+  std::vector<int64_t> got = values_a(reader.poll().records);
+  std::vector<int64_t> more = values_a(reader.poll().records);
+  got.insert(got.end(), more.begin(), more.end());
+  uint64_t written = slot->next_record.load();
+  EXPECT_EQ(got.size() + reader.records_dropped(), written);
+}
+
+TEST(AgentReader, LappedWriterFieldsAreNotReturnedForANewerRecord) {
+  TempDir dir;
+  AgentReader reader(dir.path());
+  FakeAgent agent(dir.path());
+  Slot* slot = agent.register_process(700, 1, 7000, "python3 train.py");
+  reader.poll();
+  LappedWriter stalled(slot);                                                    // position 0
+  for (uint32_t i = 0; i < kRingRecords; ++i) FakeAgent::append_position(slot);  // 1..120
+  stalled.write_fields();  // over position 120's fields, under its seq (121)
+
+  std::vector<int64_t> got = values_a(reader.poll().records);
+  stalled.publish();
+  bool increasing = std::is_sorted(got.begin(), got.end()) &&
+                    std::adjacent_find(got.begin(), got.end()) == got.end();
+  EXPECT_TRUE(increasing);
+}
+
+// Four threads of one process append to its slot while the reader polls. Each record holds the
+// position its writer claimed, so every record that comes back must be whole (a == b ==
+// time_ns), in strictly increasing positions (none twice, none from an older lap), and
 // returned + dropped == written.
 TEST(AgentReader, ConcurrentWritersAndReader) {
   TempDir dir;
@@ -442,16 +519,14 @@ TEST(AgentReader, ConcurrentWritersAndReader) {
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(600, 1, 6000, "python3 train.py");
   constexpr int kThreads = 4;
-  constexpr int64_t kPerThread = 200'000;
+  constexpr int kPerThread = 200'000;
 
   std::atomic<int> running{kThreads};
   std::vector<std::thread> writers;
   for (int t = 0; t < kThreads; ++t) {
-    writers.emplace_back([&, t] {
-      for (int64_t i = 0; i < kPerThread; ++i) {
-        int64_t value = (int64_t{t} << 40) | i;
-        uint64_t pos = FakeAgent::begin_record(slot, RecordType::kChildReaped, value, value);
-        FakeAgent::end_record(slot, pos);
+    writers.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        FakeAgent::append_position(slot);
         if (i % 4096 == 0) std::this_thread::yield();
       }
       running.fetch_sub(1);
@@ -461,23 +536,16 @@ TEST(AgentReader, ConcurrentWritersAndReader) {
   uint64_t returned = 0;
   uint64_t torn = 0;
   uint64_t out_of_order = 0;
-  std::vector<int64_t> last(kThreads, -1);
   int64_t newest = -1;
   auto check = [&](const AgentPoll& poll) {
     for (const AgentRecord& r : poll.records) {
       ++returned;
-      newest = r.a;
       if (r.a != r.b || r.time_ns != r.a || r.pid != 600 || r.type != RecordType::kChildReaped) {
         ++torn;
         continue;
       }
-      auto t = static_cast<size_t>(r.a >> 40);
-      int64_t i = r.a & ((int64_t{1} << 40) - 1);
-      if (t >= kThreads || i <= last[t]) {
-        ++out_of_order;
-        continue;
-      }
-      last[t] = i;
+      if (r.a <= newest) ++out_of_order;
+      newest = std::max(newest, r.a);
     }
   };
   uint64_t polls = 0;
@@ -494,10 +562,10 @@ TEST(AgentReader, ConcurrentWritersAndReader) {
   EXPECT_EQ(torn, 0u);
   EXPECT_EQ(out_of_order, 0u);
   EXPECT_EQ(returned + reader.records_dropped(), written)
-      << "returned " << returned << ", dropped " << reader.records_dropped() << " after "
-      << polls << " polls";
+      << "returned " << returned << ", dropped " << reader.records_dropped() << " after " << polls
+      << " polls";
   // The last record written is the last one read.
-  EXPECT_EQ(newest, slot->ring[(written - 1) % kRingRecords].a);
+  EXPECT_EQ(newest, static_cast<int64_t>(written) - 1);
   EXPECT_GT(returned, uint64_t{kRingRecords});
 }
 

@@ -1,0 +1,530 @@
+// Tests of the log tap: the job's output passes to our stdout/stderr unchanged (captured here by
+// pointing fds 1 and 2 at files), the copy in <run>/logs, counters, the head and tail bounds,
+// binary data, and finish() with writers that never close.
+#include "supervisor/log_tap.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace traindoc::supervisor {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class TempRun {
+ public:
+  TempRun() {
+    std::string pattern = (fs::temp_directory_path() / "log-tap-XXXXXX").string();
+    m_path = mkdtemp(pattern.data());
+    fs::create_directories(m_path + "/logs");
+  }
+  ~TempRun() { fs::remove_all(m_path); }
+  const std::string& path() const { return m_path; }
+  std::string file(const std::string& name) const { return read_file(m_path + "/" + name); }
+
+ private:
+  std::string m_path;
+};
+
+// Points fds 1 and 2 at files (or at /dev/null) until restore(). Nothing may assert while they
+// are redirected: GoogleTest would print its messages into the files.
+class StdioCapture {
+ public:
+  StdioCapture(const std::string& dir, bool discard = false)
+      : m_out_path(discard ? "/dev/null" : dir + "/captured-stdout"),
+        m_err_path(discard ? "/dev/null" : dir + "/captured-stderr") {
+    fflush(stdout);
+    fflush(stderr);
+    m_saved_out = dup(STDOUT_FILENO);
+    m_saved_err = dup(STDERR_FILENO);
+    int out = open(m_out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = open(m_err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    close(out);
+    close(err);
+  }
+  ~StdioCapture() { restore(); }
+
+  void restore() {
+    if (m_saved_out < 0) return;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(m_saved_out, STDOUT_FILENO);
+    dup2(m_saved_err, STDERR_FILENO);
+    close(m_saved_out);
+    close(m_saved_err);
+    m_saved_out = m_saved_err = -1;
+  }
+  std::string out() const { return read_file(m_out_path); }
+  std::string err() const { return read_file(m_err_path); }
+
+ private:
+  std::string m_out_path;
+  std::string m_err_path;
+  int m_saved_out = -1;
+  int m_saved_err = -1;
+};
+
+// The job's two pipes: the tap gets the read ends, the test writes into the write ends.
+struct JobPipes {
+  LaunchedJob job;
+  int out_write = -1;
+  int err_write = -1;
+
+  JobPipes() {
+    int out[2];
+    int err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) abort();
+    job.pid = 1;
+    job.out.read_fd = out[0];
+    job.err.read_fd = err[0];
+    out_write = out[1];
+    err_write = err[1];
+  }
+  ~JobPipes() {
+    close_out();
+    close_err();
+  }
+  void close_out() {
+    if (out_write >= 0) close(out_write);
+    out_write = -1;
+  }
+  void close_err() {
+    if (err_write >= 0) close(err_write);
+    err_write = -1;
+  }
+};
+
+// Writes all of `data` in chunks of varied sizes (so that the tap sees varied reads).
+bool write_chunked(int fd, const std::string& data, unsigned seed) {
+  std::mt19937 random(seed);
+  size_t done = 0;
+  while (done < data.size()) {
+    size_t chunk = std::min<size_t>(data.size() - done, 1 + random() % 700);
+    ssize_t n = write(fd, data.data() + done, chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+struct TapResult {
+  std::string out;
+  std::string err;
+  std::vector<store::LogStream> streams;
+  bool wrote = false;
+};
+
+// Runs a tap over `out` and `err`, both written concurrently and then closed.
+TapResult run_tap(const TempRun& run, const std::string& out, const std::string& err,
+                  LogBounds bounds = {}) {
+  TapResult result;
+  JobPipes pipes;
+  StdioCapture capture(run.path());
+  {
+    LogTap tap(run.path(), pipes.job, bounds);
+    bool wrote_out = false;
+    bool wrote_err = false;
+    std::thread out_writer([&] {
+      wrote_out = write_chunked(pipes.out_write, out, 1);
+      pipes.close_out();
+    });
+    std::thread err_writer([&] {
+      wrote_err = write_chunked(pipes.err_write, err, 2);
+      pipes.close_err();
+    });
+    out_writer.join();
+    err_writer.join();
+    tap.finish(5000);
+    result.streams = tap.streams();
+    result.wrote = wrote_out && wrote_err;
+  }
+  capture.restore();
+  result.out = capture.out();
+  result.err = capture.err();
+  return result;
+}
+
+std::string pattern_text(size_t size) {
+  std::string text;
+  for (size_t line = 0; text.size() < size; ++line) {
+    text += "step " + std::to_string(line) + " loss " + std::to_string(line * 7 % 1000) + "\n";
+  }
+  text.resize(size);
+  return text;
+}
+
+uint64_t newlines(const std::string& text) {
+  return static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// What the bounds keep, as LogTap documents it: the head file whole, then tail files of
+// tail_bytes each, numbered from 1, of which only the last two remain.
+struct Kept {
+  std::vector<std::string> files;
+  std::string concatenation;
+  uint64_t not_kept = 0;
+  std::vector<std::string> removed;
+};
+
+Kept expected_kept(const std::string& name, const std::string& input, const LogBounds& bounds) {
+  Kept kept;
+  kept.files.push_back("logs/" + name + ".log");
+  size_t head = std::min<size_t>(input.size(), bounds.head_bytes);
+  kept.concatenation = input.substr(0, head);
+  size_t rest = input.size() - head;
+  size_t tails = (rest + bounds.tail_bytes - 1) / bounds.tail_bytes;
+  size_t first_kept = tails > 2 ? tails - 2 : 0;  // 0-based index of the first tail kept
+  for (size_t i = 0; i < tails; ++i) {
+    std::string file = "logs/" + name + ".tail-" + std::to_string(i + 1) + ".log";
+    (i < first_kept ? kept.removed : kept.files).push_back(file);
+  }
+  kept.not_kept = first_kept * bounds.tail_bytes;
+  kept.concatenation += input.substr(head + first_kept * bounds.tail_bytes);
+  return kept;
+}
+
+std::string concatenate(const TempRun& run, const std::vector<std::string>& files) {
+  std::string all;
+  for (const std::string& file : files) all += run.file(file);
+  return all;
+}
+
+TEST(LogTap, PassesThroughAndKeepsACopy) {
+  TempRun run;
+  std::string out = "epoch 1\nloss 0.5\n";
+  std::string err = "Traceback (most recent call last):\n  File \"train.py\"\nno newline at end";
+  TapResult r = run_tap(run, out, err);
+  ASSERT_TRUE(r.wrote);
+  EXPECT_EQ(r.out, out);
+  EXPECT_EQ(r.err, err);
+  EXPECT_EQ(run.file("logs/stdout.log"), out);
+  EXPECT_EQ(run.file("logs/stderr.log"), err);
+
+  ASSERT_EQ(r.streams.size(), 2u);
+  const store::LogStream& o = r.streams[0];
+  EXPECT_EQ(o.name, "stdout");
+  EXPECT_EQ(o.bytes, out.size());
+  EXPECT_EQ(o.lines, 2u);
+  EXPECT_EQ(o.bytes_not_kept, 0u);
+  EXPECT_EQ(o.files, std::vector<std::string>{"logs/stdout.log"});
+  const store::LogStream& e = r.streams[1];
+  EXPECT_EQ(e.name, "stderr");
+  EXPECT_EQ(e.bytes, err.size());
+  EXPECT_EQ(e.lines, 2u);  // newline characters: the unterminated last line is not counted
+  EXPECT_EQ(e.bytes_not_kept, 0u);
+  EXPECT_EQ(e.files, std::vector<std::string>{"logs/stderr.log"});
+}
+
+TEST(LogTap, EmptyOutput) {
+  TempRun run;
+  TapResult r = run_tap(run, "", "");
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(fs::exists(run.path() + "/logs/stdout.log"));
+  EXPECT_EQ(run.file("logs/stdout.log"), "");
+  ASSERT_EQ(r.streams.size(), 2u);
+  EXPECT_EQ(r.streams[0].bytes, 0u);
+  EXPECT_EQ(r.streams[0].lines, 0u);
+  EXPECT_EQ(r.streams[1].files, std::vector<std::string>{"logs/stderr.log"});
+}
+
+TEST(LogTap, LargeOutputPassesWhole) {
+  TempRun run;
+  std::string out = pattern_text(3'000'000);
+  std::string err = pattern_text(700'000);
+  TapResult r = run_tap(run, out, err);
+  ASSERT_TRUE(r.wrote);
+  EXPECT_TRUE(r.out == out) << "stdout differs (" << r.out.size() << " of " << out.size() << ")";
+  EXPECT_TRUE(r.err == err);
+  EXPECT_TRUE(run.file("logs/stdout.log") == out);
+  EXPECT_EQ(r.streams[0].bytes, out.size());
+  EXPECT_EQ(r.streams[0].lines, newlines(out));
+  EXPECT_EQ(r.streams[1].lines, newlines(err));
+}
+
+TEST(LogTap, BinaryDataWithNuls) {
+  TempRun run;
+  std::mt19937 random(7);
+  std::string out(200'000, '\0');
+  for (char& c : out) c = static_cast<char>(random() % 4 == 0 ? 0 : random() % 256);
+  std::string err("\0\0\n\0\xff\xfe\n\0", 8);
+  TapResult r = run_tap(run, out, err);
+  ASSERT_TRUE(r.wrote);
+  EXPECT_TRUE(r.out == out);
+  EXPECT_EQ(r.err, err);
+  EXPECT_TRUE(run.file("logs/stdout.log") == out);
+  EXPECT_EQ(run.file("logs/stderr.log"), err);
+  EXPECT_EQ(r.streams[0].bytes, out.size());
+  EXPECT_EQ(r.streams[0].lines, newlines(out));
+  EXPECT_EQ(r.streams[1].bytes, 8u);
+  EXPECT_EQ(r.streams[1].lines, 2u);
+}
+
+TEST(LogTap, BoundsKeepTheHeadAndTheLastTwoTails) {
+  TempRun run;
+  LogBounds bounds{1000, 300};
+  std::string out = pattern_text(2000);
+  std::string err = pattern_text(1100);
+  TapResult r = run_tap(run, out, err, bounds);
+  ASSERT_TRUE(r.wrote);
+  // The terminal gets everything.
+  EXPECT_EQ(r.out, out);
+  EXPECT_EQ(r.err, err);
+
+  // stdout: head 0-1000; tails 1000-1300, 1300-1600 (both removed), 1600-1900, 1900-2000.
+  const store::LogStream& o = r.streams[0];
+  EXPECT_EQ(o.bytes, 2000u);
+  EXPECT_EQ(o.lines, newlines(out));
+  EXPECT_EQ(o.files, (std::vector<std::string>{"logs/stdout.log", "logs/stdout.tail-3.log",
+                                               "logs/stdout.tail-4.log"}));
+  EXPECT_EQ(o.bytes_not_kept, 600u);
+  EXPECT_EQ(run.file("logs/stdout.log"), out.substr(0, 1000));
+  EXPECT_EQ(run.file("logs/stdout.tail-3.log"), out.substr(1600, 300));
+  EXPECT_EQ(run.file("logs/stdout.tail-4.log"), out.substr(1900));
+  EXPECT_FALSE(fs::exists(run.path() + "/logs/stdout.tail-1.log"));
+  EXPECT_FALSE(fs::exists(run.path() + "/logs/stdout.tail-2.log"));
+  EXPECT_EQ(concatenate(run, o.files), out.substr(0, 1000) + out.substr(1600));
+  EXPECT_EQ(o.bytes_not_kept + concatenate(run, o.files).size(), o.bytes);
+
+  // stderr: head and one tail of 100 bytes.
+  const store::LogStream& e = r.streams[1];
+  EXPECT_EQ(e.files, (std::vector<std::string>{"logs/stderr.log", "logs/stderr.tail-1.log"}));
+  EXPECT_EQ(e.bytes_not_kept, 0u);
+  EXPECT_EQ(concatenate(run, e.files), err);
+
+  // Only the kept files are in the folder (besides nothing else the tap wrote).
+  std::vector<std::string> present;
+  for (const auto& entry : fs::directory_iterator(run.path() + "/logs")) {
+    present.push_back("logs/" + entry.path().filename().string());
+  }
+  std::sort(present.begin(), present.end());
+  std::vector<std::string> expected = o.files;
+  expected.insert(expected.end(), e.files.begin(), e.files.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(present, expected);
+}
+
+class LogTapBoundsAt : public testing::TestWithParam<size_t> {};
+
+TEST_P(LogTapBoundsAt, KeepsWhatTheBoundsSay) {
+  TempRun run;
+  LogBounds bounds{1000, 300};
+  std::string out = pattern_text(GetParam());
+  TapResult r = run_tap(run, out, "x\n", bounds);
+  ASSERT_TRUE(r.wrote);
+  EXPECT_EQ(r.out, out);
+  Kept kept = expected_kept("stdout", out, bounds);
+  const store::LogStream& o = r.streams[0];
+  EXPECT_EQ(o.bytes, out.size());
+  EXPECT_EQ(o.files, kept.files);
+  EXPECT_EQ(o.bytes_not_kept, kept.not_kept);
+  EXPECT_EQ(concatenate(run, o.files), kept.concatenation);
+  EXPECT_EQ(run.file("logs/stdout.log"), out.substr(0, 1000));
+  for (const std::string& file : kept.removed) EXPECT_FALSE(fs::exists(run.path() + "/" + file));
+  // At most the head and two tails.
+  EXPECT_LE(o.files.size(), 3u);
+  EXPECT_EQ(o.bytes_not_kept + kept.concatenation.size(), o.bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, LogTapBoundsAt,
+                         testing::Values(0, 999, 1000, 1001, 1300, 1301, 1600, 1601, 1900, 2000,
+                                         2001, 10'000, 100'003));
+
+TEST(LogTap, FinishReturnsAfterTheGraceWhenAWriterNeverCloses) {
+  // A process outside the job's main line (an orphan) still holds stdout open and says nothing.
+  TempRun run;
+  JobPipes pipes;
+  StdioCapture capture(run.path());
+  std::chrono::milliseconds took{};
+  std::vector<store::LogStream> streams;
+  {
+    LogTap tap(run.path(), pipes.job);
+    write_chunked(pipes.out_write, "before the end\n", 1);
+    pipes.close_err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto start = std::chrono::steady_clock::now();
+    tap.finish(300);
+    took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+    streams = tap.streams();
+  }
+  capture.restore();
+  EXPECT_GE(took.count(), 250);
+  EXPECT_LT(took.count(), 3000);
+  EXPECT_EQ(capture.out(), "before the end\n");
+  EXPECT_EQ(run.file("logs/stdout.log"), "before the end\n");
+  ASSERT_EQ(streams.size(), 2u);
+  EXPECT_EQ(streams[0].bytes, 15u);
+  EXPECT_EQ(streams[0].lines, 1u);
+}
+
+TEST(LogTap, OutputWrittenDuringTheGraceIsKept) {
+  TempRun run;
+  JobPipes pipes;
+  StdioCapture capture(run.path());
+  {
+    LogTap tap(run.path(), pipes.job);
+    std::thread late([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      write_chunked(pipes.out_write, "late line\n", 1);
+      pipes.close_out();
+      pipes.close_err();
+    });
+    tap.finish(2000);
+    late.join();
+  }
+  capture.restore();
+  EXPECT_EQ(capture.out(), "late line\n");
+  EXPECT_EQ(run.file("logs/stdout.log"), "late line\n");
+}
+
+TEST(LogTap, FinishReturnsAfterTheGraceWhenAWriterNeverStops) {
+  // An orphan that keeps printing (a `yes`, a chatty daemon) faster than our terminal takes it
+  // must not keep traindoc from ending.
+  TempRun run;
+  JobPipes pipes;
+  struct sigaction ignore {};
+  struct sigaction saved {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &saved);
+
+  // A slow terminal: our stdout is a pipe read in small bites.
+  int terminal[2];
+  ASSERT_EQ(pipe2(terminal, O_CLOEXEC), 0);
+  std::thread reader([fd = terminal[0]] {
+    char buffer[4096];
+    while (read(fd, buffer, sizeof(buffer)) > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    close(fd);
+  });
+  fflush(stdout);
+  int saved_out = dup(STDOUT_FILENO);
+  dup2(terminal[1], STDOUT_FILENO);
+  close(terminal[1]);
+
+  std::atomic<bool> stop{false};
+  std::chrono::milliseconds took{};
+  {
+    auto tap = std::make_unique<LogTap>(run.path(), pipes.job, LogBounds{1 << 20, 1 << 20});
+    std::thread chatty([&] {
+      std::string block(4096, 'y');
+      auto start = std::chrono::steady_clock::now();
+      while (!stop.load() && std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+        if (write(pipes.out_write, block.data(), block.size()) < 0 && errno != EINTR) break;
+      }
+    });
+    pipes.close_err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto start = std::chrono::steady_clock::now();
+    tap->finish(200);
+    took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+    stop.store(true);
+    tap.reset();  // closes the read end: a write blocked on a full pipe fails with EPIPE
+    chatty.join();
+  }
+  dup2(saved_out, STDOUT_FILENO);  // the terminal pipe's last write end: its reader ends
+  close(saved_out);
+  reader.join();
+  sigaction(SIGPIPE, &saved, nullptr);
+  EXPECT_LT(took.count(), 1500);
+}
+
+TEST(LogTap, FullDiskDoesNotStopTheOutput) {
+  TempRun run;
+  ASSERT_EQ(symlink("/dev/full", (run.path() + "/logs/stdout.log").c_str()), 0);
+  std::string out = pattern_text(300'000);
+  TapResult r = run_tap(run, out, "");
+  ASSERT_TRUE(r.wrote);
+  EXPECT_TRUE(r.out == out);
+  EXPECT_EQ(r.streams[0].bytes, out.size());
+  EXPECT_EQ(r.streams[0].lines, newlines(out));
+}
+
+TEST(LogTap, BrokenTerminalClosesTheJobsPipe) {
+  // `traindoc run ... | head`: once our reader is gone, the job meets a broken pipe as it would
+  // have without traindoc, and what was read is still kept.
+  TempRun run;
+  JobPipes pipes;
+  struct sigaction ignore {};
+  struct sigaction saved {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &saved);
+  int terminal[2];
+  ASSERT_EQ(pipe2(terminal, O_CLOEXEC), 0);
+  close(terminal[0]);  // nobody reads our stdout
+  fflush(stdout);
+  int saved_out = dup(STDOUT_FILENO);
+  dup2(terminal[1], STDOUT_FILENO);
+  close(terminal[1]);
+
+  int job_errno = 0;
+  {
+    LogTap tap(run.path(), pipes.job);
+    write_chunked(pipes.out_write, "first\n", 1);
+    // The tap reads, fails to pass it on, and closes its end: the job's next writes fail.
+    for (int i = 0; i < 200 && job_errno == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (write(pipes.out_write, "x", 1) < 0) job_errno = errno;
+    }
+    pipes.close_out();
+    pipes.close_err();
+    tap.finish(1000);
+  }
+  dup2(saved_out, STDOUT_FILENO);
+  close(saved_out);
+  sigaction(SIGPIPE, &saved, nullptr);
+  EXPECT_EQ(job_errno, EPIPE);
+  EXPECT_EQ(run.file("logs/stdout.log").substr(0, 6), "first\n");
+}
+
+TEST(LogTap, StreamsCanBeReadWhileRunning) {
+  TempRun run;
+  JobPipes pipes;
+  StdioCapture capture(run.path());
+  uint64_t seen = 0;
+  {
+    LogTap tap(run.path(), pipes.job);
+    write_chunked(pipes.err_write, "abc\n", 1);
+    for (int i = 0; i < 200 && seen < 4; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      seen = tap.streams()[1].bytes;
+    }
+    pipes.close_out();
+    pipes.close_err();
+    tap.finish(1000);
+  }
+  capture.restore();
+  EXPECT_EQ(seen, 4u);
+  EXPECT_EQ(capture.err(), "abc\n");
+}
+
+}  // namespace
+}  // namespace traindoc::supervisor
