@@ -17,4 +17,14 @@ bool active();
 // Finds the next definition of every hooked function; called once at start-up.
 void resolve_hooks();
 
+// This process's slot; nullptr without one. Async-signal-safe.
+common::Slot* current_slot();
+
+// Crash capture (crash_handler.cpp): installs the fatal-signal handlers, the alternate stacks
+// and what the handler needs, at start-up once the slots file is mapped.
+void start_crash_capture(const char* run_dir);
+
+// In the child of a fork without exec: the child's crashes are its own. Async-signal-safe.
+void reset_crash_capture_after_fork();
+
 }  // namespace traindoc::agent

@@ -2,9 +2,12 @@
 // Rules that turn evidence into findings each live in a file of their own and are called here.
 #include "analysis/diagnosis.h"
 
+#include "analysis/rules.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <tuple>
 
@@ -106,11 +109,40 @@ std::string format_bytes(uint64_t bytes) {
   return text;
 }
 
+std::string signal_name(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
+}
+
+// Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
+// error is the root cause and every later failure is listed as its consequence.
+std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
+  std::stable_sort(found.begin(), found.end(), [](const TimedFinding& a, const TimedFinding& b) {
+    bool a_error = a.finding.severity == Severity::kError;
+    bool b_error = b.finding.severity == Severity::kError;
+    if (a_error != b_error) return a_error;
+    return a.t_ns < b.t_ns;
+  });
+  std::vector<Finding> out;
+  for (TimedFinding& timed : found) out.push_back(std::move(timed.finding));
+  if (!out.empty() && out.front().severity == Severity::kError) {
+    out.front().root_cause = true;
+    for (size_t i = 1; i < out.size(); ++i) out.front().consequences.push_back(i);
+  }
+  return out;
+}
+
 Diagnosis diagnose(const store::Evidence& evidence) {
   Diagnosis out;
   out.run = evidence.run;
   out.processes = summarize(evidence);
   out.missing_evidence = missing_evidence(evidence);
+  RuleContext context{evidence, out.processes};
+  std::vector<TimedFinding> found;
+  rule_native_crash(context, found);
+  rule_killed(context, found);
+  rule_failed_exit(context, found);
+  out.findings = order_by_cause(std::move(found));
   return out;
 }
 

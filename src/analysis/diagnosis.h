@@ -54,4 +54,7 @@ Diagnosis diagnose(const store::Evidence& evidence);
 // "3.2 GiB", "512 MiB", "17 KiB"
 std::string format_bytes(uint64_t bytes);
 
+// "SIGSEGV", or "signal 77" for numbers without a name.
+std::string signal_name(int signal);
+
 }  // namespace traindoc::analysis

@@ -80,11 +80,6 @@ json finding_json(const analysis::Finding& f) {
 
 }  // namespace
 
-std::string signal_name(int signal) {
-  const char* abbrev = sigabbrev_np(signal);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
-}
-
 int shell_status(const store::RunInfo& run) {
   if (run.exit_signal) return 128 + *run.exit_signal;
   return run.exit_code.value_or(0);

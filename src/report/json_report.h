@@ -19,6 +19,6 @@ void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& 
 // The exit status a shell would give for the job: its code, or 128 + the signal.
 int shell_status(const store::RunInfo& run);
 
-std::string signal_name(int signal);
+using analysis::signal_name;
 
 }  // namespace traindoc::report

@@ -27,6 +27,23 @@ std::string peak_text(const std::optional<uint64_t>& bytes) {
   return bytes ? analysis::format_bytes(*bytes) : "-";
 }
 
+// Root cause first, with its evidence and fix; then its consequences, one line each.
+std::string render_findings(const analysis::Diagnosis& d) {
+  std::string out;
+  for (size_t i = 0; i < d.findings.size(); ++i) {
+    const analysis::Finding& f = d.findings[i];
+    if (i == 0 || f.root_cause) {
+      out +=
+          fmt::format("  {} [{}] {}\n", f.root_cause ? "ROOT CAUSE" : "finding", f.kind, f.title);
+      for (const std::string& line : f.evidence) out += "      " + line + "\n";
+      if (!f.fix.empty()) out += "    fix: " + f.fix + "\n";
+    } else {
+      out += fmt::format("  then [{}] {}\n", f.kind, f.title);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string describe_end(const store::ProcessRecord& p) {
@@ -41,6 +58,7 @@ std::string describe_end(const store::ProcessRecord& p) {
 std::string render_summary(const analysis::Diagnosis& d, const std::string& run_dir,
                            TerminalOptions options) {
   std::string out = "traindoc: " + job_verdict(d.run) + "\n";
+  out += render_findings(d);
   if (!d.processes.empty()) {
     out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10}\n", "pid", "role", "end", "peak RSS",
                        "peak USS");
@@ -56,10 +74,10 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
                          d.processes.size() - shown);
     }
     // Peak memory per role: the largest single process, and how many there were.
-    std::map<std::string, std::pair<uint64_t, int>> by_role;
+    std::map<std::string, std::pair<std::optional<uint64_t>, int>> by_role;
     for (const auto& p : d.processes) {
       auto& [peak, count] = by_role[analysis::to_string(p.role.role)];
-      peak = std::max(peak, p.peak_rss.value_or(0));
+      if (p.peak_rss) peak = std::max(peak.value_or(0), *p.peak_rss);
       ++count;
     }
     std::string line;
@@ -67,7 +85,7 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
       auto it = by_role.find(role);
       if (it == by_role.end()) continue;
       line += fmt::format("{}{} {} (max of {})", line.empty() ? "" : ", ", role,
-                          analysis::format_bytes(it->second.first), it->second.second);
+                          peak_text(it->second.first), it->second.second);
     }
     out += "  peak RSS by role: " + line + "\n";
   }

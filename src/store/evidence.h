@@ -11,7 +11,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -114,8 +114,62 @@ struct LogStream {
   bool operator==(const LogStream&) const = default;
 };
 
+// One native frame of a crash, symbolized by the supervisor where the files allow it.
+struct NativeFrame {
+  uint64_t address = 0;
+  std::string module;          // path of the mapped file, "" when the address is in no file mapping
+  uint64_t module_offset = 0;  // address relative to the module's load base
+  std::string function;        // demangled; "" when unknown
+  uint64_t function_offset = 0;
+  std::string file;  // source file where debug info exists
+  int line = 0;
+  std::vector<std::string> inlined;  // functions inlined at this address, innermost first
+
+  bool operator==(const NativeFrame&) const = default;
+};
+
+// The first fatal signal of a process, as its agent recorded it (layout.h CrashRecord) plus what
+// the supervisor added while the process waited: its memory map and the bytes at the pc.
+struct Crash {
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  int tid = 0;
+  std::string thread_name;
+  int signo = 0;
+  int code = 0;  // si_code
+  uint64_t fault_addr = 0;
+  int sender_pid = 0;
+  int64_t time_ns = 0;
+  uint64_t pc = 0;
+  uint64_t sp = 0;
+  uint64_t fp = 0;
+  uint64_t stack_lo = 0;
+  uint64_t stack_hi = 0;
+  int other_crashes = 0;
+  std::vector<NativeFrame> frames;  // innermost first
+  std::string maps;        // /proc/<pid>/maps while the process waited; "" if it could not be read
+  std::string code_bytes;  // hex of up to 16 bytes at the pc (for SIGILL), "" if unreadable
+  std::string python_traceback;  // all threads, as CPython's dumper writes it; "" if none
+  std::string python_note;       // why there is no Python traceback, where that is known
+
+  bool operator==(const Crash&) const = default;
+};
+
+// A line of the job's output, kept with the time it was read (logs/ has every byte; these are
+// the lines worth citing: the first and last ones and those that look like errors).
+struct LogLine {
+  int64_t t_ns = 0;
+  std::string stream;   // "stdout" or "stderr"
+  uint64_t number = 0;  // 1-based line number within the stream
+  std::string text;     // without the newline, cut at 4 KiB
+
+  bool operator==(const LogLine&) const = default;
+};
+
 struct Evidence {
   int schema_version = kSchemaVersion;
+  std::vector<Crash> crashes;
+  std::vector<LogLine> log_lines;
   RunInfo run;
   std::vector<ProcessRecord> processes;
   std::vector<ProcSample> proc_samples;
@@ -126,6 +180,10 @@ struct Evidence {
   // thinned to one row per bucket (0: none were), and events not kept, by kind.
   int64_t samples_thinned_until_ns = 0;
   std::map<std::string, uint64_t> events_dropped;
+  // Schema 2: log lines not kept in run.db, by stream (logs/ still has them), and crashes not
+  // kept beyond the cap.
+  std::map<std::string, uint64_t> log_lines_dropped;
+  uint64_t crashes_dropped = 0;
 
   bool operator==(const Evidence&) const = default;
 };

@@ -14,7 +14,8 @@ namespace {
 
 // Units: bytes for memory, ns since the Unix epoch for times, clock ticks since boot for
 // start_ticks (/proc/<pid>/stat field 22). Booleans are 0/1. NULL means "not measured".
-constexpr const char* kDdl = R"sql(
+// Schema 1, frozen: tests/fixtures/store/schema_v1.sql holds these same statements.
+constexpr const char* kDdlV1 = R"sql(
 CREATE TABLE meta (
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL
@@ -107,6 +108,72 @@ CREATE TABLE log_files (
 );
 )sql";
 
+// What schema 2 adds: crashes with their native frames, and the log lines worth citing.
+// Addresses are stored bit for bit (above 2^63 they show negative in SQL); texts are never NULL,
+// "" means "unknown" or "none". tests/fixtures/store/schema_v2.sql holds schema 1 plus these.
+constexpr const char* kDdlV2 = R"sql(
+CREATE TABLE crashes (
+  id INTEGER PRIMARY KEY,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  tid INTEGER NOT NULL,
+  thread_name TEXT NOT NULL,
+  signo INTEGER NOT NULL,
+  code INTEGER NOT NULL,
+  fault_addr INTEGER NOT NULL,
+  sender_pid INTEGER NOT NULL,
+  time_ns INTEGER NOT NULL,
+  pc INTEGER NOT NULL,
+  sp INTEGER NOT NULL,
+  fp INTEGER NOT NULL,
+  stack_lo INTEGER NOT NULL,
+  stack_hi INTEGER NOT NULL,
+  other_crashes INTEGER NOT NULL,
+  maps TEXT NOT NULL,
+  code_bytes TEXT NOT NULL,
+  python_traceback TEXT NOT NULL,
+  python_note TEXT NOT NULL,
+  UNIQUE (pid, start_ticks)
+);
+CREATE TABLE crash_frames (
+  crash_id INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  address INTEGER NOT NULL,
+  module TEXT NOT NULL,
+  module_offset INTEGER NOT NULL,
+  function TEXT NOT NULL,
+  function_offset INTEGER NOT NULL,
+  file TEXT NOT NULL,
+  line INTEGER NOT NULL,
+  PRIMARY KEY (crash_id, position)
+);
+CREATE TABLE crash_inlined (
+  crash_id INTEGER NOT NULL,
+  frame INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  function TEXT NOT NULL,
+  PRIMARY KEY (crash_id, frame, position)
+);
+CREATE TABLE log_lines (
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  stream TEXT NOT NULL,
+  number INTEGER NOT NULL,
+  text TEXT NOT NULL
+);
+CREATE INDEX log_lines_by_time ON log_lines (t_ns);
+CREATE INDEX log_lines_by_stream ON log_lines (stream, id);
+)sql";
+
+void set_version(sqlite3* db) {
+  detail::Statement meta(db,
+                         "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
+                         "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+  meta.bind(1, std::to_string(kSchemaVersion)).run();
+  // PRAGMA takes no bound parameters; the value is our own constant.
+  detail::exec(db, ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+}
+
 // Reads one integer; on failure returns false with `error` set from SQLite's message, taken before
 // finalize so that the reason (e.g. "file is not a database") is not lost.
 bool probe_int(sqlite3* db, const char* sql, int64_t& value, std::string& error) {
@@ -152,16 +219,22 @@ State check(sqlite3* db, const std::string& path) {
     throw StoreError("run database '" + path + "': unknown schema version " +
                      std::to_string(version));
   }
-  return State::kCurrent;
+  return version < kSchemaVersion ? State::kOlder : State::kCurrent;
 }
 
 void create(sqlite3* db) {
-  detail::exec(db, kDdl);
+  detail::exec(db, kDdlV1);
+  detail::exec(db, kDdlV2);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
-  meta.bind(1, "schema_version").bind(2, std::to_string(kSchemaVersion)).run();
-  // PRAGMA takes no bound parameters; the value is our own constant.
-  detail::exec(db, ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+  set_version(db);
+}
+
+void upgrade(sqlite3* db) {
+  const int64_t version = detail::query_int(db, "PRAGMA user_version");
+  if (version >= kSchemaVersion) return;
+  if (version < 2) detail::exec(db, kDdlV2);
+  set_version(db);
 }
 
 }  // namespace traindoc::store::schema

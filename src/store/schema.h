@@ -21,9 +21,17 @@ inline constexpr const char* kMetaBucket = "bucket_ns";
 inline constexpr const char* kMetaMaxEvents = "max_events_per_kind";
 // Followed by the event kind: "events_dropped:log-line".
 inline constexpr const char* kMetaEventsDroppedPrefix = "events_dropped:";
+// Schema 2.
+inline constexpr const char* kMetaMaxLogLines = "max_log_lines_per_stream";
+inline constexpr const char* kMetaLogLinesKeptFirst = "log_lines_kept_first";
+inline constexpr const char* kMetaMaxCrashes = "max_crashes";
+// Followed by the stream: "log_lines_dropped:stderr".
+inline constexpr const char* kMetaLogLinesDroppedPrefix = "log_lines_dropped:";
+inline constexpr const char* kMetaCrashesDropped = "crashes_dropped";
 
 enum class State {
   kEmpty,    // a new or zero-length file: no tables, user_version 0
+  kOlder,    // a run.db of an older schema this build still reads (1 .. kSchemaVersion - 1)
   kCurrent,  // a run.db of kSchemaVersion
 };
 
@@ -33,5 +41,10 @@ State check(sqlite3* db, const std::string& path);
 
 // Creates every table and index and the meta rows, in the caller's transaction.
 void create(sqlite3* db);
+
+// Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
+// transaction: every change so far only adds tables, so the rows already there stay as they are.
+// A file created by create() and one upgraded from version 1 have the same schema.
+void upgrade(sqlite3* db);
 
 }  // namespace traindoc::store::schema

@@ -3,8 +3,10 @@
 // one was killed; the file is outside input, so every failure is a StoreError, never a crash.
 #include "store/store_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "store/schema.h"
@@ -233,6 +235,84 @@ void read_logs(sqlite3* db, std::vector<LogStream>& out) {
   }
 }
 
+// Crashes by time, each with its frames and their inlined functions in order. Rows that belong
+// to no crash (a damaged file) are skipped; positions need not be contiguous.
+void read_crashes(sqlite3* db, std::vector<Crash>& out) {
+  Statement rows(db,
+                 "SELECT id, pid, start_ticks, tid, thread_name, signo, code, fault_addr, "
+                 "sender_pid, time_ns, pc, sp, fp, stack_lo, stack_hi, other_crashes, maps, "
+                 "code_bytes, python_traceback, python_note FROM crashes ORDER BY time_ns, id");
+  std::unordered_map<int64_t, size_t> by_id;
+  while (rows.step()) {
+    by_id[rows.int64(0)] = out.size();
+    Crash& c = out.emplace_back();
+    c.pid = rows.int32(1);
+    c.start_ticks = rows.uint64(2);
+    c.tid = rows.int32(3);
+    c.thread_name = rows.text(4);
+    c.signo = rows.int32(5);
+    c.code = rows.int32(6);
+    c.fault_addr = rows.uint64(7);
+    c.sender_pid = rows.int32(8);
+    c.time_ns = rows.int64(9);
+    c.pc = rows.uint64(10);
+    c.sp = rows.uint64(11);
+    c.fp = rows.uint64(12);
+    c.stack_lo = rows.uint64(13);
+    c.stack_hi = rows.uint64(14);
+    c.other_crashes = rows.int32(15);
+    c.maps = rows.text(16);
+    c.code_bytes = rows.text(17);
+    c.python_traceback = rows.text(18);
+    c.python_note = rows.text(19);
+  }
+  if (out.empty()) return;
+
+  // The stored position of each frame read, per crash, ascending: where inlined rows go.
+  std::vector<std::vector<int64_t>> positions(out.size());
+  Statement frames(db,
+                   "SELECT crash_id, position, address, module, module_offset, function, "
+                   "function_offset, file, line FROM crash_frames ORDER BY crash_id, position");
+  while (frames.step()) {
+    const auto crash = by_id.find(frames.int64(0));
+    if (crash == by_id.end()) continue;
+    positions[crash->second].push_back(frames.int64(1));
+    NativeFrame& f = out[crash->second].frames.emplace_back();
+    f.address = frames.uint64(2);
+    f.module = frames.text(3);
+    f.module_offset = frames.uint64(4);
+    f.function = frames.text(5);
+    f.function_offset = frames.uint64(6);
+    f.file = frames.text(7);
+    f.line = frames.int32(8);
+  }
+  Statement inlined(db,
+                    "SELECT crash_id, frame, function FROM crash_inlined "
+                    "ORDER BY crash_id, frame, position");
+  while (inlined.step()) {
+    const auto crash = by_id.find(inlined.int64(0));
+    if (crash == by_id.end()) continue;
+    const std::vector<int64_t>& at = positions[crash->second];
+    const auto frame = std::lower_bound(at.begin(), at.end(), inlined.int64(1));
+    if (frame == at.end() || *frame != inlined.int64(1)) continue;
+    out[crash->second].frames[static_cast<size_t>(frame - at.begin())].inlined.push_back(
+        inlined.text(2));
+  }
+}
+
+void read_log_lines(sqlite3* db, std::vector<LogLine>& out) {
+  Statement rows(db,
+                 "SELECT t_ns, stream, number, text FROM log_lines "
+                 "ORDER BY t_ns, stream, number, id");
+  while (rows.step()) {
+    LogLine& l = out.emplace_back();
+    l.t_ns = rows.int64(0);
+    l.stream = rows.text(1);
+    l.number = rows.uint64(2);
+    l.text = rows.text(3);
+  }
+}
+
 uint64_t parse_count(const std::string& text) {
   uint64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
@@ -241,14 +321,20 @@ uint64_t parse_count(const std::string& text) {
 
 void read_bounds(sqlite3* db, Evidence& evidence) {
   Statement rows(db, "SELECT key, value FROM meta");
-  const std::string dropped_prefix = schema::kMetaEventsDroppedPrefix;
+  const std::string_view events_prefix = schema::kMetaEventsDroppedPrefix;
+  const std::string_view lines_prefix = schema::kMetaLogLinesDroppedPrefix;
   while (rows.step()) {
     const std::string key = rows.text(0);
     if (key == schema::kMetaThinnedUntil) {
       evidence.samples_thinned_until_ns = static_cast<int64_t>(parse_count(rows.text(1)));
-    } else if (key.starts_with(dropped_prefix)) {
+    } else if (key.starts_with(events_prefix)) {
       const uint64_t count = parse_count(rows.text(1));
-      if (count > 0) evidence.events_dropped[key.substr(dropped_prefix.size())] = count;
+      if (count > 0) evidence.events_dropped[key.substr(events_prefix.size())] = count;
+    } else if (key.starts_with(lines_prefix)) {
+      const uint64_t count = parse_count(rows.text(1));
+      if (count > 0) evidence.log_lines_dropped[key.substr(lines_prefix.size())] = count;
+    } else if (key == schema::kMetaCrashesDropped) {
+      evidence.crashes_dropped = parse_count(rows.text(1));
     }
   }
 }
@@ -272,6 +358,11 @@ Evidence read_evidence(const std::string& db_path) {
   read_host_samples(db, evidence.host_samples);
   read_events(db, evidence.events);
   read_logs(db, evidence.logs);
+  // Schema 1 has no crashes and no log lines: a v1 file reads with both empty.
+  if (evidence.schema_version >= 2) {
+    read_crashes(db, evidence.crashes);
+    read_log_lines(db, evidence.log_lines);
+  }
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");
   return evidence;

@@ -3,10 +3,13 @@
 // open and reused: the supervisor writes 8-30 processes' samples every second for days.
 #include "store/store_writer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -108,6 +111,16 @@ DELETE FROM host_samples WHERE rowid IN (
   WHERE n > 1)
 )sql";
 
+// One statement for both cases: ?1 is the id of the crash being replaced, or NULL for a new one.
+// REPLACE deletes the old row of that id (and key) and writes the new one under the same id.
+constexpr const char* kReplaceCrash = R"sql(
+INSERT OR REPLACE INTO crashes (id, pid, start_ticks, tid, thread_name, signo, code, fault_addr,
+                                sender_pid, time_ns, pc, sp, fp, stack_lo, stack_hi,
+                                other_crashes, maps, code_bytes, python_traceback, python_note)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+        ?20)
+)sql";
+
 uint64_t parse_count(const std::string& text) {
   uint64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
@@ -140,11 +153,23 @@ struct StoreWriter::Impl {
   Statement thin_proc_delete;
   Statement thin_host_update;
   Statement thin_host_delete;
+  Statement find_crash;
+  Statement replace_crash;
+  Statement delete_crash_frames;
+  Statement delete_crash_inlined;
+  Statement insert_crash_frame;
+  Statement insert_crash_inlined;
+  Statement insert_log_line;
+  Statement drop_log_lines;
 
   bool in_transaction = false;
   int64_t thinned_until_ns = 0;
   std::unordered_map<std::string, int64_t> event_counts;
-  std::map<std::string, uint64_t> events_dropped;
+  std::unordered_map<std::string, int64_t> log_line_counts;
+  int64_t crash_count = 0;
+  // What the bounds removed, by meta key ("events_dropped:<kind>", "log_lines_dropped:<stream>",
+  // "crashes_dropped"); the keys changed since the last commit are written by flush().
+  std::map<std::string, uint64_t> dropped;
   std::set<std::string> dropped_dirty;
 
   void prepare() {
@@ -188,22 +213,49 @@ struct StoreWriter::Impl {
     thin_proc_delete = Statement(d, kThinProcDelete);
     thin_host_update = Statement(d, kThinHostUpdate);
     thin_host_delete = Statement(d, kThinHostDelete);
+    find_crash = Statement(d, "SELECT id FROM crashes WHERE pid = ?1 AND start_ticks = ?2");
+    replace_crash = Statement(d, kReplaceCrash);
+    delete_crash_frames = Statement(d, "DELETE FROM crash_frames WHERE crash_id = ?1");
+    delete_crash_inlined = Statement(d, "DELETE FROM crash_inlined WHERE crash_id = ?1");
+    insert_crash_frame =
+        Statement(d,
+                  "INSERT INTO crash_frames (crash_id, position, address, module, module_offset, "
+                  "function, function_offset, file, line) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    insert_crash_inlined = Statement(d,
+                                     "INSERT INTO crash_inlined (crash_id, frame, position, "
+                                     "function) VALUES (?1, ?2, ?3, ?4)");
+    insert_log_line =
+        Statement(d, "INSERT INTO log_lines (t_ns, stream, number, text) VALUES (?1, ?2, ?3, ?4)");
+    // ?2: the rows kept for good, ?3: how many of the oldest rolling rows go.
+    drop_log_lines = Statement(d,
+                               "DELETE FROM log_lines WHERE id IN (SELECT id FROM log_lines "
+                               "WHERE stream = ?1 ORDER BY id LIMIT ?3 OFFSET ?2)");
   }
 
   // What an earlier writer of this file left: reopening appends under the same bounds.
   void load_state() {
     Statement counts(db.get(), "SELECT kind, count(*) FROM events GROUP BY kind");
     while (counts.step()) event_counts[counts.text(0)] = counts.int64(1);
+    Statement lines(db.get(), "SELECT stream, count(*) FROM log_lines GROUP BY stream");
+    while (lines.step()) log_line_counts[lines.text(0)] = lines.int64(1);
+    crash_count = detail::query_int(db.get(), "SELECT count(*) FROM crashes");
     Statement meta(db.get(), "SELECT key, value FROM meta");
-    const std::string dropped_prefix = schema::kMetaEventsDroppedPrefix;
     while (meta.step()) {
       const std::string key = meta.text(0);
       if (key == schema::kMetaThinnedUntil) {
         thinned_until_ns = static_cast<int64_t>(parse_count(meta.text(1)));
-      } else if (key.starts_with(dropped_prefix)) {
-        events_dropped[key.substr(dropped_prefix.size())] = parse_count(meta.text(1));
+      } else if (key.starts_with(schema::kMetaEventsDroppedPrefix) ||
+                 key.starts_with(schema::kMetaLogLinesDroppedPrefix) ||
+                 key == schema::kMetaCrashesDropped) {
+        dropped[key] = parse_count(meta.text(1));
       }
     }
+  }
+
+  void count_dropped(const std::string& key, uint64_t count) {
+    dropped[key] += count;
+    dropped_dirty.insert(key);
   }
 
   void meta(const char* key, const std::string& value) {
@@ -238,7 +290,8 @@ StoreWriter::~StoreWriter() {
 
 StoreWriter StoreWriter::open(const std::string& db_path, const WriterOptions& options) {
   if (options.bucket_ns <= 0 || options.full_rate_window_ns < 0 ||
-      options.max_events_per_kind < 0) {
+      options.max_events_per_kind < 0 || options.max_log_lines_per_stream < 0 ||
+      options.log_lines_kept_first < 0 || options.max_crashes < 0) {
     throw std::invalid_argument("StoreWriter: bucket_ns must be > 0, other bounds >= 0");
   }
   auto impl = std::make_unique<Impl>();
@@ -278,6 +331,8 @@ StoreWriter StoreWriter::open(const std::string& db_path, const WriterOptions& o
   detail::exec(db, "BEGIN IMMEDIATE");
   try {
     if (state == schema::State::kEmpty) schema::create(db);
+    // Appending to a file of an older schema (a resumed run) first adds the newer tables.
+    if (state == schema::State::kOlder) schema::upgrade(db);
     impl->prepare();
     // Journal mode is recorded rather than enforced: on a filesystem without shared memory
     // (some network mounts) SQLite keeps a rollback journal, still crash-safe, only without
@@ -287,6 +342,11 @@ StoreWriter StoreWriter::open(const std::string& db_path, const WriterOptions& o
     impl->meta(schema::kMetaFullRateWindow, std::to_string(options.full_rate_window_ns));
     impl->meta(schema::kMetaBucket, std::to_string(options.bucket_ns));
     impl->meta(schema::kMetaMaxEvents, std::to_string(options.max_events_per_kind));
+    impl->meta(schema::kMetaMaxLogLines, std::to_string(options.max_log_lines_per_stream));
+    impl->meta(
+        schema::kMetaLogLinesKeptFirst,
+        std::to_string(std::min(options.log_lines_kept_first, options.max_log_lines_per_stream)));
+    impl->meta(schema::kMetaMaxCrashes, std::to_string(options.max_crashes));
     impl->load_state();
     detail::exec(db, "COMMIT");
   } catch (...) {
@@ -310,10 +370,8 @@ void StoreWriter::flush() {
   Impl& s = *m_impl;
   if (!s.in_transaction) return;
   try {
-    for (const std::string& kind : s.dropped_dirty) {
-      s.set_meta.bind(1, schema::kMetaEventsDroppedPrefix + kind)
-          .bind(2, std::to_string(s.events_dropped[kind]))
-          .run();
+    for (const std::string& key : s.dropped_dirty) {
+      s.set_meta.bind(1, key).bind(2, std::to_string(s.dropped[key])).run();
     }
     s.commit.run();
     s.in_transaction = false;
@@ -412,8 +470,7 @@ void StoreWriter::add_event(const Event& event) {
   int64_t& count = s.event_counts[event.kind];
   begin_if_needed();
   if (count >= max) {
-    s.events_dropped[event.kind] += 1;
-    s.dropped_dirty.insert(event.kind);
+    s.count_dropped(schema::kMetaEventsDroppedPrefix + event.kind, 1);
     if (max == 0) return;
     // The first events of a kind often name the cause and the last ones the end: keep the
     // first half of the cap for good and roll the second half.
@@ -442,6 +499,115 @@ void StoreWriter::write_log_stream(const LogStream& stream) {
         .bind(2, static_cast<int64_t>(i))
         .bind(3, stream.files[i])
         .run();
+  }
+}
+
+void StoreWriter::write_crash(const Crash& c) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  std::optional<int64_t> id;
+  s.find_crash.bind(1, c.pid).bind(2, c.start_ticks);
+  if (s.find_crash.step()) id = s.find_crash.int64(0);
+  s.find_crash.reset();
+  if (!id && s.crash_count >= s.options.max_crashes) {
+    s.count_dropped(schema::kMetaCrashesDropped, 1);
+    return;
+  }
+  s.replace_crash.bind(1, id)
+      .bind(2, c.pid)
+      .bind(3, c.start_ticks)
+      .bind(4, c.tid)
+      .bind(5, c.thread_name)
+      .bind(6, c.signo)
+      .bind(7, c.code)
+      .bind(8, c.fault_addr)
+      .bind(9, c.sender_pid)
+      .bind(10, c.time_ns)
+      .bind(11, c.pc)
+      .bind(12, c.sp)
+      .bind(13, c.fp)
+      .bind(14, c.stack_lo)
+      .bind(15, c.stack_hi)
+      .bind(16, c.other_crashes)
+      .bind(17, c.maps)
+      .bind(18, c.code_bytes)
+      .bind(19, c.python_traceback)
+      .bind(20, c.python_note)
+      .run();
+  int64_t crash_id = 0;
+  if (id) {
+    crash_id = *id;
+    s.delete_crash_frames.bind(1, crash_id).run();
+    s.delete_crash_inlined.bind(1, crash_id).run();
+  } else {
+    crash_id = sqlite3_last_insert_rowid(s.db.get());
+    ++s.crash_count;
+  }
+  for (size_t i = 0; i < c.frames.size(); ++i) {
+    const NativeFrame& f = c.frames[i];
+    const auto position = static_cast<int64_t>(i);
+    s.insert_crash_frame.bind(1, crash_id)
+        .bind(2, position)
+        .bind(3, f.address)
+        .bind(4, f.module)
+        .bind(5, f.module_offset)
+        .bind(6, f.function)
+        .bind(7, f.function_offset)
+        .bind(8, f.file)
+        .bind(9, f.line)
+        .run();
+    for (size_t j = 0; j < f.inlined.size(); ++j) {
+      s.insert_crash_inlined.bind(1, crash_id)
+          .bind(2, position)
+          .bind(3, static_cast<int64_t>(j))
+          .bind(4, f.inlined[j])
+          .run();
+    }
+  }
+}
+
+void StoreWriter::add_log_lines(const std::vector<LogLine>& lines) {
+  Impl& s = *m_impl;
+  if (lines.empty()) return;
+  const int64_t max = s.options.max_log_lines_per_stream;
+  const int64_t first = std::min(s.options.log_lines_kept_first, max);
+  // Per stream, which of this call's lines are not inserted: [skip_from, skip_to) of the
+  // stream's lines in this call. Lines that the bound would delete at once never go in.
+  struct Plan {
+    int64_t lines = 0;
+    int64_t skip_from = 0;
+    int64_t skip_to = 0;
+    int64_t next = 0;
+  };
+  std::unordered_map<std::string_view, Plan> plans;
+  for (const LogLine& line : lines) ++plans[line.stream].lines;
+  begin_if_needed();
+  for (auto& [stream, plan] : plans) {
+    int64_t& count = s.log_line_counts[std::string(stream)];
+    const int64_t excess = count + plan.lines - max;
+    if (excess <= 0) continue;
+    // The first `first` rows stay; the oldest rows after them go first, then this call's
+    // oldest lines past the first ones.
+    const int64_t from_table = std::min(excess, std::max<int64_t>(count - first, 0));
+    if (from_table > 0) {
+      s.drop_log_lines.bind(1, stream).bind(2, first).bind(3, from_table).run();
+      count -= from_table;
+    }
+    plan.skip_from = std::max<int64_t>(first - count, 0);
+    plan.skip_to = plan.skip_from + (excess - from_table);
+    s.count_dropped(schema::kMetaLogLinesDroppedPrefix + std::string(stream),
+                    static_cast<uint64_t>(excess));
+  }
+  for (const LogLine& line : lines) {
+    Plan& plan = plans[line.stream];
+    const int64_t index = plan.next++;
+    if (index >= plan.skip_from && index < plan.skip_to) continue;
+    s.insert_log_line.bind(1, line.t_ns)
+        .bind(2, line.stream)
+        .bind(3, line.number)
+        .bind(4, line.text)
+        .run();
+    ++s.log_line_counts[line.stream];
   }
 }
 

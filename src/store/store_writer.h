@@ -21,6 +21,13 @@ struct WriterOptions {
   int64_t bucket_ns = 60LL * 1'000'000'000;
   // Per event kind: the first half is kept forever, the rest rolls (the newest are kept).
   int64_t max_events_per_kind = 10'000;
+  // Per log stream: rows of log_lines. The first log_lines_kept_first lines are kept forever
+  // (clamped to the maximum), the rest rolls (the newest are kept).
+  int64_t max_log_lines_per_stream = 20'000;
+  int64_t log_lines_kept_first = 2'000;
+  // Crashes kept: the first ones (a fork bomb that segfaults repeats itself). A crash already
+  // kept is always replaced, whatever the count.
+  int64_t max_crashes = 10'000;
 };
 
 class StoreWriter {
@@ -48,6 +55,13 @@ class StoreWriter {
   void add_event(const Event& event);
   // Replaces the stream of the same name (its file list included).
   void write_log_stream(const LogStream& stream);
+  // Inserts, or replaces whole (frames included) the crash of the same (pid, start_ticks): the
+  // supervisor writes the raw record first, then again once the frames are symbolized. A new
+  // crash beyond max_crashes is counted in meta, not stored.
+  void write_crash(const Crash& crash);
+  // Appends, subject to max_log_lines_per_stream; lines beyond it are counted in meta per stream.
+  // Within a stream, the order of the calls and of `lines` is the order the bound goes by.
+  void add_log_lines(const std::vector<LogLine>& lines);
 
   // Commits everything written since the last flush. Cheap when nothing is pending.
   void flush();

@@ -3,11 +3,15 @@
 #include "supervisor/agent_reader.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 
@@ -18,6 +22,7 @@ using common::Slot;
 
 AgentReader::AgentReader(const std::string& run_dir)
     : m_seen(common::kSlotCount, false),
+      m_crash_seen(common::kSlotCount, false),
       m_read_pos(common::kSlotCount, 0),
       m_stalled_polls(common::kSlotCount, 0) {
   std::string dir = run_dir + "/agent";
@@ -58,6 +63,44 @@ uint64_t AgentReader::processes_without_slot() const {
   return claimed > common::kSlotCount ? claimed - common::kSlotCount : 0;
 }
 
+namespace {
+
+AgentCrash copy_crash(const Slot& slot, uint32_t index) {
+  const common::CrashRecord& r = slot.crash;
+  AgentCrash c;
+  c.slot = index;
+  c.pid = slot.pid;
+  c.start_ticks = slot.start_ticks;
+  c.tid = r.tid;
+  c.thread_name.assign(r.thread_name, strnlen(r.thread_name, sizeof(r.thread_name)));
+  c.signo = r.signo;
+  c.code = r.code;
+  c.fault_addr = r.fault_addr;
+  c.sender_pid = r.sender_pid;
+  c.time_ns = r.time_ns;
+  c.pc = r.pc;
+  c.sp = r.sp;
+  c.fp = r.fp;
+  c.stack_lo = r.stack_lo;
+  c.stack_hi = r.stack_hi;
+  c.other_crashes = static_cast<int>(r.other_crashes);
+  c.python_dumped = r.python_dumped != 0;
+  uint32_t count = std::min(r.frame_count, common::kCrashFrames);
+  c.frames.assign(r.frames, r.frames + count);
+  return c;
+}
+
+}  // namespace
+
+void AgentReader::release_crash(uint32_t index) {
+  Slot* slot = common::slot_at(m_base, index);
+  slot->crash.state.store(static_cast<uint32_t>(common::CrashState::kReleased),
+                          std::memory_order_release);
+  // Shared futex: the word lives in a file mapping, so the crashed process's wait sees this wake.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&slot->crash.state), FUTEX_WAKE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
 AgentPoll AgentReader::poll() {
   AgentPoll out;
   auto* header = static_cast<AgentHeader*>(m_base);
@@ -93,6 +136,11 @@ AgentPoll AgentReader::poll() {
   for (uint32_t index = 0; index < claimed; ++index) {
     if (!m_seen[index]) continue;
     Slot* slot = common::slot_at(m_base, index);
+    if (!m_crash_seen[index] && slot->crash.state.load(std::memory_order_acquire) >=
+                                    static_cast<uint32_t>(common::CrashState::kWritten)) {
+      m_crash_seen[index] = true;
+      out.crashes.push_back(copy_crash(*slot, index));
+    }
     uint64_t next = slot->next_record.load(std::memory_order_acquire);
     uint64_t& pos = m_read_pos[index];
     if (next - pos > common::kRingRecords) {

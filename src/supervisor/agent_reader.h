@@ -33,9 +33,32 @@ struct AgentRecord {
   int64_t b = 0;
 };
 
+// A crash record that became complete: its process waits until release_crash (or its timeout).
+struct AgentCrash {
+  uint32_t slot = 0;
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  int tid = 0;
+  std::string thread_name;
+  int signo = 0;
+  int code = 0;
+  uint64_t fault_addr = 0;
+  int sender_pid = 0;
+  int64_t time_ns = 0;
+  uint64_t pc = 0;
+  uint64_t sp = 0;
+  uint64_t fp = 0;
+  uint64_t stack_lo = 0;
+  uint64_t stack_hi = 0;
+  int other_crashes = 0;
+  bool python_dumped = false;
+  std::vector<uint64_t> frames;
+};
+
 struct AgentPoll {
   std::vector<AgentIdentity> identities;  // slots that became ready since the last poll
   std::vector<AgentRecord> records;       // records published since the last poll
+  std::vector<AgentCrash> crashes;        // crash records completed since the last poll
 };
 
 class AgentReader {
@@ -48,6 +71,9 @@ class AgentReader {
 
   AgentPoll poll();
 
+  // Lets a crashed process go on dying: its handler waits on this (a futex across processes).
+  void release_crash(uint32_t slot);
+
   // Processes that found every slot taken, and records overwritten before they were read.
   uint64_t processes_without_slot() const;
   uint64_t records_dropped() const { return m_records_dropped; }
@@ -56,6 +82,7 @@ class AgentReader {
   void* m_base = nullptr;
   uint32_t m_scan_from = 0;          // every slot before it has been read as ready
   std::vector<bool> m_seen;          // per slot: identity read
+  std::vector<bool> m_crash_seen;    // per slot: crash record returned
   std::vector<uint64_t> m_read_pos;  // per slot: records consumed
   std::vector<int> m_stalled_polls;  // per slot: polls spent waiting on one record
   static constexpr int kStallPolls = 10;

@@ -10,12 +10,37 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
+#include <utility>
 
 namespace traindoc::supervisor {
 namespace {
 
 constexpr size_t kChunk = 256 * 1024;
+constexpr size_t kLineKept = 4096;
+constexpr uint64_t kFirstLines = 100;
+
+// Cheap anchors of the texts that explain failures: Python exceptions and tracebacks, C++
+// terminate and assertion messages, glibc heap checks, signals, OOM, timeouts, NCCL warnings.
+constexpr std::string_view kAnchors[] = {
+    "rror",   "xception", "Traceback",   "terminate", "what():",     "ssert",         "Fatal",
+    "illed",  "ignal",    "egmentation", "free(",     "corrupt",     "out of memory", "imed out",
+    "imeout", "NCCL",     "WARN",        "Abort",     "core dumped", "exited",
+};
+
+bool worth_keeping(std::string_view line) {
+  for (std::string_view anchor : kAnchors) {
+    if (line.find(anchor) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+int64_t wall_ns() {
+  using namespace std::chrono;
+  return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
+}
 
 // False when the sink broke (EPIPE: our reader went away).
 bool write_all(int fd, const char* data, size_t size) {
@@ -66,6 +91,9 @@ void LogTap::finish(int grace_ms) {
   ssize_t ignored = write(m_wake[1], &byte, 1);
   (void)ignored;
   m_thread.join();
+  for (Stream& stream : m_streams) {
+    if (!stream.partial.empty()) end_line(stream, wall_ns());  // output ending without a newline
+  }
 }
 
 std::vector<store::LogStream> LogTap::streams() const {
@@ -115,6 +143,67 @@ void LogTap::pump(Stream& stream) {
     stream.source = -1;
   }
   keep(stream, buffer.data(), size);
+  scan_lines(stream, buffer.data(), size, wall_ns());
+}
+
+void LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns) {
+  const char* end = data + size;
+  while (data < end) {
+    const char* newline =
+        static_cast<const char*>(memchr(data, '\n', static_cast<size_t>(end - data)));
+    const char* stop = newline != nullptr ? newline : end;
+    size_t room = kLineKept - std::min(kLineKept, stream.partial.size());
+    stream.partial.append(data, std::min(room, static_cast<size_t>(stop - data)));
+    if (newline == nullptr) break;
+    end_line(stream, t_ns);
+    data = newline + 1;
+  }
+}
+
+void LogTap::end_line(Stream& stream, int64_t t_ns) {
+  ++stream.line_number;
+  if (!stream.partial.empty() && stream.partial.back() == '\r') stream.partial.pop_back();
+  if (stream.line_number <= kFirstLines || worth_keeping(stream.partial)) {
+    std::lock_guard lock(m_mutex);
+    m_lines.push_back({t_ns, stream.info.name, stream.line_number, stream.partial});
+  }
+  stream.partial.clear();
+}
+
+std::vector<store::LogLine> LogTap::take_lines() {
+  std::lock_guard lock(m_mutex);
+  return std::exchange(m_lines, {});
+}
+
+std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const {
+  std::vector<store::LogLine> out;
+  for (const Stream& stream : m_streams) {
+    // The newest kept file holds the end, unless it has just been opened and is nearly empty.
+    std::string tail;
+    for (auto it = stream.info.files.rbegin(); it != stream.info.files.rend(); ++it) {
+      std::ifstream in(m_run_dir + "/" + *it, std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      tail.insert(0, text.size() > (1 << 20) ? text.substr(text.size() - (1 << 20)) : text);
+      if (std::count(tail.begin(), tail.end(), '\n') > static_cast<long>(count)) break;
+    }
+    if (!tail.empty() && tail.back() == '\n') tail.pop_back();
+    std::vector<std::string_view> lines;
+    std::string_view rest(tail);
+    while (lines.size() < count && !rest.empty()) {
+      size_t cut = rest.rfind('\n');
+      std::string_view line = cut == std::string_view::npos ? rest : rest.substr(cut + 1);
+      lines.push_back(line);
+      rest = cut == std::string_view::npos ? std::string_view() : rest.substr(0, cut);
+    }
+    uint64_t number = stream.line_number;
+    for (std::string_view line : lines) {
+      if (number > kFirstLines && !worth_keeping(line)) {
+        out.push_back({t_ns, stream.info.name, number, std::string(line.substr(0, kLineKept))});
+      }
+      --number;
+    }
+  }
+  return out;
 }
 
 void LogTap::keep(Stream& stream, const char* data, size_t size) {

@@ -33,6 +33,13 @@ class LogTap {
 
   std::vector<store::LogStream> streams() const;
 
+  // Lines worth citing since the last call: each stream's first lines and those that look like
+  // errors, with the time they were read. Every byte is in logs/ regardless.
+  std::vector<store::LogLine> take_lines();
+
+  // The last `count` lines of each stream, read back from the kept files (after finish()).
+  std::vector<store::LogLine> last_lines(size_t count, int64_t t_ns) const;
+
  private:
   struct Stream {
     store::LogStream info;
@@ -41,18 +48,23 @@ class LogTap {
     int file = -1;
     uint64_t file_bytes = 0;
     int files_opened = 0;  // the first is the head file
+    std::string partial;   // the current line so far, cut at the kept length
+    uint64_t line_number = 0;
   };
 
   void run();
   void pump(Stream& stream);
   void keep(Stream& stream, const char* data, size_t size);
   void open_next_file(Stream& stream);
+  void scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns);
+  void end_line(Stream& stream, int64_t t_ns);
 
   std::string m_run_dir;
   LogBounds m_bounds;
   Stream m_streams[2];
-  mutable std::mutex m_mutex;  // guards the streams' info
-  int m_wake[2] = {-1, -1};    // tells the thread to drain and stop
+  mutable std::mutex m_mutex;  // guards the streams' info and m_lines
+  std::vector<store::LogLine> m_lines;
+  int m_wake[2] = {-1, -1};  // tells the thread to drain and stop
   std::atomic<int> m_grace_ms{0};
   std::thread m_thread;
 };

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -22,6 +23,7 @@
 
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
+#include "supervisor/crash_capture.h"
 #include "supervisor/launcher.h"
 #include "supervisor/log_tap.h"
 #include "supervisor/proc/environ_text.h"
@@ -29,6 +31,7 @@
 #include "supervisor/proc/proc_files.h"
 #include "supervisor/proc/proc_sampler.h"
 #include "supervisor/process_table.h"
+#include "supervisor/symbolizer.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -36,6 +39,7 @@ namespace {
 constexpr int kTickMs = 100;
 constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
 constexpr int kOutputGraceMs = 500;
+constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
 
 int64_t now_ns() {
   using namespace std::chrono;
@@ -63,7 +67,9 @@ class Loop {
 
  private:
   void open_agent();
+  void record_cpu();
   void read_agent();
+  void record_crash(const AgentCrash& crash);
   void walk_and_sample(bool slow);
   void reap_children();
   void forward(const signalfd_siginfo& info);
@@ -78,6 +84,7 @@ class Loop {
   ProcessTable m_table;
   ProcSampler m_sampler;
   HostSampler m_host;
+  Symbolizer m_symbolizer;
   LaunchedJob m_job;
   bool m_root_done = false;
   int m_interrupts = 0;
@@ -87,6 +94,18 @@ class Loop {
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
   m_store.add_event({now_ns(), kind, pid, text});
+}
+
+// The CPU's feature flags, to tell an illegal instruction from a missing instruction set.
+void Loop::record_cpu() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.starts_with("flags")) {
+      event("host-cpu", 0, line.substr(line.find(':') + 2));
+      return;
+    }
+  }
 }
 
 void Loop::open_agent() {
@@ -101,10 +120,28 @@ void Loop::open_agent() {
   }
 }
 
+// The crashed process waits in its handler until released: take what only it can give, let
+// it die, commit the raw record at once, then symbolize at leisure and store the frames.
+void Loop::record_crash(const AgentCrash& raw) {
+  store::Crash crash = capture_crash(raw, m_options.run_dir);
+  // Its last sample: a process that crashes early may never have been sampled.
+  if (std::optional<ProcSnapshot> snapshot = m_sampler.sample(raw.pid, true)) {
+    snapshot->sample.t_ns = now_ns();
+    m_store.add_proc_samples({snapshot->sample});
+  }
+  m_agent->release_crash(raw.slot);
+  m_store.write_crash(crash);
+  m_store.flush();
+  m_symbolizer.symbolize_crash(crash);
+  m_store.write_crash(crash);
+  m_store.flush();
+}
+
 void Loop::read_agent() {
   if (!m_agent) return;
   AgentPoll poll = m_agent->poll();
   for (const AgentIdentity& id : poll.identities) m_table.from_agent(id);
+  for (const AgentCrash& crash : poll.crashes) record_crash(crash);
   for (const AgentRecord& record : poll.records) {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
@@ -222,6 +259,7 @@ store::RunInfo Loop::run() {
   // Orphans of the job (double forks, a launcher that died first) become our children.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   open_agent();
+  record_cpu();
   m_store.write_run(m_run);
   m_store.flush();
 
@@ -278,6 +316,7 @@ store::RunInfo Loop::run() {
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
         walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
         for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
+        m_store.add_log_lines(tap.take_lines());
         store_changes();
         if (now_ns() - last_downsample > kDownsampleEveryNs) {
           last_downsample = now_ns();
@@ -290,6 +329,8 @@ store::RunInfo Loop::run() {
   close(signals);
   tap.finish(kOutputGraceMs);
   for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
+  m_store.add_log_lines(tap.take_lines());
+  m_store.add_log_lines(tap.last_lines(kLastLines, now_ns()));
   finish();
   return m_run;
 }

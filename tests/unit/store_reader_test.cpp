@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "store/store_reader.h"
 #include "store/store_writer.h"
@@ -15,6 +18,7 @@
 namespace traindoc::store {
 namespace {
 
+using test::full_crash;
 using test::full_host_sample;
 using test::full_proc_sample;
 using test::full_process;
@@ -163,6 +167,37 @@ void load_sql_fixture(const std::string& fixture, const std::string& db_path) {
   ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
+// Every table and index with its exact DDL, as sqlite_master holds it.
+std::vector<std::string> schema_of(const std::string& db_path) {
+  std::vector<std::string> rows;
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT type || ' ' || name || ' on ' || tbl_name || ': ' || "
+                               "coalesce(sql, '') FROM sqlite_master ORDER BY type, name",
+                               -1, &statement, nullptr),
+            SQLITE_OK);
+  while (sqlite3_step(statement) == SQLITE_ROW) {
+    rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(statement, 0)));
+  }
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return rows;
+}
+
+int64_t query_int(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << sql;
+  int64_t value = -1;
+  if (sqlite3_step(statement) == SQLITE_ROW) value = sqlite3_column_int64(statement, 0);
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return value;
+}
+
 // The file format is a contract: a run.db written by the first release stays readable.
 TEST(StoreReader, ReadsTheSchemaV1Fixture) {
   TempDir dir;
@@ -206,13 +241,134 @@ TEST(StoreReader, ReadsTheSchemaV1Fixture) {
   ASSERT_EQ(seen.logs.size(), 2u);
   EXPECT_EQ(seen.logs[1].files, (std::vector<std::string>{"logs/stderr.log", "logs/stderr.1.log"}));
   EXPECT_EQ(seen.logs[1].bytes_not_kept, 100u);
+  // Schema 1 had no crashes and no log lines.
+  EXPECT_TRUE(seen.crashes.empty());
+  EXPECT_TRUE(seen.log_lines.empty());
+  EXPECT_TRUE(seen.log_lines_dropped.empty());
+  EXPECT_EQ(seen.crashes_dropped, 0u);
+  EXPECT_EQ(read_evidence(path), seen);  // reading changed nothing
 
-  // A writer of this build appends to it.
+  // A writer of this build appends to it, after adding schema 2's tables.
   {
     StoreWriter writer = StoreWriter::open(path);
     writer.add_event({kT0, "appended", 1, ""});
+    writer.write_crash(full_crash(511, 1100));
+    writer.add_log_lines({{kT0, "stderr", 1, "appended"}});
   }
-  EXPECT_EQ(read_evidence(path).events.size(), 2u);
+  const Evidence upgraded = read_evidence(path);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
+  EXPECT_EQ(upgraded.events.size(), 2u);
+  EXPECT_EQ(upgraded.processes, seen.processes);
+  EXPECT_EQ(upgraded.proc_samples, seen.proc_samples);
+  ASSERT_EQ(upgraded.crashes.size(), 1u);
+  EXPECT_EQ(upgraded.crashes[0], full_crash(511, 1100));
+  ASSERT_EQ(upgraded.log_lines.size(), 1u);
+  EXPECT_EQ(query_int(path, "SELECT value FROM meta WHERE key = 'schema_version'"), kSchemaVersion);
+}
+
+TEST(StoreReader, ReadsTheSchemaV2Fixture) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v2.sql", path);
+  const Evidence seen = read_evidence(path);
+  EXPECT_EQ(seen.schema_version, 2);
+  ASSERT_EQ(seen.processes.size(), 4u);
+  EXPECT_EQ(seen.processes[3].exit_signal, 6);
+
+  // By time: the worker's abort, then rank 1's segfault.
+  ASSERT_EQ(seen.crashes.size(), 2u);
+  const Crash& abort = seen.crashes[0];
+  EXPECT_EQ(abort.pid, 520);
+  EXPECT_EQ(abort.start_ticks, 1200u);
+  EXPECT_EQ(abort.thread_name, "pt_data_worker");
+  EXPECT_EQ(abort.signo, 6);
+  EXPECT_EQ(abort.code, -6);
+  EXPECT_EQ(abort.sender_pid, 520);
+  EXPECT_EQ(abort.time_ns, 1'700'000'020'000'000'000);
+  EXPECT_EQ(abort.python_traceback, "");
+  EXPECT_EQ(abort.python_note, "faulthandler is not enabled in this process");
+  EXPECT_NE(abort.maps.find("\n7f1c2e200000-7f1c2e3a0000 r-xp"), std::string::npos);
+  ASSERT_EQ(abort.frames.size(), 7u);
+  EXPECT_EQ(abort.pc, abort.frames[0].address);
+  EXPECT_EQ(abort.frames[0].function, "__pthread_kill_implementation");
+  EXPECT_EQ(abort.frames[0].module, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+  EXPECT_EQ(abort.frames[0].module_offset, 0x8a9fcu);
+  const NativeFrame& decode = abort.frames[5];
+  EXPECT_EQ(decode.function, "decode_jpeg(unsigned char const*, unsigned long)");
+  EXPECT_EQ(decode.function_offset, 0x42u);
+  EXPECT_EQ(decode.file, "src/decode.cpp");
+  EXPECT_EQ(decode.line, 88);
+  EXPECT_EQ(decode.inlined, std::vector<std::string>{"fastimg::Reader::next()"});
+
+  const Crash& segv = seen.crashes[1];
+  EXPECT_EQ(segv.pid, 511);
+  EXPECT_EQ(segv.signo, 11);
+  EXPECT_EQ(segv.code, 1);
+  EXPECT_EQ(segv.fault_addr, 16u);
+  EXPECT_EQ(segv.other_crashes, 1);
+  EXPECT_EQ(segv.code_bytes, "488b4710c3");
+  EXPECT_EQ(segv.stack_hi - segv.stack_lo, 0x21000u);
+  EXPECT_TRUE(segv.python_traceback.starts_with("Fatal Python error: Segmentation fault\n"));
+  EXPECT_NE(segv.python_traceback.find("line 42 in forward"), std::string::npos);
+  ASSERT_EQ(segv.frames.size(), 4u);
+  EXPECT_EQ(segv.frames[0].inlined.size(), 2u);
+  EXPECT_EQ(segv.frames[0].inlined[0], "c10::TensorImpl::data<float>() const");
+  EXPECT_EQ(segv.frames[1].module, "");  // in no file mapping
+  EXPECT_EQ(segv.frames[1].function, "");
+  EXPECT_EQ(segv.frames[3].function, "_PyEval_EvalFrameDefault");
+
+  // By time, then stream, then number.
+  ASSERT_EQ(seen.log_lines.size(), 6u);
+  EXPECT_EQ(seen.log_lines[0].text, "starting training: 2 ranks");
+  EXPECT_EQ(seen.log_lines[1].number, 12u);
+  EXPECT_EQ(seen.log_lines[2].text, "  what():  fastimg: truncated JPEG");
+  EXPECT_EQ(seen.log_lines[3].stream, "stderr");
+  EXPECT_EQ(seen.log_lines[4].stream, "stdout");
+  EXPECT_EQ(seen.log_lines[4].number, 24'990u);
+  EXPECT_EQ(seen.log_lines[1].text,
+            "terminate called after throwing an instance of 'std::runtime_error'");
+  EXPECT_EQ(seen.log_lines_dropped, (std::map<std::string, uint64_t>{{"stdout", 5000}}));
+  EXPECT_EQ(seen.crashes_dropped, 0u);
+
+  // A writer of this build appends to it and replaces a crash by its key.
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    Crash symbolized_again = segv;
+    symbolized_again.frames.resize(1);
+    writer.write_crash(symbolized_again);
+    writer.add_log_lines({{1'700'000'029'500'000'000, "stdout", 25'000, "last"}});
+  }
+  const Evidence appended = read_evidence(path);
+  ASSERT_EQ(appended.crashes.size(), 2u);
+  EXPECT_EQ(appended.crashes[1].frames.size(), 1u);
+  EXPECT_EQ(appended.crashes[0], abort);
+  EXPECT_EQ(appended.log_lines.back().text, "last");
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v2.sql. A change
+// to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV2Fixture) {
+  TempDir dir;
+  const std::string fixture = dir.file("fixture.db");
+  load_sql_fixture("schema_v2.sql", fixture);
+  const std::string fresh = dir.file("run.db");
+  { StoreWriter::open(fresh); }
+  const std::vector<std::string> want = schema_of(fixture);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(schema_of(fresh), want);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 2);
+}
+
+// Upgrading keeps schema 1's tables as they are and adds schema 2's: the same file as a new one.
+TEST(StoreReader, AnUpgradedV1RunDbHasTheSchemaOfANewOne) {
+  TempDir dir;
+  const std::string path = dir.file("old.db");
+  load_sql_fixture("schema_v1.sql", path);
+  { StoreWriter::open(path); }
+  const std::string fresh = dir.file("run.db");
+  { StoreWriter::open(fresh); }
+  EXPECT_EQ(schema_of(path), schema_of(fresh));
+  EXPECT_EQ(query_int(path, "PRAGMA user_version"), kSchemaVersion);
 }
 
 TEST(StoreReader, RefusesAMissingFile) {
@@ -298,6 +454,17 @@ TEST(StoreReader, RefusesAnotherSqliteDatabase) {
             SQLITE_OK);
   sqlite3_close(db);
   expect_store_error(path, "not a traindoc run database");
+}
+
+TEST(StoreReader, RefusesAV2RunDbWithoutItsCrashTables) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  { StoreWriter::open(path).write_crash(full_crash(1, 1)); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE crash_inlined", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_store_error(path, "no such table");
 }
 
 TEST(StoreReader, RefusesARunDbWithATableMissing) {

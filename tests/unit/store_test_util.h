@@ -125,4 +125,54 @@ inline HostSample full_host_sample(int64_t t_ns) {
   return h;
 }
 
+// A symbolized SIGSEGV: a frame with inlined functions, one outside any file mapping, one with
+// no debug info, and values that need all 64 bits.
+inline Crash full_crash(int pid, uint64_t start_ticks) {
+  Crash c;
+  c.pid = pid;
+  c.start_ticks = start_ticks;
+  c.tid = pid + 3;
+  c.thread_name = "pt_autograd_0";
+  c.signo = 11;
+  c.code = 1;  // SEGV_MAPERR
+  c.fault_addr = 0xFFFF'FFFF'FFFF'FFF8ULL;
+  c.sender_pid = 0;
+  c.time_ns = kT0 + 42 * kSecond;
+  c.pc = 0x7F3A'1234'5678ULL;
+  c.sp = 0x7FFC'0000'1000ULL;
+  c.fp = 0x7FFC'0000'1040ULL;
+  c.stack_lo = 0x7FFB'FF80'0000ULL;
+  c.stack_hi = 0x7FFC'0000'2000ULL;
+  c.other_crashes = 2;
+  c.frames = {
+      {0x7F3A'1234'5678ULL,
+       "/opt/torch/lib/libtorch_cpu.so",
+       0x1234'5678ULL,
+       "at::native::index_select_out_cpu_(at::Tensor const&, long, at::Tensor const&, "
+       "at::Tensor&)",
+       0x4C,
+       "aten/src/ATen/native/TensorAdvancedIndexing.cpp",
+       1234,
+       {"c10::TensorImpl::data<float>() const", "at::Tensor::data_ptr<float>() const"}},
+      {0x1000, "", 0, "", 0, "", 0, {}},  // in no file mapping
+      {0x5555'5566'7788ULL,
+       "/usr/bin/python3.11",
+       0x1'2788ULL,
+       "_PyEval_EvalFrameDefault",
+       0x91,
+       "",
+       0,
+       {""}},  // an inlined function whose name is unknown
+  };
+  c.maps =
+      "555555554000-555555556000 r--p 00000000 08:01 123 /usr/bin/python3.11\n"
+      "7f3a00000000-7f3a20000000 r-xp 00000000 08:01 456 /opt/torch/lib/libtorch_cpu.so\n";
+  c.code_bytes = "0f0b";
+  c.python_traceback =
+      "Fatal Python error: Segmentation fault\n\nThread 0x00007f3a (most recent call first):\n"
+      "  File \"train.py\", line 42 in forward\n";
+  c.python_note = "";
+  return c;
+}
+
 }  // namespace traindoc::store::test

@@ -1,0 +1,80 @@
+// Crash capture inside every job process (LD_PRELOAD): the interface between the fatal-signal
+// handler (crash_handler.cpp), the record it fills (crash_record.cpp), the sigaction family
+// interposers that keep it first (signal_hooks.cpp) and the per-thread alternate stacks
+// (thread_hooks.cpp). Functions marked async-signal-safe may run inside the handler.
+#pragma once
+
+#include <signal.h>
+
+#include <cstdint>
+
+#include "common/layout.h"
+
+namespace traindoc::agent {
+
+// SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP. Async-signal-safe.
+bool is_crash_signal(int sig);
+
+// --- crash_handler.cpp -------------------------------------------------------------------------
+
+// Whether our handler was installed for `sig` at start-up. Async-signal-safe.
+bool crash_handler_installed(int sig);
+
+// The address of our handler, so that the interposers can recognise it. Async-signal-safe.
+void* crash_handler_address();
+
+// Puts our handler back in the kernel for `sig` (someone removed it behind the interposers).
+// Async-signal-safe.
+void reinstall_crash_handler(int sig);
+
+// Whether a crash signal is being handed to the kernel's default action: from then on our
+// handler must stay out of the kernel. Async-signal-safe.
+bool crash_capture_dying();
+
+// --- crash_record.cpp --------------------------------------------------------------------------
+
+// Start-up: warms up backtrace(), resolves the CPython dump entry points, prepares the path
+// prefix of <run>/agent/python-<pid>.txt. Outside any handler.
+void prepare_crash_record(const char* run_dir);
+
+// Fills siginfo, thread, registers and stack bounds, and frames[0] = the pc: nothing that reads
+// memory the crash may have damaged. Async-signal-safe.
+void fill_crash_record(common::CrashRecord& record, const siginfo_t* info, const void* ucontext);
+
+// The native stack of the faulting thread from the signal frame up (unwind tables, frame
+// pointers where they fail). May fault on a damaged stack: run it guarded. Async-signal-safe.
+void fill_native_stack(common::CrashRecord& record);
+
+// Frame pointers only, reading nothing outside the thread's known stack. Async-signal-safe.
+void fill_native_stack_by_frame_pointers(common::CrashRecord& record);
+
+// Writes the Python traceback of every thread to <run>/agent/python-<pid>.txt when the process
+// runs an initialised CPython that exports _Py_DumpTracebackThreads. Async-signal-safe as far as
+// CPython's faulthandler is. Returns whether it wrote.
+bool dump_python_traceback();
+
+// --- signal_hooks.cpp --------------------------------------------------------------------------
+
+// libc's sigaction, not ours: installs in the kernel. Async-signal-safe.
+int real_sigaction(int sig, const struct sigaction* act, struct sigaction* oldact);
+
+// The program's own action for a crash signal, chained after ours ("next"). Async-signal-safe.
+void load_next_action(int sig, struct sigaction* out);
+void store_next_action(int sig, const struct sigaction& action);
+
+// --- thread_hooks.cpp --------------------------------------------------------------------------
+
+// Start-up, on the main thread: computes the alternate-stack size, gives the main thread one
+// (unless it has an adequate one) and records its stack bounds.
+void prepare_thread_stacks();
+
+struct StackBounds {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+};
+
+// The calling thread's stack [lo, hi); zero when unknown (threads not made by pthread_create
+// after start-up). Async-signal-safe.
+StackBounds current_thread_stack();
+
+}  // namespace traindoc::agent

@@ -1,0 +1,36 @@
+// What a crash record says once read against the process's memory map, its output and the host:
+// the kind of fault in words, the blame frame, the Python line that led there, and the fix.
+// Pure; used by the crash rule.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/rules.h"
+#include "store/memory_map.h"
+
+namespace traindoc::analysis {
+
+struct CrashFacts {
+  std::string kind;  // finding kind: native-crash, stack-overflow, abort, fpe, ...
+  std::string what;  // "null pointer dereference (read of address 0x0)"
+  std::string fix;
+  int blame = -1;                     // index into the crash's frames
+  std::string python_line;            // the innermost Python frame of the crashing thread
+  std::vector<std::string> evidence;  // beyond the signal and the frames
+};
+
+CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context);
+
+// The first frame outside libc, the dynamic loader, the C++ runtime, the Python interpreter and
+// traindoc's agent; -1 when there is none.
+int blame_frame(const std::vector<store::NativeFrame>& frames);
+
+// "traindoc_test_null_deref_here (null_deref) at null_deref.c:12", or "libfoo.so+0x1234".
+std::string describe_frame(const store::NativeFrame& frame);
+
+// The innermost frame of the crashing thread in a CPython traceback dump, as
+// `File "train.py", line 12 in step`; "" when there is none.
+std::string innermost_python_frame(const std::string& traceback);
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,59 @@
+// Rule: a process's agent recorded a fatal signal. The finding names the process, the fault in
+// words, the blame frame, the Python line that called into native code, and the fix. Pure.
+#include <signal.h>
+
+#include "analysis/crash_facts.h"
+#include "analysis/rules.h"
+
+namespace traindoc::analysis {
+
+void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& out) {
+  for (const store::Crash& crash : context.evidence.crashes) {
+    const ProcessSummary* process = context.process(crash.pid, crash.start_ticks);
+    CrashFacts facts = classify_crash(crash, context);
+    Finding f;
+    bool worker = process != nullptr && process->role.role == Role::kWorker;
+    // In a DataLoader worker the crash itself is the news: the rank's RuntimeError follows it.
+    f.kind = worker && facts.kind != "shm-exhausted" ? "worker-crash" : facts.kind;
+    std::string who =
+        process != nullptr ? context.name(*process) : "process " + std::to_string(crash.pid);
+    f.title = who + " died of " + signal_name(crash.signo) + ": " + facts.what;
+    f.pids = {crash.pid};
+    if (process != nullptr) f.ranks = context.ranks_of(*process);
+    f.evidence.push_back("crash record of pid " + std::to_string(crash.pid) + ", thread " +
+                         std::to_string(crash.tid) +
+                         (crash.thread_name.empty() ? "" : " \"" + crash.thread_name + "\"") +
+                         ": " + signal_name(crash.signo) + " si_code " +
+                         std::to_string(crash.code));
+    if (facts.blame >= 0) {
+      f.evidence.push_back("blame frame #" + std::to_string(facts.blame) + ": " +
+                           describe_frame(crash.frames[static_cast<size_t>(facts.blame)]));
+    }
+    for (size_t i = 0; i < crash.frames.size() && i < 8; ++i) {
+      f.evidence.push_back("  #" + std::to_string(i) + " " + describe_frame(crash.frames[i]));
+    }
+    if (!facts.python_line.empty()) {
+      f.evidence.push_back("Python frame that called into native code: " + facts.python_line);
+    } else if (process != nullptr && crash.python_traceback.empty() &&
+               process->record.cmdline.find("python") != std::string::npos) {
+      f.evidence.push_back(
+          "no Python traceback: the interpreter does not export its traceback dumper (CPython "
+          "3.13 and 3.14), or it had not started");
+    }
+    if (crash.other_crashes > 0) {
+      f.evidence.push_back(std::to_string(crash.other_crashes) +
+                           " other thread(s) crashed at the same time");
+    }
+    f.evidence.insert(f.evidence.end(), facts.evidence.begin(), facts.evidence.end());
+    f.fix = facts.fix;
+    if (worker) {
+      f.fix +=
+          " The crash is in a DataLoader worker: reproduce it in the main process with "
+          "num_workers=0, where the traceback is complete.";
+    }
+    f.confidence = facts.blame >= 0 ? 0.9 : 0.7;
+    out.push_back({std::move(f), crash.time_ns, crash.pid});
+  }
+}
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,17 @@
+// Completes an agent's crash record with what only the living process can give: its memory map
+// and the bytes at the faulting pc. Supervisor process, main loop thread, while the crashed
+// process waits in its signal handler.
+#pragma once
+
+#include <string>
+
+#include "store/evidence.h"
+#include "supervisor/agent_reader.h"
+
+namespace traindoc::supervisor {
+
+// Reads /proc/<pid>/maps and the code at the pc, and the Python traceback the agent wrote.
+// Never throws: what cannot be read stays empty, with a note where that matters.
+store::Crash capture_crash(const AgentCrash& crash, const std::string& run_dir);
+
+}  // namespace traindoc::supervisor
