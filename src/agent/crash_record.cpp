@@ -72,19 +72,20 @@ Registers read_registers(const void* context, uint64_t* gregs, size_t gregs_size
 // Walks saved frame pointers, for code that backtrace() could not unwind (no unwind info, a
 // call through a bad function pointer). Reads stay inside the thread's known stack.
 // Async-signal-safe.
-uint32_t walk_frame_pointers(uint64_t* frames, uint32_t count, Registers regs,
-                             StackBounds stack) {
+uint32_t walk_frame_pointers(uint64_t* frames, uint32_t count, Registers regs, StackBounds stack) {
   if (stack.lo == 0 || stack.hi <= stack.lo) return count;
   auto inside = [&](uint64_t addr) { return addr >= stack.lo && addr + 16 <= stack.hi; };
 #if defined(__x86_64__)
   // A call through a null or wild pointer faults before any prologue: the return address is
   // still on top of the stack.
   if (regs.pc < 4096 && inside(regs.sp) && count < kCrashFrames) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a stack address, inside the known stack
     frames[count++] = *reinterpret_cast<const uint64_t*>(regs.sp);
   }
 #endif
   uint64_t fp = regs.fp;
   while (count < kCrashFrames && inside(fp) && fp % sizeof(uint64_t) == 0) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a stack address, inside the known stack
     const auto* frame = reinterpret_cast<const uint64_t*>(fp);
     uint64_t next = frame[0];
     uint64_t ret = frame[1];
@@ -144,7 +145,10 @@ void prepare_crash_record(const char* run_dir) {
   static constexpr char kSuffix[] = "/agent/python-";
   size_t dir_len = strlen(run_dir);
   if (dir_len + sizeof(kSuffix) - 1 + kPathTail <= sizeof(g_python_path)) {
+    // Completed with the pid, ".txt" and the NUL at crash time.
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(g_python_path, run_dir, dir_len);
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     memcpy(g_python_path + dir_len, kSuffix, sizeof(kSuffix) - 1);
     g_python_prefix = dir_len + sizeof(kSuffix) - 1;
   }
@@ -163,10 +167,9 @@ void fill_crash_record(CrashRecord& record, const siginfo_t* info, const void* u
     record.fault_addr = 0;
     record.sender_pid = info->si_pid;
   }
-  char name[common::kThreadNameSize + 1] = {};
-  prctl(PR_GET_NAME, name, 0, 0, 0);
-  memcpy(record.thread_name, name, common::kThreadNameSize);
-  record.thread_name[common::kThreadNameSize - 1] = '\0';
+  // The kernel writes at most 16 bytes (TASK_COMM_LEN), its NUL included.
+  static_assert(common::kThreadNameSize >= 16);
+  prctl(PR_GET_NAME, record.thread_name, 0, 0, 0);
 
   Registers regs = read_registers(ucontext, record.gregs, sizeof(record.gregs) / sizeof(uint64_t));
   record.pc = regs.pc;

@@ -160,8 +160,7 @@ void store_next_action(int sig, const struct sigaction& action) {
   NextAction& slot = g_actions[sig];
   uint32_t seq = slot.seq.load(std::memory_order_relaxed);
   for (int spin = 0; spin < kSpinLimit; ++spin) {
-    if ((seq & 1) == 0 &&
-        slot.seq.compare_exchange_weak(seq, seq + 1, std::memory_order_acquire)) {
+    if ((seq & 1) == 0 && slot.seq.compare_exchange_weak(seq, seq + 1, std::memory_order_acquire)) {
       break;
     }
     if (spin % 64 == 63) sched_yield();
@@ -183,6 +182,7 @@ using traindoc::agent::program_sigaction;
 using traindoc::agent::program_signal;
 
 // Exported under glibc's own name; not declared in its public headers.
+// NOLINTNEXTLINE(bugprone-reserved-identifier,readability-identifier-naming)
 extern "C" int __sigaction(int sig, const struct sigaction* act, struct sigaction* oldact);
 
 extern "C" {
@@ -201,8 +201,7 @@ __attribute__((visibility("default"))) int __sigaction(int sig, const struct sig
   return next(sig, act, oldact);
 }
 
-__attribute__((visibility("default"))) sighandler_t signal(int sig,
-                                                           sighandler_t handler) noexcept {
+__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) noexcept {
   if (intercepted(sig) && handler != SIG_ERR) return program_signal(sig, handler, kBsdFlags, true);
   return next_of(g_next.signal, "signal")(sig, handler);
 }

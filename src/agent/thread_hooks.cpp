@@ -25,7 +25,7 @@ namespace {
 
 using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
-constexpr size_t kMinAltStack = 64 * 1024;
+constexpr size_t kMinAltStack = size_t{64} * 1024;
 
 std::atomic<CreateFn> g_next_create{nullptr};
 std::atomic<bool> g_ready{false};  // start-up done: wrap new threads
@@ -89,8 +89,8 @@ void give_back_stack(char* base) {
 char* map_alt_stack() {
   if (char* cached = take_cached_stack()) return cached;
   int saved_errno = errno;
-  void* base = mmap(nullptr, mapping_size(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                    -1, 0);
+  void* base =
+      mmap(nullptr, mapping_size(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   char* result = nullptr;
   if (base != MAP_FAILED) {
     result = static_cast<char*>(base);
@@ -197,8 +197,10 @@ StackBounds current_thread_stack() {
 
 }  // namespace traindoc::agent
 
-extern "C" __attribute__((visibility("default"))) int pthread_create(
-    pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) noexcept {
+extern "C" __attribute__((visibility("default"))) int pthread_create(pthread_t* thread,
+                                                                     const pthread_attr_t* attr,
+                                                                     void* (*start)(void*),
+                                                                     void* arg) noexcept {
   using namespace traindoc::agent;
   CreateFn next = next_create();
   if (!g_ready.load(std::memory_order_acquire)) return next(thread, attr, start, arg);

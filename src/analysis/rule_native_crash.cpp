@@ -46,7 +46,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     }
     f.evidence.insert(f.evidence.end(), facts.evidence.begin(), facts.evidence.end());
     f.fix = facts.fix;
-    if (worker) {
+    if (f.kind == "worker-crash") {
       f.fix +=
           " The crash is in a DataLoader worker: reproduce it in the main process with "
           "num_workers=0, where the traceback is complete.";

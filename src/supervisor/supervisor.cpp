@@ -124,11 +124,16 @@ void Loop::open_agent() {
 // it die, commit the raw record at once, then symbolize at leisure and store the frames.
 void Loop::record_crash(const AgentCrash& raw) {
   store::Crash crash = capture_crash(raw, m_options.run_dir);
-  // Its last sample: a process that crashes early may never have been sampled.
+  // Its last sample, and the host's at that moment (/dev/shm for a SIGBUS): a process that
+  // crashes early may never have been sampled.
+  int64_t t = now_ns();
   if (std::optional<ProcSnapshot> snapshot = m_sampler.sample(raw.pid, true)) {
-    snapshot->sample.t_ns = now_ns();
+    snapshot->sample.t_ns = t;
     m_store.add_proc_samples({snapshot->sample});
   }
+  store::HostSample host = m_host.sample();
+  host.t_ns = t;
+  m_store.add_host_sample(host);
   m_agent->release_crash(raw.slot);
   m_store.write_crash(crash);
   m_store.flush();

@@ -1,7 +1,7 @@
 // Crasher: integer division by zero (SIGFPE, FPE_INTDIV).
 
 __attribute__((noinline)) int traindoc_test_divide_here(volatile int numerator,
-                                                       volatile int denominator) {
+                                                        volatile int denominator) {
   return numerator / denominator;
 }
 

@@ -220,10 +220,10 @@ struct Outcome {
 };
 
 struct RunOptions {
-  bool agent = true;             // LD_PRELOAD the agent
-  const RunDir* run = nullptr;   // TRAINDOC_RUN_DIR, when set
-  rlim_t core_limit = 0;         // RLIMIT_CORE of the child
-  std::string cwd;               // where a core file would go; the run folder by default
+  bool agent = true;            // LD_PRELOAD the agent
+  const RunDir* run = nullptr;  // TRAINDOC_RUN_DIR, when set
+  rlim_t core_limit = 0;        // RLIMIT_CORE of the child
+  std::string cwd;              // where a core file would go; the run folder by default
 };
 
 // fork/exec with only async-signal-safe calls in the child; output captured in files.
@@ -232,7 +232,9 @@ Outcome run_process(const std::vector<std::string>& argv, const RunOptions& opti
   if (mkdtemp(scratch.data()) == nullptr) throw std::runtime_error("mkdtemp");
   std::string out_path = scratch + "/stdout";
   std::string err_path = scratch + "/stderr";
-  std::string cwd = !options.cwd.empty() ? options.cwd : options.run ? options.run->path() : scratch;
+  std::string cwd = !options.cwd.empty() ? options.cwd
+                    : options.run        ? options.run->path()
+                                         : scratch;
 
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -246,10 +248,12 @@ Outcome run_process(const std::vector<std::string>& argv, const RunOptions& opti
   if (options.agent) env.push_back(std::string("LD_PRELOAD=") + TRAINDOC_AGENT_PATH);
   if (options.run != nullptr) env.push_back("TRAINDOC_RUN_DIR=" + options.run->path());
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (auto& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = argv;
   std::vector<char*> argp;
+  argp.reserve(args.size() + 1);
   for (auto& arg : args) argp.push_back(arg.data());
   argp.push_back(nullptr);
 
@@ -371,7 +375,8 @@ std::vector<Mapping> parse_maps(const std::string& text) {
     m.end = end;
     m.offset = offset;
     m.perms = perms;
-    if (consumed > 0 && static_cast<size_t>(consumed) <= line.size()) m.path = line.substr(consumed);
+    if (consumed > 0 && static_cast<size_t>(consumed) <= line.size())
+      m.path = line.substr(consumed);
     out.push_back(m);
   }
   return out;
@@ -433,7 +438,7 @@ struct CrashRun {
   std::vector<supervisor::AgentRecord> records;
 };
 
-CrashRun run_both(const std::vector<std::string>& argv, RunOptions options = {}) {
+CrashRun run_both(const std::vector<std::string>& argv, const RunOptions& options = {}) {
   CrashRun result;
   RunDir run;
   RunOptions plain = options;
@@ -653,6 +658,20 @@ TEST(AgentCrash, ProgramHandlerRunsSecondWithTheOriginalSiginfo) {
   EXPECT_TRUE(replaced) << "no kHandlerReplaced record";
 }
 
+// A handler that escapes by longjmp leaves the signal mask as the kernel would have (no
+// asynchronous signal stays blocked by us), and the program goes on to its real crash.
+TEST(AgentCrash, HandlerThatEscapesByLongjmp) {
+  std::string exe = crasher("probe_then_crash");
+  CrashRun r = run_both({exe});
+  expect_same_death(r.plain, r.agent);
+  EXPECT_TRUE(contains(r.plain.out, "probe recovered")) << r.plain.out;
+  EXPECT_EQ(r.agent.out, r.plain.out);
+  // The probe takes the one record: a fault the program survived (the supervisor sees the
+  // process go on after it).
+  ASSERT_EQ(r.crashes.size(), 1u);
+  EXPECT_EQ(r.crashes[0].fault_addr, 16u);
+}
+
 TEST(AgentCrash, SigDflSetByTheProgramStillCaptured) {
   std::string exe = crasher("sig_dfl");
   CrashRun r = run_both({exe});
@@ -800,7 +819,8 @@ TEST(AgentCrashPython, SigDflFromPythonStillCaptured) {
   if (!python_dumps()) GTEST_SKIP() << "no CPython 3.8-3.12 at " << kPython;
   const char* script =
       "import ctypes, signal\n"
-      "assert signal.getsignal(signal.SIGSEGV) == signal.SIG_DFL, signal.getsignal(signal.SIGSEGV)\n"
+      "assert signal.getsignal(signal.SIGSEGV) == signal.SIG_DFL, "
+      "signal.getsignal(signal.SIGSEGV)\n"
       "signal.signal(signal.SIGSEGV, signal.SIG_DFL)\n"
       "def crash_in_python_here():\n"
       "    ctypes.string_at(0)\n"

@@ -434,33 +434,40 @@ TEST_F(SymbolizerProgramTest, MissingAndReplacedFiles) {
 }
 
 TEST_F(SymbolizerProgramTest, CorruptElfNeverCrashes) {
-  const std::string original = read_file(b().lib);
-  ASSERT_GT(original.size(), 4096u);
+  // Truncated and bit-flipped copies of the library and of the program (whose DWARF has
+  // inlined scopes), mostly in the headers and tables at both ends of the file, where a bad
+  // value reaches furthest. libelf and libdw must refuse them, never crash.
+  constexpr int kRounds = 40;
   std::mt19937 rng(20240611);
-  std::vector<std::string> variants;
-  variants.push_back(original.substr(0, 64));    // the ELF header only
-  variants.push_back(original.substr(0, 2000));  // headers, no sections
-  variants.push_back(original.substr(0, original.size() / 2));
-  for (int round = 0; round < 60; ++round) {
-    std::string bytes = original;
-    int flips = 1 + static_cast<int>(rng() % 32);
-    for (int i = 0; i < flips; ++i) {
-      // Mostly in the headers and tables at both ends, where a bad value reaches furthest.
-      size_t at = rng() % 3 == 0
-                      ? rng() % 512
-                      : (rng() % 2 ? rng() % bytes.size() : bytes.size() - 1 - rng() % 4096);
-      bytes[at] = static_cast<char>(rng());
-    }
-    variants.push_back(std::move(bytes));
-  }
   Symbolizer symbolizer;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    std::string path = (b().dir / ("corrupt-" + std::to_string(i) + ".so")).string();
-    write_file(path, variants[i]);
-    std::string maps = replace_all(b().maps, b().lib + "\n", path + "\n");
-    auto frames = symbolizer.symbolize(maps, {a("lib_function") + 4, a("lib_function") + 9}, true);
-    ASSERT_EQ(frames.size(), 2u);
-    EXPECT_EQ(frames[0].module, path);
+  int files = 0;
+  for (bool program : {false, true}) {
+    const std::string& target = program ? b().exe : b().lib;
+    const std::vector<uint64_t> addresses =
+        program ? std::vector<uint64_t>{a("named") + 4, a("inlined_ret"), a("direct_ret")}
+                : std::vector<uint64_t>{a("lib_function") + 4, a("lib_function") + 9};
+    const std::string original = read_file(target);
+    ASSERT_GT(original.size(), 4096u);
+    std::vector<std::string> variants = {original.substr(0, 64), original.substr(0, 2000),
+                                         original.substr(0, original.size() / 2)};
+    for (int round = 0; round < kRounds; ++round) {
+      std::string bytes = original;
+      for (int i = 0, flips = 1 + static_cast<int>(rng() % 32); i < flips; ++i) {
+        size_t at = rng() % 3 == 0
+                        ? rng() % 512
+                        : (rng() % 2 ? rng() % bytes.size() : bytes.size() - 1 - rng() % 4096);
+        bytes[at] = static_cast<char>(rng());
+      }
+      variants.push_back(std::move(bytes));
+    }
+    for (const std::string& bytes : variants) {
+      std::string path = (b().dir / ("corrupt-" + std::to_string(files++))).string();
+      write_file(path, bytes);
+      std::string maps = replace_all(b().maps, target + "\n", path + "\n");
+      auto frames = symbolizer.symbolize(maps, addresses, true);
+      ASSERT_EQ(frames.size(), addresses.size());
+      EXPECT_EQ(frames[0].module, path);
+    }
   }
 }
 

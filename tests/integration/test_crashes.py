@@ -1,0 +1,188 @@
+"""Every crashing process gets an explained crash record: the kind of fault, the process's
+role, the blame frame and the fix, with the exit status exactly as without traindoc."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, python_job
+
+CRASHERS = Path(os.environ.get("TRAINDOC_CRASHERS", ROOT / "build" / "tests" / "crashers"))
+
+CASES = [
+    # crasher, root-cause kind, blame function, words of the explanation
+    ("null_deref", "native-crash", "traindoc_test_null_deref_here", "null pointer"),
+    ("wild_write", "native-crash", "traindoc_test_wild_write_here", "wild pointer"),
+    ("stack_overflow_main", "stack-overflow", "traindoc_test_recurse_main_here", "stack overflow"),
+    ("stack_overflow_thread", "stack-overflow", "traindoc_test_recurse_thread_here",
+     "stack overflow"),
+    ("uncaught_exception", "abort", "traindoc_test_throw_here", "uncaught C++ exception"),
+    ("double_free", "abort", "traindoc_test_double_free_here", "heap corruption"),
+    ("div_zero", "fpe", "traindoc_test_divide_here", "integer division by zero"),
+    ("illegal_instruction", "illegal-instruction", "traindoc_test_illegal_here", "ud2"),
+    ("bus_error", "bus-error", "traindoc_test_bus_error_here", "truncated"),
+    ("two_threads", "native-crash", "traindoc_test_thread_crash_here", "null pointer"),
+]
+
+
+def status_without_traindoc(cmd):
+    return subprocess.run(cmd, capture_output=True, timeout=60).returncode
+
+
+def root_cause(report):
+    roots = [f for f in report["findings"] if f["root_cause"]]
+    assert len(roots) == 1, report["findings"]
+    return roots[0]
+
+
+@pytest.mark.parametrize("name,kind,blame,words", CASES, ids=[c[0] for c in CASES])
+def test_native_crash(traindoc, name, kind, blame, words):
+    cmd = [str(CRASHERS / name)]
+    direct = status_without_traindoc(cmd)
+    assert direct < 0  # killed by a signal
+    run = traindoc(cmd)
+    assert run.status == 128 - direct
+    root = root_cause(run.report)
+    assert root["kind"] == kind, root
+    assert words in root["title"], root
+    evidence = "\n".join(root["evidence"])
+    assert f"blame frame" in evidence and blame in evidence, evidence
+    assert root["pids"] == [run.report["run"]["root_pid"]]
+    assert root["fix"]
+
+
+def test_abort_cites_the_exception_message(traindoc):
+    run = traindoc([str(CRASHERS / "uncaught_exception")])
+    root = root_cause(run.report)
+    assert "shape mismatch" in root["title"] or "shape mismatch" in "\n".join(root["evidence"])
+
+
+PY_SEGV = "import ctypes; ctypes.string_at(0)"
+PY_FAULTHANDLER = "import faulthandler, ctypes; faulthandler.enable(); ctypes.string_at(0)"
+PY_SIG_DFL = "import signal, ctypes; signal.signal(signal.SIGSEGV, signal.SIG_DFL); ctypes.string_at(0)"
+
+
+@pytest.mark.parametrize("code", [PY_SEGV, PY_FAULTHANDLER, PY_SIG_DFL],
+                         ids=["plain", "faulthandler", "sig_dfl"])
+def test_python_native_crash(traindoc, code):
+    direct = subprocess.run(python_job(code), capture_output=True, timeout=60)
+    run = traindoc(python_job(code))
+    assert run.status == 128 + abs(direct.returncode)
+    root = root_cause(run.report)
+    assert root["kind"] == "native-crash"
+    assert root["title"].startswith("rank 0 (pid")
+    evidence = "\n".join(root["evidence"])
+    assert "Python frame that called into native code" in evidence
+    assert "string_at" in evidence
+    if "faulthandler" in code:  # the program's own handler still ran after ours
+        assert b"Fatal Python error: Segmentation fault" in run.stderr
+
+
+WORKER_SEGV = """
+import ctypes, torch
+from torch.utils.data import DataLoader, Dataset
+class SegfaultDataset(Dataset):
+    def __len__(self): return 10
+    def __getitem__(self, i): return ctypes.string_at(0)
+next(iter(DataLoader(SegfaultDataset(), batch_size=2, num_workers=2)))
+"""
+
+
+def test_dataloader_worker_segfault_is_the_root_cause(traindoc):
+    run = traindoc(python_job(WORKER_SEGV))
+    assert run.status == 1
+    findings = run.report["findings"]
+    root = root_cause(run.report)
+    assert root["kind"] == "worker-crash"
+    assert " of rank 0 " in root["title"] and "null pointer" in root["title"]
+    assert "string_at" in "\n".join(root["evidence"])
+    workers = {p["pid"]: p for p in run.report["processes"] if p["role"] == "worker"}
+    assert root["pids"][0] in workers
+    # The main process's RuntimeError is listed as the consequence, not as the cause.
+    consequences = [findings[i] for i in root["consequences"]]
+    rank_failure = [f for f in consequences if f["kind"] == "python-exception"]
+    assert rank_failure and "DataLoader worker" in rank_failure[0]["title"]
+
+
+def test_crash_record_is_on_disk_while_traindoc_still_runs(tmp_path):
+    """The raw record is committed as soon as it is read, before the job ends."""
+    import sqlite3
+    import time
+    from conftest import TRAINDOC, PYTHON
+    code = ("import os, time, ctypes\n"
+            "if os.fork() == 0: ctypes.string_at(0)\n"
+            "os.wait(); time.sleep(5)\n")
+    run_dir = tmp_path / "r"
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(run_dir), "--", PYTHON, "-c", code],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 4
+    crashes = 0
+    while time.time() < deadline and not crashes:
+        time.sleep(0.2)
+        try:
+            with sqlite3.connect(f"file:{run_dir / 'run.db'}?mode=ro", uri=True) as con:
+                crashes = con.execute("select count(*) from crashes").fetchone()[0]
+        except sqlite3.Error:
+            pass
+    assert proc.poll() is None  # the job still runs
+    proc.communicate(timeout=30)
+    assert crashes == 1
+
+
+WORKER_KILLED = """
+import os, signal, torch
+from torch.utils.data import DataLoader, Dataset
+class Killed(Dataset):
+    def __len__(self): return 10
+    def __getitem__(self, i):
+        os.kill(os.getpid(), signal.SIGKILL)
+next(iter(DataLoader(Killed(), batch_size=2, num_workers=2)))
+"""
+
+
+def test_worker_killed_from_outside(traindoc):
+    run = traindoc(python_job(WORKER_KILLED))
+    assert run.status == 1
+    root = root_cause(run.report)
+    # No OOM kill was counted here, so it is a SIGKILL from outside, with the OOM killer named
+    # as the usual sender.
+    assert root["kind"] == "worker-crash"
+    assert "SIGKILL" in root["title"]
+    assert "OOM killer" in root["fix"] and "Out of memory: Killed process" in root["fix"]
+
+
+SHM_JOB = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Big(Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i): return torch.ones(256, 1024, 64)
+for batch in DataLoader(Big(), batch_size=4, num_workers=2):
+    pass
+"""
+
+
+def test_shm_exhaustion_in_a_small_dev_shm(tmp_path):
+    """CASES.md T08: a 16 MiB /dev/shm in a private mount namespace."""
+    from conftest import TRAINDOC, PYTHON
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16m tmpfs /dev/shm"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no private mount namespace here: {probe.stderr.decode().strip()}")
+    run_dir = tmp_path / "r"
+    script = tmp_path / "job.py"
+    script.write_text(SHM_JOB)
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c",
+         'mount -t tmpfs -o size=16m tmpfs /dev/shm && exec "$0" run --out "$1" -- "$2" "$3"',
+         str(TRAINDOC), str(run_dir), PYTHON, str(script)],
+        capture_output=True, timeout=180)
+    assert proc.returncode == 1, proc.stderr.decode()[-2000:]
+    import json
+    report = json.loads((run_dir / "report.json").read_text())
+    root = root_cause(report)
+    assert root["kind"] == "shm-exhausted", root
+    assert "/dev/shm" in root["title"]
+    assert any("/dev/shm at that time" in e for e in root["evidence"])
+    assert "--shm-size" in root["fix"]
