@@ -109,6 +109,14 @@ bool refaults(int sig, const siginfo_t* info) {
   return (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL) && info->si_code > 0;
 }
 
+// Whether the program ignores the signal and the kernel would let it: not a fault that comes
+// back, and not abort(), which ends the process even when SIGABRT is ignored.
+// Async-signal-safe.
+bool ignored_by_program(const struct sigaction& next, int sig, const siginfo_t* info) {
+  if (next.sa_handler != SIG_IGN || refaults(sig, info)) return false;
+  return !(sig == SIGABRT && info->si_code == SI_TKILL && info->si_pid == getpid());
+}
+
 // Async-signal-safe.
 int32_t current_tid() {
   return static_cast<int32_t>(syscall(SYS_gettid));
@@ -158,7 +166,8 @@ void dispatch_to_next(int sig, siginfo_t* info, void* context) {
   struct sigaction next {};
   load_next_action(sig, &next);
   if (next.sa_handler == SIG_IGN) {
-    // The kernel forces the default action on an ignored fault; others are really ignored.
+    // The kernel forces the default action on an ignored fault; others are really ignored
+    // (abort() then ends the process itself).
     if (refaults(sig, info)) reraise_on_return(sig, info, context);
     return;
   }
@@ -282,8 +291,8 @@ void crash_signal_handler(int sig, siginfo_t* info, void* context) {
   }
   struct sigaction next {};
   load_next_action(sig, &next);
-  if (next.sa_handler == SIG_IGN && !refaults(sig, info)) {
-    errno = saved_errno;  // ignored by the program: nothing happened
+  if (ignored_by_program(next, sig, info)) {
+    errno = saved_errno;  // nothing happened
     return;
   }
   thread.phase = Phase::kCapturing;

@@ -48,6 +48,17 @@ Fn next_of(std::atomic<Fn>& slot, const char* name) {
   return fn;
 }
 
+// Calls libc's `name`, or fails as an unknown function would (a C library without it).
+template <typename Fn, typename Result, typename... Args>
+Result call_next(std::atomic<Fn>& slot, const char* name, Result failure, Args... args) {
+  Fn fn = next_of(slot, name);
+  if (fn == nullptr) {
+    errno = ENOSYS;
+    return failure;
+  }
+  return fn(args...);
+}
+
 // The program's action per crash signal, behind a sequence lock: readers are signal handlers
 // and must neither block nor see a torn action. Indexed by signal number (all are below 32).
 struct NextAction {
@@ -173,11 +184,11 @@ void store_next_action(int sig, const struct sigaction& action) {
 
 }  // namespace traindoc::agent
 
+using traindoc::agent::call_next;
 using traindoc::agent::g_next;
 using traindoc::agent::intercepted;
 using traindoc::agent::kBsdFlags;
 using traindoc::agent::kSysvFlags;
-using traindoc::agent::next_of;
 using traindoc::agent::program_sigaction;
 using traindoc::agent::program_signal;
 
@@ -190,32 +201,30 @@ extern "C" {
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act,
                                                      struct sigaction* oldact) noexcept {
   if (intercepted(sig)) return program_sigaction(sig, act, oldact);
-  auto next = next_of(g_next.sigaction, "sigaction");
-  return next(sig, act, oldact);
+  return call_next(g_next.sigaction, "sigaction", -1, sig, act, oldact);
 }
 
 __attribute__((visibility("default"))) int __sigaction(int sig, const struct sigaction* act,
                                                        struct sigaction* oldact) {
   if (intercepted(sig)) return program_sigaction(sig, act, oldact);
-  auto next = next_of(g_next.sigaction_internal, "__sigaction");
-  return next(sig, act, oldact);
+  return call_next(g_next.sigaction_internal, "__sigaction", -1, sig, act, oldact);
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) noexcept {
   if (intercepted(sig) && handler != SIG_ERR) return program_signal(sig, handler, kBsdFlags, true);
-  return next_of(g_next.signal, "signal")(sig, handler);
+  return call_next(g_next.signal, "signal", SIG_ERR, sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t bsd_signal(int sig,
                                                                sighandler_t handler) noexcept {
   if (intercepted(sig) && handler != SIG_ERR) return program_signal(sig, handler, kBsdFlags, true);
-  return next_of(g_next.bsd_signal, "bsd_signal")(sig, handler);
+  return call_next(g_next.bsd_signal, "bsd_signal", SIG_ERR, sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t ssignal(int sig,
                                                             sighandler_t handler) noexcept {
   if (intercepted(sig) && handler != SIG_ERR) return program_signal(sig, handler, kBsdFlags, true);
-  return next_of(g_next.ssignal, "ssignal")(sig, handler);
+  return call_next(g_next.ssignal, "ssignal", SIG_ERR, sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig,
@@ -223,7 +232,7 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig,
   if (intercepted(sig) && handler != SIG_ERR) {
     return program_signal(sig, handler, kSysvFlags, false);
   }
-  return next_of(g_next.sysv_signal, "sysv_signal")(sig, handler);
+  return call_next(g_next.sysv_signal, "sysv_signal", SIG_ERR, sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t __sysv_signal(int sig,
@@ -231,13 +240,14 @@ __attribute__((visibility("default"))) sighandler_t __sysv_signal(int sig,
   if (intercepted(sig) && handler != SIG_ERR) {
     return program_signal(sig, handler, kSysvFlags, false);
   }
-  return next_of(g_next.sysv_signal_internal, "__sysv_signal")(sig, handler);
+  return call_next(g_next.sysv_signal_internal, "__sysv_signal", SIG_ERR, sig, handler);
 }
 
 // System V: SIG_HOLD blocks the signal; anything else installs it (flags 0) and unblocks it.
 // Returns SIG_HOLD when the signal was blocked, else the previous disposition.
 __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t disp) noexcept {
-  if (!intercepted(sig) || disp == SIG_ERR) return next_of(g_next.sigset, "sigset")(sig, disp);
+  if (!intercepted(sig) || disp == SIG_ERR)
+    return call_next(g_next.sigset, "sigset", SIG_ERR, sig, disp);
   sigset_t one;
   sigset_t before;
   sigemptyset(&one);
@@ -257,7 +267,7 @@ __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t
 }
 
 __attribute__((visibility("default"))) int sigignore(int sig) noexcept {
-  if (!intercepted(sig)) return next_of(g_next.sigignore, "sigignore")(sig);
+  if (!intercepted(sig)) return call_next(g_next.sigignore, "sigignore", -1, sig);
   struct sigaction act {};
   act.sa_handler = SIG_IGN;
   sigemptyset(&act.sa_mask);

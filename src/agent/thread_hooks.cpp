@@ -203,6 +203,7 @@ extern "C" __attribute__((visibility("default"))) int pthread_create(pthread_t* 
                                                                      void* arg) noexcept {
   using namespace traindoc::agent;
   CreateFn next = next_create();
+  if (next == nullptr) return ENOSYS;
   if (!g_ready.load(std::memory_order_acquire)) return next(thread, attr, start, arg);
   char* base = map_alt_stack();
   if (base == nullptr) return next(thread, attr, start, arg);

@@ -67,8 +67,10 @@ namespace {
 
 AgentCrash copy_crash(const Slot& slot, uint32_t index) {
   const common::CrashRecord& r = slot.crash;
-  AgentCrash c;
-  c.slot = index;
+  AgentCrash out;
+  out.slot = index;
+  out.python_dumped = r.python_dumped != 0;
+  store::Crash& c = out.crash;
   c.pid = slot.pid;
   c.start_ticks = slot.start_ticks;
   c.tid = r.tid;
@@ -84,10 +86,9 @@ AgentCrash copy_crash(const Slot& slot, uint32_t index) {
   c.stack_lo = r.stack_lo;
   c.stack_hi = r.stack_hi;
   c.other_crashes = static_cast<int>(r.other_crashes);
-  c.python_dumped = r.python_dumped != 0;
   uint32_t count = std::min(r.frame_count, common::kCrashFrames);
-  c.frames.assign(r.frames, r.frames + count);
-  return c;
+  for (uint32_t i = 0; i < count; ++i) c.frames.push_back({.address = r.frames[i]});
+  return out;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "store/evidence.h"
 
 namespace traindoc::supervisor {
 
@@ -34,25 +35,11 @@ struct AgentRecord {
 };
 
 // A crash record that became complete: its process waits until release_crash (or its timeout).
+// `crash` holds what the agent wrote; the supervisor adds the map and the frames' symbols.
 struct AgentCrash {
   uint32_t slot = 0;
-  int pid = 0;
-  uint64_t start_ticks = 0;
-  int tid = 0;
-  std::string thread_name;
-  int signo = 0;
-  int code = 0;
-  uint64_t fault_addr = 0;
-  int sender_pid = 0;
-  int64_t time_ns = 0;
-  uint64_t pc = 0;
-  uint64_t sp = 0;
-  uint64_t fp = 0;
-  uint64_t stack_lo = 0;
-  uint64_t stack_hi = 0;
-  int other_crashes = 0;
   bool python_dumped = false;
-  std::vector<uint64_t> frames;
+  store::Crash crash;
 };
 
 struct AgentPoll {

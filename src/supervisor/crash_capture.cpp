@@ -36,30 +36,15 @@ std::string code_at(int pid, uint64_t pc) {
 
 }  // namespace
 
-store::Crash capture_crash(const AgentCrash& c, const std::string& run_dir) {
-  store::Crash out;
-  out.pid = c.pid;
-  out.start_ticks = c.start_ticks;
-  out.tid = c.tid;
-  out.thread_name = c.thread_name;
-  out.signo = c.signo;
-  out.code = c.code;
-  out.fault_addr = c.fault_addr;
-  out.sender_pid = c.sender_pid;
-  out.time_ns = c.time_ns;
-  out.pc = c.pc;
-  out.sp = c.sp;
-  out.fp = c.fp;
-  out.stack_lo = c.stack_lo;
-  out.stack_hi = c.stack_hi;
-  out.other_crashes = c.other_crashes;
-  for (uint64_t address : c.frames) out.frames.push_back({.address = address});
-  out.maps = read_text("/proc/" + std::to_string(c.pid) + "/maps");
-  out.code_bytes = code_at(c.pid, c.pc);
-  if (c.python_dumped) {
-    out.python_traceback = read_text(run_dir + "/agent/python-" + std::to_string(c.pid) + ".txt");
+void complete_crash(AgentCrash& raw, const std::string& run_dir) {
+  store::Crash& crash = raw.crash;
+  std::string proc = "/proc/" + std::to_string(crash.pid);
+  crash.maps = read_text(proc + "/maps");
+  crash.code_bytes = code_at(crash.pid, crash.pc);
+  if (raw.python_dumped) {
+    crash.python_traceback =
+        read_text(run_dir + "/agent/python-" + std::to_string(crash.pid) + ".txt");
   }
-  return out;
 }
 
 }  // namespace traindoc::supervisor

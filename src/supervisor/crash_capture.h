@@ -10,8 +10,8 @@
 
 namespace traindoc::supervisor {
 
-// Reads /proc/<pid>/maps and the code at the pc, and the Python traceback the agent wrote.
-// Never throws: what cannot be read stays empty, with a note where that matters.
-store::Crash capture_crash(const AgentCrash& crash, const std::string& run_dir);
+// Adds /proc/<pid>/maps, the code at the pc and the Python traceback the agent wrote.
+// Never throws: what cannot be read stays empty.
+void complete_crash(AgentCrash& crash, const std::string& run_dir);
 
 }  // namespace traindoc::supervisor

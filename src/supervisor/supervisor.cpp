@@ -69,7 +69,7 @@ class Loop {
   void open_agent();
   void record_cpu();
   void read_agent();
-  void record_crash(const AgentCrash& crash);
+  void record_crash(AgentCrash& crash);
   void walk_and_sample(bool slow);
   void reap_children();
   void forward(const signalfd_siginfo& info);
@@ -122,12 +122,13 @@ void Loop::open_agent() {
 
 // The crashed process waits in its handler until released: take what only it can give, let
 // it die, commit the raw record at once, then symbolize at leisure and store the frames.
-void Loop::record_crash(const AgentCrash& raw) {
-  store::Crash crash = capture_crash(raw, m_options.run_dir);
+void Loop::record_crash(AgentCrash& raw) {
+  complete_crash(raw, m_options.run_dir);
+  store::Crash& crash = raw.crash;
   // Its last sample, and the host's at that moment (/dev/shm for a SIGBUS): a process that
   // crashes early may never have been sampled.
   int64_t t = now_ns();
-  if (std::optional<ProcSnapshot> snapshot = m_sampler.sample(raw.pid, true)) {
+  if (std::optional<ProcSnapshot> snapshot = m_sampler.sample(crash.pid, true)) {
     snapshot->sample.t_ns = t;
     m_store.add_proc_samples({snapshot->sample});
   }
@@ -146,7 +147,7 @@ void Loop::read_agent() {
   if (!m_agent) return;
   AgentPoll poll = m_agent->poll();
   for (const AgentIdentity& id : poll.identities) m_table.from_agent(id);
-  for (const AgentCrash& crash : poll.crashes) record_crash(crash);
+  for (AgentCrash& crash : poll.crashes) record_crash(crash);
   for (const AgentRecord& record : poll.records) {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),

@@ -34,6 +34,7 @@ namespace {
 constexpr std::string_view kDeleted = " (deleted)";
 constexpr size_t kMaxCachedFiles = 512;
 constexpr size_t kMaxDescribedPerFile = 8192;
+constexpr size_t kMaxDiesVisited = 4'000'000;
 
 // ---- /proc/<pid>/maps ------------------------------------------------------------------------
 
@@ -151,6 +152,43 @@ std::string die_function_name(Dwarf_Die* die) {
   }
   std::free(scopes);
   return qualified;
+}
+
+// Appends, outermost first, the DW_TAG_subprogram and DW_TAG_inlined_subroutine DIEs under
+// `parent` whose ranges hold `pc`. Not dwarf_getscopes: it looks for each inlined function's
+// abstract origin within the same CU, so it finds no scopes at all (and leaks) when the origin
+// lives in another CU, as LTO builds do. `budget` bounds the DIEs a corrupt file can make us read.
+bool function_scopes(Dwarf_Die* parent, Dwarf_Addr pc, std::vector<Dwarf_Die>& out, int depth,
+                     size_t& budget) {
+  Dwarf_Die child;
+  if (depth > 64 || dwarf_child(parent, &child) != 0) return false;
+  do {
+    if (budget == 0) return false;
+    --budget;
+    switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram:
+      case DW_TAG_inlined_subroutine:
+      case DW_TAG_lexical_block:
+      case DW_TAG_try_block:
+      case DW_TAG_catch_block:
+        if (dwarf_haspc(&child, pc) > 0) {
+          int tag = dwarf_tag(&child);
+          if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) out.push_back(child);
+          function_scopes(&child, pc, out, depth + 1, budget);
+          return true;
+        }
+        break;
+      // Definitions can sit in a namespace (GCC) or a Fortran module; those of class members
+      // sit at CU level with DW_AT_specification (GCC, Clang), so classes are not searched.
+      case DW_TAG_namespace:
+      case DW_TAG_module:
+        if (function_scopes(&child, pc, out, depth + 1, budget)) return true;
+        break;
+      default:
+        break;
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return false;
 }
 
 // ---- separate debug files (local only) -------------------------------------------------------
@@ -557,27 +595,26 @@ struct Symbolizer::Impl {
     Dwarf_Addr bias = 0;
     Dwarf_Die* cu = dwfl_module_addrdie(mod, vaddr, &bias);
     if (cu == nullptr) return;
-    Dwarf_Die* scopes = nullptr;
-    int n = dwarf_getscopes(cu, vaddr - bias, &scopes);
-    for (int i = 0; i < n; ++i) {
-      int tag = dwarf_tag(&scopes[i]);
-      if (tag == DW_TAG_inlined_subroutine) {
-        std::string name = die_function_name(&scopes[i]);
+    std::vector<Dwarf_Die> scopes;
+    size_t budget = kMaxDiesVisited;
+    function_scopes(cu, vaddr - bias, scopes, 0, budget);
+    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {  // innermost first
+      if (dwarf_tag(&*it) == DW_TAG_inlined_subroutine) {
+        std::string name = die_function_name(&*it);
         frame.inlined.push_back(name.empty() ? std::string("?") : std::move(name));
-      } else if (tag == DW_TAG_subprogram) {
+      } else {
         // The symbol table said nothing (a static function in a file stripped of .symtab whose
         // DWARF lives in a separate file, say): name it from DWARF.
         if (frame.function.empty()) {
-          frame.function = die_function_name(&scopes[i]);
+          frame.function = die_function_name(&*it);
           Dwarf_Addr entry_pc = 0;
-          if (dwarf_entrypc(&scopes[i], &entry_pc) == 0 && vaddr - bias >= entry_pc) {
+          if (dwarf_entrypc(&*it, &entry_pc) == 0 && vaddr - bias >= entry_pc) {
             frame.function_offset = vaddr - bias - entry_pc + delta;
           }
         }
         break;
       }
     }
-    std::free(scopes);
   }
 };
 
