@@ -11,15 +11,28 @@
 
 namespace traindoc::cli {
 
-int report_run(const std::string& run_dir, bool json, FILE* out) {
+int report_run(const std::string& run_dir, Output output, FILE* out) {
   store::Evidence evidence = store::read_evidence(run_dir + "/run.db");
   analysis::Diagnosis diagnosis = analysis::diagnose(evidence);
   report::write_json_report(diagnosis, run_dir);
-  if (out != nullptr) {
-    std::string text = json ? report::to_json(diagnosis).dump(2) + "\n"
-                            : report::render_summary(diagnosis, run_dir);
-    fputs(text.c_str(), out);
+  std::string text;
+  switch (output) {
+    case Output::kSummary: {
+      report::TerminalOptions options;
+      options.colour = report::wants_colour(fileno(out));
+      text = report::render_summary(diagnosis, run_dir, options);
+      break;
+    }
+    case Output::kJson:
+      text = report::to_json(diagnosis).dump(2) + "\n";
+      break;
+    case Output::kVerdict:
+      text = report::render_verdict(diagnosis, run_dir);
+      break;
+    case Output::kNothing:
+      break;
   }
+  fputs(text.c_str(), out);
   return report::shell_status(diagnosis.run);
 }
 
@@ -31,7 +44,7 @@ int analyze_command(const AnalyzeArgs& args) {
   if (!fs::exists(fs::path(args.run_dir) / "run.db")) {
     throw std::runtime_error(args.run_dir + " holds no run.db: not a traindoc run folder");
   }
-  report_run(args.run_dir, args.json, args.quiet ? nullptr : stdout);
+  report_run(args.run_dir, args.flags.output(), stdout);
   return 0;
 }
 

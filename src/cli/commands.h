@@ -11,25 +11,40 @@ namespace traindoc::cli {
 inline constexpr int kUsageError = 2;
 inline constexpr int kOwnFailure = 125;  // as env(1) and timeout(1): the wrapper itself failed
 
+// What traindoc prints of its own when a run ends.
+enum class Output { kSummary, kJson, kVerdict, kNothing };
+
+struct OutputFlags {
+  bool json = false;
+  bool quiet = false;
+  bool silent = false;
+
+  Output output() const {
+    return silent  ? Output::kNothing
+           : json  ? Output::kJson
+           : quiet ? Output::kVerdict
+                   : Output::kSummary;
+  }
+};
+
 struct RunArgs {
   std::vector<std::string> command;
   std::string out;
   double interval_s = 1.0;
-  bool quiet = false;
+  OutputFlags flags;
 };
 
 int run_command(const RunArgs& args);
 
 struct AnalyzeArgs {
   std::string run_dir;
-  bool json = false;
-  bool quiet = false;
+  OutputFlags flags;
 };
 
 int analyze_command(const AnalyzeArgs& args);
 
-// Reads run.db, diagnoses, writes report.json, and prints the summary (or the JSON) to `out`
-// unless it is null. Returns the job's status as a shell would give it.
-int report_run(const std::string& run_dir, bool json, FILE* out);
+// Reads run.db, diagnoses, writes report.json, and prints what `output` asks for to `out`.
+// Returns the job's status as a shell would give it.
+int report_run(const std::string& run_dir, Output output, FILE* out);
 
 }  // namespace traindoc::cli

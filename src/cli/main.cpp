@@ -30,6 +30,12 @@ int unknown_option(const CLI::App* app, const std::string& typed) {
   return kUsageError;
 }
 
+void add_output_flags(CLI::App* app, traindoc::cli::OutputFlags& flags) {
+  app->add_flag("--json", flags.json, "At the end, print report.json instead of the summary");
+  app->add_flag("-q,--quiet", flags.quiet, "At the end, print only a one-line verdict");
+  app->add_flag("--silent", flags.silent, "Print nothing of traindoc's own");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,14 +49,13 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-o,--out", run.out, "Run folder (default ./traindoc-runs/<time>-<id>)");
   run_cmd->add_option("--interval", run.interval_s, "Seconds between samples")
       ->check(CLI::Range(0.1, 3600.0));
-  run_cmd->add_flag("-q,--quiet", run.quiet, "Print nothing of traindoc's own");
+  add_output_flags(run_cmd, run.flags);
   run_cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
 
   traindoc::cli::AnalyzeArgs analyze;
   CLI::App* analyze_cmd = app.add_subcommand("analyze", "Rebuild the report of a run folder");
   analyze_cmd->add_option("run_dir", analyze.run_dir, "Run folder")->required();
-  analyze_cmd->add_flag("--json", analyze.json, "Print report.json");
-  analyze_cmd->add_flag("-q,--quiet", analyze.quiet, "Print nothing");
+  add_output_flags(analyze_cmd, analyze.flags);
 
   // Everything after the first `--` is the job's command, whatever it looks like.
   std::vector<std::string> after_dashes;

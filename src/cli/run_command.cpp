@@ -61,16 +61,16 @@ int run_command(const RunArgs& args) {
   options.run_dir = prepare_run_dir(args.out);
   options.agent_path = agent_path();
   options.interval_ms = static_cast<int>(args.interval_s * 1000);
-  options.announce = !args.quiet;
-  FILE* out = args.quiet ? nullptr : stderr;
+  options.announce = args.flags.output() != Output::kNothing;
   try {
     supervisor::supervise(options);
   } catch (const supervisor::LaunchError& error) {
     fprintf(stderr, "traindoc: %s\n", error.message.c_str());
-    report_run(options.run_dir, false, nullptr);
+    report_run(options.run_dir, Output::kNothing, stderr);
     return error.exit_status;
   }
-  return report_run(options.run_dir, false, out);
+  // The job's stdout is the job's alone: traindoc speaks on stderr.
+  return report_run(options.run_dir, args.flags.output(), stderr);
 }
 
 }  // namespace traindoc::cli

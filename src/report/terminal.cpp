@@ -4,7 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 
 #include "report/json_report.h"
@@ -27,24 +30,51 @@ std::string peak_text(const std::optional<uint64_t>& bytes) {
   return bytes ? analysis::format_bytes(*bytes) : "-";
 }
 
+struct Palette {
+  const char* bold = "";
+  const char* red = "";
+  const char* green = "";
+  const char* dim = "";
+  const char* reset = "";
+};
+
+Palette palette(bool colour) {
+  if (!colour) return {};
+  return {"\033[1m", "\033[1;31m", "\033[32m", "\033[2m", "\033[0m"};
+}
+
 // Root cause first, with its evidence and fix; then its consequences, one line each.
-std::string render_findings(const analysis::Diagnosis& d) {
+std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   std::string out;
   for (size_t i = 0; i < d.findings.size(); ++i) {
     const analysis::Finding& f = d.findings[i];
     if (i == 0 || f.root_cause) {
-      out +=
-          fmt::format("  {} [{}] {}\n", f.root_cause ? "ROOT CAUSE" : "finding", f.kind, f.title);
+      out += fmt::format("  {}{}{} [{}] {}\n", c.red, f.root_cause ? "ROOT CAUSE" : "finding",
+                         c.reset, f.kind, f.title);
       for (const std::string& line : f.evidence) out += "      " + line + "\n";
-      if (!f.fix.empty()) out += "    fix: " + f.fix + "\n";
+      if (!f.fix.empty())
+        out += std::string("    ") + c.green + "fix:" + c.reset + " " + f.fix + "\n";
     } else {
-      out += fmt::format("  then [{}] {}\n", f.kind, f.title);
+      out += std::string(c.dim) + fmt::format("  then [{}] {}", f.kind, f.title) + c.reset + "\n";
     }
   }
   return out;
 }
 
 }  // namespace
+
+std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
+  std::string out = "traindoc: " + job_verdict(d.run);
+  if (!d.findings.empty() && d.findings.front().root_cause) {
+    out += "; root cause [" + d.findings.front().kind + "] " + d.findings.front().title;
+  }
+  return out + " (" + run_dir + ")\n";
+}
+
+bool wants_colour(int fd) {
+  const char* no_colour = getenv("NO_COLOR");
+  return isatty(fd) && (no_colour == nullptr || *no_colour == '\0');
+}
 
 std::string describe_end(const store::ProcessRecord& p) {
   if (p.exit_signal) {
@@ -57,8 +87,9 @@ std::string describe_end(const store::ProcessRecord& p) {
 
 std::string render_summary(const analysis::Diagnosis& d, const std::string& run_dir,
                            TerminalOptions options) {
-  std::string out = "traindoc: " + job_verdict(d.run) + "\n";
-  out += render_findings(d);
+  Palette c = palette(options.colour);
+  std::string out = std::string(c.bold) + "traindoc: " + job_verdict(d.run) + c.reset + "\n";
+  out += render_findings(d, c);
   if (!d.processes.empty()) {
     out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10}\n", "pid", "role", "end", "peak RSS",
                        "peak USS");

@@ -11,10 +11,17 @@ namespace traindoc::report {
 
 struct TerminalOptions {
   size_t max_rows = 24;  // processes listed before the rest are counted
+  bool colour = false;   // ANSI colours: only on a terminal, never with NO_COLOR
 };
 
 std::string render_summary(const analysis::Diagnosis& diagnosis, const std::string& run_dir,
                            TerminalOptions options = {});
+
+// One line: how the job ended and the root cause, for quiet mode.
+std::string render_verdict(const analysis::Diagnosis& diagnosis, const std::string& run_dir);
+
+// Whether to colour what is written to `fd`: a terminal, and NO_COLOR unset or empty.
+bool wants_colour(int fd);
 
 // "exited with code 1", "killed by SIGSEGV (core dumped)", "vanished", "still running"
 std::string describe_end(const store::ProcessRecord& process);

@@ -523,14 +523,14 @@ struct Symbolizer::Impl {
     }
     if (files.size() >= kMaxCachedFiles) files.clear();
     auto entry = std::make_unique<FileEntry>();
-    // Only regular files: opening a device that a process mapped (/dev/nvidia0) has effects.
-    if (exists && S_ISREG(st.st_mode)) {
+    if (exists) {
       entry->found = true;
       entry->dev = st.st_dev;
       entry->ino = st.st_ino;
       entry->size = st.st_size;
       entry->mtime = st.st_mtim;
-      open_elf(*entry, m.path, m.path.c_str(), -1, options);
+      // Only regular files: opening a device that a process mapped (/dev/nvidia0) has effects.
+      if (S_ISREG(st.st_mode)) open_elf(*entry, m.path, m.path.c_str(), -1, options);
     }
     return files.emplace(m.path, std::move(entry)).first->second.get();
   }

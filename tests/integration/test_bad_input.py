@@ -81,3 +81,42 @@ def test_analyze_corrupt_run_folder(tmp_path):
     proc = traindoc_cli("analyze", tmp_path / "missing")
     assert proc.returncode == 125
     assert b"not a run folder" in proc.stderr
+
+
+def test_output_modes(tmp_path):
+    """Summary by default, --json, a one-line verdict with --quiet, nothing with --silent."""
+    import json
+    cmd = ["--", "sh", "-c", "echo job-out; exit 3"]
+    summary = traindoc_cli("run", "--out", tmp_path / "a", *cmd)
+    assert summary.returncode == 3 and summary.stdout == b"job-out\n"
+    assert b"peak RSS by role" in summary.stderr and b"\x1b[" not in summary.stderr
+    as_json = traindoc_cli("run", "--json", "--out", tmp_path / "b", *cmd)
+    assert json.loads(as_json.stderr)["run"]["exit_code"] == 3
+    verdict = traindoc_cli("run", "--quiet", "--out", tmp_path / "c", *cmd)
+    assert verdict.stderr.count(b"\n") == 1 and b"exited with code 3" in verdict.stderr
+    silent = traindoc_cli("run", "--silent", "--out", tmp_path / "d", *cmd)
+    assert silent.stderr == b"" and silent.stdout == b"job-out\n"
+    analyzed = traindoc_cli("analyze", "--json", tmp_path / "a")
+    assert json.loads(analyzed.stdout)["run"]["exit_code"] == 3
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
+    import os
+    import pty
+    assert traindoc_cli("run", "--silent", "--out", tmp_path / "r", "--", "true").returncode == 0
+    for env, coloured in (({}, True), ({"NO_COLOR": "1"}, False)):
+        pid, master = pty.fork()
+        if pid == 0:
+            os.environ.update(env)
+            os.execv(str(TRAINDOC), [str(TRAINDOC), "analyze", str(tmp_path / "r")])
+        data = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        os.waitpid(pid, 0)
+        assert (b"\x1b[" in data) == coloured, data

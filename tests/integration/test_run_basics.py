@@ -51,7 +51,7 @@ out.write(b"no newline at the end")
 
 def test_output_is_byte_identical(traindoc):
     direct = subprocess.run(python_job(OUTPUT_JOB), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    run = traindoc(python_job(OUTPUT_JOB), "--quiet")
+    run = traindoc(python_job(OUTPUT_JOB), "--silent")
     assert run.status == 0
     assert run.stdout == direct.stdout
     assert run.stderr == direct.stderr
@@ -62,7 +62,7 @@ def test_output_is_byte_identical(traindoc):
 def test_job_sees_a_terminal_when_we_have_one(tmp_path):
     master, slave = os.openpty()
     code = "import sys; print('tty', sys.stdout.isatty(), sys.stderr.isatty())"
-    proc = subprocess.Popen([str(TRAINDOC), "run", "--quiet", "--out", str(tmp_path / "r"), "--",
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--silent", "--out", str(tmp_path / "r"), "--",
                              PYTHON, "-c", code], stdout=slave, stderr=slave)
     os.close(slave)
     assert proc.wait(timeout=60) == 0
@@ -214,7 +214,7 @@ def test_a_gigabyte_of_output_keeps_the_run_folder_bounded(traindoc):
             "block = (b'x' * 1023 + b'\\n') * 1024\n"
             "for i in range(1024): sys.stdout.buffer.write(block)\n"
             "sys.stdout.buffer.write(b'the end\\n')\n")
-    run = traindoc(python_job(code), "--quiet", stdout=subprocess.DEVNULL)
+    run = traindoc(python_job(code), "--silent", stdout=subprocess.DEVNULL)
     assert run.status == 0
     logs = run.run_dir / "logs"
     kept = sorted(logs.glob("stdout*.log"))

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <libelf.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,8 +127,8 @@ std::string build_id_hex(const fs::path& path) {
 struct Built {
   bool ok = false;
   std::string why;
-  fs::path root;  // removed at the end
-  fs::path dir;   // root / "dir with space"
+  fs::path dir;      // the built files, shared by the test processes (ctest runs one per test)
+  fs::path scratch;  // this process's files, removed at the end
   std::string exe;
   std::string lib;
   std::string maps;
@@ -150,6 +151,45 @@ bool step(Built& b, const std::vector<std::string>& argv) {
   return true;
 }
 
+// Compiles the program and library into b.dir and makes the stripped and split copies.
+bool compile(Built& b, const fs::path& sources) {
+  if (run({"c++", "--version"}).status != 0) {
+    b.why = "no C++ compiler (c++) on this machine";
+    return false;
+  }
+  if (!step(b, {"c++", "-g", "-O2", "-fPIC", "-shared", "-o", b.lib,
+                (sources / "fixture_lib.cpp").string()}) ||
+      !step(b, {"c++", "-g", "-O2", "-fPIE", "-pie", "-o", b.exe,
+                (sources / "fixture_main.cpp").string(), "-L" + b.dir.string(), "-lsymfixture",
+                "-Wl,-rpath," + b.dir.string(), "-ldl"})) {
+    return false;
+  }
+  // Copies: stripped of DWARF only, of everything, and with DWARF split off (debuglink, build id).
+  std::string id = build_id_hex(b.exe);
+  if (id.size() < 4) {
+    b.why = "the fixture has no build id";
+    return false;
+  }
+  fs::path by_id = b.dir / "debugroot" / ".build-id" / id.substr(0, 2) / (id.substr(2) + ".debug");
+  fs::create_directories(by_id.parent_path());
+  fs::create_directories(b.dir / "debuglink" / ".debug");
+  for (const char* sub : {"strip-debug", "strip-all", "debuglink", "buildid"}) {
+    fs::create_directories(b.dir / sub);
+    fs::copy_file(b.exe, b.dir / sub / "symfixture");
+    fs::copy_file(b.lib, b.dir / sub / "libsymfixture.so");
+  }
+  std::string dl = (b.dir / "debuglink").string();
+  return step(b, {"strip", "--strip-debug", (b.dir / "strip-debug" / "symfixture").string()}) &&
+         step(b, {"strip", "--strip-all", (b.dir / "strip-all" / "symfixture").string()}) &&
+         step(b, {"strip", "--strip-all", (b.dir / "strip-all" / "libsymfixture.so").string()}) &&
+         step(b, {"objcopy", "--only-keep-debug", b.exe, dl + "/.debug/symfixture.debug"}) &&
+         step(b, {"strip", "--strip-all", dl + "/symfixture"}) &&
+         step(b, {"objcopy", "--add-gnu-debuglink=" + dl + "/.debug/symfixture.debug",
+                  dl + "/symfixture"}) &&
+         step(b, {"objcopy", "--only-keep-debug", b.exe, by_id.string()}) &&
+         step(b, {"strip", "--strip-all", (b.dir / "buildid" / "symfixture").string()});
+}
+
 void build_program(Built& b) {
   const fs::path sources = fs::path(TRAINDOC_FIXTURES) / "symbolizer";
   char pattern[] = "/tmp/traindoc-symbolizer-XXXXXX";
@@ -157,22 +197,34 @@ void build_program(Built& b) {
     b.why = "mkdtemp failed";
     return;
   }
-  b.root = pattern;
-  b.dir = b.root / "dir with space";
-  fs::create_directories(b.dir);
+  b.scratch = pattern;
+  // Built once beside the test binary, in a folder whose name has a space, and reused while the
+  // sources stay the same: under a lock, since ctest runs the tests in parallel processes.
+  std::error_code error;
+  b.dir = fs::read_symlink("/proc/self/exe", error).parent_path() / "symbolizer fixture";
+  std::string key = "v1";
+  for (const char* name : {"fixture_main.cpp", "fixture_lib.cpp"}) {
+    key += " " + std::to_string(fs::file_size(sources / name, error)) + ":" +
+           std::to_string(fs::last_write_time(sources / name, error).time_since_epoch().count());
+  }
+  int lock = open((b.dir.string() + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (error || lock < 0 || flock(lock, LOCK_EX) != 0) {
+    b.dir = b.scratch / "dir with space";  // not writable there: build privately
+    if (lock >= 0) close(lock);
+    lock = -1;
+  }
   b.exe = (b.dir / "symfixture").string();
   b.lib = (b.dir / "libsymfixture.so").string();
-  if (run({"c++", "--version"}).status != 0) {
-    b.why = "no C++ compiler (c++) on this machine";
-    return;
+  bool fresh = read_file(b.dir / "stamp") == key;
+  if (!fresh) {
+    fs::remove_all(b.dir, error);
+    fs::create_directories(b.dir, error);
+    fresh = compile(b, sources);
+    if (fresh) write_file(b.dir / "stamp", key);
   }
-  if (!step(b, {"c++", "-g", "-O2", "-fPIC", "-shared", "-o", b.lib,
-                (sources / "fixture_lib.cpp").string()}) ||
-      !step(b, {"c++", "-g", "-O2", "-fPIE", "-pie", "-o", b.exe,
-                (sources / "fixture_main.cpp").string(), "-L" + b.dir.string(), "-lsymfixture",
-                "-Wl,-rpath," + b.dir.string(), "-ldl"})) {
-    return;
-  }
+  if (lock >= 0) close(lock);
+  if (!fresh) return;
+
   RunResult r = run({b.exe});
   if (r.status != 0) {
     b.why = "the fixture program failed";
@@ -196,34 +248,6 @@ void build_program(Built& b) {
   }
   b.main_lines = marker_lines(sources / "fixture_main.cpp");
   b.lib_lines = marker_lines(sources / "fixture_lib.cpp");
-  // Copies: stripped of DWARF only, of everything, and with DWARF split off (debuglink, build id).
-  fs::create_directories(b.dir / "strip-debug");
-  fs::create_directories(b.dir / "strip-all");
-  fs::create_directories(b.dir / "debuglink" / ".debug");
-  fs::create_directories(b.dir / "buildid");
-  std::string id = build_id_hex(b.exe);
-  if (id.size() < 4) {
-    b.why = "the fixture has no build id";
-    return;
-  }
-  fs::path by_id = b.root / "debugroot" / ".build-id" / id.substr(0, 2) / (id.substr(2) + ".debug");
-  fs::create_directories(by_id.parent_path());
-  for (const char* sub : {"strip-debug", "strip-all", "debuglink", "buildid"}) {
-    fs::copy_file(b.exe, b.dir / sub / "symfixture");
-    fs::copy_file(b.lib, b.dir / sub / "libsymfixture.so");
-  }
-  std::string dl = (b.dir / "debuglink").string();
-  if (!step(b, {"strip", "--strip-debug", (b.dir / "strip-debug" / "symfixture").string()}) ||
-      !step(b, {"strip", "--strip-all", (b.dir / "strip-all" / "symfixture").string()}) ||
-      !step(b, {"strip", "--strip-all", (b.dir / "strip-all" / "libsymfixture.so").string()}) ||
-      !step(b, {"objcopy", "--only-keep-debug", b.exe, dl + "/.debug/symfixture.debug"}) ||
-      !step(b, {"strip", "--strip-all", dl + "/symfixture"}) ||
-      !step(b, {"objcopy", "--add-gnu-debuglink=" + dl + "/.debug/symfixture.debug",
-                dl + "/symfixture"}) ||
-      !step(b, {"objcopy", "--only-keep-debug", b.exe, by_id.string()}) ||
-      !step(b, {"strip", "--strip-all", (b.dir / "buildid" / "symfixture").string()})) {
-    return;
-  }
   b.ok = !b.addr.empty() && b.exe_bias != 0 && b.lib_bias != 0;
   if (!b.ok) b.why = "the fixture printed no addresses";
 }
@@ -236,7 +260,7 @@ class SymbolizerProgramTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     std::error_code ignored;
-    if (!g_built->root.empty()) fs::remove_all(g_built->root, ignored);
+    if (!g_built->scratch.empty()) fs::remove_all(g_built->scratch, ignored);
     delete g_built;
     g_built = nullptr;
   }
@@ -314,7 +338,7 @@ TEST_F(SymbolizerProgramTest, SharedLibrary) {
   auto frames = symbolizer.symbolize(b().maps, {a("lib_function") + 4}, true);
   const NativeFrame& f = frames[0];
   EXPECT_EQ(f.module, b().lib);
-  EXPECT_NE(f.module.find("dir with space"), std::string::npos);
+  EXPECT_NE(f.module.find(' '), std::string::npos);  // the folder's name has a space
   EXPECT_EQ(f.module_offset, a("lib_function") + 4 - b().lib_bias);
   EXPECT_EQ(f.function, "fixture_lib_function");
   EXPECT_EQ(f.function_offset, 4u);
@@ -390,7 +414,7 @@ TEST_F(SymbolizerProgramTest, BuildIdFindsSeparateDebugFileUnderDebugRoot) {
     Symbolizer default_roots;  // /usr/lib/debug knows nothing of this program
     EXPECT_EQ(default_roots.symbolize(maps, {a("named") + 4})[0].function, "");
   }
-  Symbolizer symbolizer(SymbolizerOptions{{(b().root / "debugroot").string()}});
+  Symbolizer symbolizer(SymbolizerOptions{{(b().dir / "debugroot").string()}});
   auto frames = symbolizer.symbolize(maps, {a("named") + 4, a("inlined_ret")}, true);
   EXPECT_EQ(frames[0].function, "fixture::named_function(int)");
   EXPECT_EQ(base_name(frames[0].file), "fixture_main.cpp");
@@ -410,7 +434,7 @@ TEST_F(SymbolizerProgramTest, DeletedFileKeepsPathWithoutSymbols) {
 }
 
 TEST_F(SymbolizerProgramTest, MissingAndReplacedFiles) {
-  std::string missing = (b().dir / "gone" / "symfixture").string();
+  std::string missing = (b().scratch / "gone" / "symfixture").string();
   std::string maps = replace_all(b().maps, b().exe + "\n", missing + "\n");
   Symbolizer symbolizer;
   auto frames = symbolizer.symbolize(maps, {a("named") + 4}, true);
@@ -419,7 +443,7 @@ TEST_F(SymbolizerProgramTest, MissingAndReplacedFiles) {
   EXPECT_EQ(frames[0].module_offset, a("named") + 4 - b().exe_bias);
 
   // The file appears later: the cache notices.
-  fs::create_directories(b().dir / "gone");
+  fs::create_directories(b().scratch / "gone");
   fs::copy_file(b().exe, missing);
   EXPECT_EQ(symbolizer.symbolize(maps, {a("named") + 4})[0].function,
             "fixture::named_function(int)");
@@ -461,7 +485,7 @@ TEST_F(SymbolizerProgramTest, CorruptElfNeverCrashes) {
       variants.push_back(std::move(bytes));
     }
     for (const std::string& bytes : variants) {
-      std::string path = (b().dir / ("corrupt-" + std::to_string(files++))).string();
+      std::string path = (b().scratch / ("corrupt-" + std::to_string(files++))).string();
       write_file(path, bytes);
       std::string maps = replace_all(b().maps, target + "\n", path + "\n");
       auto frames = symbolizer.symbolize(maps, addresses, true);
