@@ -27,11 +27,24 @@ std::string basename(const std::string& path) {
   return path.substr(path.find_last_of('/') + 1);
 }
 
+// libc, the loader, the C++ runtime, the interpreter and the agent, matched on the library's
+// name before ".so", so that libdlib or a python_example extension still count as user code.
 bool is_runtime_module(const std::string& module) {
   std::string name = basename(module);
-  for (const char* prefix : {"libc.so", "libc-", "libpthread", "ld-linux", "libdl", "libstdc++",
-                             "libgcc_s", "libtraindoc_agent", "libpython", "python"}) {
-    if (name.starts_with(prefix)) return true;
+  if (name.starts_with("ld-linux") || name.starts_with("libc-")) return true;
+  std::string stem = name.substr(0, name.find(".so"));
+  for (const char* exact :
+       {"libc", "libpthread", "libdl", "libstdc++", "libgcc_s", "libtraindoc_agent"}) {
+    if (stem == exact) return true;
+  }
+  for (const char* interpreter : {"libpython", "python"}) {
+    std::string_view rest(stem);
+    if (!rest.starts_with(interpreter)) continue;
+    rest.remove_prefix(std::string_view(interpreter).size());
+    if (std::all_of(rest.begin(), rest.end(),
+                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+      return true;
+    }
   }
   return false;
 }
@@ -92,7 +105,15 @@ void classify_segv(const store::Crash& crash, const std::vector<store::MemoryMap
     return;
   }
   facts.kind = "native-crash";
-  if (crash.fault_addr < kNullPage) {
+  if (crash.code == SI_KERNEL) {
+    // x86-64 reports a non-canonical pointer as a general protection fault, without an address.
+    facts.what =
+        "general protection fault: a non-canonical or otherwise invalid pointer (the kernel "
+        "reports no address)";
+    facts.fix =
+        "Use after free, a poisoned or uninitialised pointer, or memory corruption. Rerun under "
+        "AddressSanitizer or valgrind to find the first bad access.";
+  } else if (crash.fault_addr < kNullPage) {
     facts.what = "null pointer dereference (address " + hex(crash.fault_addr) + ")";
     facts.fix =
         "A pointer that was never set, or a failed allocation or lookup whose NULL result was "
@@ -218,12 +239,18 @@ std::string describe_frame(const store::NativeFrame& frame) {
 }
 
 std::string innermost_python_frame(const std::string& traceback) {
+  // Only the crashing thread's block counts: "Current thread ...", or "Stack ..." when the
+  // dump came from a thread CPython does not know. Another thread's line would mislead.
   size_t from = traceback.find("Current thread");
-  if (from == std::string::npos) from = 0;
-  size_t file = traceback.find("File \"", from);
-  if (file == std::string::npos) return "";
-  size_t end = traceback.find('\n', file);
-  return traceback.substr(file, end == std::string::npos ? std::string::npos : end - file);
+  if (from == std::string::npos) from = traceback.find("Stack (most recent call first)");
+  if (from == std::string::npos) return "";
+  std::string_view block(traceback);
+  block = block.substr(from, block.find("\n\n", from) - from);
+  size_t file = block.find("File \"");
+  if (file == std::string_view::npos) return "";
+  size_t end = block.find('\n', file);
+  return std::string(
+      block.substr(file, end == std::string_view::npos ? std::string_view::npos : end - file));
 }
 
 CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context) {
@@ -255,7 +282,8 @@ CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context)
       facts.fix = "Check the blame frame.";
   }
   // A signal sent by another process is not a fault of this one's code.
-  if (crash.code <= 0 && crash.signo != SIGABRT && crash.sender_pid > 0) {
+  bool self_abort = crash.signo == SIGABRT && crash.sender_pid == crash.pid;
+  if (crash.code <= 0 && crash.code != SI_KERNEL && crash.sender_pid > 0 && !self_abort) {
     facts.what = "signal sent by process " + std::to_string(crash.sender_pid) + ", not a fault";
   }
   facts.blame = blame_frame(crash.frames);

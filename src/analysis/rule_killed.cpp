@@ -19,17 +19,29 @@ bool has_crash(const store::Evidence& evidence, const store::ProcessRecord& p) {
   });
 }
 
-// Memory evidence of an OOM kill around `t_ns`: the cgroup's oom_kill count rose, or memory
-// was at its limit. Empty when there is none.
+// Memory evidence of an OOM kill around `t_ns`: the cgroup's oom_kill count rose across that
+// moment (not merely since the run began: an earlier kill of another process is no evidence),
+// or memory was at its limit. Empty when there is none.
 std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t_ns) {
   std::vector<std::string> out;
-  std::optional<uint64_t> kills_before;
-  std::optional<uint64_t> kills_after;
+  std::optional<uint64_t> baseline;  // the last count well before the death, else the first
+  std::optional<uint64_t> after;     // the first count at or after it, else the last before
   for (const store::HostSample& s : evidence.host_samples) {
     if (s.cgroup_oom_kills) {
-      if (s.t_ns <= t_ns) kills_before = s.cgroup_oom_kills;
-      if (s.t_ns >= t_ns && !kills_after) kills_after = s.cgroup_oom_kills;
+      if (s.t_ns <= t_ns - kAroundNs || !baseline) baseline = s.cgroup_oom_kills;
+      if (s.t_ns >= t_ns && !after) after = s.cgroup_oom_kills;
     }
+  }
+  if (!after) {
+    for (const store::HostSample& s : evidence.host_samples) {
+      if (s.cgroup_oom_kills && s.t_ns <= t_ns) after = s.cgroup_oom_kills;
+    }
+  }
+  if (baseline && after && *after > *baseline) {
+    out.push_back("the memory cgroup's oom_kill count rose from " + std::to_string(*baseline) +
+                  " to " + std::to_string(*after));
+  }
+  for (const store::HostSample& s : evidence.host_samples) {
     if (std::llabs(s.t_ns - t_ns) > kAroundNs) continue;
     if (s.cgroup_current && s.cgroup_max && *s.cgroup_max > 0 &&
         static_cast<double>(*s.cgroup_current) >= kNearLimit * static_cast<double>(*s.cgroup_max)) {
@@ -42,14 +54,6 @@ std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t
                     format_bytes(s.mem_total));
       break;
     }
-  }
-  uint64_t first = evidence.host_samples.empty()
-                       ? 0
-                       : evidence.host_samples.front().cgroup_oom_kills.value_or(0);
-  uint64_t last = kills_after.value_or(kills_before.value_or(first));
-  if (last > first) {
-    out.insert(out.begin(), "the memory cgroup's oom_kill count rose from " +
-                                std::to_string(first) + " to " + std::to_string(last));
   }
   return out;
 }

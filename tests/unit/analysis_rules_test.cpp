@@ -458,8 +458,6 @@ TEST(RuleKilled, CrashRecordWithoutStartTicksStillMatches) {
 }
 
 TEST(RuleKilled, EarlierOomKillOfAnotherProcessIsNotEvidence) {
-  GTEST_SKIP() << "bug: oom_evidence compares against the run's first sample, not the time of "
-                  "the kill";
   // Worker 0 is OOM-killed at 10.5 s (the count goes 0 -> 1); at 60 s the launcher's teardown
   // SIGKILLs rank 1, with memory far from any limit and the count unchanged around it.
   Evidence e = torchrun_job();
