@@ -141,13 +141,13 @@ void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t
   entry->changed = true;
 }
 
-void ProcessTable::sweep(const std::set<int>& alive, int64_t now_ns) {
+void ProcessTable::sweep(const std::set<int>& alive, int64_t now_ns, bool final) {
   for (auto it = m_live.begin(); it != m_live.end();) {
     Entry& entry = m_records[it->second];
     bool found = alive.count(it->first) != 0;
     if (found) entry.missing_walks = 0;
     if (!found && entry.record.end_source == store::EndSource::kNone &&
-        ++entry.missing_walks >= 2) {
+        (++entry.missing_walks >= 2 || final)) {
       entry.record.end_source = store::EndSource::kVanished;
       entry.record.end_ns = now_ns;
       entry.changed = true;

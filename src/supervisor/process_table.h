@@ -34,7 +34,9 @@ class ProcessTable {
 
   // After a walk: live processes that were not found and have no end are gone without a trace.
   // They are marked vanished one walk later, so that a parent's reap record can still arrive.
-  void sweep(const std::set<int>& alive, int64_t now_ns);
+  // `final`: the last walk of the run, after which no reap record can arrive, so whatever is
+  // not alive and has no end vanished now.
+  void sweep(const std::set<int>& alive, int64_t now_ns, bool final = false);
 
   // Every process still thought to run, by pid.
   std::vector<int> live_pids() const;

@@ -70,7 +70,7 @@ class Loop {
   void record_cpu();
   void read_agent();
   void record_crash(AgentCrash& crash);
-  void walk_and_sample(bool slow);
+  void walk_and_sample(bool slow, bool final = false);
   void reap_children();
   void forward(const signalfd_siginfo& info);
   void store_changes();
@@ -168,7 +168,7 @@ void Loop::read_agent() {
 }
 
 // Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
-void Loop::walk_and_sample(bool slow) {
+void Loop::walk_and_sample(bool slow, bool final) {
   int64_t t = now_ns();
   std::set<int> alive;
   std::vector<int> queue = m_sampler.children_of(getpid());
@@ -194,7 +194,7 @@ void Loop::walk_and_sample(bool slow) {
     snapshot->sample.t_ns = t;
     samples.push_back(snapshot->sample);
   }
-  m_table.sweep(alive, t);
+  m_table.sweep(alive, t, final);
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
@@ -252,10 +252,8 @@ void Loop::store_changes() {
 void Loop::finish() {
   reap_children();
   read_agent();
-  walk_and_sample(false);
-  // No later reap record can arrive: whatever left no trace by now vanished.
-  m_table.sweep({}, now_ns());
-  m_table.sweep({}, now_ns());
+  // Processes still alive stay "still running"; those gone without a trace vanished.
+  walk_and_sample(false, true);
   m_store.write_run(m_run);
   store_changes();
 }

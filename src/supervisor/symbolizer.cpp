@@ -285,8 +285,9 @@ int find_debuginfo_local(Dwfl_Module* mod, void** userdata, const char* /*modnam
   if (id_len > 1 && !alt) {
     std::string name = hex(id, 1) + "/" + hex(id + 1, static_cast<size_t>(id_len - 1)) + ".debug";
     for (const std::string& root : roots) {
-      int fd = try_debug_file(root + "/.build-id/" + name, main, id, id_len, Check::kBuildId, 0,
-                              debuginfo_file_name);
+      std::string path = root;
+      path.append("/.build-id/").append(name);
+      int fd = try_debug_file(path, main, id, id_len, Check::kBuildId, 0, debuginfo_file_name);
       if (fd >= 0) return fd;
     }
   }
@@ -302,7 +303,10 @@ int find_debuginfo_local(Dwfl_Module* mod, void** userdata, const char* /*modnam
     if (link[0] != '/') {
       candidates.push_back(dir + "/" + link);
       candidates.push_back(dir + "/.debug/" + link);
-      for (const std::string& root : roots) candidates.push_back(root + dir + "/" + link);
+      for (const std::string& root : roots) {
+        std::string path = root;
+        candidates.push_back(path.append(dir).append("/").append(link));
+      }
     }
   };
   if (file_name != nullptr) {
@@ -327,7 +331,7 @@ int find_no_elf(Dwfl_Module*, void**, const char*, Dwarf_Addr, char**, Elf**) {
   return -1;
 }
 
-const Dwfl_Callbacks kCallbacks = {
+constexpr Dwfl_Callbacks kCallbacks = {
     find_no_elf,
     find_debuginfo_local,
     dwfl_offline_section_address,
@@ -475,7 +479,9 @@ std::optional<std::pair<const void*, uint64_t>> own_vdso() {
   text << in.rdbuf();
   for (const MappedModule& m : parse_maps(text.str())) {
     if (m.path == "[vdso]" && m.start == base) {
-      return std::make_pair(reinterpret_cast<const void*>(base), m.end - m.start);
+      return std::make_pair(
+          reinterpret_cast<const void*>(base),  // NOLINT(performance-no-int-to-ptr)
+          m.end - m.start);
     }
   }
   return std::nullopt;

@@ -63,3 +63,16 @@ def test_thousands_of_forks(traindoc):
     assert len(procs) >= 3000
     codes = [p["exit"].get("code") for p in procs if p["role"] == "worker"]
     assert codes.count(2) == 1000
+
+
+def test_process_outliving_the_job_is_still_running(traindoc):
+    import os
+    import signal
+    run = traindoc(["sh", "-c", "sleep 30 & echo $!"], timeout=60)
+    daemon = int(run.stdout.split()[0])
+    try:
+        assert run.status == 0
+        procs = {p["pid"]: p for p in run.report["processes"]}
+        assert procs[daemon]["exit"]["how"] == "running"
+    finally:
+        os.kill(daemon, signal.SIGKILL)
