@@ -48,6 +48,7 @@ RunResult run(const std::vector<std::string>& argv) {
     close(fds[0]);
     close(fds[1]);
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execvp(args[0], args.data());
