@@ -27,24 +27,27 @@ std::string basename(const std::string& path) {
   return path.substr(path.find_last_of('/') + 1);
 }
 
-// libc, the loader, the C++ runtime, the interpreter and the agent, matched on the library's
-// name before ".so", so that libdlib or a python_example extension still count as user code.
-bool is_runtime_module(const std::string& module) {
-  std::string name = basename(module);
-  if (name.starts_with("ld-linux") || name.starts_with("libc-")) return true;
-  std::string stem = name.substr(0, name.find(".so"));
-  for (const char* exact :
-       {"libc", "libpthread", "libdl", "libstdc++", "libgcc_s", "libtraindoc_agent"}) {
-    if (stem == exact) return true;
+// The modules a crash is rarely the fault of: the C and C++ runtimes, the loader, the Python
+// interpreter and traindoc's agent. Prefixes end at "." or "-", so libdlib or a python_example
+// extension still count as user code.
+bool is_runtime_module(std::string_view module) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (module.ends_with(kDeleted)) module.remove_suffix(kDeleted.size());
+  std::string_view name = module.substr(module.rfind('/') + 1);
+  static constexpr std::string_view kPrefixes[] = {
+      "libc.so",    "libc-",       "libm.so",     "libm-",
+      "libmvec.so", "libpthread.", "libpthread-", "libdl.so",
+      "libdl-",     "librt.so",    "librt-",      "ld-",
+      "ld64.so",    "libstdc++.",  "libgcc_s.",   "libtraindoc_agent."};
+  for (std::string_view prefix : kPrefixes) {
+    if (name.starts_with(prefix)) return true;
   }
-  for (const char* interpreter : {"libpython", "python"}) {
-    std::string_view rest(stem);
-    if (!rest.starts_with(interpreter)) continue;
-    rest.remove_prefix(std::string_view(interpreter).size());
-    if (std::all_of(rest.begin(), rest.end(),
-                    [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
-      return true;
-    }
+  // The interpreter: python3.11, libpython3.11.so.1.0, python3.12d ...
+  for (std::string_view interpreter : {std::string_view("libpython"), std::string_view("python")}) {
+    if (!name.starts_with(interpreter)) continue;
+    std::string_view version = name.substr(interpreter.size());
+    version = version.substr(0, version.find(".so"));
+    if (version.find_first_not_of("0123456789.dmu") == std::string_view::npos) return true;
   }
   return false;
 }
@@ -222,10 +225,9 @@ void classify_abort(const store::Crash& crash, const store::Evidence& evidence, 
 
 int blame_frame(const std::vector<store::NativeFrame>& frames) {
   for (size_t i = 0; i < frames.size(); ++i) {
-    if (!frames[i].module.empty() && !frames[i].module.starts_with("[") &&
-        !is_runtime_module(frames[i].module)) {
-      return static_cast<int>(i);
-    }
+    const std::string& module = frames[i].module;
+    if (module.empty() || module[0] == '[' || is_runtime_module(module)) continue;
+    return static_cast<int>(i);
   }
   return -1;
 }

@@ -31,66 +31,9 @@ namespace traindoc::supervisor {
 
 namespace {
 
-constexpr std::string_view kDeleted = " (deleted)";
 constexpr size_t kMaxCachedFiles = 512;
 constexpr size_t kMaxDescribedPerFile = 8192;
 constexpr size_t kMaxDiesVisited = 4'000'000;
-
-// ---- /proc/<pid>/maps ------------------------------------------------------------------------
-
-std::string_view next_field(std::string_view& rest) {
-  size_t begin = rest.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) {
-    rest = {};
-    return {};
-  }
-  rest.remove_prefix(begin);
-  size_t end = std::min(rest.find_first_of(" \t"), rest.size());
-  std::string_view field = rest.substr(0, end);
-  rest.remove_prefix(end);
-  return field;
-}
-
-bool parse_number(std::string_view text, int base, uint64_t& value) {
-  if (text.empty()) return false;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
-
-std::optional<MappedModule> parse_maps_line(std::string_view line) {
-  MappedModule m;
-  std::string_view rest = line;
-  std::string_view range = next_field(rest);
-  size_t dash = range.find('-');
-  if (dash == std::string_view::npos || !parse_number(range.substr(0, dash), 16, m.start) ||
-      !parse_number(range.substr(dash + 1), 16, m.end) || m.start >= m.end) {
-    return std::nullopt;
-  }
-  std::string_view perms = next_field(rest);
-  if (perms.size() != 4) return std::nullopt;
-  m.perms = std::string(perms);
-  if (!parse_number(next_field(rest), 16, m.offset)) return std::nullopt;
-  std::string_view dev = next_field(rest);
-  size_t colon = dev.find(':');
-  uint64_t major = 0;
-  uint64_t minor = 0;
-  if (colon == std::string_view::npos || !parse_number(dev.substr(0, colon), 16, major) ||
-      !parse_number(dev.substr(colon + 1), 16, minor)) {
-    return std::nullopt;
-  }
-  if (!parse_number(next_field(rest), 10, m.inode)) return std::nullopt;
-  // The path is the rest of the line after the padding; it may itself contain spaces.
-  size_t path_begin = rest.find_first_not_of(" \t");
-  if (path_begin != std::string_view::npos) {
-    std::string_view path = rest.substr(path_begin);
-    if (path.size() > kDeleted.size() && path.ends_with(kDeleted)) {
-      path.remove_suffix(kDeleted.size());
-      m.deleted = true;
-    }
-    m.path = std::string(path);
-  }
-  return m;
-}
 
 // ---- names -----------------------------------------------------------------------------------
 
@@ -462,14 +405,6 @@ uint64_t guess_module_offset(const std::vector<MappedModule>& maps, const Mapped
   return address - m.start + m.offset;
 }
 
-const MappedModule* find_mapping(const std::vector<MappedModule>& maps, uint64_t address) {
-  auto it = std::upper_bound(maps.begin(), maps.end(), address,
-                             [](uint64_t a, const MappedModule& m) { return a < m.start; });
-  if (it == maps.begin()) return nullptr;
-  --it;
-  return address < it->end ? &*it : nullptr;
-}
-
 // The supervisor's own vdso: the same kernel gave the crashed process the same image.
 std::optional<std::pair<const void*, uint64_t>> own_vdso() {
   unsigned long base = getauxval(AT_SYSINFO_EHDR);
@@ -477,7 +412,7 @@ std::optional<std::pair<const void*, uint64_t>> own_vdso() {
   std::ifstream in("/proc/self/maps");
   std::ostringstream text;
   text << in.rdbuf();
-  for (const MappedModule& m : parse_maps(text.str())) {
+  for (const MappedModule& m : store::parse_maps(text.str())) {
     if (m.path == "[vdso]" && m.start == base) {
       return std::make_pair(
           reinterpret_cast<const void*>(base),  // NOLINT(performance-no-int-to-ptr)
@@ -488,19 +423,6 @@ std::optional<std::pair<const void*, uint64_t>> own_vdso() {
 }
 
 }  // namespace
-
-std::vector<MappedModule> parse_maps(std::string_view maps) {
-  std::vector<MappedModule> out;
-  while (!maps.empty()) {
-    size_t newline = maps.find('\n');
-    std::string_view line = maps.substr(0, newline);
-    maps.remove_prefix(newline == std::string_view::npos ? maps.size() : newline + 1);
-    if (auto m = parse_maps_line(line)) out.push_back(std::move(*m));
-  }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const MappedModule& a, const MappedModule& b) { return a.start < b.start; });
-  return out;
-}
 
 // ---- Symbolizer ------------------------------------------------------------------------------
 
@@ -642,7 +564,7 @@ void Symbolizer::clear() {
 std::vector<store::NativeFrame> Symbolizer::symbolize(std::string_view maps,
                                                       const std::vector<uint64_t>& addresses,
                                                       bool first_is_pc) {
-  return symbolize(parse_maps(maps), addresses, first_is_pc);
+  return symbolize(store::parse_maps(maps), addresses, first_is_pc);
 }
 
 std::vector<store::NativeFrame> Symbolizer::symbolize(const std::vector<MappedModule>& maps_in,
@@ -664,7 +586,7 @@ std::vector<store::NativeFrame> Symbolizer::symbolize(const std::vector<MappedMo
     store::NativeFrame& frame = frames.emplace_back();
     const uint64_t address = addresses[i];
     frame.address = address;
-    const MappedModule* m = find_mapping(*maps, address);
+    const MappedModule* m = store::find_mapping(*maps, address);
     if (m == nullptr || m->path.empty()) continue;
     if (m->path[0] != '/' && m->path != "[vdso]") {  // [stack], [heap], [anon:...]
       frame.module = m->path;
@@ -672,7 +594,7 @@ std::vector<store::NativeFrame> Symbolizer::symbolize(const std::vector<MappedMo
       continue;
     }
     if (m->deleted) {
-      frame.module = m->path + std::string(kDeleted);
+      frame.module = m->path + " (deleted)";
       frame.module_offset = guess_module_offset(*maps, *m, address);
       continue;
     }
@@ -700,49 +622,6 @@ void Symbolizer::symbolize_crash(store::Crash& crash) {
   for (const store::NativeFrame& frame : crash.frames) addresses.push_back(frame.address);
   bool first_is_pc = !crash.frames.empty() && crash.frames[0].address == crash.pc;
   crash.frames = symbolize(crash.maps, addresses, first_is_pc);
-}
-
-// ---- blame -----------------------------------------------------------------------------------
-
-bool is_runtime_module(std::string_view module) {
-  if (module.ends_with(kDeleted)) module.remove_suffix(kDeleted.size());
-  size_t slash = module.rfind('/');
-  std::string_view name = slash == std::string_view::npos ? module : module.substr(slash + 1);
-  static constexpr std::string_view kPrefixes[] = {"libc.so",
-                                                   "libc-",
-                                                   "libm.so",
-                                                   "libm-",
-                                                   "libmvec.so",
-                                                   "libpthread.",
-                                                   "libpthread-",
-                                                   "libdl.so",
-                                                   "libdl-",
-                                                   "librt.so",
-                                                   "librt-",
-                                                   "ld-",
-                                                   "ld64.so",
-                                                   "libstdc++.",
-                                                   "libgcc_s.",
-                                                   "libpython",
-                                                   "libtraindoc_agent."};
-  for (std::string_view prefix : kPrefixes) {
-    if (name.starts_with(prefix)) return true;
-  }
-  // The interpreter itself: python, python3, python3.11, python3.12d ...
-  if (name.starts_with("python")) {
-    std::string_view version = name.substr(6);
-    return version.find_first_not_of("0123456789.dmu") == std::string_view::npos;
-  }
-  return false;
-}
-
-int blame_frame(const std::vector<store::NativeFrame>& frames) {
-  for (size_t i = 0; i < frames.size(); ++i) {
-    const std::string& module = frames[i].module;
-    if (module.empty() || module[0] == '[' || is_runtime_module(module)) continue;
-    return static_cast<int>(i);
-  }
-  return -1;
 }
 
 }  // namespace traindoc::supervisor

@@ -11,26 +11,12 @@
 #include <vector>
 
 #include "store/evidence.h"
+#include "store/memory_map.h"
 
 namespace traindoc::supervisor {
 
 // One line of /proc/<pid>/maps.
-struct MappedModule {
-  uint64_t start = 0;
-  uint64_t end = 0;     // one past the last byte
-  uint64_t offset = 0;  // file offset mapped at start
-  uint64_t inode = 0;
-  std::string perms;  // "r-xp"
-  // The mapped file without the " (deleted)" suffix; "" for anonymous memory; pseudo names as
-  // the kernel writes them ("[stack]", "[heap]", "[vdso]", "[anon:name]").
-  std::string path;
-  bool deleted = false;
-
-  bool operator==(const MappedModule&) const = default;
-};
-
-// Total: lines that do not parse are skipped. Sorted by start.
-std::vector<MappedModule> parse_maps(std::string_view maps);
+using MappedModule = store::MemoryMapping;
 
 struct SymbolizerOptions {
   // Where separate debug files are looked for: <root>/.build-id/xx/yyyy.debug and
@@ -72,14 +58,5 @@ class Symbolizer {
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
-
-// True for the modules a crash is rarely the fault of: the C and C++ runtimes (libc, libm,
-// libpthread, libdl, librt, ld-linux, libstdc++, libgcc_s), the Python interpreter (python3*,
-// libpython*) and traindoc's own agent.
-bool is_runtime_module(std::string_view module);
-
-// The frame to blame: the innermost one in a module that is neither a runtime module nor
-// anonymous or pseudo memory ("", "[stack]", "[vdso]", ...); -1 when there is none.
-int blame_frame(const std::vector<store::NativeFrame>& frames);
 
 }  // namespace traindoc::supervisor

@@ -768,5 +768,46 @@ TEST(InnermostPythonFrame, NoCurrentThreadInAThreadsDump) {
   EXPECT_EQ(innermost_python_frame(dump), "");
 }
 
+// Module names, from the symbolizer's point of view: what counts as runtime.
+store::NativeFrame in(std::string module) {
+  store::NativeFrame f;
+  f.module = std::move(module);
+  return f;
+}
+
+TEST(BlameFrame, SkipsRuntimeInterpreterAgentAndAnonymousModules) {
+  std::vector<NativeFrame> frames = {
+      in("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+      in(""),
+      in("[vdso]"),
+      in("/work/build/lib/libtraindoc_agent.so"),
+      in("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
+      in("/usr/local/lib/python3.11/dist-packages/torch/lib/libtorch_cpu.so"),
+      in("/usr/bin/python3.11"),
+  };
+  EXPECT_EQ(blame_frame(frames), 5);
+  EXPECT_EQ(
+      blame_frame({in("/usr/bin/python3.11"), in("/usr/lib/libpython3.12.so.1.0"),
+                   in("/lib64/ld-linux-x86-64.so.2"), in("/lib/x86_64-linux-gnu/libpthread.so.0")}),
+      -1);
+  EXPECT_EQ(blame_frame({}), -1);
+  EXPECT_EQ(blame_frame({in("/opt/ext/my_op.cpython-311-x86_64-linux-gnu.so (deleted)")}), 0);
+}
+
+TEST(BlameFrame, RuntimeAndUserModulesByName) {
+  for (const char* runtime :
+       {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/libc-2.31.so", "/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/ld-linux-x86-64.so.2", "/lib/ld-2.31.so", "/usr/lib/libgcc_s.so.1",
+        "/usr/bin/python3", "/usr/bin/python", "/opt/conda/bin/python3.12",
+        "/usr/lib/libpython3.11.so.1.0", "/x/lib/libtraindoc_agent.so", "/lib/libdl.so.2"}) {
+    EXPECT_EQ(blame_frame({in(runtime)}), -1) << runtime;
+  }
+  for (const char* user :
+       {"/usr/lib/libcuda.so.1", "/x/libcudnn.so.8", "/x/libtorch_cuda.so", "/x/python_ext.so",
+        "/x/libcublas.so", "/usr/lib/libmkl_core.so", "/x/libdlpack.so"}) {
+    EXPECT_EQ(blame_frame({in(user)}), 0) << user;
+  }
+}
+
 }  // namespace
 }  // namespace traindoc::analysis

@@ -356,7 +356,6 @@ TEST_F(SymbolizerProgramTest, LibcFunction) {
       << frames[0].module;
   EXPECT_NE(frames[0].function.find("printf"), std::string::npos) << frames[0].function;
   EXPECT_EQ(frames[0].function_offset, 0u);
-  EXPECT_TRUE(is_runtime_module(frames[0].module));
 }
 
 TEST_F(SymbolizerProgramTest, Vdso) {
@@ -554,7 +553,6 @@ TEST_F(SymbolizerProgramTest, SymbolizeCrash) {
   ASSERT_EQ(crash.frames.size(), 3u);
   EXPECT_EQ(crash.frames[0].function_offset, 4u);  // the pc: exact
   EXPECT_EQ(crash.frames[1].inlined.size(), 1u);
-  EXPECT_EQ(blame_frame(crash.frames), 0);
 }
 
 // ---- input without files ---------------------------------------------------------------------
@@ -594,7 +592,7 @@ TEST(Symbolizer, DevicesAreNeverOpened) {
 
 TEST(ParseMaps, RecordedLines) {
   auto maps =
-      parse_maps(read_file(fs::path(TRAINDOC_FIXTURES) / "symbolizer" / "maps_recorded.txt"));
+      store::parse_maps(read_file(fs::path(TRAINDOC_FIXTURES) / "symbolizer" / "maps_recorded.txt"));
   ASSERT_EQ(maps.size(), 11u);
   EXPECT_EQ(maps[0].start, 0x400000u);
   EXPECT_EQ(maps[0].end, 0x401000u);
@@ -649,7 +647,7 @@ TEST(ParseMaps, MutatedInputNeverCrashes) {
         bytes.erase(at, 1 + rng() % 40);
       }
     }
-    for (const MappedModule& m : parse_maps(bytes)) {
+    for (const MappedModule& m : store::parse_maps(bytes)) {
       ASSERT_LT(m.start, m.end);
       ASSERT_EQ(m.perms.size(), 4u);
     }
@@ -665,48 +663,6 @@ TEST(ParseMaps, UnsortedModulesAreAccepted) {
   auto frames = symbolizer.symbolize(maps, {0x1800, 0x2800});
   EXPECT_EQ(frames[0].module, "[anon:a]");
   EXPECT_EQ(frames[1].module, "[anon:b]");
-}
-
-// ---- blame -----------------------------------------------------------------------------------
-
-NativeFrame in(std::string module) {
-  NativeFrame f;
-  f.module = std::move(module);
-  return f;
-}
-
-TEST(BlameFrame, SkipsRuntimeInterpreterAgentAndAnonymous) {
-  std::vector<NativeFrame> frames = {
-      in("/usr/lib/x86_64-linux-gnu/libc.so.6"),
-      in(""),
-      in("[vdso]"),
-      in("/work/build/lib/libtraindoc_agent.so"),
-      in("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
-      in("/usr/local/lib/python3.11/dist-packages/torch/lib/libtorch_cpu.so"),
-      in("/usr/bin/python3.11"),
-  };
-  EXPECT_EQ(blame_frame(frames), 5);
-  EXPECT_EQ(
-      blame_frame({in("/usr/bin/python3.11"), in("/usr/lib/libpython3.12.so.1.0"),
-                   in("/lib64/ld-linux-x86-64.so.2"), in("/lib/x86_64-linux-gnu/libpthread.so.0")}),
-      -1);
-  EXPECT_EQ(blame_frame({}), -1);
-  EXPECT_EQ(blame_frame({in("/opt/ext/my_op.cpython-311-x86_64-linux-gnu.so (deleted)")}), 0);
-}
-
-TEST(BlameFrame, RuntimeModules) {
-  for (const char* runtime :
-       {"/lib/x86_64-linux-gnu/libc.so.6", "/lib/libc-2.31.so", "/lib/x86_64-linux-gnu/libm.so.6",
-        "/lib64/ld-linux-x86-64.so.2", "/lib/ld-2.31.so", "/usr/lib/libgcc_s.so.1",
-        "/usr/bin/python3", "/usr/bin/python", "/opt/conda/bin/python3.12",
-        "/usr/lib/libpython3.11.so.1.0", "/x/lib/libtraindoc_agent.so", "/lib/libdl.so.2"}) {
-    EXPECT_TRUE(is_runtime_module(runtime)) << runtime;
-  }
-  for (const char* user :
-       {"/usr/lib/libcuda.so.1", "/x/libcudnn.so.8", "/x/libtorch_cuda.so", "/x/python_ext.so",
-        "/x/libcublas.so", "/usr/lib/libmkl_core.so", "", "/x/libdlpack.so"}) {
-    EXPECT_FALSE(is_runtime_module(user)) << user;
-  }
 }
 
 }  // namespace
