@@ -47,8 +47,10 @@ def test_native_crash(traindoc, name, kind, blame, words):
     assert root["kind"] == kind, root
     assert words in root["title"], root
     evidence = "\n".join(root["evidence"])
-    assert f"blame frame" in evidence and blame in evidence, evidence
+    assert "blame frame" in evidence and blame in evidence, evidence
     assert root["pids"] == [run.report["run"]["root_pid"]]
+    process = [p for p in run.report["processes"] if p["pid"] == root["pids"][0]][0]
+    assert process["role"] == "rank" and root["title"].startswith("rank 0 (pid")
     assert root["fix"]
 
 

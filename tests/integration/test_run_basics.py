@@ -59,6 +59,12 @@ def test_output_is_byte_identical(traindoc):
     assert (run.run_dir / "logs" / "stderr.log").read_bytes() == direct.stderr
 
 
+def test_stdin_passes_through(traindoc):
+    data = bytes(range(256)) * 1000
+    run = traindoc(["cat"], "--silent", input=data)
+    assert run.status == 0 and run.stdout == data
+
+
 def test_job_sees_a_terminal_when_we_have_one(tmp_path):
     master, slave = os.openpty()
     code = "import sys; print('tty', sys.stdout.isatty(), sys.stderr.isatty())"
