@@ -136,7 +136,8 @@ bool map_agent_file(const char* run_dir) {
   if (dir_len + 1 + name_len + 1 > sizeof(path)) return false;
   memcpy(path, run_dir, dir_len);
   path[dir_len] = '/';
-  memcpy(path + dir_len + 1, common::kAgentFileName, name_len + 1);
+  memcpy(path + dir_len + 1, common::kAgentFileName, name_len);
+  path[dir_len + 1 + name_len] = '\0';
 
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return false;

@@ -12,9 +12,10 @@
 namespace traindoc::analysis {
 namespace {
 
-constexpr uint64_t kNullPage = 64 * 1024;      // faults below this are null pointer + offset
-constexpr uint64_t kGuardReach = 1024 * 1024;  // how far below a stack a fault is an overflow
-constexpr int64_t kMessageBeforeNs = 5'000'000'000;
+constexpr uint64_t kNullPage = uint64_t{64} * 1024;  // faults below this are null pointer + offset
+constexpr uint64_t kGuardReach =
+    uint64_t{1024} * 1024;  // how far below a stack a fault is an overflow
+constexpr int64_t kMessageBeforeNs = int64_t{5'000'000'000};
 constexpr int64_t kMessageAfterNs = 2'000'000'000;
 
 std::string hex(uint64_t value) {

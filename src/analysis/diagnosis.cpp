@@ -124,6 +124,7 @@ std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
     return a.t_ns < b.t_ns;
   });
   std::vector<Finding> out;
+  out.reserve(found.size());
   for (TimedFinding& timed : found) out.push_back(std::move(timed.finding));
   if (!out.empty() && out.front().severity == Severity::kError) {
     out.front().root_cause = true;

@@ -13,7 +13,7 @@ constexpr int64_t kAfterNs = 2'000'000'000;
 // The last "SomethingError: message" line printed around the end of the process. Launchers
 // prefix ranks' lines ("[default0]:", "[rank1]:"), so the pattern skips such a prefix.
 const store::LogLine* last_exception(const store::Evidence& evidence, int64_t end_ns) {
-  static const std::regex kException(
+  static const std::regex exception_line(
       R"(^(\[[^\]]*\]:?)?\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure))(: |$))");
   const store::LogLine* found = nullptr;
   for (const store::LogLine& line : evidence.log_lines) {
@@ -21,7 +21,7 @@ const store::LogLine* last_exception(const store::Evidence& evidence, int64_t en
         line.t_ns > end_ns + kAfterNs) {
       continue;
     }
-    if (std::regex_search(line.text, kException)) found = &line;
+    if (std::regex_search(line.text, exception_line)) found = &line;
   }
   return found;
 }

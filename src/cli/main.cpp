@@ -36,9 +36,7 @@ void add_output_flags(CLI::App* app, traindoc::cli::OutputFlags& flags) {
   app->add_flag("--silent", flags.silent, "Print nothing of traindoc's own");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int dispatch(int argc, char** argv) {
   CLI::App app{"traindoc: tells you why a training job died, ran out of memory, leaked or hung."};
   app.set_version_flag("--version", std::string(TRAINDOC_VERSION));
   app.require_subcommand(1);
@@ -70,8 +68,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(ours, argv);
   } catch (const CLI::ParseError& error) {
-    if (auto* extras = dynamic_cast<const CLI::ExtrasError*>(&error)) {
-      (void)extras;
+    if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
       std::string message = error.what();
       CLI::App* where = analyze_cmd->parsed() ? analyze_cmd : run_cmd->parsed() ? run_cmd : &app;
       std::string typed = message.substr(message.find_last_of(' ') + 1);
@@ -99,4 +96,17 @@ int main(int argc, char** argv) {
     fprintf(stderr, "traindoc: %s\n", error.what());
     return traindoc::cli::kOwnFailure;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const std::exception& error) {
+    fprintf(stderr, "traindoc: %s\n", error.what());
+  } catch (...) {
+    fprintf(stderr, "traindoc: unexpected error\n");
+  }
+  return traindoc::cli::kOwnFailure;
 }

@@ -66,8 +66,10 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
     std::string_view text(*entry);
     if (text.starts_with("LD_PRELOAD=")) {
       std::string_view theirs = text.substr(strlen("LD_PRELOAD="));
-      if (!theirs.empty())
-        preload = preload.empty() ? std::string(theirs) : preload + ":" + std::string(theirs);
+      if (!theirs.empty()) {
+        if (!preload.empty()) preload += ':';
+        preload += theirs;
+      }
       continue;
     }
     if (text.starts_with(std::string(common::kRunDirEnv) + "=")) continue;

@@ -18,7 +18,7 @@
 namespace traindoc::supervisor {
 namespace {
 
-constexpr size_t kChunk = 256 * 1024;
+constexpr size_t kChunk = size_t{256} * 1024;
 constexpr size_t kLineKept = 4096;
 constexpr uint64_t kFirstLines = 100;
 

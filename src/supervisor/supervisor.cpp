@@ -286,7 +286,7 @@ store::RunInfo Loop::run() {
   pthread_sigmask(SIG_BLOCK, nullptr, &set);
   int signals = signalfd(-1, &set, SFD_CLOEXEC);
   int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-  itimerspec tick{{0, kTickMs * 1'000'000}, {0, 1'000'000}};
+  itimerspec tick{{0, long{kTickMs} * 1'000'000}, {0, 1'000'000}};
   timerfd_settime(timer, 0, &tick, nullptr);
   if (signals < 0 || timer < 0) throw std::runtime_error("cannot set up the event loop");
 
