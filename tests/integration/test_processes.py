@@ -31,6 +31,7 @@ def test_torchrun_two_ranks_two_workers_roles(traindoc):
         assert p["exit"]["code"] == 0, p
     assert {w["exit"]["source"] for w in workers} <= {"parent", "zombie"}
     assert {r["exit"]["source"] for r in ranks} <= {"parent", "zombie"}
+    assert run.report["findings"] == []  # a clean run says nothing is wrong
 
 
 def test_single_process_is_rank_0(traindoc):
@@ -38,6 +39,7 @@ def test_single_process_is_rank_0(traindoc):
     assert run.status == 0
     ranks = run.processes("rank")
     assert len(ranks) == 1 and ranks[0]["rank"] == 0
+    assert run.report["findings"] == []
 
 
 def test_double_forked_process_is_seen_and_reaped(traindoc):
