@@ -33,9 +33,9 @@ struct SignatureInfo {
   std::string_view framework;  // pytorch, pytorch-distributed, gloo, nccl, cuda, tensorflow, ...
   std::string_view kind;
   bool failure = true;
-  std::string_view description;  // what it matches, in words
-  std::string_view example;      // a real line it matches
-  std::string_view source;       // where the text comes from (source file, issue, test)
+  std::string_view description;     // what it matches, in words
+  std::string_view example;         // a real line it matches
+  std::string_view source;          // where the text comes from (source file, issue, test)
   std::vector<std::string> fields;  // names of the fields it can extract (prefix fields aside)
   // Signatures that need the Python traceback around the line (see match_line with frames):
   // the frame's file suffix and function that must be present.

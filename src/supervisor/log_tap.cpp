@@ -25,9 +25,12 @@ constexpr uint64_t kFirstLines = 100;
 // Cheap anchors of the texts that explain failures: Python exceptions and tracebacks, C++
 // terminate and assertion messages, glibc heap checks, signals, OOM, timeouts, NCCL warnings.
 constexpr std::string_view kAnchors[] = {
-    "rror",   "xception", "Traceback",   "terminate", "what():",     "ssert",         "Fatal",
-    "illed",  "ignal",    "egmentation", "free(",     "corrupt",     "out of memory", "imed out",
-    "imeout", "NCCL",     "WARN",        "Abort",     "core dumped", "exited",
+    "rror",        "xception", "Traceback",    "File \"",       "terminate",
+    "what():",     "ssert",    "Fatal",        "illed",         "ignal",
+    "egmentation", "free(",    "corrupt",      "out of memory", "imed out",
+    "imeout",      "NCCL",     "WARN",         "Abort",         "core dumped",
+    "exited",      "exitcode", "receive grad", "get gradient",  "RESOURCE_EXHAUSTED",
+    "Xid",
 };
 
 bool worth_keeping(std::string_view line) {

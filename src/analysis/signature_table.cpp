@@ -1,0 +1,795 @@
+// The catalog of known error texts as one table: each entry is a needle (substring test), patterns
+// with the fields they extract, and the finding kind the text points to. docs/signatures.md
+// lists it; the unit tests check every example against its entry. Pure data. The distributed
+// entries (DDP, c10d, gloo, NCCL, store, launchers) are in signature_table_distributed.cpp.
+#include "analysis/signature_table.h"
+
+#include <iterator>
+
+namespace traindoc::analysis {
+namespace {
+
+// A size as PyTorch (format_size: "2.00 GiB", "123 bytes"), TensorFlow ("1.25GiB", "10.09G")
+// and XLA print it.
+#define TD_SIZE "([0-9]+(?:\\.[0-9]+)? ?(?:bytes|[KMGTPE]iB|[KMGTPE]B?|B))"
+using C = Conv;
+
+// PyTorch memory, DataLoader workers, shared memory, descriptors.
+std::vector<Entry> memory_entries() {
+  return {
+      // ---- PyTorch memory -----------------------------------------------------------------------
+      {.id = "torch.cuda-oom",
+       .framework = "pytorch",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"CUDA out of memory"},
+       .parts =
+           {
+               {"Tried to allocate " TD_SIZE, {{1, "requested_bytes", C::kSize}}},
+               // 2.1+ ("capacty" in 2.1; a NUL or nothing for GPU 0 in some 2.3 builds)
+               {R"(GPU[ \x00]*([0-9]*)[ \x00]*has a total capac(?:i)?ty of )" TD_SIZE
+                " of which " TD_SIZE " is free",
+                {{1, "gpu", C::kInt},
+                 {2, "capacity_bytes", C::kSize},
+                 {3, "free_bytes", C::kSize}}},
+               {"Including non-PyTorch memory, this process has " TD_SIZE " memory in use",
+                {{1, "process_bytes", C::kSize}}},
+               {"Process ([0-9]+) has " TD_SIZE " memory in use",
+                {{1, "other_pids", C::kInt}, {2, "other_bytes", C::kSize}},
+                false,
+                true},
+               {TD_SIZE " allowed;", {{1, "allowed_bytes", C::kSize}}},
+               {"Of the allocated memory " TD_SIZE " is allocated by PyTorch, (?:with " TD_SIZE
+                R"( allocated in private pools \(e\.g\., CUDA Graphs\), )?and )" TD_SIZE
+                " is reserved by PyTorch but unallocated",
+                {{1, "allocated_bytes", C::kSize},
+                 {2, "private_pool_bytes", C::kSize},
+                 {3, "reserved_unallocated_bytes", C::kSize}}},
+               // <= 2.0
+               {R"(\(GPU ([0-9]+); )" TD_SIZE " total capacity; " TD_SIZE
+                " already allocated; " TD_SIZE " free; (?:" TD_SIZE " allowed; )?" TD_SIZE
+                R"( reserved in total by PyTorch\))",
+                {{1, "gpu", C::kInt},
+                 {2, "capacity_bytes", C::kSize},
+                 {3, "allocated_bytes", C::kSize},
+                 {4, "free_bytes", C::kSize},
+                 {6, "reserved_bytes", C::kSize}}},
+           },
+       .description = "PyTorch caching allocator OOM, 1.x/2.0 \"(GPU 0; ... reserved in total by "
+                      "PyTorch)\" and 2.1+ \"GPU 0 has a total capacity of ...\" formats; "
+                      "gpu-fragmentation when reserved-but-unallocated >= the request and >= "
+                      "5% of the GPU",
+       .example =
+           "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; "
+           "22.20 GiB total capacity; 20.92 GiB already allocated; 4.12 MiB free; 20.93 GiB "
+           "reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
+           "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management "
+           "and PYTORCH_CUDA_ALLOC_CONF",
+       .source = "c10/cuda/CUDACachingAllocator.cpp; CASES.md S01, S02, T21",
+       // Fragmentation when the memory reserved but unusable would have held the request, and is
+       // no sliver: at least 5% of the GPU.
+       .refine = {{{{"reserved_unallocated_bytes", Test::kAtLeastField, "requested_bytes"},
+                    {"reserved_unallocated_bytes", Test::kAtLeastField, "capacity_bytes", 0.05}},
+                   "gpu-fragmentation"}}},
+      {.id = "torch.cuda-oom-async",
+       .framework = "pytorch",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"would exceed allowed memory"},
+       .parts = {{R"(Allocation on device[ \x00]*([0-9]*)[ \x00]*would exceed allowed memory)",
+                  {{1, "gpu", C::kInt}}}},
+       .description = "OOM of the cudaMallocAsync allocator backend",
+       .example = "Allocation on device 0 would exceed allowed memory. (out of memory)",
+       .source = "c10/cuda/CUDAMallocAsyncAllocator.cpp; memory.md a.2"},
+      {.id = "torch.cuda-oom-legacy",
+       .framework = "pytorch",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"cuda runtime error (2) : out of memory"},
+       .description = "CUDA OOM of PyTorch <= 0.4 (THC)",
+       .example = "RuntimeError: cuda runtime error (2) : out of memory at "
+                  "/pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
+       .source = "PyTorch FAQ"},
+      {.id = "cuda.out-of-memory",
+       .framework = "cuda",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"CUDA error: out of memory", "cudaErrorMemoryAllocation"},
+       .description = "CUDA runtime OOM outside the caching allocator (context creation, pinned "
+                      "host memory, library workspaces)",
+       .example = "RuntimeError: CUDA error: out of memory",
+       .source = "c10/cuda/CUDAException.cpp; memory.md a.3"},
+      {.id = "cuda.driver-out-of-memory",
+       .framework = "cuda",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"CUDA_ERROR_OUT_OF_MEMORY"},
+       .parts = {{R"(failed to allocate (\S+) \(([0-9]+) bytes\) from device)",
+                  {{2, "requested_bytes", C::kInt}}}},
+       .description = "CUDA driver OOM as TensorFlow's and XLA's StreamExecutor log it (often at "
+                      "start-up, when another process holds the GPU)",
+       .example = "failed to allocate 10.09G (10830902272 bytes) from device: "
+                  "CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+       .source = "tensorflow stream_executor cuda_driver.cc; memory.md a.6"},
+      {.id = "torch.cpu-alloc-failed",
+       .framework = "pytorch",
+       .kind = "host-alloc-failed",
+       .failure = true,
+       .needles = {"DefaultCPUAllocator: "},
+       .parts = {{"DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to "
+                  "allocate ([0-9]+) bytes",
+                  {{1, "requested_bytes", C::kInt}},
+                  true},
+                 {"Error code ([0-9]+)", {{1, "errno", C::kInt}}}},
+       .description = "PyTorch's CPU allocator refused one allocation",
+       .example = "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: "
+                  "can't allocate memory: you tried to allocate 34359738368 bytes. Error code 12 "
+                  "(Cannot allocate memory)",
+       .source = "c10/core/impl/alloc_cpu.cpp; memory.md a.3"},
+      {.id = "numpy.alloc-failed",
+       .framework = "python",
+       .kind = "host-alloc-failed",
+       .failure = true,
+       .needles = {"Unable to allocate "},
+       .parts = {{"Unable to allocate " TD_SIZE
+                  R"( for an array with shape \(([^)]*)\) and data type (\w+))",
+                  {{1, "requested_bytes", C::kSize}, {2, "shape", C::kList}, {3, "dtype"}},
+                  true}},
+       .description = "NumPy refused an array allocation",
+       .example = "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an "
+                  "array with shape (100000, 10000) and data type float64",
+       .source = "numpy/core/src/multiarray/ctors.c"},
+      {.id = "python.memory-error",
+       .framework = "python",
+       .kind = "host-alloc-failed",
+       .failure = true,
+       .needles = {"MemoryError"},
+       .parts = {{"^MemoryError(?::|$)", {}, true}},
+       .description = "Python's MemoryError",
+       .example = "MemoryError",
+       .source = "CPython"},
+
+      // ---- DataLoader workers and shared memory -------------------------------------------------
+      {.id = "torch.dataloader-worker-killed",
+       .framework = "pytorch",
+       .kind = "worker-crash",
+       .failure = true,
+       .needles = {"is killed by signal: "},
+       .parts = {{R"(DataLoader worker \(pid ([0-9]+)\) is killed by signal: ([A-Za-z /-]+?)\.)",
+                  {{1, "worker_pid", C::kInt}, {2, "signal"}, {2, "signo", C::kSignalText}},
+                  true}},
+       .description = "a DataLoader worker died of a signal (Killed: usually the OOM killer; Bus "
+                      "error: usually /dev/shm full, see torch.dataloader-shm-hint)",
+       .example = "RuntimeError: DataLoader worker (pid 16088) is killed by signal: Segmentation "
+                  "fault. ",
+       .source = "torch/csrc/DataLoader.cpp; CASES.md T01, T03, T08"},
+      {.id = "torch.dataloader-shm-hint",
+       .framework = "pytorch",
+       .kind = "shm-exhausted",
+       .failure = true,
+       .needles = {"workers are out of shared memory"},
+       .description = "the SIGBUS hint of a killed DataLoader worker",
+       .example =
+           "RuntimeError: DataLoader worker (pid 16150) is killed by signal: Bus error. It is "
+           "possible that dataloader's workers are out of shared memory. Please try to raise "
+           "your shared memory limit.",
+       .source = "torch/csrc/DataLoader.cpp; CASES.md T08"},
+      {.id = "torch.dataloader-worker-bus-error",
+       .framework = "pytorch",
+       .kind = "shm-exhausted",
+       .failure = true,
+       .needles = {"Unexpected bus error encountered in worker"},
+       .description = "a DataLoader worker's own SIGBUS message",
+       .example = "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+                  "insufficient shared memory (shm).",
+       .source = "torch/csrc/DataLoader.cpp; CASES.md T08"},
+      {.id = "torch.dataloader-worker-fault",
+       .framework = "pytorch",
+       .kind = "worker-crash",
+       .failure = true,
+       .needles = {"encountered in worker."},
+       .parts = {{"Unexpected (segmentation fault|floating-point exception) encountered in worker",
+                  {{1, "signal"}, {1, "signo", C::kSignalText}},
+                  true}},
+       .description = "a DataLoader worker's own SIGSEGV or SIGFPE message",
+       .example = "ERROR: Unexpected segmentation fault encountered in worker.",
+       .source = "torch/csrc/DataLoader.cpp; CASES.md T01"},
+      {.id = "torch.dataloader-worker-exit-code",
+       .framework = "pytorch",
+       .kind = "worker-exit",
+       .failure = true,
+       .needles = {"exited unexpectedly with exit code"},
+       .parts =
+           {{R"(DataLoader worker \(pid ([0-9]+)\) exited unexpectedly with exit code (-?[0-9]+))",
+             {{1, "worker_pid", C::kInt}, {2, "exit_code", C::kInt}},
+             true}},
+       .description = "a DataLoader worker exited with a non-zero code",
+       .example =
+           "RuntimeError: DataLoader worker (pid 4242) exited unexpectedly with exit code 1. "
+           "Details are lost due to multiprocessing. Rerunning with num_workers=0 may give "
+           "better error trace.",
+       .source = "torch/csrc/DataLoader.cpp; memory.md a.5"},
+      {.id = "torch.dataloader-workers-exited",
+       .framework = "pytorch",
+       .kind = "worker-exit",
+       .failure = true,
+       .needles = {"exited unexpectedly"},
+       .parts = {{R"(DataLoader worker \(pid\(s\) ([0-9, ]+)\) exited unexpectedly)",
+                  {{1, "worker_pids", C::kList}},
+                  true}},
+       .description = "the main process's summary after a worker died; the line before it (killed "
+                      "by signal, exit code) says how",
+       .example = "RuntimeError: DataLoader worker (pid(s) 16088) exited unexpectedly",
+       .source = "torch/utils/data/dataloader.py; CASES.md T01, T03, T08"},
+      {.id = "torch.dataloader-timeout",
+       .framework = "pytorch",
+       .kind = "worker-timeout",
+       .failure = true,
+       .needles = {"DataLoader timed out after "},
+       .parts = {{"DataLoader timed out after ([0-9]+) seconds", {{1, "timeout_ms", C::kSeconds}}}},
+       .description = "DataLoader(timeout=...) expired: workers alive but too slow",
+       .example = "RuntimeError: DataLoader timed out after 1 seconds",
+       .source = "torch/utils/data/dataloader.py; CASES.md T05"},
+      {.id = "torch.dataloader-worker-exception",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"in DataLoader worker process "},
+       .parts = {{R"(Caught ([\w.]+) in DataLoader worker process ([0-9]+))",
+                  {{1, "worker_exception_type"}, {2, "worker", C::kInt}},
+                  true}},
+       .description = "an exception raised in a worker, re-raised in the main process (the "
+                      "worker's traceback follows as \"Original Traceback\")",
+       .example = "KeyError: Caught KeyError in DataLoader worker process 0.",
+       .source = "torch/_utils.py ExceptionWrapper"},
+      {.id = "torch.shm-write-failed",
+       .framework = "pytorch",
+       .kind = "shm-exhausted",
+       .failure = true,
+       .needles = {"unable to write to file <"},
+       .parts = {{R"(unable to write to file <([^>]*)>(?:: ([^(]*)\(([0-9]+)\))?)",
+                  {{1, "path"}, {2, "error"}, {3, "errno", C::kInt}},
+                  true}},
+       .description = "a tensor could not be placed in /dev/shm (full)",
+       .example =
+           "RuntimeError: unable to write to file </torch_287_2714559211_8>: No space left on "
+           "device (28)",
+       .source = "aten/src/ATen/MapAllocator.cpp; memory.md a.5"},
+      {.id = "torch.shm-open-failed",
+       .framework = "pytorch",
+       .kind = "shm-exhausted",
+       .failure = true,
+       .needles = {"unable to open shared memory object <"},
+       .parts = {{R"(unable to open shared memory object <([^>]*)> in read-write mode)"
+                  R"((?:: ([^(]*)\(([0-9]+)\))?)",
+                  {{1, "path"}, {2, "error"}, {3, "errno", C::kInt}},
+                  true}},
+       .description = "a shared tensor could not be opened (fd-exhausted when errno is 24)",
+       .example =
+           "RuntimeError: unable to open shared memory object </torch_38223_3055134446_48> in "
+           "read-write mode: Too many open files (24)",
+       .source = "aten/src/ATen/MapAllocator.cpp",
+       .refine = {{{{"errno", Test::kEquals, "24"}}, "fd-exhausted"}}},
+      {.id = "torch.shm-mmap-failed",
+       .framework = "pytorch",
+       .kind = "shm-exhausted",
+       .failure = true,
+       .needles = {"unable to mmap "},
+       .parts =
+           {{R"(unable to mmap ([0-9]+) bytes from file <([^>]*)>(?:: ([^(]*)\(([0-9]+)\))?)",
+             {{1, "requested_bytes", C::kInt}, {2, "path"}, {3, "error"}, {4, "errno", C::kInt}},
+             true}},
+       .description = "a shared tensor could not be mapped (host-alloc-failed when errno is 12)",
+       .example = "RuntimeError: unable to mmap 1048576 bytes from file </torch_123_456_7>: Cannot "
+                  "allocate memory (12)",
+       .source = "aten/src/ATen/MapAllocator.cpp",
+       .refine = {{{{"errno", Test::kEquals, "12"}}, "host-alloc-failed"}}},
+      {.id = "python.too-many-open-files",
+       .framework = "python",
+       .kind = "fd-exhausted",
+       .failure = true,
+       .needles = {"Too many open files"},
+       .parts = {{R"(\[Errno ([0-9]+)\])", {{1, "errno", C::kInt}}}},
+       .description = "EMFILE: the process's descriptor limit is reached",
+       .example = "OSError: [Errno 24] Too many open files",
+       .source = "errno EMFILE"},
+      {.id = "torch.ancdata",
+       .framework = "pytorch",
+       .kind = "fd-exhausted",
+       .failure = true,
+       .needles = {"items of ancdata"},
+       .parts = {{"received ([0-9]+) items of ancdata", {{1, "items", C::kInt}}}},
+       .description = "a worker could not pass a descriptor (file_descriptor sharing strategy "
+                      "with too many open descriptors)",
+       .example = "RuntimeError: received 0 items of ancdata",
+       .source = "multiprocessing/reduction.py; pytorch#973"},
+
+  };
+}
+
+// Kernel assertions, CUDA libraries, TensorFlow, JAX, the kernel and the driver.
+std::vector<Entry> device_entries() {
+  return {
+
+      // ---- kernel assertions and indices
+      // --------------------------------------------------------------
+      {.id = "cuda.device-assertion",
+       .framework = "cuda",
+       .kind = "device-side-assert",
+       .failure = true,
+       .needles = {"Assertion `"},
+       .parts = {{R"(block: \[([0-9, ]+)\], thread: \[([0-9, ]+)\] Assertion `([^`]+)` failed)",
+                  {{1, "block", C::kList}, {2, "thread", C::kList}, {3, "assertion"}},
+                  true},
+                 {R"(([^\s:]+\.cuh?):([0-9]+): )", {{1, "file"}, {2, "line", C::kInt}}}},
+       .description = "a CUDA kernel's assertion, with the kernel's file and the assertion text",
+       .example = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: "
+                  "nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] "
+                  "Assertion `t >= 0 && t < n_classes` failed.",
+       .source = "aten/src/ATen/native/cuda; CASES.md S03, H03"},
+      {.id = "torch.assert-target-range",
+       .framework = "pytorch",
+       .kind = "label-out-of-range",
+       .failure = true,
+       .needles = {"t >= 0 && t < n_classes", "cur_target >= 0 && cur_target < n_classes"},
+       .parts = {{R"(Assertion `([^`']+)[`'] failed)", {{1, "assertion"}}}},
+       .description = "the loss kernel's check that a target is in [0, classes)",
+       .example = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: "
+                  "nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] "
+                  "Assertion `t >= 0 && t < n_classes` failed.",
+       .source = "aten/src/ATen/native/cuda/Loss.cu, NLLLoss2d.cu; CASES.md S03, H03"},
+      {.id = "torch.assert-index-range",
+       .framework = "pytorch",
+       .kind = "index-out-of-range",
+       .failure = true,
+       .needles = {"srcIndex < srcSelectDimSize", "&& \"index out of bounds\""},
+       .parts = {{R"(Assertion `([^`]+)` failed)", {{1, "assertion"}}}},
+       .description = "an indexing kernel's bounds check (embedding, index_select, gather, "
+                      "scatter, advanced indexing)",
+       .example = "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: "
+                  "block: [180,0,0], thread: [64,0,0] Assertion `srcIndex < srcSelectDimSize` "
+                  "failed.",
+       .source = "aten/src/ATen/native/cuda/Indexing.cu, IndexKernel.cu"},
+      {.id = "cuda.device-side-assert",
+       .framework = "cuda",
+       .kind = "device-side-assert",
+       .failure = true,
+       .needles = {"device-side assert triggered"},
+       .description = "the CUDA error after a kernel assertion (the assertion line comes first)",
+       .example = "RuntimeError: CUDA error: device-side assert triggered",
+       .source = "c10/cuda/CUDAException.cpp; CASES.md H03"},
+      {.id = "torch.target-out-of-bounds",
+       .framework = "pytorch",
+       .kind = "label-out-of-range",
+       .failure = true,
+       .needles = {" is out of bounds."},
+       .parts = {{"Target (-?[0-9]+) is out of bounds", {{1, "label", C::kInt}}, true}},
+       .description = "a class target outside [0, classes) in NLL/cross-entropy on CPU",
+       .example = "IndexError: Target 255 is out of bounds.",
+       .source = "aten/src/ATen/native/LossNLL.cpp; CASES.md S03, H03"},
+      {.id = "torch.index-out-of-bounds",
+       .framework = "pytorch",
+       .kind = "index-out-of-range",
+       .failure = true,
+       .needles = {"is out of bounds for dimension"},
+       .parts = {{"index (-?[0-9]+) is out of bounds for dimension ([0-9]+) with size ([0-9]+)",
+                  {{1, "index", C::kInt}, {2, "dim", C::kInt}, {3, "size", C::kInt}},
+                  true}},
+       .description = "an index beyond a dimension (indexing, gather, scatter on CPU)",
+       .example = "IndexError: index 5 is out of bounds for dimension 0 with size 4",
+       .source = "aten/src/ATen/native/TensorAdvancedIndexing.cpp"},
+      {.id = "torch.index-out-of-range-self",
+       .framework = "pytorch",
+       .kind = "index-out-of-range",
+       .failure = true,
+       .needles = {"index out of range in self"},
+       .description = "an embedding index beyond num_embeddings (CPU)",
+       .example = "IndexError: index out of range in self",
+       .source = "aten/src/ATen/native/Indexing.cpp (index_select)"},
+      {.id = "torch.cuda-async-hint",
+       .framework = "pytorch",
+       .kind = "",
+       .failure = false,
+       .needles = {"CUDA kernel errors might be asynchronously reported"},
+       .description = "the hint after a CUDA error: the Python stack may point at a later call",
+       .example = "CUDA kernel errors might be asynchronously reported at some other API call, so "
+                  "the stacktrace below might be incorrect.",
+       .source = "c10/cuda/CUDAException.cpp"},
+
+      // ---- CUDA, cuBLAS, cuDNN
+      // ------------------------------------------------------------------------
+      {.id = "cuda.illegal-memory-access",
+       .framework = "cuda",
+       .kind = "cuda-illegal-access",
+       .failure = true,
+       .needles = {"an illegal memory access was encountered", "cudaErrorIllegalAddress"},
+       .description = "a kernel accessed memory out of bounds (or a collective size mismatch)",
+       .example = "RuntimeError: CUDA error: an illegal memory access was encountered",
+       .source = "CUDA runtime; distributed.md d.6"},
+      {.id = "cuda.ecc-uncorrectable",
+       .framework = "cuda",
+       .kind = "hardware-fault",
+       .failure = true,
+       .needles = {"uncorrectable ECC error encountered"},
+       .description = "a GPU memory hardware fault",
+       .example = "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+       .source = "CUDA runtime; CASES.md HW01"},
+      {.id = "cuda.fork-reinit",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Cannot re-initialize CUDA in forked subprocess"},
+       .description = "CUDA used in a process forked after the parent initialized CUDA",
+       .example = "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+                  "multiprocessing, you must use the 'spawn' start method",
+       .source = "torch/cuda/__init__.py; CASES.md T10"},
+      {.id = "cuda.error",
+       .framework = "cuda",
+       .kind = "",
+       .failure = true,
+       .needles = {"CUDA error: "},
+       .parts = {{R"(CUDA error: ([^.`]{1,256}?)(?: when calling|\.|$))", {{1, "cuda_error"}}}},
+       .description = "any CUDA runtime error as PyTorch reports it (specific ones have their own "
+                      "signatures)",
+       .example = "RuntimeError: CUDA error: unspecified launch failure",
+       .source = "c10/cuda/CUDAException.cpp"},
+      {.id = "cublas.status",
+       .framework = "cuda",
+       .kind = "",
+       .failure = true,
+       .needles = {"CUBLAS_STATUS_"},
+       .parts = {{"(CUBLAS_STATUS_[A-Z_]+)", {{1, "status"}}, true},
+                 {R"(when calling `([^`(]+))", {{1, "call"}}}},
+       .description = "a cuBLAS failure (ALLOC_FAILED: gpu-oom; EXECUTION_FAILED often follows an "
+                      "out-of-range index or illegal access)",
+       .example =
+           "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
+           "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+       .source = "aten/src/ATen/cuda/Exceptions.h",
+       .refine = {{{{"status", Test::kEquals, "CUBLAS_STATUS_ALLOC_FAILED"}}, "gpu-oom"}}},
+      {.id = "cudnn.status",
+       .framework = "cuda",
+       .kind = "",
+       .failure = true,
+       .needles = {"CUDNN_STATUS_"},
+       .parts = {{"(CUDNN_STATUS_[A-Z_]+)", {{1, "status"}}, true}},
+       .description = "a cuDNN failure (NOT_INITIALIZED and INTERNAL_ERROR at the first conv are "
+                      "often memory starvation)",
+       .example = "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+       .source = "aten/src/ATen/cudnn/Exceptions.h; memory.md a.3",
+       .refine = {{{{"status", Test::kEquals, "CUDNN_STATUS_ALLOC_FAILED"}}, "gpu-oom"}}},
+
+      // ---- TensorFlow / Keras / Horovod
+      // ---------------------------------------------------------------
+      {.id = "tf.oom-tensor",
+       .framework = "tensorflow",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"OOM when allocating tensor"},
+       .parts =
+           {{R"(OOM when allocating tensor with shape ?\[([0-9, ]*)\] and type (\w+) on (\S+) by)"
+             R"( allocator (\S+))",
+             {{1, "shape", C::kList}, {2, "dtype"}, {3, "device"}, {4, "allocator"}}},
+            {"device:GPU:([0-9]+)", {{1, "gpu", C::kInt}}}},
+       .description = "TensorFlow could not allocate an op's output (host-alloc-failed on a CPU "
+                      "device)",
+       .example = "OOM when allocating tensor with shape[500,512,4,4] and type float on "
+                  "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+       .source = "tensorflow/core/framework/op_kernel.cc; memory.md a.6",
+       .refine = {{{{"device", Test::kContains, "device:CPU:"}}, "host-alloc-failed"}}},
+      {.id = "tf.resource-exhausted",
+       .framework = "tensorflow",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"ResourceExhaustedError"},
+       .description = "TensorFlow's ResourceExhaustedError (almost always an allocator OOM)",
+       .example = "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when "
+                  "allocating tensor with shape[32,512,64,64] and type float on "
+                  "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+       .source = "tensorflow/python/framework/errors_impl.py"},
+      {.id = "tf.bfc-oom",
+       .framework = "tensorflow",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"ran out of memory trying to allocate"},
+       .parts = {{R"(Allocator \(([^)]+)\) ran out of memory trying to allocate )" TD_SIZE,
+                  {{1, "allocator"}, {2, "requested_bytes", C::kSize}},
+                  true},
+                 {R"(\(rounded to ([0-9]+)\))", {{1, "rounded_bytes", C::kInt}}},
+                 {R"(requested by op (\S+))", {{1, "op"}}},
+                 {"GPU_([0-9]+)_bfc", {{1, "gpu", C::kInt}}}},
+       .description = "TensorFlow's/XLA's BFC allocator failed an allocation (fatal path)",
+       .example = "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB (rounded to "
+                  "1073741824)requested by op MatMul",
+       .source = "xla/tsl/framework/bfc_allocator.cc; memory.md a.6",
+       .unless = "The caller indicates that this is not a failure"},
+      {.id = "tf.bfc-oom-nonfatal",
+       .framework = "tensorflow",
+       .kind = "gpu-oom",
+       .failure = false,
+       .needles = {"The caller indicates that this is not a failure"},
+       .parts = {{R"(Allocator \(([^)]+)\) ran out of memory trying to allocate )" TD_SIZE,
+                  {{1, "allocator"}, {2, "requested_bytes", C::kSize}}},
+                 {"freed_by_count=([0-9]+)", {{1, "freed_by_count", C::kInt}}},
+                 {"GPU_([0-9]+)_bfc", {{1, "gpu", C::kInt}}}},
+       .description = "the BFC allocator's warning when the caller has a fallback: not a failure",
+       .example = "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.25GiB with "
+                  "freed_by_count=0. The caller indicates that this is not a failure, but may mean "
+                  "that there could be performance gains if more memory were available.",
+       .source = "xla/tsl/framework/bfc_allocator.cc; memory.md a.6"},
+      {.id = "tf.host-alloc-warning",
+       .framework = "tensorflow",
+       .kind = "",
+       .failure = false,
+       .needles = {"of free system memory"},
+       .parts = {{"Allocation of ([0-9]+) exceeds ([0-9]+)% of free system memory",
+                  {{1, "requested_bytes", C::kInt}}}},
+       .description = "a large host allocation (warning)",
+       .example = "W tensorflow/core/framework/cpu_allocator_impl.cc:82] Allocation of 1207959552 "
+                  "exceeds 10% of free system memory.",
+       .source = "tensorflow/core/framework/cpu_allocator_impl.cc"},
+      {.id = "tf.gc-fragmentation",
+       .framework = "tensorflow",
+       .kind = "gpu-fragmentation",
+       .failure = false,
+       .needles = {"Garbage collection: deallocate free memory regions"},
+       .description = "the BFC allocator frees regions to fight fragmentation (near the limit)",
+       .example =
+           "Garbage collection: deallocate free memory regions (i.e., allocations) so that we "
+           "can re-allocate a larger region to avoid OOM due to memory fragmentation.",
+       .source = "xla/tsl/framework/bfc_allocator.cc"},
+      {.id = "tf.dst-tensor",
+       .framework = "tensorflow",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"Dst tensor is not initialized"},
+       .description = "TensorFlow's copy to a GPU tensor failed: usually out of GPU memory",
+       .example = "tensorflow.python.framework.errors_impl.InternalError: Dst tensor is not "
+                  "initialized.",
+       .source = "tensorflow#7025"},
+      {.id = "tf.conv-algorithm",
+       .framework = "tensorflow",
+       .kind = "",
+       .failure = true,
+       .needles = {"Failed to get convolution algorithm"},
+       .description = "cuDNN failed to initialize (often memory starvation or a driver mismatch)",
+       .example = "UnknownError: Failed to get convolution algorithm. This is probably because "
+                  "cuDNN failed to initialize, so try looking to see if a warning log message was "
+                  "printed above.",
+       .source = "tensorflow conv_ops; memory.md a.6"},
+      {.id = "tf.collective-shape-mismatch",
+       .framework = "tensorflow",
+       .kind = "collective-mismatch",
+       .failure = true,
+       .needles = {"Shape mismatch in the collective instance"},
+       .parts =
+           {{R"(collective instance ([0-9]+)\. Op at device (\S+) expected shape \[([^\]]*)\] but)"
+             R"( another member in the group expected shape \[([^\]]*)\])",
+             {{1, "instance", C::kInt},
+              {2, "device"},
+              {3, "shape", C::kList},
+              {4, "other_shape", C::kList}}}},
+       .description = "MirroredStrategy/MultiWorkerMirroredStrategy members fed different shapes",
+       .example =
+           "Shape mismatch in the collective instance 100. Op at device "
+           "/job:localhost/replica:0/task:0/device:GPU:1 expected shape [416202] but another "
+           "member in the group expected shape [1630346].",
+       .source = "tensorflow/core/common_runtime/collective_param_resolver_local.cc; CASES.md S05"},
+      {.id = "horovod.mismatch",
+       .framework = "horovod",
+       .kind = "collective-mismatch",
+       .failure = true,
+       .needles = {": One rank "},
+       .parts = {{"Mismatched ([A-Za-z_ ]+): One rank", {{1, "what"}}, true}},
+       .description = "Horovod's coordinator found ranks' requests differ",
+       .example = "Mismatched ALLREDUCE tensor shapes: One rank sent a tensor of shape [2, 3], but "
+                  "another rank sent a tensor of shape [3, 3].",
+       .source = "horovod/common/controller.cc"},
+      {.id = "horovod.stall",
+       .framework = "horovod",
+       .kind = "collective-missing",
+       .failure = false,
+       .needles = {"submitted to be reduced, gathered or broadcasted by subset of ranks"},
+       .description = "Horovod's stall inspector: some ranks did not submit a tensor",
+       .example =
+           "One or more tensors were submitted to be reduced, gathered or broadcasted by "
+           "subset of ranks and are waiting for remainder of ranks for more than 60 seconds.",
+       .source = "horovod/common/stall_inspector.cc"},
+
+      // ---- JAX / XLA
+      // ----------------------------------------------------------------------------------
+      {.id = "xla.resource-exhausted",
+       .framework = "jax",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"RESOURCE_EXHAUSTED: Out of memory", "Ran out of memory in memory space"},
+       .parts = {{"Out of memory (?:while trying to allocate|allocating) " TD_SIZE,
+                  {{1, "requested_bytes", C::kSize}}},
+                 {R"(\[executable_name='([^']+)'\])", {{1, "executable"}}},
+                 {"while running replica ([0-9]+) and partition ([0-9]+)",
+                  {{1, "replica", C::kInt}, {2, "partition", C::kInt}}},
+                 {R"(Used (\S+) of (\S+) hbm)",
+                  {{1, "used_bytes", C::kSize}, {2, "capacity_bytes", C::kSize}}}},
+       .description = "XLA ran out of device memory (JAX; TPU compile-time \"hbm\" too)",
+       .example = "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while "
+                  "trying to allocate 17179869184 bytes.",
+       .source = "xla/stream_executor/integrations/tf_allocator_adapter.cc; CASES.md H19",
+       .unless = "Out of host memory"},
+      {.id = "xla.host-oom",
+       .framework = "jax",
+       .kind = "host-alloc-failed",
+       .failure = true,
+       .needles = {"Out of host memory"},
+       .parts = {{"Out of host memory (?:while trying to allocate|allocating) " TD_SIZE,
+                  {{1, "requested_bytes", C::kSize}}}},
+       .description = "XLA ran out of pinned host memory",
+       .example = "RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 68719476736 "
+                  "bytes.",
+       .source = "xla/stream_executor/integrations/tf_allocator_adapter.cc"},
+      {.id = "xla.runtime-error",
+       .framework = "jax",
+       .kind = "",
+       .failure = true,
+       .needles = {"XlaRuntimeError", "JaxRuntimeError"},
+       .description = "JAX's runtime error (its status, e.g. RESOURCE_EXHAUSTED, has its own "
+                      "signature)",
+       .example = "jax.errors.JaxRuntimeError: INTERNAL: Failed to execute XLA Runtime executable",
+       .source = "jaxlib"},
+      {.id = "xla.allocate-failed",
+       .framework = "jax",
+       .kind = "gpu-oom",
+       .failure = true,
+       .needles = {"Failed to allocate request for"},
+       .parts =
+           {{R"(Failed to allocate request for (\S+) \(([0-9]+)B\) on device ordinal ([0-9]+))",
+             {{2, "requested_bytes", C::kInt}, {3, "gpu", C::kInt}}}},
+       .description = "XLA's platform allocator failed (XLA_PYTHON_CLIENT_ALLOCATOR=platform)",
+       .example = "Failed to allocate request for 1.00GiB (1073741824B) on device ordinal 0",
+       .source = "xla/stream_executor/stream_executor_memory_allocator.cc; memory.md a.7"},
+      {.id = "xla.remat-warning",
+       .framework = "jax",
+       .kind = "gpu-oom",
+       .failure = false,
+       .needles = {"by rematerialization; only reduced to"},
+       .parts = {{R"(Can't reduce memory use below (\S+)(?: \(([0-9]+) bytes\))?)",
+                  {{2, "limit_bytes", C::kInt}}}},
+       .description = "XLA could not fit the program in memory at compile time (an OOM follows)",
+       .example =
+           "Can't reduce memory use below 17.97GiB (19297974672 bytes) by rematerialization; "
+           "only reduced to 20.51GiB (22027581828 bytes), down from 20.67GiB (22193496744 "
+           "bytes) originally",
+       .source = "xla/service/hlo_rematerialization.cc; memory.md a.7"},
+      {.id = "xla.rendezvous-stuck",
+       .framework = "jax",
+       .kind = "collective-missing",
+       .failure = false,
+       .needles = {"and may be stuck"},
+       .parts = {{"This thread has been waiting for", {}, true},
+                 {"for ([0-9]+) seconds and may be stuck", {{1, "waited_ms", C::kSeconds}}}},
+       .description = "XLA's in-process rendezvous is waiting for devices that do not arrive",
+       .example =
+           "This thread has been waiting for `initialize clique for rank 6` for 10 seconds "
+           "and may be stuck. Expected 8 threads to join the rendezvous, but not all of them "
+           "arrived on time.",
+       .source = "xla/service/rendezvous.cc; distributed.md d.3"},
+
+      // ---- kernel, driver
+      // -----------------------------------------------------------------------------
+      {.id = "kernel.oom-kill",
+       .framework = "kernel",
+       .kind = "host-oom-killed",
+       .failure = true,
+       .needles = {"Killed process "},
+       .parts =
+           {{R"(Killed process ([0-9]+) \(([^)]*)\))", {{1, "pid", C::kInt}, {2, "comm"}}, true},
+            {"total-vm:([0-9]+)kB, anon-rss:([0-9]+)kB, file-rss:([0-9]+)kB, shmem-rss:([0-9]+)kB",
+             {{1, "total_vm_bytes", C::kKiB},
+              {2, "anon_rss_bytes", C::kKiB},
+              {3, "file_rss_bytes", C::kKiB},
+              {4, "shmem_rss_bytes", C::kKiB}}},
+            {"Memory cgroup out of memory", {{0, "cgroup", C::kFlag}}},
+            {"oom_score_adj:(-?[0-9]+)", {{1, "oom_score_adj", C::kInt}}}},
+       .description = "the kernel's or a memory cgroup's OOM killer killed a process",
+       .example = "Out of memory: Killed process 1234 (python3) total-vm:35181364kB, "
+                  "anon-rss:31012336kB, file-rss:0kB, shmem-rss:12kB, UID:1000 pgtables:62000kB "
+                  "oom_score_adj:0",
+       .source = "mm/oom_kill.c; memory.md a.8"},
+      {.id = "kernel.oom-kill-constraint",
+       .framework = "kernel",
+       .kind = "host-oom-killed",
+       .failure = true,
+       .needles = {"oom-kill:constraint="},
+       .parts = {{R"(oom-kill:constraint=(\w+))", {{1, "constraint"}}},
+                 {",oom_memcg=([^,]+)", {{1, "memcg"}}},
+                 {",task=([^,]+),pid=([0-9]+)", {{1, "comm"}, {2, "pid", C::kInt}}},
+                 {",uid=([0-9]+)", {{1, "uid", C::kInt}}}},
+       .description = "the OOM killer's summary line (constraint, cgroup, victim)",
+       .example = "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+                  "oom_memcg=/docker/abc,task_memcg=/docker/abc,task=python3,pid=1234,uid=0",
+       .source = "mm/oom_kill.c dump_oom_summary"},
+      {.id = "kernel.oom-invoked",
+       .framework = "kernel",
+       .kind = "host-oom-killed",
+       .failure = true,
+       .needles = {" invoked oom-killer: "},
+       .parts = {{R"((\S+) invoked oom-killer: )", {{1, "comm"}}}},
+       .description = "an allocation by this process started the OOM killer (the victim may be "
+                      "another)",
+       .example = "python3 invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), order=0, "
+                  "oom_score_adj=0",
+       .source = "mm/oom_kill.c"},
+      {.id = "kernel.nvrm-xid",
+       .framework = "nvidia-driver",
+       .kind = "hardware-fault",
+       .failure = true,
+       .needles = {"NVRM: Xid"},
+       .parts = {{R"(NVRM: Xid \(([^)]*)\): ([0-9]+), )",
+                  {{1, "pci"}, {2, "xid", C::kInt}, {0, "detail", C::kRest}},
+                  true},
+                 {"pid='?([0-9]+)", {{1, "pid", C::kInt}}}},
+       .description =
+           "an NVIDIA driver error event (Xid): hardware (48, 63, 64, 74, 79, 92, 94, "
+           "95, ...) or the application's own fault (13, 31: illegal access; 43, 45, 68)",
+       .example = "NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.",
+       .source = "NVIDIA Xid catalog; CASES.md HW02; memory.md a.9",
+       .refine = {{{{"xid", Test::kEquals, "13"}}, "cuda-illegal-access"},
+                  {{{"xid", Test::kEquals, "31"}}, "cuda-illegal-access"},
+                  {{{"xid", Test::kEquals, "43"}}, ""},
+                  {{{"xid", Test::kEquals, "45"}}, "", 0},
+                  {{{"xid", Test::kEquals, "68"}}, ""}}},
+      {.id = "kernel.gpu-off-bus",
+       .framework = "nvidia-driver",
+       .kind = "hardware-fault",
+       .failure = true,
+       .needles = {"GPU has fallen off the bus"},
+       .description = "the GPU disappeared from PCIe (power, thermal, link)",
+       .example = "NVRM: GPU 0000:06:00.0: GPU has fallen off the bus.",
+       .source = "NVIDIA/open-gpu-kernel-modules#507; CASES.md HW02"},
+      {.id = "kernel.pcie-aer",
+       .framework = "kernel",
+       .kind = "hardware-fault",
+       .failure = true,
+       .needles = {"PCIe Bus Error: "},
+       .parts = {{R"(PCIe Bus Error: severity=([A-Za-z ()]+?), type=([A-Za-z ]+))",
+                  {{1, "severity"}, {2, "type"}}}},
+       .description = "a PCIe error report (corrected ones are warnings)",
+       .example =
+           "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
+           "(Transmitter ID)",
+       .source = "drivers/pci/pcie/aer.c; CASES.md HW02",
+       .refine = {{{{"severity", Test::kEquals, "Corrected"}}, nullptr, 0}}},
+      {.id = "nvidia-smi.gpu-lost",
+       .framework = "nvidia-driver",
+       .kind = "hardware-fault",
+       .failure = true,
+       .needles = {"Unable to determine the device handle for GPU", "GPU is lost"},
+       .parts = {{R"(device handle for GPU ?([0-9A-Fa-f:.]+): )",
+                  {{1, "pci"}, {0, "error", C::kRest}}}},
+       .description = "nvidia-smi/NVML cannot reach a GPU",
+       .example = "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",
+       .source = "nvidia-smi; CASES.md HW02"},
+
+  };
+}
+
+// The table's order is the catalog's and match_line's.
+std::vector<Entry> make_table() {
+  std::vector<Entry> table;
+  for (auto* part : {memory_entries, distributed_signature_entries, device_entries}) {
+    std::vector<Entry> entries = part();
+    table.insert(table.end(), std::make_move_iterator(entries.begin()),
+                 std::make_move_iterator(entries.end()));
+  }
+  return table;
+}
+
+#undef TD_SIZE
+
+}  // namespace
+
+const std::vector<Entry>& signature_table() {
+  static const std::vector<Entry> table = make_table();
+  return table;
+}
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,86 @@
+// The shape of the signature catalog's table (signature_table.cpp and
+// signature_table_distributed.cpp), shared with the engine that runs it (signatures.cpp). Internal
+// to the analysis library: use signatures.h.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace traindoc::analysis {
+
+// How a captured text becomes a field value.
+enum class Conv {
+  kText,        // as printed, trimmed
+  kInt,         // an integer
+  kSize,        // "2.00 GiB", "1.25GiB", "123 bytes" -> bytes (parse_size)
+  kKiB,         // kernel "1234kB" numbers -> bytes
+  kSeconds,     // seconds -> milliseconds
+  kDuration,    // "600000ms", "60s" -> milliseconds
+  kSignalText,  // strsignal() text ("Segmentation fault") -> signal number
+  kSignalName,  // "SIGKILL" -> signal number
+  kList,        // "0 1 2", "a, b" -> "0,1,2", "a,b"
+  kFlag,        // the part matched -> "1"
+  kRest,        // the rest of the line after the match (trimmed, at most 512 bytes)
+};
+
+struct Capture {
+  int group;          // regex group (0: the whole match; ignored by kRest)
+  const char* field;  // field name
+  Conv conv = Conv::kText;
+};
+
+// A pattern (ECMAScript) searched in a window around the entry's needle. Optional parts add
+// fields when they match; a required part that does not match means the entry does not match.
+struct Part {
+  const char* pattern;
+  std::vector<Capture> captures = {};
+  bool required = false;
+  bool repeat = false;  // every occurrence: values joined with ","
+};
+
+enum class Test {
+  kPresent,       // the field was extracted
+  kEquals,        // field == arg
+  kContains,      // field contains arg
+  kAtLeastField,  // field >= fraction x the field named arg (integers)
+};
+
+struct Condition {
+  const char* field;
+  Test test;
+  const char* arg = "";
+  double fraction = 1.0;
+};
+
+// A more specific kind (or failure flag) when the extracted fields say so: the first refinement
+// whose conditions all hold applies.
+struct Refinement {
+  std::vector<Condition> when;
+  const char* kind;  // nullptr: unchanged
+  int failure = -1;  // -1: unchanged, 0 or 1
+};
+
+struct Entry {
+  const char* id;
+  const char* framework;
+  const char* kind;
+  bool failure;
+  // Substrings of which one must occur: the cheap test before any pattern runs.
+  std::vector<std::string_view> needles;
+  std::vector<Part> parts = {};
+  const char* description = "";
+  const char* example = "";
+  const char* source = "";
+  const char* unless = nullptr;  // no match when the line contains this
+  std::vector<Refinement> refine = {};
+  // Only for the exception line of a traceback with a frame in this file (suffix) and function.
+  const char* frame_file = nullptr;
+  const char* frame_function = nullptr;
+};
+
+const std::vector<Entry>& signature_table();
+
+// The entries of signature_table_distributed.cpp, which signature_table() includes.
+std::vector<Entry> distributed_signature_entries();
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,337 @@
+// Python traceback parsing over kept log lines: a small state machine per (stream, launcher
+// prefix), so that ranks writing to one stream through torchrun --tee stay apart, with gaps in
+// line numbers (lines the log tap did not keep) marking tracebacks incomplete. Pure.
+#include "analysis/traceback.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace traindoc::analysis {
+namespace {
+
+constexpr std::string_view kHeader = "Traceback (most recent call last):";
+constexpr std::string_view kOriginalHeader = "Original Traceback (most recent call last):";
+constexpr std::string_view kCauseMarker =
+    "The above exception was the direct cause of the following exception:";
+constexpr std::string_view kContextMarker =
+    "During handling of the above exception, another exception occurred:";
+// Python writes a traceback in one go; a longer pause means the next line is something else.
+constexpr int64_t kMessagePauseNs = 200'000'000;
+
+std::string_view rtrim(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string_view ltrim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+bool indented(std::string_view s) {
+  return !s.empty() && (s.front() == ' ' || s.front() == '\t');
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// `  File "x.py", line 12, in f` (also without ", in f", as SyntaxError prints it).
+std::optional<PythonFrame> parse_frame(std::string_view text) {
+  if (!indented(text)) return std::nullopt;
+  std::string_view t = rtrim(ltrim(text));
+  if (!t.starts_with("File \"")) return std::nullopt;
+  t.remove_prefix(6);
+  size_t end = t.find("\", line ");
+  PythonFrame f;
+  if (end == std::string_view::npos) {
+    if (!t.ends_with("\"")) return std::nullopt;
+    f.file = std::string(t.substr(0, t.size() - 1));
+    return f;
+  }
+  f.file = std::string(t.substr(0, end));
+  t.remove_prefix(end + 8);
+  size_t i = 0;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  std::from_chars(t.data(), t.data() + i, f.line);
+  t.remove_prefix(i);
+  if (t.starts_with(", in ")) f.function = std::string(t.substr(5));
+  return f;
+}
+
+// A carets/tildes line under a frame's code (Python 3.11+), "[Previous line repeated N more
+// times]": nothing to keep.
+bool is_decoration(std::string_view text) {
+  std::string_view t = ltrim(text);
+  if (t.starts_with("[Previous line repeated")) return true;
+  return !t.empty() && t.find_first_not_of("^~ ") == std::string_view::npos;
+}
+
+// A logging record that follows a traceback on the same stream (torchrun's agent, glog-style
+// C++ logs): it ends the exception's message.
+bool is_log_record(std::string_view t) {
+  for (std::string_view level : {"ERROR:", "WARNING:", "INFO:", "DEBUG:", "CRITICAL:"}) {
+    if (t.starts_with(level) && t.size() > level.size() && t[level.size()] != ' ') return true;
+  }
+  // "E0709 17:05:38.123 ..." (PyTorch 2.x), "[E709 17:05:38 ...]", "[W ProcessGroupNCCL.cpp:..]"
+  auto level = [](char c) { return c == 'E' || c == 'W' || c == 'I' || c == 'F'; };
+  if (t.size() > 6 && level(t[0]) && is_digit(t[1]) && is_digit(t[2]) && is_digit(t[3]) &&
+      is_digit(t[4]) && t[5] == ' ' && is_digit(t[6])) {
+    return true;
+  }
+  return t.size() > 3 && t[0] == '[' && level(t[1]) && (t[2] == ' ' || is_digit(t[2]));
+}
+
+class Parser {
+ public:
+  explicit Parser(std::vector<PythonTraceback>& out) : m_out(out) {}
+
+  void feed(const store::LogLine& line) {
+    uint64_t& prev = m_prev_number[line.stream];
+    if (prev != 0 && line.number > prev + 1) gap(line.stream);
+    prev = std::max(prev, line.number);
+
+    LinePrefix p = strip_launcher_prefix(line.text);
+    Track& track = m_tracks[{line.stream, std::string(p.prefix)}];
+    if (track.state != State::kIdle && line.t_ns - track.last_t > kMessagePauseNs) {
+      close(track, track.state == State::kFrames);
+    }
+    track.last_t = line.t_ns;
+    process(track, line, p);
+  }
+
+  void finish() {
+    for (auto& [key, track] : m_tracks) {
+      if (track.state != State::kIdle) close(track, track.state == State::kFrames);
+    }
+  }
+
+ private:
+  enum class State { kIdle, kFrames, kMessage };
+  enum class Link { kNone, kCause, kContext };
+
+  struct Track {
+    State state = State::kIdle;
+    size_t current = 0;  // index in m_out while not idle
+    std::optional<size_t> last_closed;
+    Link pending = Link::kNone;
+    bool after_frame = false;  // the previous line was a frame: its code may follow
+    int64_t last_t = 0;
+    std::vector<std::string> message;           // the exception line's message, then more lines
+    std::vector<store::LogLine> message_lines;  // the same, for an embedded traceback
+  };
+
+  void gap(const std::string& stream) {
+    for (auto& [key, track] : m_tracks) {
+      if (key.first != stream) continue;
+      if (track.state == State::kFrames) m_out[track.current].incomplete = true;
+      // A message never spans a gap: its lines are written at once and kept together.
+      if (track.state == State::kMessage) close(track, false);
+    }
+  }
+
+  PythonTraceback& start(Track& track, const store::LogLine& line, const LinePrefix& p) {
+    PythonTraceback tb;
+    tb.first_line = line.number;
+    tb.last_line = line.number;
+    tb.t_ns = line.t_ns;
+    tb.stream = line.stream;
+    tb.prefix = std::string(p.prefix);
+    tb.prefix_rank = p.rank;
+    if (track.last_closed && track.pending == Link::kCause) tb.cause = track.last_closed;
+    if (track.last_closed && track.pending == Link::kContext) tb.context = track.last_closed;
+    track.last_closed.reset();
+    track.pending = Link::kNone;
+    track.state = State::kFrames;
+    track.after_frame = false;
+    track.message.clear();
+    track.message_lines.clear();
+    track.current = m_out.size();
+    m_out.push_back(std::move(tb));
+    return m_out.back();
+  }
+
+  void touch(Track& track, const store::LogLine& line) {
+    PythonTraceback& tb = m_out[track.current];
+    tb.last_line = line.number;
+    tb.t_ns = line.t_ns;
+  }
+
+  void close(Track& track, bool cut) {
+    size_t index = track.current;
+    if (cut) m_out[index].incomplete = true;
+    std::string message;
+    for (size_t i = 0; i < track.message.size(); ++i) {
+      if (i > 0) message += '\n';
+      message += track.message[i];
+    }
+    m_out[index].message = std::move(message);
+    track.state = State::kIdle;
+    track.last_closed = index;
+    track.pending = Link::kNone;
+    parse_original(index, track.message_lines);
+    track.message.clear();
+    track.message_lines.clear();
+  }
+
+  // "Caught KeyError in DataLoader worker process 0.\nOriginal Traceback (most recent call
+  // last):\n  File ...\nKeyError: 'label'": the worker's own traceback, as its own entry.
+  void parse_original(size_t index, const std::vector<store::LogLine>& lines) {
+    auto it = std::find_if(lines.begin(), lines.end(), [](const store::LogLine& l) {
+      return rtrim(l.text) == kOriginalHeader;
+    });
+    if (it == lines.end()) return;
+    std::vector<store::LogLine> inner(it, lines.end());
+    inner.front().text = std::string(kHeader);
+    std::vector<PythonTraceback> found;
+    Parser parser(found);
+    for (const store::LogLine& l : inner) parser.feed(l);
+    parser.finish();
+    if (found.empty()) return;
+    size_t base = m_out.size();
+    for (PythonTraceback& tb : found) {
+      tb.embedded = true;
+      tb.prefix = m_out[index].prefix;
+      tb.prefix_rank = m_out[index].prefix_rank;
+      for (auto* link : {&tb.cause, &tb.context, &tb.original}) {
+        if (*link) **link += base;
+      }
+      m_out.push_back(std::move(tb));
+    }
+    m_out[index].original = m_out.size() - 1;
+  }
+
+  void process(Track& track, const store::LogLine& line, const LinePrefix& p) {
+    std::string_view text = rtrim(p.text);
+    bool is_header = text == kHeader;
+    bool is_cause = text == kCauseMarker;
+    bool is_context = text == kContextMarker;
+
+    if (track.state == State::kMessage) {
+      if (text.empty() || is_header || is_cause || is_context || is_log_record(text)) {
+        close(track, false);
+      } else {
+        track.message.emplace_back(text);
+        store::LogLine copy = line;
+        copy.text = std::string(text);
+        track.message_lines.push_back(std::move(copy));
+        touch(track, line);
+        return;
+      }
+    }
+
+    if (track.state == State::kFrames) {
+      if (std::optional<PythonFrame> frame = parse_frame(text)) {
+        frame->log_line = line.number;
+        m_out[track.current].frames.push_back(std::move(*frame));
+        track.after_frame = true;
+        touch(track, line);
+        return;
+      }
+      if (indented(text) || text.empty()) {
+        std::vector<PythonFrame>& frames = m_out[track.current].frames;
+        if (track.after_frame && !frames.empty() && frames.back().code.empty() &&
+            !is_decoration(text) && !text.empty()) {
+          frames.back().code = std::string(ltrim(text));
+        }
+        track.after_frame = false;
+        if (!text.empty()) touch(track, line);
+        return;
+      }
+      std::optional<ExceptionLine> exception;
+      if (!is_header && !is_cause && !is_context) {
+        exception = parse_exception_line(text, /*strict=*/false);
+      }
+      if (!exception) {
+        close(track, true);  // cut before its exception line; the line is something else
+      } else {
+        PythonTraceback& tb = m_out[track.current];
+        tb.exception_type = std::string(exception->type);
+        track.message.clear();
+        track.message.emplace_back(exception->message);
+        track.state = State::kMessage;
+        touch(track, line);
+        return;
+      }
+    }
+
+    // Idle.
+    if (is_header) {
+      start(track, line, p);
+      return;
+    }
+    if (is_cause || is_context) {
+      track.pending = track.last_closed ? (is_cause ? Link::kCause : Link::kContext) : Link::kNone;
+      return;
+    }
+    if (text.empty()) return;
+    if (std::optional<PythonFrame> frame = parse_frame(text)) {
+      // The header was not kept: a traceback seen from its middle.
+      track.last_closed.reset();
+      track.pending = Link::kNone;
+      PythonTraceback& tb = start(track, line, p);
+      tb.incomplete = true;
+      frame->log_line = line.number;
+      tb.frames.push_back(std::move(*frame));
+      track.after_frame = true;
+      return;
+    }
+    track.last_closed.reset();
+    track.pending = Link::kNone;
+  }
+
+  std::vector<PythonTraceback>& m_out;
+  std::map<std::pair<std::string, std::string>, Track> m_tracks;
+  std::map<std::string, uint64_t> m_prev_number;
+};
+
+}  // namespace
+
+std::vector<PythonTraceback> parse_tracebacks(const std::vector<store::LogLine>& lines) {
+  std::vector<PythonTraceback> out;
+  Parser parser(out);
+  for (const store::LogLine& line : lines) parser.feed(line);
+  parser.finish();
+  return out;
+}
+
+std::vector<SignatureMatch> match_traceback(const PythonTraceback& traceback) {
+  std::vector<SignatureMatch> out;
+  if (traceback.exception_type.empty()) return out;
+  std::vector<FrameHint> frames;
+  frames.reserve(traceback.frames.size());
+  for (const PythonFrame& f : traceback.frames) frames.push_back({f.file, f.function});
+
+  std::vector<std::string> lines;
+  std::string_view message = traceback.message;
+  size_t newline = message.find('\n');
+  std::string_view first = message.substr(0, newline);
+  lines.push_back(first.empty() ? traceback.exception_type
+                                : traceback.exception_type + ": " + std::string(first));
+  while (newline != std::string_view::npos) {
+    message.remove_prefix(newline + 1);
+    newline = message.find('\n');
+    lines.emplace_back(message.substr(0, newline));
+  }
+
+  std::set<std::string> seen;
+  for (const std::string& line : lines) {
+    for (SignatureMatch& m : match_line(line, frames)) {
+      if (!seen.insert(m.id).second) continue;
+      m.fields["exception_type"] = traceback.exception_type;
+      if (!traceback.prefix.empty()) {
+        m.fields["prefix"] = traceback.prefix;
+        if (traceback.prefix_rank) m.fields["prefix_rank"] = std::to_string(*traceback.prefix_rank);
+      }
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+}  // namespace traindoc::analysis

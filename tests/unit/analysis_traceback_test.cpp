@@ -1,0 +1,521 @@
+// Tests of Python traceback parsing over kept log lines: PyTorch 1.13's chained DataLoader
+// traceback (CASES.md T01), torchrun-prefixed interleaved ranks, sparse lines with gaps,
+// multi-line messages, a DataLoader worker's embedded traceback, and the signatures they carry.
+#include "analysis/traceback.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace traindoc::analysis {
+namespace {
+
+using store::LogLine;
+using ::testing::ElementsAre;
+using ::testing::IsSupersetOf;
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// Consecutive lines of one stream, numbered from `first`, read at `t` seconds.
+std::vector<LogLine> lines(const std::vector<std::string>& texts, uint64_t first = 1,
+                           double t = 10.0, const std::string& stream = "stderr") {
+  std::vector<LogLine> out;
+  out.reserve(texts.size());
+  for (const std::string& text : texts) {
+    out.push_back({static_cast<int64_t>(t * kSecond), stream, first++, text});
+  }
+  return out;
+}
+
+std::vector<std::string> match_ids(const PythonTraceback& tb) {
+  std::vector<std::string> out;
+  for (const SignatureMatch& m : match_traceback(tb)) out.push_back(m.id);
+  return out;
+}
+
+const SignatureMatch* find(const std::vector<SignatureMatch>& ms, const std::string& id) {
+  for (const SignatureMatch& m : ms) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+// PyTorch 1.13 on Python 3.11 (Debian), CASES.md T01: a worker's NULL dereference. The
+// messages are the verified ones; the frames are those of 1.13's dataloader.py.
+const std::vector<std::string> t01_lines = {
+    "ERROR: Unexpected segmentation fault encountered in worker.",
+    "Traceback (most recent call last):",
+    ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120, in "
+     "_try_get_data"),
+    "    data = self._data_queue.get(timeout=timeout)",
+    "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113, in get",
+    "    if not self._poll(timeout):",
+    "           ^^^^^^^^^^^^^^^^^^^",
+    "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 256, in poll",
+    "    return self._poll(timeout)",
+    "           ^^^^^^^^^^^^^^^^^^^",
+    "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 423, in _poll",
+    "    r = wait([self], timeout)",
+    "        ^^^^^^^^^^^^^^^^^^^^^",
+    "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 930, in wait",
+    "    ready = selector.select(timeout)",
+    "            ^^^^^^^^^^^^^^^^^^^^^^^^",
+    "  File \"/usr/lib/python3.11/selectors.py\", line 415, in select",
+    "    fd_event_list = self._selector.poll(timeout)",
+    "                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/signal_handling.py\", line "
+     "66, in handler"),
+    "    _error_if_any_worker_fails()",
+    "RuntimeError: DataLoader worker (pid 16088) is killed by signal: Segmentation fault. ",
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "",
+    "Traceback (most recent call last):",
+    "  File \"/tmp/t01_segfault.py\", line 12, in <module>",
+    "    next(iter(DataLoader(SegfaultDataset(10), batch_size=2, num_workers=2)))",
+    ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 628, in "
+     "__next__"),
+    "    data = self._next_data()",
+    "           ^^^^^^^^^^^^^^^^^",
+    ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1316, in "
+     "_next_data"),
+    "    idx, data = self._get_data()",
+    "                ^^^^^^^^^^^^^^^^",
+    ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1282, in "
+     "_get_data"),
+    "    success, data = self._try_get_data()",
+    "                    ^^^^^^^^^^^^^^^^^^^^",
+    ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1133, in "
+     "_try_get_data"),
+    ("    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'.format(pids_str)) "
+     "from e"),
+    "RuntimeError: DataLoader worker (pid(s) 16088) exited unexpectedly",
+};
+
+TEST(TracebackParse, DataLoaderWorkerKilledChain113) {
+  std::vector<LogLine> in = lines(t01_lines, 5, 3.5);
+  in.back().t_ns = static_cast<int64_t>(3.6 * kSecond);
+  std::vector<PythonTraceback> tbs = parse_tracebacks(in);
+  ASSERT_EQ(tbs.size(), 2u);
+
+  const PythonTraceback& killed = tbs[0];
+  EXPECT_EQ(killed.exception_type, "RuntimeError");
+  EXPECT_EQ(killed.message,
+            "DataLoader worker (pid 16088) is killed by signal: Segmentation fault.");
+  ASSERT_EQ(killed.frames.size(), 7u);
+  EXPECT_EQ(killed.frames[0].file, "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py");
+  EXPECT_EQ(killed.frames[0].line, 1120);
+  EXPECT_EQ(killed.frames[0].function, "_try_get_data");
+  EXPECT_EQ(killed.frames[0].code, "data = self._data_queue.get(timeout=timeout)");
+  EXPECT_EQ(killed.frames[0].log_line, 7u);
+  ASSERT_NE(killed.last_frame(), nullptr);
+  EXPECT_EQ(killed.last_frame()->function, "handler");
+  EXPECT_EQ(killed.last_frame()->line, 66);
+  EXPECT_EQ(killed.last_frame()->code, "_error_if_any_worker_fails()");
+  EXPECT_EQ(killed.first_line, 6u);
+  EXPECT_EQ(killed.last_line, 27u);
+  EXPECT_FALSE(killed.cause);
+  EXPECT_FALSE(killed.incomplete);
+  EXPECT_EQ(killed.stream, "stderr");
+  EXPECT_EQ(killed.prefix_rank, std::nullopt);
+
+  const PythonTraceback& exited = tbs[1];
+  EXPECT_EQ(exited.exception_type, "RuntimeError");
+  EXPECT_EQ(exited.message, "DataLoader worker (pid(s) 16088) exited unexpectedly");
+  EXPECT_EQ(exited.cause, 0u);
+  EXPECT_FALSE(exited.context);
+  ASSERT_EQ(exited.frames.size(), 5u);
+  EXPECT_EQ(exited.frames[0].file, "/tmp/t01_segfault.py");
+  EXPECT_EQ(exited.frames[0].function, "<module>");
+  EXPECT_EQ(exited.last_frame()->line, 1133);
+  EXPECT_EQ(exited.last_frame()->code, ("raise RuntimeError('DataLoader worker (pid(s) {}) exited "
+                                        "unexpectedly'.format(pids_str)) from e"));
+  EXPECT_EQ(exited.first_line, 31u);
+  EXPECT_EQ(exited.last_line, 45u);
+  EXPECT_EQ(exited.t_ns, static_cast<int64_t>(3.6 * kSecond));
+  EXPECT_FALSE(exited.incomplete);
+
+  // The cause says what happened; the consequence only that something did.
+  std::vector<SignatureMatch> ms = match_traceback(killed);
+  const SignatureMatch* m = find(ms, "torch.dataloader-worker-killed");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->kind, "worker-crash");
+  EXPECT_EQ(m->fields.at("worker_pid"), "16088");
+  EXPECT_EQ(m->fields.at("signo"), "11");
+  EXPECT_EQ(m->fields.at("exception_type"), "RuntimeError");
+  EXPECT_THAT(match_ids(exited), ElementsAre("torch.dataloader-workers-exited"));
+}
+
+TEST(TracebackParse, TorchrunTeeInterleavedRanks) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "[default0]:Traceback (most recent call last):",
+      "[default1]:Traceback (most recent call last):",
+      "[default0]:  File \"/home/user/train.py\", line 40, in <module>",
+      "[default1]:  File \"/home/user/train.py\", line 40, in <module>",
+      "[default0]:    main()",
+      "[default1]:    main()",
+      "[default0]:  File \"/home/user/train.py\", line 31, in main",
+      "[default0]:    loss = criterion(out, target)",
+      "[default1]:  File \"/home/user/train.py\", line 33, in main",
+      "[default1]:    dist.all_reduce(t)",
+      "[default0]:IndexError: Target 255 is out of bounds.",
+      ("[default1]:RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+       "[127.0.0.1]:61103"),
+      ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+       "(pid: 4242) of binary: /usr/bin/python3"),
+  }));
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_EQ(tbs[0].prefix, "[default0]:");
+  EXPECT_EQ(tbs[0].prefix_rank, 0);
+  EXPECT_EQ(tbs[0].exception_type, "IndexError");
+  EXPECT_EQ(tbs[0].message, "Target 255 is out of bounds.");
+  ASSERT_EQ(tbs[0].frames.size(), 2u);
+  EXPECT_EQ(tbs[0].last_frame()->code, "loss = criterion(out, target)");
+  EXPECT_EQ(tbs[0].first_line, 1u);
+  EXPECT_EQ(tbs[0].last_line, 11u);
+  EXPECT_FALSE(tbs[0].incomplete);
+  EXPECT_EQ(tbs[1].prefix_rank, 1);
+  EXPECT_EQ(tbs[1].exception_type, "RuntimeError");
+  EXPECT_EQ(tbs[1].last_frame()->line, 33);
+  EXPECT_EQ(tbs[1].last_line, 12u);
+  EXPECT_FALSE(tbs[1].cause);
+
+  std::vector<SignatureMatch> ms = match_traceback(tbs[0]);
+  const SignatureMatch* m = find(ms, "torch.target-out-of-bounds");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->kind, "label-out-of-range");
+  EXPECT_EQ(m->fields.at("label"), "255");
+  EXPECT_EQ(m->fields.at("prefix_rank"), "0");
+  ms = match_traceback(tbs[1]);
+  m = find(ms, "gloo.connection-closed");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fields.at("prefix_rank"), "1");
+  EXPECT_EQ(m->fields.at("peer_port"), "61103");
+}
+
+TEST(TracebackParse, Torch2RankPrefixWithSpace) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "[rank0]: Traceback (most recent call last):",
+      "[rank0]:   File \"/workspace/train.py\", line 10, in <module>",
+      "[rank0]:     main()",
+      "[rank0]:   File \"/workspace/train.py\", line 7, in main",
+      "[rank0]:     y = model(x)",
+      "[rank0]:         ^^^^^^^^",
+      ("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+       "a total capacity of 79.15 GiB of which 1.2 GiB is free. Including non-PyTorch memory, this "
+       "process has 77.9 GiB memory in use. Of the allocated memory 70.1 GiB is allocated by "
+       "PyTorch, and 6.5 GiB is reserved by PyTorch but unallocated."),
+      ("E0709 17:05:38.123000 140 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+       "(exitcode: 1) local_rank: 0 (pid: 4242) of binary: /usr/bin/python3.12"),
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  const PythonTraceback& tb = tbs[0];
+  EXPECT_EQ(tb.prefix, "[rank0]: ");
+  EXPECT_EQ(tb.prefix_rank, 0);
+  EXPECT_EQ(tb.exception_type, "torch.OutOfMemoryError");
+  ASSERT_EQ(tb.frames.size(), 2u);
+  EXPECT_EQ(tb.frames[0].code, "main()");
+  EXPECT_EQ(tb.last_frame()->code, "y = model(x)");
+  EXPECT_EQ(tb.last_line, 7u);
+  std::vector<SignatureMatch> ms = match_traceback(tb);
+  const SignatureMatch* m = find(ms, "torch.cuda-oom");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->kind, "gpu-fragmentation");
+  EXPECT_EQ(m->fields.at("gpu"), "0");
+  EXPECT_EQ(m->fields.at("requested_bytes"), "2147483648");
+  EXPECT_EQ(m->fields.at("prefix_rank"), "0");
+  EXPECT_EQ(m->fields.at("exception_type"), "torch.OutOfMemoryError");
+}
+
+// The log tap keeps the first and last lines of a stream and those with anchors ("rror",
+// "xception", "Traceback"...): frames and blank lines in between are often missing.
+TEST(TracebackParse, SparseLinesWithGaps) {
+  std::vector<LogLine> in;
+  auto add = [&](uint64_t number, double t, const std::string& text) {
+    in.push_back({static_cast<int64_t>(t * kSecond), "stderr", number, text});
+  };
+  add(200, 10.0, "Traceback (most recent call last):");
+  add(201, 10.0, "  File \"/home/user/proj/train.py\", line 77, in <module>");
+  // 202..213 not kept
+  add(214, 10.0, "RuntimeError: DataLoader worker (pid(s) 42) exited unexpectedly");
+  // 215 (blank) not kept
+  add(216, 10.0, "The above exception was the direct cause of the following exception:");
+  // 217 (blank) not kept
+  add(218, 10.0, "Traceback (most recent call last):");
+  // 219..229 not kept
+  add(230, 10.1, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ");
+  std::vector<PythonTraceback> tbs = parse_tracebacks(in);
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_TRUE(tbs[0].incomplete);
+  EXPECT_EQ(tbs[0].exception_type, "RuntimeError");
+  ASSERT_EQ(tbs[0].frames.size(), 1u);
+  EXPECT_EQ(tbs[0].frames[0].line, 77);
+  EXPECT_EQ(tbs[0].first_line, 200u);
+  EXPECT_EQ(tbs[0].last_line, 214u);
+  EXPECT_TRUE(tbs[1].incomplete);
+  EXPECT_EQ(tbs[1].cause, 0u);  // the chain survives the missing blank lines
+  EXPECT_TRUE(tbs[1].frames.empty());
+  EXPECT_EQ(tbs[1].exception_type,
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError");
+  EXPECT_EQ(tbs[1].last_line, 230u);
+  EXPECT_EQ(tbs[1].t_ns, static_cast<int64_t>(10.1 * kSecond));
+  EXPECT_THAT(match_ids(tbs[1]), ElementsAre("torchrun.child-failed"));
+}
+
+TEST(TracebackParse, SparseStartsMidTracebackAndCutAtTheEnd) {
+  std::vector<LogLine> in;
+  auto add = [&](uint64_t number, const std::string& text) {
+    in.push_back({10 * kSecond, "stderr", number, text});
+  };
+  // The header fell between the first and the last 100 lines: only the tail is kept.
+  add(900, ("  File \"/usr/lib/python3/dist-packages/torch/nn/functional.py\", line 3029, in "
+            "cross_entropy"));
+  add(901, "    return torch._C._nn.cross_entropy_loss(input, target, weight, reduction)");
+  add(902, "IndexError: Target 255 is out of bounds.");
+  add(950, "Traceback (most recent call last):");
+  add(951, "  File \"/home/user/train.py\", line 3, in <module>");
+  std::vector<PythonTraceback> tbs = parse_tracebacks(in);
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_TRUE(tbs[0].incomplete);
+  EXPECT_EQ(tbs[0].exception_type, "IndexError");
+  EXPECT_EQ(tbs[0].last_frame()->function, "cross_entropy");
+  EXPECT_EQ(tbs[0].first_line, 900u);
+  EXPECT_TRUE(tbs[1].incomplete);  // no exception line: the output ended
+  EXPECT_EQ(tbs[1].exception_type, "");
+  EXPECT_EQ(tbs[1].frames.size(), 1u);
+  EXPECT_TRUE(match_traceback(tbs[1]).empty());
+}
+
+TEST(TracebackParse, MultiLineMessageEndsAtALogRecord) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/home/user/train.py\", line 5, in <module>",
+      "    dist.barrier()",
+      ("torch.distributed.DistBackendError: NCCL error in: "
+       "../torch/csrc/distributed/c10d/NCCLUtils.cpp:94, unhandled cuda error (run with "
+       "NCCL_DEBUG=INFO for details), NCCL version 2.19.3"),
+      "ncclUnhandledCudaError: Call to CUDA function failed.",
+      "Last error:",
+      "Cuda failure 2 'out of memory'",
+      ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+       "(pid: 4242) of binary: /usr/bin/python3"),
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  const PythonTraceback& tb = tbs[0];
+  EXPECT_EQ(tb.exception_type, "torch.distributed.DistBackendError");
+  EXPECT_EQ(tb.message,
+            ("NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.cpp:94, unhandled cuda error "
+             "(run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n"
+             "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+             "Last error:\n"
+             "Cuda failure 2 'out of memory'"));
+  EXPECT_EQ(tb.last_line, 7u);
+  EXPECT_FALSE(tb.incomplete);
+  std::vector<SignatureMatch> ms = match_traceback(tb);
+  EXPECT_THAT(match_ids(tb), IsSupersetOf({"torch.nccl-error", "torch.dist-backend-error",
+                                           "nccl.result", "nccl.cuda-oom"}));
+  const SignatureMatch* oom = find(ms, "nccl.cuda-oom");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_EQ(oom->kind, "gpu-oom");
+  EXPECT_EQ(oom->fields.at("exception_type"), "torch.distributed.DistBackendError");
+}
+
+TEST(TracebackParse, MultiLineMessageEndsAtAPause) {
+  std::vector<LogLine> in = lines({
+      "Traceback (most recent call last):",
+      "  File \"t.py\", line 1, in <module>",
+      "ValueError: first line",
+      "  second line, indented",
+      "third line",
+      "epoch 2 starts",
+  });
+  in.back().t_ns += 2 * kSecond;
+  std::vector<PythonTraceback> tbs = parse_tracebacks(in);
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_EQ(tbs[0].message, "first line\n  second line, indented\nthird line");
+  EXPECT_EQ(tbs[0].last_line, 5u);
+}
+
+TEST(TracebackParse, DataLoaderWorkerOriginalTraceback) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/home/user/train.py\", line 20, in <module>",
+      "    for batch in loader:",
+      ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1345, in "
+       "_process_data"),
+      "    data.reraise()",
+      "  File \"/usr/lib/python3/dist-packages/torch/_utils.py\", line 543, in reraise",
+      "    raise exception",
+      "KeyError: Caught KeyError in DataLoader worker process 0.",
+      "Original Traceback (most recent call last):",
+      ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302, in "
+       "_worker_loop"),
+      "    data = fetcher.fetch(index)",
+      ("  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58, in "
+       "fetch"),
+      "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+      "  File \"/home/user/train.py\", line 12, in __getitem__",
+      "    return self.items[i][\"label\"]",
+      "KeyError: 'label'",
+      "",
+  }));
+  ASSERT_EQ(tbs.size(), 2u);
+  const PythonTraceback& outer = tbs[0];
+  EXPECT_EQ(outer.exception_type, "KeyError");
+  EXPECT_THAT(outer.message, ::testing::StartsWith("Caught KeyError in DataLoader worker process "
+                                                   "0.\nOriginal Traceback"));
+  EXPECT_EQ(outer.frames.size(), 3u);
+  EXPECT_EQ(outer.original, 1u);
+  EXPECT_EQ(outer.last_line, 16u);
+  const PythonTraceback& worker = tbs[1];
+  EXPECT_TRUE(worker.embedded);
+  EXPECT_EQ(worker.exception_type, "KeyError");
+  EXPECT_EQ(worker.message, "'label'");
+  ASSERT_EQ(worker.frames.size(), 3u);
+  EXPECT_EQ(worker.last_frame()->file, "/home/user/train.py");
+  EXPECT_EQ(worker.last_frame()->line, 12);
+  EXPECT_EQ(worker.last_frame()->function, "__getitem__");
+  EXPECT_EQ(worker.first_line, 9u);
+  EXPECT_EQ(worker.last_line, 16u);
+  const SignatureMatch* m = nullptr;
+  std::vector<SignatureMatch> ms = match_traceback(outer);
+  m = find(ms, "torch.dataloader-worker-exception");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fields.at("worker_exception_type"), "KeyError");
+}
+
+TEST(TracebackParse, DuringHandlingContextAndIndependentTracebacks) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 2, in <module>",
+      "    d[\"x\"]",
+      "KeyError: 'x'",
+      "",
+      "During handling of the above exception, another exception occurred:",
+      "",
+      "Traceback (most recent call last):",
+      "  File \"a.py\", line 4, in <module>",
+      "    raise ValueError(\"bad\")",
+      "ValueError: bad",
+      "Traceback (most recent call last):",
+      "  File \"b.py\", line 1, in <module>",
+      "KeyboardInterrupt",
+  }));
+  ASSERT_EQ(tbs.size(), 3u);
+  EXPECT_EQ(tbs[1].context, 0u);
+  EXPECT_FALSE(tbs[1].cause);
+  EXPECT_EQ(tbs[1].exception_type, "ValueError");
+  EXPECT_FALSE(tbs[2].context);
+  EXPECT_FALSE(tbs[2].cause);
+  EXPECT_EQ(tbs[2].exception_type, "KeyboardInterrupt");
+  EXPECT_EQ(tbs[2].message, "");
+}
+
+TEST(TracebackParse, StreamsAreFollowedSeparately) {
+  std::vector<LogLine> in = lines({"Traceback (most recent call last):"}, 50, 10.0, "stderr");
+  for (const LogLine& l : lines({"step 1", "step 2"}, 7, 10.0, "stdout")) in.push_back(l);
+  for (const LogLine& l : lines({"  File \"x.py\", line 9, in f",
+                                 "OSError: [Errno 24] Too many "
+                                 "open files"},
+                                51, 10.0, "stderr")) {
+    in.push_back(l);
+  }
+  std::vector<PythonTraceback> tbs = parse_tracebacks(in);
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_FALSE(tbs[0].incomplete);  // stdout's numbers are no gap in stderr
+  EXPECT_EQ(tbs[0].exception_type, "OSError");
+  EXPECT_THAT(match_ids(tbs[0]), ElementsAre("python.too-many-open-files"));
+}
+
+TEST(TracebackParse, SyntaxErrorFrameWithoutFunction) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "  File \"/home/user/train.py\", line 3",
+      "    x = (",
+      "        ^",
+      "SyntaxError: '(' was never closed",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_EQ(tbs[0].frames[0].line, 3);
+  EXPECT_EQ(tbs[0].frames[0].function, "");
+  EXPECT_EQ(tbs[0].exception_type, "SyntaxError");
+}
+
+// Debian's torchrun (1.13, Python 3.11) with the default --redirects: DESIGN.md.
+TEST(TracebackParse, TorchrunRedirectsBug) {
+  const std::string api = "/usr/lib/python3/dist-packages/torch/distributed/";
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/usr/bin/torchrun\", line 33, in <module>",
+      "    sys.exit(load_entry_point('torch==1.13.1', 'console_scripts', 'torchrun')())",
+      "  File \"" + api + "elastic/multiprocessing/errors/__init__.py\", line 346, in wrapper",
+      "    return f(*args, **kwargs)",
+      "  File \"" + api + "run.py\", line 762, in main",
+      "    run(args)",
+      "  File \"" + api + "launcher/api.py\", line 246, in launch_agent",
+      "    result = agent.run()",
+      "  File \"" + api + "elastic/multiprocessing/__init__.py\", line 236, in start_processes",
+      "    redirs = to_map(redirects, nprocs)",
+      "  File \"" + api + "elastic/multiprocessing/api.py\", line 141, in to_map",
+      "    map[i] = val_or_map.get(i, Std.NONE)",
+      "AttributeError: 'NoneType' object has no attribute 'get'",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  std::vector<SignatureMatch> ms = match_traceback(tbs[0]);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].id, "torchrun.redirects-none");
+  EXPECT_EQ(ms[0].kind, "launcher-bug");
+  EXPECT_EQ(ms[0].fields.at("exception_type"), "AttributeError");
+}
+
+// torchrun's own traceback when a rank failed: the failure summary is the message.
+TEST(TracebackParse, TorchrunChildFailedSummary) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/usr/bin/torchrun\", line 33, in <module>",
+      ("    sys.exit(load_entry_point('torch==1.13.1', 'console_scripts', "
+       "'torchrun')())"),
+      ("  File \"/usr/lib/python3/dist-packages/torch/distributed/launcher/api.py\", line 246, in "
+       "launch_agent"),
+      "    raise ChildFailedError(",
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+      "============================================================",
+      "train.py FAILED",
+      "------------------------------------------------------------",
+      "Failures:",
+      "  <NO_OTHER_FAILURES>",
+      "------------------------------------------------------------",
+      "Root Cause (first observed failure):",
+      "[0]:",
+      "  time      : 2024-05-01_10:00:00",
+      "  host      : node17",
+      "  rank      : 0 (local_rank: 0)",
+      "  exitcode  : -9 (pid: 4242)",
+      "  error_file: <N/A>",
+      "  traceback : Signal 9 (SIGKILL) received by PID 4242",
+      "============================================================",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  const PythonTraceback& tb = tbs[0];
+  EXPECT_EQ(tb.exception_type, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError");
+  EXPECT_EQ(tb.last_frame()->function, "launch_agent");
+  EXPECT_EQ(tb.last_line, 21u);
+  std::vector<SignatureMatch> ms = match_traceback(tb);
+  EXPECT_THAT(match_ids(tb), ElementsAre("torchrun.child-failed", "torchrun.root-cause-exitcode",
+                                         "torchrun.signal-received"));
+  EXPECT_EQ(find(ms, "torchrun.root-cause-exitcode")->fields.at("exit_code"), "-9");
+  EXPECT_EQ(find(ms, "torchrun.signal-received")->fields.at("signo"), "9");
+}
+
+TEST(TracebackParse, NothingToParse) {
+  EXPECT_TRUE(parse_tracebacks({}).empty());
+  EXPECT_TRUE(parse_tracebacks(lines({"epoch 1", "RuntimeError: not in a traceback", "",
+                                      "The above exception was the direct cause of the "
+                                      "following exception:"}))
+                  .empty());
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
