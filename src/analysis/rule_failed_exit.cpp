@@ -1,8 +1,11 @@
 // Rule: a process exited with a non-zero code and nothing more specific explains it. The
 // finding cites the Python exception it printed last, where the output shows one. Pure.
+#include <map>
 #include <regex>
+#include <set>
 
 #include "analysis/rules.h"
+#include "analysis/signatures.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -24,6 +27,42 @@ const store::LogLine* last_exception(const store::Evidence& evidence, int64_t en
     if (std::regex_search(line.text, exception_line)) found = &line;
   }
   return found;
+}
+
+// What to do about the failures whose exception text says enough by itself.
+std::string fix_for(const std::string& kind) {
+  static const std::map<std::string, std::string> kFixes = {
+      {"label-out-of-range",
+       "A target label is outside [0, classes): the dataset's void label (255 in Cityscapes) is "
+       "not ignored. Use CrossEntropyLoss(ignore_index=255) or remap the labels."},
+      {"index-out-of-range",
+       "An index exceeds its dimension: check the ids fed to the embedding "
+       "or gather against its size."},
+      {"ddp-unused-parameters",
+       "Some parameters took no part in the loss, so DDP's reduction never finished. Use every "
+       "output in the loss, remove the unused layers, or pass find_unused_parameters=True."},
+      {"ddp-model-mismatch",
+       "The model differs across ranks: build it identically everywhere "
+       "(same config, same conditional layers) before wrapping in DDP."},
+      {"rendezvous-timeout",
+       "A store key that no rank ever wrote: a rank never reached the same rendezvous (it "
+       "crashed, used another MASTER_PORT or group name). Find the rank that should have set it."},
+      {"worker-timeout",
+       "DataLoader workers are alive but slower than `timeout`: find the slow "
+       "or blocked __getitem__ (py-spy dump), or raise the timeout."},
+      {"collective-mismatch",
+       "Ranks called the same collective with different shapes, dtypes or "
+       "ops: make every rank issue identical collectives (pad, or "
+       "all-gather the sizes first)."},
+      {"host-alloc-failed",
+       "One allocation was refused: the requested size is often a shape bug "
+       "(a wrong dimension multiplied in); check it before adding memory."},
+      {"fd-exhausted",
+       "File descriptors ran out: raise `ulimit -n`, or use "
+       "torch.multiprocessing.set_sharing_strategy('file_system')."},
+  };
+  auto it = kFixes.find(kind);
+  return it == kFixes.end() ? "Read the traceback above this line in logs/stderr.log." : it->second;
 }
 
 }  // namespace
@@ -49,7 +88,24 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       f.title = who + " raised " + line->text.substr(0, 200);
       f.evidence.push_back(line->stream + " line " + std::to_string(line->number) + ": " +
                            line->text);
-      f.fix = "Read the traceback above this line in logs/stderr.log.";
+      // A known text names the kind of failure and the numbers in it. Texts that report another
+      // process's end (a worker killed, a peer gone) stay this process's exception: the other
+      // process's own finding comes from its end and is the cause.
+      for (const SignatureMatch& match : match_line(line->text)) {
+        if (!match.failure || match.kind.empty()) continue;
+        static const std::set<std::string> kAboutAnother = {"worker-crash", "worker-exit",
+                                                            "peer-exited", "host-oom-killed"};
+        if (!kAboutAnother.contains(match.kind)) f.kind = match.kind;
+        std::string fields;
+        for (const auto& [name, value] : match.fields) {
+          if (name != "prefix" && name != "prefix_rank") {
+            fields += (fields.empty() ? "" : ", ") + name + " " + value;
+          }
+        }
+        f.evidence.push_back("known error " + match.id + (fields.empty() ? "" : ": " + fields));
+        break;
+      }
+      f.fix = fix_for(f.kind);
     } else {
       f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
       f.title = who + " exited with code " + std::to_string(*r.exit_code);
