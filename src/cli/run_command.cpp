@@ -1,5 +1,6 @@
 // `traindoc run`: prepares the run folder, supervises the job, then reports.
 // Supervisor process, main thread. Exits with the job's status, as a shell would.
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,7 +8,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <stdexcept>
 
 #include "cli/commands.h"
@@ -22,9 +22,11 @@ std::string default_run_dir() {
   std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
-  std::random_device random;
+  uint32_t random = 0;
+  if (getrandom(&random, sizeof(random), 0) != sizeof(random))
+    random = static_cast<uint32_t>(getpid());
   char id[8];
-  std::snprintf(id, sizeof(id), "%06x", random() & 0xffffff);
+  std::snprintf(id, sizeof(id), "%06x", random & 0xffffff);
   return std::string("traindoc-runs/") + stamp + "-" + id;
 }
 
