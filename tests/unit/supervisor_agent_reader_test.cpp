@@ -136,7 +136,7 @@ class FakeAgent {
   static void end_record(Slot* slot, uint64_t pos) {
     uint64_t claimed = (pos + 1) | common::kSeqWriting;
     slot->ring[pos % kRingRecords].seq.compare_exchange_strong(claimed, pos + 1,
-                                                                std::memory_order_release);
+                                                               std::memory_order_release);
   }
   static void append(Slot* slot, int64_t a, int64_t b, RecordType type = RecordType::kChildReaped) {
     end_record(slot, begin_record(slot, type, a, b));

@@ -591,8 +591,8 @@ TEST(Symbolizer, DevicesAreNeverOpened) {
 // ---- parse_maps ------------------------------------------------------------------------------
 
 TEST(ParseMaps, RecordedLines) {
-  auto maps =
-      store::parse_maps(read_file(fs::path(TRAINDOC_FIXTURES) / "symbolizer" / "maps_recorded.txt"));
+  auto maps = store::parse_maps(
+      read_file(fs::path(TRAINDOC_FIXTURES) / "symbolizer" / "maps_recorded.txt"));
   ASSERT_EQ(maps.size(), 11u);
   EXPECT_EQ(maps[0].start, 0x400000u);
   EXPECT_EQ(maps[0].end, 0x401000u);
