@@ -780,7 +780,7 @@ TEST(BlameFrame, SkipsRuntimeInterpreterAgentAndAnonymousModules) {
       in("/usr/lib/x86_64-linux-gnu/libc.so.6"),
       in(""),
       in("[vdso]"),
-      in("/work/build/lib/libtraindoc_agent.so"),
+      in("/opt/traindoc/lib/libtraindoc_agent.so"),
       in("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
       in("/usr/local/lib/python3.11/dist-packages/torch/lib/libtorch_cpu.so"),
       in("/usr/bin/python3.11"),
