@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/rank_env.h"
 
 namespace traindoc::agent {
@@ -23,13 +24,6 @@ using common::Slot;
 
 void* g_base = nullptr;
 Slot* g_slot = nullptr;
-
-// Async-signal-safe.
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // Reads a whole small /proc file with raw syscalls. Async-signal-safe.
 ssize_t read_small_file(const char* path, char* buffer, size_t size) {
@@ -100,7 +94,7 @@ void fill_common(Slot* slot, common::SlotOrigin origin) {
   slot->pid = getpid();
   slot->ppid = getppid();
   slot->start_ticks = read_start_ticks();
-  slot->start_ns = now_ns();
+  slot->start_ns = common::realtime_ns();
 }
 
 // The child of a fork without exec: same program and environment as the parent, new identity.
@@ -194,7 +188,7 @@ void append_record(common::RecordType type, int64_t a, int64_t b) {
                                              std::memory_order_acquire, std::memory_order_relaxed));
   record.pos = pos;
   record.type = static_cast<uint32_t>(type);
-  record.time_ns = now_ns();
+  record.time_ns = common::realtime_ns();
   record.a = a;
   record.b = b;
   uint64_t claimed = mine | common::kSeqWriting;

@@ -2,6 +2,8 @@
 // way to the terminal, so binary output and a line of any length pass at pipe speed.
 #include "supervisor/log_tap.h"
 
+#include "common/clock.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -38,11 +40,6 @@ bool worth_keeping(std::string_view line) {
     if (line.find(anchor) != std::string_view::npos) return true;
   }
   return false;
-}
-
-int64_t wall_ns() {
-  using namespace std::chrono;
-  return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 // False when the sink broke (EPIPE: our reader went away).
@@ -95,7 +92,8 @@ void LogTap::finish(int grace_ms) {
   (void)ignored;
   m_thread.join();
   for (Stream& stream : m_streams) {
-    if (!stream.partial.empty()) end_line(stream, wall_ns());  // output ending without a newline
+    if (!stream.partial.empty())
+      end_line(stream, common::realtime_ns());  // output ending without a newline
   }
 }
 
@@ -146,7 +144,7 @@ void LogTap::pump(Stream& stream) {
     stream.source = -1;
   }
   keep(stream, buffer.data(), size);
-  scan_lines(stream, buffer.data(), size, wall_ns());
+  scan_lines(stream, buffer.data(), size, common::realtime_ns());
 }
 
 void LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns) {

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -21,6 +20,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/clock.h"
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/crash_capture.h"
@@ -41,11 +41,6 @@ constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
 constexpr int kOutputGraceMs = 500;
 constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
 
-int64_t now_ns() {
-  using namespace std::chrono;
-  return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 std::string host_name() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
@@ -60,7 +55,7 @@ class Loop {
     m_run.hostname = host_name();
     m_run.version = TRAINDOC_VERSION;
     m_run.supervisor_pid = getpid();
-    m_run.start_ns = now_ns();
+    m_run.start_ns = common::realtime_ns();
   }
 
   store::RunInfo run();
@@ -93,7 +88,7 @@ class Loop {
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
-  m_store.add_event({now_ns(), kind, pid, text});
+  m_store.add_event({common::realtime_ns(), kind, pid, text});
 }
 
 // The CPU's feature flags, to tell an illegal instruction from a missing instruction set.
@@ -127,7 +122,7 @@ void Loop::record_crash(AgentCrash& raw) {
   store::Crash& crash = raw.crash;
   // Its last sample, and the host's at that moment (/dev/shm for a SIGBUS): a process that
   // crashes early may never have been sampled.
-  int64_t t = now_ns();
+  int64_t t = common::realtime_ns();
   if (std::optional<ProcSnapshot> snapshot = m_sampler.sample(crash.pid, true)) {
     snapshot->sample.t_ns = t;
     m_store.add_proc_samples({snapshot->sample});
@@ -169,7 +164,7 @@ void Loop::read_agent() {
 
 // Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
 void Loop::walk_and_sample(bool slow, bool final) {
-  int64_t t = now_ns();
+  int64_t t = common::realtime_ns();
   std::set<int> alive;
   std::vector<int> queue = m_sampler.children_of(getpid());
   std::vector<store::ProcSample> samples;
@@ -206,7 +201,7 @@ void Loop::reap_children() {
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
-    int64_t t = now_ns();
+    int64_t t = common::realtime_ns();
     m_table.ended(pid, status, store::EndSource::kSupervisor, t);
     if (pid == m_job.pid) {
       m_root_done = true;
@@ -273,7 +268,7 @@ store::RunInfo Loop::run() {
   } catch (const LaunchError& error) {
     m_run.exec_error = error.message;
     m_run.exit_code = error.exit_status;
-    m_run.end_ns = now_ns();
+    m_run.end_ns = common::realtime_ns();
     m_store.write_run(m_run);
     m_store.flush();
     throw;
@@ -293,7 +288,7 @@ store::RunInfo Loop::run() {
   int ticks_per_sample = std::max(1, m_options.interval_ms / kTickMs);
   uint64_t tick_count = 0;
   uint64_t samples = 0;
-  int64_t last_downsample = now_ns();
+  int64_t last_downsample = common::realtime_ns();
   reap_children();
   while (!m_root_done) {
     pollfd fds[2] = {{signals, POLLIN, 0}, {timer, POLLIN, 0}};
@@ -322,8 +317,8 @@ store::RunInfo Loop::run() {
         for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
         m_store.add_log_lines(tap.take_lines());
         store_changes();
-        if (now_ns() - last_downsample > kDownsampleEveryNs) {
-          last_downsample = now_ns();
+        if (common::realtime_ns() - last_downsample > kDownsampleEveryNs) {
+          last_downsample = common::realtime_ns();
           m_store.downsample(last_downsample);
         }
       }
@@ -334,7 +329,7 @@ store::RunInfo Loop::run() {
   tap.finish(kOutputGraceMs);
   for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
   m_store.add_log_lines(tap.take_lines());
-  m_store.add_log_lines(tap.last_lines(kLastLines, now_ns()));
+  m_store.add_log_lines(tap.last_lines(kLastLines, common::realtime_ns()));
   finish();
   return m_run;
 }

@@ -9,14 +9,10 @@
 
 #include "supervisor/proc/cgroup_text.h"
 
+#include "common/clock.h"
+
 namespace traindoc::supervisor {
 namespace {
-
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::string parent_dir(const std::string& dir) {
   size_t slash = dir.find_last_of('/');
@@ -83,7 +79,7 @@ void HostSampler::find_cgroup() {
 
 store::HostSample HostSampler::sample() {
   store::HostSample sample;
-  sample.t_ns = realtime_ns();
+  sample.t_ns = common::realtime_ns();
 
   if (auto text = m_reader.read(m_meminfo_path.c_str(), ReadUntil::kShortRead)) {
     MemInfo info = parse_meminfo(*text);

@@ -11,14 +11,10 @@
 
 #include "supervisor/proc/text_scan.h"
 
+#include "common/clock.h"
+
 namespace traindoc::supervisor {
 namespace {
-
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::optional<int> parse_pid_name(std::string_view name) {
   std::optional<uint64_t> value = text::parse_u64(name);
@@ -49,7 +45,7 @@ ProcSampler::ProcSampler() {
 std::optional<ProcSnapshot> ProcSampler::sample(int pid, bool slow) {
   ProcSnapshot snapshot;
   store::ProcSample& sample = snapshot.sample;
-  sample.t_ns = realtime_ns();
+  sample.t_ns = common::realtime_ns();
   sample.pid = pid;
 
   std::optional<std::string_view> text = m_reader.read_pid_file(pid, "stat");
