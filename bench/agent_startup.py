@@ -8,7 +8,7 @@ Four conditions, the same job each time, repetitions interleaved (the order rota
   agent         LD_PRELOAD and TRAINDOC_RUN_DIR of a fresh run folder whose agent/slots exists
                 (made by a `traindoc run -- true` before), no supervisor: each process maps the
                 slots file and claims a slot (two per iteration: the shell's fork, then the exec)
-  traindoc run  the job under `traindoc run --quiet`: the agent plus the supervisor's sampling
+  traindoc run  the job under `traindoc run --silent`: the agent plus the supervisor's sampling
 
 The job is a Python wrapper that times `sh -c 'for i in $(seq N); do /bin/true; done'` with
 perf_counter and writes the seconds to a side file, so the wrapper's own start (and traindoc's
@@ -60,11 +60,11 @@ def run_once(condition, traindoc, agent, workdir, count, rep):
         env["LD_PRELOAD"] = agent
     elif condition == "agent":
         # A run folder with a fresh slots file, as traindoc prepares it.
-        bench_util.run_quietly([traindoc, "run", "--quiet", "--out", run_dir, "--", "true"])
+        bench_util.run_quietly([traindoc, "run", "--silent", "--out", run_dir, "--", "true"])
         env["LD_PRELOAD"] = agent
         env["TRAINDOC_RUN_DIR"] = run_dir
     elif condition == "traindoc run":
-        argv = [traindoc, "run", "--quiet", "--out", run_dir, "--", *job]
+        argv = [traindoc, "run", "--silent", "--out", run_dir, "--", *job]
     bench_util.run_quietly(argv, env=env)
     with open(result, encoding="utf-8") as f:
         seconds, cpu = (float(v) for v in f.read().split())

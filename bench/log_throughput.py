@@ -3,7 +3,7 @@
 slowed by at most 1 %).
 
 Each scenario runs the same job twice per repetition, directly and under
-`traindoc run --quiet`, the order alternating between repetitions. Either way the job's (or
+`traindoc run --silent`, the order alternating between repetitions. Either way the job's (or
 traindoc's) stdout and stderr are pipes that this script drains (to nothing, or into sha256).
 The job times itself and writes its figures to a side file, so stdout and stderr carry only what
 is being measured.
@@ -155,7 +155,7 @@ def run_job(traindoc, workdir, job_args, digest, pipe_size):
     result = os.path.join(workdir, "result")
     job = [sys.executable, "-c", JOB, result, *[str(a) for a in job_args]]
     run_dir = os.path.join(workdir, "run")
-    argv = [traindoc, "run", "--quiet", "--out", run_dir, "--", *job] if traindoc else job
+    argv = [traindoc, "run", "--silent", "--out", run_dir, "--", *job] if traindoc else job
     out_r, out_w = make_pipe(pipe_size)
     err_r, err_w = make_pipe(pipe_size)
     drains = [Drain(out_r, digest), Drain(err_r, digest)]

@@ -3,7 +3,7 @@ of 8 processes (target: at most 1 %).
 
 The job is a Python parent that forks 7 children; each of the 8 processes holds some memory
 (touched, so it is resident) and sleeps, or busy-loops, for the same number of seconds. traindoc
-runs it with `--quiet`, its output to /dev/null.
+runs it with `--silent`, its output to /dev/null.
 
 Rows: the default --interval 1 and --interval 0.2, a busy job (8 busy processes on the cores
 traindoc needs too), and a job whose processes hold 1 GiB each (--big-mib), since the slow
@@ -113,7 +113,7 @@ def run_db_counts(run_dir):
 def measure(traindoc, workdir, label, interval, seconds, procs, mib, mode, module):
     """Runs one job under traindoc and returns a dict of figures."""
     run_dir = os.path.join(workdir, label.replace(" ", "_").replace("/", "_"))
-    argv = [traindoc, "run", "--quiet", "--out", run_dir, "--interval", str(interval), "--",
+    argv = [traindoc, "run", "--silent", "--out", run_dir, "--interval", str(interval), "--",
             sys.executable, "-c", JOB, str(seconds), str(procs), str(mib), mode, module]
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
