@@ -46,13 +46,14 @@ std::string prepare_run_dir(const std::string& requested) {
   return dir.lexically_normal().string();
 }
 
-// The agent lives in ../lib beside bin/traindoc, in the build tree and once installed.
-std::string agent_path() {
-  if (const char* path = getenv("TRAINDOC_AGENT")) return path;
+// The agent lives in ../lib beside bin/traindoc and the Python hook in ../python, in the build
+// tree and once installed. "" when it is not there.
+std::string installed(const char* env, const char* relative) {
+  if (const char* path = getenv(env)) return path;
   std::error_code error;
   fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  fs::path agent = exe.parent_path().parent_path() / "lib" / "libtraindoc_agent.so";
-  return fs::exists(agent, error) ? agent.string() : "";
+  fs::path path = exe.parent_path().parent_path() / relative;
+  return fs::exists(path, error) ? path.string() : "";
 }
 
 }  // namespace
@@ -61,7 +62,8 @@ int run_command(const RunArgs& args) {
   supervisor::SupervisorOptions options;
   options.command = args.command;
   options.run_dir = prepare_run_dir(args.out);
-  options.agent_path = agent_path();
+  options.agent_path = installed("TRAINDOC_AGENT", "lib/libtraindoc_agent.so");
+  options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python");
   options.interval_ms = static_cast<int>(args.interval_s * 1000);
   options.announce = args.flags.output() != Output::kNothing;
   try {

@@ -62,6 +62,7 @@ OutputChannel open_channel(int our_fd, int& job_fd) {
 std::vector<std::string> job_environment(const LaunchSpec& spec) {
   std::vector<std::string> env;
   std::string preload = spec.agent_path;
+  std::string python_path = spec.python_path;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view text(*entry);
     if (text.starts_with("LD_PRELOAD=")) {
@@ -73,9 +74,16 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
       continue;
     }
     if (text.starts_with(std::string(common::kRunDirEnv) + "=")) continue;
+    if (text.starts_with("PYTHONPATH=") && !spec.python_path.empty()) {
+      // Ours first, so that our sitecustomize runs (and then chains to theirs).
+      std::string_view theirs = text.substr(strlen("PYTHONPATH="));
+      python_path += theirs.empty() ? "" : ":" + std::string(theirs);
+      continue;
+    }
     env.emplace_back(text);
   }
   if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
+  if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
   env.push_back(std::string(common::kRunDirEnv) + "=" + spec.run_dir);
   return env;
 }

@@ -12,8 +12,9 @@ namespace traindoc::supervisor {
 
 struct LaunchSpec {
   std::vector<std::string> argv;
-  std::string run_dir;     // absolute
-  std::string agent_path;  // absolute path of libtraindoc_agent.so; empty: no agent
+  std::string run_dir;      // absolute
+  std::string agent_path;   // absolute path of libtraindoc_agent.so; empty: no agent
+  std::string python_path;  // folder of the Python hook's sitecustomize; empty: no hook
 };
 
 // One of the job's output streams as the supervisor reads it.

@@ -262,7 +262,8 @@ store::RunInfo Loop::run() {
   m_store.write_run(m_run);
   m_store.flush();
 
-  LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : ""};
+  LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : "",
+                  m_agent ? m_options.python_path : ""};
   try {
     m_job = launch(spec);
   } catch (const LaunchError& error) {

@@ -1,0 +1,18 @@
+"""The Python side of traindoc's agent: patches libraries when the job imports them and hands
+what it sees to the agent (libtraindoc_agent.so, already loaded through LD_PRELOAD) through its C
+entry points. It never imports a library the job does not import itself, and never raises into
+the job."""
+from traindoc_hook import _agent, _imports
+
+# Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
+# module registers its own with `_imports.when_imported` from `install`.
+_FEATURES = ()
+
+
+def install():
+    """Called once per process by sitecustomize. Does nothing unless the agent is active."""
+    if not _agent.available():
+        return
+    for feature in _FEATURES:
+        feature.install()
+    _imports.install()
