@@ -114,6 +114,36 @@ std::string signal_name(int signal) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
 }
 
+// One failure that several processes report (both ranks of a mismatch, workers crashing in the
+// same place) is one finding: the earliest, naming every rank and process.
+constexpr int64_t kSameFailureNs = 30'000'000'000;
+
+void merge_same(std::vector<TimedFinding>& found) {
+  std::stable_sort(found.begin(), found.end(),
+                   [](const TimedFinding& a, const TimedFinding& b) { return a.t_ns < b.t_ns; });
+  std::vector<TimedFinding> out;
+  for (TimedFinding& timed : found) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const TimedFinding& kept) {
+      return !timed.merge_key.empty() && kept.merge_key == timed.merge_key &&
+             timed.t_ns - kept.t_ns <= kSameFailureNs;
+    });
+    if (same == out.end()) {
+      out.push_back(std::move(timed));
+      continue;
+    }
+    Finding& into = same->finding;
+    for (int rank : timed.finding.ranks) {
+      if (std::find(into.ranks.begin(), into.ranks.end(), rank) == into.ranks.end()) {
+        into.ranks.push_back(rank);
+      }
+    }
+    std::sort(into.ranks.begin(), into.ranks.end());
+    into.pids.insert(into.pids.end(), timed.finding.pids.begin(), timed.finding.pids.end());
+    into.evidence.push_back("the same failure, also: " + timed.finding.title);
+  }
+  found = std::move(out);
+}
+
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
 // error is the root cause and every later failure is listed as its consequence.
 std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
@@ -138,11 +168,14 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   out.run = evidence.run;
   out.processes = summarize(evidence);
   out.missing_evidence = missing_evidence(evidence);
-  RuleContext context{evidence, out.processes};
+  ProcessTexts texts(evidence, out.processes);
+  RuleContext context{evidence, out.processes, texts};
   std::vector<TimedFinding> found;
   rule_native_crash(context, found);
   rule_killed(context, found);
   rule_failed_exit(context, found);
+  rule_peer_exited(context, found);
+  merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;
 }

@@ -58,6 +58,22 @@ std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t
   return out;
 }
 
+// The launcher said it sent this process its closing signal (torchrun: "Sending process N
+// closing signal SIGTERM").
+bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
+  for (const ProcessSummary& launcher : context.processes) {
+    if (launcher.role.role != Role::kLauncher) continue;
+    for (const TextMatch* text : context.texts.matches(launcher)) {
+      auto pid = text->match.fields.find("pid");
+      if (text->match.id == "torchrun.closing-signal" && pid != text->match.fields.end() &&
+          pid->second == std::to_string(p.record.pid)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -98,6 +114,12 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
             "another failure.";
         f.confidence = 0.6;
       }
+    } else if (stopped_by_launcher(context, p)) {
+      f.kind = "killed-externally";
+      f.severity = Severity::kInfo;
+      f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
+      f.fix = "The launcher stops the other processes once one fails: see the root cause.";
+      f.confidence = 0.9;
     } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) {
       f.kind = "killed-externally";
       f.severity = Severity::kWarning;
@@ -116,7 +138,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.fix = "Run it again under traindoc with the agent, or with PYTHONFAULTHANDLER=1 / gdb.";
       f.confidence = 0.5;
     }
-    out.push_back({std::move(f), r.end_ns, r.pid});
+    out.push_back({std::move(f), r.end_ns, r.pid, ""});
   }
 }
 

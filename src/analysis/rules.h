@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
+#include "analysis/process_texts.h"
 
 namespace traindoc::analysis {
 
 struct RuleContext {
   const store::Evidence& evidence;
   const std::vector<ProcessSummary>& processes;
+  const ProcessTexts& texts;
 
   // The process a pid referred to at `t_ns` (pids are reused); nullptr when unknown.
   const ProcessSummary* process(int pid, uint64_t start_ticks = 0) const;
@@ -21,11 +23,21 @@ struct RuleContext {
   std::vector<int> ranks_of(const ProcessSummary& process) const;
 };
 
+// "RuntimeError: the first line of its message", cut to a title's length.
+std::string exception_summary(const PythonTraceback& traceback);
+// The lines that cite a traceback: where it is in the output, its exception, and where it was
+// raised (the user's frame and the last frame).
+std::vector<std::string> traceback_evidence(const PythonTraceback& traceback);
+
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {
   Finding finding;
   int64_t t_ns = 0;
   int pid = 0;  // the process that failed
+  // Findings with the same non-empty key from different processes are one failure seen
+  // several times (both ranks print the same mismatch, two workers crash in one place): they
+  // are merged into the earliest.
+  std::string merge_key;
 };
 
 // Crash records of the agent: native-crash, stack-overflow, abort, fpe, illegal-instruction,
@@ -36,8 +48,15 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
 // outside (host-oom-killed, worker-crash), other signals.
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out);
 
-// Ranks, workers and launchers that exited non-zero with nothing more specific found: the
-// Python exception they printed, or their exit code.
+// Ranks, workers and launchers that exited non-zero: the exception they ended with, as the kind
+// of failure its known text names (label-out-of-range, collective-mismatch, ...) or as a
+// python-exception with its last frame; else the exit code. Exceptions that say a peer is gone
+// are left to rule_peer_exited.
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// Ranks that failed because a peer had gone ("Connection closed by peer"): peer-exited, and when
+// that peer had exited normally while they still waited, the peer's early exit as the cause
+// (collective-missing, or uneven-inputs when the ranks' step counts differ).
+void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out);
 
 }  // namespace traindoc::analysis

@@ -494,7 +494,8 @@ TEST(RuleFailedExit, RankCitesItsPythonException) {
   EXPECT_THAT(f.ranks, ElementsAre(0));
   EXPECT_THAT(f.pids, ElementsAre(kRank0));
   EXPECT_EQ(f.title, "rank 0 (pid 1010) raised " + kDataLoaderError);
-  EXPECT_THAT(f.evidence, Contains("stderr line 214: " + kDataLoaderError));
+  EXPECT_THAT(f.evidence, Contains("stderr lines 200-214: " + kDataLoaderError));
+  EXPECT_THAT(f.evidence, Contains("at /home/user/proj/train.py:77 in <module>"));
   EXPECT_THAT(f.evidence, Contains(std::string("rank 0 (pid 1010) exited with code 1")));
 }
 
