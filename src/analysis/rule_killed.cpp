@@ -61,14 +61,11 @@ std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t
 // The launcher said it sent this process its closing signal (torchrun: "Sending process N
 // closing signal SIGTERM").
 bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
-  for (const ProcessSummary& launcher : context.processes) {
-    if (launcher.role.role != Role::kLauncher) continue;
-    for (const TextMatch* text : context.texts.matches(launcher)) {
-      auto pid = text->match.fields.find("pid");
-      if (text->match.id == "torchrun.closing-signal" && pid != text->match.fields.end() &&
-          pid->second == std::to_string(p.record.pid)) {
-        return true;
-      }
+  for (const TextMatch& text : context.texts.all_matches()) {
+    auto pid = text.match.fields.find("pid");
+    if (text.match.id == "torchrun.closing-signal" && pid != text.match.fields.end() &&
+        pid->second == std::to_string(p.record.pid)) {
+      return true;
     }
   }
   return false;
