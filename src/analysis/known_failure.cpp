@@ -109,9 +109,13 @@ void model_mismatch(const SignatureMatch& m, KnownFailure& f) {
   auto rank = int_field(m, "rank");
   auto other = int_field(m, "other_rank");
   if (!field(m, "params").empty()) {
-    f.title = "the model differs across ranks: rank " + field(m, "rank") + " has " +
-              field(m, "params") + " parameters, rank " + field(m, "other_rank") + " has " +
-              field(m, "other_params");
+    // Lower rank first, whichever rank printed it.
+    bool swap = rank && other && *other < *rank;
+    std::string first = swap ? "other_" : "";
+    std::string second = swap ? "" : "other_";
+    f.title = "the model differs across ranks: rank " + field(m, first + "rank") + " has " +
+              field(m, first + "params") + " parameters, rank " + field(m, second + "rank") +
+              " has " + field(m, second + "params");
   } else if (!field(m, "sizes").empty()) {
     f.title = "the model differs across ranks: parameter " + field(m, "param_index") +
               " has sizes " + shape(field(m, "sizes")) + " on rank " + field(m, "rank") +
@@ -132,8 +136,11 @@ void collective_mismatch(const SignatureMatch& m, KnownFailure& f) {
       if (!field(m, p + "dtype").empty()) text += " " + field(m, p + "dtype");
       return text;
     };
-    f.title =
-        "ranks called different collectives at the same step: " + side("") + ", " + side("other_");
+    auto rank = int_field(m, "rank");
+    auto other = int_field(m, "other_rank");
+    bool swap = rank && other && *other < *rank;  // lower rank first
+    f.title = "ranks called different collectives at the same step: " + side(swap ? "other_" : "") +
+              ", " + side(swap ? "" : "other_");
     for (auto r : {int_field(m, "rank"), int_field(m, "other_rank")}) {
       if (r) f.ranks.push_back(*r);
     }

@@ -30,9 +30,6 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
       f.evidence.push_back("blame frame #" + std::to_string(facts.blame) + ": " +
                            describe_frame(crash.frames[static_cast<size_t>(facts.blame)]));
     }
-    for (size_t i = 0; i < crash.frames.size() && i < 8; ++i) {
-      f.evidence.push_back("  #" + std::to_string(i) + " " + describe_frame(crash.frames[i]));
-    }
     if (!facts.python_line.empty()) {
       f.evidence.push_back("Python frame that called into native code: " + facts.python_line);
       if (!facts.user_line.empty() && facts.user_line != facts.python_line) {
@@ -43,6 +40,10 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
       f.evidence.push_back(
           "no Python traceback: the interpreter does not export its traceback dumper (CPython "
           "3.13 and 3.14), or it had not started");
+    }
+    // The native stack last: the lines above say where, these how it got there.
+    for (size_t i = 0; i < crash.frames.size() && i < 8; ++i) {
+      f.evidence.push_back("  #" + std::to_string(i) + " " + describe_frame(crash.frames[i]));
     }
     if (crash.other_crashes > 0) {
       f.evidence.push_back(std::to_string(crash.other_crashes) +

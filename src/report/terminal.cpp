@@ -43,6 +43,9 @@ Palette palette(bool colour) {
   return {"\033[1m", "\033[1;31m", "\033[32m", "\033[2m", "\033[0m"};
 }
 
+// The root cause's evidence lines shown; report.json has them all.
+constexpr size_t kEvidenceLines = 10;
+
 // Root cause first, with its evidence and fix; then its consequences, one line each.
 std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   std::string out;
@@ -51,7 +54,11 @@ std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
     if (i == 0 || f.root_cause) {
       out += fmt::format("  {}{}{} [{}] {}\n", c.red, f.root_cause ? "ROOT CAUSE" : "finding",
                          c.reset, f.kind, f.title);
-      for (const std::string& line : f.evidence) out += "      " + line + "\n";
+      size_t shown = std::min(f.evidence.size(), kEvidenceLines);
+      for (size_t e = 0; e < shown; ++e) out += "      " + f.evidence[e] + "\n";
+      if (shown < f.evidence.size()) {
+        out += fmt::format("      ... {} more lines in report.json\n", f.evidence.size() - shown);
+      }
       if (!f.fix.empty())
         out += std::string("    ") + c.green + "fix:" + c.reset + " " + f.fix + "\n";
     } else {
