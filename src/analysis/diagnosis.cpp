@@ -43,6 +43,12 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     if (s.fd_limit) p.fd_limit = s.fd_limit;
     p.cpu_s = std::max(p.cpu_s, s.cpu_user_s + s.cpu_sys_s);
   }
+  for (const store::StepSample& s : evidence.steps) {
+    auto it = index.find({s.pid, s.start_ticks});
+    if (it == index.end()) continue;
+    int64_t& count = out[it->second].steps[s.kind];
+    count = std::max(count, s.count);
+  }
   std::stable_sort(out.begin(), out.end(), [](const ProcessSummary& a, const ProcessSummary& b) {
     return std::tie(a.record.start_ticks, a.record.start_ns, a.record.pid) <
            std::tie(b.record.start_ticks, b.record.start_ns, b.record.pid);
@@ -78,6 +84,14 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
 }
 
 }  // namespace
+
+std::optional<int64_t> ProcessSummary::step_count() const {
+  for (store::StepKind kind :
+       {store::StepKind::kOptimizer, store::StepKind::kBackward, store::StepKind::kDdpForward}) {
+    if (auto it = steps.find(kind); it != steps.end()) return it->second;
+  }
+  return std::nullopt;
+}
 
 const char* to_string(Severity severity) {
   switch (severity) {
