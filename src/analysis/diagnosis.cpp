@@ -85,12 +85,18 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
 
 }  // namespace
 
-std::optional<int64_t> ProcessSummary::step_count() const {
+std::optional<store::StepKind> ProcessSummary::step_kind() const {
   for (store::StepKind kind :
        {store::StepKind::kOptimizer, store::StepKind::kBackward, store::StepKind::kDdpForward}) {
-    if (auto it = steps.find(kind); it != steps.end()) return it->second;
+    if (steps.contains(kind)) return kind;
   }
   return std::nullopt;
+}
+
+std::optional<int64_t> ProcessSummary::step_count() const {
+  std::optional<store::StepKind> kind = step_kind();
+  if (!kind) return std::nullopt;
+  return steps.at(*kind);
 }
 
 const char* to_string(Severity severity) {
@@ -157,6 +163,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_native_crash(context, found);
   rule_killed(context, found);
   rule_failed_exit(context, found);
+  rule_memory_leak(context, found);
   out.findings = order_by_cause(std::move(found));
   return out;
 }

@@ -44,7 +44,9 @@ struct ProcessSummary {
   // The last count of each kind of training step the Python hook saw (none: not counted).
   std::map<store::StepKind, int64_t> steps;
 
-  // Its training steps: optimizer steps, else backward calls, else DDP forwards.
+  // The kind its step count comes from: optimizer steps, else backward calls, else DDP
+  // forwards; and that count.
+  std::optional<store::StepKind> step_kind() const;
   std::optional<int64_t> step_count() const;
 };
 
