@@ -91,7 +91,8 @@ std::optional<Growth> steady_growth(std::vector<SeriesPoint> series, const Growt
                    [](const SeriesPoint& a, const SeriesPoint& b) { return a.x < b.x; });
   double warm = series.front().x + limits.warmup_fraction * (series.back().x - series.front().x);
   std::erase_if(series, [&](const SeriesPoint& p) { return p.x < warm; });
-  if (series.size() < limits.min_points || series.back().x <= series.front().x) {
+  if (series.size() < limits.min_points || series.back().x <= series.front().x ||
+      series.back().x - series.front().x < limits.min_span) {
     return std::nullopt;
   }
 

@@ -19,6 +19,7 @@ struct SeriesPoint {
 struct GrowthLimits {
   double warmup_fraction = 0.2;  // of the x range, skipped: allocator pools, caches, first batches
   size_t min_points = 8;         // after warm-up
+  double min_span = 0;           // of x after warm-up: steps, or minutes
   double min_growth_bytes = 64.0 * 1024 * 1024;  // fitted growth over the fitted span
   double min_relative = 0.1;                     // ... and relative to the level after warm-up
   // Steadiness: each quarter's slope is at least this part of the whole one in 3 quarters of 4,

@@ -21,6 +21,11 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kNsPerMinute = 60e9;
 // A worker's RSS may grow by this part of its USS growth and still count as flat.
 constexpr double kFlatRss = 0.5;
+// Spans of growth too short to call a leak of RSS: a process that spends its short life
+// importing libraries and loading data grows steadily too. Copy-on-access in workers needs no
+// such floor: its RSS stays flat, which loading does not.
+constexpr double kMinSteps = 10;
+constexpr double kMinMinutes = 2;
 
 // Where a process stands in its training at a sample time: its step count (linear between the
 // counts the hook reported; none outside the span they cover), or minutes since its first
@@ -40,6 +45,11 @@ class Axis {
 
   bool per_step() const { return m_counts.size() >= 2; }
   const char* unit() const { return per_step() ? "step" : "minute"; }
+  GrowthLimits limits() const {
+    GrowthLimits out;
+    out.min_span = per_step() ? kMinSteps : kMinMinutes;
+    return out;
+  }
 
   std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
     if (!per_step()) return static_cast<double>(t_ns - first_sample_ns) / kNsPerMinute;
@@ -159,7 +169,7 @@ constexpr const char* kLeakFix =
 // A leak in `series` of process `p`, appended to `out`; whether one was found.
 bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& axis,
              const Series& series, const Measure& measure, std::vector<TimedFinding>& out) {
-  std::optional<Growth> g = steady_growth(series.points);
+  std::optional<Growth> g = steady_growth(series.points, axis.limits());
   if (!g) return false;
   const std::string who = context.name(p);
   const std::string unit = axis.unit();

@@ -100,6 +100,15 @@ TEST(SteadyGrowth, TooFewPointsIsNotEnoughEvidence) {
   EXPECT_FALSE(steady_growth({}));
 }
 
+TEST(SteadyGrowth, ASpanShorterThanTheMinimumIsNotEnoughEvidence) {
+  GrowthLimits limits;
+  limits.min_span = 80;  // the span after warm-up is 20 .. 99
+  auto points = series(100, [](int x) { return 500 + 10.0 * x; });
+  EXPECT_FALSE(steady_growth(points, limits));
+  limits.min_span = 79;
+  EXPECT_TRUE(steady_growth(points, limits));
+}
+
 TEST(SteadyGrowth, ShrinkingIsNotALeak) {
   EXPECT_FALSE(steady_growth(series(100, [](int x) { return 2000 - 10.0 * x; })));
 }
