@@ -34,9 +34,9 @@ class Axis {
  public:
   Axis() = default;  // minutes
   Axis(const store::Evidence& evidence, const ProcessSummary& p) {
-    std::optional<store::StepKind> kind = p.step_kind();
+    m_kind = p.step_kind();
     for (const store::StepSample& s : evidence.steps) {
-      if (s.kind == kind && s.pid == p.record.pid && s.start_ticks == p.record.start_ticks) {
+      if (s.kind == m_kind && s.pid == p.record.pid && s.start_ticks == p.record.start_ticks) {
         m_counts.emplace_back(s.t_ns, static_cast<double>(s.count));
       }
     }
@@ -45,6 +45,18 @@ class Axis {
 
   bool per_step() const { return m_counts.size() >= 2; }
   const char* unit() const { return per_step() ? "step" : "minute"; }
+  // What a step is: "optimizer steps", "backward calls", "DDP forwards".
+  const char* steps() const {
+    switch (m_kind.value_or(store::StepKind::kOptimizer)) {
+      case store::StepKind::kBackward:
+        return "backward calls";
+      case store::StepKind::kDdpForward:
+        return "DDP forwards";
+      case store::StepKind::kOptimizer:
+        break;
+    }
+    return "optimizer steps";
+  }
   GrowthLimits limits() const {
     GrowthLimits out;
     out.min_span = per_step() ? kMinSteps : kMinMinutes;
@@ -71,6 +83,7 @@ class Axis {
   }
 
  private:
+  std::optional<store::StepKind> m_kind;
   std::vector<std::pair<int64_t, double>> m_counts;
 };
 
@@ -188,7 +201,8 @@ bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& ax
       mib(g->slope), unit, g->points, g->growing_quarters));
   f.evidence.push_back(
       axis.per_step()
-          ? "steps counted by traindoc's Python hook in the process"
+          ? std::string("a step is one of the process's ") + axis.steps() +
+                ", counted by traindoc's Python hook"
           : "no training steps were counted in this process (the Python hook counts PyTorch "
             "optimizer steps, backward calls and DDP forwards): growth per minute instead");
   int64_t start_ns = series.time_at(g->from_x);

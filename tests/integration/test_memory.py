@@ -50,7 +50,7 @@ def test_a_clean_loop_has_no_leak(traindoc, mode):
 
 def test_workers_copying_a_python_list_are_reported(traindoc):
     """CASES.md H01: an 8M-item list read by two workers; their USS grows, their RSS does not."""
-    run = traindoc(job_script("worker_copy.py", "list", 0.01), "--interval", "0.2", timeout=180)
+    run = traindoc(job_script("worker_copy.py", "list", 15), "--interval", "0.2", timeout=180)
     assert run.status == 0, run.stderr.decode()[-2000:]
     workers = run.processes("worker")
     assert len(workers) == 2

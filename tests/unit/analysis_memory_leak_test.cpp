@@ -117,6 +117,8 @@ TEST(RuleMemoryLeak, GrowthPerStepFromTheStepCounts) {
   EXPECT_EQ(f.title, "rank 0 (pid 2000): host memory grows 5.00 MiB per step");
   EXPECT_THAT(f.evidence[0], HasSubstr("RSS of rank 0 (pid 2000) grew from"));
   EXPECT_THAT(f.evidence[0], HasSubstr("between steps 44 and 218"));
+  EXPECT_EQ(f.evidence[1],
+            "a step is one of the process's optimizer steps, counted by traindoc's Python hook");
   // 10 GiB left at 5 MiB a step: 2048 more steps, at 120 steps a minute.
   EXPECT_THAT(f.evidence, Contains(HasSubstr("the 10.0 GiB available on the host (MemAvailable) "
                                              "runs out after about 2048 more steps, near step "

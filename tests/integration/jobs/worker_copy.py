@@ -1,8 +1,9 @@
 """CASES.md H01: a dataset held in a Python list, read by two DataLoader workers through a batch
 sampler. Reading an item writes its reference count, so each worker copies every page of the
 list's objects it touches: its private memory (USS) grows while its RSS stays flat. With
-`numpy` the same data sits in one array and nothing is copied. The main loop paces the epoch
-(PAUSE seconds per batch) so that the supervisor samples the growth."""
+`numpy` the same data sits in one array and nothing is copied. The main loop stretches the
+epoch to at least SECONDS, however fast the machine, so that the supervisor samples the growth
+often enough."""
 import sys
 import time
 
@@ -29,13 +30,15 @@ def batches():
         yield list(range(start, min(start + BATCH, ITEMS)))
 
 
-def main(kind, pause):
+def main(kind, seconds):
     data = list(range(ITEMS)) if kind == "list" else np.arange(ITEMS)
-    loader = DataLoader(Items(data), batch_sampler=list(batches()), num_workers=2)
+    sampler = list(batches())
+    loader = DataLoader(Items(data), batch_sampler=sampler, num_workers=2)
     total = 0
-    for batch in loader:
+    start = time.monotonic()
+    for i, batch in enumerate(loader, 1):
         total += int(batch[-1])
-        time.sleep(pause)
+        time.sleep(max(0.0, start + seconds * i / len(sampler) - time.monotonic()))
     print("done", total, flush=True)
 
 
