@@ -43,6 +43,12 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     if (s.fd_limit) p.fd_limit = s.fd_limit;
     p.cpu_s = std::max(p.cpu_s, s.cpu_user_s + s.cpu_sys_s);
   }
+  for (const store::StepSample& s : evidence.steps) {
+    auto it = index.find({s.pid, s.start_ticks});
+    if (it == index.end()) continue;
+    int64_t& count = out[it->second].steps[s.kind];
+    count = std::max(count, s.count);
+  }
   std::stable_sort(out.begin(), out.end(), [](const ProcessSummary& a, const ProcessSummary& b) {
     return std::tie(a.record.start_ticks, a.record.start_ns, a.record.pid) <
            std::tie(b.record.start_ticks, b.record.start_ns, b.record.pid);
@@ -78,6 +84,20 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
 }
 
 }  // namespace
+
+std::optional<store::StepKind> ProcessSummary::step_kind() const {
+  for (store::StepKind kind :
+       {store::StepKind::kOptimizer, store::StepKind::kBackward, store::StepKind::kDdpForward}) {
+    if (steps.contains(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> ProcessSummary::step_count() const {
+  std::optional<store::StepKind> kind = step_kind();
+  if (!kind) return std::nullopt;
+  return steps.at(*kind);
+}
 
 const char* to_string(Severity severity) {
   switch (severity) {
@@ -175,6 +195,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_killed(context, found);
   rule_failed_exit(context, found);
   rule_peer_exited(context, found);
+  rule_memory_leak(context, found);
   merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@ struct ProcessSummary {
   std::optional<int> fd_limit;
   std::optional<int> peak_threads;
   double cpu_s = 0;
+  // The last count of each kind of training step the Python hook saw (none: not counted).
+  std::map<store::StepKind, int64_t> steps;
+
+  // The kind its step count comes from: optimizer steps, else backward calls, else DDP
+  // forwards; and that count.
+  std::optional<store::StepKind> step_kind() const;
+  std::optional<int64_t> step_count() const;
 };
 
 struct Diagnosis {

@@ -11,7 +11,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -166,6 +166,24 @@ struct LogLine {
   bool operator==(const LogLine&) const = default;
 };
 
+// What a step sample counts (python/traindoc_hook/steps.py).
+enum class StepKind {
+  kOptimizer,   // optimizer.step()
+  kBackward,    // torch.autograd.backward (Tensor.backward)
+  kDdpForward,  // DistributedDataParallel.forward
+};
+
+// A process's running total of one kind of training step at a time, counted by the Python hook.
+struct StepSample {
+  int64_t t_ns = 0;
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  StepKind kind = StepKind::kOptimizer;
+  int64_t count = 0;  // steps of `kind` the process had run by t_ns
+
+  bool operator==(const StepSample&) const = default;
+};
+
 struct Evidence {
   int schema_version = kSchemaVersion;
   std::vector<Crash> crashes;
@@ -184,11 +202,16 @@ struct Evidence {
   // kept beyond the cap.
   std::map<std::string, uint64_t> log_lines_dropped;
   uint64_t crashes_dropped = 0;
+  // Schema 3: training steps by time (older runs have none).
+  std::vector<StepSample> steps;
 
   bool operator==(const Evidence&) const = default;
 };
 
 const char* to_string(EndSource source);
 EndSource end_source_from_string(const std::string& text);
+const char* to_string(StepKind kind);
+// nullopt for a name this build does not know (written by a newer traindoc).
+std::optional<StepKind> step_kind_from_string(const std::string& text);
 
 }  // namespace traindoc::store

@@ -165,6 +165,20 @@ CREATE INDEX log_lines_by_time ON log_lines (t_ns);
 CREATE INDEX log_lines_by_stream ON log_lines (stream, id);
 )sql";
 
+// What schema 3 adds: the training steps the Python hook counted, one row per process and kind
+// per sampling interval at most (thinned like the samples). tests/fixtures/store/schema_v3.sql
+// holds schema 2 plus these.
+constexpr const char* kDdlV3 = R"sql(
+CREATE TABLE step_samples (
+  t_ns INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  count INTEGER NOT NULL
+);
+CREATE INDEX step_samples_by_time ON step_samples (t_ns);
+)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -225,6 +239,7 @@ State check(sqlite3* db, const std::string& path) {
 void create(sqlite3* db) {
   detail::exec(db, kDdlV1);
   detail::exec(db, kDdlV2);
+  detail::exec(db, kDdlV3);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -234,6 +249,7 @@ void upgrade(sqlite3* db) {
   const int64_t version = detail::query_int(db, "PRAGMA user_version");
   if (version >= kSchemaVersion) return;
   if (version < 2) detail::exec(db, kDdlV2);
+  if (version < 3) detail::exec(db, kDdlV3);
   set_version(db);
 }
 

@@ -44,7 +44,7 @@ void create(sqlite3* db);
 
 // Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
 // transaction: every change so far only adds tables, so the rows already there stay as they are.
-// A file created by create() and one upgraded from version 1 have the same schema.
+// A file created by create() and one upgraded from an older version have the same schema.
 void upgrade(sqlite3* db);
 
 }  // namespace traindoc::store::schema

@@ -313,6 +313,22 @@ void read_log_lines(sqlite3* db, std::vector<LogLine>& out) {
   }
 }
 
+// Rows of a step kind this build does not know (a newer writer) are left out.
+void read_step_samples(sqlite3* db, std::vector<StepSample>& out) {
+  Statement rows(db,
+                 "SELECT t_ns, pid, start_ticks, kind, count FROM step_samples "
+                 "ORDER BY t_ns, rowid");
+  while (rows.step()) {
+    std::optional<StepKind> kind = step_kind_from_string(rows.text(3));
+    if (!kind) continue;
+    out.push_back({.t_ns = rows.int64(0),
+                   .pid = rows.int32(1),
+                   .start_ticks = rows.uint64(2),
+                   .kind = *kind,
+                   .count = rows.int64(4)});
+  }
+}
+
 uint64_t parse_count(const std::string& text) {
   uint64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
@@ -363,6 +379,7 @@ Evidence read_evidence(const std::string& db_path) {
     read_crashes(db, evidence.crashes);
     read_log_lines(db, evidence.log_lines);
   }
+  if (evidence.schema_version >= 3) read_step_samples(db, evidence.steps);
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");
   return evidence;

@@ -111,6 +111,19 @@ DELETE FROM host_samples WHERE rowid IN (
   WHERE n > 1)
 )sql";
 
+// Step counts only grow: a bucket's first and last rows keep where each process stood at both ends
+// of it, so the steps per second stay known across thinned time.
+constexpr const char* kThinStepsDelete = R"sql(
+DELETE FROM step_samples WHERE rowid IN (
+  SELECT id FROM (SELECT rowid AS id,
+                         row_number() OVER (bucket ORDER BY t_ns, rowid) AS first,
+                         row_number() OVER (bucket ORDER BY t_ns DESC, rowid DESC) AS last
+                  FROM step_samples
+                  WHERE t_ns >= ?1 AND t_ns < ?2
+                  WINDOW bucket AS (PARTITION BY pid, start_ticks, kind, t_ns / ?3))
+  WHERE first > 1 AND last > 1)
+)sql";
+
 // One statement for both cases: ?1 is the id of the crash being replaced, or NULL for a new one.
 // REPLACE deletes the old row of that id (and key) and writes the new one under the same id.
 constexpr const char* kReplaceCrash = R"sql(
@@ -144,6 +157,7 @@ struct StoreWriter::Impl {
   Statement upsert_process;
   Statement insert_proc_sample;
   Statement insert_host_sample;
+  Statement insert_step_sample;
   Statement insert_event;
   Statement drop_oldest_event;
   Statement upsert_log;
@@ -153,6 +167,7 @@ struct StoreWriter::Impl {
   Statement thin_proc_delete;
   Statement thin_host_update;
   Statement thin_host_delete;
+  Statement thin_steps_delete;
   Statement find_crash;
   Statement replace_crash;
   Statement delete_crash_frames;
@@ -196,6 +211,9 @@ struct StoreWriter::Impl {
         "INSERT INTO host_samples (t_ns, mem_total, mem_available, swap_total, swap_free, "
         "cgroup_version, cgroup_current, cgroup_max, cgroup_oom_kills, shm_total, shm_used) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    insert_step_sample = Statement(d,
+                                   "INSERT INTO step_samples (t_ns, pid, start_ticks, kind, count) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5)");
     insert_event =
         Statement(d, "INSERT INTO events (t_ns, kind, pid, text) VALUES (?1, ?2, ?3, ?4)");
     drop_oldest_event = Statement(d,
@@ -213,6 +231,7 @@ struct StoreWriter::Impl {
     thin_proc_delete = Statement(d, kThinProcDelete);
     thin_host_update = Statement(d, kThinHostUpdate);
     thin_host_delete = Statement(d, kThinHostDelete);
+    thin_steps_delete = Statement(d, kThinStepsDelete);
     find_crash = Statement(d, "SELECT id FROM crashes WHERE pid = ?1 AND start_ticks = ?2");
     replace_crash = Statement(d, kReplaceCrash);
     delete_crash_frames = Statement(d, "DELETE FROM crash_frames WHERE crash_id = ?1");
@@ -464,6 +483,20 @@ void StoreWriter::add_host_sample(const HostSample& h) {
       .run();
 }
 
+void StoreWriter::add_step_samples(const std::vector<StepSample>& samples) {
+  Impl& s = *m_impl;
+  if (samples.empty()) return;
+  begin_if_needed();
+  for (const StepSample& step : samples) {
+    s.insert_step_sample.bind(1, step.t_ns)
+        .bind(2, step.pid)
+        .bind(3, step.start_ticks)
+        .bind(4, to_string(step.kind))
+        .bind(5, step.count)
+        .run();
+  }
+}
+
 void StoreWriter::add_event(const Event& event) {
   Impl& s = *m_impl;
   const int64_t max = s.options.max_events_per_kind;
@@ -625,6 +658,7 @@ void StoreWriter::downsample(int64_t now_ns) {
   s.thin_proc_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.thin_host_update.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.thin_steps_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.meta(schema::kMetaThinnedUntil, std::to_string(until));
   s.thinned_until_ns = until;
 }

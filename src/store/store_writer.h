@@ -51,6 +51,7 @@ class StoreWriter {
   void upsert_process(const ProcessRecord& record);
   void add_proc_samples(const std::vector<ProcSample>& samples);
   void add_host_sample(const HostSample& sample);
+  void add_step_samples(const std::vector<StepSample>& samples);
   // Subject to max_events_per_kind; events beyond it are counted in meta, not stored.
   void add_event(const Event& event);
   // Replaces the stream of the same name (its file list included).
@@ -67,7 +68,8 @@ class StoreWriter {
   void flush();
 
   // Thins samples older than now_ns - full_rate_window_ns to one row per bucket, keeping the
-  // peak (highest rss; for the host, lowest mem_available). Only buckets not yet thinned are
+  // peak (highest rss; for the host, lowest mem_available); step samples keep the first and the
+  // last row of each bucket per process and kind. Only buckets not yet thinned are
   // visited, so calling it every second costs nothing between bucket boundaries. Part of the
   // pending transaction: flush() commits it.
   void downsample(int64_t now_ns);

@@ -15,10 +15,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "common/clock.h"
 #include "store/store_writer.h"
@@ -85,6 +87,9 @@ class Loop {
   int m_interrupts = 0;
   uint64_t m_reported_no_slot = 0;
   uint64_t m_reported_dropped = 0;
+  // The newest step count of each (pid, start_ticks, kind) since the last commit: at most one
+  // row per sampling interval each, however fast the job steps.
+  std::map<std::tuple<int, uint64_t, store::StepKind>, store::StepSample> m_steps;
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -143,6 +148,10 @@ void Loop::read_agent() {
   AgentPoll poll = m_agent->poll();
   for (const AgentIdentity& id : poll.identities) m_table.from_agent(id);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
+  for (const store::StepSample& step : poll.steps) {
+    store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
+    if (step.count >= newest.count) newest = step;
+  }
   for (const AgentRecord& record : poll.records) {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
@@ -241,6 +250,10 @@ void Loop::forward(const signalfd_siginfo& info) {
 
 void Loop::store_changes() {
   for (const store::ProcessRecord& record : m_table.take_changed()) m_store.upsert_process(record);
+  std::vector<store::StepSample> steps;
+  for (const auto& [key, step] : m_steps) steps.push_back(step);
+  m_store.add_step_samples(steps);
+  m_steps.clear();
   m_store.flush();
 }
 

@@ -88,6 +88,7 @@ Diagnosis sample_diagnosis() {
   rank.fd_limit = 1024;
   rank.peak_threads = 20;
   rank.cpu_s = 2.5;
+  rank.steps = {{store::StepKind::kOptimizer, 1200}, {store::StepKind::kDdpForward, 1201}};
   ProcessSummary worker = summary(12, 11, Role::kWorker, 0, 0);
   worker.record.end_source = store::EndSource::kVanished;
   worker.record.end_ns = 3'100'000'000;
@@ -192,7 +193,7 @@ TEST(JsonReport, Processes) {
   EXPECT_EQ(launcher["role"], "launcher");
   EXPECT_EQ(launcher["role_text"], "launcher");
   for (const char* key : {"rank", "local_rank", "node_rank", "worker", "world_size", "peak_fds",
-                          "fd_limit", "peak_threads"}) {
+                          "fd_limit", "peak_threads", "steps"}) {
     EXPECT_FALSE(launcher.contains(key)) << key;
   }
   EXPECT_EQ(launcher["cmdline"], "python3 train.py");
@@ -219,6 +220,7 @@ TEST(JsonReport, Processes) {
   EXPECT_EQ(rank["fd_limit"], 1024);
   EXPECT_EQ(rank["peak_threads"], 20);
   EXPECT_EQ(rank["cpu_s"], 2.5);
+  EXPECT_EQ(rank["steps"], json::parse(R"({"optimizer": 1200, "ddp-forward": 1201})"));
 
   const json& worker = processes[2];
   EXPECT_EQ(worker["role"], "worker");
