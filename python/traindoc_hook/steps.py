@@ -54,11 +54,12 @@ def _forget():
 
 
 def _counting(function, kind):
+    # Counted when it begins: a rank stuck in its 4th backward (waiting for a peer's gradients)
+    # has begun 4, which is what tells it apart from a peer that skipped one.
     @functools.wraps(function)
     def counted(*args, **kwargs):
-        result = function(*args, **kwargs)
         count(kind)
-        return result
+        return function(*args, **kwargs)
 
     return counted
 

@@ -40,16 +40,33 @@ const ProcessSummary* first_gone(const RuleContext& context, const ProcessSummar
   return found;
 }
 
+// "optimizer steps: rank 1 3, rank 0 4" for each kind of step both ranks counted differently.
+std::vector<std::string> step_differences(const ProcessSummary& a, const ProcessSummary& b) {
+  std::vector<std::string> out;
+  for (const auto& [kind, count] : a.steps) {
+    auto other = b.steps.find(kind);
+    if (other == b.steps.end() || other->second == count) continue;
+    out.push_back(std::string(store::to_string(kind)) + " steps: " + describe(a.role) + " ran " +
+                  std::to_string(count) + ", " + describe(b.role) + " " +
+                  std::to_string(other->second));
+  }
+  return out;
+}
+
 Finding early_exit(const RuleContext& context, const ProcessSummary& peer,
                    const ProcessSummary& victim, const std::string& victim_line) {
   Finding f;
-  f.kind = "collective-missing";
+  // With the step counts of both, a different number of steps is the story; without them (or
+  // equal), a collective the leaving rank never issued.
+  std::vector<std::string> uneven = step_differences(peer, victim);
+  f.kind = uneven.empty() ? "collective-missing" : "uneven-inputs";
   f.title = context.name(peer) + " finished (exit code 0) while " + context.name(victim) +
             " still waited for it in a collective";
   f.ranks = context.ranks_of(peer);
   f.pids = {peer.record.pid};
   f.evidence.push_back(context.name(peer) + " exited with code 0 first");
   f.evidence.push_back(context.name(victim) + " then failed: " + victim_line);
+  f.evidence.insert(f.evidence.end(), uneven.begin(), uneven.end());
   f.fix =
       "The ranks did not issue the same collectives: this rank skipped one (a rank-dependent "
       "branch, a `continue` before backward, an early return) or ran fewer batches, then left. "

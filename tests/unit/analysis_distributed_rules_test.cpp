@@ -103,6 +103,25 @@ TEST(DistributedRules, APeerThatExitedNormallyFirstIsTheCause) {
   EXPECT_THAT(d.findings[1].ranks, ElementsAre(0, 1));
 }
 
+TEST(DistributedRules, APeerThatRanFewerStepsIsUnevenInputs) {
+  // H11: rank 1 skipped one backward, finished its loop and left; rank 0 began a 4th backward.
+  Evidence e = torchrun_job();
+  exited(e, kRank1, 6.0, 0);
+  e.log_lines = {stderr_line(5.1, 12, kClosed)};
+  exited(e, kRank0, 5.3, 1);
+  auto steps = [&](int pid, uint64_t ticks, int64_t backward) {
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kBackward, backward});
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kOptimizer, 3});
+  };
+  steps(kRank0, 500'100, 4);
+  steps(kRank1, 500'101, 3);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "uneven-inputs");
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
+  EXPECT_THAT(d.findings[0].evidence, testing::Contains("backward steps: rank 1 ran 3, rank 0 4"));
+}
+
 TEST(DistributedRules, APeerThatCrashedIsTheCauseThroughItsOwnFinding) {
   Evidence e = torchrun_job();
   killed(e, kRank1, 5.0, SIGKILL);
