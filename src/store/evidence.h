@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "store/gpu_evidence.h"
+
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -184,6 +186,9 @@ struct Evidence {
   // kept beyond the cap.
   std::map<std::string, uint64_t> log_lines_dropped;
   uint64_t crashes_dropped = 0;
+  // Schema 3: devices, their samples, the processes on them, driver events, CUDA variables.
+  GpuEvidence gpu;
+  uint64_t gpu_events_dropped = 0;
 
   bool operator==(const Evidence&) const = default;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "store/evidence.h"
+#include "store/gpu_tables.h"
 #include "store/sqlite_util.h"
 
 namespace traindoc::store::schema {
@@ -225,6 +226,7 @@ State check(sqlite3* db, const std::string& path) {
 void create(sqlite3* db) {
   detail::exec(db, kDdlV1);
   detail::exec(db, kDdlV2);
+  detail::exec(db, detail::kGpuDdl);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -234,6 +236,7 @@ void upgrade(sqlite3* db) {
   const int64_t version = detail::query_int(db, "PRAGMA user_version");
   if (version >= kSchemaVersion) return;
   if (version < 2) detail::exec(db, kDdlV2);
+  if (version < 3) detail::exec(db, detail::kGpuDdl);
   set_version(db);
 }
 
