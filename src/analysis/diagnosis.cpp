@@ -2,6 +2,7 @@
 // Rules that turn evidence into findings each live in a file of their own and are called here.
 #include "analysis/diagnosis.h"
 
+#include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
 
 #include <algorithm>
@@ -74,6 +75,7 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
                   "before it started): only sampled from /proc");
   }
   if (evidence.host_samples.empty()) out.push_back("no host memory samples were taken");
+  if (std::optional<std::string> gpu = gpu_missing_evidence(evidence)) out.push_back(*gpu);
   return out;
 }
 
@@ -142,7 +144,14 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   std::vector<TimedFinding> found;
   rule_native_crash(context, found);
   rule_killed(context, found);
+  // The GPU rules read the tracebacks; the dedicated ones run before rule_failed_exit, which
+  // leaves the processes they explained alone.
+  const std::vector<PythonTraceback> tracebacks = parse_tracebacks(evidence.log_lines);
+  rule_gpu_oom(context, tracebacks, found);
+  rule_cuda_error(context, tracebacks, found);
   rule_failed_exit(context, found);
+  rule_gpu_placement(context, tracebacks, found);
+  rule_hardware_fault(context, found);
   out.findings = order_by_cause(std::move(found));
   return out;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
+#include "analysis/traceback.h"
 
 namespace traindoc::analysis {
 
@@ -39,5 +40,22 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out);
 // Ranks, workers and launchers that exited non-zero with nothing more specific found: the
 // Python exception they printed, or their exit code.
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// A process ran out of GPU memory (PyTorch, TensorFlow/Keras, JAX): gpu-oom or
+// gpu-fragmentation, with the device, the numbers and who held the GPU at that moment (NVML).
+void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                  std::vector<TimedFinding>& out);
+
+// A CUDA kernel failed: device-side-assert (label-out-of-range, index-out-of-range where the
+// assertion says so) and cuda-illegal-access.
+void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                     std::vector<TimedFinding>& out);
+
+// Where the job's GPU memory went: foreign-gpu-context and gpu-imbalance (NVML samples).
+void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                        std::vector<TimedFinding>& out);
+
+// Xid and ECC events and lost GPUs (NVML): hardware-fault.
+void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& out);
 
 }  // namespace traindoc::analysis
