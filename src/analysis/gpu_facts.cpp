@@ -331,7 +331,11 @@ std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence)
                              [](const store::CudaEnv& env) { return env.visible_devices; });
   for (size_t i = 0; !gpu_job && i < evidence.log_lines.size(); ++i) {
     const std::string& text = evidence.log_lines[i].text;
-    if (text.find("CUDA") == std::string::npos && text.find("GPU") == std::string::npos) continue;
+    // Only lines that can name a GPU failure are matched: a cheap test first.
+    if (text.find("CUDA") == std::string::npos && text.find("GPU") == std::string::npos &&
+        text.find("RESOURCE_EXHAUSTED") == std::string::npos) {
+      continue;
+    }
     for (const SignatureMatch& m : match_line(text)) {
       gpu_job |= m.id.starts_with("cuda.") || m.id.starts_with("torch.cuda") ||
                  m.kind == "gpu-oom" || m.kind == "gpu-fragmentation";
