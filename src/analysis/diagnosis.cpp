@@ -141,6 +141,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   out.processes = summarize(evidence);
   out.missing_evidence = missing_evidence(evidence);
   RuleContext context{evidence, out.processes};
+  out.gpus = summarize_gpus(context);
   std::vector<TimedFinding> found;
   rule_native_crash(context, found);
   rule_killed(context, found);

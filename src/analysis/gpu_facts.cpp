@@ -324,6 +324,30 @@ XidMeaning xid_meaning(uint64_t xid) {
   }
 }
 
+std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  std::map<int, uint64_t> peaks = peak_by_device(gpu);
+  auto by_process = peak_by_device_and_process(gpu);
+  std::vector<GpuSummary> out;
+  for (const store::GpuDevice& device : gpu.devices) {
+    GpuSummary& summary = out.emplace_back();
+    summary.device = device;
+    if (peaks.contains(device.index)) summary.peak_used = peaks.at(device.index);
+    for (const auto& [key, peak] : by_process[device.index]) {
+      GpuSummary::Holder holder;
+      holder.peak = peak;
+      const ProcessSummary* p = key.first > 0 ? context.process(key.first, key.second) : nullptr;
+      holder.pid = key.first > 0 ? key.first : -key.first;
+      holder.in_job = p != nullptr;
+      holder.who = p ? describe(p->role) : "outside the job";
+      summary.holders.push_back(holder);
+    }
+    std::stable_sort(summary.holders.begin(), summary.holders.end(),
+                     [](const auto& a, const auto& b) { return a.peak > b.peak; });
+  }
+  return out;
+}
+
 std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
   const store::GpuEvidence& gpu = evidence.gpu;
   if (gpu.nvml_loaded || gpu.nvml_status.empty()) return std::nullopt;

@@ -92,6 +92,9 @@ struct XidMeaning {
 };
 XidMeaning xid_meaning(uint64_t xid);
 
+// Each NVML device with its peak and the processes that held memory on it.
+std::vector<GpuSummary> summarize_gpus(const RuleContext& context);
+
 // A sentence for missing_evidence when the job used a GPU but NVML could not be loaded (it set
 // CUDA_VISIBLE_DEVICES, or printed CUDA errors); nullopt otherwise, so CPU-only runs are not
 // nagged.

@@ -155,6 +155,13 @@ def test_other_ranks_on_gpu0_are_foreign_contexts_and_imbalance(gpu_run, tmp_pat
     assert "rank 1 (pid" in table[0] and "700 MiB" in table[0]
     assert any("likely cause: other ranks (1, 2 and 3)" in e for e in imbalance["evidence"])
 
+    gpus = run.report["gpus"]
+    assert [g["pci_bus_id"] for g in gpus] == [f"00000000:0{i}:00.0" for i in range(6, 10)]
+    assert [h["who"] for h in gpus[0]["processes"]] == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    assert gpus[0]["processes"][1]["peak"] == 700 << 20
+    assert "GPU 0 00000000:06:00.0: peak 31.7 GiB of 79.6 GiB (rank 0 29.3 GiB, rank 1 700 MiB" \
+        in run.stderr.decode()
+
 
 def test_balanced_gpus_give_no_placement_finding(gpu_run, tmp_path):
     balanced = FOUR_GPUS + "".join(f"process {r} rank={r} 20000\n" for r in range(4))
