@@ -2,6 +2,7 @@
 // Rules that turn evidence into findings each live in a file of their own and are called here.
 #include "analysis/diagnosis.h"
 
+#include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
 
 #include <algorithm>
@@ -80,6 +81,7 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
                   "before it started): only sampled from /proc");
   }
   if (evidence.host_samples.empty()) out.push_back("no host memory samples were taken");
+  if (std::optional<std::string> gpu = gpu_missing_evidence(evidence)) out.push_back(*gpu);
   return out;
 }
 
@@ -190,12 +192,20 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   out.missing_evidence = missing_evidence(evidence);
   ProcessTexts texts(evidence, out.processes);
   RuleContext context{evidence, out.processes, texts};
+  out.gpus = summarize_gpus(context);
   std::vector<TimedFinding> found;
   rule_native_crash(context, found);
   rule_killed(context, found);
+  // The GPU rules read the tracebacks; the dedicated ones run before rule_failed_exit, which
+  // leaves the processes they explained alone.
+  const std::vector<PythonTraceback>& tracebacks = texts.all_tracebacks();
+  rule_gpu_oom(context, tracebacks, found);
+  rule_cuda_error(context, tracebacks, found);
   rule_failed_exit(context, found);
   rule_peer_exited(context, found);
   rule_memory_leak(context, found);
+  rule_gpu_placement(context, tracebacks, found);
+  rule_hardware_fault(context, found);
   merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;

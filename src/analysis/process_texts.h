@@ -31,6 +31,8 @@ class ProcessTexts {
   std::vector<const TextMatch*> matches(const ProcessSummary& process) const;
   // The signatures of a traceback (cached match_traceback).
   const std::vector<SignatureMatch>& signatures(const PythonTraceback& traceback) const;
+  // Every traceback parsed from the output.
+  const std::vector<PythonTraceback>& all_tracebacks() const { return m_tracebacks; }
   // Every known text in the output, whoever printed it.
   const std::vector<TextMatch>& all_matches() const { return m_matches; }
 

@@ -87,6 +87,11 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     const store::ProcessRecord& r = p.record;
     if (!r.exit_code || *r.exit_code == 0) continue;
     if (p.role.role == Role::kOther && r.pid != context.evidence.run.root_pid) continue;
+    // A dedicated rule that ran first (GPU memory, CUDA errors) explained this process already.
+    if (std::any_of(out.begin(), out.end(),
+                    [&r](const TimedFinding& t) { return t.pid == r.pid; })) {
+      continue;
+    }
     Finding f;
     f.pids = {r.pid};
     f.ranks = context.ranks_of(p);

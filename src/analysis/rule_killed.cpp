@@ -135,7 +135,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.fix = "Run it again under traindoc with the agent, or with PYTHONFAULTHANDLER=1 / gdb.";
       f.confidence = 0.5;
     }
-    out.push_back({std::move(f), r.end_ns, r.pid, ""});
+    out.push_back({std::move(f), r.end_ns, r.pid});
   }
 }
 

@@ -107,7 +107,7 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
     f.fix = "Not a network fault: the peer process had already ended. Fix the root cause above.";
     f.confidence = 0.8;
-    out.push_back({std::move(f), tb->t_ns, r.pid, ""});
+    out.push_back({std::move(f), tb->t_ns, r.pid});
     bool clean = peer != nullptr && clean_exit(peer->record);
     if (clean && blamed.insert(peer).second) {
       // The exit caused the failure, so it came first, whenever its end was seen.

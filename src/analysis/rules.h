@@ -3,10 +3,12 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/diagnosis.h"
 #include "analysis/process_texts.h"
+#include "analysis/traceback.h"
 
 namespace traindoc::analysis {
 
@@ -31,6 +33,9 @@ std::vector<std::string> traceback_evidence(const PythonTraceback& traceback);
 
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {
+  TimedFinding(Finding finding_, int64_t t_ns_, int pid_, std::string merge_key_ = "")
+      : finding(std::move(finding_)), t_ns(t_ns_), pid(pid_), merge_key(std::move(merge_key_)) {}
+
   Finding finding;
   int64_t t_ns = 0;
   int pid = 0;  // the process that failed
@@ -65,5 +70,22 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
 // by cause makes it the root cause and the failure its consequence. Also DataLoader workers whose
 // private memory grows while their RSS stays flat (copy-on-access of Python objects).
 void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// A process ran out of GPU memory (PyTorch, TensorFlow/Keras, JAX): gpu-oom or
+// gpu-fragmentation, with the device, the numbers and who held the GPU at that moment (NVML).
+void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                  std::vector<TimedFinding>& out);
+
+// A CUDA kernel failed: device-side-assert (label-out-of-range, index-out-of-range where the
+// assertion says so) and cuda-illegal-access.
+void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                     std::vector<TimedFinding>& out);
+
+// Where the job's GPU memory went: foreign-gpu-context and gpu-imbalance (NVML samples).
+void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                        std::vector<TimedFinding>& out);
+
+// Xid and ECC events and lost GPUs (NVML): hardware-fault.
+void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& out);
 
 }  // namespace traindoc::analysis

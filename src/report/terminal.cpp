@@ -68,6 +68,27 @@ std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   return out;
 }
 
+// One line per GPU: its peak against its capacity and the largest holders.
+std::string render_gpus(const analysis::Diagnosis& d) {
+  constexpr size_t kHolders = 4;
+  std::string out;
+  for (const analysis::GpuSummary& g : d.gpus) {
+    std::string holders;
+    for (size_t i = 0; i < g.holders.size() && i < kHolders; ++i) {
+      const auto& h = g.holders[i];
+      holders += fmt::format("{}{} {}", i == 0 ? "" : ", ",
+                             h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid),
+                             analysis::format_bytes(h.peak));
+    }
+    if (g.holders.size() > kHolders)
+      holders += fmt::format(", +{} more", g.holders.size() - kHolders);
+    out += fmt::format("  GPU {} {}: peak {} of {}{}\n", g.device.index, g.device.pci_bus_id,
+                       peak_text(g.peak_used), analysis::format_bytes(g.device.memory_total),
+                       holders.empty() ? "" : " (" + holders + ")");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
@@ -127,6 +148,7 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
     }
     out += "  peak RSS by role: " + line + "\n";
   }
+  out += render_gpus(d);
   for (const auto& note : d.missing_evidence) out += "  note: " + note + "\n";
   out += "  run folder: " + run_dir + "  (report.json; `traindoc analyze` redoes this)\n";
   return out;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "store/gpu_evidence.h"
+
 namespace traindoc::store {
 
 inline constexpr int kSchemaVersion = 3;
@@ -204,6 +206,9 @@ struct Evidence {
   uint64_t crashes_dropped = 0;
   // Schema 3: training steps by time (older runs have none).
   std::vector<StepSample> steps;
+  // Also schema 3: devices, their samples, the processes on them, driver events, CUDA variables.
+  GpuEvidence gpu;
+  uint64_t gpu_events_dropped = 0;
 
   bool operator==(const Evidence&) const = default;
 };

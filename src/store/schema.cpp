@@ -6,6 +6,7 @@
 #include <string>
 
 #include "store/evidence.h"
+#include "store/gpu_tables.h"
 #include "store/sqlite_util.h"
 
 namespace traindoc::store::schema {
@@ -240,6 +241,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV1);
   detail::exec(db, kDdlV2);
   detail::exec(db, kDdlV3);
+  detail::exec(db, detail::kGpuDdl);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -250,6 +252,7 @@ void upgrade(sqlite3* db) {
   if (version >= kSchemaVersion) return;
   if (version < 2) detail::exec(db, kDdlV2);
   if (version < 3) detail::exec(db, kDdlV3);
+  if (version < 3) detail::exec(db, detail::kGpuDdl);
   set_version(db);
 }
 

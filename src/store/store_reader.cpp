@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 
@@ -351,6 +352,8 @@ void read_bounds(sqlite3* db, Evidence& evidence) {
       if (count > 0) evidence.log_lines_dropped[key.substr(lines_prefix.size())] = count;
     } else if (key == schema::kMetaCrashesDropped) {
       evidence.crashes_dropped = parse_count(rows.text(1));
+    } else if (key == schema::kMetaGpuEventsDropped) {
+      evidence.gpu_events_dropped = parse_count(rows.text(1));
     }
   }
 }
@@ -380,6 +383,8 @@ Evidence read_evidence(const std::string& db_path) {
     read_log_lines(db, evidence.log_lines);
   }
   if (evidence.schema_version >= 3) read_step_samples(db, evidence.steps);
+  // Schema 2 and older have no GPU evidence: it reads as "not sampled" (nvml_status "").
+  if (evidence.schema_version >= 3) detail::read_gpu(db, evidence.gpu);
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");
   return evidence;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 
@@ -176,6 +177,7 @@ struct StoreWriter::Impl {
   Statement insert_crash_inlined;
   Statement insert_log_line;
   Statement drop_log_lines;
+  detail::GpuTables gpu;
 
   bool in_transaction = false;
   int64_t thinned_until_ns = 0;
@@ -250,6 +252,7 @@ struct StoreWriter::Impl {
     drop_log_lines = Statement(d,
                                "DELETE FROM log_lines WHERE id IN (SELECT id FROM log_lines "
                                "WHERE stream = ?1 ORDER BY id LIMIT ?3 OFFSET ?2)");
+    gpu = detail::GpuTables(d);
   }
 
   // What an earlier writer of this file left: reopening appends under the same bounds.
@@ -266,7 +269,7 @@ struct StoreWriter::Impl {
         thinned_until_ns = static_cast<int64_t>(parse_count(meta.text(1)));
       } else if (key.starts_with(schema::kMetaEventsDroppedPrefix) ||
                  key.starts_with(schema::kMetaLogLinesDroppedPrefix) ||
-                 key == schema::kMetaCrashesDropped) {
+                 key == schema::kMetaCrashesDropped || key == schema::kMetaGpuEventsDropped) {
         dropped[key] = parse_count(meta.text(1));
       }
     }
@@ -644,6 +647,46 @@ void StoreWriter::add_log_lines(const std::vector<LogLine>& lines) {
   }
 }
 
+void StoreWriter::write_gpu_status(bool nvml_loaded, const std::string& status) {
+  begin_if_needed();
+  m_impl->meta(detail::kMetaNvmlLoaded, nvml_loaded ? "1" : "0");
+  m_impl->meta(detail::kMetaNvmlStatus, status);
+}
+
+void StoreWriter::write_gpu_device(const GpuDevice& device) {
+  begin_if_needed();
+  m_impl->gpu.write_device(device);
+}
+
+void StoreWriter::add_gpu_samples(const std::vector<GpuSample>& samples) {
+  if (samples.empty()) return;
+  begin_if_needed();
+  m_impl->gpu.add_samples(samples);
+}
+
+void StoreWriter::add_gpu_process_samples(const std::vector<GpuProcessSample>& samples) {
+  if (samples.empty()) return;
+  begin_if_needed();
+  m_impl->gpu.add_process_samples(samples);
+}
+
+void StoreWriter::write_gpu_process(const GpuProcess& process) {
+  begin_if_needed();
+  m_impl->gpu.write_process(process);
+}
+
+void StoreWriter::add_gpu_event(const GpuEvent& event) {
+  begin_if_needed();
+  if (!m_impl->gpu.add_event(event, m_impl->options.max_events_per_kind)) {
+    m_impl->count_dropped(schema::kMetaGpuEventsDropped, 1);
+  }
+}
+
+void StoreWriter::write_cuda_env(const CudaEnv& env) {
+  begin_if_needed();
+  m_impl->gpu.write_cuda_env(env);
+}
+
 void StoreWriter::downsample(int64_t now_ns) {
   Impl& s = *m_impl;
   const int64_t bucket = s.options.bucket_ns;
@@ -659,6 +702,7 @@ void StoreWriter::downsample(int64_t now_ns) {
   s.thin_host_update.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.thin_steps_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.gpu.thin(from, until, bucket);
   s.meta(schema::kMetaThinnedUntil, std::to_string(until));
   s.thinned_until_ns = until;
 }

@@ -64,6 +64,20 @@ class StoreWriter {
   // Within a stream, the order of the calls and of `lines` is the order the bound goes by.
   void add_log_lines(const std::vector<LogLine>& lines);
 
+  // GPU evidence (schema 3), from the supervisor's GPU sampler. The status is written once:
+  // whether NVML was loaded, and a sentence on it (meta keys).
+  void write_gpu_status(bool nvml_loaded, const std::string& status);
+  // Replaces the device of the same NVML index.
+  void write_gpu_device(const GpuDevice& device);
+  void add_gpu_samples(const std::vector<GpuSample>& samples);
+  void add_gpu_process_samples(const std::vector<GpuProcessSample>& samples);
+  // Once per process: a later write of the same (nvml_pid, start_ticks) is ignored.
+  void write_gpu_process(const GpuProcess& process);
+  // At most max_events_per_kind rows, the first ones; the rest are counted in meta.
+  void add_gpu_event(const GpuEvent& event);
+  // Replaces the row of the same (pid, start_ticks).
+  void write_cuda_env(const CudaEnv& env);
+
   // Commits everything written since the last flush. Cheap when nothing is pending.
   void flush();
 

@@ -26,6 +26,7 @@
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/crash_capture.h"
+#include "supervisor/gpu/gpu_sampler.h"
 #include "supervisor/launcher.h"
 #include "supervisor/log_tap.h"
 #include "supervisor/proc/environ_text.h"
@@ -52,7 +53,9 @@ std::string host_name() {
 class Loop {
  public:
   explicit Loop(const SupervisorOptions& options)
-      : m_options(options), m_store(store::StoreWriter::open(options.run_dir + "/run.db")) {
+      : m_options(options),
+        m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
+        m_gpu(options.nvml_library) {
     m_run.command = options.command;
     m_run.hostname = host_name();
     m_run.version = TRAINDOC_VERSION;
@@ -64,6 +67,8 @@ class Loop {
 
  private:
   void open_agent();
+  void open_gpu();
+  void sample_gpu(int64_t t, bool slow);
   void record_cpu();
   void read_agent();
   void record_crash(AgentCrash& crash);
@@ -73,6 +78,7 @@ class Loop {
   void store_changes();
   void finish();
   void event(const std::string& kind, int pid, const std::string& text);
+  void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
 
   const SupervisorOptions& m_options;
   store::StoreWriter m_store;
@@ -81,6 +87,7 @@ class Loop {
   ProcessTable m_table;
   ProcSampler m_sampler;
   HostSampler m_host;
+  GpuSampler m_gpu;
   Symbolizer m_symbolizer;
   LaunchedJob m_job;
   bool m_root_done = false;
@@ -94,6 +101,17 @@ class Loop {
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
   m_store.add_event({common::realtime_ns(), kind, pid, text});
+}
+
+// How the process's CUDA device numbers map to the GPUs: kept with or without NVML, since a job
+// that set CUDA_VISIBLE_DEVICES is a GPU job whose missing GPU evidence the report names.
+void Loop::record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ) {
+  const char* visible = environ.find("CUDA_VISIBLE_DEVICES");
+  const char* order = environ.find("CUDA_DEVICE_ORDER");
+  if (visible == nullptr && order == nullptr && !m_gpu.loaded()) return;
+  store::CudaEnv env{pid, start_ticks, std::nullopt, order ? order : ""};
+  if (visible != nullptr) env.visible_devices = visible;
+  m_store.write_cuda_env(env);
 }
 
 // The CPU's feature flags, to tell an illegal instruction from a missing instruction set.
@@ -118,6 +136,21 @@ void Loop::open_agent() {
   } catch (const std::exception& e) {
     event("agent-unavailable", 0, std::string("the agent could not start: ") + e.what());
   }
+}
+
+// The devices once, before the job starts (the driver's events count from registration on).
+void Loop::open_gpu() {
+  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status());
+  for (const store::GpuDevice& device : m_gpu.devices()) m_store.write_gpu_device(device);
+}
+
+void Loop::sample_gpu(int64_t t, bool slow) {
+  if (!m_gpu.loaded()) return;
+  GpuRound round = m_gpu.sample(t, slow, m_table.live_pids());
+  m_store.add_gpu_samples(round.samples);
+  m_store.add_gpu_process_samples(round.processes);
+  for (const store::GpuProcess& process : round.new_processes) m_store.write_gpu_process(process);
+  for (const store::GpuEvent& event : round.events) m_store.add_gpu_event(event);
 }
 
 // The crashed process waits in its handler until released: take what only it can give, let
@@ -189,6 +222,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
       std::optional<EnvironText> environ = read_proc_environ(pid);
       m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0],
                           join_cmdline(argv), environ ? environ->rank_env() : common::RankEnv{});
+      if (environ) record_cuda_env(pid, stat.starttime, *environ);
     }
     if (stat.state == 'Z') {
       if (stat.exit_code) m_table.ended(pid, *stat.exit_code, store::EndSource::kZombie, t);
@@ -203,6 +237,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
   store::HostSample host = m_host.sample();
   host.t_ns = t;
   m_store.add_host_sample(host);
+  sample_gpu(t, slow || final);
 }
 
 void Loop::reap_children() {
@@ -263,6 +298,8 @@ void Loop::finish() {
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
   m_store.write_run(m_run);
+  // The process-list layout is known once a list had two entries.
+  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status());
   store_changes();
 }
 
@@ -271,6 +308,7 @@ store::RunInfo Loop::run() {
   // Orphans of the job (double forks, a launcher that died first) become our children.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   open_agent();
+  open_gpu();
   record_cpu();
   m_store.write_run(m_run);
   m_store.flush();

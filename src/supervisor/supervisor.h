@@ -18,6 +18,8 @@ struct SupervisorOptions {
   int interval_ms = 1000;   // process and host samples
   int slow_every = 5;       // smaps_rollup and descriptor counts every this many samples
   bool announce = true;     // say on stderr when a signal is forwarded
+  // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
+  std::string nvml_library;
 };
 
 // Runs the job to its end and returns how it ended. Throws LaunchError (launcher.h) when the

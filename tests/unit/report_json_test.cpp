@@ -373,5 +373,31 @@ TEST(JsonReport, WriteToAMissingFolderThrows) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/missing"));
 }
 
+analysis::GpuSummary gpu0() {
+  analysis::GpuSummary g;
+  g.device = {0, "GPU-5f1c", "00000000:06:00.0", "NVIDIA H100", 80ULL << 30};
+  g.peak_used = 31ULL << 30;
+  g.holders = {{4242, "rank 0", 30ULL << 30, true}, {777, "outside the job", 1ULL << 30, false}};
+  return g;
+}
+
+// GPUs come last, and only where NVML listed devices: other reports keep their shape.
+TEST(JsonReport, GpusAfterTheRestOnlyWhenSampled) {
+  analysis::Diagnosis d = sample_diagnosis();
+  EXPECT_FALSE(to_json(d).contains("gpus"));
+  d.gpus = {gpu0()};
+  json j = to_json(d);
+  EXPECT_EQ(std::prev(j.end()).key(), "gpus");
+  EXPECT_EQ(j["gpus"][0]["pci_bus_id"], "00000000:06:00.0");
+  EXPECT_EQ(j["gpus"][0]["peak_used"], 31ULL << 30);
+  EXPECT_EQ(
+      j["gpus"][0]["processes"][1],
+      json({{"pid", 777}, {"who", "outside the job"}, {"in_job", false}, {"peak", 1ULL << 30}}));
+  analysis::GpuSummary never_used = gpu0();
+  never_used.peak_used.reset();
+  d.gpus = {never_used};
+  EXPECT_FALSE(to_json(d)["gpus"][0].contains("peak_used"));
+}
+
 }  // namespace
 }  // namespace traindoc::report
