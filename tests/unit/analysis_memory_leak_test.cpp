@@ -94,6 +94,15 @@ uint64_t leaking(int second) {
          (second % 4) * kMiB;
 }
 
+// CASES.md H01: both workers' USS grows by 1 MiB a second; their RSS stays flat.
+void copying_workers(Evidence& e) {
+  for (store::ProcSample& s : e.proc_samples) {
+    if (s.pid != kRank && s.uss) {
+      s.uss = 6 * kMiB + static_cast<uint64_t>(s.t_ns - kT0) / kSecond * kMiB;
+    }
+  }
+}
+
 std::vector<const Finding*> leaks(const Diagnosis& d) {
   std::vector<const Finding*> out;
   for (const Finding& f : d.findings) {
@@ -195,13 +204,9 @@ TEST(RuleMemoryLeak, OneLargeAllocationIsNotALeak) {
   EXPECT_THAT(diagnose(e).findings, IsEmpty());
 }
 
-// CASES.md H01: the workers' USS grows while their RSS stays flat.
 TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
   Evidence e = job();
-  for (store::ProcSample& s : e.proc_samples) {
-    if (s.pid != kRank && s.uss)
-      s.uss = 6 * kMiB + static_cast<uint64_t>(s.t_ns - kT0) / kSecond * kMiB;
-  }
+  copying_workers(e);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
@@ -215,6 +220,24 @@ TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
   EXPECT_THAT(f.evidence, Contains(HasSubstr("60.0 MiB per minute) while its RSS stayed near")));
   EXPECT_THAT(f.evidence, Contains(HasSubstr("with 2 workers per rank")));
   EXPECT_THAT(f.fix, HasSubstr("numpy"));
+}
+
+// A worker copying its dataset until the OOM killer ends it: the copying is the root cause.
+TEST(RuleMemoryLeak, WorkersCopyingUntilOneIsOomKilledAreTheRootCause) {
+  Evidence e = job();
+  copying_workers(e);
+  e.host_samples.back().mem_available = 100 * kMiB;
+  e.processes[1].exit_signal = SIGKILL;
+  e.processes[1].end_ns = kT0 + 119 * kSecond + kSecond / 2;
+  e.processes[1].end_source = store::EndSource::kParent;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("DataLoader workers copy"));
+  EXPECT_EQ(d.findings[0].severity, Severity::kError);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker0));
 }
 
 // A worker whose RSS grows with its USS leaks like any process.
