@@ -191,6 +191,40 @@ TEST(RuleMemoryLeak, ALeakThatEndsInAnOomKillIsTheRootCause) {
   EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
 }
 
+// The OOM killer picked one of the leaking rank's workers, which share its pages: still the
+// leak's consequence.
+TEST(RuleMemoryLeak, AnOomKillOfTheLeakingRanksWorkerIsItsConsequence) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  e.host_samples.back().mem_available = 100 * kMiB;
+  e.processes[2].exit_signal = SIGKILL;
+  e.processes[2].end_ns = kT0 + 119 * kSecond + kSecond / 2;
+  e.processes[2].end_source = store::EndSource::kParent;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker1));
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+}
+
+// A kill before the growth began is not the growth's consequence.
+TEST(RuleMemoryLeak, AnOomKillBeforeTheGrowthIsNotItsConsequence) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  e.host_samples[8].mem_available = 100 * kMiB;
+  e.processes[2].exit_signal = SIGKILL;
+  e.processes[2].end_ns = kT0 + 8 * kSecond;
+  e.processes[2].end_source = store::EndSource::kParent;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[1].kind, "memory-leak");
+  EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
+}
+
 TEST(RuleMemoryLeak, FlatMemoryIsClean) {
   Evidence e = job();
   add_steps(e);
@@ -238,6 +272,7 @@ TEST(RuleMemoryLeak, WorkersCopyingUntilOneIsOomKilledAreTheRootCause) {
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker0));
+  EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
 }
 
 // A worker whose RSS grows with its USS leaks like any process.
