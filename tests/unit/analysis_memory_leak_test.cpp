@@ -103,6 +103,16 @@ void copying_workers(Evidence& e) {
   }
 }
 
+// The OOM killer ends process `index` of job() half a second after `second`, when the host has
+// 100 MiB left.
+void oom_killed(Evidence& e, size_t index, int second) {
+  e.host_samples[static_cast<size_t>(second)].mem_available = 100 * kMiB;
+  store::ProcessRecord& p = e.processes[index];
+  p.exit_signal = SIGKILL;
+  p.end_ns = kT0 + second * kSecond + kSecond / 2;
+  p.end_source = index == 0 ? store::EndSource::kSupervisor : store::EndSource::kParent;
+}
+
 std::vector<const Finding*> leaks(const Diagnosis& d) {
   std::vector<const Finding*> out;
   for (const Finding& f : d.findings) {
@@ -176,10 +186,7 @@ TEST(RuleMemoryLeak, ALeakThatEndsInAnOomKillIsTheRootCause) {
   Evidence e = job();
   add_steps(e);
   set_rss(e, kRank, leaking);
-  e.host_samples.back().mem_available = 100 * kMiB;
-  e.processes[0].exit_signal = SIGKILL;
-  e.processes[0].end_ns = kT0 + 119 * kSecond + kSecond / 2;
-  e.processes[0].end_source = store::EndSource::kSupervisor;
+  oom_killed(e, 0, 119);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& leak = d.findings[0];
@@ -197,10 +204,7 @@ TEST(RuleMemoryLeak, AnOomKillOfTheLeakingRanksWorkerIsItsConsequence) {
   Evidence e = job();
   add_steps(e);
   set_rss(e, kRank, leaking);
-  e.host_samples.back().mem_available = 100 * kMiB;
-  e.processes[2].exit_signal = SIGKILL;
-  e.processes[2].end_ns = kT0 + 119 * kSecond + kSecond / 2;
-  e.processes[2].end_source = store::EndSource::kParent;
+  oom_killed(e, 2, 119);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].kind, "memory-leak");
@@ -214,10 +218,7 @@ TEST(RuleMemoryLeak, AnOomKillBeforeTheGrowthIsNotItsConsequence) {
   Evidence e = job();
   add_steps(e);
   set_rss(e, kRank, leaking);
-  e.host_samples[8].mem_available = 100 * kMiB;
-  e.processes[2].exit_signal = SIGKILL;
-  e.processes[2].end_ns = kT0 + 8 * kSecond;
-  e.processes[2].end_source = store::EndSource::kParent;
+  oom_killed(e, 2, 8);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
@@ -260,10 +261,7 @@ TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
 TEST(RuleMemoryLeak, WorkersCopyingUntilOneIsOomKilledAreTheRootCause) {
   Evidence e = job();
   copying_workers(e);
-  e.host_samples.back().mem_available = 100 * kMiB;
-  e.processes[1].exit_signal = SIGKILL;
-  e.processes[1].end_ns = kT0 + 119 * kSecond + kSecond / 2;
-  e.processes[1].end_source = store::EndSource::kParent;
+  oom_killed(e, 1, 119);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].kind, "memory-leak");
