@@ -11,7 +11,10 @@ namespace {
 // Pairs grow with the square of the points: a day sampled every second is thinned to this many.
 constexpr size_t kMaxFitPoints = 200;
 constexpr size_t kQuarters = 4;
-constexpr size_t kSmoothing = 5;         // points in the running median before the drawdown
+// The running median before the drawdown spans a tenth of the points, at least this many: a
+// spike (an evaluation pass, a checkpoint) shorter than that is smoothed away, a fall that
+// lasts (a sawtooth) is not.
+constexpr size_t kMinSmoothing = 5;
 constexpr double kLevelAgreement = 0.5;  // the levels' difference against the fitted growth
 
 double median(std::vector<double> values) {
@@ -55,12 +58,14 @@ size_t growing_quarters(const std::vector<SeriesPoint>& points, double slope,
 }
 
 // The largest fall below an earlier peak, on a running median so that noise is not a fall.
-double drawdown(const std::vector<SeriesPoint>& points) {
+double drawdown(const std::vector<SeriesPoint>& all) {
+  std::vector<SeriesPoint> points = evenly(all, kMaxFitPoints);
+  size_t half = std::max(kMinSmoothing, points.size() / 10) / 2;
   double peak = 0;
   double deepest = 0;
   for (size_t i = 0; i < points.size(); ++i) {
-    size_t from = i >= kSmoothing / 2 ? i - kSmoothing / 2 : 0;
-    size_t to = std::min(points.size(), i + kSmoothing / 2 + 1);
+    size_t from = i >= half ? i - half : 0;
+    size_t to = std::min(points.size(), i + half + 1);
     double level = median(bytes_of(points.begin() + static_cast<std::ptrdiff_t>(from),
                                    points.begin() + static_cast<std::ptrdiff_t>(to)));
     peak = i == 0 ? level : std::max(peak, level);

@@ -154,13 +154,25 @@ std::optional<std::pair<double, std::string>> host_headroom(const store::Evidenc
   return out;
 }
 
-// A failure of the same process that running out of memory explains, found by an earlier rule.
-const TimedFinding* exhaustion_of(const std::vector<TimedFinding>& found, int pid,
-                                  const std::set<std::string>& kinds) {
+// A failure that running out of memory explains, found by an earlier rule after `since_ns`, in
+// the growing process or next to it: the OOM killer picks the largest process, which may be the
+// growing rank's parent or one of its workers (they share its pages) rather than the rank.
+const TimedFinding* exhaustion_of(const RuleContext& context,
+                                  const std::vector<TimedFinding>& found, const ProcessSummary& p,
+                                  int64_t since_ns, const std::set<std::string>& kinds) {
   for (const TimedFinding& f : found) {
-    if (f.pid == pid && kinds.contains(f.finding.kind)) return &f;
+    if (!kinds.contains(f.finding.kind) || f.t_ns < since_ns) continue;
+    const ProcessSummary* failed = context.process(f.pid);
+    if (f.pid == p.record.pid || f.pid == p.record.ppid ||
+        (failed != nullptr && failed->record.ppid == p.record.pid)) {
+      return &f;
+    }
   }
   return nullptr;
+}
+
+std::string ran_out(const TimedFinding& end) {
+  return fmt::format("then {} ({}): memory ran out", end.finding.title, end.finding.kind);
 }
 
 // What leaks, and in what: "host memory (RSS)", with the failures it ends in and its headroom.
@@ -206,14 +218,12 @@ bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& ax
           : "no training steps were counted in this process (the Python hook counts PyTorch "
             "optimizer steps, backward calls and DDP forwards): growth per minute instead");
   int64_t start_ns = series.time_at(g->from_x);
-  const TimedFinding* end = exhaustion_of(out, p.record.pid, measure.exhausted_kinds);
-  if (end != nullptr) {
+  if (const TimedFinding* end = exhaustion_of(context, out, p, start_ns, measure.exhausted_kinds)) {
     // The leak came first and the failure is its consequence: the rules order errors by time,
     // and the leak's time is when the growth was first seen.
     f.severity = Severity::kError;
     f.confidence = 0.85;
-    f.evidence.push_back(
-        fmt::format("then {} ({}): memory ran out", end->finding.title, end->finding.kind));
+    f.evidence.push_back(ran_out(*end));
   } else {
     f.severity = Severity::kWarning;
     f.confidence = axis.per_step() ? 0.8 : 0.7;
@@ -287,8 +297,10 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
         mib(w.rss)));
     int64_t t = p.record.start_ns;
     if (start_ns == 0 || t < start_ns) start_ns = t;
-    if (exhaustion_of(out, p.record.pid, {"host-oom-killed"}) != nullptr) {
+    const TimedFinding* end = exhaustion_of(context, out, p, t, {"host-oom-killed"});
+    if (end != nullptr && f.severity != Severity::kError) {
       f.severity = Severity::kError;
+      f.evidence.push_back(ran_out(*end));
     }
   }
   const ProcessSummary& first = *workers.front().process;

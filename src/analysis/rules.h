@@ -65,10 +65,11 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
 void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // Memory growing steadily with the steps (or time) in a process: memory-leak, a warning; an
-// error when the process then ran out of memory (host-oom-killed, host-alloc-failed found by
-// the rules above, so it runs after them): its time is when the growth began, so the ordering
-// by cause makes it the root cause and the failure its consequence. Also DataLoader workers whose
-// private memory grows while their RSS stays flat (copy-on-access of Python objects).
+// error when the process (or its parent, or a child) then ran out of memory (host-oom-killed,
+// host-alloc-failed found by the rules above, so it runs after them): its time is when the
+// growth began, so the ordering by cause makes it the root cause and the failure its consequence.
+// Also DataLoader workers whose private memory grows while their RSS stays flat (copy-on-access of
+// Python objects).
 void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // A process ran out of GPU memory (PyTorch, TensorFlow/Keras, JAX): gpu-oom or

@@ -1,7 +1,9 @@
 """Memory leaks under `traindoc run` with real PyTorch on CPU (CASES.md S04, H01, H02): growth per
 step against the job's own measure of it, DataLoader workers copying their dataset, and clean
 runs (allocator warm-up and a one-off cache included) that must say nothing."""
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +65,46 @@ def test_workers_copying_a_python_list_are_reported(traindoc):
         assert grown > 64, line
     assert any("with 2 workers per rank" in e for e in leak["evidence"]), leak
     assert "numpy" in leak["fix"]
+
+
+def memory_cgroup(limit):
+    """A fresh memory cgroup limited to `limit` bytes (v1 or v2) and the file that moves a process
+    into it; None where this machine does not let the test create one (not root, no controller)."""
+    name = f"traindoc-test-{os.getpid()}"
+    for root, limit_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"),
+                             ("/sys/fs/cgroup", "memory.max")):
+        controllers = Path(root, "cgroup.controllers")
+        if limit_file == "memory.max" and (
+                not controllers.exists() or "memory" not in controllers.read_text().split()):
+            continue
+        path = Path(root, name)
+        try:
+            path.mkdir()
+            (path / limit_file).write_text(str(limit))
+        except OSError:
+            if path.exists():
+                path.rmdir()
+            continue
+        return path
+    return None
+
+
+def test_a_leak_that_ends_in_an_oom_kill_is_the_root_cause(traindoc):
+    """H02 in a memory cgroup of 1.2 GiB: the kernel kills the rank; the leak is the root cause and
+    the kill its consequence."""
+    cgroup = memory_cgroup(1200 << 20)
+    if cgroup is None:
+        pytest.skip("cannot create a memory cgroup here")
+    try:
+        run = traindoc(job_script("memory_loop.py", "total-loss", 1000), "--interval", "0.2",
+                       preexec_fn=lambda: (cgroup / "cgroup.procs").write_text(str(os.getpid())))
+    finally:
+        cgroup.rmdir()
+    assert run.status == 128 + 9, run.stderr.decode()[-2000:]
+    first, *rest = run.report["findings"]
+    (rank,) = run.processes("rank")
+    assert first["kind"] == "memory-leak" and first["root_cause"], first
+    assert first["severity"] == "error" and first["pids"] == [rank["pid"]]
+    kill = [f for f in rest if f["kind"] == "host-oom-killed"]
+    assert [f["pids"] for f in kill] == [[rank["pid"]]], rest
+    assert 1 + rest.index(kill[0]) in first["consequences"]

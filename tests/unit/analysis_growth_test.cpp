@@ -62,6 +62,14 @@ TEST(SteadyGrowth, OrderOfThePointsDoesNotMatter) {
   EXPECT_DOUBLE_EQ(steady_growth(reversed)->slope, steady_growth(points)->slope);
 }
 
+TEST(SteadyGrowth, ShortSpikesDoNotHideALeak) {
+  // An evaluation pass every 40 steps holds 1 GiB for 3 samples, then gives it back.
+  auto points = series(200, [](int x) { return 500 + 5.0 * x + (x % 40 < 3 ? 1024 : 0); });
+  std::optional<Growth> g = steady_growth(points);
+  ASSERT_TRUE(g);
+  EXPECT_NEAR(g->slope / kMiB, 5.0, 0.1);
+}
+
 TEST(SteadyGrowth, NoiseAloneIsNotALeak) {
   EXPECT_FALSE(steady_growth(series(200, [](int x) { return 2000 + 300 * noise(x); })));
 }

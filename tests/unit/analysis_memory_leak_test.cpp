@@ -94,6 +94,25 @@ uint64_t leaking(int second) {
          (second % 4) * kMiB;
 }
 
+// CASES.md H01: both workers' USS grows by 1 MiB a second; their RSS stays flat.
+void copying_workers(Evidence& e) {
+  for (store::ProcSample& s : e.proc_samples) {
+    if (s.pid != kRank && s.uss) {
+      s.uss = 6 * kMiB + static_cast<uint64_t>(s.t_ns - kT0) / kSecond * kMiB;
+    }
+  }
+}
+
+// The OOM killer ends process `index` of job() half a second after `second`, when the host has
+// 100 MiB left.
+void oom_killed(Evidence& e, size_t index, int second) {
+  e.host_samples[static_cast<size_t>(second)].mem_available = 100 * kMiB;
+  store::ProcessRecord& p = e.processes[index];
+  p.exit_signal = SIGKILL;
+  p.end_ns = kT0 + second * kSecond + kSecond / 2;
+  p.end_source = index == 0 ? store::EndSource::kSupervisor : store::EndSource::kParent;
+}
+
 std::vector<const Finding*> leaks(const Diagnosis& d) {
   std::vector<const Finding*> out;
   for (const Finding& f : d.findings) {
@@ -167,10 +186,7 @@ TEST(RuleMemoryLeak, ALeakThatEndsInAnOomKillIsTheRootCause) {
   Evidence e = job();
   add_steps(e);
   set_rss(e, kRank, leaking);
-  e.host_samples.back().mem_available = 100 * kMiB;
-  e.processes[0].exit_signal = SIGKILL;
-  e.processes[0].end_ns = kT0 + 119 * kSecond + kSecond / 2;
-  e.processes[0].end_source = store::EndSource::kSupervisor;
+  oom_killed(e, 0, 119);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& leak = d.findings[0];
@@ -180,6 +196,34 @@ TEST(RuleMemoryLeak, ALeakThatEndsInAnOomKillIsTheRootCause) {
   EXPECT_THAT(leak.consequences, ElementsAre(1));
   EXPECT_THAT(leak.evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
   EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+}
+
+// The OOM killer picked one of the leaking rank's workers, which share its pages: still the
+// leak's consequence.
+TEST(RuleMemoryLeak, AnOomKillOfTheLeakingRanksWorkerIsItsConsequence) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  oom_killed(e, 2, 119);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker1));
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+}
+
+// A kill before the growth began is not the growth's consequence.
+TEST(RuleMemoryLeak, AnOomKillBeforeTheGrowthIsNotItsConsequence) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  oom_killed(e, 2, 8);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[1].kind, "memory-leak");
+  EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
 }
 
 TEST(RuleMemoryLeak, FlatMemoryIsClean) {
@@ -195,13 +239,9 @@ TEST(RuleMemoryLeak, OneLargeAllocationIsNotALeak) {
   EXPECT_THAT(diagnose(e).findings, IsEmpty());
 }
 
-// CASES.md H01: the workers' USS grows while their RSS stays flat.
 TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
   Evidence e = job();
-  for (store::ProcSample& s : e.proc_samples) {
-    if (s.pid != kRank && s.uss)
-      s.uss = 6 * kMiB + static_cast<uint64_t>(s.t_ns - kT0) / kSecond * kMiB;
-  }
+  copying_workers(e);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
@@ -215,6 +255,22 @@ TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
   EXPECT_THAT(f.evidence, Contains(HasSubstr("60.0 MiB per minute) while its RSS stayed near")));
   EXPECT_THAT(f.evidence, Contains(HasSubstr("with 2 workers per rank")));
   EXPECT_THAT(f.fix, HasSubstr("numpy"));
+}
+
+// A worker copying its dataset until the OOM killer ends it: the copying is the root cause.
+TEST(RuleMemoryLeak, WorkersCopyingUntilOneIsOomKilledAreTheRootCause) {
+  Evidence e = job();
+  copying_workers(e);
+  oom_killed(e, 1, 119);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("DataLoader workers copy"));
+  EXPECT_EQ(d.findings[0].severity, Severity::kError);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker0));
+  EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
 }
 
 // A worker whose RSS grows with its USS leaks like any process.
