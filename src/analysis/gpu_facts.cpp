@@ -273,55 +273,50 @@ XidMeaning xid_meaning(uint64_t xid) {
       "The GPU left the PCIe bus: power, cooling or the slot. Check dmesg for Xid 79 and PCIe AER "
       "errors, reseat the GPU, check its power and the BIOS; the node needs a reboot. Rerun the "
       "job on another node meanwhile.";
-  switch (xid) {
-    case 8:
-      return {"GPU stopped processing (channel idle timeout)", true,
-              "Restart the job; if it recurs on this GPU, drain and inspect it."};
-    case 13:
-      return {
-          "graphics engine exception (a kernel faulted: out-of-bounds access, bad "
-          "instruction)",
-          false, "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1."};
-    case 31:
-      return {"GPU memory page fault (a kernel read or wrote an invalid address)", false,
-              "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer."};
-    case 43:
-      return {"GPU stopped processing after an application error", false,
-              "A consequence of the application's own error."};
-    case 45:
-      return {"preemptive cleanup of a channel (a process was killed, or an earlier error)", false,
-              "A consequence; look for the error before it."};
-    case 48:
-      return {"double-bit (uncorrectable) ECC error in GPU memory", true, kDrain};
-    case 63:
-      return {"ECC page retirement or row remapping recorded (a reset applies it)", true,
-              "Reset the GPU (nvidia-smi -r) when it is idle; watch for more."};
-    case 64:
-      return {"ECC page retirement or row remapping failed", true, kDrain};
-    case 74:
-      return {"NVLink error", true,
-              "Check the NVLink links (nvidia-smi nvlink -s -e); drain the node if it recurs."};
-    case 79:
-      return {"GPU has fallen off the bus", true, kBus};
-    case 92:
-      return {"high single-bit ECC error rate", true,
-              "Memory of this GPU is degrading: plan to replace it."};
-    case 94:
-      return {
-          "contained uncorrectable ECC error (only the processes using that memory are "
-          "affected)",
-          true, "Restart the affected job; if it recurs on this GPU, drain and inspect it."};
-    case 95:
-      return {"uncontained uncorrectable ECC error (every process on the GPU is affected)", true,
-              kDrain};
-    case 119:
-      return {"GSP firmware RPC timeout", true, "Reset the GPU; update the driver if it recurs."};
-    case 120:
-      return {"GSP firmware error", true, "Reset the GPU; update the driver if it recurs."};
-    default:
-      return {"driver error event (see NVIDIA's Xid catalog)", true,
-              "Look the Xid up in NVIDIA's catalog; drain the node if it recurs."};
-  }
+  static const std::string kAppFault =
+      "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer.";
+  static const std::string kGsp = "Reset the GPU; update the driver if it recurs.";
+  // NVIDIA's Xid catalog; "hardware" false for the application's own faults and consequences.
+  static const std::map<uint64_t, XidMeaning> kXids = {
+      {8,
+       {"GPU stopped processing (channel idle timeout)", true,
+        "Restart the job; if it recurs on this GPU, drain and inspect it."}},
+      {13,
+       {"graphics engine exception (a kernel faulted: out-of-bounds access, bad instruction)",
+        false, kAppFault}},
+      {31, {"GPU memory page fault (a kernel read or wrote an invalid address)", false, kAppFault}},
+      {43,
+       {"GPU stopped processing after an application error", false,
+        "A consequence of the application's own error."}},
+      {45,
+       {"preemptive cleanup of a channel (a process was killed, or an earlier error)", false,
+        "A consequence; look for the error before it."}},
+      {48, {"double-bit (uncorrectable) ECC error in GPU memory", true, kDrain}},
+      {63,
+       {"ECC page retirement or row remapping recorded (a reset applies it)", true,
+        "Reset the GPU (nvidia-smi -r) when it is idle; watch for more."}},
+      {64, {"ECC page retirement or row remapping failed", true, kDrain}},
+      {68, {"video processor exception", false, kAppFault}},
+      {74,
+       {"NVLink error", true,
+        "Check the NVLink links (nvidia-smi nvlink -s -e); drain the node if it recurs."}},
+      {79, {"GPU has fallen off the bus", true, kBus}},
+      {92,
+       {"high single-bit ECC error rate", true,
+        "Memory of this GPU is degrading: plan to replace it."}},
+      {94,
+       {"contained uncorrectable ECC error (only the processes using that memory are affected)",
+        true, "Restart the affected job; if it recurs on this GPU, drain and inspect it."}},
+      {95,
+       {"uncontained uncorrectable ECC error (every process on the GPU is affected)", true,
+        kDrain}},
+      {119, {"GSP firmware RPC timeout", true, kGsp}},
+      {120, {"GSP firmware error", true, kGsp}},
+  };
+  auto it = kXids.find(xid);
+  if (it != kXids.end()) return it->second;
+  return {"driver error event (see NVIDIA's Xid catalog)", true,
+          "Look the Xid up in NVIDIA's catalog; drain the node if it recurs."};
 }
 
 std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {

@@ -195,6 +195,27 @@ TEST(GpuPlacement, OtherRanksOnGpu0AreForeignAndMakeItHeavy) {
   EXPECT_THAT(joined(heavy.evidence), HasSubstr("likely cause: other ranks (1, 2 and 3)"));
 }
 
+// T27: two ranks without set_device, both on cuda:0 only.
+TEST(GpuPlacement, TwoRanksOnOneGpu) {
+  Evidence e = four_ranks();
+  e.processes.resize(3);
+  for (auto& p : e.processes) p.world_size = 2;
+  round(e, kT0 + kSecond, {{{110, 10 * kGiB}, {111, 10 * kGiB}}, {}});
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("foreign-gpu-context"));
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
+}
+
+// Two GPUs per rank (model parallel): no rank is on another's GPU by mistake.
+TEST(GpuPlacement, SeveralGpusPerRankAreNotForeign) {
+  Evidence e = four_ranks();
+  e.processes.resize(3);
+  for (auto& p : e.processes) p.world_size = 2;
+  round(e, kT0 + kSecond,
+        {{{110, 10 * kGiB}}, {{110, 10 * kGiB}}, {{111, 10 * kGiB}}, {{111, 10 * kGiB}}});
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
 TEST(GpuPlacement, RankZeroAloneHeavyIsRankZeroWork) {
   Evidence e = four_ranks();
   round(e, kT0 + kSecond,
