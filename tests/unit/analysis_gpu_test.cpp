@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -148,6 +150,23 @@ TEST(GpuDevices, CudaVisibleDevicesNamesNvmlDevices) {
   EXPECT_THAT(visible_devices("-1", d), IsEmpty());
   EXPECT_THAT(visible_devices("1,1", d), ElementsAre(1));
   EXPECT_THAT(visible_devices(" 1 , 2", d), ElementsAre(1, 2));
+}
+
+// Fuzz-style: any CUDA_VISIBLE_DEVICES gives distinct known devices, never a crash.
+TEST(GpuDevices, AnyCudaVisibleDevices) {
+  std::vector<GpuDevice> d = four_devices();
+  std::mt19937 rng(20261122);
+  const std::string bytes = "0123-,GPU5fc ";
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    for (size_t n = rng() % 24; n > 0; --n) text += bytes[rng() % bytes.size()];
+    std::vector<int> seen = visible_devices(text, d);
+    EXPECT_LE(seen.size(), d.size()) << text;
+    for (size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_TRUE(seen[i] >= 0 && seen[i] < 4) << text;
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), seen[i]), 1) << text;
+    }
+  }
 }
 
 TEST(GpuDevices, ARankOwnsItsLocalRanksDeviceOrItsOnlyOne) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -226,6 +227,17 @@ TEST(GpuPids, ParsesNspid) {
   EXPECT_EQ(parse_nspid("Name:\tpython3\nNSpid:\t4242\n"), (std::vector<int>{4242}));
   EXPECT_TRUE(parse_nspid("Name:\tpython3\n").empty());
   EXPECT_TRUE(parse_nspid("NSpid:\t42\tx\n").empty());
+}
+
+// Fuzz-style: any bytes after "NSpid:" give positive pids or nothing, never a crash.
+TEST(GpuPids, NspidOfAnyBytes) {
+  std::mt19937 rng(20261122);
+  constexpr char kBytes[] = {'0', '9', '1', ' ', '\t', '\n', ':', '-', 'x', '\0', '\xff'};
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = "Name:\tpython3\nNSpid:";
+    for (size_t n = rng() % 40; n > 0; --n) text += kBytes[rng() % sizeof(kBytes)];
+    for (int pid : parse_nspid(text)) EXPECT_GT(pid, 0) << text;
+  }
 }
 
 }  // namespace
