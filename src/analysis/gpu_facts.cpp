@@ -266,41 +266,41 @@ std::optional<uint64_t> field_bytes(const std::map<std::string, std::string>& fi
 }
 
 XidMeaning xid_meaning(uint64_t xid) {
-  static const std::string kDrain =
+  static const std::string drain =
       "Drain the node and check the GPU (nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER); "
       "reset it (nvidia-smi -r) or replace it if the error recurs; rerun the job elsewhere.";
-  static const std::string kBus =
+  static const std::string bus =
       "The GPU left the PCIe bus: power, cooling or the slot. Check dmesg for Xid 79 and PCIe AER "
       "errors, reseat the GPU, check its power and the BIOS; the node needs a reboot. Rerun the "
       "job on another node meanwhile.";
-  static const std::string kAppFault =
+  static const std::string app_fault =
       "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer.";
-  static const std::string kGsp = "Reset the GPU; update the driver if it recurs.";
+  static const std::string gsp = "Reset the GPU; update the driver if it recurs.";
   // NVIDIA's Xid catalog; "hardware" false for the application's own faults and consequences.
-  static const std::map<uint64_t, XidMeaning> kXids = {
+  static const std::map<uint64_t, XidMeaning> xids = {
       {8,
        {"GPU stopped processing (channel idle timeout)", true,
         "Restart the job; if it recurs on this GPU, drain and inspect it."}},
       {13,
        {"graphics engine exception (a kernel faulted: out-of-bounds access, bad instruction)",
-        false, kAppFault}},
-      {31, {"GPU memory page fault (a kernel read or wrote an invalid address)", false, kAppFault}},
+        false, app_fault}},
+      {31, {"GPU memory page fault (a kernel read or wrote an invalid address)", false, app_fault}},
       {43,
        {"GPU stopped processing after an application error", false,
         "A consequence of the application's own error."}},
       {45,
        {"preemptive cleanup of a channel (a process was killed, or an earlier error)", false,
         "A consequence; look for the error before it."}},
-      {48, {"double-bit (uncorrectable) ECC error in GPU memory", true, kDrain}},
+      {48, {"double-bit (uncorrectable) ECC error in GPU memory", true, drain}},
       {63,
        {"ECC page retirement or row remapping recorded (a reset applies it)", true,
         "Reset the GPU (nvidia-smi -r) when it is idle; watch for more."}},
-      {64, {"ECC page retirement or row remapping failed", true, kDrain}},
-      {68, {"video processor exception", false, kAppFault}},
+      {64, {"ECC page retirement or row remapping failed", true, drain}},
+      {68, {"video processor exception", false, app_fault}},
       {74,
        {"NVLink error", true,
         "Check the NVLink links (nvidia-smi nvlink -s -e); drain the node if it recurs."}},
-      {79, {"GPU has fallen off the bus", true, kBus}},
+      {79, {"GPU has fallen off the bus", true, bus}},
       {92,
        {"high single-bit ECC error rate", true,
         "Memory of this GPU is degrading: plan to replace it."}},
@@ -308,13 +308,12 @@ XidMeaning xid_meaning(uint64_t xid) {
        {"contained uncorrectable ECC error (only the processes using that memory are affected)",
         true, "Restart the affected job; if it recurs on this GPU, drain and inspect it."}},
       {95,
-       {"uncontained uncorrectable ECC error (every process on the GPU is affected)", true,
-        kDrain}},
-      {119, {"GSP firmware RPC timeout", true, kGsp}},
-      {120, {"GSP firmware error", true, kGsp}},
+       {"uncontained uncorrectable ECC error (every process on the GPU is affected)", true, drain}},
+      {119, {"GSP firmware RPC timeout", true, gsp}},
+      {120, {"GSP firmware error", true, gsp}},
   };
-  auto it = kXids.find(xid);
-  if (it != kXids.end()) return it->second;
+  auto it = xids.find(xid);
+  if (it != xids.end()) return it->second;
   return {"driver error event (see NVIDIA's Xid catalog)", true,
           "Look the Xid up in NVIDIA's catalog; drain the node if it recurs."};
 }

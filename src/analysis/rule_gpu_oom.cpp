@@ -146,8 +146,9 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     std::string where = device                   ? device_label(gpu, *device)
                         : fields.contains("gpu") ? "CUDA device " + fields.at("gpu")
                                                  : "the GPU";
-    f.title = who + (fragmented ? " ran out of memory on " + where + " through fragmentation"
-                                : " ran out of GPU memory on " + where);
+    f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
+    f.title += where;
+    if (fragmented) f.title += " through fragmentation";
     const PythonTraceback& tb = *failure.traceback;
     std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
     f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
@@ -163,7 +164,7 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
         join_to(numbers, "capacity " + format_bytes(d->memory_total) + " (NVML)");
       }
     }
-    if (!numbers.empty()) f.evidence.push_back(where + ": " + numbers);
+    if (!numbers.empty()) f.evidence.push_back(where + ": " + std::move(numbers));
 
     // This process: what PyTorch allocated, what it reserved but could not use, and the rest.
     std::string self;

@@ -208,7 +208,8 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
         }
       }
     }
-    f.evidence.push_back(line + (holders.empty() ? "" : ": " + holders));
+    if (!holders.empty()) line += ": " + holders;
+    f.evidence.push_back(line);
   }
   std::sort(f.ranks.begin(), f.ranks.end());
   std::vector<int> foreign_ranks;
