@@ -294,6 +294,30 @@ TEST(GpuOom, PyTorch2TextWithNvmlHoldersAndTheDeviceOfTheRank) {
   EXPECT_THAT(evidence, HasSubstr("at that moment (NVML): rank 1 (pid 111) 60.0 GiB; pid 5000 "
                                   "outside the job (python3 notebook.py) 18.0 GiB"));
   EXPECT_THAT(oom.fix, HasSubstr("outside the job held the GPU"));
+  EXPECT_THAT(oom.evidence, Contains("the OOM message names other processes on the GPU: pid 5000 "
+                                     "(not a process of the job) 18.0 GiB"));
+}
+
+// Without NVML, PyTorch's own list of the other processes is the evidence: named by role.
+TEST(GpuOom, TheMessagesOtherProcessesByRole) {
+  Evidence e = four_ranks();
+  e.gpu = {};
+  fail(e, 110, kT0 + kSecond, "[rank0]: ",
+       with_traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                      "GPU 0 has a total capacity of 79.65 GiB of which 1.06 GiB is free. "
+                      "Including non-PyTorch memory, this process has 70.00 GiB memory in use. "
+                      "Process 111 has 700.00 MiB memory in use. Process 112 has 720.00 MiB "
+                      "memory in use. Process 9 has 8.00 GiB memory in use. Of the allocated "
+                      "memory 65.20 GiB is allocated by PyTorch, and 1.20 GiB is reserved by "
+                      "PyTorch but unallocated."));
+  Diagnosis d = diagnose(e);
+  const Finding* oom = find(d, "gpu-oom");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_THAT(oom->evidence, Contains("the OOM message names other processes on the GPU: rank 1 "
+                                      "(pid 111) 700 MiB, rank 2 (pid 112) 720 MiB, pid 9 (not a "
+                                      "process of the job) 8.0 GiB"));
+  EXPECT_THAT(oom->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
+  EXPECT_THAT(oom->fix, HasSubstr("pid 9 (not a process of the job)"));
 }
 
 TEST(GpuOom, FragmentationAdviceFollowsTheVersion) {
