@@ -1,6 +1,7 @@
 // Tests of the NVML loader and the GPU sampler against the stand-in libnvidia-ml of
 // tests/fakes/nvml: every process-entry layout, the count-then-read retry, entry points a driver
 // refuses, a missing library, Xid events and a lost GPU, and NSpid parsing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -159,6 +160,15 @@ TEST(Nvml, ALibraryWithoutNvmlIsRefused) {
   std::string error;
   EXPECT_EQ(NvmlLibrary::open("libc.so.6", error), nullptr);
   EXPECT_NE(error.find("not an NVML library"), std::string::npos) << error;
+}
+
+TEST(Nvml, DeviceFilesAreKeptFromTheJob) {
+  int fd = open("/dev/null", O_RDONLY);  // as a driver library might: without O_CLOEXEC
+  ASSERT_GE(fd, 0);
+  EXPECT_GE(keep_device_files_from_children("/dev/null"), 1);
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(keep_device_files_from_children("/dev/null"), 0);  // marked already
+  close(fd);
 }
 
 TEST(Nvml, DetectsTheStrideFromTheWrittenBytes) {

@@ -57,6 +57,7 @@ GpuSampler::GpuSampler(const std::string& library) : m_library(library_path(libr
   m_lost.assign(m_devices.size(), false);
   // Before the job starts: the driver delivers only events that happen after registration.
   m_events = m_nvml->register_events(m_handles);
+  keep_device_files_from_children();
 }
 
 GpuSampler::~GpuSampler() = default;
