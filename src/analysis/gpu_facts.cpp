@@ -342,7 +342,30 @@ std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
   return out;
 }
 
-std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
+namespace {
+
+// Per device, the reads NVML refused (a lost GPU is a hardware finding, not missing evidence).
+std::vector<std::string> sampling_errors(const store::GpuEvidence& gpu) {
+  std::map<int, std::pair<std::string, size_t>> first_and_count;
+  std::map<int, size_t> samples;
+  for (const store::GpuSample& s : gpu.samples) {
+    ++samples[s.device];
+    if (s.error.empty() || s.error == "GPU is lost") continue;
+    auto& [error, count] = first_and_count[s.device];
+    if (error.empty()) error = s.error;
+    ++count;
+  }
+  std::vector<std::string> out;
+  for (const auto& [device, found] : first_and_count) {
+    out.push_back("GPU sampling of " + device_label(gpu, device) + " failed in " +
+                  std::to_string(found.second) + " of " + std::to_string(samples[device]) +
+                  " samples: " + found.first);
+  }
+  return out;
+}
+
+// The NVML-missing sentence, for GPU jobs only.
+std::optional<std::string> no_nvml(const store::Evidence& evidence) {
   const store::GpuEvidence& gpu = evidence.gpu;
   if (gpu.nvml_loaded || gpu.nvml_status.empty()) return std::nullopt;
   bool gpu_job = std::any_of(gpu.cuda_env.begin(), gpu.cuda_env.end(),
@@ -362,6 +385,14 @@ std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence)
   if (!gpu_job) return std::nullopt;
   return "no GPU evidence: " + gpu.nvml_status +
          "; memory per GPU, the processes on each and driver events (Xid, ECC) are unknown";
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
+  std::vector<std::string> out = sampling_errors(evidence.gpu);
+  if (std::optional<std::string> missing = no_nvml(evidence)) out.insert(out.begin(), *missing);
+  return out;
 }
 
 }  // namespace traindoc::analysis

@@ -463,6 +463,16 @@ TEST(HardwareFault, XidAndEccButNotApplicationXids) {
               Contains("NVML: uncorrected ECC errors rose from 0 to 2 during the run"));
 }
 
+TEST(GpuMissing, RefusedReadsAreNamed) {
+  Evidence e = four_ranks();
+  round(e, kT0 + kSecond, {{{110, kGiB}}, {}});
+  round(e, kT0 + 2 * kSecond, {{{110, kGiB}}, {}});
+  e.gpu.samples[1].error = "process list: No Permission";
+  EXPECT_THAT(diagnose(e).missing_evidence,
+              Contains("GPU sampling of GPU 1 (00000000:07:00.0) failed in 1 of 2 samples: "
+                       "process list: No Permission"));
+}
+
 TEST(GpuMissing, OnlyGpuJobsAreToldNvmlIsMissing) {
   Evidence e = four_ranks();
   e.gpu = {};

@@ -217,6 +217,20 @@ TEST_F(FakeNvml, SamplerMapsPidsAndReportsXidAndALostGpu) {
   EXPECT_EQ(next.samples[0].temperature_c, std::nullopt);  // the slow fields wait their turn
 }
 
+// A refused list is evidence (the sample says why), never an exception.
+TEST_F(FakeNvml, ARefusedProcessListIsRecorded) {
+  two_gpus(
+      "refuse nvmlDeviceGetComputeRunningProcesses_v3\n"
+      "refuse nvmlDeviceGetComputeRunningProcesses_v2\n"
+      "refuse nvmlDeviceGetComputeRunningProcesses\n");
+  GpuSampler sampler(TRAINDOC_FAKE_NVML);
+  GpuRound round = sampler.sample(1, false, {});
+  ASSERT_EQ(round.samples.size(), 2u);
+  EXPECT_EQ(round.samples[0].error, "process list: Function Not Found");
+  EXPECT_EQ(round.samples[0].memory_used, (500 + 4000 + 700) * kMiB);
+  EXPECT_TRUE(round.processes.empty());
+}
+
 TEST_F(FakeNvml, APidNotVisibleHereIsKeptWithPidZero) {
   script("device GPU-aaaa 00000000:06:00.0 81559 0 H100\nprocess 0 pid=4000000 100\n");
   GpuSampler sampler(TRAINDOC_FAKE_NVML);
