@@ -81,7 +81,7 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
                   "before it started): only sampled from /proc");
   }
   if (evidence.host_samples.empty()) out.push_back("no host memory samples were taken");
-  if (std::optional<std::string> gpu = gpu_missing_evidence(evidence)) out.push_back(*gpu);
+  for (std::string& gpu : gpu_missing_evidence(evidence)) out.push_back(std::move(gpu));
   return out;
 }
 

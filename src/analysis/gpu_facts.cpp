@@ -266,62 +266,56 @@ std::optional<uint64_t> field_bytes(const std::map<std::string, std::string>& fi
 }
 
 XidMeaning xid_meaning(uint64_t xid) {
-  static const std::string kDrain =
+  static const std::string drain =
       "Drain the node and check the GPU (nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER); "
       "reset it (nvidia-smi -r) or replace it if the error recurs; rerun the job elsewhere.";
-  static const std::string kBus =
+  static const std::string bus =
       "The GPU left the PCIe bus: power, cooling or the slot. Check dmesg for Xid 79 and PCIe AER "
       "errors, reseat the GPU, check its power and the BIOS; the node needs a reboot. Rerun the "
       "job on another node meanwhile.";
-  switch (xid) {
-    case 8:
-      return {"GPU stopped processing (channel idle timeout)", true,
-              "Restart the job; if it recurs on this GPU, drain and inspect it."};
-    case 13:
-      return {
-          "graphics engine exception (a kernel faulted: out-of-bounds access, bad "
-          "instruction)",
-          false, "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1."};
-    case 31:
-      return {"GPU memory page fault (a kernel read or wrote an invalid address)", false,
-              "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer."};
-    case 43:
-      return {"GPU stopped processing after an application error", false,
-              "A consequence of the application's own error."};
-    case 45:
-      return {"preemptive cleanup of a channel (a process was killed, or an earlier error)", false,
-              "A consequence; look for the error before it."};
-    case 48:
-      return {"double-bit (uncorrectable) ECC error in GPU memory", true, kDrain};
-    case 63:
-      return {"ECC page retirement or row remapping recorded (a reset applies it)", true,
-              "Reset the GPU (nvidia-smi -r) when it is idle; watch for more."};
-    case 64:
-      return {"ECC page retirement or row remapping failed", true, kDrain};
-    case 74:
-      return {"NVLink error", true,
-              "Check the NVLink links (nvidia-smi nvlink -s -e); drain the node if it recurs."};
-    case 79:
-      return {"GPU has fallen off the bus", true, kBus};
-    case 92:
-      return {"high single-bit ECC error rate", true,
-              "Memory of this GPU is degrading: plan to replace it."};
-    case 94:
-      return {
-          "contained uncorrectable ECC error (only the processes using that memory are "
-          "affected)",
-          true, "Restart the affected job; if it recurs on this GPU, drain and inspect it."};
-    case 95:
-      return {"uncontained uncorrectable ECC error (every process on the GPU is affected)", true,
-              kDrain};
-    case 119:
-      return {"GSP firmware RPC timeout", true, "Reset the GPU; update the driver if it recurs."};
-    case 120:
-      return {"GSP firmware error", true, "Reset the GPU; update the driver if it recurs."};
-    default:
-      return {"driver error event (see NVIDIA's Xid catalog)", true,
-              "Look the Xid up in NVIDIA's catalog; drain the node if it recurs."};
-  }
+  static const std::string app_fault =
+      "Usually the application: rerun with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer.";
+  static const std::string gsp = "Reset the GPU; update the driver if it recurs.";
+  // NVIDIA's Xid catalog; "hardware" false for the application's own faults and consequences.
+  static const std::map<uint64_t, XidMeaning> xids = {
+      {8,
+       {"GPU stopped processing (channel idle timeout)", true,
+        "Restart the job; if it recurs on this GPU, drain and inspect it."}},
+      {13,
+       {"graphics engine exception (a kernel faulted: out-of-bounds access, bad instruction)",
+        false, app_fault}},
+      {31, {"GPU memory page fault (a kernel read or wrote an invalid address)", false, app_fault}},
+      {43,
+       {"GPU stopped processing after an application error", false,
+        "A consequence of the application's own error."}},
+      {45,
+       {"preemptive cleanup of a channel (a process was killed, or an earlier error)", false,
+        "A consequence; look for the error before it."}},
+      {48, {"double-bit (uncorrectable) ECC error in GPU memory", true, drain}},
+      {63,
+       {"ECC page retirement or row remapping recorded (a reset applies it)", true,
+        "Reset the GPU (nvidia-smi -r) when it is idle; watch for more."}},
+      {64, {"ECC page retirement or row remapping failed", true, drain}},
+      {68, {"video processor exception", false, app_fault}},
+      {74,
+       {"NVLink error", true,
+        "Check the NVLink links (nvidia-smi nvlink -s -e); drain the node if it recurs."}},
+      {79, {"GPU has fallen off the bus", true, bus}},
+      {92,
+       {"high single-bit ECC error rate", true,
+        "Memory of this GPU is degrading: plan to replace it."}},
+      {94,
+       {"contained uncorrectable ECC error (only the processes using that memory are affected)",
+        true, "Restart the affected job; if it recurs on this GPU, drain and inspect it."}},
+      {95,
+       {"uncontained uncorrectable ECC error (every process on the GPU is affected)", true, drain}},
+      {119, {"GSP firmware RPC timeout", true, gsp}},
+      {120, {"GSP firmware error", true, gsp}},
+  };
+  auto it = xids.find(xid);
+  if (it != xids.end()) return it->second;
+  return {"driver error event (see NVIDIA's Xid catalog)", true,
+          "Look the Xid up in NVIDIA's catalog; drain the node if it recurs."};
 }
 
 std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
@@ -348,7 +342,30 @@ std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
   return out;
 }
 
-std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
+namespace {
+
+// Per device, the reads NVML refused (a lost GPU is a hardware finding, not missing evidence).
+std::vector<std::string> sampling_errors(const store::GpuEvidence& gpu) {
+  std::map<int, std::pair<std::string, size_t>> first_and_count;
+  std::map<int, size_t> samples;
+  for (const store::GpuSample& s : gpu.samples) {
+    ++samples[s.device];
+    if (s.error.empty() || s.error == "GPU is lost") continue;
+    auto& [error, count] = first_and_count[s.device];
+    if (error.empty()) error = s.error;
+    ++count;
+  }
+  std::vector<std::string> out;
+  for (const auto& [device, found] : first_and_count) {
+    out.push_back("GPU sampling of " + device_label(gpu, device) + " failed in " +
+                  std::to_string(found.second) + " of " + std::to_string(samples[device]) +
+                  " samples: " + found.first);
+  }
+  return out;
+}
+
+// The NVML-missing sentence, for GPU jobs only.
+std::optional<std::string> no_nvml(const store::Evidence& evidence) {
   const store::GpuEvidence& gpu = evidence.gpu;
   if (gpu.nvml_loaded || gpu.nvml_status.empty()) return std::nullopt;
   bool gpu_job = std::any_of(gpu.cuda_env.begin(), gpu.cuda_env.end(),
@@ -368,6 +385,14 @@ std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence)
   if (!gpu_job) return std::nullopt;
   return "no GPU evidence: " + gpu.nvml_status +
          "; memory per GPU, the processes on each and driver events (Xid, ECC) are unknown";
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
+  std::vector<std::string> out = sampling_errors(evidence.gpu);
+  if (std::optional<std::string> missing = no_nvml(evidence)) out.insert(out.begin(), *missing);
+  return out;
 }
 
 }  // namespace traindoc::analysis

@@ -95,9 +95,9 @@ XidMeaning xid_meaning(uint64_t xid);
 // Each NVML device with its peak and the processes that held memory on it.
 std::vector<GpuSummary> summarize_gpus(const RuleContext& context);
 
-// A sentence for missing_evidence when the job used a GPU but NVML could not be loaded (it set
-// CUDA_VISIBLE_DEVICES, or printed CUDA errors); nullopt otherwise, so CPU-only runs are not
-// nagged.
-std::optional<std::string> gpu_missing_evidence(const store::Evidence& evidence);
+// Sentences for missing_evidence: NVML could not be loaded though the job used a GPU (it set
+// CUDA_VISIBLE_DEVICES, or printed CUDA errors; CPU-only runs are not nagged), and the devices
+// whose reads NVML refused.
+std::vector<std::string> gpu_missing_evidence(const store::Evidence& evidence);
 
 }  // namespace traindoc::analysis

@@ -81,8 +81,9 @@ void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceba
           kernel.contains("file")
               ? kernel.at("file") + ":" + (kernel.contains("line") ? kernel.at("line") : "?")
               : "";
-      f.title = who + ": a CUDA kernel assertion failed: `" + assertion + "`" +
-                (place.empty() ? "" : " in " + place);
+      f.title = who + ": a CUDA kernel assertion failed: `";
+      f.title += assertion + "`";
+      if (!place.empty()) f.title += " in " + place;
       f.evidence.push_back(tb.stream + ": " + found.line.substr(0, 400));
       if (found.count > 1) {
         f.evidence.push_back(std::to_string(found.count) + " GPU threads printed this assertion");

@@ -3,6 +3,8 @@
 // process's allocated and reserved memory, and who else held the GPU then (NVML), and tells
 // fragmentation from a full GPU. Pure.
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
@@ -33,6 +35,34 @@ struct Holders {
   std::vector<int> other_ranks;
 };
 
+// PyTorch's own list of the other processes on the GPU ("Process 4242 has 700.00 MiB memory in
+// use"), named by role where they are the job's: the evidence that remains without NVML.
+Holders named_others(const RuleContext& context, const std::map<std::string, std::string>& fields) {
+  Holders out;
+  auto pids = fields.find("other_pids");
+  if (pids == fields.end()) return out;
+  auto bytes = fields.find("other_bytes");
+  std::string_view pid_list = pids->second;
+  std::string_view byte_list = bytes == fields.end() ? "" : std::string_view(bytes->second);
+  while (!pid_list.empty()) {
+    std::string pid(pid_list.substr(0, pid_list.find(',')));
+    std::string size(byte_list.substr(0, byte_list.find(',')));
+    pid_list.remove_prefix(std::min(pid_list.size(), pid.size() + 1));
+    byte_list.remove_prefix(std::min(byte_list.size(), size.size() + 1));
+    const ProcessSummary* p = context.process(std::atoi(pid.c_str()));
+    std::string name = p ? context.name(*p) : "pid " + pid + " (not a process of the job)";
+    std::optional<uint64_t> used = field_bytes({{"b", size}}, "b");
+    join_to(out.text, used ? name + " " + format_bytes(*used) : name);
+    if (used.value_or(0) < kWorthNaming) continue;
+    if (p && p->role.rank) {
+      out.other_ranks.push_back(*p->role.rank);
+    } else if (!p) {
+      out.outside_names.push_back(name);
+    }
+  }
+  return out;
+}
+
 Holders holders(const RuleContext& context, int device, int64_t t_ns, int own_pid) {
   Holders out;
   for (const store::GpuProcessSample& h : holders_at(context.evidence.gpu, device, t_ns)) {
@@ -52,7 +82,7 @@ Holders holders(const RuleContext& context, int device, int64_t t_ns, int own_pi
 }
 
 std::string fix_for(const PrintedFailure& failure, const std::map<std::string, std::string>& f,
-                    const Holders& held, bool fragmented, const store::GpuEvidence& gpu) {
+                    const Holders& held, bool fragmented) {
   std::optional<uint64_t> requested = field_bytes(f, "requested_bytes");
   std::optional<uint64_t> capacity = field_bytes(f, "capacity_bytes");
   const std::string& id = failure.matches.front().id;
@@ -110,9 +140,7 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
         "with gradient accumulation), use mixed precision (torch.autocast) or activation "
         "checkpointing.";
   }
-  if (!gpu.nvml_loaded && fix.find("outside") == std::string::npos) {
-    fix += " (Without NVML, other processes on the GPU could not be seen.)";
-  }
+  if (held.text.empty()) fix += " (Other processes on the GPU, if any, could not be seen.)";
   return fix;
 }
 
@@ -146,8 +174,9 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     std::string where = device                   ? device_label(gpu, *device)
                         : fields.contains("gpu") ? "CUDA device " + fields.at("gpu")
                                                  : "the GPU";
-    f.title = who + (fragmented ? " ran out of memory on " + where + " through fragmentation"
-                                : " ran out of GPU memory on " + where);
+    f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
+    f.title += where;
+    if (fragmented) f.title += " through fragmentation";
     const PythonTraceback& tb = *failure.traceback;
     std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
     f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
@@ -163,7 +192,7 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
         join_to(numbers, "capacity " + format_bytes(d->memory_total) + " (NVML)");
       }
     }
-    if (!numbers.empty()) f.evidence.push_back(where + ": " + numbers);
+    if (!numbers.empty()) f.evidence.push_back(where + ": " + std::move(numbers));
 
     // This process: what PyTorch allocated, what it reserved but could not use, and the rest.
     std::string self;
@@ -173,9 +202,9 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     join_to(self, bytes_field(fields, "reserved_unallocated_bytes", "reserved but unallocated"));
     join_to(self, bytes_field(fields, "private_pool_bytes", "in private pools (CUDA graphs)"));
     if (!self.empty()) f.evidence.push_back("this process: " + self);
-    if (auto others = fields.find("other_pids"); others != fields.end()) {
-      f.evidence.push_back("the OOM message names other processes on the GPU: pids " +
-                           others->second);
+    Holders named = named_others(context, fields);
+    if (!named.text.empty()) {
+      f.evidence.push_back("the OOM message names other processes on the GPU: " + named.text);
     }
 
     Holders held;
@@ -189,10 +218,11 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
         f.evidence.push_back(device_label(gpu, *device) +
                              " peak over the run: " + format_bytes(peak.at(*device)));
       }
-    } else if (!gpu.nvml_loaded) {
+    } else if (!gpu.nvml_loaded && named.text.empty()) {
       f.evidence.push_back("no NVML evidence: who else held the GPU is unknown");
     }
-    f.fix = fix_for(failure, fields, held, fragmented, gpu);
+    // NVML's view when it has one; PyTorch's list of the other processes otherwise.
+    f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented);
     f.confidence = 0.9;
     out.push_back({std::move(f), failure.t_ns, pid});
   }

@@ -37,10 +37,30 @@ std::string list_ints(const std::vector<int>& values) {
   return out;
 }
 
+// One GPU per rank is what "its own GPU" assumes. A rank on a GPU that is no rank's own (model
+// or pipeline parallelism over several GPUs per rank) says the assumption does not hold.
+bool one_gpu_per_rank(const RuleContext& context,
+                      const std::map<int, std::map<ProcessKey, uint64_t>>& peaks) {
+  std::vector<int> owned;
+  for (const ProcessSummary& p : context.processes) {
+    if (std::optional<int> own = own_device(context, p)) owned.push_back(*own);
+  }
+  for (const auto& [device, by_process] : peaks) {
+    if (std::find(owned.begin(), owned.end(), device) != owned.end()) continue;
+    for (const auto& [key, peak] : by_process) {
+      const ProcessSummary* p = process_of(context, key);
+      if (p && peak > 0 && p->role.role == Role::kRank) return false;
+    }
+  }
+  return true;
+}
+
 void foreign_contexts(const RuleContext& context, const std::vector<int>& oom_devices,
                       std::vector<TimedFinding>& out) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
-  for (const auto& [device, by_process] : peak_by_device_and_process(gpu)) {
+  const auto peaks = peak_by_device_and_process(gpu);
+  if (!one_gpu_per_rank(context, peaks)) return;
+  for (const auto& [device, by_process] : peaks) {
     Finding f;
     int64_t t = 0;
     std::string owner;
@@ -188,7 +208,8 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
         }
       }
     }
-    f.evidence.push_back(line + (holders.empty() ? "" : ": " + holders));
+    if (!holders.empty()) line += ": " + holders;
+    f.evidence.push_back(line);
   }
   std::sort(f.ranks.begin(), f.ranks.end());
   std::vector<int> foreign_ranks;

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, ROOT, job_script, python_job
+from conftest import JOBS, ROOT, job_script, python_job, torchrun
 
 FAKE_NVML = ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
 
@@ -161,6 +161,18 @@ def test_other_ranks_on_gpu0_are_foreign_contexts_and_imbalance(gpu_run, tmp_pat
     assert gpus[0]["processes"][1]["peak"] == 700 << 20
     assert "GPU 0 00000000:06:00.0: peak 31.7 GiB of 79.6 GiB (rank 0 29.3 GiB, rank 1 700 MiB" \
         in run.stderr.decode()
+
+
+def test_torchrun_ranks_on_gpu0(gpu_run):
+    """The same with real torchrun: its ranks, found by their RANK, hold contexts on GPU 0."""
+    cmd = torchrun("--standalone", "--nproc_per_node", 4, JOBS / "gpu_ranks.py", "--rank", 6)
+    run = gpu_run(cmd, FOREIGN)
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    foreign = finding(run, "foreign-gpu-context")
+    assert foreign["ranks"] == [1, 2, 3]
+    assert finding(run, "gpu-imbalance")["ranks"] == [1, 2, 3]
+    launcher = [p for p in run.processes("launcher")]
+    assert launcher and all(p["pid"] not in foreign["pids"] for p in launcher)
 
 
 def test_balanced_gpus_give_no_placement_finding(gpu_run, tmp_path):

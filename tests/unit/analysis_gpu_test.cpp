@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -150,6 +152,23 @@ TEST(GpuDevices, CudaVisibleDevicesNamesNvmlDevices) {
   EXPECT_THAT(visible_devices(" 1 , 2", d), ElementsAre(1, 2));
 }
 
+// Fuzz-style: any CUDA_VISIBLE_DEVICES gives distinct known devices, never a crash.
+TEST(GpuDevices, AnyCudaVisibleDevices) {
+  std::vector<GpuDevice> d = four_devices();
+  std::mt19937 rng(20261122);
+  const std::string bytes = "0123-,GPU5fc ";
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    for (size_t n = rng() % 24; n > 0; --n) text += bytes[rng() % bytes.size()];
+    std::vector<int> seen = visible_devices(text, d);
+    EXPECT_LE(seen.size(), d.size()) << text;
+    for (size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_TRUE(seen[i] >= 0 && seen[i] < 4) << text;
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), seen[i]), 1) << text;
+    }
+  }
+}
+
 TEST(GpuDevices, ARankOwnsItsLocalRanksDeviceOrItsOnlyOne) {
   Evidence e = four_ranks();
   e.gpu.cuda_env[2].visible_devices = "3";  // rank 2 sees GPU 3 alone
@@ -194,6 +213,27 @@ TEST(GpuPlacement, OtherRanksOnGpu0AreForeignAndMakeItHeavy) {
   EXPECT_THAT(heavy.title, HasSubstr("GPU 0 (00000000:06:00.0) peaked at 32.5 GiB, 1.6x"));
   EXPECT_THAT(heavy.ranks, ElementsAre(1, 2, 3));
   EXPECT_THAT(joined(heavy.evidence), HasSubstr("likely cause: other ranks (1, 2 and 3)"));
+}
+
+// T27: two ranks without set_device, both on cuda:0 only.
+TEST(GpuPlacement, TwoRanksOnOneGpu) {
+  Evidence e = four_ranks();
+  e.processes.resize(3);
+  for (auto& p : e.processes) p.world_size = 2;
+  round(e, kT0 + kSecond, {{{110, 10 * kGiB}, {111, 10 * kGiB}}, {}});
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("foreign-gpu-context"));
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
+}
+
+// Two GPUs per rank (model parallel): no rank is on another's GPU by mistake.
+TEST(GpuPlacement, SeveralGpusPerRankAreNotForeign) {
+  Evidence e = four_ranks();
+  e.processes.resize(3);
+  for (auto& p : e.processes) p.world_size = 2;
+  round(e, kT0 + kSecond,
+        {{{110, 10 * kGiB}}, {{110, 10 * kGiB}}, {{111, 10 * kGiB}}, {{111, 10 * kGiB}}});
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
 }
 
 TEST(GpuPlacement, RankZeroAloneHeavyIsRankZeroWork) {
@@ -255,6 +295,30 @@ TEST(GpuOom, PyTorch2TextWithNvmlHoldersAndTheDeviceOfTheRank) {
   EXPECT_THAT(evidence, HasSubstr("at that moment (NVML): rank 1 (pid 111) 60.0 GiB; pid 5000 "
                                   "outside the job (python3 notebook.py) 18.0 GiB"));
   EXPECT_THAT(oom.fix, HasSubstr("outside the job held the GPU"));
+  EXPECT_THAT(oom.evidence, Contains("the OOM message names other processes on the GPU: pid 5000 "
+                                     "(not a process of the job) 18.0 GiB"));
+}
+
+// Without NVML, PyTorch's own list of the other processes is the evidence: named by role.
+TEST(GpuOom, TheMessagesOtherProcessesByRole) {
+  Evidence e = four_ranks();
+  e.gpu = {};
+  fail(e, 110, kT0 + kSecond, "[rank0]: ",
+       with_traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                      "GPU 0 has a total capacity of 79.65 GiB of which 1.06 GiB is free. "
+                      "Including non-PyTorch memory, this process has 70.00 GiB memory in use. "
+                      "Process 111 has 700.00 MiB memory in use. Process 112 has 720.00 MiB "
+                      "memory in use. Process 9 has 8.00 GiB memory in use. Of the allocated "
+                      "memory 65.20 GiB is allocated by PyTorch, and 1.20 GiB is reserved by "
+                      "PyTorch but unallocated."));
+  Diagnosis d = diagnose(e);
+  const Finding* oom = find(d, "gpu-oom");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_THAT(oom->evidence, Contains("the OOM message names other processes on the GPU: rank 1 "
+                                      "(pid 111) 700 MiB, rank 2 (pid 112) 720 MiB, pid 9 (not a "
+                                      "process of the job) 8.0 GiB"));
+  EXPECT_THAT(oom->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
+  EXPECT_THAT(oom->fix, HasSubstr("pid 9 (not a process of the job)"));
 }
 
 TEST(GpuOom, FragmentationAdviceFollowsTheVersion) {
@@ -398,6 +462,16 @@ TEST(HardwareFault, XidAndEccButNotApplicationXids) {
   EXPECT_THAT(ecc.title, HasSubstr("uncorrectable ECC errors in GPU memory on GPU 1"));
   EXPECT_THAT(ecc.evidence,
               Contains("NVML: uncorrected ECC errors rose from 0 to 2 during the run"));
+}
+
+TEST(GpuMissing, RefusedReadsAreNamed) {
+  Evidence e = four_ranks();
+  round(e, kT0 + kSecond, {{{110, kGiB}}, {}});
+  round(e, kT0 + 2 * kSecond, {{{110, kGiB}}, {}});
+  e.gpu.samples[1].error = "process list: No Permission";
+  EXPECT_THAT(diagnose(e).missing_evidence,
+              Contains("GPU sampling of GPU 1 (00000000:07:00.0) failed in 1 of 2 samples: "
+                       "process list: No Permission"));
 }
 
 TEST(GpuMissing, OnlyGpuJobsAreToldNvmlIsMissing) {

@@ -1,6 +1,7 @@
 // Tests of the NVML loader and the GPU sampler against the stand-in libnvidia-ml of
 // tests/fakes/nvml: every process-entry layout, the count-then-read retry, entry points a driver
 // refuses, a missing library, Xid events and a lost GPU, and NSpid parsing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +162,15 @@ TEST(Nvml, ALibraryWithoutNvmlIsRefused) {
   EXPECT_NE(error.find("not an NVML library"), std::string::npos) << error;
 }
 
+TEST(Nvml, DeviceFilesAreKeptFromTheJob) {
+  int fd = open("/dev/null", O_RDONLY);  // as a driver library might: without O_CLOEXEC
+  ASSERT_GE(fd, 0);
+  EXPECT_GE(keep_device_files_from_children("/dev/null"), 1);
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(keep_device_files_from_children("/dev/null"), 0);  // marked already
+  close(fd);
+}
+
 TEST(Nvml, DetectsTheStrideFromTheWrittenBytes) {
   for (size_t stride : {16u, 24u, 32u}) {
     std::vector<unsigned char> buffer(8 * 32, kNvmlSentinel);
@@ -206,6 +217,20 @@ TEST_F(FakeNvml, SamplerMapsPidsAndReportsXidAndALostGpu) {
   EXPECT_EQ(next.samples[0].temperature_c, std::nullopt);  // the slow fields wait their turn
 }
 
+// A refused list is evidence (the sample says why), never an exception.
+TEST_F(FakeNvml, ARefusedProcessListIsRecorded) {
+  two_gpus(
+      "refuse nvmlDeviceGetComputeRunningProcesses_v3\n"
+      "refuse nvmlDeviceGetComputeRunningProcesses_v2\n"
+      "refuse nvmlDeviceGetComputeRunningProcesses\n");
+  GpuSampler sampler(TRAINDOC_FAKE_NVML);
+  GpuRound round = sampler.sample(1, false, {});
+  ASSERT_EQ(round.samples.size(), 2u);
+  EXPECT_EQ(round.samples[0].error, "process list: Function Not Found");
+  EXPECT_EQ(round.samples[0].memory_used, (500 + 4000 + 700) * kMiB);
+  EXPECT_TRUE(round.processes.empty());
+}
+
 TEST_F(FakeNvml, APidNotVisibleHereIsKeptWithPidZero) {
   script("device GPU-aaaa 00000000:06:00.0 81559 0 H100\nprocess 0 pid=4000000 100\n");
   GpuSampler sampler(TRAINDOC_FAKE_NVML);
@@ -226,6 +251,17 @@ TEST(GpuPids, ParsesNspid) {
   EXPECT_EQ(parse_nspid("Name:\tpython3\nNSpid:\t4242\n"), (std::vector<int>{4242}));
   EXPECT_TRUE(parse_nspid("Name:\tpython3\n").empty());
   EXPECT_TRUE(parse_nspid("NSpid:\t42\tx\n").empty());
+}
+
+// Fuzz-style: any bytes after "NSpid:" give positive pids or nothing, never a crash.
+TEST(GpuPids, NspidOfAnyBytes) {
+  std::mt19937 rng(20261122);
+  constexpr char kBytes[] = {'0', '9', '1', ' ', '\t', '\n', ':', '-', 'x', '\0', '\xff'};
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = "Name:\tpython3\nNSpid:";
+    for (size_t n = rng() % 40; n > 0; --n) text += kBytes[rng() % sizeof(kBytes)];
+    for (int pid : parse_nspid(text)) EXPECT_GT(pid, 0) << text;
+  }
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ GpuSampler::GpuSampler(const std::string& library) : m_library(library_path(libr
   m_lost.assign(m_devices.size(), false);
   // Before the job starts: the driver delivers only events that happen after registration.
   m_events = m_nvml->register_events(m_handles);
+  keep_device_files_from_children();
 }
 
 GpuSampler::~GpuSampler() = default;
@@ -95,6 +96,11 @@ void GpuSampler::sample_device(size_t index, int64_t t_ns, bool slow,
   sample.memory_used = memory.used;
   for (NvmlProcessKind kind : {NvmlProcessKind::kCompute, NvmlProcessKind::kGraphics}) {
     NvmlProcessList list = m_nvml->processes(handle, kind);
+    // Graphics lists are often unsupported on compute GPUs: that is no failure.
+    if (list.status != NVML_SUCCESS && list.status != NVML_ERROR_NOT_SUPPORTED &&
+        sample.error.empty()) {
+      sample.error = "process list: " + m_nvml->error_string(list.status);
+    }
     for (const NvmlProcess& p : list.processes) {
       const int nvml_pid = static_cast<int>(p.pid);
       listed.push_back(nvml_pid);

@@ -2,9 +2,13 @@
 // Supervisor process, main loop thread.
 #include "supervisor/gpu/nvml_library.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -91,6 +95,30 @@ size_t detect_process_stride(const unsigned char* buffer, size_t size, unsigned 
     if (written == stride * count) return stride;
   }
   return fallback;
+}
+
+int keep_device_files_from_children(std::string_view prefix) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return 0;
+  int marked = 0;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    long fd = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    char path[256];
+    const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+    ssize_t size = readlink(link.c_str(), path, sizeof(path) - 1);
+    if (size <= 0 || !std::string_view(path, static_cast<size_t>(size)).starts_with(prefix)) {
+      continue;
+    }
+    int flags = fcntl(static_cast<int>(fd), F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0 &&
+        fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC) == 0) {
+      ++marked;
+    }
+  }
+  closedir(dir);
+  return marked;
 }
 
 NvmlLibrary::NvmlLibrary(void* handle, std::unique_ptr<Api> api)

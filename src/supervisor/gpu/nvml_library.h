@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "supervisor/gpu/nvml_api.h"
@@ -36,6 +37,11 @@ enum class NvmlProcessKind { kCompute, kGraphics };
 inline constexpr unsigned char kNvmlSentinel = 0xAA;
 size_t detect_process_stride(const unsigned char* buffer, size_t size, unsigned count,
                              size_t fallback);
+
+// Marks close-on-exec every descriptor of this process open on a file whose path starts with
+// `prefix`: the driver's device files that NVML opened must not leak into the job, which the
+// supervisor starts after loading NVML. Returns how many it marked.
+int keep_device_files_from_children(std::string_view prefix = "/dev/nvidia");
 
 class NvmlLibrary {
  public:

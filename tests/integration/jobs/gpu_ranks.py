@@ -3,6 +3,7 @@ launcher starts N processes with RANK, LOCAL_RANK and WORLD_SIZE set (as torchru
 sleep; one of them may print a framework's GPU error text and exit 1, as a real rank would.
 
 Usage: gpu_ranks.py <ranks> <seconds> [<failing rank> <text file>]
+       gpu_ranks.py --rank <seconds> [<text file>]   (one rank: what torchrun can launch)
 """
 import os
 import subprocess
