@@ -165,6 +165,59 @@ CREATE INDEX log_lines_by_time ON log_lines (t_ns);
 CREATE INDEX log_lines_by_stream ON log_lines (stream, id);
 )sql";
 
+// What schema 3 adds: collective calls (a bounded sample) and what the supervisor's collective
+// checker found, with each rank's part. "group_id" is the group's 64-bit identity, bit for bit.
+constexpr const char* kDdlV3 = R"sql(
+CREATE TABLE collectives (
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  group_id INTEGER NOT NULL,
+  number INTEGER NOT NULL,
+  group_rank INTEGER NOT NULL,
+  group_size INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  op TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  tensors TEXT NOT NULL,
+  redop TEXT NOT NULL,
+  peer INTEGER NOT NULL,
+  site TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  async INTEGER NOT NULL
+);
+CREATE INDEX collectives_by_group ON collectives (group_id, number);
+CREATE TABLE collective_issues (
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  first_ns INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  group_id INTEGER NOT NULL,
+  number INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  field TEXT NOT NULL,
+  message TEXT NOT NULL,
+  aborted INTEGER NOT NULL
+);
+CREATE TABLE collective_issue_ranks (
+  issue_id INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  group_rank INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  value TEXT NOT NULL,
+  site TEXT NOT NULL,
+  state TEXT NOT NULL,
+  last_call TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  stack TEXT NOT NULL,
+  PRIMARY KEY (issue_id, position)
+);
+)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -225,6 +278,7 @@ State check(sqlite3* db, const std::string& path) {
 void create(sqlite3* db) {
   detail::exec(db, kDdlV1);
   detail::exec(db, kDdlV2);
+  detail::exec(db, kDdlV3);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -234,6 +288,7 @@ void upgrade(sqlite3* db) {
   const int64_t version = detail::query_int(db, "PRAGMA user_version");
   if (version >= kSchemaVersion) return;
   if (version < 2) detail::exec(db, kDdlV2);
+  if (version < 3) detail::exec(db, kDdlV3);
   set_version(db);
 }
 

@@ -28,6 +28,9 @@ inline constexpr const char* kMetaMaxCrashes = "max_crashes";
 // Followed by the stream: "log_lines_dropped:stderr".
 inline constexpr const char* kMetaLogLinesDroppedPrefix = "log_lines_dropped:";
 inline constexpr const char* kMetaCrashesDropped = "crashes_dropped";
+// Schema 3.
+inline constexpr const char* kMetaMaxCollectives = "max_collectives";
+inline constexpr const char* kMetaCollectivesDropped = "collectives_dropped";
 
 enum class State {
   kEmpty,    // a new or zero-length file: no tables, user_version 0
