@@ -143,6 +143,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_native_crash(context, found);
   rule_killed(context, found);
   rule_failed_exit(context, found);
+  rule_collectives(context, found);
   out.findings = order_by_cause(std::move(found));
   return out;
 }

@@ -40,4 +40,9 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out);
 // Python exception they printed, or their exit code.
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out);
 
+// What the supervisor's collective checker found while the job ran: collective-mismatch,
+// collective-order, collective-missing, uneven-inputs, peer-exited, timed at the first
+// divergent call.
+void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out);
+
 }  // namespace traindoc::analysis
