@@ -263,15 +263,15 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
     }
     std::string kind = "collective-mismatch";
     if (std::string(field.name) == "op") {
-      // Each rank's call is one the others make too, elsewhere in their sequence: the same
-      // calls in another order.
+      // Each rank's call (op and tensors) is one the others make too, elsewhere in their
+      // sequence: the same calls in another order.
       auto made_by_others = [&](size_t index) {
+        const CollectiveCall& mine = calls[index]->call;
         for (size_t other = 0; other < calls.size(); ++other) {
           if (other == index) continue;
           bool found = false;
           for (const Held& h : group.ranks[other].recent) {
-            found |= h.call.op == calls[index]->call.op &&
-                     site_text(h.call) == site_text(calls[index]->call);
+            found |= h.call.op == mine.op && shapes_text(h.call, true) == shapes_text(mine, true);
           }
           if (!found) return false;
         }
@@ -384,6 +384,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   const Held* waited = nullptr;
   int64_t since = INT64_MAX;
   bool someone_waits = false;
+  int64_t gave_up_first = 0;
+  std::string gave_up;
   for (int r : arrived) {
     RankTrack& rank = group.ranks[static_cast<size_t>(r)];
     Held* held = find_call(rank, target);
@@ -394,18 +396,22 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     bool died = process != nullptr && process->end;
     bool running = still_running(held->call, held->end_ns) && !died;
     someone_waits |= running;
-    // Acted on a little later, so that a rank's call read late is not taken for missing.
     int64_t gave_up_ns = died ? process->end->end_ns
                          : held->end_ns != 0 && completes_together(held->call.op) ? held->end_ns
                                                                                   : 0;
-    if (reason.empty() && gave_up_ns != 0 && now_ns - grace_ns() >= gave_up_ns) {
-      reason = "rank " + std::to_string(r) + (died ? " ended in it" : " gave up waiting");
+    if (gave_up_ns != 0 && (gave_up_first == 0 || gave_up_ns < gave_up_first)) {
+      gave_up_first = gave_up_ns;
+      gave_up = "rank " + std::to_string(r) + (died ? " ended in it" : " gave up waiting");
     }
   }
   if (waited == nullptr) return;
   for (int r : laggards) {
     const Process* process = process_of(group, r);
-    if (process == nullptr || !process->end) continue;
+    // A missing rank ended after a waiting one gave up was ended for it (by the launcher).
+    if (process == nullptr || !process->end ||
+        (gave_up_first != 0 && process->end->end_ns >= gave_up_first)) {
+      continue;
+    }
     if (now_ns - grace_ns() < process->end->end_ns) return;  // its last records first
     reason = "rank " + std::to_string(r) + " " + end_text(*process->end) + " without calling it";
     if (!ended_normally(*process->end)) {
@@ -413,6 +419,10 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
       peer_end_ns = process->end->end_ns;  // the failure the others are victims of
     }
     break;
+  }
+  if (reason.empty() && gave_up_first != 0) {
+    if (now_ns - grace_ns() < gave_up_first) return;  // a rank's call read late is not missing
+    reason = gave_up;
   }
   if (reason.empty()) {
     if (!someone_waits || now_ns - group.last_activity_ns < m_options.stall_ns) return;
@@ -429,6 +439,7 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   issue.field = "missing";
   issue.first_ns = peer_end_ns != 0 ? peer_end_ns : since;
   std::string missing;
+  std::string last_calls;
   for (int r = 0; r < group.size; ++r) {
     store::CollectiveIssueRank part = rank_part(group, r);
     const Process* process = process_of(group, r);
@@ -439,7 +450,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
                                            : "never called it";
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
       missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
-      if (!part.last_call.empty()) missing += " (last call: " + part.last_call + ")";
+      last_calls += "; rank " + std::to_string(r) +
+                    "'s last call: " + (part.last_call.empty() ? "none" : part.last_call);
     } else if (const Held* held = find_call(rank, target)) {
       part.site = site_text(held->call);
       part.value = call_text(held->call);
@@ -456,7 +468,7 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   issue.message = kind + ": " + missing + " never made " + waits + " in " +
                   group_text(waited->call) + ", which the others " +
                   (someone_waits ? "wait in" : "made") + " since " + seconds_text(now_ns - since) +
-                  " (" + reason + ")";
+                  " (" + reason + ")" + last_calls;
   group.settled = true;
   group.flush = true;
   out.push_back(std::move(found));
