@@ -52,6 +52,14 @@ std::optional<std::string> read_stack_dump(const std::string& run_dir, int pid,
   std::string maps = read_file("/proc/" + std::to_string(pid) + "/maps");
   out += "native (main thread):\n";
   std::vector<store::NativeFrame> frames = symbolizer.symbolize(maps, addresses, false);
+  // The dump's own frames (the agent's handler) and the signal trampoline come first: the stack
+  // the process was in starts after them.
+  size_t first = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].module.ends_with("/libtraindoc_agent.so")) first = i + 2;
+  }
+  if (first > frames.size()) first = 0;
+  frames.erase(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(first));
   for (size_t i = 0; i < frames.size(); ++i) {
     const store::NativeFrame& f = frames[i];
     char offset[32];
