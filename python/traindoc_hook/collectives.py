@@ -245,7 +245,7 @@ def _wrap(c10d, name, function, enter, leave):
             return function(*args, **kwargs)
         finally:
             _state.depth = 0
-            leave(call.group, number)
+            leave(ctypes.byref(call), number)
 
     recorded.__traindoc_recorded__ = True
     return recorded
@@ -261,7 +261,7 @@ def _patch(distributed):
     enter.restype = ctypes.c_uint64
     enter.argtypes = [ctypes.c_void_p]
     leave.restype = None
-    leave.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
+    leave.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
     if c10d is None or not hasattr(c10d, "_get_default_group"):
         return

@@ -6,28 +6,23 @@
 #include "agent/collectives.h"
 
 using traindoc::common::CollectiveCall;
-using traindoc::common::CollectiveEvent;
 using traindoc::common::CollectiveSource;
 
-// `filled`: the call as the hook built it (group, ranks, op, tensors, call site...); the agent
-// adds the call's number in its group, the time and the source. Returns the number, for
-// traindoc_collective_exit; 0 when the call could not be numbered.
+// `call`: the call as the hook built it (group, ranks, op, tensors, call site...); the agent adds
+// its number in the group and the time. Returns the number, for traindoc_collective_exit; 0 when
+// the call could not be numbered.
 extern "C" __attribute__((visibility("default"))) uint64_t traindoc_collective_enter(
-    const CollectiveCall* filled) {
+    const CollectiveCall* call) {
   int saved_errno = errno;
-  CollectiveCall call = *filled;
-  call.number = traindoc::agent::next_collective_number(call.group);
-  call.event = static_cast<uint8_t>(CollectiveEvent::kEnter);
-  call.source = static_cast<uint8_t>(CollectiveSource::kPython);
-  traindoc::agent::write_collective(call);
+  uint64_t number = traindoc::agent::write_collective_enter(*call, CollectiveSource::kPython);
   errno = saved_errno;
-  return call.number;
+  return number;
 }
 
-// The call numbered `number` in `group` returned (or raised).
-extern "C" __attribute__((visibility("default"))) void traindoc_collective_exit(uint64_t group,
-                                                                                uint64_t number) {
+// The call numbered `number` returned (or raised); `call` is the one given to the enter.
+extern "C" __attribute__((visibility("default"))) void traindoc_collective_exit(
+    const CollectiveCall* call, uint64_t number) {
   int saved_errno = errno;
-  traindoc::agent::write_collective_exit(group, number, CollectiveSource::kPython);
+  traindoc::agent::write_collective_exit(*call, number);
   errno = saved_errno;
 }

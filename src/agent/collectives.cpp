@@ -35,6 +35,10 @@ uint64_t identity_hash(const void* data, uint64_t size, uint64_t seed) {
   return hash;
 }
 
+namespace {
+
+// This rank's next call index in `group` (1, 2, ...), counted per group across threads; 0 when
+// the fixed table of groups is full.
 uint64_t next_collective_number(uint64_t group) {
   uint64_t key = group == 0 ? 1 : group;
   for (uint32_t probe = 0; probe < kGroupTable; ++probe) {
@@ -48,24 +52,37 @@ uint64_t next_collective_number(uint64_t group) {
   return 0;
 }
 
-void write_collective(common::CollectiveCall& call) {
+}  // namespace
+
+uint64_t write_collective_enter(const common::CollectiveCall& call, common::CollectiveSource source,
+                                bool numbered) {
+  uint64_t number = numbered ? next_collective_number(call.group) : 0;
   common::CollectiveRing* ring = current_collective_ring();
-  if (ring == nullptr) return;
-  call.time_ns = common::realtime_ns();
-  common::append_collective(*ring, call);
+  uint64_t pos = 0;
+  common::CollectiveCall* entry = ring ? common::claim_collective(*ring, pos) : nullptr;
+  if (entry == nullptr) return number;
+  *entry = call;
+  entry->number = number;
+  entry->event = static_cast<uint8_t>(common::CollectiveEvent::kEnter);
+  entry->source = static_cast<uint8_t>(source);
+  entry->time_ns = common::coarse_realtime_ns();
+  common::publish_collective(*ring, pos);
+  return number;
 }
 
-void write_collective_exit(uint64_t group, uint64_t number, common::CollectiveSource source) {
+void write_collective_exit(const common::CollectiveCall& call, uint64_t number) {
   common::CollectiveRing* ring = current_collective_ring();
-  if (ring == nullptr) return;
-  common::CollectiveCall call{};
-  call.group = group;
-  call.number = number;
-  call.event = static_cast<uint8_t>(common::CollectiveEvent::kExit);
-  call.source = static_cast<uint8_t>(source);
-  call.peer = -1;
-  call.time_ns = common::realtime_ns();
-  common::append_collective(*ring, call);
+  uint64_t pos = 0;
+  common::CollectiveCall* entry = ring ? common::claim_collective(*ring, pos) : nullptr;
+  if (entry == nullptr) return;
+  entry->group = call.group;
+  entry->group_rank = call.group_rank;
+  entry->group_size = call.group_size;
+  entry->number = number;
+  entry->event = static_cast<uint8_t>(common::CollectiveEvent::kExit);
+  entry->source = call.source;
+  entry->time_ns = common::coarse_realtime_ns();
+  common::publish_collective(*ring, pos);
 }
 
 }  // namespace traindoc::agent

@@ -9,16 +9,15 @@
 
 namespace traindoc::agent {
 
-// This rank's next call index in `group` (1, 2, ...), counted per group across threads; 0 when
-// the fixed table of groups is full.
-uint64_t next_collective_number(uint64_t group);
+// Appends the enter record of `call` from `source`, numbered in its group (unless `numbered` is
+// false: lifetime events) and stamped with the time, straight into this process's collective
+// ring (one copy); returns the number (0: unnumbered). Without a slot it only numbers it.
+uint64_t write_collective_enter(const common::CollectiveCall& call, common::CollectiveSource source,
+                                bool numbered = true);
 
-// Stamps the time and appends `record` to this process's collective ring; does nothing without
-// a slot.
-void write_collective(common::CollectiveCall& call);
-
-// Appends the exit record of call `number` in `group`.
-void write_collective_exit(uint64_t group, uint64_t number, common::CollectiveSource source);
+// Appends the exit record of call `number` of `call`'s group: only the fields the reader uses
+// for an exit (group, rank, number, time, event, source) are written.
+void write_collective_exit(const common::CollectiveCall& call, uint64_t number);
 
 // The 64-bit FNV-1a hash, for group identities built from bytes (NCCL unique ids, splits).
 uint64_t identity_hash(const void* data, uint64_t size, uint64_t seed = 0);

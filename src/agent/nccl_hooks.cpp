@@ -100,8 +100,6 @@ CollectiveCall base_call(CollectiveOp op, const Comm& comm) {
   call.peer = -1;
   call.redop = common::kRedOpNone;
   call.dtype = common::kDtypeUnknown;
-  call.event = static_cast<uint8_t>(common::CollectiveEvent::kEnter);
-  call.source = static_cast<uint8_t>(common::CollectiveSource::kNccl);
   if (t_group > 0) call.flags |= common::kCollectiveInGroup;
   return call;
 }
@@ -117,8 +115,7 @@ void record(CollectiveOp op, ncclComm_t handle, size_t count, int datatype, int 
   if (redop >= 0)
     call.redop = redop < kNcclBuiltinOps ? static_cast<uint8_t>(redop) : kRedOpPreMulSum;
   call.peer = root;
-  call.number = next_collective_number(call.group);
-  write_collective(call);
+  write_collective_enter(call, common::CollectiveSource::kNccl);
 }
 
 // Point-to-point calls are compared on the pair group sender -> receiver, where the sender is
@@ -135,17 +132,14 @@ void record_p2p(bool send, ncclComm_t handle, size_t count, int datatype, int pe
   call.peer = peer;
   call.count = count;
   call.dtype = static_cast<uint8_t>(datatype);
-  call.number = next_collective_number(call.group);
-  write_collective(call);
+  write_collective_enter(call, common::CollectiveSource::kNccl);
 }
 
 // Lifetime and group calls: kept as evidence, never compared (number 0), except a split, which
 // every rank of the parent takes part in.
 void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
   if (t_depth > 1 || !active()) return;
-  CollectiveCall call = base_call(op, comm);
-  if (numbered) call.number = next_collective_number(call.group);
-  write_collective(call);
+  write_collective_enter(base_call(op, comm), common::CollectiveSource::kNccl, numbered);
 }
 
 // The next definition of `name` (the real NCCL), found on first use: NCCL is loaded after the

@@ -9,22 +9,37 @@
 
 namespace traindoc::common {
 
-// Multi-producer, never blocks: a record whose entry a newer one took meanwhile (the writer was
-// lapped) is lost rather than mixed with it; the reader counts what it never saw.
-inline void append_collective(CollectiveRing& ring, const CollectiveCall& call) {
-  uint64_t pos = ring.next.fetch_add(1, std::memory_order_relaxed);
+// Claims the next entry for writing; nullptr when a newer writer took it meanwhile (this writer
+// was lapped: the record is lost rather than mixed with the newer one, and the reader counts
+// what it never saw). Multi-producer, never blocks.
+inline CollectiveCall* claim_collective(CollectiveRing& ring, uint64_t& pos) {
+  pos = ring.next.fetch_add(1, std::memory_order_relaxed);
   CollectiveRecord& record = ring.records[pos % kCollectiveRecords];
   uint64_t mine = pos + 1;
   uint64_t seen = record.seq.load(std::memory_order_relaxed);
   do {
-    if ((seen & ~kSeqWriting) >= mine) return;
+    if ((seen & ~kSeqWriting) >= mine) return nullptr;
   } while (!record.seq.compare_exchange_weak(seen, mine | kSeqWriting, std::memory_order_acquire,
                                              std::memory_order_relaxed));
-  record.call = call;
+  return &record.call;
+}
+
+// Publishes the entry claimed at `pos`: the reader sees all of it or none.
+inline void publish_collective(CollectiveRing& ring, uint64_t pos) {
+  CollectiveRecord& record = ring.records[pos % kCollectiveRecords];
   record.pos = pos;
-  uint64_t claimed = mine | kSeqWriting;
-  record.seq.compare_exchange_strong(claimed, mine, std::memory_order_release,
+  uint64_t claimed = (pos + 1) | kSeqWriting;
+  record.seq.compare_exchange_strong(claimed, pos + 1, std::memory_order_release,
                                      std::memory_order_relaxed);
+}
+
+// Appends a whole call.
+inline void append_collective(CollectiveRing& ring, const CollectiveCall& call) {
+  uint64_t pos = 0;
+  if (CollectiveCall* entry = claim_collective(ring, pos)) {
+    *entry = call;
+    publish_collective(ring, pos);
+  }
 }
 
 // Copies `text` into a call's call-site field, keeping its tail when too long (the file name
