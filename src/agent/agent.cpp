@@ -167,6 +167,7 @@ __attribute__((constructor)) void start_agent() {
     }
     pthread_atfork(nullptr, nullptr, on_fork_child);
     start_crash_capture(run_dir);
+    start_stack_dumps(run_dir);
   }
   errno = saved_errno;
 }
@@ -203,6 +204,14 @@ bool active() {
 // Async-signal-safe.
 common::Slot* current_slot() {
   return g_slot;
+}
+
+// Async-signal-safe.
+common::CollectiveRing* current_collective_ring() {
+  Slot* slot = g_slot;
+  if (slot == nullptr) return nullptr;
+  auto index = static_cast<uint32_t>(slot - common::slot_at(g_base, 0));
+  return common::collective_ring_at(g_base, index);
 }
 
 }  // namespace traindoc::agent

@@ -20,11 +20,17 @@ void resolve_hooks();
 // This process's slot; nullptr without one. Async-signal-safe.
 common::Slot* current_slot();
 
+// This process's collective ring; nullptr without a slot. Async-signal-safe.
+common::CollectiveRing* current_collective_ring();
+
 // Crash capture (crash_handler.cpp): installs the fatal-signal handlers, the alternate stacks
 // and what the handler needs, at start-up once the slots file is mapped.
 void start_crash_capture(const char* run_dir);
 
 // In the child of a fork without exec: the child's crashes are its own. Async-signal-safe.
 void reset_crash_capture_after_fork();
+
+// Stack dumps on request (stack_dump.cpp): installs the handler of kStackDumpSignal at start-up.
+void start_stack_dumps(const char* run_dir);
 
 }  // namespace traindoc::agent

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/layout.h"
@@ -52,6 +53,13 @@ void fill_native_stack_by_frame_pointers(common::CrashRecord& record);
 // runs an initialised CPython that exports _Py_DumpTracebackThreads. Async-signal-safe as far as
 // CPython's faulthandler is. Returns whether it wrote.
 bool dump_python_traceback();
+
+// The same dump of every thread's Python stack into `fd` (stack dumps on request).
+// Async-signal-safe as above; false when the process runs no initialised CPython.
+bool write_python_traceback(int fd);
+
+// Writes `value` in decimal, without a NUL; returns the length. Async-signal-safe.
+size_t format_decimal(char* out, uint64_t value);
 
 // --- signal_hooks.cpp --------------------------------------------------------------------------
 

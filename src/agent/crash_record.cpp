@@ -120,6 +120,8 @@ uint32_t unwind_frames(uint64_t* frames, uint64_t pc) {
   return count;
 }
 
+}  // namespace
+
 // Async-signal-safe.
 size_t format_decimal(char* out, uint64_t value) {
   char digits[24];
@@ -131,8 +133,6 @@ size_t format_decimal(char* out, uint64_t value) {
   for (size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
   return n;
 }
-
-}  // namespace
 
 void prepare_crash_record(const char* run_dir) {
   // The first backtrace() dlopens libgcc_s: never in a handler.
@@ -200,6 +200,19 @@ void fill_native_stack_by_frame_pointers(CrashRecord& record) {
 }
 
 // Async-signal-safe (faulthandler's own dump, which CPython runs from its handler).
+bool write_python_traceback(int fd) {
+  if (g_py_dump == nullptr || g_py_initialized == nullptr || g_py_initialized() == 0) return false;
+  const char* error = g_py_dump(fd, nullptr, nullptr);
+  if (error != nullptr) {
+    // Say why in the file ("unable to get the interpreter state"), as faulthandler does.
+    ssize_t ignored = write(fd, error, strlen(error));
+    ignored = write(fd, "\n", 1);
+    (void)ignored;
+  }
+  return error == nullptr;
+}
+
+// Async-signal-safe.
 bool dump_python_traceback() {
   if (g_py_dump == nullptr || g_py_initialized == nullptr || g_python_prefix == 0) return false;
   if (g_py_initialized() == 0) return false;
@@ -208,15 +221,9 @@ bool dump_python_traceback() {
   memcpy(tail + n, ".txt", 5);
   int fd = open(g_python_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  const char* error = g_py_dump(fd, nullptr, nullptr);
-  if (error != nullptr) {
-    // Say why in the file ("unable to get the interpreter state"), as faulthandler does.
-    ssize_t ignored = write(fd, error, strlen(error));
-    ignored = write(fd, "\n", 1);
-    (void)ignored;
-  }
+  bool written = write_python_traceback(fd);
   close(fd);
-  return error == nullptr;
+  return written;
 }
 
 }  // namespace traindoc::agent

@@ -206,6 +206,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_memory_leak(context, found);
   rule_gpu_placement(context, tracebacks, found);
   rule_hardware_fault(context, found);
+  rule_collectives(context, found);
   merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;

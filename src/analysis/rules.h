@@ -33,6 +33,7 @@ std::vector<std::string> traceback_evidence(const PythonTraceback& traceback);
 
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {
+  TimedFinding() = default;
   TimedFinding(Finding finding_, int64_t t_ns_, int pid_, std::string merge_key_ = "")
       : finding(std::move(finding_)), t_ns(t_ns_), pid(pid_), merge_key(std::move(merge_key_)) {}
 
@@ -88,5 +89,10 @@ void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTrac
 
 // Xid and ECC events and lost GPUs (NVML): hardware-fault.
 void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// What the supervisor's collective checker found while the job ran: collective-mismatch,
+// collective-order, collective-missing, uneven-inputs, peer-exited, timed at the first
+// divergent call.
+void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out);
 
 }  // namespace traindoc::analysis

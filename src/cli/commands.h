@@ -31,6 +31,8 @@ struct RunArgs {
   std::vector<std::string> command;
   std::string out;
   double interval_s = 1.0;
+  double stall_s = 30.0;
+  std::string on_mismatch = "report";  // or "abort"
   OutputFlags flags;
 };
 

@@ -47,6 +47,14 @@ int dispatch(int argc, char** argv) {
   run_cmd->add_option("-o,--out", run.out, "Run folder (default ./traindoc-runs/<time>-<id>)");
   run_cmd->add_option("--interval", run.interval_s, "Seconds between samples")
       ->check(CLI::Range(0.1, 3600.0));
+  run_cmd
+      ->add_option("--stall-seconds", run.stall_s,
+                   "Seconds a collective may wait for a missing rank before it is reported")
+      ->check(CLI::Range(0.5, 86400.0));
+  run_cmd
+      ->add_option("--on-mismatch", run.on_mismatch,
+                   "At a collective mismatch or hang: report (default) or abort the job")
+      ->check(CLI::IsMember({"report", "abort"}));
   add_output_flags(run_cmd, run.flags);
   run_cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
 

@@ -66,6 +66,8 @@ int run_command(const RunArgs& args) {
   options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python");
   options.interval_ms = static_cast<int>(args.interval_s * 1000);
   options.announce = args.flags.output() != Output::kNothing;
+  options.stall_seconds = args.stall_s;
+  options.abort_on_issue = args.on_mismatch == "abort";
   try {
     supervisor::supervise(options);
   } catch (const supervisor::LaunchError& error) {

@@ -15,4 +15,13 @@ inline int64_t realtime_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// The same clock at the kernel tick's resolution (1-4 ms), at a fifth of the cost on virtual
+// machines whose clock source makes the precise read a paravirtual call: for records made on
+// every collective, where milliseconds are precise enough. Async-signal-safe.
+inline int64_t coarse_realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 }  // namespace traindoc::common

@@ -3,6 +3,8 @@
 // Header-only; everything here is async-signal-safe (plain loads, stores and atomics).
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +12,7 @@
 namespace traindoc::common {
 
 inline constexpr uint32_t kAgentMagic = 0x54444147;  // "TDAG"
-inline constexpr uint32_t kAgentVersion = 2;
+inline constexpr uint32_t kAgentVersion = 3;
 inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
@@ -126,13 +128,122 @@ struct AgentHeader {
 };
 static_assert(sizeof(AgentHeader) == 64);
 
+// Stack dumps on request: the supervisor queues this real-time signal (sigqueue, to the main
+// thread) with kStackDumpValue; the agent writes <run>/agent/stack-<pid>.txt: "python:", every
+// thread's Python stack, "native:", the receiving thread's return addresses in hex, then "end".
+// SIGRTMAX - 3: glibc takes the lowest ones, and libraries that use one take SIGRTMIN + n.
+inline int stack_dump_signal() {
+  return SIGRTMAX - 3;
+}
+inline constexpr int kStackDumpValue = 0x54445354;  // "TDST"
+
+// --- Collectives ---------------------------------------------------------------------------------
+// Every collective and point-to-point call of a process (Python hook or NCCL interposer) goes into
+// its slot's collective ring, a second ring of larger records after all the slots (so that the
+// identity pages of the slots stay together and untouched rings cost no disk).
+
+inline constexpr uint32_t kCollectiveRecords = 512;
+inline constexpr uint32_t kCollectiveTensors = 4;
+inline constexpr uint32_t kCollectiveDims = 6;
+inline constexpr uint32_t kCallSiteSize = 72;
+
+// Operations, numbered for the file format: never renumber.
+enum class CollectiveOp : uint16_t {
+  kNone = 0,
+  kAllReduce = 1,
+  kBroadcast = 2,
+  kReduce = 3,
+  kAllGather = 4,
+  kReduceScatter = 5,
+  kAllToAll = 6,
+  kGather = 7,
+  kScatter = 8,
+  kBarrier = 9,
+  kMonitoredBarrier = 10,
+  kSend = 11,  // on the pair group sender -> receiver (see docs/collectives.md)
+  kRecv = 12,
+  kAllGatherObject = 13,
+  kBroadcastObject = 14,
+  kGatherObject = 15,
+  kScatterObject = 16,
+  kAllReduceCoalesced = 17,
+  kGroupStart = 32,  // NCCL group calls and communicator lifetime: recorded, never compared
+  kGroupEnd = 33,
+  kCommInit = 34,
+  kCommSplit = 35,
+  kCommDestroy = 36,
+  kCommAbort = 37,
+};
+
+enum class CollectiveEvent : uint8_t {
+  kEnter = 1,  // the call started (NCCL: issued; the call returns at once)
+  kExit = 2,   // the call returned; only group, number and time are meaningful
+};
+
+enum class CollectiveSource : uint8_t { kPython = 1, kNccl = 2 };
+
+// Element types: NCCL's ncclDataType_t numbering, then the ones NCCL lacks.
+inline constexpr uint8_t kDtypeUnknown = 255;
+// Reduce ops: NCCL's ncclRedOp_t numbering (0 sum .. 4 avg), then the ones NCCL lacks.
+inline constexpr uint8_t kRedOpNone = 255;
+
+inline constexpr uint8_t kCollectiveAsync = 1;      // async_op=True: exit when issued
+inline constexpr uint8_t kCollectiveInGroup = 2;    // inside ncclGroupStart/End
+inline constexpr uint8_t kCollectiveTruncated = 4;  // more tensors or dims than recorded
+
+// One call, as the recorders fill it.
+struct CollectiveCall {
+  uint64_t group;   // the group's identity, the same on every rank (docs/collectives.md)
+  uint64_t number;  // this rank's call index in the group, from 1
+  int64_t time_ns;  // CLOCK_REALTIME
+  uint64_t count;   // elements: NCCL's count as passed; Python: numel of the first tensor
+  uint64_t step;    // the process's training step when known, else 0
+  int32_t group_rank;
+  int32_t group_size;
+  int32_t peer;  // root (rooted ops), peer (send/recv); -1 for none
+  int32_t line;  // call site line, 0 when unknown
+  uint16_t op;   // CollectiveOp
+  uint8_t event;
+  uint8_t source;
+  uint8_t dtype;
+  uint8_t redop;
+  uint8_t tensor_count;  // tensors described below
+  uint8_t flags;
+  uint8_t ndims[kCollectiveTensors];
+  uint8_t tensor_dtypes[kCollectiveTensors];
+  uint32_t dims[kCollectiveTensors][kCollectiveDims];  // saturated at 2^32 - 1
+  char site[kCallSiteSize];  // call site file (its tail when long), NUL-terminated
+};
+static_assert(sizeof(CollectiveCall) == 240);
+
+// A ring entry. Published like Record (seq = pos + 1 once complete, kSeqWriting while filled).
+struct CollectiveRecord {
+  std::atomic<uint64_t> seq;
+  uint64_t pos;
+  CollectiveCall call;
+};
+static_assert(sizeof(CollectiveRecord) == 256);
+
+struct CollectiveRing {
+  std::atomic<uint64_t> next;  // records claimed so far (multi-producer)
+  uint64_t reserved[7];
+  CollectiveRecord records[kCollectiveRecords];
+};
+static_assert(sizeof(CollectiveRing) % 64 == 0);
+
 inline constexpr size_t agent_file_size() {
-  return sizeof(AgentHeader) + size_t{kSlotCount} * sizeof(Slot);
+  return sizeof(AgentHeader) + size_t{kSlotCount} * (sizeof(Slot) + sizeof(CollectiveRing));
 }
 
 inline Slot* slot_at(void* base, uint32_t index) {
   return reinterpret_cast<Slot*>(static_cast<char*>(base) + sizeof(AgentHeader) +
                                  size_t{index} * sizeof(Slot));
+}
+
+inline CollectiveRing* collective_ring_at(void* base, uint32_t index) {
+  return reinterpret_cast<CollectiveRing*>(static_cast<char*>(base) + sizeof(AgentHeader) +
+                                           size_t{kSlotCount} * sizeof(Slot) +
+                                           size_t{index} * sizeof(CollectiveRing));
 }
 
 }  // namespace traindoc::common

@@ -186,6 +186,64 @@ struct StepSample {
   bool operator==(const StepSample&) const = default;
 };
 
+// One collective or point-to-point call of a rank, as its agent recorded it (layout.h
+// CollectiveCall), in words. run.db keeps a bounded sample of them (docs/run-db.md).
+struct CollectiveCall {
+  int64_t t_ns = 0;    // entered
+  int64_t end_ns = 0;  // returned; 0 when it did not (yet), or when unknown (NCCL)
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  uint64_t group = 0;   // identity, equal on every rank
+  uint64_t number = 0;  // the rank's call index in the group, from 1
+  int group_rank = -1;
+  int group_size = 0;
+  std::string source;   // "python" or "nccl"
+  std::string op;       // "all_reduce", "broadcast", ... (docs/collectives.md)
+  std::string dtype;    // of the first tensor; "" when none
+  uint64_t count = 0;   // elements
+  std::string tensors;  // "[20, 10] float32; [3] int64", inputs first
+  std::string redop;    // "sum", ...; "" when none
+  int peer = -1;        // root or peer; -1 when none
+  std::string site;     // "train.py:42"; "" when unknown
+  uint64_t step = 0;
+  bool async = false;
+
+  bool operator==(const CollectiveCall&) const = default;
+};
+
+// One rank's part in a collective issue.
+struct CollectiveIssueRank {
+  int group_rank = -1;
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  std::string value;      // what this rank passed, for the field that differs ("[10] float32")
+  std::string site;       // where it called from (or waits), "" when unknown
+  std::string state;      // "called", "waiting", "missing", "exited 0", "killed by SIGTERM", ...
+  std::string last_call;  // its last call in the group: "all_reduce #12 at train.py:40"
+  uint64_t calls = 0;     // calls it made in the group
+  std::string stack;      // its Python and native stacks when dumped on request, else ""
+
+  bool operator==(const CollectiveIssueRank&) const = default;
+};
+
+// What the supervisor's collective checker found, the moment it found it (docs/collectives.md):
+// kind is a finding kind (collective-mismatch, collective-order, collective-missing,
+// uneven-inputs, peer-exited).
+struct CollectiveIssue {
+  int64_t t_ns = 0;      // detected
+  int64_t first_ns = 0;  // the first divergent call (or the wait's start)
+  std::string kind;
+  uint64_t group = 0;
+  uint64_t number = 0;   // the call index where the ranks diverge
+  std::string op;        // the op at that index (of the first rank that made it)
+  std::string field;     // what differs: "op", "shape", "dtype", "reduce op", "root", ...
+  std::string message;   // the line printed on the terminal
+  bool aborted = false;  // traindoc ended the job for it (--on-mismatch abort)
+  std::vector<CollectiveIssueRank> ranks;
+
+  bool operator==(const CollectiveIssue&) const = default;
+};
+
 struct Evidence {
   int schema_version = kSchemaVersion;
   std::vector<Crash> crashes;
@@ -209,6 +267,11 @@ struct Evidence {
   // Also schema 3: devices, their samples, the processes on them, driver events, CUDA variables.
   GpuEvidence gpu;
   uint64_t gpu_events_dropped = 0;
+  // Also schema 3: collective calls kept (a bounded sample, see docs/run-db.md) and those not kept,
+  // and the checker's issues.
+  std::vector<CollectiveCall> collectives;
+  uint64_t collectives_dropped = 0;
+  std::vector<CollectiveIssue> collective_issues;
 
   bool operator==(const Evidence&) const = default;
 };

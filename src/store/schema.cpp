@@ -166,9 +166,11 @@ CREATE INDEX log_lines_by_time ON log_lines (t_ns);
 CREATE INDEX log_lines_by_stream ON log_lines (stream, id);
 )sql";
 
-// What schema 3 adds: the training steps the Python hook counted, one row per process and kind
-// per sampling interval at most (thinned like the samples). tests/fixtures/store/schema_v3.sql
-// holds schema 2 plus these.
+// What schema 3 adds (with the GPU tables of gpu_tables.cpp): the training steps the Python hook
+// counted, one row per process and kind per sampling interval at most (thinned like the samples);
+// collective calls (a bounded sample) and what the supervisor's collective checker found, with
+// each rank's part ("group_id" is the group's 64-bit identity, bit for bit).
+// tests/fixtures/store/schema_v3.sql holds schema 2 plus these.
 constexpr const char* kDdlV3 = R"sql(
 CREATE TABLE step_samples (
   t_ns INTEGER NOT NULL,
@@ -178,6 +180,54 @@ CREATE TABLE step_samples (
   count INTEGER NOT NULL
 );
 CREATE INDEX step_samples_by_time ON step_samples (t_ns);
+CREATE TABLE collectives (
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  group_id INTEGER NOT NULL,
+  number INTEGER NOT NULL,
+  group_rank INTEGER NOT NULL,
+  group_size INTEGER NOT NULL,
+  source TEXT NOT NULL,
+  op TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  tensors TEXT NOT NULL,
+  redop TEXT NOT NULL,
+  peer INTEGER NOT NULL,
+  site TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  async INTEGER NOT NULL
+);
+CREATE INDEX collectives_by_group ON collectives (group_id, number);
+CREATE TABLE collective_issues (
+  id INTEGER PRIMARY KEY,
+  t_ns INTEGER NOT NULL,
+  first_ns INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  group_id INTEGER NOT NULL,
+  number INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  field TEXT NOT NULL,
+  message TEXT NOT NULL,
+  aborted INTEGER NOT NULL
+);
+CREATE TABLE collective_issue_ranks (
+  issue_id INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  group_rank INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  value TEXT NOT NULL,
+  site TEXT NOT NULL,
+  state TEXT NOT NULL,
+  last_call TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  stack TEXT NOT NULL,
+  PRIMARY KEY (issue_id, position)
+);
 )sql";
 
 void set_version(sqlite3* db) {

@@ -30,6 +30,8 @@ inline constexpr const char* kMetaLogLinesDroppedPrefix = "log_lines_dropped:";
 inline constexpr const char* kMetaCrashesDropped = "crashes_dropped";
 // Schema 3.
 inline constexpr const char* kMetaGpuEventsDropped = "gpu_events_dropped";
+inline constexpr const char* kMetaMaxCollectives = "max_collectives";
+inline constexpr const char* kMetaCollectivesDropped = "collectives_dropped";
 
 enum class State {
   kEmpty,    // a new or zero-length file: no tables, user_version 0

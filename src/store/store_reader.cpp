@@ -330,6 +330,71 @@ void read_step_samples(sqlite3* db, std::vector<StepSample>& out) {
   }
 }
 
+void read_collectives(sqlite3* db, std::vector<CollectiveCall>& out) {
+  Statement rows(db,
+                 "SELECT t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, group_size, "
+                 "source, op, dtype, count, tensors, redop, peer, site, step, async "
+                 "FROM collectives ORDER BY t_ns, id");
+  while (rows.step()) {
+    CollectiveCall& c = out.emplace_back();
+    c.t_ns = rows.int64(0);
+    c.end_ns = rows.int64(1);
+    c.pid = rows.int32(2);
+    c.start_ticks = rows.uint64(3);
+    c.group = rows.uint64(4);
+    c.number = rows.uint64(5);
+    c.group_rank = rows.int32(6);
+    c.group_size = rows.int32(7);
+    c.source = rows.text(8);
+    c.op = rows.text(9);
+    c.dtype = rows.text(10);
+    c.count = rows.uint64(11);
+    c.tensors = rows.text(12);
+    c.redop = rows.text(13);
+    c.peer = rows.int32(14);
+    c.site = rows.text(15);
+    c.step = rows.uint64(16);
+    c.async = rows.int32(17) != 0;
+  }
+}
+
+void read_collective_issues(sqlite3* db, std::vector<CollectiveIssue>& out) {
+  std::map<int64_t, size_t> by_id;
+  Statement rows(db,
+                 "SELECT id, t_ns, first_ns, kind, group_id, number, op, field, message, aborted "
+                 "FROM collective_issues ORDER BY id");
+  while (rows.step()) {
+    by_id[rows.int64(0)] = out.size();
+    CollectiveIssue& i = out.emplace_back();
+    i.t_ns = rows.int64(1);
+    i.first_ns = rows.int64(2);
+    i.kind = rows.text(3);
+    i.group = rows.uint64(4);
+    i.number = rows.uint64(5);
+    i.op = rows.text(6);
+    i.field = rows.text(7);
+    i.message = rows.text(8);
+    i.aborted = rows.int32(9) != 0;
+  }
+  Statement ranks(db,
+                  "SELECT issue_id, group_rank, pid, start_ticks, value, site, state, last_call, "
+                  "calls, stack FROM collective_issue_ranks ORDER BY issue_id, position");
+  while (ranks.step()) {
+    auto issue = by_id.find(ranks.int64(0));
+    if (issue == by_id.end()) continue;
+    CollectiveIssueRank& r = out[issue->second].ranks.emplace_back();
+    r.group_rank = ranks.int32(1);
+    r.pid = ranks.int32(2);
+    r.start_ticks = ranks.uint64(3);
+    r.value = ranks.text(4);
+    r.site = ranks.text(5);
+    r.state = ranks.text(6);
+    r.last_call = ranks.text(7);
+    r.calls = ranks.uint64(8);
+    r.stack = ranks.text(9);
+  }
+}
+
 uint64_t parse_count(const std::string& text) {
   uint64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
@@ -354,6 +419,8 @@ void read_bounds(sqlite3* db, Evidence& evidence) {
       evidence.crashes_dropped = parse_count(rows.text(1));
     } else if (key == schema::kMetaGpuEventsDropped) {
       evidence.gpu_events_dropped = parse_count(rows.text(1));
+    } else if (key == schema::kMetaCollectivesDropped) {
+      evidence.collectives_dropped = parse_count(rows.text(1));
     }
   }
 }
@@ -385,6 +452,11 @@ Evidence read_evidence(const std::string& db_path) {
   if (evidence.schema_version >= 3) read_step_samples(db, evidence.steps);
   // Schema 2 and older have no GPU evidence: it reads as "not sampled" (nvml_status "").
   if (evidence.schema_version >= 3) detail::read_gpu(db, evidence.gpu);
+  // Schema 3 adds the collectives; older files read with none.
+  if (evidence.schema_version >= 3) {
+    read_collectives(db, evidence.collectives);
+    read_collective_issues(db, evidence.collective_issues);
+  }
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");
   return evidence;

@@ -178,12 +178,16 @@ struct StoreWriter::Impl {
   Statement insert_log_line;
   Statement drop_log_lines;
   detail::GpuTables gpu;
+  Statement insert_collective;
+  Statement insert_issue;
+  Statement insert_issue_rank;
 
   bool in_transaction = false;
   int64_t thinned_until_ns = 0;
   std::unordered_map<std::string, int64_t> event_counts;
   std::unordered_map<std::string, int64_t> log_line_counts;
   int64_t crash_count = 0;
+  int64_t collective_count = 0;
   // What the bounds removed, by meta key ("events_dropped:<kind>", "log_lines_dropped:<stream>",
   // "crashes_dropped"); the keys changed since the last commit are written by flush().
   std::map<std::string, uint64_t> dropped;
@@ -253,6 +257,20 @@ struct StoreWriter::Impl {
                                "DELETE FROM log_lines WHERE id IN (SELECT id FROM log_lines "
                                "WHERE stream = ?1 ORDER BY id LIMIT ?3 OFFSET ?2)");
     gpu = detail::GpuTables(d);
+    insert_collective = Statement(
+        d,
+        "INSERT INTO collectives (t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, "
+        "group_size, source, op, dtype, count, tensors, redop, peer, site, step, async) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+    insert_issue = Statement(d,
+                             "INSERT INTO collective_issues (t_ns, first_ns, kind, group_id, "
+                             "number, op, field, message, aborted) "
+                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    insert_issue_rank = Statement(
+        d,
+        "INSERT INTO collective_issue_ranks (issue_id, position, group_rank, pid, start_ticks, "
+        "value, site, state, last_call, calls, stack) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
   }
 
   // What an earlier writer of this file left: reopening appends under the same bounds.
@@ -262,6 +280,7 @@ struct StoreWriter::Impl {
     Statement lines(db.get(), "SELECT stream, count(*) FROM log_lines GROUP BY stream");
     while (lines.step()) log_line_counts[lines.text(0)] = lines.int64(1);
     crash_count = detail::query_int(db.get(), "SELECT count(*) FROM crashes");
+    collective_count = detail::query_int(db.get(), "SELECT count(*) FROM collectives");
     Statement meta(db.get(), "SELECT key, value FROM meta");
     while (meta.step()) {
       const std::string key = meta.text(0);
@@ -269,7 +288,8 @@ struct StoreWriter::Impl {
         thinned_until_ns = static_cast<int64_t>(parse_count(meta.text(1)));
       } else if (key.starts_with(schema::kMetaEventsDroppedPrefix) ||
                  key.starts_with(schema::kMetaLogLinesDroppedPrefix) ||
-                 key == schema::kMetaCrashesDropped || key == schema::kMetaGpuEventsDropped) {
+                 key == schema::kMetaCrashesDropped || key == schema::kMetaGpuEventsDropped ||
+                 key == schema::kMetaCollectivesDropped) {
         dropped[key] = parse_count(meta.text(1));
       }
     }
@@ -313,7 +333,7 @@ StoreWriter::~StoreWriter() {
 StoreWriter StoreWriter::open(const std::string& db_path, const WriterOptions& options) {
   if (options.bucket_ns <= 0 || options.full_rate_window_ns < 0 ||
       options.max_events_per_kind < 0 || options.max_log_lines_per_stream < 0 ||
-      options.log_lines_kept_first < 0 || options.max_crashes < 0) {
+      options.log_lines_kept_first < 0 || options.max_crashes < 0 || options.max_collectives < 0) {
     throw std::invalid_argument("StoreWriter: bucket_ns must be > 0, other bounds >= 0");
   }
   auto impl = std::make_unique<Impl>();
@@ -369,6 +389,7 @@ StoreWriter StoreWriter::open(const std::string& db_path, const WriterOptions& o
         schema::kMetaLogLinesKeptFirst,
         std::to_string(std::min(options.log_lines_kept_first, options.max_log_lines_per_stream)));
     impl->meta(schema::kMetaMaxCrashes, std::to_string(options.max_crashes));
+    impl->meta(schema::kMetaMaxCollectives, std::to_string(options.max_collectives));
     impl->load_state();
     detail::exec(db, "COMMIT");
   } catch (...) {
@@ -599,6 +620,68 @@ void StoreWriter::write_crash(const Crash& c) {
           .bind(4, f.inlined[j])
           .run();
     }
+  }
+}
+
+void StoreWriter::add_collectives(const std::vector<CollectiveCall>& calls) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  for (const CollectiveCall& c : calls) {
+    if (s.collective_count >= s.options.max_collectives) {
+      s.count_dropped(schema::kMetaCollectivesDropped, 1);
+      continue;
+    }
+    s.insert_collective.bind(1, c.t_ns)
+        .bind(2, c.end_ns)
+        .bind(3, c.pid)
+        .bind(4, c.start_ticks)
+        .bind(5, c.group)
+        .bind(6, c.number)
+        .bind(7, c.group_rank)
+        .bind(8, c.group_size)
+        .bind(9, c.source)
+        .bind(10, c.op)
+        .bind(11, c.dtype)
+        .bind(12, c.count)
+        .bind(13, c.tensors)
+        .bind(14, c.redop)
+        .bind(15, c.peer)
+        .bind(16, c.site)
+        .bind(17, c.step)
+        .bind(18, c.async ? 1 : 0)
+        .run();
+    ++s.collective_count;
+  }
+}
+
+void StoreWriter::add_collective_issue(const CollectiveIssue& issue) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  s.insert_issue.bind(1, issue.t_ns)
+      .bind(2, issue.first_ns)
+      .bind(3, issue.kind)
+      .bind(4, issue.group)
+      .bind(5, issue.number)
+      .bind(6, issue.op)
+      .bind(7, issue.field)
+      .bind(8, issue.message)
+      .bind(9, issue.aborted ? 1 : 0)
+      .run();
+  int64_t id = sqlite3_last_insert_rowid(s.db.get());
+  for (size_t i = 0; i < issue.ranks.size(); ++i) {
+    const CollectiveIssueRank& r = issue.ranks[i];
+    s.insert_issue_rank.bind(1, id)
+        .bind(2, static_cast<int64_t>(i))
+        .bind(3, r.group_rank)
+        .bind(4, r.pid)
+        .bind(5, r.start_ticks)
+        .bind(6, r.value)
+        .bind(7, r.site)
+        .bind(8, r.state)
+        .bind(9, r.last_call)
+        .bind(10, r.calls)
+        .bind(11, r.stack)
+        .run();
   }
 }
 

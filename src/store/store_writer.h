@@ -28,6 +28,9 @@ struct WriterOptions {
   // Crashes kept: the first ones (a fork bomb that segfaults repeats itself). A crash already
   // kept is always replaced, whatever the count.
   int64_t max_crashes = 10'000;
+  // Collective calls kept; the supervisor already chooses which (docs/collectives.md), this is
+  // the hard cap. Beyond it calls are counted in meta, not stored.
+  int64_t max_collectives = 200'000;
 };
 
 class StoreWriter {
@@ -63,6 +66,10 @@ class StoreWriter {
   // Appends, subject to max_log_lines_per_stream; lines beyond it are counted in meta per stream.
   // Within a stream, the order of the calls and of `lines` is the order the bound goes by.
   void add_log_lines(const std::vector<LogLine>& lines);
+  // Appends, subject to max_collectives.
+  void add_collectives(const std::vector<CollectiveCall>& calls);
+  // Appends an issue with its ranks.
+  void add_collective_issue(const CollectiveIssue& issue);
 
   // GPU evidence (schema 3), from the supervisor's GPU sampler. The status is written once:
   // whether NVML was loaded, and a sentence on it (meta keys).

@@ -24,8 +24,8 @@ using common::Slot;
 AgentReader::AgentReader(const std::string& run_dir)
     : m_seen(common::kSlotCount, false),
       m_crash_seen(common::kSlotCount, false),
-      m_read_pos(common::kSlotCount, 0),
-      m_stalled_polls(common::kSlotCount, 0) {
+      m_records(common::kSlotCount),
+      m_collectives(common::kSlotCount) {
   std::string dir = run_dir + "/agent";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
@@ -117,6 +117,45 @@ std::optional<store::StepSample> step_sample(const AgentRecord& record) {
 
 }  // namespace
 
+// Copies the entries published since `cursor.pos` out of one ring. An entry the writers lapped
+// before we read it is counted lost; one a writer claimed but has not published stops the copy
+// until the next poll, unless it stays so for a second while later ones are out (its writer was
+// killed mid-record).
+template <typename Entry, typename Out, typename Copy>
+void AgentReader::drain(const Entry* entries, uint32_t capacity, uint64_t next, RingCursor& cursor,
+                        std::vector<Out>& out, Copy&& copy) {
+  uint64_t& pos = cursor.pos;
+  if (next - pos > capacity) {
+    m_records_dropped += next - pos - capacity;
+    pos = next - capacity;
+  }
+  for (; pos < next; ++pos) {
+    const Entry& entry = entries[pos % capacity];
+    uint64_t seq = entry.seq.load(std::memory_order_acquire);
+    if (seq != pos + 1) {
+      if ((seq & ~common::kSeqWriting) > pos + 1) {  // a newer entry took the place
+        ++m_records_dropped;
+        continue;
+      }
+      if (next > pos + 1 && ++cursor.stalled_polls > kStallPolls) {
+        cursor.stalled_polls = 0;
+        ++m_records_dropped;
+        continue;
+      }
+      break;
+    }
+    cursor.stalled_polls = 0;
+    Out value = copy(entry);
+    uint64_t written_pos = entry.pos;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (entry.seq.load(std::memory_order_relaxed) != pos + 1 || written_pos != pos) {
+      ++m_records_dropped;  // overwritten while we copied
+      continue;
+    }
+    out.push_back(std::move(value));
+  }
+}
+
 void AgentReader::release_crash(uint32_t index) {
   Slot* slot = common::slot_at(m_base, index);
   slot->crash.state.store(static_cast<uint32_t>(common::CrashState::kReleased),
@@ -166,50 +205,28 @@ AgentPoll AgentReader::poll() {
       m_crash_seen[index] = true;
       out.crashes.push_back(copy_crash(*slot, index));
     }
-    uint64_t next = slot->next_record.load(std::memory_order_acquire);
-    uint64_t& pos = m_read_pos[index];
-    if (next - pos > common::kRingRecords) {
-      m_records_dropped += next - pos - common::kRingRecords;
-      pos = next - common::kRingRecords;
-    }
-    for (; pos < next; ++pos) {
-      const common::Record& record = slot->ring[pos % common::kRingRecords];
-      uint64_t seq = record.seq.load(std::memory_order_acquire);
-      if (seq != pos + 1) {
-        if ((seq & ~common::kSeqWriting) > pos + 1) {  // a newer record took the entry
-          ++m_records_dropped;
-          continue;
-        }
-        // Not yet published. A writer killed mid-record never publishes: once later records are
-        // out and it stayed unpublished for a second of polls, count it lost and go on.
-        if (next > pos + 1 && ++m_stalled_polls[index] > kStallPolls) {
-          m_stalled_polls[index] = 0;
-          ++m_records_dropped;
-          continue;
-        }
-        break;
-      }
-      m_stalled_polls[index] = 0;
-      AgentRecord copy;
-      copy.pid = slot->pid;
-      copy.start_ticks = slot->start_ticks;
-      copy.type = static_cast<common::RecordType>(record.type);
-      copy.time_ns = record.time_ns;
-      copy.a = record.a;
-      copy.b = record.b;
-      uint64_t written_pos = record.pos;
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (record.seq.load(std::memory_order_relaxed) != pos + 1 || written_pos != pos) {
-        ++m_records_dropped;  // overwritten while we copied
-        continue;
-      }
-      if (copy.type != common::RecordType::kStep) {
-        out.records.push_back(copy);
-      } else if (std::optional<store::StepSample> step = step_sample(copy)) {
-        out.steps.push_back(*step);
-      }
-    }
+    drain(slot->ring, common::kRingRecords, slot->next_record.load(std::memory_order_acquire),
+          m_records[index], out.records, [&](const common::Record& record) {
+            return AgentRecord{.pid = slot->pid,
+                               .start_ticks = slot->start_ticks,
+                               .type = static_cast<common::RecordType>(record.type),
+                               .time_ns = record.time_ns,
+                               .a = record.a,
+                               .b = record.b};
+          });
+    const common::CollectiveRing* ring = common::collective_ring_at(m_base, index);
+    drain(ring->records, common::kCollectiveRecords, ring->next.load(std::memory_order_acquire),
+          m_collectives[index], out.collectives, [&](const common::CollectiveRecord& record) {
+            return AgentCollective{
+                .pid = slot->pid, .start_ticks = slot->start_ticks, .call = record.call};
+          });
   }
+  // Step records become step samples; the others stay records.
+  std::erase_if(out.records, [&](const AgentRecord& record) {
+    if (record.type != common::RecordType::kStep) return false;
+    if (std::optional<store::StepSample> step = step_sample(record)) out.steps.push_back(*step);
+    return true;
+  });
   return out;
 }
 

@@ -42,11 +42,19 @@ struct AgentCrash {
   store::Crash crash;
 };
 
+// One collective record (enter or exit) of a process.
+struct AgentCollective {
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  common::CollectiveCall call{};
+};
+
 struct AgentPoll {
-  std::vector<AgentIdentity> identities;  // slots that became ready since the last poll
-  std::vector<AgentRecord> records;       // records published since the last poll, steps aside
-  std::vector<store::StepSample> steps;   // step records published since the last poll
-  std::vector<AgentCrash> crashes;        // crash records completed since the last poll
+  std::vector<AgentIdentity> identities;     // slots that became ready since the last poll
+  std::vector<AgentRecord> records;          // records published since the last poll, steps aside
+  std::vector<store::StepSample> steps;      // step records published since the last poll
+  std::vector<AgentCrash> crashes;           // crash records completed since the last poll
+  std::vector<AgentCollective> collectives;  // collective records published since the last poll
 };
 
 class AgentReader {
@@ -62,17 +70,26 @@ class AgentReader {
   // Lets a crashed process go on dying: its handler waits on this (a futex across processes).
   void release_crash(uint32_t slot);
 
-  // Processes that found every slot taken, and records overwritten before they were read.
+  // Processes that found every slot taken, and records (of both rings) overwritten before they
+  // were read.
   uint64_t processes_without_slot() const;
   uint64_t records_dropped() const { return m_records_dropped; }
 
  private:
+  struct RingCursor {
+    uint64_t pos = 0;       // entries consumed
+    int stalled_polls = 0;  // polls spent waiting on one entry
+  };
+  template <typename Entry, typename Out, typename Copy>
+  void drain(const Entry* entries, uint32_t capacity, uint64_t next, RingCursor& cursor,
+             std::vector<Out>& out, Copy&& copy);
+
   void* m_base = nullptr;
-  uint32_t m_scan_from = 0;          // every slot before it has been read as ready
-  std::vector<bool> m_seen;          // per slot: identity read
-  std::vector<bool> m_crash_seen;    // per slot: crash record returned
-  std::vector<uint64_t> m_read_pos;  // per slot: records consumed
-  std::vector<int> m_stalled_polls;  // per slot: polls spent waiting on one record
+  uint32_t m_scan_from = 0;        // every slot before it has been read as ready
+  std::vector<bool> m_seen;        // per slot: identity read
+  std::vector<bool> m_crash_seen;  // per slot: crash record returned
+  std::vector<RingCursor> m_records;
+  std::vector<RingCursor> m_collectives;
   static constexpr int kStallPolls = 10;
   uint64_t m_records_dropped = 0;
 };

@@ -128,6 +128,9 @@ void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t
   if (r.end_source != store::EndSource::kNone && exactness(r.end_source) >= exactness(source)) {
     return;
   }
+  if (r.end_source == store::EndSource::kNone) {
+    m_newly_ended.push_back(static_cast<size_t>(entry - m_records.data()));
+  }
   r.end_source = source;
   // Every source sees the end after it happened (a launcher may reap its ranks seconds late):
   // the earliest sighting is the closest to the death.
@@ -152,6 +155,7 @@ void ProcessTable::sweep(const std::set<int>& alive, int64_t now_ns, bool final)
         (++entry.missing_walks >= 2 || final)) {
       entry.record.end_source = store::EndSource::kVanished;
       entry.record.end_ns = now_ns;
+      m_newly_ended.push_back(it->second);
       entry.changed = true;
     }
     // An ended process stays findable by pid until its pid shows up again.
@@ -179,6 +183,13 @@ std::vector<store::ProcessRecord> ProcessTable::take_changed() {
     out.push_back(entry.record);
     entry.changed = false;
   }
+  return out;
+}
+
+std::vector<store::ProcessRecord> ProcessTable::take_ended() {
+  std::vector<store::ProcessRecord> out;
+  for (size_t index : m_newly_ended) out.push_back(m_records[index].record);
+  m_newly_ended.clear();
   return out;
 }
 

@@ -45,6 +45,9 @@ class ProcessTable {
   // Records changed since the last call, for the store.
   std::vector<store::ProcessRecord> take_changed();
 
+  // Processes whose end became known since the last call (each once), for the live checks.
+  std::vector<store::ProcessRecord> take_ended();
+
   size_t size() const { return m_records.size(); }
 
  private:
@@ -58,7 +61,8 @@ class ProcessTable {
   Entry& entry_for(int pid, uint64_t start_ticks, int64_t now_ns);
 
   std::vector<Entry> m_records;
-  std::map<int, size_t> m_live;  // pid -> index of the process now holding that pid
+  std::vector<size_t> m_newly_ended;  // indexes into m_records
+  std::map<int, size_t> m_live;       // pid -> index of the process now holding that pid
 };
 
 }  // namespace traindoc::supervisor

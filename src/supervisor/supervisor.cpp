@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "common/clock.h"
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
+#include "supervisor/collective_checker.h"
 #include "supervisor/crash_capture.h"
 #include "supervisor/gpu/gpu_sampler.h"
 #include "supervisor/launcher.h"
@@ -34,6 +36,7 @@
 #include "supervisor/proc/proc_files.h"
 #include "supervisor/proc/proc_sampler.h"
 #include "supervisor/process_table.h"
+#include "supervisor/stack_dumps.h"
 #include "supervisor/symbolizer.h"
 
 namespace traindoc::supervisor {
@@ -43,6 +46,10 @@ constexpr int kTickMs = 100;
 constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
 constexpr int kOutputGraceMs = 500;
 constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
+// A stalled issue waits this long for the stacks it asked for.
+constexpr int64_t kStackWaitNs = 1'500'000'000;
+// --on-mismatch abort: SIGTERM, then SIGKILL to what is left after this.
+constexpr int64_t kAbortGraceNs = 3'000'000'000;
 
 std::string host_name() {
   char name[256] = {};
@@ -55,7 +62,8 @@ class Loop {
   explicit Loop(const SupervisorOptions& options)
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
-        m_gpu(options.nvml_library) {
+        m_gpu(options.nvml_library),
+        m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}) {
     m_run.command = options.command;
     m_run.hostname = host_name();
     m_run.version = TRAINDOC_VERSION;
@@ -79,6 +87,15 @@ class Loop {
   void finish();
   void event(const std::string& kind, int pid, const std::string& text);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
+  void check_collectives(bool final = false);
+  void report_issue(store::CollectiveIssue& issue);
+  void abort_job(const store::CollectiveIssue& issue);
+
+  // An issue of the stall watch waiting for the stacks it asked for.
+  struct PendingIssue {
+    FoundIssue found;
+    int64_t deadline_ns = 0;
+  };
 
   const SupervisorOptions& m_options;
   store::StoreWriter m_store;
@@ -97,6 +114,9 @@ class Loop {
   // The newest step count of each (pid, start_ticks, kind) since the last commit: at most one
   // row per sampling interval each, however fast the job steps.
   std::map<std::tuple<int, uint64_t, store::StepKind>, store::StepSample> m_steps;
+  CollectiveChecker m_checker;
+  std::vector<PendingIssue> m_pending_issues;
+  int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -179,7 +199,11 @@ void Loop::record_crash(AgentCrash& raw) {
 void Loop::read_agent() {
   if (!m_agent) return;
   AgentPoll poll = m_agent->poll();
-  for (const AgentIdentity& id : poll.identities) m_table.from_agent(id);
+  for (const AgentIdentity& id : poll.identities) {
+    m_table.from_agent(id);
+    m_checker.process_started(id.pid, id.start_ticks, id.rank, id.world_size);
+  }
+  for (const AgentCollective& record : poll.collectives) m_checker.add(record);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
   for (const store::StepSample& step : poll.steps) {
     store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
@@ -201,6 +225,65 @@ void Loop::read_agent() {
   if (uint64_t n = m_agent->records_dropped(); n != m_reported_dropped) {
     m_reported_dropped = n;
     event("agent-records-dropped", 0, std::to_string(n) + " agent record(s) were overwritten");
+  }
+}
+
+// Compares the ranks' collectives, finishes the issues whose stacks came in, and reports each
+// the moment it is known. `final`: the job is over, nothing more will come.
+void Loop::check_collectives(bool final) {
+  for (const store::ProcessRecord& ended : m_table.take_ended()) m_checker.process_ended(ended);
+  int64_t now = common::realtime_ns();
+  for (FoundIssue& found : m_checker.check(now, final)) {
+    for (int pid : found.dump_pids) request_stack_dump(pid);
+    m_pending_issues.push_back({std::move(found), now + kStackWaitNs});
+  }
+  for (auto it = m_pending_issues.begin(); it != m_pending_issues.end();) {
+    bool complete = true;
+    for (store::CollectiveIssueRank& rank : it->found.issue.ranks) {
+      bool asked = std::find(it->found.dump_pids.begin(), it->found.dump_pids.end(), rank.pid) !=
+                   it->found.dump_pids.end();
+      if (!asked || !rank.stack.empty()) continue;
+      if (auto stack = read_stack_dump(m_options.run_dir, rank.pid, m_symbolizer)) {
+        rank.stack = *stack;
+      } else {
+        complete = false;
+      }
+    }
+    if (!complete && !final && now < it->deadline_ns) {
+      ++it;
+      continue;
+    }
+    report_issue(it->found.issue);
+    it = m_pending_issues.erase(it);
+  }
+  if (m_kill_at_ns != 0 && now >= m_kill_at_ns) {
+    for (int pid : m_table.live_pids()) kill(pid, SIGKILL);
+    m_kill_at_ns = 0;
+  }
+}
+
+// Stored and printed at once: a user watching the job learns it while the job still runs.
+void Loop::report_issue(store::CollectiveIssue& issue) {
+  bool abort = m_options.abort_on_issue && m_kill_at_ns == 0 && !m_root_done;
+  issue.aborted = abort;
+  m_store.add_collective_issue(issue);
+  m_store.add_collectives(m_checker.take_calls(false));
+  m_store.flush();
+  if (m_options.announce) fprintf(stderr, "traindoc: %s\n", issue.message.c_str());
+  if (abort) abort_job(issue);
+}
+
+void Loop::abort_job(const store::CollectiveIssue& issue) {
+  int sent = 0;
+  for (int pid : m_table.live_pids()) {
+    if (kill(pid, SIGTERM) == 0) ++sent;
+  }
+  m_kill_at_ns = common::realtime_ns() + kAbortGraceNs;
+  event("traindoc-abort", 0,
+        "--on-mismatch abort: traindoc ended the job (SIGTERM to " + std::to_string(sent) +
+            " process(es)) for " + issue.kind + ": " + issue.message);
+  if (m_options.announce) {
+    fprintf(stderr, "traindoc: ending the job (--on-mismatch abort) to save its remaining time\n");
   }
 }
 
@@ -295,6 +378,8 @@ void Loop::store_changes() {
 void Loop::finish() {
   reap_children();
   read_agent();
+  check_collectives(true);
+  m_store.add_collectives(m_checker.take_calls(true));
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
   m_store.write_run(m_run);
@@ -364,6 +449,7 @@ store::RunInfo Loop::run() {
       uint64_t expirations = 0;
       if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
       read_agent();
+      check_collectives();
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
         walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
         for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);

@@ -12,12 +12,14 @@ namespace traindoc::supervisor {
 
 struct SupervisorOptions {
   std::vector<std::string> command;
-  std::string run_dir;      // absolute, exists, holds logs/
-  std::string agent_path;   // empty: run without the agent
-  std::string python_path;  // the Python hook (python/ of the install); empty: none
-  int interval_ms = 1000;   // process and host samples
-  int slow_every = 5;       // smaps_rollup and descriptor counts every this many samples
-  bool announce = true;     // say on stderr when a signal is forwarded
+  std::string run_dir;          // absolute, exists, holds logs/
+  std::string agent_path;       // empty: run without the agent
+  std::string python_path;      // the Python hook (python/ of the install); empty: none
+  int interval_ms = 1000;       // process and host samples
+  int slow_every = 5;           // smaps_rollup and descriptor counts every this many samples
+  bool announce = true;         // say on stderr when a signal is forwarded, and each live finding
+  double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
+  bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
   // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
   std::string nvml_library;
 };

@@ -439,6 +439,58 @@ TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV3Fixture) {
   EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 3);
 }
 
+TEST(StoreReader, ReadsTheSchemaV3FixtureCollectives) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v3.sql", path);
+  const Evidence seen = read_evidence(path);
+  EXPECT_EQ(seen.schema_version, 3);
+  EXPECT_EQ(seen.crashes.size(), 2u);  // what schema 2 had still reads
+  ASSERT_EQ(seen.collectives.size(), 2u);
+  EXPECT_EQ(seen.collectives[1].pid, 511);
+  EXPECT_EQ(seen.collectives[1].group, 13303997638879916043ULL);  // stored as a negative int64
+  EXPECT_EQ(seen.collectives[1].tensors, "[20] float32");
+  EXPECT_EQ(seen.collectives[0].end_ns, 1'700'000'030'001'000'000);
+  EXPECT_EQ(seen.collectives_dropped, 7u);
+  ASSERT_EQ(seen.collective_issues.size(), 1u);
+  const CollectiveIssue& issue = seen.collective_issues[0];
+  EXPECT_EQ(issue.kind, "collective-mismatch");
+  EXPECT_EQ(issue.field, "shape");
+  ASSERT_EQ(issue.ranks.size(), 2u);
+  EXPECT_EQ(issue.ranks[1].value, "[20] float32");
+  EXPECT_EQ(issue.ranks[1].site, "/job/train.py:6");
+}
+
+TEST(StoreReader, CollectivesAndIssuesRoundTrip) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  CollectiveCall call;
+  call.t_ns = 5;
+  call.pid = 42;
+  call.group = ~uint64_t{0};
+  call.number = 3;
+  call.op = "broadcast";
+  call.peer = 1;
+  call.site = "a.py:1";
+  call.async = true;
+  CollectiveIssue issue;
+  issue.kind = "collective-missing";
+  issue.group = call.group;
+  issue.aborted = true;
+  issue.ranks.push_back({.group_rank = 1, .pid = 43, .state = "missing", .stack = "python:\n"});
+  {
+    StoreWriter writer = StoreWriter::open(path, {.max_collectives = 1});
+    writer.add_collectives({call, call});
+    writer.add_collective_issue(issue);
+  }
+  const Evidence seen = read_evidence(path);
+  ASSERT_EQ(seen.collectives.size(), 1u);
+  EXPECT_EQ(seen.collectives[0], call);
+  EXPECT_EQ(seen.collectives_dropped, 1u);
+  ASSERT_EQ(seen.collective_issues.size(), 1u);
+  EXPECT_EQ(seen.collective_issues[0], issue);
+}
+
 // Upgrading keeps schema 1's tables as they are and adds the later ones: the same file as a new
 // one.
 TEST(StoreReader, AnUpgradedV1RunDbHasTheSchemaOfANewOne) {

@@ -1,0 +1,97 @@
+// What recording one collective costs the job's thread (target: at most 100 ns): the ring append
+// alone, and the agent's whole entry point (number in its group, clock, append) as the Python
+// hook and the NCCL interposers reach it, in the real libtraindoc_agent.so loaded on a real
+// slots file. Runs in one process standing in for a job process; Google Benchmark.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/collective_ring.h"
+#include "supervisor/agent_reader.h"
+
+namespace {
+
+using traindoc::common::CollectiveCall;
+using traindoc::common::CollectiveRing;
+
+CollectiveCall typical_call() {
+  CollectiveCall call{};
+  call.group = 0xb8a1a236aa22f00bULL;
+  call.group_size = 8;
+  call.op = 1;
+  call.event = 1;
+  call.source = 1;
+  call.dtype = 7;
+  call.redop = 0;
+  call.peer = -1;
+  call.tensor_count = 1;
+  call.ndims[0] = 2;
+  call.dims[0][0] = 4096;
+  call.dims[0][1] = 1024;
+  traindoc::common::set_call_site(call, "/home/user/project/train.py", 27);
+  call.line = 212;
+  return call;
+}
+
+void BM_RingAppend(benchmark::State& state) {
+  static auto* ring = new CollectiveRing{};
+  CollectiveCall call = typical_call();
+  for (auto _ : state) {
+    traindoc::common::append_collective(*ring, call);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_RingAppend)->Threads(1)->Threads(2);
+
+// The agent, loaded as LD_PRELOAD would load it, on the slots file a supervisor created.
+using EnterFn = uint64_t (*)(const CollectiveCall*);
+using ExitFn = void (*)(const CollectiveCall*, uint64_t);
+
+struct LoadedAgent {
+  std::string dir;
+  std::unique_ptr<traindoc::supervisor::AgentReader> reader;
+  EnterFn enter = nullptr;
+  ExitFn leave = nullptr;
+
+  LoadedAgent() {
+    char pattern[] = "/tmp/traindoc-bench-XXXXXX";
+    dir = mkdtemp(pattern);
+    reader = std::make_unique<traindoc::supervisor::AgentReader>(dir);
+    setenv("TRAINDOC_RUN_DIR", dir.c_str(), 1);
+    void* agent = dlopen(TRAINDOC_AGENT_PATH, RTLD_NOW | RTLD_GLOBAL);
+    if (agent == nullptr) return;
+    enter = reinterpret_cast<EnterFn>(dlsym(agent, "traindoc_collective_enter"));
+    leave = reinterpret_cast<ExitFn>(dlsym(agent, "traindoc_collective_exit"));
+  }
+  ~LoadedAgent() { std::filesystem::remove_all(dir); }
+};
+
+LoadedAgent& agent() {
+  static LoadedAgent loaded;
+  return loaded;
+}
+
+// One collective as the hook records it: the enter record before the call, the exit after.
+void BM_AgentEnterAndExit(benchmark::State& state) {
+  LoadedAgent& loaded = agent();
+  if (loaded.enter == nullptr) {
+    state.SkipWithError("the agent did not load");
+    return;
+  }
+  CollectiveCall call = typical_call();
+  for (auto _ : state) {
+    uint64_t number = loaded.enter(&call);
+    loaded.leave(&call, number);
+  }
+}
+BENCHMARK(BM_AgentEnterAndExit);
+
+}  // namespace
+
+BENCHMARK_MAIN();

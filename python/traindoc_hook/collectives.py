@@ -1,0 +1,283 @@
+"""Records every torch.distributed collective and point-to-point call of the process into the
+agent (src/agent/collective_abi.cpp): its process group, op, tensors, reduce op, root or peer,
+call site and step, before the call, and its return after it. The supervisor compares the ranks'
+calls as they come (docs/collectives.md). Any backend; PyTorch 1.13 and 2.x."""
+import ctypes
+import functools
+import inspect
+import os
+import sys
+import threading
+
+from traindoc_hook import _agent, _imports
+
+_TENSORS = 4  # layout.h kCollectiveTensors
+_DIMS = 6  # kCollectiveDims
+_SITE = 72  # kCallSiteSize
+_NO_PEER = -1
+_NO_REDOP = 255
+_UNKNOWN_DTYPE = 255
+_MAX_DIM = 2**32 - 1
+_ASYNC = 1
+_TRUNCATED = 4
+
+
+class _Call(ctypes.Structure):
+    """layout.h CollectiveCall, field for field (240 bytes)."""
+
+    _fields_ = [
+        ("group", ctypes.c_uint64),
+        ("number", ctypes.c_uint64),
+        ("time_ns", ctypes.c_int64),
+        ("count", ctypes.c_uint64),
+        ("step", ctypes.c_uint64),
+        ("group_rank", ctypes.c_int32),
+        ("group_size", ctypes.c_int32),
+        ("peer", ctypes.c_int32),
+        ("line", ctypes.c_int32),
+        ("op", ctypes.c_uint16),
+        ("event", ctypes.c_uint8),
+        ("source", ctypes.c_uint8),
+        ("dtype", ctypes.c_uint8),
+        ("redop", ctypes.c_uint8),
+        ("tensor_count", ctypes.c_uint8),
+        ("flags", ctypes.c_uint8),
+        ("ndims", ctypes.c_uint8 * _TENSORS),
+        ("tensor_dtypes", ctypes.c_uint8 * _TENSORS),
+        ("dims", (ctypes.c_uint32 * _DIMS) * _TENSORS),
+        ("site", ctypes.c_char * _SITE),
+    ]
+
+
+assert ctypes.sizeof(_Call) == 240
+
+# layout.h CollectiveOp.
+ALL_REDUCE, BROADCAST, REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 1, 2, 3, 4, 5, 6
+GATHER, SCATTER, BARRIER, MONITORED_BARRIER, SEND, RECV = 7, 8, 9, 10, 11, 12
+ALL_GATHER_OBJECT, BROADCAST_OBJECT, GATHER_OBJECT, SCATTER_OBJECT = 13, 14, 15, 16
+ALL_REDUCE_COALESCED = 17
+
+# function name -> (op, tensor arguments (inputs first), reduce-op argument, root/peer argument)
+_SPECS = {
+    "all_reduce": (ALL_REDUCE, ("tensor",), "op", None),
+    "all_reduce_coalesced": (ALL_REDUCE_COALESCED, ("tensors",), "op", None),
+    "broadcast": (BROADCAST, ("tensor",), None, "src"),
+    "reduce": (REDUCE, ("tensor",), "op", "dst"),
+    "all_gather": (ALL_GATHER, ("tensor", "tensor_list"), None, None),
+    "all_gather_into_tensor": (ALL_GATHER, ("input_tensor", "output_tensor"), None, None),
+    "_all_gather_base": (ALL_GATHER, ("input_tensor", "output_tensor"), None, None),
+    "all_gather_coalesced": (ALL_GATHER, ("input_tensor_list", "output_tensor_lists"), None, None),
+    "reduce_scatter": (REDUCE_SCATTER, ("input_list", "output"), "op", None),
+    "reduce_scatter_tensor": (REDUCE_SCATTER, ("input", "output"), "op", None),
+    "_reduce_scatter_base": (REDUCE_SCATTER, ("input", "output"), "op", None),
+    "all_to_all": (ALL_TO_ALL, ("input_tensor_list", "output_tensor_list"), None, None),
+    "all_to_all_single": (ALL_TO_ALL, ("input", "output"), None, None),
+    "gather": (GATHER, ("tensor",), None, "dst"),
+    "scatter": (SCATTER, ("tensor",), None, "src"),
+    "barrier": (BARRIER, (), None, None),
+    "monitored_barrier": (MONITORED_BARRIER, (), None, None),
+    "send": (SEND, ("tensor",), None, "dst"),
+    "isend": (SEND, ("tensor",), None, "dst"),
+    "recv": (RECV, ("tensor",), None, "src"),
+    "irecv": (RECV, ("tensor",), None, "src"),
+    "all_gather_object": (ALL_GATHER_OBJECT, (), None, None),
+    "broadcast_object_list": (BROADCAST_OBJECT, (), None, "src"),
+    "gather_object": (GATHER_OBJECT, (), None, "dst"),
+    "scatter_object_list": (SCATTER_OBJECT, (), None, "src"),
+}
+
+# ncclDataType_t numbering, then the types NCCL lacks (layout.h).
+_DTYPES = {
+    "int8": 0, "uint8": 1, "int32": 2, "int64": 4, "float16": 6, "float32": 7, "float64": 8,
+    "bfloat16": 9, "float8_e4m3fn": 10, "float8_e5m2": 11, "bool": 20, "complex64": 21,
+    "complex128": 22, "int16": 23, "complex32": 24,
+}
+_REDOPS = {"SUM": 0, "PRODUCT": 1, "MAX": 2, "MIN": 3, "AVG": 4, "PREMUL_SUM": 5, "BAND": 6,
+           "BOR": 7, "BXOR": 8}
+
+_state = threading.local()  # depth: calls made inside a recorded one (object variants) are not
+_group_ids = {}  # process group -> 64-bit identity
+_skip_dirs = ()  # frames in these folders are not the call site
+
+
+def _depth():
+    return getattr(_state, "depth", 0)
+
+
+def _stable_hash(text):
+    """64-bit FNV-1a, the agent's identity_hash: equal on every rank for the same text."""
+    value = 0xCBF29CE484222325
+    for byte in text.encode():
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def _group_id(c10d, group):
+    """The group's identity, the same on every rank: PyTorch names groups in creation order,
+    which every rank follows (new_group must be called by all)."""
+    key = group
+    try:
+        return _group_ids[key]
+    except (KeyError, TypeError):
+        pass
+    name = getattr(c10d, "_pg_names", {}).get(group)
+    if name is None:
+        name = getattr(group, "group_name", None) or ""
+    value = _stable_hash("torch-pg:%s:%d" % (name, c10d.get_world_size(group)))
+    try:
+        _group_ids[key] = value
+    except TypeError:
+        pass
+    return value
+
+
+def _call_site():
+    frame = sys._getframe(3)
+    while frame is not None and frame.f_code.co_filename.startswith(_skip_dirs):
+        frame = frame.f_back
+    if frame is None:
+        return b"", 0
+    return frame.f_code.co_filename.encode(errors="replace"), frame.f_lineno
+
+
+def _tensors_of(value):
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            out.extend(_tensors_of(item))
+        return out
+    return [value] if hasattr(value, "shape") and hasattr(value, "dtype") else []
+
+
+def _describe(call, tensors):
+    for index, tensor in enumerate(tensors[:_TENSORS]):
+        shape = tuple(tensor.shape)
+        if len(shape) > _DIMS:
+            call.flags |= _TRUNCATED
+        call.ndims[index] = min(len(shape), 255)
+        call.tensor_dtypes[index] = _DTYPES.get(str(tensor.dtype).replace("torch.", ""),
+                                                _UNKNOWN_DTYPE)
+        for d, size in enumerate(shape[:_DIMS]):
+            call.dims[index][d] = min(int(size), _MAX_DIM)
+    if len(tensors) > _TENSORS:
+        call.flags |= _TRUNCATED
+    call.tensor_count = min(len(tensors), _TENSORS)
+    if tensors:
+        call.dtype = call.tensor_dtypes[0]
+        call.count = tensors[0].numel()
+
+
+def _redop_code(op):
+    name = str(getattr(op, "op", op)).rsplit(".", 1)[-1]
+    return _REDOPS.get(name, _NO_REDOP)
+
+
+def _current_step():
+    steps = sys.modules.get("traindoc_hook.steps")
+    current = getattr(steps, "current", None)
+    return current() if current is not None else 0
+
+
+def _build(c10d, spec, arguments):
+    op, tensor_args, redop_arg, peer_arg = spec
+    group = arguments.get("group")
+    if group is None or group is c10d.GroupMember.WORLD:
+        group = c10d._get_default_group()
+    if group is c10d.GroupMember.NON_GROUP_MEMBER:
+        return None
+    call = _Call()
+    call.op = op
+    call.peer = _NO_PEER
+    call.redop = _NO_REDOP
+    call.dtype = _UNKNOWN_DTYPE
+    group_id = _group_id(c10d, group)
+    # Roots default to rank 0; a receive without a source takes any.
+    peer = arguments.get(peer_arg, None if op == RECV else 0) if peer_arg else None
+    if op in (SEND, RECV):
+        if peer is None:  # a receive from any source pairs with nothing known in advance
+            return None
+        me = c10d.get_rank()
+        sender, receiver = (me, peer) if op == SEND else (peer, me)
+        call.group = _stable_hash("%d:%d>%d" % (group_id, sender, receiver))
+        call.group_rank, call.group_size = (0, 2) if op == SEND else (1, 2)
+    else:
+        call.group = group_id
+        call.group_rank = c10d.get_rank(group)
+        call.group_size = c10d.get_world_size(group)
+    if peer is not None:
+        call.peer = int(peer)
+    if redop_arg:
+        call.redop = _redop_code(arguments.get(redop_arg, c10d.ReduceOp.SUM))
+    tensors = []
+    for name in tensor_args:
+        tensors.extend(_tensors_of(arguments.get(name)))
+    _describe(call, tensors)
+    site, line = _call_site()
+    call.site = site[-(_SITE - 1):]
+    call.line = line
+    call.step = _current_step()
+    return call
+
+
+def _wrap(c10d, name, function, enter, leave):
+    spec = _SPECS[name]
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def recorded(*args, **kwargs):
+        if _depth() > 0:
+            return function(*args, **kwargs)
+        call = None
+        try:
+            call = _build(c10d, spec, signature.bind(*args, **kwargs).arguments)
+        except Exception:  # a call we cannot describe runs unrecorded
+            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+                raise
+        if call is None:
+            return function(*args, **kwargs)
+        if kwargs.get("async_op"):
+            call.flags |= _ASYNC
+        number = enter(ctypes.byref(call))
+        _state.depth = 1
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _state.depth = 0
+            leave(ctypes.byref(call), number)
+
+    recorded.__traindoc_recorded__ = True
+    return recorded
+
+
+def _patch(distributed):
+    global _skip_dirs
+    lib = _agent.library()
+    enter = getattr(lib, "traindoc_collective_enter", None)
+    leave = getattr(lib, "traindoc_collective_exit", None)
+    if enter is None or leave is None:
+        return
+    enter.restype = ctypes.c_uint64
+    enter.argtypes = [ctypes.c_void_p]
+    leave.restype = None
+    leave.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    if c10d is None or not hasattr(c10d, "_get_default_group"):
+        return
+    torch_dir = os.path.dirname(os.path.dirname(os.path.abspath(distributed.__file__)))
+    _skip_dirs = (torch_dir + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    for name in _SPECS:
+        function = getattr(c10d, name, None)
+        if function is None or getattr(function, "__traindoc_recorded__", False):
+            continue
+        recorded = _wrap(c10d, name, function, enter, leave)
+        # Calls from inside c10d (the object variants) and from the job (dist.all_reduce) both
+        # look the name up in a module namespace: replace it in both.
+        setattr(c10d, name, recorded)
+        if getattr(distributed, name, None) is function:
+            setattr(distributed, name, recorded)
+
+
+def install():
+    _imports.when_imported("torch.distributed", _patch)

@@ -1,0 +1,447 @@
+// Interposed NCCL entry points, in every job process (LD_PRELOAD), called from the job's threads
+// (PyTorch's, JAX's or the program's own) wherever it calls NCCL through the dynamic linker. Each
+// records the call into the collective ring, then calls the real NCCL with the same arguments and
+// returns its result untouched. The NCCL declarations are our own (no build dependency on NCCL).
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+#include "agent/agent.h"
+#include "agent/collectives.h"
+#include "common/collective_ring.h"
+
+namespace traindoc::agent {
+namespace {
+
+// The stable C ABI of NCCL 2.x (nccl.h): enums are ints, handles are pointers.
+using ncclResult_t = int;
+using ncclComm_t = struct ncclComm*;
+using cudaStream_t = void*;
+using ncclConfig_t = void;
+struct ncclUniqueId {
+  char internal[128];
+};
+constexpr ncclResult_t kNcclSuccess = 0;
+constexpr ncclResult_t kNcclInternalError = 3;
+constexpr ncclResult_t kNcclInProgress = 7;  // nonblocking communicators: valid, not yet ready
+constexpr int kNcclSplitNoColor = -1;
+constexpr int kNcclBuiltinOps = 5;  // sum, prod, max, min, avg; above: PreMulSum handles
+constexpr uint8_t kRedOpPreMulSum = 5;
+
+using common::CollectiveCall;
+using common::CollectiveOp;
+
+// A communicator this process created, with the identity that its peers compute the same way.
+struct Comm {
+  std::atomic<ncclComm_t> handle{nullptr};  // nullptr: free
+  uint64_t id = 0;
+  int rank = -1;
+  int size = 0;
+  std::atomic<uint32_t> splits{0};  // children split off so far (every rank counts every split)
+};
+
+constexpr uint32_t kCommTable = 512;
+Comm g_comms[kCommTable];
+std::atomic<uint64_t> g_init_all_calls{0};
+
+// Nesting inside NCCL (ncclBcast calls ncclBroadcast, ncclCommInitAll calls ncclGetUniqueId and
+// the init of each rank through the exported symbols): only the outermost call is recorded.
+__attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
+// ncclGroupStart/End nesting of this thread: calls inside are issued at the outermost End.
+__attribute__((tls_model("initial-exec"))) thread_local int t_group = 0;
+
+uint32_t comm_slot(ncclComm_t comm) {
+  return static_cast<uint32_t>((reinterpret_cast<uintptr_t>(comm) >> 4) % kCommTable);
+}
+
+Comm* find_comm(ncclComm_t comm) {
+  if (comm == nullptr) return nullptr;
+  for (uint32_t probe = 0; probe < kCommTable; ++probe) {
+    Comm& entry = g_comms[(comm_slot(comm) + probe) % kCommTable];
+    ncclComm_t seen = entry.handle.load(std::memory_order_acquire);
+    if (seen == comm) return &entry;
+    if (seen == nullptr) return nullptr;
+  }
+  return nullptr;
+}
+
+// Registers a new communicator; a handle NCCL reuses after a destroy replaces the old entry.
+// The entry is published (handle stored) only once its fields are written.
+void add_comm(ncclComm_t comm, uint64_t id, int rank, int size) {
+  if (comm == nullptr) return;
+  Comm* entry = find_comm(comm);
+  if (entry == nullptr) {
+    for (uint32_t probe = 0; probe < kCommTable && entry == nullptr; ++probe) {
+      Comm& candidate = g_comms[(comm_slot(comm) + probe) % kCommTable];
+      ncclComm_t expected = nullptr;
+      // Claimed with a sentinel so that lookups never see a half-written entry as this comm.
+      auto* sentinel = reinterpret_cast<ncclComm_t>(uintptr_t{1});
+      if (candidate.handle.compare_exchange_strong(expected, sentinel)) entry = &candidate;
+    }
+    if (entry == nullptr) return;  // table full: this communicator's calls go unrecorded
+  }
+  entry->id = id;
+  entry->rank = rank;
+  entry->size = size;
+  entry->splits.store(0, std::memory_order_relaxed);
+  entry->handle.store(comm, std::memory_order_release);
+}
+
+CollectiveCall base_call(CollectiveOp op, const Comm& comm) {
+  CollectiveCall call{};
+  call.op = static_cast<uint16_t>(op);
+  call.group = comm.id;
+  call.group_rank = comm.rank;
+  call.group_size = comm.size;
+  call.peer = -1;
+  call.redop = common::kRedOpNone;
+  call.dtype = common::kDtypeUnknown;
+  if (t_group > 0) call.flags |= common::kCollectiveInGroup;
+  return call;
+}
+
+// A collective of `comm` (count, datatype, op, root); nothing for an unknown communicator.
+void record(CollectiveOp op, ncclComm_t handle, size_t count, int datatype, int redop, int root) {
+  if (t_depth > 1 || !active()) return;
+  Comm* comm = find_comm(handle);
+  if (comm == nullptr) return;
+  CollectiveCall call = base_call(op, *comm);
+  call.count = count;
+  call.dtype = static_cast<uint8_t>(datatype);
+  if (redop >= 0)
+    call.redop = redop < kNcclBuiltinOps ? static_cast<uint8_t>(redop) : kRedOpPreMulSum;
+  call.peer = root;
+  write_collective_enter(call, common::CollectiveSource::kNccl);
+}
+
+// Point-to-point calls are compared on the pair group sender -> receiver, where the sender is
+// rank 0 and the receiver rank 1: the k-th send of A to B meets the k-th receive of B from A.
+void record_p2p(bool send, ncclComm_t handle, size_t count, int datatype, int peer) {
+  if (t_depth > 1 || !active()) return;
+  Comm* comm = find_comm(handle);
+  if (comm == nullptr) return;
+  CollectiveCall call = base_call(send ? CollectiveOp::kSend : CollectiveOp::kRecv, *comm);
+  int32_t pair[2] = {send ? comm->rank : peer, send ? peer : comm->rank};
+  call.group = identity_hash(pair, sizeof(pair), comm->id);
+  call.group_rank = send ? 0 : 1;
+  call.group_size = 2;
+  call.peer = peer;
+  call.count = count;
+  call.dtype = static_cast<uint8_t>(datatype);
+  write_collective_enter(call, common::CollectiveSource::kNccl);
+}
+
+// Lifetime and group calls: kept as evidence, never compared (number 0), except a split, which
+// every rank of the parent takes part in.
+void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
+  if (t_depth > 1 || !active()) return;
+  write_collective_enter(base_call(op, comm), common::CollectiveSource::kNccl, numbered);
+}
+
+// The next definition of `name` (the real NCCL), found on first use: NCCL is loaded after the
+// agent starts (with the framework), so it cannot be resolved in the constructor.
+template <typename Fn>
+Fn next_nccl(std::atomic<void*>& slot, const char* name) {
+  void* fn = slot.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    int saved_errno = errno;
+    fn = dlsym(RTLD_NEXT, name);
+    slot.store(fn, std::memory_order_release);
+    errno = saved_errno;
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+// Depth guard for one interposed call; errno is kept across our own work.
+struct Enter {
+  int saved_errno = errno;
+  Enter() { ++t_depth; }
+  ~Enter() { --t_depth; }
+  Enter(const Enter&) = delete;
+  Enter& operator=(const Enter&) = delete;
+  void done() { errno = saved_errno; }
+};
+
+// One table of interposed functions: name and the slot of its next definition.
+enum Fn : int {
+  kAllReduce,
+  kBroadcast,
+  kBcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+  kGroupStart,
+  kGroupEnd,
+  kGetUniqueId,
+  kCommInitRank,
+  kCommInitRankConfig,
+  kCommInitAll,
+  kCommSplit,
+  kCommDestroy,
+  kCommAbort,
+  kCommUserRank,
+  kCommCount,
+  kFnCount
+};
+
+constexpr const char* kNames[kFnCount] = {
+    "ncclAllReduce",    "ncclBroadcast",     "ncclBcast",        "ncclReduce",
+    "ncclAllGather",    "ncclReduceScatter", "ncclAlltoAll",     "ncclGather",
+    "ncclScatter",      "ncclSend",          "ncclRecv",         "ncclGroupStart",
+    "ncclGroupEnd",     "ncclGetUniqueId",   "ncclCommInitRank", "ncclCommInitRankConfig",
+    "ncclCommInitAll",  "ncclCommSplit",     "ncclCommDestroy",  "ncclCommAbort",
+    "ncclCommUserRank", "ncclCommCount"};
+
+std::atomic<void*> g_next[kFnCount];
+
+// Calls the real function, or fails as NCCL would on an internal error when there is none (the
+// program called our symbol without NCCL loaded).
+template <typename F, typename... Args>
+ncclResult_t call_next(Fn fn, Args... args) {
+  F next = next_nccl<F>(g_next[fn], kNames[fn]);
+  if (next == nullptr) return kNcclInternalError;
+  return next(args...);
+}
+
+// Whether an init or split gave a communicator handle.
+bool created(ncclResult_t result) {
+  return result == kNcclSuccess || result == kNcclInProgress;
+}
+
+// Registers a communicator made by ncclCommInitRank{,Config}: every rank passes the same unique
+// id, so its hash is the communicator's identity on all of them.
+void add_initialized(ncclResult_t result, ncclComm_t* comm, const ncclUniqueId& id, int rank,
+                     int nranks) {
+  if (!created(result) || comm == nullptr) return;
+  add_comm(*comm, identity_hash(id.internal, sizeof(id.internal)), rank, nranks);
+  if (Comm* c = find_comm(*comm)) record_event(CollectiveOp::kCommInit, *c, false);
+}
+
+}  // namespace
+}  // namespace traindoc::agent
+
+using traindoc::agent::add_comm;
+using traindoc::agent::call_next;
+using traindoc::agent::cudaStream_t;
+using traindoc::agent::Enter;
+using traindoc::agent::find_comm;
+using traindoc::agent::identity_hash;
+using traindoc::agent::ncclComm_t;
+using traindoc::agent::ncclConfig_t;
+using traindoc::agent::ncclResult_t;
+using traindoc::agent::ncclUniqueId;
+using traindoc::agent::record;
+using traindoc::agent::record_event;
+using traindoc::agent::record_p2p;
+using traindoc::agent::t_group;
+using traindoc::common::CollectiveOp;
+namespace fn = traindoc::agent;
+
+#define TRAINDOC_EXPORT extern "C" __attribute__((visibility("default")))
+
+TRAINDOC_EXPORT ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, int dtype,
+                                           int op, ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kAllReduce, comm, count, dtype, op, -1);
+  guard.done();
+  return call_next<decltype(&ncclAllReduce)>(fn::kAllReduce, send, recv, count, dtype, op, comm,
+                                             stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, int dtype,
+                                           int root, ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kBroadcast, comm, count, dtype, -1, root);
+  guard.done();
+  return call_next<decltype(&ncclBroadcast)>(fn::kBroadcast, send, recv, count, dtype, root, comm,
+                                             stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, int dtype, int root,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kBroadcast, comm, count, dtype, -1, root);
+  guard.done();
+  return call_next<decltype(&ncclBcast)>(fn::kBcast, buff, count, dtype, root, comm, stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclReduce(const void* send, void* recv, size_t count, int dtype,
+                                        int op, int root, ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kReduce, comm, count, dtype, op, root);
+  guard.done();
+  return call_next<decltype(&ncclReduce)>(fn::kReduce, send, recv, count, dtype, op, root, comm,
+                                          stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount,
+                                           int dtype, ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kAllGather, comm, sendcount, dtype, -1, -1);
+  guard.done();
+  return call_next<decltype(&ncclAllGather)>(fn::kAllGather, send, recv, sendcount, dtype, comm,
+                                             stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount,
+                                               int dtype, int op, ncclComm_t comm,
+                                               cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kReduceScatter, comm, recvcount, dtype, op, -1);
+  guard.done();
+  return call_next<decltype(&ncclReduceScatter)>(fn::kReduceScatter, send, recv, recvcount, dtype,
+                                                 op, comm, stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, int dtype,
+                                          ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kAllToAll, comm, count, dtype, -1, -1);
+  guard.done();
+  return call_next<decltype(&ncclAlltoAll)>(fn::kAlltoAll, send, recv, count, dtype, comm, stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclGather(const void* send, void* recv, size_t count, int dtype,
+                                        int root, ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kGather, comm, count, dtype, -1, root);
+  guard.done();
+  return call_next<decltype(&ncclGather)>(fn::kGather, send, recv, count, dtype, root, comm,
+                                          stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclScatter(const void* send, void* recv, size_t count, int dtype,
+                                         int root, ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record(CollectiveOp::kScatter, comm, count, dtype, -1, root);
+  guard.done();
+  return call_next<decltype(&ncclScatter)>(fn::kScatter, send, recv, count, dtype, root, comm,
+                                           stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclSend(const void* send, size_t count, int dtype, int peer,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record_p2p(true, comm, count, dtype, peer);
+  guard.done();
+  return call_next<decltype(&ncclSend)>(fn::kSend, send, count, dtype, peer, comm, stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclRecv(void* recv, size_t count, int dtype, int peer,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  Enter guard;
+  record_p2p(false, comm, count, dtype, peer);
+  guard.done();
+  return call_next<decltype(&ncclRecv)>(fn::kRecv, recv, count, dtype, peer, comm, stream);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclGroupStart() {
+  Enter guard;
+  ++t_group;
+  guard.done();
+  return call_next<decltype(&ncclGroupStart)>(fn::kGroupStart);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclGroupEnd() {
+  Enter guard;
+  if (t_group > 0) --t_group;
+  guard.done();
+  return call_next<decltype(&ncclGroupEnd)>(fn::kGroupEnd);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  Enter guard;
+  guard.done();
+  return call_next<decltype(&ncclGetUniqueId)>(fn::kGetUniqueId, id);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id,
+                                              int rank) {
+  Enter guard;
+  ncclResult_t result =
+      call_next<decltype(&ncclCommInitRank)>(fn::kCommInitRank, comm, nranks, id, rank);
+  guard.saved_errno = errno;
+  fn::add_initialized(result, comm, id, rank, nranks);
+  guard.done();
+  return result;
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id,
+                                                    int rank, ncclConfig_t* config) {
+  Enter guard;
+  ncclResult_t result = call_next<decltype(&ncclCommInitRankConfig)>(fn::kCommInitRankConfig, comm,
+                                                                     nranks, id, rank, config);
+  guard.saved_errno = errno;
+  fn::add_initialized(result, comm, id, rank, nranks);
+  guard.done();
+  return result;
+}
+
+// One process drives every device: the clique exists in this process only, so its identity is
+// this process's and the call's ordinal.
+TRAINDOC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  Enter guard;
+  ncclResult_t result =
+      call_next<decltype(&ncclCommInitAll)>(fn::kCommInitAll, comms, ndev, devlist);
+  guard.saved_errno = errno;
+  if (fn::created(result) && comms != nullptr) {
+    uint64_t key[2] = {static_cast<uint64_t>(getpid()),
+                       fn::g_init_all_calls.fetch_add(1, std::memory_order_relaxed)};
+    uint64_t id = identity_hash(key, sizeof(key));
+    for (int i = 0; i < ndev; ++i) add_comm(comms[i], id, i, ndev);
+  }
+  guard.done();
+  return result;
+}
+
+// As NCCL derives a child's hash (2.26+): from the parent's identity, the parent's split count
+// (which every parent rank advances, NOCOLOR included) and the color.
+TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                           ncclConfig_t* config) {
+  Enter guard;
+  fn::Comm* parent = find_comm(comm);
+  uint32_t split = 0;
+  if (parent != nullptr) {
+    split = parent->splits.fetch_add(1, std::memory_order_relaxed) + 1;
+    record_event(CollectiveOp::kCommSplit, *parent, true);
+  }
+  guard.done();
+  ncclResult_t result =
+      call_next<decltype(&ncclCommSplit)>(fn::kCommSplit, comm, color, key, newcomm, config);
+  guard.saved_errno = errno;
+  if (fn::created(result) && parent != nullptr && newcomm != nullptr && *newcomm != nullptr &&
+      color != fn::kNcclSplitNoColor) {
+    uint64_t derived[3] = {parent->id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
+    int rank = -1;
+    int size = 0;
+    using QueryFn = ncclResult_t (*)(ncclComm_t, int*);
+    call_next<QueryFn>(fn::kCommUserRank, *newcomm, &rank);
+    call_next<QueryFn>(fn::kCommCount, *newcomm, &size);
+    add_comm(*newcomm, identity_hash(derived, sizeof(derived)), rank, size);
+  }
+  guard.done();
+  return result;
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  Enter guard;
+  if (fn::Comm* c = find_comm(comm)) record_event(CollectiveOp::kCommDestroy, *c, false);
+  guard.done();
+  return call_next<decltype(&ncclCommDestroy)>(fn::kCommDestroy, comm);
+}
+
+TRAINDOC_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  Enter guard;
+  if (fn::Comm* c = find_comm(comm)) record_event(CollectiveOp::kCommAbort, *c, false);
+  guard.done();
+  return call_next<decltype(&ncclCommAbort)>(fn::kCommAbort, comm);
+}

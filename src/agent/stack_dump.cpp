@@ -1,0 +1,105 @@
+// Stack dumps on request, in every job process (LD_PRELOAD): the handler of the stack-dump signal
+// (layout.h) writes every thread's Python stack and the receiving thread's native return
+// addresses into <run>/agent/stack-<pid>.txt. Runs in a signal handler: async-signal-safe only.
+#include <execinfo.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "agent/agent.h"
+#include "agent/crash.h"
+
+namespace traindoc::agent {
+namespace {
+
+constexpr int kNativeFrames = 64;
+
+// "<run>/agent/stack-", completed with the pid and ".txt" in the handler.
+char g_path[4096];
+size_t g_prefix = 0;
+
+// Async-signal-safe.
+void write_text(int fd, const char* text, size_t length) {
+  while (length > 0) {
+    ssize_t n = write(fd, text, length);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text += n;
+    length -= static_cast<size_t>(n);
+  }
+}
+
+// Async-signal-safe.
+void write_hex_line(int fd, uint64_t value) {
+  char text[24] = "0x";
+  size_t n = 2;
+  char digits[16];
+  size_t count = 0;
+  do {
+    digits[count++] = "0123456789abcdef"[value & 0xf];
+    value >>= 4;
+  } while (value != 0);
+  while (count > 0) text[n++] = digits[--count];
+  text[n++] = '\n';
+  write_text(fd, text, n);
+}
+
+// Async-signal-safe.
+void dump_stacks() {
+  char* tail = g_path + g_prefix;
+  size_t n = format_decimal(tail, static_cast<uint64_t>(getpid()));
+  memcpy(tail + n, ".txt", 5);
+  int fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  static constexpr char kPython[] = "python:\n";
+  write_text(fd, kPython, sizeof(kPython) - 1);
+  write_python_traceback(fd);
+  static constexpr char kNative[] = "native:\n";
+  write_text(fd, kNative, sizeof(kNative) - 1);
+  void* frames[kNativeFrames];
+  int depth = backtrace(frames, kNativeFrames);
+  for (int i = 0; i < depth; ++i) write_hex_line(fd, reinterpret_cast<uint64_t>(frames[i]));
+  static constexpr char kEnd[] = "end\n";
+  write_text(fd, kEnd, sizeof(kEnd) - 1);
+  close(fd);
+}
+
+// Async-signal-safe.
+void stack_dump_handler(int sig, siginfo_t* info, void* /*context*/) {
+  int saved_errno = errno;
+  if (info != nullptr && info->si_code == SI_QUEUE &&
+      info->si_value.sival_int == common::kStackDumpValue) {
+    dump_stacks();
+  } else {
+    // Someone else's signal: the default action, as without traindoc (it ends the process once
+    // the handler returns and the signal is unblocked).
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  errno = saved_errno;
+}
+
+}  // namespace
+
+// A program that already handles the signal keeps it: then this process gives no stack dumps.
+void start_stack_dumps(const char* run_dir) {
+  static constexpr char kSuffix[] = "/agent/stack-";
+  size_t dir_len = strlen(run_dir);
+  if (dir_len + sizeof(kSuffix) + 32 > sizeof(g_path)) return;
+  memcpy(g_path, run_dir, dir_len);
+  memcpy(g_path + dir_len, kSuffix, sizeof(kSuffix));
+  g_prefix = dir_len + sizeof(kSuffix) - 1;
+  int sig = common::stack_dump_signal();
+  struct sigaction previous {};
+  if (real_sigaction(sig, nullptr, &previous) != 0 || previous.sa_handler != SIG_DFL) return;
+  struct sigaction action {};
+  action.sa_sigaction = stack_dump_handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  real_sigaction(sig, &action, nullptr);
+}
+
+}  // namespace traindoc::agent

@@ -1,0 +1,544 @@
+// The live collective checker and stall watch. Supervisor process, main loop thread.
+// A group's calls are compared as soon as every rank has made its k-th one; the first divergence
+// settles the group (later calls are misaligned and would all differ).
+#include "supervisor/collective_checker.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "supervisor/collective_text.h"
+
+namespace traindoc::supervisor {
+namespace {
+
+using common::CollectiveCall;
+using common::CollectiveOp;
+
+constexpr size_t kFirstCalls = 200;
+constexpr size_t kRecentCalls = 64;
+constexpr size_t kMaxPendingNumbers = 4096;
+
+bool is_lifetime(uint16_t op) {
+  return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
+}
+
+bool is_p2p(uint16_t op) {
+  return op == static_cast<uint16_t>(CollectiveOp::kSend) ||
+         op == static_cast<uint16_t>(CollectiveOp::kRecv);
+}
+
+bool is_python(const CollectiveCall& call) {
+  return call.source == static_cast<uint8_t>(common::CollectiveSource::kPython);
+}
+
+// Whether a call can still be running: a synchronous Python call that has not returned. NCCL
+// calls return once enqueued, so for them only the order of calls tells.
+bool still_running(const CollectiveCall& call, int64_t end_ns) {
+  return !is_python(call) || ((call.flags & common::kCollectiveAsync) == 0 && end_ns == 0);
+}
+
+// Ops that return on no rank before every rank has joined: one that returned while a rank never
+// joined failed (a timeout, a closed connection). A root's broadcast or a send may return first.
+bool completes_together(uint16_t op) {
+  switch (static_cast<CollectiveOp>(op)) {
+    case CollectiveOp::kAllReduce:
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllToAll:
+    case CollectiveOp::kBarrier:
+    case CollectiveOp::kMonitoredBarrier:
+    case CollectiveOp::kAllGatherObject:
+    case CollectiveOp::kAllReduceCoalesced:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool rooted(uint16_t op) {
+  switch (static_cast<CollectiveOp>(op)) {
+    case CollectiveOp::kBroadcast:
+    case CollectiveOp::kReduce:
+    case CollectiveOp::kGather:
+    case CollectiveOp::kScatter:
+    case CollectiveOp::kBroadcastObject:
+    case CollectiveOp::kGatherObject:
+    case CollectiveOp::kScatterObject:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Ops whose tensors may differ across ranks by design: all_to_all splits, object payloads.
+bool shapes_compared(uint16_t op) {
+  switch (static_cast<CollectiveOp>(op)) {
+    case CollectiveOp::kAllToAll:
+    case CollectiveOp::kBarrier:
+    case CollectiveOp::kMonitoredBarrier:
+    case CollectiveOp::kAllGatherObject:
+    case CollectiveOp::kBroadcastObject:
+    case CollectiveOp::kGatherObject:
+    case CollectiveOp::kScatterObject:
+    case CollectiveOp::kCommSplit:
+      return false;
+    default:
+      return true;
+  }
+}
+
+std::string types_text(const CollectiveCall& call) {
+  std::string out;
+  for (uint32_t t = 0; t < std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors); ++t) {
+    if (t > 0) out += "; ";
+    out += dtype_name(call.tensor_dtypes[t]);
+  }
+  return out.empty() ? dtype_name(call.dtype) : out;
+}
+
+struct Field {
+  const char* name;
+  std::string (*value)(const CollectiveCall&);
+};
+
+// What must agree, in the order a user should hear about it. A field whose value is "" on every
+// rank (not recorded by that source) agrees.
+std::vector<Field> fields_of(uint16_t op) {
+  std::vector<Field> out;
+  out.push_back({"op", [](const CollectiveCall& c) {
+                   // The two sides of a point-to-point pair agree when they are send and recv.
+                   return is_p2p(c.op) ? std::string("send/recv") : op_name(c.op);
+                 }});
+  if (shapes_compared(op)) {
+    out.push_back({"shape", [](const CollectiveCall& c) { return shapes_text(c, false); }});
+    out.push_back({"dtype", types_text});
+    out.push_back({"count", [](const CollectiveCall& c) {
+                     return is_python(c) ? std::string() : std::to_string(c.count);
+                   }});
+  } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kAllToAll) {
+    out.push_back({"dtype", types_text});
+  }
+  out.push_back({"reduce op", [](const CollectiveCall& c) { return redop_name(c.redop); }});
+  if (rooted(op)) {
+    out.push_back({"root", [](const CollectiveCall& c) { return std::to_string(c.peer); }});
+  }
+  return out;
+}
+
+std::string call_text(const CollectiveCall& call) {
+  std::string out = op_name(call.op) + " #" + std::to_string(call.number);
+  std::string site = site_text(call);
+  if (!site.empty()) out += " at " + site;
+  return out;
+}
+
+std::string group_text(const CollectiveCall& call) {
+  char id[32];
+  snprintf(id, sizeof(id), "%016" PRIx64, call.group);
+  return std::string(is_p2p(call.op) ? "pair " : "group ") + id + " (" +
+         std::to_string(call.group_size) + " ranks)";
+}
+
+std::string end_text(const store::ProcessRecord& process) {
+  if (process.exit_signal) {
+    const char* name = sigabbrev_np(*process.exit_signal);
+    return std::string("killed by ") +
+           (name ? std::string("SIG") + name : "signal " + std::to_string(*process.exit_signal));
+  }
+  if (process.exit_code) return "exited " + std::to_string(*process.exit_code);
+  return "gone";
+}
+
+bool ended_normally(const store::ProcessRecord& process) {
+  return process.exit_code && *process.exit_code == 0;
+}
+
+std::string seconds_text(int64_t ns) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+}  // namespace
+
+CollectiveChecker::CollectiveChecker(CheckerOptions options) : m_options(options) {}
+
+void CollectiveChecker::process_started(int pid, uint64_t start_ticks, int rank, int world_size) {
+  Process& process = m_processes[pid];
+  if (process.start_ticks != start_ticks) process = Process{};
+  process.start_ticks = start_ticks;
+  process.rank = rank;
+  process.world_size = world_size;
+}
+
+void CollectiveChecker::process_ended(const store::ProcessRecord& record) {
+  auto it = m_processes.find(record.pid);
+  if (it == m_processes.end() || it->second.start_ticks != record.start_ticks) return;
+  it->second.end = record;
+}
+
+CollectiveChecker::Held* CollectiveChecker::find_call(RankTrack& rank, uint64_t number) {
+  for (auto it = rank.recent.rbegin(); it != rank.recent.rend(); ++it) {
+    if (it->call.number == number) return &*it;
+    if (it->call.number < number) break;
+  }
+  return nullptr;
+}
+
+void CollectiveChecker::add(const AgentCollective& record) {
+  const CollectiveCall& call = record.call;
+  if (call.number == 0 || call.group_size < 2 || call.group_rank < 0 ||
+      call.group_rank >= call.group_size) {
+    return;  // unnumbered (lifetime events, a full table) or a group of one: nothing to compare
+  }
+  Group& group = m_groups[call.group];
+  if (group.size == 0) {
+    group.size = call.group_size;
+    group.ranks.resize(static_cast<size_t>(call.group_size));
+  }
+  if (group.size != call.group_size) return;
+  RankTrack& rank = group.ranks[static_cast<size_t>(call.group_rank)];
+  group.last_activity_ns = std::max(group.last_activity_ns, call.time_ns);
+  if (call.event == static_cast<uint8_t>(common::CollectiveEvent::kExit)) {
+    if (Held* held = find_call(rank, call.number)) held->end_ns = call.time_ns;
+    if (call.number <= rank.first.size() &&
+        rank.first[call.number - 1].call.number == call.number) {
+      rank.first[call.number - 1].end_ns = call.time_ns;
+    }
+    ++rank.completed;
+    return;
+  }
+  rank.pid = record.pid;
+  rank.start_ticks = record.start_ticks;
+  rank.last_number = std::max(rank.last_number, call.number);
+  Held held{call, record.pid, record.start_ticks, 0};
+  if (rank.first.size() < kFirstCalls) rank.first.push_back(held);
+  rank.recent.push_back(held);
+  if (rank.recent.size() > kRecentCalls) rank.recent.pop_front();
+  if (is_lifetime(call.op) && static_cast<CollectiveOp>(call.op) != CollectiveOp::kCommSplit) {
+    return;
+  }
+  if (++group.arrivals[call.number] == group.size) {
+    group.arrivals.erase(call.number);
+    m_pending.emplace_back(call.group, call.number);
+  }
+  while (group.arrivals.size() > kMaxPendingNumbers) group.arrivals.erase(group.arrivals.begin());
+}
+
+std::vector<FoundIssue> CollectiveChecker::check(int64_t now_ns, bool final) {
+  m_final = final;
+  std::vector<FoundIssue> out;
+  for (auto [id, number] : m_pending) {
+    auto it = m_groups.find(id);
+    if (it != m_groups.end() && !it->second.settled) compare(id, it->second, number, now_ns, out);
+  }
+  m_pending.clear();
+  for (auto& [id, group] : m_groups) {
+    if (!group.settled) watch(id, group, now_ns, out);
+  }
+  watch_uneven(now_ns, out);
+  if (!out.empty()) m_any_issue = true;
+  return out;
+}
+
+void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
+                                std::vector<FoundIssue>& out) {
+  std::vector<Held*> calls;
+  for (RankTrack& rank : group.ranks) {
+    Held* held = find_call(rank, number);
+    if (held == nullptr) return;  // evicted: a rank ran far ahead, compared when it was there
+    calls.push_back(held);
+  }
+  const CollectiveCall& first = calls[0]->call;
+  for (const Field& field : fields_of(first.op)) {
+    std::vector<std::string> values;
+    for (const Held* held : calls) values.push_back(field.value(held->call));
+    if (std::all_of(values.begin(), values.end(),
+                    [&](const std::string& v) { return v == values[0]; })) {
+      continue;
+    }
+    std::string kind = "collective-mismatch";
+    if (std::string(field.name) == "op") {
+      // Each rank's call (op and tensors) is one the others make too, elsewhere in their
+      // sequence: the same calls in another order.
+      auto made_by_others = [&](size_t index) {
+        const CollectiveCall& mine = calls[index]->call;
+        for (size_t other = 0; other < calls.size(); ++other) {
+          if (other == index) continue;
+          bool found = false;
+          for (const Held& h : group.ranks[other].recent) {
+            found |= h.call.op == mine.op && shapes_text(h.call, true) == shapes_text(mine, true);
+          }
+          if (!found) return false;
+        }
+        return true;
+      };
+      bool reordered = true;
+      for (size_t i = 0; i < calls.size(); ++i) reordered &= made_by_others(i);
+      if (reordered) kind = "collective-order";
+    }
+    FoundIssue found;
+    store::CollectiveIssue& issue = found.issue;
+    issue.t_ns = now_ns;
+    issue.kind = kind;
+    issue.group = id;
+    issue.number = number;
+    issue.op = op_name(first.op);
+    issue.field = field.name;
+    issue.first_ns = first.time_ns;
+    std::string parts;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
+      store::CollectiveIssueRank part = rank_part(group, static_cast<int>(i));
+      part.value = kind == "collective-order" ? call_text(calls[i]->call) : values[i];
+      part.site = site_text(calls[i]->call);
+      part.state = "called " + op_name(calls[i]->call.op) + " #" + std::to_string(number);
+      issue.ranks.push_back(part);
+      parts += (i > 0 ? "; rank " : "rank ") + std::to_string(i) + ": " + part.value;
+      if (kind != "collective-order" && !part.site.empty()) parts += " at " + part.site;
+    }
+    issue.message = kind == "collective-order"
+                        ? kind + ": the ranks' call #" + std::to_string(number) + " in " +
+                              group_text(first) + " differs (same calls in another order): " + parts
+                        : kind + ": " + issue.op + " #" + std::to_string(number) + " in " +
+                              group_text(first) + " has a different " + field.name +
+                              " across ranks: " + parts;
+    group.settled = true;
+    group.flush = true;
+    out.push_back(std::move(found));
+    return;
+  }
+  if (group.first_site_divergence == 0) {
+    for (const Held* held : calls) {
+      if (site_text(held->call) != site_text(first)) {
+        group.first_site_divergence = number;
+        break;
+      }
+    }
+  }
+}
+
+const CollectiveChecker::Process* CollectiveChecker::process_of(const Group& group,
+                                                                int group_rank) const {
+  int pid = pid_of(group, group_rank);
+  auto it = m_processes.find(pid);
+  return it == m_processes.end() ? nullptr : &it->second;
+}
+
+// The process of a group rank: the one that made its calls, or, for a group as large as the
+// world that the rank never used, the process the launcher gave that rank.
+int CollectiveChecker::pid_of(const Group& group, int group_rank) const {
+  const RankTrack& rank = group.ranks[static_cast<size_t>(group_rank)];
+  if (rank.pid != 0) return rank.pid;
+  for (const auto& [pid, process] : m_processes) {
+    if (process.rank == group_rank && process.world_size == group.size) return pid;
+  }
+  return 0;
+}
+
+uint64_t CollectiveChecker::calls_of(int pid) const {
+  uint64_t calls = 0;
+  for (const auto& [id, group] : m_groups) {
+    for (const RankTrack& rank : group.ranks) {
+      if (rank.pid == pid) calls += rank.completed;
+    }
+  }
+  return calls;
+}
+
+store::CollectiveIssueRank CollectiveChecker::rank_part(const Group& group, int group_rank) const {
+  const RankTrack& rank = group.ranks[static_cast<size_t>(group_rank)];
+  store::CollectiveIssueRank part;
+  part.group_rank = group_rank;
+  part.pid = pid_of(group, group_rank);
+  part.start_ticks = rank.start_ticks;
+  if (const Process* process = process_of(group, group_rank)) {
+    part.start_ticks = process->start_ticks;
+  }
+  part.calls = rank.completed;
+  if (!rank.recent.empty()) part.last_call = call_text(rank.recent.back().call);
+  return part;
+}
+
+void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
+                              std::vector<FoundIssue>& out) {
+  uint64_t target = 0;
+  for (const RankTrack& rank : group.ranks) target = std::max(target, rank.last_number);
+  if (target == 0) return;
+  std::vector<int> laggards;
+  std::vector<int> arrived;
+  for (int r = 0; r < group.size; ++r) {
+    (group.ranks[static_cast<size_t>(r)].last_number < target ? laggards : arrived).push_back(r);
+  }
+  if (laggards.empty()) return;
+
+  // Why the wait is over: a missing rank ended, a waiting one gave up (its call returned without
+  // the others, or it died in it), or nothing moved for --stall-seconds.
+  std::string reason;
+  std::string kind = "collective-missing";
+  int64_t peer_end_ns = 0;
+  const Held* waited = nullptr;
+  int64_t since = INT64_MAX;
+  bool someone_waits = false;
+  int64_t gave_up_first = 0;
+  std::string gave_up;
+  for (int r : arrived) {
+    RankTrack& rank = group.ranks[static_cast<size_t>(r)];
+    Held* held = find_call(rank, target);
+    if (held == nullptr) continue;
+    if (waited == nullptr) waited = held;
+    since = std::min(since, held->call.time_ns);
+    const Process* process = process_of(group, r);
+    bool died = process != nullptr && process->end;
+    bool running = still_running(held->call, held->end_ns) && !died;
+    someone_waits |= running;
+    int64_t gave_up_ns = died ? process->end->end_ns
+                         : held->end_ns != 0 && completes_together(held->call.op) ? held->end_ns
+                                                                                  : 0;
+    if (gave_up_ns != 0 && (gave_up_first == 0 || gave_up_ns < gave_up_first)) {
+      gave_up_first = gave_up_ns;
+      gave_up = "rank " + std::to_string(r) + (died ? " ended in it" : " gave up waiting");
+    }
+  }
+  if (waited == nullptr) return;
+  for (int r : laggards) {
+    const Process* process = process_of(group, r);
+    // A missing rank ended after a waiting one gave up was ended for it (by the launcher).
+    if (process == nullptr || !process->end ||
+        (gave_up_first != 0 && process->end->end_ns >= gave_up_first)) {
+      continue;
+    }
+    if (now_ns - grace_ns() < process->end->end_ns) return;  // its last records first
+    reason = "rank " + std::to_string(r) + " " + end_text(*process->end) + " without calling it";
+    if (!ended_normally(*process->end)) {
+      kind = "peer-exited";
+      peer_end_ns = process->end->end_ns;  // the failure the others are victims of
+    }
+    break;
+  }
+  if (reason.empty() && gave_up_first != 0) {
+    if (now_ns - grace_ns() < gave_up_first) return;  // a rank's call read late is not missing
+    reason = gave_up;
+  }
+  if (reason.empty()) {
+    if (!someone_waits || now_ns - group.last_activity_ns < m_options.stall_ns) return;
+    reason = "no rank of the group moved for " + seconds_text(now_ns - group.last_activity_ns);
+  }
+
+  FoundIssue found;
+  store::CollectiveIssue& issue = found.issue;
+  issue.t_ns = now_ns;
+  issue.kind = kind;
+  issue.group = id;
+  issue.number = target;
+  issue.op = op_name(waited->call.op);
+  issue.field = "missing";
+  issue.first_ns = peer_end_ns != 0 ? peer_end_ns : since;
+  std::string missing;
+  std::string last_calls;
+  for (int r = 0; r < group.size; ++r) {
+    store::CollectiveIssueRank part = rank_part(group, r);
+    const Process* process = process_of(group, r);
+    bool lagging = std::find(laggards.begin(), laggards.end(), r) != laggards.end();
+    RankTrack& rank = group.ranks[static_cast<size_t>(r)];
+    if (lagging) {
+      part.state = process && process->end ? end_text(*process->end) + " without calling it"
+                                           : "never called it";
+      if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
+      missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
+      last_calls += "; rank " + std::to_string(r) +
+                    "'s last call: " + (part.last_call.empty() ? "none" : part.last_call);
+    } else if (const Held* held = find_call(rank, target)) {
+      part.site = site_text(held->call);
+      part.value = call_text(held->call);
+      part.state = still_running(held->call, held->end_ns) ? "waiting in it" : "returned from it";
+    }
+    if (part.pid != 0 && (process == nullptr || !process->end)) found.dump_pids.push_back(part.pid);
+    issue.ranks.push_back(part);
+  }
+  std::string waits = call_text(waited->call);
+  if (group.first_site_divergence != 0 && group.first_site_divergence <= target) {
+    waits +=
+        "; the ranks' call sites first differed at #" + std::to_string(group.first_site_divergence);
+  }
+  issue.message = kind + ": " + missing + " never made " + waits + " in " +
+                  group_text(waited->call) + ", which the others " +
+                  (someone_waits ? "wait in" : "made") + " since " + seconds_text(now_ns - since) +
+                  " (" + reason + ")" + last_calls;
+  group.settled = true;
+  group.flush = true;
+  out.push_back(std::move(found));
+}
+
+// A rank that fails soon after another exited normally, with no collective records to say more
+// (DDP's own all-reduces under gloo are not visible to the hook): the ranks ran different numbers
+// of steps, and the survivor's collective lost its peer.
+void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out) {
+  if (m_any_issue) return;
+  const store::ProcessRecord* exited = nullptr;
+  const store::ProcessRecord* failed = nullptr;
+  int world = 0;
+  for (const auto& [pid, process] : m_processes) {
+    if (process.rank < 0 || process.world_size < 2 || !process.end) continue;
+    if (now_ns - grace_ns() < process.end->end_ns) return;
+    if (ended_normally(*process.end)) {
+      if (exited == nullptr || process.end->end_ns < exited->end_ns) exited = &*process.end;
+    } else if (failed == nullptr || process.end->end_ns < failed->end_ns) {
+      failed = &*process.end;
+    }
+    world = process.world_size;
+  }
+  if (exited == nullptr || failed == nullptr || failed->end_ns < exited->end_ns ||
+      failed->end_ns - exited->end_ns > m_options.uneven_window_ns) {
+    return;
+  }
+  // A peer that died by a signal first is a crash, reported by its own rule.
+  FoundIssue found;
+  store::CollectiveIssue& issue = found.issue;
+  issue.t_ns = now_ns;
+  issue.kind = "uneven-inputs";
+  issue.field = "calls";
+  issue.first_ns = exited->end_ns;
+  for (const store::ProcessRecord* p : {exited, failed}) {
+    store::CollectiveIssueRank part;
+    part.group_rank = p->rank.value_or(-1);
+    part.pid = p->pid;
+    part.start_ticks = p->start_ticks;
+    part.state = end_text(*p);
+    part.calls = calls_of(p->pid);
+    issue.ranks.push_back(part);
+  }
+  issue.message = "uneven-inputs: rank " + std::to_string(issue.ranks[0].group_rank) +
+                  " exited normally while rank " + std::to_string(issue.ranks[1].group_rank) +
+                  " still trained; rank " + std::to_string(issue.ranks[1].group_rank) + " then " +
+                  end_text(*failed) + " " + seconds_text(failed->end_ns - exited->end_ns) +
+                  " later (world of " + std::to_string(world) + " ranks)";
+  out.push_back(std::move(found));
+}
+
+std::vector<store::CollectiveCall> CollectiveChecker::take_calls(bool all) {
+  std::vector<store::CollectiveCall> out;
+  for (auto& [id, group] : m_groups) {
+    for (RankTrack& rank : group.ranks) {
+      if (!all && !group.flush) continue;
+      for (; rank.first_stored < rank.first.size(); ++rank.first_stored) {
+        const Held& h = rank.first[rank.first_stored];
+        out.push_back(to_store(h.call, h.pid, h.start_ticks, h.end_ns));
+        rank.stored_upto = std::max(rank.stored_upto, h.call.number);
+      }
+      for (const Held& h : rank.recent) {
+        if (h.call.number <= rank.stored_upto) continue;
+        out.push_back(to_store(h.call, h.pid, h.start_ticks, h.end_ns));
+        rank.stored_upto = h.call.number;
+      }
+    }
+    group.flush = false;
+  }
+  return out;
+}
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,106 @@
+// Compares the ranks' collective calls as they arrive and watches for stalls: the k-th call of
+// every rank of a group must agree (op, shapes, types, reduce op, root), and a rank that never
+// makes the call the others wait in is named. Supervisor process, main loop thread, each tick.
+// Pure logic: records, process ends and the time come in, issues and calls to store go out.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "store/evidence.h"
+#include "supervisor/agent_reader.h"
+
+namespace traindoc::supervisor {
+
+struct CheckerOptions {
+  int64_t stall_ns = 30'000'000'000;  // --stall-seconds
+  // A rank's end is acted on this long after it is known, so that its last records (written
+  // before it died) are surely read first.
+  int64_t end_grace_ns = 300'000'000;
+  // Uneven inputs without records: a rank that fails this soon after another exited normally.
+  int64_t uneven_window_ns = 60'000'000'000;
+};
+
+// An issue and the processes to ask for their stacks before it is final.
+struct FoundIssue {
+  store::CollectiveIssue issue;
+  std::vector<int> dump_pids;
+};
+
+class CollectiveChecker {
+ public:
+  explicit CollectiveChecker(CheckerOptions options = {});
+
+  // A job process with its launcher rank (from the agent), to find a world-group rank that has
+  // not made any call yet.
+  void process_started(int pid, uint64_t start_ticks, int rank, int world_size);
+  void process_ended(const store::ProcessRecord& process);
+  // One enter or exit record.
+  void add(const AgentCollective& record);
+
+  // What the calls added so far and the time show; each issue is returned once. `final`: the
+  // job is over and every record is read, so ends need no grace.
+  std::vector<FoundIssue> check(int64_t now_ns, bool final = false);
+
+  // Calls for run.db: the first ones of every rank and group, and the recent ones of a group
+  // that an issue named. `all`: at the end, everything still held.
+  std::vector<store::CollectiveCall> take_calls(bool all);
+
+ private:
+  struct Held {
+    common::CollectiveCall call{};
+    int pid = 0;
+    uint64_t start_ticks = 0;
+    int64_t end_ns = 0;
+  };
+  struct RankTrack {
+    int pid = 0;
+    uint64_t start_ticks = 0;
+    uint64_t last_number = 0;  // highest entered
+    uint64_t completed = 0;    // calls that returned
+    std::vector<Held> first;   // the first kFirstCalls, kept for the store
+    std::deque<Held> recent;   // the last kRecentCalls
+    uint64_t stored_upto = 0;  // numbers up to here were handed to the store
+    size_t first_stored = 0;
+  };
+  struct Group {
+    int size = 0;
+    std::vector<RankTrack> ranks;
+    std::map<uint64_t, int> arrivals;  // number -> ranks that made that call
+    int64_t last_activity_ns = 0;
+    bool settled = false;  // an issue was reported: later calls are misaligned, stop
+    bool flush = false;    // an issue named it: store its recent calls
+    uint64_t first_site_divergence = 0;
+  };
+  struct Process {
+    uint64_t start_ticks = 0;
+    int rank = -1;
+    int world_size = 0;
+    std::optional<store::ProcessRecord> end;
+  };
+
+  Held* find_call(RankTrack& rank, uint64_t number);
+  void compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
+               std::vector<FoundIssue>& out);
+  void watch(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
+  void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);
+  const Process* process_of(const Group& group, int group_rank) const;
+  int pid_of(const Group& group, int group_rank) const;
+  store::CollectiveIssueRank rank_part(const Group& group, int group_rank) const;
+  uint64_t calls_of(int pid) const;
+
+  int64_t grace_ns() const { return m_final ? 0 : m_options.end_grace_ns; }
+
+  CheckerOptions m_options;
+  bool m_final = false;
+  std::unordered_map<uint64_t, Group> m_groups;
+  std::map<int, Process> m_processes;                    // by pid: the latest process holding it
+  std::vector<std::pair<uint64_t, uint64_t>> m_pending;  // (group, number) ready to compare
+  bool m_any_issue = false;
+};
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,148 @@
+// Collective records in words. Supervisor process, main loop thread.
+// The names follow torch.distributed's function names; layout.h's numbering is the file format.
+#include "supervisor/collective_text.h"
+
+#include <cstring>
+
+namespace traindoc::supervisor {
+
+std::string op_name(uint16_t op) {
+  using common::CollectiveOp;
+  switch (static_cast<CollectiveOp>(op)) {
+    case CollectiveOp::kNone:
+      return "none";
+    case CollectiveOp::kAllReduce:
+      return "all_reduce";
+    case CollectiveOp::kBroadcast:
+      return "broadcast";
+    case CollectiveOp::kReduce:
+      return "reduce";
+    case CollectiveOp::kAllGather:
+      return "all_gather";
+    case CollectiveOp::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::kAllToAll:
+      return "all_to_all";
+    case CollectiveOp::kGather:
+      return "gather";
+    case CollectiveOp::kScatter:
+      return "scatter";
+    case CollectiveOp::kBarrier:
+      return "barrier";
+    case CollectiveOp::kMonitoredBarrier:
+      return "monitored_barrier";
+    case CollectiveOp::kSend:
+      return "send";
+    case CollectiveOp::kRecv:
+      return "recv";
+    case CollectiveOp::kAllGatherObject:
+      return "all_gather_object";
+    case CollectiveOp::kBroadcastObject:
+      return "broadcast_object_list";
+    case CollectiveOp::kGatherObject:
+      return "gather_object";
+    case CollectiveOp::kScatterObject:
+      return "scatter_object_list";
+    case CollectiveOp::kAllReduceCoalesced:
+      return "all_reduce_coalesced";
+    case CollectiveOp::kGroupStart:
+      return "group_start";
+    case CollectiveOp::kGroupEnd:
+      return "group_end";
+    case CollectiveOp::kCommInit:
+      return "comm_init";
+    case CollectiveOp::kCommSplit:
+      return "comm_split";
+    case CollectiveOp::kCommDestroy:
+      return "comm_destroy";
+    case CollectiveOp::kCommAbort:
+      return "comm_abort";
+  }
+  return "op " + std::to_string(op);
+}
+
+std::string dtype_name(uint8_t dtype) {
+  static constexpr const char* kNames[] = {"int8",    "uint8",    "int32",       "uint32",
+                                           "int64",   "uint64",   "float16",     "float32",
+                                           "float64", "bfloat16", "float8_e4m3", "float8_e5m2"};
+  if (dtype < std::size(kNames)) return kNames[dtype];
+  switch (dtype) {
+    case 20:
+      return "bool";
+    case 21:
+      return "complex64";
+    case 22:
+      return "complex128";
+    case 23:
+      return "int16";
+    case 24:
+      return "complex32";
+    case common::kDtypeUnknown:
+      return "";
+    default:
+      return "dtype " + std::to_string(dtype);
+  }
+}
+
+std::string redop_name(uint8_t redop) {
+  static constexpr const char* kNames[] = {"sum",        "product", "max", "min", "avg",
+                                           "premul_sum", "band",    "bor", "bxor"};
+  if (redop < std::size(kNames)) return kNames[redop];
+  return redop == common::kRedOpNone ? "" : "op " + std::to_string(redop);
+}
+
+std::string shapes_text(const common::CollectiveCall& call, bool with_types) {
+  std::string out;
+  uint32_t count = std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors);
+  for (uint32_t t = 0; t < count; ++t) {
+    if (t > 0) out += "; ";
+    out += '[';
+    uint32_t dims = std::min<uint32_t>(call.ndims[t], common::kCollectiveDims);
+    for (uint32_t d = 0; d < dims; ++d) {
+      if (d > 0) out += ", ";
+      out += std::to_string(call.dims[t][d]);
+    }
+    if (call.ndims[t] > common::kCollectiveDims) out += ", ...";
+    out += ']';
+    if (with_types) out += ' ' + dtype_name(call.tensor_dtypes[t]);
+  }
+  if ((call.flags & common::kCollectiveTruncated) != 0 && count == common::kCollectiveTensors) {
+    out += "; ...";
+  }
+  return out;
+}
+
+std::string site_text(const common::CollectiveCall& call) {
+  size_t length = strnlen(call.site, sizeof(call.site));
+  if (length == 0) return "";
+  std::string out(call.site, length);
+  if (call.line > 0) out += ':' + std::to_string(call.line);
+  return out;
+}
+
+store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint64_t start_ticks,
+                               int64_t end_ns) {
+  store::CollectiveCall out;
+  out.t_ns = call.time_ns;
+  out.end_ns = end_ns;
+  out.pid = pid;
+  out.start_ticks = start_ticks;
+  out.group = call.group;
+  out.number = call.number;
+  out.group_rank = call.group_rank;
+  out.group_size = call.group_size;
+  out.source =
+      call.source == static_cast<uint8_t>(common::CollectiveSource::kNccl) ? "nccl" : "python";
+  out.op = op_name(call.op);
+  out.dtype = dtype_name(call.dtype);
+  out.count = call.count;
+  out.tensors = shapes_text(call, true);
+  out.redop = redop_name(call.redop);
+  out.peer = call.peer;
+  out.site = site_text(call);
+  out.step = call.step;
+  out.async = (call.flags & common::kCollectiveAsync) != 0;
+  return out;
+}
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,28 @@
+// Collective records in words: op, element type and reduce op names, tensor shapes, and the
+// store's row for a call. Supervisor process, main loop thread (the checker and the store).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/layout.h"
+#include "store/evidence.h"
+
+namespace traindoc::supervisor {
+
+// "all_reduce", "send", ...; "op 77" for numbers this build does not know.
+std::string op_name(uint16_t op);
+// "float32", "int64", ...; "" for none.
+std::string dtype_name(uint8_t dtype);
+// "sum", "max", "premul_sum", ...; "" for none.
+std::string redop_name(uint8_t redop);
+// The shapes of the recorded tensors: "[20, 10]; [3]" ("" when none); with their types when
+// `with_types`: "[20, 10] float32; [3] int64".
+std::string shapes_text(const common::CollectiveCall& call, bool with_types);
+// "train.py:42" (the file as recorded), "" when unknown.
+std::string site_text(const common::CollectiveCall& call);
+
+store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint64_t start_ticks,
+                               int64_t end_ns);
+
+}  // namespace traindoc::supervisor

@@ -1,0 +1,150 @@
+/* A stand-in libnccl.so.2: NCCL's C API with its real symbol names and ABI, for machines without
+ * a GPU. Communicators are plain structs; collectives check their arguments as NCCL does locally
+ * and move no data. Internal calls go through the exported symbols, as in NCCL (ncclBcast calls
+ * ncclBroadcast, ncclCommInitAll calls ncclGetUniqueId), so that interposers see the nesting. */
+#include "fake_nccl.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ncclComm {
+  int rank;
+  int nranks;
+};
+
+static ncclResult_t make_comm(ncclComm_t* comm, int nranks, int rank) {
+  if (comm == NULL || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  *comm = calloc(1, sizeof(struct ncclComm));
+  (*comm)->rank = rank;
+  (*comm)->nranks = nranks;
+  return ncclSuccess;
+}
+
+static ncclResult_t check(ncclComm_t comm, int root) {
+  if (comm == NULL) return ncclInvalidArgument;
+  if (root >= comm->nranks) return ncclInvalidArgument;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  int fd = open("/dev/urandom", O_RDONLY);
+  if (fd < 0 || read(fd, id->internal, sizeof(id->internal)) != sizeof(id->internal)) {
+    if (fd >= 0) close(fd);
+    return ncclInvalidUsage;
+  }
+  close(fd);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  (void)id;
+  return make_comm(comm, nranks, rank);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t* config) {
+  (void)config;
+  return ncclCommInitRank(comm, nranks, id, rank);
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  (void)devlist;
+  ncclUniqueId id;
+  ncclResult_t result = ncclGetUniqueId(&id);
+  for (int i = 0; i < ndev && result == ncclSuccess; ++i) result = make_comm(&comms[i], ndev, i);
+  return result;
+}
+
+/* Every rank passes the same color here, so the child has the parent's ranks. */
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  (void)key;
+  (void)config;
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = NULL;
+    return ncclSuccess;
+  }
+  return make_comm(newcomm, comm->nranks, comm->rank);
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  free(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return ncclCommDestroy(comm);
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)op, (void)stream;
+  return check(comm, 0);
+}
+
+ncclResult_t ncclBroadcast(const void* s, void* r, size_t n, ncclDataType_t t, int root,
+                           ncclComm_t comm, cudaStream_t stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)stream;
+  return check(comm, root);
+}
+
+ncclResult_t ncclBcast(void* buff, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return ncclBroadcast(buff, buff, n, t, root, comm, stream);
+}
+
+ncclResult_t ncclReduce(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)op, (void)stream;
+  return check(comm, root);
+}
+
+ncclResult_t ncclAllGather(const void* s, void* r, size_t n, ncclDataType_t t, ncclComm_t comm,
+                           cudaStream_t stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)stream;
+  return check(comm, 0);
+}
+
+ncclResult_t ncclReduceScatter(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)op, (void)stream;
+  return check(comm, 0);
+}
+
+ncclResult_t ncclAlltoAll(const void* s, void* r, size_t n, ncclDataType_t t, ncclComm_t comm,
+                          cudaStream_t stream) {
+  (void)s, (void)r, (void)n, (void)t, (void)stream;
+  return check(comm, 0);
+}
+
+ncclResult_t ncclSend(const void* s, size_t n, ncclDataType_t t, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  (void)s, (void)n, (void)t, (void)stream;
+  return check(comm, peer);
+}
+
+ncclResult_t ncclRecv(void* r, size_t n, ncclDataType_t t, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  (void)r, (void)n, (void)t, (void)stream;
+  return check(comm, peer);
+}
+
+ncclResult_t ncclGroupStart(void) {
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+  return ncclSuccess;
+}

@@ -1,0 +1,85 @@
+/* One rank of a job that uses NCCL's C API (the stand-in library here): rank 0 writes the unique
+ * id to a file, the others read it; then every rank makes the same calls, except for the fault
+ * named on the command line. Usage: nccl_job RANK NRANKS ID_FILE FAULT, FAULT one of none,
+ * count, dtype, redop, root, skip. Ends with code 0 unless NCCL fails. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fake_nccl.h"
+
+static void share_id(ncclUniqueId* id, int rank, const char* path) {
+  if (rank == 0) {
+    ncclGetUniqueId(id);
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE* f = fopen(tmp, "wb");
+    fwrite(id, sizeof(*id), 1, f);
+    fclose(f);
+    rename(tmp, path);
+    return;
+  }
+  for (;;) {
+    FILE* f = fopen(path, "rb");
+    if (f != NULL && fread(id, sizeof(*id), 1, f) == 1) {
+      fclose(f);
+      return;
+    }
+    if (f != NULL) fclose(f);
+    usleep(10000);
+  }
+}
+
+#define CHECK(call)                                         \
+  do {                                                      \
+    if ((call) != ncclSuccess) {                            \
+      fprintf(stderr, "rank %d: %s failed\n", rank, #call); \
+      return 1;                                             \
+    }                                                       \
+  } while (0)
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: nccl_job RANK NRANKS ID_FILE FAULT\n");
+    return 2;
+  }
+  int rank = atoi(argv[1]);
+  int nranks = atoi(argv[2]);
+  const char* fault = argv[4];
+  int odd = rank == nranks - 1; /* the faulty rank */
+  ncclUniqueId id;
+  share_id(&id, rank, argv[3]);
+  ncclComm_t comm;
+  CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+  float buffer[4096];
+  /* #1: all agree; in-place broadcast through the deprecated entry point. */
+  CHECK(ncclBcast(buffer, 1024, ncclFloat32, 0, comm, NULL));
+  /* #2: the faulty call. */
+  size_t count = strcmp(fault, "count") == 0 && odd ? 2048 : 1024;
+  ncclDataType_t type = strcmp(fault, "dtype") == 0 && odd ? ncclInt32 : ncclFloat32;
+  ncclRedOp_t op = strcmp(fault, "redop") == 0 && odd ? ncclMax : ncclSum;
+  int root = strcmp(fault, "root") == 0 && odd ? 1 : 0;
+  if (strcmp(fault, "root") == 0) {
+    CHECK(ncclReduce(buffer, buffer, count, type, op, root, comm, NULL));
+  } else if (!(strcmp(fault, "skip") == 0 && odd)) {
+    CHECK(ncclAllReduce(buffer, buffer, count, type, op, comm, NULL));
+  }
+  /* A skipped call leaves the others waiting: a real NCCL would hang in their next
+   * synchronisation; the skipping rank is busy elsewhere. */
+  if (strcmp(fault, "skip") == 0) {
+    unsigned left = 6;
+    while (left > 0) left = sleep(left); /* a stack-dump request interrupts it */
+  }
+  /* Point-to-point in a group, ring-wise, and a split off the world. */
+  CHECK(ncclGroupStart());
+  CHECK(ncclSend(buffer, 16, ncclFloat32, (rank + 1) % nranks, comm, NULL));
+  CHECK(ncclRecv(buffer, 16, ncclFloat32, (rank + nranks - 1) % nranks, comm, NULL));
+  CHECK(ncclGroupEnd());
+  ncclComm_t half;
+  CHECK(ncclCommSplit(comm, 0, rank, &half, NULL));
+  CHECK(ncclAllGather(buffer, buffer, 8, ncclFloat32, half, NULL));
+  CHECK(ncclCommDestroy(half));
+  CHECK(ncclCommDestroy(comm));
+  return 0;
+}

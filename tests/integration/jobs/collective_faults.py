@@ -1,0 +1,91 @@
+"""Collective faults across ranks (shared/CASES.md T12, T13, T14, H05, H06, H08, H11, S05, S06),
+one per scenario name, for 2 ranks under torchrun with gloo. Each marks its faulty call with a
+`# fault` comment, which the tests look up to check the call site traindoc reports."""
+import datetime
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def op_mismatch(rank):  # T12: the ranks take different branches
+    t = torch.ones(20, 10)
+    if rank == 0:
+        dist.all_reduce(t)  # fault
+    else:
+        dist.reduce(t, 0)  # fault
+
+
+def shape_mismatch(rank):  # T13, H05: a data-dependent size
+    t = torch.ones(100 if rank == 0 else 200, 16)
+    dist.all_reduce(t)  # fault
+
+
+def dtype_mismatch(rank):  # S05: float on one rank, int64 on the other (same bytes: no error)
+    t = torch.ones(8, dtype=torch.float64 if rank == 0 else torch.int64)
+    dist.all_reduce(t)  # fault
+    time.sleep(4)  # the job goes on, unaware
+
+
+def uneven_all_gather(rank):  # H06 (a): per-rank sizes
+    t = torch.ones(2 + rank)
+    out = [torch.zeros(2 + q) for q in range(2)]
+    dist.all_gather(out, t)  # fault
+
+
+def monitored_barrier_skipped(rank):  # T14, H08 (a)
+    if rank != 1:
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=2))  # fault
+    else:
+        time.sleep(8)
+
+
+def skip_and_work(rank):  # H08 (b): the rank skips the call and stays busy
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank != 1:
+        dist.all_reduce(t)  # fault
+    else:
+        time.sleep(8)  # busy elsewhere
+
+
+def skip_and_exit(rank):  # H08 (c)
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank != 1:
+        dist.all_reduce(t)  # fault
+
+
+def order_swapped(rank):  # S06: unsynchronized updates reorder two collectives
+    a = torch.ones(16)
+    b = torch.ones(16)
+    for step in range(2):
+        if rank == 1 and step == 1:
+            dist.broadcast(b, 0)  # fault
+            dist.all_reduce(a)
+        else:
+            dist.all_reduce(a)  # fault
+            dist.broadcast(b, 0)
+
+
+def skip_backward(rank):  # H11: DDP, a rank skips a bad batch's backward
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for it in range(4):
+        loss = model(torch.randn(4, 8)).sum()
+        if rank == 1 and it == 1:
+            continue
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=6))
+    globals()[sys.argv[1]](dist.get_rank())
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Collectives across ranks, with real torchrun and gloo: the checker's findings (kind, ranks, call
+sites) in report.json, and the terminal line printed while the job still runs."""
+import json
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from conftest import JOBS, TRAINDOC, job_script, torchrun
+
+SCRIPT = JOBS / "collective_faults.py"
+
+
+def fault_sites(function):
+    """`collective_faults.py:<line>` of the calls marked `# fault` in one scenario function."""
+    lines = SCRIPT.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"def {function}("))
+    sites = []
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith("def "):
+            break
+        if lines[i].rstrip().endswith("# fault"):
+            sites.append(f"{SCRIPT}:{i + 1}")
+    return sites
+
+
+class LiveRun:
+    """`traindoc run` whose stderr is read as it comes, with the time of each line."""
+
+    def __init__(self, tmp_path, cmd, *options):
+        self.run_dir = tmp_path / "run"
+        argv = [str(TRAINDOC), "run", "--quiet", "--out", str(self.run_dir), *options, "--", *cmd]
+        self.lines = []  # (time, text)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+        self.reader = threading.Thread(target=self._read)
+        self.reader.start()
+        self.status = self.proc.wait(timeout=120)
+        self.ended = time.monotonic()
+        self.reader.join()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    @property
+    def report(self):
+        return json.loads((self.run_dir / "report.json").read_text())
+
+    def live_line(self, kind):
+        """The time and text of traindoc's live line for `kind`."""
+        found = [(t, text) for t, text in self.lines if text.startswith(f"traindoc: {kind}:")]
+        assert found, "\n".join(text for _, text in self.lines)
+        return found[0]
+
+    def finding(self, kind):
+        found = [f for f in self.report["findings"] if f["kind"] == kind]
+        assert found, [(f["kind"], f["title"]) for f in self.report["findings"]]
+        return found[0]
+
+
+def ranks(count, *script):
+    """torchrun of `count` ranks on a free port: --standalone's fixed port 29400 collides with
+    any other job on the machine."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", port,
+                    "--nproc_per_node", count, *script)
+
+
+def faults(tmp_path, scenario, *options):
+    return LiveRun(tmp_path, ranks(2, SCRIPT, scenario), *options)
+
+
+def assert_root(run, kind, scenario):
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == kind, [(f["kind"], f["title"]) for f in run.report["findings"]]
+    assert sorted(root["ranks"]) == [0, 1]
+    evidence = "\n".join(root["evidence"])
+    for site in fault_sites(scenario):
+        assert site in evidence or site in root["title"], evidence
+    return root
+
+
+def test_op_mismatch_is_named_while_the_job_hangs(tmp_path):  # T12
+    run = faults(tmp_path, "op_mismatch")
+    t, text = run.live_line("collective-mismatch")
+    assert "different op" in text and "rank 0: all_reduce" in text and "rank 1: reduce" in text
+    assert run.ended - t > 2, "printed only when the job ended"
+    root = assert_root(run, "collective-mismatch", "op_mismatch")
+    assert "control flow" in root["fix"]
+
+
+def test_shape_mismatch_names_each_ranks_shape(tmp_path):  # T13, H05
+    run = faults(tmp_path, "shape_mismatch")
+    _, text = run.live_line("collective-mismatch")
+    assert "rank 0: [100, 16]" in text and "rank 1: [200, 16]" in text
+    root = assert_root(run, "collective-mismatch", "shape_mismatch")
+    assert "pad" in root["fix"]
+
+
+def test_float_vs_int64_in_one_all_reduce(tmp_path):  # S05: gloo itself says nothing
+    run = faults(tmp_path, "dtype_mismatch")
+    assert run.status == 0
+    t, text = run.live_line("collective-mismatch")
+    assert "different dtype" in text and "float64" in text and "int64" in text
+    assert run.ended - t > 2
+    root = assert_root(run, "collective-mismatch", "dtype_mismatch")
+    assert "Cast" in root["fix"]
+
+
+def test_uneven_all_gather(tmp_path):  # H06
+    run = faults(tmp_path, "uneven_all_gather")
+    _, text = run.live_line("collective-mismatch")
+    assert "all_gather" in text and "[2]" in text and "[3]" in text
+    assert_root(run, "collective-mismatch", "uneven_all_gather")
+
+
+def test_skipped_monitored_barrier(tmp_path):  # T14, H08 (a)
+    run = faults(tmp_path, "monitored_barrier_skipped", "--stall-seconds", "30")
+    _, text = run.live_line("collective-missing")
+    assert text.startswith("traindoc: collective-missing: rank 1 never made monitored_barrier #")
+    root = assert_root(run, "collective-missing", "monitored_barrier_skipped")
+    assert "guard it identically" in root["fix"]
+
+
+def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
+    run = faults(tmp_path, "skip_and_work", "--stall-seconds", "2")
+    t, text = run.live_line("collective-missing")
+    assert "rank 1 never made all_reduce #2" in text
+    assert run.ended - t > 1
+    root = assert_root(run, "collective-missing", "skip_and_work")
+    evidence = "\n".join(root["evidence"])
+    # Rank 1's Python stack, dumped on request, shows where it is instead.
+    sleep_line = SCRIPT.read_text().splitlines().index("        time.sleep(8)  # busy elsewhere") + 1
+    assert f"line {sleep_line} in skip_and_work" in evidence, evidence
+    assert "native (main thread)" in evidence
+
+
+def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not a network fault
+    run = faults(tmp_path, "skip_and_exit")
+    _, text = run.live_line("collective-missing")
+    assert "rank 1 never made all_reduce #2" in text and "exited 0" in text
+    assert_root(run, "collective-missing", "skip_and_exit")
+
+
+def test_order_swapped(tmp_path):  # S06
+    run = faults(tmp_path, "order_swapped")
+    _, text = run.live_line("collective-order")
+    assert "rank 0: all_reduce #3" in text and "rank 1: broadcast #3" in text
+    assert_root(run, "collective-order", "order_swapped")
+
+
+def test_skipped_backward_is_uneven_inputs(tmp_path):  # H11
+    run = faults(tmp_path, "skip_backward")
+    _, text = run.live_line("uneven-inputs")
+    assert "rank 1 exited normally while rank 0 still trained" in text
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "uneven-inputs"
+    assert "drop_last" in root["fix"]
+
+
+def test_on_mismatch_abort_ends_the_job(tmp_path):
+    run = faults(tmp_path, "dtype_mismatch", "--on-mismatch", "abort")
+    assert run.status != 0  # traindoc ended a job that would have exited 0
+    root = assert_root(run, "collective-mismatch", "dtype_mismatch")
+    assert "traindoc ended the job" in "\n".join(root["evidence"])
+
+
+def test_clean_ddp_with_workers_has_no_finding(traindoc):
+    run = traindoc(ranks(2, *job_script("ddp_workers.py")[1:]))
+    assert run.status == 0, run.stderr
+    assert run.report["findings"] == []
+    assert "traindoc: collective" not in run.stderr.decode()
+
+
+@pytest.mark.parametrize("size", [3])
+def test_three_ranks_name_the_odd_one(tmp_path, size):
+    code = (
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "r = dist.get_rank()\n"
+        "t = torch.ones(4, dtype=torch.float32 if r != 2 else torch.int32)\n"
+        "dist.all_reduce(t)\n"
+    )
+    script = tmp_path / "odd.py"
+    script.write_text(code)
+    run = LiveRun(tmp_path, ranks(size, script))
+    _, text = run.live_line("collective-mismatch")
+    assert "rank 2: int32" in text and "rank 0: float32" in text
+    assert sorted(run.finding("collective-mismatch")["ranks"]) == [0, 1, 2]

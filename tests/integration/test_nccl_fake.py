@@ -1,0 +1,80 @@
+"""The NCCL interposers without a GPU: N processes call the stand-in libnccl (tests/fakes/nccl)
+under traindoc; the agent's records in run.db and the checker's findings in report.json."""
+import sqlite3
+
+import pytest
+from conftest import ROOT
+
+JOB = ROOT / "build" / "tests" / "fakes" / "nccl" / "nccl_job"
+
+
+def ranks(tmp_path, count, fault):
+    """A shell that starts `count` ranks (RANK and WORLD_SIZE as a launcher sets them)."""
+    id_file = tmp_path / "nccl.id"
+    starts = " ".join(
+        f"RANK={r} WORLD_SIZE={count} {JOB} {r} {count} {id_file} {fault} &" for r in range(count))
+    return ["sh", "-c", f"{starts} wait"]
+
+
+def calls(run):
+    db = sqlite3.connect(run.run_dir / "run.db")
+    db.row_factory = sqlite3.Row
+    return db.execute("SELECT * FROM collectives WHERE source = 'nccl' ORDER BY pid, number, id"
+                      ).fetchall()
+
+
+def test_clean_calls_are_recorded_once_each(traindoc, tmp_path):
+    run = traindoc(ranks(tmp_path, 2, "none"))
+    assert run.status == 0, run.stderr
+    assert run.report["findings"] == []
+    rows = calls(run)
+    by_op = {}
+    for row in rows:
+        by_op.setdefault(row["op"], []).append(row)
+    # ncclBcast goes through ncclBroadcast inside NCCL: one record, not two.
+    assert [(r["number"], r["count"], r["dtype"], r["peer"]) for r in by_op["broadcast"]] == [
+        (1, 1024, "float32", 0)] * 2
+    assert [(r["number"], r["redop"]) for r in by_op["all_reduce"]] == [(2, "sum")] * 2
+    # The communicator's identity (the unique id's hash) is the same on both ranks.
+    assert len({r["group_id"] for r in by_op["all_reduce"]}) == 1
+    assert sorted(r["group_rank"] for r in by_op["all_reduce"]) == [0, 1]
+    # The split is numbered in the parent; the child has an identity of its own, shared.
+    assert [r["number"] for r in by_op["comm_split"]] == [3, 3]
+    gathers = by_op["all_gather"]
+    assert len({r["group_id"] for r in gathers}) == 1
+    assert gathers[0]["group_id"] != by_op["all_reduce"][0]["group_id"]
+    # Send and receive pair up on the pair group of sender and receiver.
+    sends = {(r["pid"], r["peer"]): r["group_id"] for r in by_op["send"]}
+    recvs = {(r["pid"], r["peer"]): r["group_id"] for r in by_op["recv"]}
+    assert len(sends) == 2 and sorted(sends.values()) == sorted(recvs.values())
+
+
+@pytest.mark.parametrize("fault,field,values", [
+    ("count", "count", ["1024", "2048"]),
+    ("dtype", "dtype", ["float32", "int32"]),
+    ("redop", "reduce op", ["sum", "max"]),
+    ("root", "root", ["0", "1"]),
+])
+def test_mismatches_are_named(traindoc, tmp_path, fault, field, values):
+    run = traindoc(ranks(tmp_path, 2, fault))
+    assert run.status == 0, run.stderr
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "collective-mismatch"
+    assert f"different {field}" in root["title"]
+    assert sorted(root["ranks"]) == [0, 1]
+    evidence = "\n".join(root["evidence"])
+    for value in values:
+        assert f"{field} {value}" in evidence, evidence
+    assert f"traindoc: collective-mismatch: " in run.stderr.decode()
+
+
+def test_a_skipped_call_is_missing_with_stacks(traindoc, tmp_path):
+    run = traindoc(ranks(tmp_path, 3, "skip"), "--stall-seconds", "2")
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "collective-missing"
+    assert "rank 2 never made all_reduce #2" in root["title"]
+    assert sorted(root["ranks"]) == [0, 1, 2]
+    evidence = "\n".join(root["evidence"])
+    assert "never called it" in evidence
+    # Native stacks of the stalled ranks (no Python here), taken while they slept.
+    assert "native (main thread)" in evidence and "nccl_job" in evidence

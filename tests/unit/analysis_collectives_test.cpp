@@ -1,0 +1,113 @@
+// The collectives rule: the checker's issues become findings with ranks, sites, stacks and fixes,
+// and the first divergent call comes before the failures it caused.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "analysis/diagnosis.h"
+
+namespace traindoc::analysis {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kSecond;
+
+store::ProcessRecord rank(int pid, int rank, uint64_t start_ticks) {
+  store::ProcessRecord p;
+  p.pid = pid;
+  p.ppid = 10;
+  p.start_ticks = start_ticks;
+  p.start_ns = kT0;
+  p.cmdline = "python train.py";
+  p.argv0 = "python";
+  p.agent = true;
+  p.rank = rank;
+  p.world_size = 2;
+  p.rank_source = "torch";
+  return p;
+}
+
+store::Evidence job_with_issue(const std::string& kind, const std::string& field) {
+  store::Evidence e;
+  e.run.root_pid = 10;
+  e.run.start_ns = kT0;
+  store::ProcessRecord launcher;
+  launcher.pid = 10;
+  launcher.start_ticks = 1;
+  launcher.cmdline = "torchrun train.py";
+  launcher.argv0 = "torchrun";
+  launcher.exit_code = 1;
+  launcher.end_ns = kT0 + 9 * kSecond;
+  launcher.end_source = store::EndSource::kSupervisor;
+  e.processes = {launcher, rank(11, 0, 2), rank(12, 1, 3)};
+  // Rank 0 dies of the mismatch later on, as gloo makes it.
+  e.processes[1].exit_code = 1;
+  e.processes[1].end_ns = kT0 + 8 * kSecond;
+  e.processes[1].end_source = store::EndSource::kParent;
+  store::CollectiveIssue issue;
+  issue.t_ns = kT0 + 2 * kSecond;
+  issue.first_ns = kT0 + kSecond;
+  issue.kind = kind;
+  issue.field = field;
+  issue.op = "all_reduce";
+  issue.number = 4;
+  issue.message = kind + ": all_reduce #4 has a different " + field;
+  issue.ranks.push_back({.group_rank = 0,
+                         .pid = 11,
+                         .start_ticks = 2,
+                         .value = "[10]",
+                         .site = "train.py:6",
+                         .state = "called all_reduce #4",
+                         .calls = 3});
+  issue.ranks.push_back({.group_rank = 1,
+                         .pid = 12,
+                         .start_ticks = 3,
+                         .value = "[20]",
+                         .site = "train.py:6",
+                         .state = "called all_reduce #4",
+                         .calls = 3,
+                         .stack = "python:\nFile \"train.py\", line 6 in main\n"});
+  e.collective_issues = {issue};
+  return e;
+}
+
+TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
+  Diagnosis d = diagnose(job_with_issue("collective-mismatch", "shape"));
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_EQ(root.title, "all_reduce #4 has a different shape");
+  EXPECT_EQ(root.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(root.pids, (std::vector<int>{11, 12}));
+  ASSERT_GE(root.evidence.size(), 3u);
+  EXPECT_NE(root.evidence[0].find("shape [10]; at train.py:6"), std::string::npos)
+      << root.evidence[0];
+  EXPECT_NE(root.evidence[2].find("line 6 in main"), std::string::npos) << root.evidence[2];
+  EXPECT_NE(root.fix.find("pad"), std::string::npos);
+  EXPECT_FALSE(root.consequences.empty());
+}
+
+TEST(CollectivesRule, EachKindHasItsFix) {
+  EXPECT_NE(diagnose(job_with_issue("collective-mismatch", "dtype")).findings[0].fix.find("Cast"),
+            std::string::npos);
+  EXPECT_NE(diagnose(job_with_issue("collective-order", "op")).findings[0].fix.find("same order"),
+            std::string::npos);
+  EXPECT_NE(diagnose(job_with_issue("collective-missing", "missing"))
+                .findings[0]
+                .fix.find("unconditional"),
+            std::string::npos);
+  EXPECT_NE(diagnose(job_with_issue("uneven-inputs", "calls")).findings[0].fix.find("drop_last"),
+            std::string::npos);
+}
+
+TEST(CollectivesRule, AnAbortIsSaid) {
+  store::Evidence e = job_with_issue("collective-mismatch", "shape");
+  e.collective_issues[0].aborted = true;
+  Diagnosis d = diagnose(e);
+  EXPECT_EQ(d.findings.front().evidence.back(),
+            "traindoc ended the job at this finding (--on-mismatch abort)");
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
