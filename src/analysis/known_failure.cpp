@@ -249,6 +249,13 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
   return f;
 }
 
+std::string merge_key(const std::string& kind, const std::string& signature_id) {
+  static const std::set<std::string> kCollective = {"collective-mismatch", "collective-order",
+                                                    "collective-missing", "uneven-inputs",
+                                                    "peer-exited"};
+  return kCollective.contains(kind) ? kind : signature_id;
+}
+
 std::string fix_for(const std::string& kind) {
   static const std::map<std::string, std::string> kFixes = {
       {"label-out-of-range",

@@ -28,6 +28,11 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
 // Kinds whose text reports another process's end: the other process's own finding is the cause.
 bool reports_another_process(const std::string& kind);
 
+// How a finding from a known text is merged with the same failure seen elsewhere (TimedFinding's
+// merge_key): collective failures by their kind, since the collective checker's finding and every
+// rank's error text describe one event; others by the signature.
+std::string merge_key(const std::string& kind, const std::string& signature_id);
+
 // The fix for a kind when no text says more.
 std::string fix_for(const std::string& kind);
 

@@ -62,7 +62,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     for (int rank : known->ranks) {
       if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
     }
-    merge_key = known->match->id;
+    merge_key = analysis::merge_key(f.kind, known->match->id);
   } else if (p.role.role == Role::kLauncher) {
     f.kind = "launcher-exit";
     std::string ranks = failed_before(context, p);

@@ -67,10 +67,13 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
           "num_workers=0, where the traceback is complete.";
     }
     f.confidence = facts.blame >= 0 ? 0.9 : 0.7;
+    // Crashes at one place are one failure; an abort that is a collective failure (gloo's size
+    // check) is the failure that the collective checker and the other ranks report too.
     std::string key =
-        f.kind + " at " +
-        (facts.blame >= 0 ? describe_frame(crash.frames[static_cast<size_t>(facts.blame)])
-                          : facts.what);
+        merge_key(f.kind, f.kind + " at " +
+                              (facts.blame >= 0
+                                   ? describe_frame(crash.frames[static_cast<size_t>(facts.blame)])
+                                   : facts.what));
     out.push_back({std::move(f), crash.time_ns, crash.pid, std::move(key)});
   }
 }

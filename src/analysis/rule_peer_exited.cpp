@@ -107,13 +107,14 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
     f.fix = "Not a network fault: the peer process had already ended. Fix the root cause above.";
     f.confidence = 0.8;
-    out.push_back({std::move(f), tb->t_ns, r.pid});
+    out.push_back({std::move(f), tb->t_ns, r.pid, merge_key("peer-exited", "")});
     bool clean = peer != nullptr && clean_exit(peer->record);
     if (clean && blamed.insert(peer).second) {
       // The exit caused the failure, so it came first, whenever its end was seen.
       int64_t t_ns = std::min(peer->record.end_ns, tb->t_ns - 1);
-      out.push_back(
-          {early_exit(context, *peer, p, exception_summary(*tb)), t_ns, peer->record.pid, ""});
+      Finding cause = early_exit(context, *peer, p, exception_summary(*tb));
+      std::string key = merge_key(cause.kind, "");
+      out.push_back({std::move(cause), t_ns, peer->record.pid, std::move(key)});
     }
   }
 }
