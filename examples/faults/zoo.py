@@ -45,7 +45,7 @@ CASES = [
          ["timeout"]),
     Case("T08", "small_shm.py", 0, "shm-exhausted", [0], ["/dev/shm"], [], ["--shm-size"],
          small_shm=True),
-    Case("S03", "label_255.py", 0, "label-out-of-range", [0], ["label 255"],
+    Case("S03", "label_255.py", 0, "label-out-of-range", [0], ["label 255", "[0, 19)"],
          ["Target 255 is out of bounds", "label_255.py:18", "criterion("], ["ignore_index=255"]),
     Case("T30", "store_key_timeout.py", 0, "rendezvous-timeout", [0],
          ["dataset/prepared", "1000 ms"], [], ["store key"]),

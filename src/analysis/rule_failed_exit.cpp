@@ -1,6 +1,8 @@
 // Rule: a process exited with a non-zero code. The finding cites the exception it ended with,
 // named by its known text where there is one, with the frame that raised it. Pure.
 #include <algorithm>
+#include <cstdio>
+#include <string_view>
 
 #include "analysis/known_failure.h"
 #include "analysis/rules.h"
@@ -39,6 +41,27 @@ std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSumm
   return out;
 }
 
+// The class count that "Target 255 is out of bounds." does not say, from the Python hook's record
+// of the loss that rejected the label.
+void add_class_count(const RuleContext& context, const ProcessSummary& p, Finding& f) {
+  for (const store::Event& event : context.evidence.events) {
+    long long label = 0;
+    long long classes = 0;
+    if (event.kind != "label-out-of-range" || event.pid != p.record.pid ||
+        std::sscanf(event.text.c_str(), "label %lld, %lld classes", &label, &classes) != 2) {
+      continue;
+    }
+    std::string range = "[0, " + std::to_string(classes) + ")";
+    if (size_t at = f.title.find("[0, classes)"); at != std::string::npos) {
+      f.title.replace(at, std::string_view("[0, classes)").size(), range);
+    }
+    f.title += ": the loss's input has " + std::to_string(classes) + " classes";
+    f.evidence.push_back("the loss got label " + std::to_string(label) + " for an input of " +
+                         std::to_string(classes) + " classes (Python hook)");
+    return;
+  }
+}
+
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   std::string who = context.name(p);
@@ -57,6 +80,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     }
     f.title = who + (known->title.empty() ? " raised " + exception : ": " + known->title);
     f.fix = known->fix;
+    if (f.kind == "label-out-of-range") add_class_count(context, p, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
     for (int rank : known->ranks) {

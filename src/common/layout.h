@@ -32,6 +32,8 @@ enum class RecordType : uint32_t {
   kStep = 3,             // the Python hook counted training steps: a = StepKind, b = how many of
                          // that kind this process has run so far (cumulative, so a record lost
                          // to a ring overrun costs resolution, never the count)
+  kLabelOutOfRange = 4,  // a loss function rejected a target label (Python hook): a = the label,
+                         // b = the number of classes of the loss's input
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

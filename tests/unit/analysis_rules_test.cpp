@@ -461,6 +461,22 @@ TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
   EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1");
 }
 
+TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 30, "IndexError: Target 255 is out of bounds.")};
+  e.events = {{at(10.0), "label-out-of-range", kRank0, "label 255, 19 classes"},
+              {at(10.0), "label-out-of-range", kRank1, "label 7, 5 classes"}};
+  exited(e, kRank0, 10.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "label-out-of-range");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): target label 255 is outside [0, 19): the loss's input has 19 "
+            "classes");
+  EXPECT_THAT(f.fix, HasSubstr("ignore_index=255"));
+}
+
 TEST(RuleFailedExit, WorkerExitCode) {
   Evidence e = torchrun_job();
   e.log_lines = {stderr_line(10.0, 30, "ValueError: bad")};
