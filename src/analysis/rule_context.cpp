@@ -1,6 +1,8 @@
 // Helpers the rules share to name processes and cite their output. Pure.
 #include "analysis/rules.h"
 
+#include <cstdio>
+
 #include "analysis/known_failure.h"
 
 namespace traindoc::analysis {
@@ -31,13 +33,21 @@ std::string exception_summary(const PythonTraceback& tb) {
   return text.size() > kTitleChars ? text.substr(0, kTitleChars) + "..." : text;
 }
 
-std::vector<std::string> traceback_evidence(const PythonTraceback& tb) {
+std::string RuleContext::when(int64_t t_ns) const {
+  int64_t start = evidence.run.start_ns;
+  if (t_ns == 0 || start == 0) return "";
+  char text[32];
+  std::snprintf(text, sizeof(text), " at +%.1f s", static_cast<double>(t_ns - start) / 1e9);
+  return text;
+}
+
+std::vector<std::string> traceback_evidence(const RuleContext& context, const PythonTraceback& tb) {
   std::vector<std::string> out;
   std::string lines = tb.first_line == tb.last_line ? "line " + std::to_string(tb.first_line)
                                                     : "lines " + std::to_string(tb.first_line) +
                                                           "-" + std::to_string(tb.last_line);
-  out.push_back(tb.stream + " " + lines + (tb.prefix.empty() ? "" : " (" + tb.prefix + ")") + ": " +
-                exception_summary(tb));
+  out.push_back(tb.stream + " " + lines + (tb.prefix.empty() ? "" : " (" + tb.prefix + ")") +
+                context.when(tb.t_ns) + ": " + exception_summary(tb));
   std::vector<std::string> place = where(tb);
   out.insert(out.end(), place.begin(), place.end());
   if (tb.incomplete) {

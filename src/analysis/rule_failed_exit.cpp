@@ -98,7 +98,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     f.title = who + " raised " + exception;
     f.fix = known ? known->fix : fix_for(f.kind);
   }
-  std::vector<std::string> cited = traceback_evidence(tb);
+  std::vector<std::string> cited = traceback_evidence(context, tb);
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
   if (known) f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
   f.confidence = known ? 0.8 : 0.5;
@@ -120,7 +120,7 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     f.pids = {r.pid};
     f.ranks = context.ranks_of(p);
     std::string who = context.name(p);
-    f.evidence.push_back(who + " " + exit_text(r));
+    f.evidence.push_back(who + " " + exit_text(r) + context.when(r.end_ns));
     int64_t t_ns = r.end_ns;
     std::string merge_key;
     const PythonTraceback* tb = context.texts.final_exception(p);

@@ -84,7 +84,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
     f.ranks = context.ranks_of(p);
     std::string who = context.name(p);
     f.evidence.push_back(who + " ended by " + signal_name(sig) + " (seen by " +
-                         store::to_string(r.end_source) + ")");
+                         store::to_string(r.end_source) + ")" + context.when(r.end_ns));
     if (p.peak_rss) f.evidence.push_back("its peak RSS: " + format_bytes(*p.peak_rss));
     if (sig == SIGKILL) {
       std::vector<std::string> oom = oom_evidence(context.evidence, r.end_ns);

@@ -25,7 +25,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
                          std::to_string(crash.tid) +
                          (crash.thread_name.empty() ? "" : " \"" + crash.thread_name + "\"") +
                          ": " + signal_name(crash.signo) + " si_code " +
-                         std::to_string(crash.code));
+                         std::to_string(crash.code) + context.when(crash.time_ns));
     if (facts.blame >= 0) {
       f.evidence.push_back("blame frame #" + std::to_string(facts.blame) + ": " +
                            describe_frame(crash.frames[static_cast<size_t>(facts.blame)]));

@@ -64,7 +64,8 @@ Finding early_exit(const RuleContext& context, const ProcessSummary& peer,
             " still waited for it in a collective";
   f.ranks = context.ranks_of(peer);
   f.pids = {peer.record.pid};
-  f.evidence.push_back(context.name(peer) + " exited with code 0 first");
+  f.evidence.push_back(context.name(peer) + " exited with code 0 first" +
+                       context.when(peer.record.end_ns));
   f.evidence.push_back(context.name(victim) + " then failed: " + victim_line);
   f.evidence.insert(f.evidence.end(), uneven.begin(), uneven.end());
   f.fix =
@@ -98,11 +99,12 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
       f.title = who + " lost its connection to " + context.name(*peer) + ", which had " +
                 how_it_ended(peer->record) + " before";
       if (peer->role.rank) f.ranks.push_back(*peer->role.rank);
-      f.evidence.push_back(context.name(*peer) + " " + how_it_ended(peer->record) + " first");
+      f.evidence.push_back(context.name(*peer) + " " + how_it_ended(peer->record) + " first" +
+                           context.when(peer->record.end_ns));
     } else {
       f.title = who + " lost its connection to a peer: " + exception_summary(*tb);
     }
-    std::vector<std::string> cited = traceback_evidence(*tb);
+    std::vector<std::string> cited = traceback_evidence(context, *tb);
     f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
     f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
     f.fix = "Not a network fault: the peer process had already ended. Fix the root cause above.";

@@ -23,13 +23,16 @@ struct RuleContext {
   std::string name(const ProcessSummary& process) const;
   // The rank a process belongs to, for Finding::ranks.
   std::vector<int> ranks_of(const ProcessSummary& process) const;
+  // " at +12.3 s" from the run's start, for evidence lines; "" when unknown.
+  std::string when(int64_t t_ns) const;
 };
 
 // "RuntimeError: the first line of its message", cut to a title's length.
 std::string exception_summary(const PythonTraceback& traceback);
 // The lines that cite a traceback: where it is in the output, its exception, and where it was
 // raised (the user's frame and the last frame).
-std::vector<std::string> traceback_evidence(const PythonTraceback& traceback);
+std::vector<std::string> traceback_evidence(const RuleContext& context,
+                                            const PythonTraceback& traceback);
 
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {

@@ -107,7 +107,7 @@ TEST(RuleNativeCrash, CrashInAWorkerIsAWorkerCrash) {
   EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
   EXPECT_THAT(f.evidence,
               Contains(std::string("crash record of pid 1020, thread 1020 \"python3.11\": "
-                                   "SIGSEGV si_code 1")));
+                                   "SIGSEGV si_code 1 at +10.0 s")));
   EXPECT_THAT(f.evidence, Contains(std::string("blame frame #1: augment::flip_rows(float*, int) "
                                                "(libaugment.so) at augment.cpp:42")));
   EXPECT_THAT(f.evidence, Contains(std::string("Python frame that called into native code: File "
@@ -236,7 +236,7 @@ TEST(RuleKilled, SigkillWithOomKillCountRisingIsHostOom) {
               Contains(std::string("the memory cgroup's oom_kill count rose from 0 to 1")));
   EXPECT_THAT(f.evidence,
               Contains(std::string("worker 0 of rank 0 (pid 1020) ended by SIGKILL (seen "
-                                   "by parent)")));
+                                   "by parent) at +10.5 s")));
   EXPECT_THAT(f.fix, HasSubstr("dmesg"));
 }
 
@@ -408,9 +408,9 @@ TEST(RuleFailedExit, RankCitesItsPythonException) {
   EXPECT_THAT(f.ranks, ElementsAre(0));
   EXPECT_THAT(f.pids, ElementsAre(kRank0));
   EXPECT_EQ(f.title, "rank 0 (pid 1010) raised " + kDataLoaderError);
-  EXPECT_THAT(f.evidence, Contains("stderr lines 200-214: " + kDataLoaderError));
+  EXPECT_THAT(f.evidence, Contains("stderr lines 200-214 at +10.3 s: " + kDataLoaderError));
   EXPECT_THAT(f.evidence, Contains("at /home/user/proj/train.py:77 in <module>"));
-  EXPECT_THAT(f.evidence, Contains(std::string("rank 0 (pid 1010) exited with code 1")));
+  EXPECT_THAT(f.evidence, Contains(std::string("rank 0 (pid 1010) exited with code 1 at +10.5 s")));
 }
 
 TEST(RuleFailedExit, TorchrunPrefixedLinesMatch) {
