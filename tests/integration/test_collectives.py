@@ -142,7 +142,9 @@ def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
 def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not a network fault
     run = faults(tmp_path, "skip_and_exit")
     _, text = run.live_line("collective-missing")
-    assert "rank 1 never made all_reduce #2" in text and "exited 0" in text
+    # Rank 1's exit or rank 0's failure, whichever traindoc learns first, ends the wait: both
+    # name rank 1 (its end is known when torchrun reaps it, at torchrun's own pace).
+    assert "rank 1 never made all_reduce #2" in text
     assert_root(run, "collective-missing", "skip_and_exit")
 
 
