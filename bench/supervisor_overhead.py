@@ -7,7 +7,9 @@ runs it with `--silent`, its output to /dev/null.
 
 Rows: the default --interval 1 and --interval 0.2, a busy job (8 busy processes on the cores
 traindoc needs too), and a job whose processes hold 1 GiB each (--big-mib), since the slow
-sample (smaps_rollup) walks every resident page.
+sample (smaps_rollup) walks every resident page. With --nvml LIB (the stand-in libnvidia-ml of
+tests/fakes/nvml), the first two rows again with GPU sampling: 8 fake GPUs, each job process
+holding memory on one of them; compare with the rows without (where no NVML loads).
 
 What is measured is the CPU time of the traindoc process alone: utime + stime of all its threads
 (main loop and log tap) from /proc/<pid>/stat, never its children's. The script waits for
@@ -21,6 +23,7 @@ zombie, holds everything up to the exit, the final report included. Two figures 
 Usage:
   /usr/bin/python3 bench/supervisor_overhead.py [--traindoc build/bin/traindoc] [--seconds 30]
       [--procs 8] [--mib 64] [--big-mib 1024] [--torch] [--quick]
+      [--nvml build/tests/fakes/nvml/libnvidia-ml.so.1 [--only-nvml]]
 
 Prints one row per configuration and exits 0; exits 1 only when a run fails.
 """
@@ -110,13 +113,26 @@ def run_db_counts(run_dir):
     return rounds, samples, procs
 
 
-def measure(traindoc, workdir, label, interval, seconds, procs, mib, mode, module):
+def fake_gpus(workdir, procs, nvml):
+    """Environment that makes traindoc load the stand-in NVML with `procs` GPUs, one job process
+    on each (the fake finds them in /proc), or None without --nvml."""
+    if not nvml:
+        return None
+    script = os.path.join(workdir, "nvml.txt")
+    with open(script, "w", encoding="utf-8") as out:
+        for i in range(procs):
+            out.write(f"device GPU-bench{i:04d} 00000000:{0x10 + i:02x}:00.0 81559 400 H100\n")
+            out.write(f"process {i} job={i} {1000 + i}\n")
+    return dict(os.environ, TRAINDOC_NVML_LIBRARY=nvml, TRAINDOC_FAKE_NVML_SCRIPT=script)
+
+
+def measure(traindoc, workdir, label, interval, seconds, procs, mib, mode, module, env=None):
     """Runs one job under traindoc and returns a dict of figures."""
-    run_dir = os.path.join(workdir, label.replace(" ", "_").replace("/", "_"))
+    run_dir = os.path.join(workdir, label.replace(" ", "_").replace("/", "_").replace(",", ""))
     argv = [traindoc, "run", "--silent", "--out", run_dir, "--interval", str(interval), "--",
             sys.executable, "-c", JOB, str(seconds), str(procs), str(mib), mode, module]
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     readings = []  # (seconds since start, cpu seconds)
     hwm = None
     while True:
@@ -143,6 +159,12 @@ def measure(traindoc, workdir, label, interval, seconds, procs, mib, mode, modul
         (t0, c0), (t1, c1) = window[0], window[-1]
         steady = (c1 - c0) / (t1 - t0)
     rounds, samples, seen = run_db_counts(run_dir)
+    if env is not None:
+        db = sqlite3.connect(f"file:{run_dir}/run.db?mode=ro", uri=True)
+        gpu_rows = db.execute("SELECT count(*) FROM gpu_process_samples").fetchone()[0]
+        db.close()
+        if gpu_rows == 0:
+            raise RuntimeError(f"{label}: no GPU samples: the stand-in NVML did not load")
     bench_util.remove_tree(run_dir)
     return {
         "label": label,
@@ -169,25 +191,35 @@ def main():
     parser.add_argument("--torch", action="store_true",
                         help="also a run whose processes import torch (many mappings)")
     parser.add_argument("--quick", action="store_true", help="10 s jobs, to try the script")
+    parser.add_argument("--nvml", default="",
+                        help="the stand-in libnvidia-ml.so.1: also rows with GPU sampling")
+    parser.add_argument("--only-nvml", action="store_true",
+                        help="only the rows with and without GPU sampling, at --interval 1 and 0.2")
     args = parser.parse_args()
     bench_util.check_traindoc(args.traindoc)
     seconds = 10.0 if args.quick else args.seconds
 
     mib = args.mib
     configs = [
-        ("sleep, --interval 1", 1, "sleep", "-", mib),
-        ("sleep, --interval 0.2", 0.2, "sleep", "-", mib),
-        ("busy, --interval 1", 1, "busy", "-", mib),
+        ("sleep, --interval 1", 1, "sleep", "-", mib, False),
+        ("sleep, --interval 0.2", 0.2, "sleep", "-", mib, False),
     ]
-    if args.big_mib:
+    if not args.only_nvml:
+        configs.append(("busy, --interval 1", 1, "busy", "-", mib, False))
+    if args.nvml:
+        configs += [(f"sleep, {args.procs} fake GPUs, --interval 1", 1, "sleep", "-", mib, True),
+                    (f"sleep, {args.procs} fake GPUs, --interval 0.2", 0.2, "sleep", "-", mib,
+                     True)]
+    if args.big_mib and not args.only_nvml:
         available = host_available_mib()
         if available is not None and available < 1.5 * args.procs * args.big_mib:
             print(f"skipping the {args.big_mib} MiB run: only {available} MiB available")
         else:
             configs.append((f"sleep, {args.big_mib} MiB each, --interval 1", 1, "sleep", "-",
-                            args.big_mib))
-    if args.torch:
-        configs.append(("sleep, torch + 16 threads, --interval 1", 1, "sleep", "torch", mib))
+                            args.big_mib, False))
+    if args.torch and not args.only_nvml:
+        configs.append(("sleep, torch + 16 threads, --interval 1", 1, "sleep", "torch", mib,
+                        False))
 
     print(f"machine: {bench_util.machine()}; {bench_util.load_average()}")
     print(f"traindoc: {args.traindoc}")
@@ -196,11 +228,12 @@ def main():
     print()
     results = []
     with tempfile.TemporaryDirectory(prefix="traindoc-bench-") as workdir:
-        for label, interval, mode, module, held in configs:
+        for label, interval, mode, module, held, gpus in configs:
             if not bench_util.wait_for_idle():
                 print(f"{label}: started while the machine was busy")
+            env = fake_gpus(workdir, args.procs, args.nvml) if gpus else None
             results.append(measure(args.traindoc, workdir, label, interval, seconds, args.procs,
-                                   held, mode, module))
+                                   held, mode, module, env))
 
     rows = []
     for r in results:

@@ -2,11 +2,11 @@
 what it sees to the agent (libtraindoc_agent.so, already loaded through LD_PRELOAD) through its C
 entry points. It never imports a library the job does not import itself, and never raises into
 the job."""
-from traindoc_hook import _agent, _imports, collectives
+from traindoc_hook import _agent, _imports, collectives, losses, steps
 
 # Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
 # module registers its own with `_imports.when_imported` from `install`.
-_FEATURES = (collectives,)
+_FEATURES = (steps, collectives, losses)
 
 
 def install():

@@ -55,12 +55,19 @@ bool is_runtime_module(std::string_view module) {
 
 // The stderr lines printed around the crash that explain an abort: uncaught C++ exceptions,
 // glibc's heap checks, failed assertions.
+// Lines that a launcher prefixed with another rank's number are not this process's.
 std::vector<const store::LogLine*> abort_messages(const store::Crash& crash,
-                                                  const store::Evidence& evidence) {
+                                                  const store::Evidence& evidence,
+                                                  const ProcessSummary* process) {
   std::vector<const store::LogLine*> out;
   for (const store::LogLine& line : evidence.log_lines) {
     if (line.stream != "stderr" || line.t_ns < crash.time_ns - kMessageBeforeNs ||
         line.t_ns > crash.time_ns + kMessageAfterNs) {
+      continue;
+    }
+    std::optional<int> prefix_rank = strip_launcher_prefix(line.text).rank;
+    if (prefix_rank && process != nullptr && prefix_rank != process->role.local_rank &&
+        prefix_rank != process->role.rank) {
       continue;
     }
     const std::string& t = line.text;
@@ -194,12 +201,15 @@ void classify_ill(const store::Crash& crash, const store::Evidence& evidence, Cr
       "without -march=native.";
 }
 
-void classify_abort(const store::Crash& crash, const store::Evidence& evidence, CrashFacts& facts) {
+void classify_abort(const store::Crash& crash, const store::Evidence& evidence,
+                    const ProcessSummary* process, CrashFacts& facts) {
   facts.kind = "abort";
-  std::vector<const store::LogLine*> messages = abort_messages(crash, evidence);
+  std::vector<const store::LogLine*> messages = abort_messages(crash, evidence, process);
   std::string said;
   for (const store::LogLine* line : messages) {
     said += (said.empty() ? "" : " / ") + line->text;
+    std::vector<SignatureMatch> found = match_line(line->text);
+    facts.message_signatures.insert(facts.message_signatures.end(), found.begin(), found.end());
     facts.evidence.push_back("stderr line " + std::to_string(line->number) + ": " + line->text);
   }
   if (said.find("terminate called") != std::string::npos ||
@@ -241,7 +251,7 @@ std::string describe_frame(const store::NativeFrame& frame) {
   return out;
 }
 
-std::string innermost_python_frame(const std::string& traceback) {
+std::string innermost_python_frame(const std::string& traceback, bool user_code) {
   // Only the crashing thread's block counts: "Current thread ...", or "Stack ..." when the
   // dump came from a thread CPython does not know. Another thread's line would mislead.
   size_t from = traceback.find("Current thread");
@@ -249,11 +259,16 @@ std::string innermost_python_frame(const std::string& traceback) {
   if (from == std::string::npos) return "";
   std::string_view block(traceback);
   block = block.substr(from, block.find("\n\n", from) - from);
-  size_t file = block.find("File \"");
-  if (file == std::string_view::npos) return "";
-  size_t end = block.find('\n', file);
-  return std::string(
-      block.substr(file, end == std::string_view::npos ? std::string_view::npos : end - file));
+  // Innermost first, one `  File "x.py", line 12 in f` per line.
+  for (size_t file = block.find("File \""); file != std::string_view::npos;
+       file = block.find("File \"", file + 1)) {
+    size_t end = block.find('\n', file);
+    std::string_view line =
+        block.substr(file, end == std::string_view::npos ? std::string_view::npos : end - file);
+    std::string_view path = line.substr(6, line.find('"', 6) - 6);
+    if (!user_code || !is_library_file(path)) return std::string(line);
+  }
+  return "";
 }
 
 CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context) {
@@ -270,7 +285,7 @@ CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context)
       classify_ill(crash, context.evidence, facts);
       break;
     case SIGABRT:
-      classify_abort(crash, context.evidence, facts);
+      classify_abort(crash, context.evidence, context.process(crash.pid, crash.start_ticks), facts);
       break;
     case SIGFPE:
       facts.kind = "fpe";
@@ -290,7 +305,8 @@ CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context)
     facts.what = "signal sent by process " + std::to_string(crash.sender_pid) + ", not a fault";
   }
   facts.blame = blame_frame(crash.frames);
-  facts.python_line = innermost_python_frame(crash.python_traceback);
+  facts.python_line = innermost_python_frame(crash.python_traceback, false);
+  facts.user_line = innermost_python_frame(crash.python_traceback, true);
   return facts;
 }
 

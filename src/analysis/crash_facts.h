@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "analysis/rules.h"
+#include "analysis/signatures.h"
+#include "analysis/traceback.h"
 #include "store/memory_map.h"
 
 namespace traindoc::analysis {
@@ -17,7 +19,10 @@ struct CrashFacts {
   std::string fix;
   int blame = -1;                     // index into the crash's frames
   std::string python_line;            // the innermost Python frame of the crashing thread
+  std::string user_line;              // its innermost frame outside libraries
   std::vector<std::string> evidence;  // beyond the signal and the frames
+  // Known texts among the messages printed with an abort (gloo's EnforceNotMet, ...).
+  std::vector<SignatureMatch> message_signatures;
 };
 
 CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context);
@@ -30,7 +35,8 @@ int blame_frame(const std::vector<store::NativeFrame>& frames);
 std::string describe_frame(const store::NativeFrame& frame);
 
 // The innermost frame of the crashing thread in a CPython traceback dump, as
-// `File "train.py", line 12 in step`; "" when there is none.
-std::string innermost_python_frame(const std::string& traceback);
+// `File "train.py", line 12 in step` (with `user_code`, the innermost outside site-packages and
+// the standard library); "" when there is none.
+std::string innermost_python_frame(const std::string& traceback, bool user_code);
 
 }  // namespace traindoc::analysis

@@ -2,6 +2,7 @@
 // Rules that turn evidence into findings each live in a file of their own and are called here.
 #include "analysis/diagnosis.h"
 
+#include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
 
 #include <algorithm>
@@ -43,6 +44,12 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     if (s.fd_limit) p.fd_limit = s.fd_limit;
     p.cpu_s = std::max(p.cpu_s, s.cpu_user_s + s.cpu_sys_s);
   }
+  for (const store::StepSample& s : evidence.steps) {
+    auto it = index.find({s.pid, s.start_ticks});
+    if (it == index.end()) continue;
+    int64_t& count = out[it->second].steps[s.kind];
+    count = std::max(count, s.count);
+  }
   std::stable_sort(out.begin(), out.end(), [](const ProcessSummary& a, const ProcessSummary& b) {
     return std::tie(a.record.start_ticks, a.record.start_ns, a.record.pid) <
            std::tie(b.record.start_ticks, b.record.start_ns, b.record.pid);
@@ -74,10 +81,25 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
                   "before it started): only sampled from /proc");
   }
   if (evidence.host_samples.empty()) out.push_back("no host memory samples were taken");
+  for (std::string& gpu : gpu_missing_evidence(evidence)) out.push_back(std::move(gpu));
   return out;
 }
 
 }  // namespace
+
+std::optional<store::StepKind> ProcessSummary::step_kind() const {
+  for (store::StepKind kind :
+       {store::StepKind::kOptimizer, store::StepKind::kBackward, store::StepKind::kDdpForward}) {
+    if (steps.contains(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> ProcessSummary::step_count() const {
+  std::optional<store::StepKind> kind = step_kind();
+  if (!kind) return std::nullopt;
+  return steps.at(*kind);
+}
 
 const char* to_string(Severity severity) {
   switch (severity) {
@@ -114,6 +136,36 @@ std::string signal_name(int signal) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
 }
 
+// One failure that several processes report (both ranks of a mismatch, workers crashing in the
+// same place) is one finding: the earliest, naming every rank and process.
+constexpr int64_t kSameFailureNs = 30'000'000'000;
+
+void merge_same(std::vector<TimedFinding>& found) {
+  std::stable_sort(found.begin(), found.end(),
+                   [](const TimedFinding& a, const TimedFinding& b) { return a.t_ns < b.t_ns; });
+  std::vector<TimedFinding> out;
+  for (TimedFinding& timed : found) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const TimedFinding& kept) {
+      return !timed.merge_key.empty() && kept.merge_key == timed.merge_key &&
+             timed.t_ns - kept.t_ns <= kSameFailureNs;
+    });
+    if (same == out.end()) {
+      out.push_back(std::move(timed));
+      continue;
+    }
+    Finding& into = same->finding;
+    for (int rank : timed.finding.ranks) {
+      if (std::find(into.ranks.begin(), into.ranks.end(), rank) == into.ranks.end()) {
+        into.ranks.push_back(rank);
+      }
+    }
+    std::sort(into.ranks.begin(), into.ranks.end());
+    into.pids.insert(into.pids.end(), timed.finding.pids.begin(), timed.finding.pids.end());
+    into.evidence.push_back("the same failure, also: " + timed.finding.title);
+  }
+  found = std::move(out);
+}
+
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
 // error is the root cause and every later failure is listed as its consequence.
 std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
@@ -138,12 +190,24 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   out.run = evidence.run;
   out.processes = summarize(evidence);
   out.missing_evidence = missing_evidence(evidence);
-  RuleContext context{evidence, out.processes};
+  ProcessTexts texts(evidence, out.processes);
+  RuleContext context{evidence, out.processes, texts};
+  out.gpus = summarize_gpus(context);
   std::vector<TimedFinding> found;
   rule_native_crash(context, found);
   rule_killed(context, found);
+  // The GPU rules read the tracebacks; the dedicated ones run before rule_failed_exit, which
+  // leaves the processes they explained alone.
+  const std::vector<PythonTraceback>& tracebacks = texts.all_tracebacks();
+  rule_gpu_oom(context, tracebacks, found);
+  rule_cuda_error(context, tracebacks, found);
   rule_failed_exit(context, found);
+  rule_peer_exited(context, found);
+  rule_memory_leak(context, found);
+  rule_gpu_placement(context, tracebacks, found);
+  rule_hardware_fault(context, found);
   rule_collectives(context, found);
+  merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,11 +41,32 @@ struct ProcessSummary {
   std::optional<int> fd_limit;
   std::optional<int> peak_threads;
   double cpu_s = 0;
+  // The last count of each kind of training step the Python hook saw (none: not counted).
+  std::map<store::StepKind, int64_t> steps;
+
+  // The kind its step count comes from: optimizer steps, else backward calls, else DDP
+  // forwards; and that count.
+  std::optional<store::StepKind> step_kind() const;
+  std::optional<int64_t> step_count() const;
+};
+
+// A GPU of the run, from NVML: its peak, and each process's peak on it, largest first.
+struct GpuSummary {
+  struct Holder {
+    int pid = 0;      // NVML's pid where it is not visible from traindoc's namespace
+    std::string who;  // "rank 1", "worker 0 of rank 1", "outside the job"
+    uint64_t peak = 0;
+    bool in_job = false;
+  };
+  store::GpuDevice device;
+  std::optional<uint64_t> peak_used;
+  std::vector<Holder> holders;
 };
 
 struct Diagnosis {
   store::RunInfo run;
   std::vector<ProcessSummary> processes;  // in start order
+  std::vector<GpuSummary> gpus;           // NVML's devices, in NVML order
   std::vector<Finding> findings;          // root cause first
   std::vector<std::string> missing_evidence;
 };

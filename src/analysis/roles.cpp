@@ -39,6 +39,34 @@ bool is_python(const store::ProcessRecord& proc) {
                      [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
+// A launcher by its command line, for a job whose launcher failed before it started any rank.
+bool is_launcher_command(const store::ProcessRecord& proc) {
+  static constexpr std::string_view kModules[] = {"torch.distributed.run",
+                                                  "torch.distributed.launch"};
+  static constexpr std::string_view kPrograms[] = {"torchrun", "mpirun",    "mpiexec",
+                                                   "srun",     "deepspeed", "accelerate"};
+  for (std::string_view module : kModules) {
+    if (proc.cmdline.find(std::string(" -m ") + std::string(module)) != std::string::npos) {
+      return true;
+    }
+  }
+  std::string first = proc.cmdline.substr(0, proc.cmdline.find(' '));
+  std::string_view program = std::string_view(first).substr(first.find_last_of('/') + 1);
+  for (std::string_view name : kPrograms) {
+    if (program == name) return true;
+  }
+  // `python3 /usr/bin/torchrun ...`: the script is the launcher.
+  if (is_python(proc)) {
+    std::string rest = proc.cmdline.substr(std::min(first.size() + 1, proc.cmdline.size()));
+    std::string script = rest.substr(0, rest.find(' '));
+    std::string_view base = std::string_view(script).substr(script.find_last_of('/') + 1);
+    for (std::string_view name : kPrograms) {
+      if (base == name) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 const char* to_string(Role role) {
@@ -113,14 +141,19 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     // A single training process: the topmost Python process, else the job's root.
     size_t main = procs.size();
     for (size_t i = 0; i < procs.size(); ++i) {
-      if (!is_python(procs[i])) continue;
+      if (!is_python(procs[i]) || is_launcher_command(procs[i])) continue;
       if (parent[i] == kNone || !is_python(procs[static_cast<size_t>(parent[i])])) {
         if (main == procs.size() || procs[i].start_ticks < procs[main].start_ticks) main = i;
       }
     }
     if (main == procs.size()) {
       for (size_t i = 0; i < procs.size(); ++i) {
-        if (procs[i].pid == root_pid) main = i;
+        if (procs[i].pid != root_pid) continue;
+        if (is_launcher_command(procs[i])) {
+          roles[i].role = Role::kLauncher;  // it never started a rank
+          return roles;
+        }
+        main = i;
       }
     }
     if (main == procs.size()) return roles;

@@ -2,6 +2,7 @@
 // collective-order, collective-missing, uneven-inputs, peer-exited), with each rank's part, the
 // call sites, the stacks it collected and the fix. Pure.
 #include <algorithm>
+#include <csignal>
 #include <sstream>
 
 #include "analysis/rules.h"
@@ -48,6 +49,40 @@ std::string fix_for(const store::CollectiveIssue& issue) {
          "the same collective at the same point.";
 }
 
+// A rank the others waited for: it never made the call, or ended without making it.
+bool missing(const store::CollectiveIssueRank& rank) {
+  return rank.state == "never called it" || rank.state.ends_with("without calling it");
+}
+
+bool died(const store::ProcessRecord& r) {
+  return r.exit_signal || (r.exit_code && *r.exit_code != 0);
+}
+
+bool stopped_from_outside(const store::ProcessRecord& r) {
+  return r.exit_signal &&
+         (*r.exit_signal == SIGTERM || *r.exit_signal == SIGINT || *r.exit_signal == SIGHUP);
+}
+
+std::string how_it_ended(const store::ProcessRecord& r) {
+  return r.exit_signal ? "died of " + signal_name(*r.exit_signal)
+                       : "exited with code " + std::to_string(r.exit_code.value_or(0));
+}
+
+// "rank 1 ran 3 backward, 4 ddp-forward; rank 0 ran 4 backward, 4 ddp-forward"
+std::string step_counts(const RuleContext& context, const store::CollectiveIssue& issue) {
+  std::string out;
+  for (const store::CollectiveIssueRank& rank : issue.ranks) {
+    const ProcessSummary* p = context.process(rank.pid, rank.start_ticks);
+    if (p == nullptr || p->steps.empty()) continue;
+    std::string counts;
+    for (const auto& [kind, count] : p->steps) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(count) + " " + store::to_string(kind);
+    }
+    out += (out.empty() ? "" : "; ") + describe(p->role) + " ran " + counts;
+  }
+  return out;
+}
+
 std::string stack_excerpt(const std::string& stack) {
   std::istringstream lines(stack);
   std::string line;
@@ -70,16 +105,34 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     f.fix = fix_for(issue);
     f.confidence = issue.kind == "uneven-inputs" ? 0.7 : 0.9;
     timed.t_ns = issue.first_ns;
+    // The text rules may see the same failure in the ranks' errors: one finding.
+    timed.merge_key = issue.kind;
+    bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
       std::string who = process ? context.name(*process) : "pid " + std::to_string(rank.pid);
-      if (process) {
+      // A rank that did not come is the one to look at; those that waited are in the evidence.
+      bool named = issue.kind != "collective-missing" || !any_missing || missing(rank);
+      // A missing rank that ended while the others waited, or died of its own failure. One
+      // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence.
+      if (issue.kind == "collective-missing" && missing(rank) && process != nullptr &&
+          died(process->record) &&
+          (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
+        // It died first: its own finding is the cause, the others' wait its consequence.
+        f.kind = "peer-exited";
+        f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +
+                  std::to_string(issue.number) + ", which the other ranks waited in";
+        f.fix = fix_for({.kind = "peer-exited"});
+        timed.t_ns = issue.t_ns;
+        timed.merge_key = f.kind;
+      }
+      if (named && process) {
         for (int r : context.ranks_of(*process)) {
           if (std::find(f.ranks.begin(), f.ranks.end(), r) == f.ranks.end()) f.ranks.push_back(r);
         }
       }
-      if (rank.pid != 0) f.pids.push_back(rank.pid);
-      if (timed.pid == 0) timed.pid = rank.pid;
+      if (named && rank.pid != 0) f.pids.push_back(rank.pid);
+      if (named && timed.pid == 0) timed.pid = rank.pid;
       std::string line =
           "group rank " + std::to_string(rank.group_rank) + ", " + who + ": " + rank.state;
       if (!rank.value.empty()) line += "; " + issue.field + " " + rank.value;
@@ -90,9 +143,11 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       if (!rank.stack.empty()) f.evidence.push_back(who + " stack: " + stack_excerpt(rank.stack));
     }
     if (issue.kind == "uneven-inputs") {
-      f.evidence.push_back(
-          "step counts are not recorded in this run: the counts above are the collectives each "
-          "rank completed through torch.distributed");
+      std::string steps = step_counts(context, issue);
+      f.evidence.push_back(steps.empty() ? "step counts are not recorded in this run: the counts "
+                                           "above are the collectives each rank completed "
+                                           "through torch.distributed"
+                                         : "steps: " + steps);
     }
     if (issue.aborted) {
       f.evidence.push_back("traindoc ended the job at this finding (--on-mismatch abort)");

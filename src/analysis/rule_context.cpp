@@ -1,5 +1,7 @@
-// Helpers the rules share to name processes. Pure.
+// Helpers the rules share to name processes and cite their output. Pure.
 #include "analysis/rules.h"
+
+#include "analysis/known_failure.h"
 
 namespace traindoc::analysis {
 
@@ -20,6 +22,28 @@ std::string RuleContext::name(const ProcessSummary& p) const {
 std::vector<int> RuleContext::ranks_of(const ProcessSummary& p) const {
   if (p.role.rank) return {*p.role.rank};
   return {};
+}
+
+std::string exception_summary(const PythonTraceback& tb) {
+  constexpr size_t kTitleChars = 200;
+  std::string first = tb.message.substr(0, tb.message.find('\n'));
+  std::string text = tb.exception_type + (first.empty() ? "" : ": " + first);
+  return text.size() > kTitleChars ? text.substr(0, kTitleChars) + "..." : text;
+}
+
+std::vector<std::string> traceback_evidence(const PythonTraceback& tb) {
+  std::vector<std::string> out;
+  std::string lines = tb.first_line == tb.last_line ? "line " + std::to_string(tb.first_line)
+                                                    : "lines " + std::to_string(tb.first_line) +
+                                                          "-" + std::to_string(tb.last_line);
+  out.push_back(tb.stream + " " + lines + (tb.prefix.empty() ? "" : " (" + tb.prefix + ")") + ": " +
+                exception_summary(tb));
+  std::vector<std::string> place = where(tb);
+  out.insert(out.end(), place.begin(), place.end());
+  if (tb.incomplete) {
+    out.push_back("(lines of this traceback were not kept in run.db; logs/ has every line)");
+  }
+  return out;
 }
 
 }  // namespace traindoc::analysis

@@ -1,68 +1,107 @@
-// Rule: a process exited with a non-zero code and nothing more specific explains it. The
-// finding cites the Python exception it printed last, where the output shows one. Pure.
-#include <map>
-#include <regex>
-#include <set>
+// Rule: a process exited with a non-zero code. The finding cites the exception it ended with,
+// named by its known text where there is one, with the frame that raised it. Pure.
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
 
+#include "analysis/known_failure.h"
 #include "analysis/rules.h"
-#include "analysis/signatures.h"
 
 namespace traindoc::analysis {
 namespace {
 
-constexpr int64_t kBeforeNs = 60'000'000'000;
-constexpr int64_t kAfterNs = 2'000'000'000;
-
-// The last "SomethingError: message" line printed around the end of the process. Launchers
-// prefix ranks' lines ("[default0]:", "[rank1]:"), so the pattern skips such a prefix.
-const store::LogLine* last_exception(const store::Evidence& evidence, int64_t end_ns) {
-  static const std::regex exception_line(
-      R"(^(\[[^\]]*\]:?)?\s*([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure))(: |$))");
-  const store::LogLine* found = nullptr;
-  for (const store::LogLine& line : evidence.log_lines) {
-    if (line.stream != "stderr" || line.t_ns < end_ns - kBeforeNs ||
-        line.t_ns > end_ns + kAfterNs) {
-      continue;
-    }
-    if (std::regex_search(line.text, exception_line)) found = &line;
-  }
-  return found;
+std::string exit_text(const store::ProcessRecord& r) {
+  return "exited with code " + std::to_string(*r.exit_code);
 }
 
-// What to do about the failures whose exception text says enough by itself.
-std::string fix_for(const std::string& kind) {
-  static const std::map<std::string, std::string> kFixes = {
-      {"label-out-of-range",
-       "A target label is outside [0, classes): the dataset's void label (255 in Cityscapes) is "
-       "not ignored. Use CrossEntropyLoss(ignore_index=255) or remap the labels."},
-      {"index-out-of-range",
-       "An index exceeds its dimension: check the ids fed to the embedding "
-       "or gather against its size."},
-      {"ddp-unused-parameters",
-       "Some parameters took no part in the loss, so DDP's reduction never finished. Use every "
-       "output in the loss, remove the unused layers, or pass find_unused_parameters=True."},
-      {"ddp-model-mismatch",
-       "The model differs across ranks: build it identically everywhere "
-       "(same config, same conditional layers) before wrapping in DDP."},
-      {"rendezvous-timeout",
-       "A store key that no rank ever wrote: a rank never reached the same rendezvous (it "
-       "crashed, used another MASTER_PORT or group name). Find the rank that should have set it."},
-      {"worker-timeout",
-       "DataLoader workers are alive but slower than `timeout`: find the slow "
-       "or blocked __getitem__ (py-spy dump), or raise the timeout."},
-      {"collective-mismatch",
-       "Ranks called the same collective with different shapes, dtypes or "
-       "ops: make every rank issue identical collectives (pad, or "
-       "all-gather the sizes first)."},
-      {"host-alloc-failed",
-       "One allocation was refused: the requested size is often a shape bug "
-       "(a wrong dimension multiplied in); check it before adding memory."},
-      {"fd-exhausted",
-       "File descriptors ran out: raise `ulimit -n`, or use "
-       "torch.multiprocessing.set_sharing_strategy('file_system')."},
-  };
-  auto it = kFixes.find(kind);
-  return it == kFixes.end() ? "Read the traceback above this line in logs/stderr.log." : it->second;
+// Ranks that failed before the launcher ended, for its own finding.
+std::string failed_before(const RuleContext& context, const ProcessSummary& launcher) {
+  std::string out;
+  for (const ProcessSummary& p : context.processes) {
+    const store::ProcessRecord& r = p.record;
+    bool failed = (r.exit_code && *r.exit_code != 0) || r.exit_signal;
+    if (&p == &launcher || p.role.role != Role::kRank || !failed) continue;
+    if (r.end_ns > launcher.record.end_ns) continue;
+    out += (out.empty() ? "" : ", ") + describe(p.role);
+  }
+  return out;
+}
+
+// A collective timed out here and the text does not say which rank was missing: the ranks that
+// were not waiting too (no timeout of their own) are the ones that never joined.
+std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSummary& waiting) {
+  std::vector<int> out;
+  for (const ProcessSummary& p : context.processes) {
+    if (p.role.role != Role::kRank || !p.role.rank || &p == &waiting) continue;
+    const PythonTraceback* tb = context.texts.final_exception(p);
+    auto known = tb ? describe_known(context.texts.signatures(*tb)) : std::nullopt;
+    if (known && (known->kind == "collective-missing" || known->kind == "peer-exited")) continue;
+    out.push_back(*p.role.rank);
+  }
+  return out;
+}
+
+// The class count that "Target 255 is out of bounds." does not say, from the Python hook's record
+// of the loss that rejected the label.
+void add_class_count(const RuleContext& context, const ProcessSummary& p, Finding& f) {
+  for (const store::Event& event : context.evidence.events) {
+    long long label = 0;
+    long long classes = 0;
+    if (event.kind != "label-out-of-range" || event.pid != p.record.pid ||
+        std::sscanf(event.text.c_str(), "label %lld, %lld classes", &label, &classes) != 2) {
+      continue;
+    }
+    std::string range = "[0, " + std::to_string(classes) + ")";
+    if (size_t at = f.title.find("[0, classes)"); at != std::string::npos) {
+      f.title.replace(at, std::string_view("[0, classes)").size(), range);
+    }
+    f.title += ": the loss's input has " + std::to_string(classes) + " classes";
+    f.evidence.push_back("the loss got label " + std::to_string(label) + " for an input of " +
+                         std::to_string(classes) + " classes (Python hook)");
+    return;
+  }
+}
+
+void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
+                    Finding& f, std::string& merge_key) {
+  std::string who = context.name(p);
+  std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
+  std::string exception = exception_summary(tb);
+  if (known && !reports_another_process(known->kind)) {
+    f.kind = known->kind;
+    if (f.kind == "collective-missing" && known->ranks.empty()) {
+      known->ranks = ranks_not_waiting(context, p);
+      if (!known->ranks.empty()) {
+        std::string names;
+        for (int rank : known->ranks) names += (names.empty() ? "" : ", ") + std::to_string(rank);
+        known->title +=
+            (known->ranks.size() == 1 ? " (rank " : " (ranks ") + names + " never joined it)";
+      }
+    }
+    f.title = who + (known->title.empty() ? " raised " + exception : ": " + known->title);
+    f.fix = known->fix;
+    if (f.kind == "label-out-of-range") add_class_count(context, p, f);
+    // A missing rank is the one to look at; the ranks that waited for it are in the title.
+    if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
+    for (int rank : known->ranks) {
+      if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
+    }
+    merge_key = analysis::merge_key(f.kind, known->match->id);
+  } else if (p.role.role == Role::kLauncher) {
+    f.kind = "launcher-exit";
+    std::string ranks = failed_before(context, p);
+    f.title = who + (ranks.empty() ? " raised " + exception
+                                   : " stopped the job after " + ranks + " failed");
+    f.fix = "The launcher's error follows the failure of its ranks: see the root cause.";
+  } else {
+    f.kind = "python-exception";
+    f.title = who + " raised " + exception;
+    f.fix = known ? known->fix : fix_for(f.kind);
+  }
+  std::vector<std::string> cited = traceback_evidence(tb);
+  f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
+  if (known) f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
+  f.confidence = known ? 0.8 : 0.5;
 }
 
 }  // namespace
@@ -72,47 +111,38 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     const store::ProcessRecord& r = p.record;
     if (!r.exit_code || *r.exit_code == 0) continue;
     if (p.role.role == Role::kOther && r.pid != context.evidence.run.root_pid) continue;
+    // A dedicated rule that ran first (GPU memory, CUDA errors) explained this process already.
+    if (std::any_of(out.begin(), out.end(),
+                    [&r](const TimedFinding& t) { return t.pid == r.pid; })) {
+      continue;
+    }
     Finding f;
     f.pids = {r.pid};
     f.ranks = context.ranks_of(p);
     std::string who = context.name(p);
-    f.evidence.push_back(who + " exited with code " + std::to_string(*r.exit_code));
+    f.evidence.push_back(who + " " + exit_text(r));
+    int64_t t_ns = r.end_ns;
+    std::string merge_key;
+    const PythonTraceback* tb = context.texts.final_exception(p);
     if (p.role.role == Role::kWorker) {
       f.kind = "worker-exit";
-      f.title = who + " exited with code " + std::to_string(*r.exit_code);
+      f.title = who + " " + exit_text(r);
       f.fix =
           "A DataLoader worker raised or called exit: run with num_workers=0 to see the "
           "error in the main process.";
-    } else if (const store::LogLine* line = last_exception(context.evidence, r.end_ns)) {
-      f.kind = "python-exception";
-      f.title = who + " raised " + line->text.substr(0, 200);
-      f.evidence.push_back(line->stream + " line " + std::to_string(line->number) + ": " +
-                           line->text);
-      // A known text names the kind of failure and the numbers in it. Texts that report another
-      // process's end (a worker killed, a peer gone) stay this process's exception: the other
-      // process's own finding comes from its end and is the cause.
-      for (const SignatureMatch& match : match_line(line->text)) {
-        if (!match.failure || match.kind.empty()) continue;
-        static const std::set<std::string> kAboutAnother = {"worker-crash", "worker-exit",
-                                                            "peer-exited", "host-oom-killed"};
-        if (!kAboutAnother.contains(match.kind)) f.kind = match.kind;
-        std::string fields;
-        for (const auto& [name, value] : match.fields) {
-          if (name != "prefix" && name != "prefix_rank") {
-            fields += (fields.empty() ? "" : ", ") + name + " " + value;
-          }
-        }
-        f.evidence.push_back("known error " + match.id + (fields.empty() ? "" : ": " + fields));
-        break;
-      }
-      f.fix = fix_for(f.kind);
+      f.confidence = 0.5;
+    } else if (tb != nullptr) {
+      auto known = describe_known(context.texts.signatures(*tb));
+      if (known && known->kind == "peer-exited") continue;  // rule_peer_exited
+      from_exception(context, p, *tb, f, merge_key);
+      if (t_ns == 0 || tb->t_ns < t_ns) t_ns = tb->t_ns;  // it failed when it printed it
     } else {
       f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
-      f.title = who + " exited with code " + std::to_string(*r.exit_code);
+      f.title = who + " " + exit_text(r);
       f.fix = "See the process's last output in logs/.";
+      f.confidence = 0.5;
     }
-    f.confidence = 0.5;
-    out.push_back({std::move(f), r.end_ns, r.pid});
+    out.push_back({std::move(f), t_ns, r.pid, merge_key});
   }
 }
 

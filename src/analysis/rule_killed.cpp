@@ -58,6 +58,19 @@ std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t
   return out;
 }
 
+// The launcher said it sent this process its closing signal (torchrun: "Sending process N
+// closing signal SIGTERM").
+bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
+  for (const TextMatch& text : context.texts.all_matches()) {
+    auto pid = text.match.fields.find("pid");
+    if (text.match.id == "torchrun.closing-signal" && pid != text.match.fields.end() &&
+        pid->second == std::to_string(p.record.pid)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -98,6 +111,12 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
             "another failure.";
         f.confidence = 0.6;
       }
+    } else if (stopped_by_launcher(context, p)) {
+      f.kind = "killed-externally";
+      f.severity = Severity::kInfo;
+      f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
+      f.fix = "The launcher stops the other processes once one fails: see the root cause.";
+      f.confidence = 0.9;
     } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) {
       f.kind = "killed-externally";
       f.severity = Severity::kWarning;

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "analysis/crash_facts.h"
+#include "analysis/known_failure.h"
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
@@ -29,16 +30,20 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
       f.evidence.push_back("blame frame #" + std::to_string(facts.blame) + ": " +
                            describe_frame(crash.frames[static_cast<size_t>(facts.blame)]));
     }
-    for (size_t i = 0; i < crash.frames.size() && i < 8; ++i) {
-      f.evidence.push_back("  #" + std::to_string(i) + " " + describe_frame(crash.frames[i]));
-    }
     if (!facts.python_line.empty()) {
       f.evidence.push_back("Python frame that called into native code: " + facts.python_line);
+      if (!facts.user_line.empty() && facts.user_line != facts.python_line) {
+        f.evidence.push_back("in your code: " + facts.user_line);
+      }
     } else if (process != nullptr && crash.python_traceback.empty() &&
                process->record.cmdline.find("python") != std::string::npos) {
       f.evidence.push_back(
           "no Python traceback: the interpreter does not export its traceback dumper (CPython "
           "3.13 and 3.14), or it had not started");
+    }
+    // The native stack last: the lines above say where, these how it got there.
+    for (size_t i = 0; i < crash.frames.size() && i < 8; ++i) {
+      f.evidence.push_back("  #" + std::to_string(i) + " " + describe_frame(crash.frames[i]));
     }
     if (crash.other_crashes > 0) {
       f.evidence.push_back(std::to_string(crash.other_crashes) +
@@ -46,13 +51,30 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     }
     f.evidence.insert(f.evidence.end(), facts.evidence.begin(), facts.evidence.end());
     f.fix = facts.fix;
+    // An abort whose message is a known failure (gloo's size check in a collective) is that
+    // failure; the abort is only how it ended the process.
+    if (auto known = describe_known(facts.message_signatures);
+        known && known->kind != "abort" && !worker) {
+      f.kind = known->kind;
+      f.title = who + " aborted: " + known->title;
+      f.fix = known->fix;
+      f.ranks.insert(f.ranks.end(), known->ranks.begin(), known->ranks.end());
+      f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
+    }
     if (f.kind == "worker-crash") {
       f.fix +=
           " The crash is in a DataLoader worker: reproduce it in the main process with "
           "num_workers=0, where the traceback is complete.";
     }
     f.confidence = facts.blame >= 0 ? 0.9 : 0.7;
-    out.push_back({std::move(f), crash.time_ns, crash.pid});
+    // Crashes at one place are one failure; an abort that is a collective failure (gloo's size
+    // check) is the failure that the collective checker and the other ranks report too.
+    std::string key =
+        merge_key(f.kind, f.kind + " at " +
+                              (facts.blame >= 0
+                                   ? describe_frame(crash.frames[static_cast<size_t>(facts.blame)])
+                                   : facts.what));
+    out.push_back({std::move(f), crash.time_ns, crash.pid, std::move(key)});
   }
 }
 

@@ -3,15 +3,19 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/diagnosis.h"
+#include "analysis/process_texts.h"
+#include "analysis/traceback.h"
 
 namespace traindoc::analysis {
 
 struct RuleContext {
   const store::Evidence& evidence;
   const std::vector<ProcessSummary>& processes;
+  const ProcessTexts& texts;
 
   // The process a pid referred to at `t_ns` (pids are reused); nullptr when unknown.
   const ProcessSummary* process(int pid, uint64_t start_ticks = 0) const;
@@ -21,11 +25,25 @@ struct RuleContext {
   std::vector<int> ranks_of(const ProcessSummary& process) const;
 };
 
+// "RuntimeError: the first line of its message", cut to a title's length.
+std::string exception_summary(const PythonTraceback& traceback);
+// The lines that cite a traceback: where it is in the output, its exception, and where it was
+// raised (the user's frame and the last frame).
+std::vector<std::string> traceback_evidence(const PythonTraceback& traceback);
+
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {
+  TimedFinding() = default;
+  TimedFinding(Finding finding_, int64_t t_ns_, int pid_, std::string merge_key_ = "")
+      : finding(std::move(finding_)), t_ns(t_ns_), pid(pid_), merge_key(std::move(merge_key_)) {}
+
   Finding finding;
   int64_t t_ns = 0;
   int pid = 0;  // the process that failed
+  // Findings with the same non-empty key from different processes are one failure seen
+  // several times (both ranks print the same mismatch, two workers crash in one place): they
+  // are merged into the earliest.
+  std::string merge_key;
 };
 
 // Crash records of the agent: native-crash, stack-overflow, abort, fpe, illegal-instruction,
@@ -36,9 +54,41 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
 // outside (host-oom-killed, worker-crash), other signals.
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out);
 
-// Ranks, workers and launchers that exited non-zero with nothing more specific found: the
-// Python exception they printed, or their exit code.
+// Ranks, workers and launchers that exited non-zero: the exception they ended with, as the kind
+// of failure its known text names (label-out-of-range, collective-mismatch, ...) or as a
+// python-exception with its last frame; else the exit code. Exceptions that say a peer is gone
+// are left to rule_peer_exited.
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// Ranks that failed because a peer had gone ("Connection closed by peer"): peer-exited, and when
+// that peer had exited normally while they still waited, the peer's early exit as the cause
+// (collective-missing, or uneven-inputs when the ranks' step counts differ).
+void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// Memory growing steadily with the steps (or time) in a process: memory-leak, a warning; an
+// error when the process (or its parent, or a child) then ran out of memory (host-oom-killed,
+// host-alloc-failed found by the rules above, so it runs after them): its time is when the
+// growth began, so the ordering by cause makes it the root cause and the failure its consequence.
+// Also DataLoader workers whose private memory grows while their RSS stays flat (copy-on-access of
+// Python objects).
+void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// A process ran out of GPU memory (PyTorch, TensorFlow/Keras, JAX): gpu-oom or
+// gpu-fragmentation, with the device, the numbers and who held the GPU at that moment (NVML).
+void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                  std::vector<TimedFinding>& out);
+
+// A CUDA kernel failed: device-side-assert (label-out-of-range, index-out-of-range where the
+// assertion says so) and cuda-illegal-access.
+void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                     std::vector<TimedFinding>& out);
+
+// Where the job's GPU memory went: foreign-gpu-context and gpu-imbalance (NVML samples).
+void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                        std::vector<TimedFinding>& out);
+
+// Xid and ECC events and lost GPUs (NVML): hardware-fault.
+void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // What the supervisor's collective checker found while the job ran: collective-mismatch,
 // collective-order, collective-missing, uneven-inputs, peer-exited, timed at the first

@@ -375,9 +375,18 @@ size_t prefix_length(std::string_view s, std::optional<int>& rank, bool& rank_fo
   return 0;
 }
 
+// PyTorch's DataLoader worker writes its "Unexpected segmentation fault" message with the
+// string's terminating NUL, which then starts the next line: NULs at the start of a line (or of
+// its text after the prefix) are not part of it.
+std::string_view skip_nuls(std::string_view text) {
+  while (!text.empty() && text.front() == '\0') text.remove_prefix(1);
+  return text;
+}
+
 }  // namespace
 
 LinePrefix strip_launcher_prefix(std::string_view line) {
+  line = skip_nuls(line);
   LinePrefix out{line, {}, std::nullopt};
   size_t total = 0;
   bool have_rank_form = false;
@@ -394,7 +403,7 @@ LinePrefix strip_launcher_prefix(std::string_view line) {
     total += n;
   }
   out.prefix = line.substr(0, total);
-  out.text = line.substr(total);
+  out.text = skip_nuls(line.substr(total));
   return out;
 }
 

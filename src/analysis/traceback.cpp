@@ -158,8 +158,8 @@ class Parser {
 
   void touch(Track& track, const store::LogLine& line) {
     PythonTraceback& tb = m_out[track.current];
-    tb.last_line = line.number;
-    tb.t_ns = line.t_ns;
+    tb.last_line = std::max(tb.last_line, line.number);
+    tb.t_ns = std::max(tb.t_ns, line.t_ns);
   }
 
   void close(Track& track, bool cut) {
@@ -281,6 +281,18 @@ class Parser {
       track.after_frame = true;
       return;
     }
+    // An exception line without its traceback (its frames were not kept, or the program
+    // printed only the exception): a traceback of the exception alone. Warnings are not
+    // exceptions that end anything.
+    if (std::optional<ExceptionLine> exception = parse_exception_line(text, /*strict=*/true);
+        exception && !exception->type.ends_with("Warning")) {
+      PythonTraceback& tb = start(track, line, p);
+      tb.incomplete = true;
+      tb.exception_type = std::string(exception->type);
+      track.message.emplace_back(exception->message);
+      track.state = State::kMessage;
+      return;
+    }
     track.last_closed.reset();
     track.pending = Link::kNone;
   }
@@ -291,6 +303,11 @@ class Parser {
 };
 
 }  // namespace
+
+bool is_library_file(std::string_view file) {
+  return file.find("-packages/") != std::string_view::npos ||
+         file.find("/lib/python3") != std::string_view::npos || file.starts_with("<frozen");
+}
 
 std::vector<PythonTraceback> parse_tracebacks(const std::vector<store::LogLine>& lines) {
   std::vector<PythonTraceback> out;

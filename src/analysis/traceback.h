@@ -51,6 +51,10 @@ struct PythonTraceback {
   bool operator==(const PythonTraceback&) const = default;
 };
 
+// A file of an installed library or of the standard library (site-packages, dist-packages,
+// lib/python3.N, frozen modules), as opposed to the user's code.
+bool is_library_file(std::string_view file);
+
 // Tracebacks in the order they start. Lines are those of one run (one or both streams), in the
 // order they were read; each stream and each launcher prefix is followed separately, so
 // interleaved ranks' tracebacks stay apart.

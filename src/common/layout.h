@@ -29,6 +29,18 @@ enum class RecordType : uint32_t {
   kChildReaped = 1,      // this process reaped a child: a = child pid, b = wait status
   kHandlerReplaced = 2,  // the program installed its own handler for a crash signal: a = signal,
                          // b = the handler's address (kept second in the chain, after ours)
+  kStep = 3,             // the Python hook counted training steps: a = StepKind, b = how many of
+                         // that kind this process has run so far (cumulative, so a record lost
+                         // to a ring overrun costs resolution, never the count)
+  kLabelOutOfRange = 4,  // a loss function rejected a target label (Python hook): a = the label,
+                         // b = the number of classes of the loss's input
+};
+
+// What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).
+enum class StepKind : int64_t {
+  kOptimizer = 1,   // optimizer.step() of any torch.optim.Optimizer
+  kBackward = 2,    // torch.autograd.backward, which Tensor.backward calls
+  kDdpForward = 3,  // DistributedDataParallel.forward
 };
 
 inline constexpr uint32_t kCrashFrames = 128;

@@ -62,6 +62,11 @@ json process_json(const analysis::ProcessSummary& summary) {
   put(out, "fd_limit", summary.fd_limit);
   put(out, "peak_threads", summary.peak_threads);
   out["cpu_s"] = summary.cpu_s;
+  if (!summary.steps.empty()) {
+    json steps;
+    for (const auto& [kind, count] : summary.steps) steps[store::to_string(kind)] = count;
+    out["steps"] = steps;
+  }
   return out;
 }
 
@@ -76,6 +81,22 @@ json finding_json(const analysis::Finding& f) {
           {"fix", f.fix},
           {"confidence", f.confidence},
           {"consequences", f.consequences}};
+}
+
+json gpu_json(const analysis::GpuSummary& g) {
+  json out;
+  out["index"] = g.device.index;
+  out["uuid"] = g.device.uuid;
+  out["pci_bus_id"] = g.device.pci_bus_id;
+  out["name"] = g.device.name;
+  out["memory_total"] = g.device.memory_total;
+  put(out, "peak_used", g.peak_used);
+  json processes = json::array();
+  for (const auto& h : g.holders) {
+    processes.push_back({{"pid", h.pid}, {"who", h.who}, {"in_job", h.in_job}, {"peak", h.peak}});
+  }
+  out["processes"] = processes;
+  return out;
 }
 
 }  // namespace
@@ -109,11 +130,18 @@ json to_json(const analysis::Diagnosis& d) {
   for (const auto& p : d.processes) processes.push_back(process_json(p));
   json findings = json::array();
   for (const auto& f : d.findings) findings.push_back(finding_json(f));
-  return {{"schema", kReportSchema},
-          {"run", run},
-          {"processes", processes},
-          {"findings", findings},
-          {"missing_evidence", d.missing_evidence}};
+  json out = {{"schema", kReportSchema},
+              {"run", run},
+              {"processes", processes},
+              {"findings", findings},
+              {"missing_evidence", d.missing_evidence}};
+  // Only where NVML listed devices: reports of runs without GPUs stay as they were.
+  if (!d.gpus.empty()) {
+    json gpus = json::array();
+    for (const auto& g : d.gpus) gpus.push_back(gpu_json(g));
+    out["gpus"] = gpus;
+  }
+  return out;
 }
 
 void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir) {

@@ -43,6 +43,9 @@ Palette palette(bool colour) {
   return {"\033[1m", "\033[1;31m", "\033[32m", "\033[2m", "\033[0m"};
 }
 
+// The root cause's evidence lines shown; report.json has them all.
+constexpr size_t kEvidenceLines = 10;
+
 // Root cause first, with its evidence and fix; then its consequences, one line each.
 std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   std::string out;
@@ -51,12 +54,37 @@ std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
     if (i == 0 || f.root_cause) {
       out += fmt::format("  {}{}{} [{}] {}\n", c.red, f.root_cause ? "ROOT CAUSE" : "finding",
                          c.reset, f.kind, f.title);
-      for (const std::string& line : f.evidence) out += "      " + line + "\n";
+      size_t shown = std::min(f.evidence.size(), kEvidenceLines);
+      for (size_t e = 0; e < shown; ++e) out += "      " + f.evidence[e] + "\n";
+      if (shown < f.evidence.size()) {
+        out += fmt::format("      ... {} more lines in report.json\n", f.evidence.size() - shown);
+      }
       if (!f.fix.empty())
         out += std::string("    ") + c.green + "fix:" + c.reset + " " + f.fix + "\n";
     } else {
       out += std::string(c.dim) + fmt::format("  then [{}] {}", f.kind, f.title) + c.reset + "\n";
     }
+  }
+  return out;
+}
+
+// One line per GPU: its peak against its capacity and the largest holders.
+std::string render_gpus(const analysis::Diagnosis& d) {
+  constexpr size_t kHolders = 4;
+  std::string out;
+  for (const analysis::GpuSummary& g : d.gpus) {
+    std::string holders;
+    for (size_t i = 0; i < g.holders.size() && i < kHolders; ++i) {
+      const auto& h = g.holders[i];
+      holders += fmt::format("{}{} {}", i == 0 ? "" : ", ",
+                             h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid),
+                             analysis::format_bytes(h.peak));
+    }
+    if (g.holders.size() > kHolders)
+      holders += fmt::format(", +{} more", g.holders.size() - kHolders);
+    out += fmt::format("  GPU {} {}: peak {} of {}{}\n", g.device.index, g.device.pci_bus_id,
+                       peak_text(g.peak_used), analysis::format_bytes(g.device.memory_total),
+                       holders.empty() ? "" : " (" + holders + ")");
   }
   return out;
 }
@@ -120,6 +148,7 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
     }
     out += "  peak RSS by role: " + line + "\n";
   }
+  out += render_gpus(d);
   for (const auto& note : d.missing_evidence) out += "  note: " + note + "\n";
   out += "  run folder: " + run_dir + "  (report.json; `traindoc analyze` redoes this)\n";
   return out;

@@ -4,6 +4,9 @@
 #include "store/evidence.h"
 
 #include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace traindoc::store {
@@ -19,21 +22,48 @@ constexpr std::array<std::pair<EndSource, const char*>, 6> kEndSourceNames{{
     {EndSource::kVanished, "vanished"},
 }};
 
+constexpr std::array<std::pair<StepKind, const char*>, 3> kStepKindNames{{
+    {StepKind::kOptimizer, "optimizer"},
+    {StepKind::kBackward, "backward"},
+    {StepKind::kDdpForward, "ddp-forward"},
+}};
+
+template <typename Enum, size_t N>
+using Names = std::array<std::pair<Enum, const char*>, N>;
+
+template <typename Enum, size_t N>
+std::optional<const char*> name_in(const Names<Enum, N>& names, Enum value) {
+  for (const auto& [known, name] : names) {
+    if (known == value) return name;
+  }
+  return std::nullopt;
+}
+
+template <typename Enum, size_t N>
+std::optional<Enum> value_in(const Names<Enum, N>& names, const std::string& text) {
+  for (const auto& [value, name] : names) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* to_string(EndSource source) {
-  for (const auto& [value, name] : kEndSourceNames) {
-    if (value == source) return name;
-  }
-  return "none";
+  return name_in(kEndSourceNames, source).value_or("none");
 }
 
 EndSource end_source_from_string(const std::string& text) {
-  for (const auto& [value, name] : kEndSourceNames) {
-    if (text == name) return value;
-  }
   // A name from a newer traindoc: treat as "nothing known" rather than refuse the whole run.
-  return EndSource::kNone;
+  return value_in(kEndSourceNames, text).value_or(EndSource::kNone);
+}
+
+const char* to_string(StepKind kind) {
+  return name_in(kStepKindNames, kind).value_or("optimizer");
+}
+
+std::optional<StepKind> step_kind_from_string(const std::string& text) {
+  return value_in(kStepKindNames, text);
 }
 
 }  // namespace traindoc::store

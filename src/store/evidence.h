@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "store/gpu_evidence.h"
+
 namespace traindoc::store {
 
 inline constexpr int kSchemaVersion = 3;
@@ -166,6 +168,24 @@ struct LogLine {
   bool operator==(const LogLine&) const = default;
 };
 
+// What a step sample counts (python/traindoc_hook/steps.py).
+enum class StepKind {
+  kOptimizer,   // optimizer.step()
+  kBackward,    // torch.autograd.backward (Tensor.backward)
+  kDdpForward,  // DistributedDataParallel.forward
+};
+
+// A process's running total of one kind of training step at a time, counted by the Python hook.
+struct StepSample {
+  int64_t t_ns = 0;
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  StepKind kind = StepKind::kOptimizer;
+  int64_t count = 0;  // steps of `kind` the process had run by t_ns
+
+  bool operator==(const StepSample&) const = default;
+};
+
 // One collective or point-to-point call of a rank, as its agent recorded it (layout.h
 // CollectiveCall), in words. run.db keeps a bounded sample of them (docs/run-db.md).
 struct CollectiveCall {
@@ -242,7 +262,12 @@ struct Evidence {
   // kept beyond the cap.
   std::map<std::string, uint64_t> log_lines_dropped;
   uint64_t crashes_dropped = 0;
-  // Schema 3: collective calls kept (a bounded sample, see docs/run-db.md) and those not kept,
+  // Schema 3: training steps by time (older runs have none).
+  std::vector<StepSample> steps;
+  // Also schema 3: devices, their samples, the processes on them, driver events, CUDA variables.
+  GpuEvidence gpu;
+  uint64_t gpu_events_dropped = 0;
+  // Also schema 3: collective calls kept (a bounded sample, see docs/run-db.md) and those not kept,
   // and the checker's issues.
   std::vector<CollectiveCall> collectives;
   uint64_t collectives_dropped = 0;
@@ -253,5 +278,8 @@ struct Evidence {
 
 const char* to_string(EndSource source);
 EndSource end_source_from_string(const std::string& text);
+const char* to_string(StepKind kind);
+// nullopt for a name this build does not know (written by a newer traindoc).
+std::optional<StepKind> step_kind_from_string(const std::string& text);
 
 }  // namespace traindoc::store

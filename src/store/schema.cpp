@@ -6,6 +6,7 @@
 #include <string>
 
 #include "store/evidence.h"
+#include "store/gpu_tables.h"
 #include "store/sqlite_util.h"
 
 namespace traindoc::store::schema {
@@ -165,9 +166,20 @@ CREATE INDEX log_lines_by_time ON log_lines (t_ns);
 CREATE INDEX log_lines_by_stream ON log_lines (stream, id);
 )sql";
 
-// What schema 3 adds: collective calls (a bounded sample) and what the supervisor's collective
-// checker found, with each rank's part. "group_id" is the group's 64-bit identity, bit for bit.
+// What schema 3 adds (with the GPU tables of gpu_tables.cpp): the training steps the Python hook
+// counted, one row per process and kind per sampling interval at most (thinned like the samples);
+// collective calls (a bounded sample) and what the supervisor's collective checker found, with
+// each rank's part ("group_id" is the group's 64-bit identity, bit for bit).
+// tests/fixtures/store/schema_v3.sql holds schema 2 plus these.
 constexpr const char* kDdlV3 = R"sql(
+CREATE TABLE step_samples (
+  t_ns INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  count INTEGER NOT NULL
+);
+CREATE INDEX step_samples_by_time ON step_samples (t_ns);
 CREATE TABLE collectives (
   id INTEGER PRIMARY KEY,
   t_ns INTEGER NOT NULL,
@@ -279,6 +291,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV1);
   detail::exec(db, kDdlV2);
   detail::exec(db, kDdlV3);
+  detail::exec(db, detail::kGpuDdl);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -289,6 +302,7 @@ void upgrade(sqlite3* db) {
   if (version >= kSchemaVersion) return;
   if (version < 2) detail::exec(db, kDdlV2);
   if (version < 3) detail::exec(db, kDdlV3);
+  if (version < 3) detail::exec(db, detail::kGpuDdl);
   set_version(db);
 }
 

@@ -29,6 +29,7 @@ inline constexpr const char* kMetaMaxCrashes = "max_crashes";
 inline constexpr const char* kMetaLogLinesDroppedPrefix = "log_lines_dropped:";
 inline constexpr const char* kMetaCrashesDropped = "crashes_dropped";
 // Schema 3.
+inline constexpr const char* kMetaGpuEventsDropped = "gpu_events_dropped";
 inline constexpr const char* kMetaMaxCollectives = "max_collectives";
 inline constexpr const char* kMetaCollectivesDropped = "collectives_dropped";
 
@@ -47,7 +48,7 @@ void create(sqlite3* db);
 
 // Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
 // transaction: every change so far only adds tables, so the rows already there stay as they are.
-// A file created by create() and one upgraded from version 1 have the same schema.
+// A file created by create() and one upgraded from an older version have the same schema.
 void upgrade(sqlite3* db);
 
 }  // namespace traindoc::store::schema

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 
@@ -313,6 +314,22 @@ void read_log_lines(sqlite3* db, std::vector<LogLine>& out) {
   }
 }
 
+// Rows of a step kind this build does not know (a newer writer) are left out.
+void read_step_samples(sqlite3* db, std::vector<StepSample>& out) {
+  Statement rows(db,
+                 "SELECT t_ns, pid, start_ticks, kind, count FROM step_samples "
+                 "ORDER BY t_ns, rowid");
+  while (rows.step()) {
+    std::optional<StepKind> kind = step_kind_from_string(rows.text(3));
+    if (!kind) continue;
+    out.push_back({.t_ns = rows.int64(0),
+                   .pid = rows.int32(1),
+                   .start_ticks = rows.uint64(2),
+                   .kind = *kind,
+                   .count = rows.int64(4)});
+  }
+}
+
 void read_collectives(sqlite3* db, std::vector<CollectiveCall>& out) {
   Statement rows(db,
                  "SELECT t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, group_size, "
@@ -400,6 +417,8 @@ void read_bounds(sqlite3* db, Evidence& evidence) {
       if (count > 0) evidence.log_lines_dropped[key.substr(lines_prefix.size())] = count;
     } else if (key == schema::kMetaCrashesDropped) {
       evidence.crashes_dropped = parse_count(rows.text(1));
+    } else if (key == schema::kMetaGpuEventsDropped) {
+      evidence.gpu_events_dropped = parse_count(rows.text(1));
     } else if (key == schema::kMetaCollectivesDropped) {
       evidence.collectives_dropped = parse_count(rows.text(1));
     }
@@ -430,6 +449,9 @@ Evidence read_evidence(const std::string& db_path) {
     read_crashes(db, evidence.crashes);
     read_log_lines(db, evidence.log_lines);
   }
+  if (evidence.schema_version >= 3) read_step_samples(db, evidence.steps);
+  // Schema 2 and older have no GPU evidence: it reads as "not sampled" (nvml_status "").
+  if (evidence.schema_version >= 3) detail::read_gpu(db, evidence.gpu);
   // Schema 3 adds the collectives; older files read with none.
   if (evidence.schema_version >= 3) {
     read_collectives(db, evidence.collectives);

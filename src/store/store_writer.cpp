@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 
@@ -111,6 +112,19 @@ DELETE FROM host_samples WHERE rowid IN (
   WHERE n > 1)
 )sql";
 
+// Step counts only grow: a bucket's first and last rows keep where each process stood at both ends
+// of it, so the steps per second stay known across thinned time.
+constexpr const char* kThinStepsDelete = R"sql(
+DELETE FROM step_samples WHERE rowid IN (
+  SELECT id FROM (SELECT rowid AS id,
+                         row_number() OVER (bucket ORDER BY t_ns, rowid) AS first,
+                         row_number() OVER (bucket ORDER BY t_ns DESC, rowid DESC) AS last
+                  FROM step_samples
+                  WHERE t_ns >= ?1 AND t_ns < ?2
+                  WINDOW bucket AS (PARTITION BY pid, start_ticks, kind, t_ns / ?3))
+  WHERE first > 1 AND last > 1)
+)sql";
+
 // One statement for both cases: ?1 is the id of the crash being replaced, or NULL for a new one.
 // REPLACE deletes the old row of that id (and key) and writes the new one under the same id.
 constexpr const char* kReplaceCrash = R"sql(
@@ -144,6 +158,7 @@ struct StoreWriter::Impl {
   Statement upsert_process;
   Statement insert_proc_sample;
   Statement insert_host_sample;
+  Statement insert_step_sample;
   Statement insert_event;
   Statement drop_oldest_event;
   Statement upsert_log;
@@ -153,6 +168,7 @@ struct StoreWriter::Impl {
   Statement thin_proc_delete;
   Statement thin_host_update;
   Statement thin_host_delete;
+  Statement thin_steps_delete;
   Statement find_crash;
   Statement replace_crash;
   Statement delete_crash_frames;
@@ -161,6 +177,7 @@ struct StoreWriter::Impl {
   Statement insert_crash_inlined;
   Statement insert_log_line;
   Statement drop_log_lines;
+  detail::GpuTables gpu;
   Statement insert_collective;
   Statement insert_issue;
   Statement insert_issue_rank;
@@ -200,6 +217,9 @@ struct StoreWriter::Impl {
         "INSERT INTO host_samples (t_ns, mem_total, mem_available, swap_total, swap_free, "
         "cgroup_version, cgroup_current, cgroup_max, cgroup_oom_kills, shm_total, shm_used) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    insert_step_sample = Statement(d,
+                                   "INSERT INTO step_samples (t_ns, pid, start_ticks, kind, count) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5)");
     insert_event =
         Statement(d, "INSERT INTO events (t_ns, kind, pid, text) VALUES (?1, ?2, ?3, ?4)");
     drop_oldest_event = Statement(d,
@@ -217,6 +237,7 @@ struct StoreWriter::Impl {
     thin_proc_delete = Statement(d, kThinProcDelete);
     thin_host_update = Statement(d, kThinHostUpdate);
     thin_host_delete = Statement(d, kThinHostDelete);
+    thin_steps_delete = Statement(d, kThinStepsDelete);
     find_crash = Statement(d, "SELECT id FROM crashes WHERE pid = ?1 AND start_ticks = ?2");
     replace_crash = Statement(d, kReplaceCrash);
     delete_crash_frames = Statement(d, "DELETE FROM crash_frames WHERE crash_id = ?1");
@@ -235,6 +256,7 @@ struct StoreWriter::Impl {
     drop_log_lines = Statement(d,
                                "DELETE FROM log_lines WHERE id IN (SELECT id FROM log_lines "
                                "WHERE stream = ?1 ORDER BY id LIMIT ?3 OFFSET ?2)");
+    gpu = detail::GpuTables(d);
     insert_collective = Statement(
         d,
         "INSERT INTO collectives (t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, "
@@ -266,7 +288,8 @@ struct StoreWriter::Impl {
         thinned_until_ns = static_cast<int64_t>(parse_count(meta.text(1)));
       } else if (key.starts_with(schema::kMetaEventsDroppedPrefix) ||
                  key.starts_with(schema::kMetaLogLinesDroppedPrefix) ||
-                 key == schema::kMetaCrashesDropped || key == schema::kMetaCollectivesDropped) {
+                 key == schema::kMetaCrashesDropped || key == schema::kMetaGpuEventsDropped ||
+                 key == schema::kMetaCollectivesDropped) {
         dropped[key] = parse_count(meta.text(1));
       }
     }
@@ -484,6 +507,20 @@ void StoreWriter::add_host_sample(const HostSample& h) {
       .run();
 }
 
+void StoreWriter::add_step_samples(const std::vector<StepSample>& samples) {
+  Impl& s = *m_impl;
+  if (samples.empty()) return;
+  begin_if_needed();
+  for (const StepSample& step : samples) {
+    s.insert_step_sample.bind(1, step.t_ns)
+        .bind(2, step.pid)
+        .bind(3, step.start_ticks)
+        .bind(4, to_string(step.kind))
+        .bind(5, step.count)
+        .run();
+  }
+}
+
 void StoreWriter::add_event(const Event& event) {
   Impl& s = *m_impl;
   const int64_t max = s.options.max_events_per_kind;
@@ -693,6 +730,46 @@ void StoreWriter::add_log_lines(const std::vector<LogLine>& lines) {
   }
 }
 
+void StoreWriter::write_gpu_status(bool nvml_loaded, const std::string& status) {
+  begin_if_needed();
+  m_impl->meta(detail::kMetaNvmlLoaded, nvml_loaded ? "1" : "0");
+  m_impl->meta(detail::kMetaNvmlStatus, status);
+}
+
+void StoreWriter::write_gpu_device(const GpuDevice& device) {
+  begin_if_needed();
+  m_impl->gpu.write_device(device);
+}
+
+void StoreWriter::add_gpu_samples(const std::vector<GpuSample>& samples) {
+  if (samples.empty()) return;
+  begin_if_needed();
+  m_impl->gpu.add_samples(samples);
+}
+
+void StoreWriter::add_gpu_process_samples(const std::vector<GpuProcessSample>& samples) {
+  if (samples.empty()) return;
+  begin_if_needed();
+  m_impl->gpu.add_process_samples(samples);
+}
+
+void StoreWriter::write_gpu_process(const GpuProcess& process) {
+  begin_if_needed();
+  m_impl->gpu.write_process(process);
+}
+
+void StoreWriter::add_gpu_event(const GpuEvent& event) {
+  begin_if_needed();
+  if (!m_impl->gpu.add_event(event, m_impl->options.max_events_per_kind)) {
+    m_impl->count_dropped(schema::kMetaGpuEventsDropped, 1);
+  }
+}
+
+void StoreWriter::write_cuda_env(const CudaEnv& env) {
+  begin_if_needed();
+  m_impl->gpu.write_cuda_env(env);
+}
+
 void StoreWriter::downsample(int64_t now_ns) {
   Impl& s = *m_impl;
   const int64_t bucket = s.options.bucket_ns;
@@ -707,6 +784,8 @@ void StoreWriter::downsample(int64_t now_ns) {
   s.thin_proc_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.thin_host_update.bind(1, from).bind(2, until).bind(3, bucket).run();
   s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.thin_steps_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+  s.gpu.thin(from, until, bucket);
   s.meta(schema::kMetaThinnedUntil, std::to_string(until));
   s.thinned_until_ns = until;
 }

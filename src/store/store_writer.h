@@ -54,6 +54,7 @@ class StoreWriter {
   void upsert_process(const ProcessRecord& record);
   void add_proc_samples(const std::vector<ProcSample>& samples);
   void add_host_sample(const HostSample& sample);
+  void add_step_samples(const std::vector<StepSample>& samples);
   // Subject to max_events_per_kind; events beyond it are counted in meta, not stored.
   void add_event(const Event& event);
   // Replaces the stream of the same name (its file list included).
@@ -70,11 +71,26 @@ class StoreWriter {
   // Appends an issue with its ranks.
   void add_collective_issue(const CollectiveIssue& issue);
 
+  // GPU evidence (schema 3), from the supervisor's GPU sampler. The status is written once:
+  // whether NVML was loaded, and a sentence on it (meta keys).
+  void write_gpu_status(bool nvml_loaded, const std::string& status);
+  // Replaces the device of the same NVML index.
+  void write_gpu_device(const GpuDevice& device);
+  void add_gpu_samples(const std::vector<GpuSample>& samples);
+  void add_gpu_process_samples(const std::vector<GpuProcessSample>& samples);
+  // Once per process: a later write of the same (nvml_pid, start_ticks) is ignored.
+  void write_gpu_process(const GpuProcess& process);
+  // At most max_events_per_kind rows, the first ones; the rest are counted in meta.
+  void add_gpu_event(const GpuEvent& event);
+  // Replaces the row of the same (pid, start_ticks).
+  void write_cuda_env(const CudaEnv& env);
+
   // Commits everything written since the last flush. Cheap when nothing is pending.
   void flush();
 
   // Thins samples older than now_ns - full_rate_window_ns to one row per bucket, keeping the
-  // peak (highest rss; for the host, lowest mem_available). Only buckets not yet thinned are
+  // peak (highest rss; for the host, lowest mem_available); step samples keep the first and the
+  // last row of each bucket per process and kind. Only buckets not yet thinned are
   // visited, so calling it every second costs nothing between bucket boundaries. Part of the
   // pending transaction: flush() commits it.
   void downsample(int64_t now_ns);

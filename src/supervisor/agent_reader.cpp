@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 namespace traindoc::supervisor {
@@ -89,6 +90,29 @@ AgentCrash copy_crash(const Slot& slot, uint32_t index) {
   uint32_t count = std::min(r.frame_count, common::kCrashFrames);
   for (uint32_t i = 0; i < count; ++i) c.frames.push_back({.address = r.frames[i]});
   return out;
+}
+
+// A kStep record as a step sample; nullopt for a kind this build does not know.
+std::optional<store::StepSample> step_sample(const AgentRecord& record) {
+  store::StepKind kind;
+  switch (static_cast<common::StepKind>(record.a)) {
+    case common::StepKind::kOptimizer:
+      kind = store::StepKind::kOptimizer;
+      break;
+    case common::StepKind::kBackward:
+      kind = store::StepKind::kBackward;
+      break;
+    case common::StepKind::kDdpForward:
+      kind = store::StepKind::kDdpForward;
+      break;
+    default:
+      return std::nullopt;
+  }
+  return store::StepSample{.t_ns = record.time_ns,
+                           .pid = record.pid,
+                           .start_ticks = record.start_ticks,
+                           .kind = kind,
+                           .count = record.b};
 }
 
 }  // namespace
@@ -197,6 +221,12 @@ AgentPoll AgentReader::poll() {
                 .pid = slot->pid, .start_ticks = slot->start_ticks, .call = record.call};
           });
   }
+  // Step records become step samples; the others stay records.
+  std::erase_if(out.records, [&](const AgentRecord& record) {
+    if (record.type != common::RecordType::kStep) return false;
+    if (std::optional<store::StepSample> step = step_sample(record)) out.steps.push_back(*step);
+    return true;
+  });
   return out;
 }
 

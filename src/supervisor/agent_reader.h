@@ -51,7 +51,8 @@ struct AgentCollective {
 
 struct AgentPoll {
   std::vector<AgentIdentity> identities;     // slots that became ready since the last poll
-  std::vector<AgentRecord> records;          // records published since the last poll
+  std::vector<AgentRecord> records;          // records published since the last poll, steps aside
+  std::vector<store::StepSample> steps;      // step records published since the last poll
   std::vector<AgentCrash> crashes;           // crash records completed since the last poll
   std::vector<AgentCollective> collectives;  // collective records published since the last poll
 };

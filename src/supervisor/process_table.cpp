@@ -132,7 +132,9 @@ void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t
     m_newly_ended.push_back(static_cast<size_t>(entry - m_records.data()));
   }
   r.end_source = source;
-  if (r.end_ns == 0 || exactness(source) == 3) r.end_ns = t_ns;
+  // Every source sees the end after it happened (a launcher may reap its ranks seconds late):
+  // the earliest sighting is the closest to the death.
+  if (r.end_ns == 0 || t_ns < r.end_ns) r.end_ns = t_ns;
   if (WIFSIGNALED(status)) {
     r.exit_signal = WTERMSIG(status);
     r.core_dumped = WCOREDUMP(status);

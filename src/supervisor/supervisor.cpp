@@ -16,16 +16,19 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "common/clock.h"
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
 #include "supervisor/crash_capture.h"
+#include "supervisor/gpu/gpu_sampler.h"
 #include "supervisor/launcher.h"
 #include "supervisor/log_tap.h"
 #include "supervisor/proc/environ_text.h"
@@ -59,6 +62,7 @@ class Loop {
   explicit Loop(const SupervisorOptions& options)
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
+        m_gpu(options.nvml_library),
         m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}) {
     m_run.command = options.command;
     m_run.hostname = host_name();
@@ -71,6 +75,8 @@ class Loop {
 
  private:
   void open_agent();
+  void open_gpu();
+  void sample_gpu(int64_t t, bool slow);
   void record_cpu();
   void read_agent();
   void record_crash(AgentCrash& crash);
@@ -80,6 +86,7 @@ class Loop {
   void store_changes();
   void finish();
   void event(const std::string& kind, int pid, const std::string& text);
+  void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
   void report_issue(store::CollectiveIssue& issue);
   void abort_job(const store::CollectiveIssue& issue);
@@ -97,12 +104,16 @@ class Loop {
   ProcessTable m_table;
   ProcSampler m_sampler;
   HostSampler m_host;
+  GpuSampler m_gpu;
   Symbolizer m_symbolizer;
   LaunchedJob m_job;
   bool m_root_done = false;
   int m_interrupts = 0;
   uint64_t m_reported_no_slot = 0;
   uint64_t m_reported_dropped = 0;
+  // The newest step count of each (pid, start_ticks, kind) since the last commit: at most one
+  // row per sampling interval each, however fast the job steps.
+  std::map<std::tuple<int, uint64_t, store::StepKind>, store::StepSample> m_steps;
   CollectiveChecker m_checker;
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
@@ -110,6 +121,17 @@ class Loop {
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
   m_store.add_event({common::realtime_ns(), kind, pid, text});
+}
+
+// How the process's CUDA device numbers map to the GPUs: kept with or without NVML, since a job
+// that set CUDA_VISIBLE_DEVICES is a GPU job whose missing GPU evidence the report names.
+void Loop::record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ) {
+  const char* visible = environ.find("CUDA_VISIBLE_DEVICES");
+  const char* order = environ.find("CUDA_DEVICE_ORDER");
+  if (visible == nullptr && order == nullptr && !m_gpu.loaded()) return;
+  store::CudaEnv env{pid, start_ticks, std::nullopt, order ? order : ""};
+  if (visible != nullptr) env.visible_devices = visible;
+  m_store.write_cuda_env(env);
 }
 
 // The CPU's feature flags, to tell an illegal instruction from a missing instruction set.
@@ -134,6 +156,21 @@ void Loop::open_agent() {
   } catch (const std::exception& e) {
     event("agent-unavailable", 0, std::string("the agent could not start: ") + e.what());
   }
+}
+
+// The devices once, before the job starts (the driver's events count from registration on).
+void Loop::open_gpu() {
+  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status());
+  for (const store::GpuDevice& device : m_gpu.devices()) m_store.write_gpu_device(device);
+}
+
+void Loop::sample_gpu(int64_t t, bool slow) {
+  if (!m_gpu.loaded()) return;
+  GpuRound round = m_gpu.sample(t, slow, m_table.live_pids());
+  m_store.add_gpu_samples(round.samples);
+  m_store.add_gpu_process_samples(round.processes);
+  for (const store::GpuProcess& process : round.new_processes) m_store.write_gpu_process(process);
+  for (const store::GpuEvent& event : round.events) m_store.add_gpu_event(event);
 }
 
 // The crashed process waits in its handler until released: take what only it can give, let
@@ -168,10 +205,17 @@ void Loop::read_agent() {
   }
   for (const AgentCollective& record : poll.collectives) m_checker.add(record);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
+  for (const store::StepSample& step : poll.steps) {
+    store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
+    if (step.count >= newest.count) newest = step;
+  }
   for (const AgentRecord& record : poll.records) {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
                     store::EndSource::kParent, record.time_ns);
+    } else if (record.type == common::RecordType::kLabelOutOfRange) {
+      event("label-out-of-range", record.pid,
+            "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes");
     }
   }
   if (uint64_t n = m_agent->processes_without_slot(); n != m_reported_no_slot) {
@@ -264,6 +308,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
       std::optional<EnvironText> environ = read_proc_environ(pid);
       m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0],
                           join_cmdline(argv), environ ? environ->rank_env() : common::RankEnv{});
+      if (environ) record_cuda_env(pid, stat.starttime, *environ);
     }
     if (stat.state == 'Z') {
       if (stat.exit_code) m_table.ended(pid, *stat.exit_code, store::EndSource::kZombie, t);
@@ -278,6 +323,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
   store::HostSample host = m_host.sample();
   host.t_ns = t;
   m_store.add_host_sample(host);
+  sample_gpu(t, slow || final);
 }
 
 void Loop::reap_children() {
@@ -325,6 +371,10 @@ void Loop::forward(const signalfd_siginfo& info) {
 
 void Loop::store_changes() {
   for (const store::ProcessRecord& record : m_table.take_changed()) m_store.upsert_process(record);
+  std::vector<store::StepSample> steps;
+  for (const auto& [key, step] : m_steps) steps.push_back(step);
+  m_store.add_step_samples(steps);
+  m_steps.clear();
   m_store.flush();
 }
 
@@ -336,6 +386,8 @@ void Loop::finish() {
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
   m_store.write_run(m_run);
+  // The process-list layout is known once a list had two entries.
+  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status());
   store_changes();
 }
 
@@ -344,6 +396,7 @@ store::RunInfo Loop::run() {
   // Orphans of the job (double forks, a launcher that died first) become our children.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   open_agent();
+  open_gpu();
   record_cpu();
   m_store.write_run(m_run);
   m_store.flush();

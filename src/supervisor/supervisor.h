@@ -20,6 +20,8 @@ struct SupervisorOptions {
   bool announce = true;         // say on stderr when a signal is forwarded, and each live finding
   double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
+  // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
+  std::string nvml_library;
 };
 
 // Runs the job to its end and returns how it ended. Throws LaunchError (launcher.h) when the

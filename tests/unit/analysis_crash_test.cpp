@@ -175,7 +175,8 @@ store::HostSample host(int64_t t_ns, uint64_t shm_used, uint64_t shm_total) {
 class ClassifyCrash : public testing::Test {
  protected:
   CrashFacts classify(const Crash& crash) {
-    RuleContext context{m_evidence, m_processes};
+    ProcessTexts texts(m_evidence, m_processes);
+    RuleContext context{m_evidence, m_processes, texts};
     return classify_crash(crash, context);
   }
 
@@ -721,26 +722,42 @@ const char* const kThreeThreadDump =
     "torch._C, torch._C._fft, torch._C._linalg, torch._C._nn (total: 6)\n";
 
 TEST(InnermostPythonFrame, CurrentThreadOfSeveral) {
-  EXPECT_EQ(innermost_python_frame(kThreeThreadDump),
+  EXPECT_EQ(innermost_python_frame(kThreeThreadDump, false),
             "File \"/home/user/proj/augment.py\", line 12 in flip");
+}
+
+TEST(InnermostPythonFrame, UserCodeSkipsLibraries) {
+  std::string dump =
+      "Current thread 0x00007f2b3e1f4740 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/nn/modules/module.py\", line 1194 in "
+      "_call_impl\n"
+      "  File \"/home/user/proj/ops.py\", line 15 in fused_op\n"
+      "  File \"/home/user/proj/train.py\", line 77 in <module>\n";
+  EXPECT_EQ(innermost_python_frame(dump, false),
+            "File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at");
+  EXPECT_EQ(innermost_python_frame(dump, true),
+            "File \"/home/user/proj/ops.py\", line 15 in fused_op");
 }
 
 TEST(InnermostPythonFrame, CurrentThreadFirstAndLastLineWithoutNewline) {
   EXPECT_EQ(innermost_python_frame("Current thread 0x00007f2b3e1f4740 (most recent call first):\n"
-                                   "  File \"train.py\", line 12 in step"),
+                                   "  File \"train.py\", line 12 in step",
+                                   false),
             "File \"train.py\", line 12 in step");
 }
 
 TEST(InnermostPythonFrame, CurrentThreadCollectingGarbage) {
   EXPECT_EQ(innermost_python_frame("Current thread 0x00007f2b3e1f4740 (most recent call first):\n"
                                    "  Garbage-collecting\n"
-                                   "  File \"/home/user/proj/model.py\", line 88 in __del__\n"),
+                                   "  File \"/home/user/proj/model.py\", line 88 in __del__\n",
+                                   false),
             "File \"/home/user/proj/model.py\", line 88 in __del__");
 }
 
 TEST(InnermostPythonFrame, NoDump) {
-  EXPECT_EQ(innermost_python_frame(""), "");
-  EXPECT_EQ(innermost_python_frame("unable to get the interpreter state\n"), "");
+  EXPECT_EQ(innermost_python_frame("", false), "");
+  EXPECT_EQ(innermost_python_frame("unable to get the interpreter state\n", false), "");
 }
 
 TEST(InnermostPythonFrame, CurrentThreadWithoutPythonFrame) {
@@ -753,7 +770,7 @@ TEST(InnermostPythonFrame, CurrentThreadWithoutPythonFrame) {
       "Thread 0x00007f2b3e1f4740 (most recent call first):\n"
       "  File \"/home/user/proj/train.py\", line 40 in step\n"
       "  File \"/home/user/proj/train.py\", line 77 in <module>\n";
-  EXPECT_EQ(innermost_python_frame(dump), "");
+  EXPECT_EQ(innermost_python_frame(dump, false), "");
 }
 
 TEST(InnermostPythonFrame, NoCurrentThreadInAThreadsDump) {
@@ -765,7 +782,7 @@ TEST(InnermostPythonFrame, NoCurrentThreadInAThreadsDump) {
       "\n"
       "Thread 0x00007f2b3e1f4740 (most recent call first):\n"
       "  File \"/home/user/proj/train.py\", line 40 in step\n";
-  EXPECT_EQ(innermost_python_frame(dump), "");
+  EXPECT_EQ(innermost_python_frame(dump, false), "");
 }
 
 // Module names, from the symbolizer's point of view: what counts as runtime.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,26 @@ TEST(Diagnose, SamplesGoToTheRightIncarnationOfAReusedPid) {
   EXPECT_EQ(find(d, 20, 110)->peak_rss, 60 * kMiB);
   EXPECT_EQ(find(d, 20, 900)->peak_rss, 70 * kMiB);
   EXPECT_FALSE(find(d, 10, 100)->peak_rss.has_value());
+}
+
+// Each process's last count per kind, by incarnation; the step count prefers optimizer steps.
+TEST(Diagnose, StepCountsPerProcess) {
+  using store::StepKind;
+  Evidence evidence;
+  evidence.processes.push_back(proc(20, 1, 110, "python3 train.py"));
+  evidence.processes.push_back(proc(20, 1, 900, "python3 train.py"));
+  evidence.processes.push_back(proc(30, 1, 120, "python3 train.py"));
+  evidence.steps = {
+      {1, 20, 110, StepKind::kOptimizer, 5}, {2, 20, 110, StepKind::kBackward, 6},
+      {3, 20, 900, StepKind::kBackward, 9},  {4, 20, 110, StepKind::kOptimizer, 8},
+      {5, 77, 110, StepKind::kOptimizer, 1},  // a process not in the table: ignored
+  };
+  Diagnosis d = diagnose(evidence);
+  EXPECT_EQ(find(d, 20, 110)->steps,
+            (std::map<StepKind, int64_t>{{StepKind::kOptimizer, 8}, {StepKind::kBackward, 6}}));
+  EXPECT_EQ(find(d, 20, 110)->step_count(), 8);
+  EXPECT_EQ(find(d, 20, 900)->step_count(), 9);  // no optimizer: its backward calls
+  EXPECT_EQ(find(d, 30, 120)->step_count(), std::nullopt);
 }
 
 TEST(Diagnose, ProcessesInStartOrderWithTheirRoles) {

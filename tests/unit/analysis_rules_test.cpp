@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "analysis/diagnosis.h"
+#include "analysis_job_fixture.h"
 
 namespace traindoc::analysis {
 namespace {
+
+using namespace job;  // NOLINT(google-build-using-namespace): the shared job fixture
 
 using store::Crash;
 using store::Evidence;
@@ -23,91 +26,6 @@ using testing::ElementsAre;
 using testing::HasSubstr;
 using testing::IsEmpty;
 using testing::Not;
-
-constexpr uint64_t kMiB = 1024 * 1024;
-constexpr uint64_t kGiB = 1024 * kMiB;
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kT0 = 1'700'000'000 * kSecond;  // the job's start
-
-constexpr int kLauncher = 1000;
-constexpr int kRank0 = 1010;
-constexpr int kRank1 = 1011;
-constexpr int kWorker0 = 1020;  // worker 0 of rank 0
-constexpr int kWorker1 = 1021;  // worker 0 of rank 1
-
-int64_t at(double seconds) {
-  return kT0 + static_cast<int64_t>(seconds * 1e9);
-}
-
-ProcessRecord proc(int pid, int ppid, uint64_t start_ticks, const std::string& cmdline) {
-  ProcessRecord p;
-  p.pid = pid;
-  p.ppid = ppid;
-  p.start_ticks = start_ticks;
-  p.start_ns = kT0 + static_cast<int64_t>(start_ticks - 500'000) * 10'000'000;
-  p.cmdline = cmdline;
-  p.argv0 = cmdline.substr(0, cmdline.find(' '));
-  p.agent = true;
-  return p;
-}
-
-ProcessRecord ranked(ProcessRecord p, int rank, bool forked = false) {
-  p.rank = rank;
-  p.local_rank = rank;
-  p.world_size = 2;
-  p.rank_source = "torch";
-  p.forked = forked;
-  return p;
-}
-
-// torchrun --nproc_per_node 2 --redirects 2 --tee 2 train.py, with num_workers=1.
-Evidence torchrun_job() {
-  const std::string launcher =
-      "/usr/bin/python3.11 /usr/bin/torchrun --nproc_per_node 2 --redirects 2 --tee 2 train.py "
-      "--batch-size 16";
-  const std::string rank = "/usr/bin/python3.11 -u train.py --batch-size 16";
-  Evidence e;
-  e.run.command = {"torchrun", "--nproc_per_node", "2", "train.py"};
-  e.run.root_pid = kLauncher;
-  e.run.supervisor_pid = 999;
-  e.run.start_ns = kT0;
-  e.processes = {
-      proc(kLauncher, 999, 500'000, launcher),
-      ranked(proc(kRank0, kLauncher, 500'100, rank), 0),
-      ranked(proc(kRank1, kLauncher, 500'101, rank), 1),
-      ranked(proc(kWorker0, kRank0, 500'300, rank), 0, true),
-      ranked(proc(kWorker1, kRank1, 500'301, rank), 1, true),
-  };
-  HostSample h;
-  h.t_ns = at(1);
-  h.mem_total = 16 * kGiB;
-  h.mem_available = 9 * kGiB;
-  h.cgroup_version = 1;
-  e.host_samples = {h};
-  return e;
-}
-
-ProcessRecord& process(Evidence& e, int pid) {
-  for (ProcessRecord& p : e.processes) {
-    if (p.pid == pid) return p;
-  }
-  ADD_FAILURE() << "no process " << pid;
-  return e.processes.front();
-}
-
-void exited(Evidence& e, int pid, double seconds, int code) {
-  ProcessRecord& p = process(e, pid);
-  p.exit_code = code;
-  p.end_ns = at(seconds);
-  p.end_source = store::EndSource::kParent;
-}
-
-void killed(Evidence& e, int pid, double seconds, int signal) {
-  ProcessRecord& p = process(e, pid);
-  p.exit_signal = signal;
-  p.end_ns = at(seconds);
-  p.end_source = store::EndSource::kParent;
-}
 
 store::NativeFrame frame(uint64_t address, const std::string& module, uint64_t load_base,
                          const std::string& function, const std::string& file = "", int line = 0) {
@@ -165,10 +83,6 @@ Crash segv(int pid, uint64_t start_ticks, double seconds) {
       "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 308 in "
       "_worker_loop\n";
   return c;
-}
-
-store::LogLine stderr_line(double seconds, uint64_t number, const std::string& text) {
-  return {at(seconds), "stderr", number, text};
 }
 
 const std::string kDataLoaderError =
@@ -494,7 +408,8 @@ TEST(RuleFailedExit, RankCitesItsPythonException) {
   EXPECT_THAT(f.ranks, ElementsAre(0));
   EXPECT_THAT(f.pids, ElementsAre(kRank0));
   EXPECT_EQ(f.title, "rank 0 (pid 1010) raised " + kDataLoaderError);
-  EXPECT_THAT(f.evidence, Contains("stderr line 214: " + kDataLoaderError));
+  EXPECT_THAT(f.evidence, Contains("stderr lines 200-214: " + kDataLoaderError));
+  EXPECT_THAT(f.evidence, Contains("at /home/user/proj/train.py:77 in <module>"));
   EXPECT_THAT(f.evidence, Contains(std::string("rank 0 (pid 1010) exited with code 1")));
 }
 
@@ -544,6 +459,22 @@ TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.kind, "nonzero-exit");
   EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1");
+}
+
+TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 30, "IndexError: Target 255 is out of bounds.")};
+  e.events = {{at(10.0), "label-out-of-range", kRank0, "label 255, 19 classes"},
+              {at(10.0), "label-out-of-range", kRank1, "label 7, 5 classes"}};
+  exited(e, kRank0, 10.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "label-out-of-range");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): target label 255 is outside [0, 19): the loss's input has 19 "
+            "classes");
+  EXPECT_THAT(f.fix, HasSubstr("ignore_index=255"));
 }
 
 TEST(RuleFailedExit, WorkerExitCode) {

@@ -511,10 +511,21 @@ TEST(TracebackParse, TorchrunChildFailedSummary) {
 
 TEST(TracebackParse, NothingToParse) {
   EXPECT_TRUE(parse_tracebacks({}).empty());
-  EXPECT_TRUE(parse_tracebacks(lines({"epoch 1", "RuntimeError: not in a traceback", "",
+  EXPECT_TRUE(parse_tracebacks(lines({"epoch 1", "UserWarning: only a warning", "",
                                       "The above exception was the direct cause of the "
                                       "following exception:"}))
                   .empty());
+}
+
+TEST(TracebackParse, ExceptionLineWithoutItsTraceback) {
+  // The frames were not kept (or never printed): the exception alone, flagged incomplete.
+  std::vector<PythonTraceback> found =
+      parse_tracebacks(lines({"epoch 1", "RuntimeError: not in a traceback", "epoch 2"}));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].exception_type, "RuntimeError");
+  EXPECT_EQ(found[0].message, "not in a traceback\nepoch 2");
+  EXPECT_TRUE(found[0].frames.empty());
+  EXPECT_TRUE(found[0].incomplete);
 }
 
 }  // namespace

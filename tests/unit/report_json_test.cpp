@@ -88,6 +88,7 @@ Diagnosis sample_diagnosis() {
   rank.fd_limit = 1024;
   rank.peak_threads = 20;
   rank.cpu_s = 2.5;
+  rank.steps = {{store::StepKind::kOptimizer, 1200}, {store::StepKind::kDdpForward, 1201}};
   ProcessSummary worker = summary(12, 11, Role::kWorker, 0, 0);
   worker.record.end_source = store::EndSource::kVanished;
   worker.record.end_ns = 3'100'000'000;
@@ -192,7 +193,7 @@ TEST(JsonReport, Processes) {
   EXPECT_EQ(launcher["role"], "launcher");
   EXPECT_EQ(launcher["role_text"], "launcher");
   for (const char* key : {"rank", "local_rank", "node_rank", "worker", "world_size", "peak_fds",
-                          "fd_limit", "peak_threads"}) {
+                          "fd_limit", "peak_threads", "steps"}) {
     EXPECT_FALSE(launcher.contains(key)) << key;
   }
   EXPECT_EQ(launcher["cmdline"], "python3 train.py");
@@ -219,6 +220,7 @@ TEST(JsonReport, Processes) {
   EXPECT_EQ(rank["fd_limit"], 1024);
   EXPECT_EQ(rank["peak_threads"], 20);
   EXPECT_EQ(rank["cpu_s"], 2.5);
+  EXPECT_EQ(rank["steps"], json::parse(R"({"optimizer": 1200, "ddp-forward": 1201})"));
 
   const json& worker = processes[2];
   EXPECT_EQ(worker["role"], "worker");
@@ -369,6 +371,32 @@ TEST(JsonReport, WriteToAMissingFolderThrows) {
   TempDir dir;
   EXPECT_THROW(write_json_report(sample_diagnosis(), dir.path() + "/missing"), std::runtime_error);
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/missing"));
+}
+
+analysis::GpuSummary gpu0() {
+  analysis::GpuSummary g;
+  g.device = {0, "GPU-5f1c", "00000000:06:00.0", "NVIDIA H100", 80ULL << 30};
+  g.peak_used = 31ULL << 30;
+  g.holders = {{4242, "rank 0", 30ULL << 30, true}, {777, "outside the job", 1ULL << 30, false}};
+  return g;
+}
+
+// GPUs come last, and only where NVML listed devices: other reports keep their shape.
+TEST(JsonReport, GpusAfterTheRestOnlyWhenSampled) {
+  analysis::Diagnosis d = sample_diagnosis();
+  EXPECT_FALSE(to_json(d).contains("gpus"));
+  d.gpus = {gpu0()};
+  json j = to_json(d);
+  EXPECT_EQ(std::prev(j.end()).key(), "gpus");
+  EXPECT_EQ(j["gpus"][0]["pci_bus_id"], "00000000:06:00.0");
+  EXPECT_EQ(j["gpus"][0]["peak_used"], 31ULL << 30);
+  EXPECT_EQ(
+      j["gpus"][0]["processes"][1],
+      json({{"pid", 777}, {"who", "outside the job"}, {"in_job", false}, {"peak", 1ULL << 30}}));
+  analysis::GpuSummary never_used = gpu0();
+  never_used.peak_used.reset();
+  d.gpus = {never_used};
+  EXPECT_FALSE(to_json(d)["gpus"][0].contains("peak_used"));
 }
 
 }  // namespace

@@ -218,5 +218,21 @@ TEST(TerminalSummary, DescribeEnd) {
   EXPECT_EQ(describe_end(p), "killed by SIGABRT (core dumped)");
 }
 
+// One line per GPU, after the process table, only where NVML listed devices.
+TEST(TerminalSummary, OneLinePerGpu) {
+  Diagnosis d = torchrun_diagnosis();
+  EXPECT_EQ(render_summary(d, "/runs/r1", {}).find("  GPU "), std::string::npos);
+  analysis::GpuSummary g;
+  g.device = {0, "GPU-5f1c", "00000000:06:00.0", "NVIDIA H100", 80ULL << 30};
+  g.peak_used = 31ULL << 30;
+  g.holders = {{4242, "rank 0", 30ULL << 30, true}, {777, "outside the job", 1ULL << 30, false}};
+  d.gpus = {g};
+  std::string text = render_summary(d, "/runs/r1", {});
+  EXPECT_NE(text.find("  GPU 0 00000000:06:00.0: peak 31.0 GiB of 80.0 GiB (rank 0 30.0 GiB, pid "
+                      "777 outside the job 1.0 GiB)\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace traindoc::report

@@ -345,7 +345,87 @@ TEST(StoreReader, ReadsTheSchemaV2Fixture) {
   EXPECT_EQ(appended.log_lines.back().text, "last");
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v2.sql. A change
+TEST(StoreReader, ReadsTheSchemaV3Fixture) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v3.sql", path);
+  const Evidence seen = read_evidence(path);
+  EXPECT_EQ(seen.schema_version, 3);
+  EXPECT_EQ(seen.crashes.size(), 2u);
+  // By time; the row of a kind this build does not know is left out.
+  ASSERT_EQ(seen.steps.size(), 6u);
+  EXPECT_EQ(seen.steps[0],
+            (StepSample{1'700'000'003'000'000'000, 510, 1100, StepKind::kOptimizer, 1}));
+  EXPECT_EQ(seen.steps[1].kind, StepKind::kBackward);
+  EXPECT_EQ(seen.steps[4].count, 1198);
+  EXPECT_EQ(seen.steps[5],
+            (StepSample{1'700'000'028'500'000'000, 511, 1100, StepKind::kOptimizer, 1200}));
+}
+
+// A v2 file has no steps; a writer of this build adds the table and appends to it.
+TEST(StoreReader, AV2RunDbReadsWithoutStepsAndTakesThemOnceUpgraded) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v2.sql", path);
+  EXPECT_TRUE(read_evidence(path).steps.empty());
+  const StepSample step{kT0, 511, 1100, StepKind::kDdpForward, 7};
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    writer.add_step_samples({step});
+  }
+  const Evidence upgraded = read_evidence(path);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
+  EXPECT_EQ(upgraded.steps, std::vector<StepSample>{step});
+}
+
+TEST(StoreReader, ReadsTheGpuTablesOfTheSchemaV3Fixture) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v3.sql", path);
+  const Evidence seen = read_evidence(path);
+  const GpuEvidence& gpu = seen.gpu;
+  EXPECT_TRUE(gpu.nvml_loaded);
+  EXPECT_NE(gpu.nvml_status.find("580.65.06"), std::string::npos);
+  ASSERT_EQ(gpu.devices.size(), 2u);
+  EXPECT_EQ(gpu.devices[1],
+            (GpuDevice{1, "GPU-0a1b2c3d-0000-0000-0000-000000000001", "00000000:07:00.0",
+                       "NVIDIA H100 80GB HBM3", 85'520'809'984}));
+  ASSERT_EQ(gpu.samples.size(), 2u);
+  EXPECT_EQ(gpu.samples[0].memory_used, 42'949'672'960u);
+  EXPECT_EQ(gpu.samples[1].ecc_corrected, std::nullopt);
+  EXPECT_EQ(gpu.samples[1].throttle_reasons, 4u);
+  ASSERT_EQ(gpu.process_samples.size(), 4u);
+  EXPECT_EQ(gpu.process_samples[1].pid, 511);
+  EXPECT_EQ(gpu.process_samples[1].device, 0);
+  EXPECT_EQ(gpu.process_samples[3].used_bytes, std::nullopt);
+  EXPECT_EQ(gpu.process_samples[3].type, "graphics");
+  ASSERT_EQ(gpu.processes.size(), 3u);
+  EXPECT_EQ(gpu.processes[0].cmdline, "/usr/bin/Xorg :0");
+  ASSERT_EQ(gpu.events.size(), 1u);
+  EXPECT_EQ(gpu.events[0].code, 79u);
+  ASSERT_EQ(gpu.cuda_env.size(), 2u);
+  EXPECT_EQ(gpu.cuda_env[0].visible_devices, std::nullopt);
+  EXPECT_EQ(gpu.cuda_env[1].visible_devices, "1");
+  EXPECT_EQ(read_evidence(path), seen);
+}
+
+// Files of schema 2 have no GPU evidence: they read as "not sampled", and a writer of this build
+// adds the GPU tables when it appends.
+TEST(StoreReader, ASchemaV2FileHasNoGpuEvidenceUntilUpgraded) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  load_sql_fixture("schema_v2.sql", path);
+  EXPECT_EQ(read_evidence(path).gpu, GpuEvidence{});
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    writer.write_gpu_status(false, "NVML not found");
+  }
+  const Evidence upgraded = read_evidence(path);
+  EXPECT_EQ(upgraded.schema_version, 3);
+  EXPECT_EQ(upgraded.gpu.nvml_status, "NVML not found");
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v3.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
 TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV3Fixture) {
   TempDir dir;
@@ -411,7 +491,8 @@ TEST(StoreReader, CollectivesAndIssuesRoundTrip) {
   EXPECT_EQ(seen.collective_issues[0], issue);
 }
 
-// Upgrading keeps schema 1's tables as they are and adds schema 2's: the same file as a new one.
+// Upgrading keeps schema 1's tables as they are and adds the later ones: the same file as a new
+// one.
 TEST(StoreReader, AnUpgradedV1RunDbHasTheSchemaOfANewOne) {
   TempDir dir;
   const std::string path = dir.file("old.db");

@@ -75,6 +75,12 @@ TEST(StoreWriter, RoundTripsEveryField) {
     expected.logs = {{"stdout", 1000, 10, 0, {"logs/stdout.log"}},
                      {"stderr", 1ULL << 40, 77, 5, {"logs/stderr.log", "logs/stderr.1.log"}}};
     for (const auto& l : expected.logs) writer.write_log_stream(l);
+
+    expected.steps = {
+        {kT0 + kSecond, 100, 10, StepKind::kOptimizer, 1},
+        {kT0 + kSecond, 100, 10, StepKind::kBackward, 2},
+        {kT0 + 2 * kSecond, 102, 0xFFFFFFFFFFFFFFF0ULL, StepKind::kDdpForward, int64_t{1} << 40}};
+    writer.add_step_samples(expected.steps);
     writer.flush();
   }
   const Evidence actual = read_evidence(path);
@@ -92,6 +98,7 @@ TEST(StoreWriter, RoundTripsEveryField) {
   EXPECT_EQ(actual.host_samples, expected.host_samples);
   EXPECT_EQ(actual.events, expected.events);
   EXPECT_EQ(actual.logs, expected.logs);
+  EXPECT_EQ(actual.steps, expected.steps);
   EXPECT_EQ(actual.samples_thinned_until_ns, 0);
   EXPECT_TRUE(actual.events_dropped.empty());
 }
@@ -299,6 +306,33 @@ TEST_F(StoreDownsample, KeepsThePeakRowPerBucketAndRecentRows) {
   EXPECT_TRUE(
       std::is_sorted(evidence.proc_samples.begin(), evidence.proc_samples.end(),
                      [](const ProcSample& a, const ProcSample& b) { return a.t_ns < b.t_ns; }));
+}
+
+// Step counts of one process, every second for 15 minutes: the thinned minutes keep their first
+// and last rows per kind, so the first step, the last and the rate between stay known.
+TEST_F(StoreDownsample, KeepsTheFirstAndLastStepRowOfEachBucket) {
+  StoreWriter writer = StoreWriter::open(m_path);
+  for (int i = 0; i < kSeconds; ++i) {
+    const int64_t t = kT0 + i * kSecond;
+    writer.add_step_samples(
+        {{t, 1, 10, StepKind::kOptimizer, 3 * i}, {t, 1, 10, StepKind::kBackward, 6 * i}});
+  }
+  writer.downsample(kT0 + kSeconds * kSecond);
+  writer.flush();
+  const Evidence evidence = read_evidence(m_path);
+  const int64_t until = kT0 + 300 * kSecond;
+  std::vector<int64_t> old_optimizer;
+  int recent = 0;
+  for (const StepSample& s : evidence.steps) {
+    if (s.t_ns >= until) {
+      ++recent;
+    } else if (s.kind == StepKind::kOptimizer) {
+      old_optimizer.push_back(s.count);
+    }
+  }
+  EXPECT_EQ(old_optimizer, (std::vector<int64_t>{0, 177, 180, 357, 360, 537, 540, 717, 720, 897}));
+  EXPECT_EQ(evidence.steps.size(), 2 * 10 + 2u * 600);
+  EXPECT_EQ(recent, 2 * 600);
 }
 
 TEST_F(StoreDownsample, VisitsEachBucketOnce) {

@@ -182,6 +182,33 @@ TEST(AgentReader, CreatesACompleteHeader) {
   EXPECT_EQ(reader.records_dropped(), 0u);
 }
 
+// Step records come out as step samples, in order, beside the other records; a kind this build
+// does not know is left out.
+TEST(AgentReader, StepRecordsBecomeStepSamples) {
+  TempDir dir;
+  AgentReader reader(dir.path());
+  FakeAgent agent(dir.path());
+  Slot* rank = agent.register_process(101, 100, 5010, "python3 train.py", 0);
+  const auto step = [&](common::StepKind kind, int64_t count, int64_t t) {
+    FakeAgent::end_record(rank, FakeAgent::begin_record(rank, RecordType::kStep,
+                                                        static_cast<int64_t>(kind), count, t));
+  };
+  step(common::StepKind::kBackward, 1, 1'000);
+  step(common::StepKind::kOptimizer, 1, 1'001);
+  FakeAgent::append(rank, 102, 0);  // a reaped worker
+  step(common::StepKind::kDdpForward, 2, 1'002);
+  FakeAgent::end_record(rank, FakeAgent::begin_record(rank, RecordType::kStep, 99, 5, 1'003));
+
+  AgentPoll poll = reader.poll();
+  EXPECT_EQ(values_a(poll.records), std::vector<int64_t>{102});
+  using store::StepKind;
+  EXPECT_EQ(poll.steps,
+            (std::vector<store::StepSample>{{1'000, 101, 5010, StepKind::kBackward, 1},
+                                            {1'001, 101, 5010, StepKind::kOptimizer, 1},
+                                            {1'002, 101, 5010, StepKind::kDdpForward, 2}}));
+  EXPECT_EQ(reader.records_dropped(), 0u);
+}
+
 TEST(AgentReader, RefusesAnExistingFileAndAMissingFolder) {
   TempDir dir;
   AgentReader reader(dir.path());

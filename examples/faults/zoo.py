@@ -1,0 +1,172 @@
+"""The fault zoo: each case of the catalog of real failures that runs on a CPU, how to launch it,
+and the diagnosis traindoc must give (root-cause kind, ranks named, words and numbers). The
+integration tests run every case; run this file to print the results table of docs/findings.md:
+
+    /usr/bin/python3 examples/faults/zoo.py [--traindoc build/bin/traindoc] [case ...]
+"""
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclasses.dataclass
+class Case:
+    id: str  # the catalog's row
+    script: str
+    ranks_launched: int  # 0: plain python; N: torchrun with N processes
+    kind: str  # of the root cause; "" for a clean run
+    ranks: list = dataclasses.field(default_factory=list)
+    title: list = dataclasses.field(default_factory=list)  # words of the root cause's title
+    evidence: list = dataclasses.field(default_factory=list)  # words in its evidence
+    fix: list = dataclasses.field(default_factory=list)
+    consequences: list = dataclasses.field(default_factory=list)  # kinds that must follow it
+    args: list = dataclasses.field(default_factory=list)
+    status: int = 1
+    small_shm: bool = False  # needs a 16 MiB /dev/shm (a private mount namespace, as root)
+    redirects: bool = True  # torchrun with --redirects 2 --tee 2 (Debian's torchrun needs them)
+    # False: the ranks named must include `ranks` (the collective checker also names the ranks
+    # that waited); True: exactly `ranks`.
+    all_ranks_named: bool = True
+
+
+CASES = [
+    Case("T01", "worker_segfault.py", 0, "worker-crash", [0], ["worker", "SIGSEGV", "null pointer"],
+         ["string_at"], ["num_workers=0"], ["python-exception"]),
+    Case("T03", "worker_killed.py", 0, "worker-crash", [0], ["worker", "SIGKILL"], [], ["OOM"],
+         ["python-exception"]),
+    Case("T05", "worker_timeout.py", 0, "worker-timeout", [0], ["1000 ms"], ["worker_timeout.py"],
+         ["timeout"]),
+    Case("T08", "small_shm.py", 0, "shm-exhausted", [0], ["/dev/shm"], [], ["--shm-size"],
+         small_shm=True),
+    Case("S03", "label_255.py", 0, "label-out-of-range", [0], ["label 255", "[0, 19)"],
+         ["Target 255 is out of bounds", "label_255.py:18", "criterion("], ["ignore_index=255"]),
+    Case("T30", "store_key_timeout.py", 0, "rendezvous-timeout", [0],
+         ["dataset/prepared", "1000 ms"], [], ["store key"]),
+    Case("S08", "native_crash_rank.py", 2, "native-crash", [1], ["rank 1", "SIGSEGV"],
+         ["in your code", "native_crash_rank.py", "fused_op"]),
+    Case("T12", "collective_op_mismatch.py", 2, "collective-mismatch", [0, 1],
+         ["all_reduce #1", "different op", "reduce at"], ["ALLREDUCE", "REDUCE"]),
+    Case("T13", "collective_shape_mismatch.py", 2, "collective-mismatch", [0, 1],
+         ["different shape", "[100, 2560]", "[200, 2560]"], ["512000 bytes"], ["pad"]),
+    Case("H06", "uneven_all_gather.py", 2, "collective-mismatch", [0, 1],
+         ["all_gather #1", "different shape"], ["expected ("]),
+    Case("T14", "monitored_barrier.py", 2, "collective-missing", [1],
+         ["rank 1", "monitored_barrier", "monitored_barrier.py:17"], ["2000 ms"]),
+    Case("H08b", "skip_collective.py", 2, "collective-missing", [1], ["5000 ms", "rank 1 never"]),
+    Case("H08c", "skip_collective.py", 2, "collective-missing", [1], ["rank 1", "all_reduce"],
+         ["exit code 0"], ["skip"], ["peer-exited"], ["--then-exit"]),
+    Case("H11", "skip_backward.py", 2, "uneven-inputs", [1], ["rank 1", "exit code 0"],
+         ["backward steps: rank 1 ran 3, rank 0 4"], ["`continue`"], ["peer-exited"],
+         all_ranks_named=False),
+    Case("T16", "peer_abort.py", 2, "abort", [1], ["rank 1", "SIGABRT"]),
+    Case("T28", "ddp_model_mismatch.py", 2, "ddp-model-mismatch", [0, 1],
+         ["rank 0 has 4 parameters", "rank 1 has 2"]),
+    Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1], ["indices 0"], [],
+         ["find_unused_parameters=True"]),
+    Case("launcher", "clean_ddp.py", 2, "launcher-bug", [], ["--redirects"], [], ["--redirects 2"],
+         redirects=False),
+    Case("clean", "clean_single.py", 0, "", status=0),
+    Case("clean DDP", "clean_ddp.py", 2, "", status=0),
+]
+
+
+def python_with_torch():
+    """Debian's interpreter has torch; the first python3 on PATH may not."""
+    return os.environ.get("TRAINDOC_PYTHON", "/usr/bin/python3")
+
+
+def command(case):
+    python = python_with_torch()
+    script = [os.path.join(HERE, case.script), *case.args]
+    if case.ranks_launched == 0:
+        return [python, *script]
+    launcher = [python, "-m", "torch.distributed.run", "--standalone",
+                "--nproc_per_node", str(case.ranks_launched)]
+    if case.redirects:
+        launcher += ["--redirects", "2", "--tee", "2"]
+    return launcher + script
+
+
+def run(case, traindoc, run_dir, timeout=180):
+    """Runs the case under `traindoc run`; returns (exit status, report, stderr)."""
+    argv = [traindoc, "run", "--out", run_dir, "--", *command(case)]
+    if case.small_shm:
+        argv = ["unshare", "-m", "sh", "-c",
+                'mount -t tmpfs -o size=16m tmpfs /dev/shm && exec "$@"', "sh", *argv]
+    proc = subprocess.run(argv, capture_output=True, timeout=timeout)
+    with open(os.path.join(run_dir, "report.json"), encoding="utf-8") as f:
+        return proc.returncode, json.load(f), proc.stderr.decode(errors="replace")
+
+
+def problems(case, status, report):
+    """What differs from the expected diagnosis; empty when the case passes."""
+    found = []
+    if status != case.status:
+        found.append(f"exit status {status}, expected {case.status}")
+    serious = [f for f in report["findings"] if f["severity"] in ("error", "warning")]
+    if not case.kind:
+        if serious:
+            found.append("findings on a clean run: " + "; ".join(f["title"] for f in serious))
+        return found
+    roots = [f for f in report["findings"] if f["root_cause"]]
+    if len(roots) != 1:
+        return found + [f"{len(roots)} root causes"]
+    root = roots[0]
+    if root["kind"] != case.kind:
+        found.append(f"root cause {root['kind']}: {root['title']}")
+    named = sorted(root["ranks"]) if case.all_ranks_named else sorted(set(root["ranks"]) & set(case.ranks))
+    if named != sorted(case.ranks):
+        found.append(f"ranks {root['ranks']}, expected {case.ranks}")
+    for field, words in (("title", case.title), ("fix", case.fix)):
+        found += [f"{field} lacks {w!r}: {root[field]}" for w in words if w not in root[field]]
+    evidence = "\n".join(root["evidence"])
+    found += [f"evidence lacks {w!r}" for w in case.evidence if w not in evidence]
+    kinds = [report["findings"][i]["kind"] for i in root["consequences"]]
+    found += [f"no {k} consequence ({kinds})" for k in case.consequences if k not in kinds]
+    return found
+
+
+def can_run(case):
+    if not case.small_shm:
+        return True
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16m tmpfs /dev/shm"],
+                           capture_output=True)
+    return probe.returncode == 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traindoc", default=os.path.join(HERE, "..", "..", "build", "bin", "traindoc"))
+    parser.add_argument("cases", nargs="*", help="case ids (default: all)")
+    args = parser.parse_args()
+    selected = [c for c in CASES if not args.cases or c.id in args.cases]
+    print("| case | script | expected | root cause found | ranks | title | s |")
+    print("|---|---|---|---|---|---|---:|")
+    failed = 0
+    for case in selected:
+        if not can_run(case):
+            print(f"| {case.id} | {case.script} | {case.kind} | not run: needs a private mount namespace | | | |")
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.monotonic()
+            status, report, _ = run(case, os.path.abspath(args.traindoc), os.path.join(tmp, "run"))
+            seconds = time.monotonic() - start
+        roots = [f for f in report["findings"] if f["root_cause"]]
+        root = roots[0] if roots else {"kind": "(none)", "ranks": [], "title": ""}
+        wrong = problems(case, status, report)
+        failed += bool(wrong)
+        mark = "" if not wrong else " **(" + "; ".join(wrong) + ")**"
+        print(f"| {case.id} | {case.script} {' '.join(case.args)} | {case.kind or '(none)'} | "
+              f"{root['kind']}{mark} | {root['ranks']} | {root['title']} | {seconds:.0f} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""The class count of a rejected label: when a classification loss raises "Target N is out of
+bounds", the error says the label but not how many classes the model has. When such an error
+ends the process, the hook reads the count from the loss's input in the traceback's frames and
+hands both to the agent (`traindoc_label_out_of_range`, src/agent/label_abi.cpp). Nothing wraps
+the loss functions, so the job's tracebacks and speed stay as they are."""
+import ctypes
+import re
+import sys
+
+from traindoc_hook import _agent
+
+_TARGET = re.compile(r"Target (-?\d+) is out of bounds")
+_LOSSES = {"cross_entropy", "nll_loss"}
+_record = None
+
+
+def _class_count(traceback):
+    """The class dimension of the innermost loss call's input: (N, C, ...) or unbatched (C,)."""
+    count = None
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code.co_name in _LOSSES and "torch" in frame.f_code.co_filename:
+            input = frame.f_locals.get("input")
+            if input is not None and hasattr(input, "dim"):
+                count = int(input.shape[1] if input.dim() > 1 else input.shape[0])
+        traceback = traceback.tb_next
+    return count
+
+
+def _report(error, traceback):
+    match = _TARGET.search(str(error))
+    if not isinstance(error, IndexError) or match is None:
+        return
+    classes = _class_count(traceback)
+    if classes is not None:
+        _record(int(match.group(1)), classes)
+
+
+def _excepthook(previous):
+    def hook(kind, error, traceback):
+        try:
+            _report(error, traceback)
+        except Exception:  # the job's error matters, not ours
+            pass
+        previous(kind, error, traceback)
+
+    return hook
+
+
+def install():
+    global _record
+    try:
+        _record = _agent.library().traindoc_label_out_of_range
+    except AttributeError:
+        return
+    _record.restype = None
+    _record.argtypes = [ctypes.c_int64, ctypes.c_int64]
+    sys.excepthook = _excepthook(sys.excepthook)

@@ -1,0 +1,315 @@
+// Known error texts turned into words: one describer per kind of failure, reading the numbers
+// that the signature extracted. Pure.
+#include "analysis/known_failure.h"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace traindoc::analysis {
+namespace {
+
+std::string field(const SignatureMatch& m, const std::string& name) {
+  auto it = m.fields.find(name);
+  return it == m.fields.end() ? "" : it->second;
+}
+
+std::optional<int> int_field(const SignatureMatch& m, const std::string& name) {
+  std::string text = field(m, name);
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::vector<int> int_list(const std::string& text) {
+  std::vector<int> out;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    int value = 0;
+    auto [next, error] = std::from_chars(p, end, value);
+    if (error == std::errc()) out.push_back(value);
+    p = next;
+    while (p < end && (*p == ',' || *p == ' ')) ++p;
+    if (error != std::errc()) ++p;
+  }
+  return out;
+}
+
+std::string shape(const std::string& list) {
+  std::string out = list;
+  for (size_t i = 0; (i = out.find(',', i)) != std::string::npos; i += 2) out.insert(i + 1, " ");
+  return "[" + out + "]";
+}
+
+std::string millis(const std::string& ms) {
+  return ms.empty() ? "" : ms + " ms";
+}
+
+using Describer = std::function<void(const SignatureMatch&, KnownFailure&)>;
+
+void label(const SignatureMatch& m, KnownFailure& f) {
+  std::string value = field(m, "label");
+  f.title = value.empty() ? "a target label is outside [0, classes)"
+                          : "target label " + value + " is outside [0, classes)";
+  if (!field(m, "n_classes").empty()) f.title += " with " + field(m, "n_classes") + " classes";
+  if (value == "255") {
+    f.evidence.push_back("255 is the void label of Cityscapes-style segmentation masks");
+    f.fix =
+        "The dataset's void label 255 is not ignored: use CrossEntropyLoss(ignore_index=255) "
+        "(or F.cross_entropy(..., ignore_index=255)), or remap void pixels to a class.";
+  } else if (!value.empty()) {
+    f.fix = "Label " + value +
+            " is not a class of the model: check the label mapping and the number of classes "
+            "(the model's output channels), or pass ignore_index=" +
+            value + " if it marks pixels to skip.";
+  }
+}
+
+void index(const SignatureMatch& m, KnownFailure& f) {
+  f.title =
+      "index " + (field(m, "index").empty() ? "" : field(m, "index") + " ") + "is out of range";
+  if (!field(m, "size").empty()) {
+    f.title += " for dimension " + field(m, "dim") + " with size " + field(m, "size");
+  }
+}
+
+void worker_timeout(const SignatureMatch& m, KnownFailure& f) {
+  std::string ms = field(m, "timeout_ms");
+  f.title = "the DataLoader got no batch from its workers within " +
+            (ms.empty() ? std::string("its timeout") : millis(ms));
+}
+
+void store_timeout(const SignatureMatch& m, KnownFailure& f) {
+  std::string key = field(m, "key");
+  f.title = key.empty() ? "timed out waiting on the store"
+                        : "waited " + millis(field(m, "timeout_ms")) + " for store key '" + key +
+                              "', which no process wrote";
+}
+
+void unused_parameters(const SignatureMatch& m, KnownFailure& f) {
+  std::string names = field(m, "param_names");
+  std::string indices = field(m, "param_indices");
+  f.title = "DDP's gradient reduction did not finish: parameters that took no part in the loss";
+  if (!names.empty()) {
+    f.title += " (" + names + ")";
+  } else if (!indices.empty()) {
+    f.title += " (indices " + indices + ")";
+  }
+  if (auto rank = int_field(m, "rank")) {
+    f.title += " on rank " + std::to_string(*rank);
+    f.ranks.push_back(*rank);
+  }
+}
+
+void model_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  auto rank = int_field(m, "rank");
+  auto other = int_field(m, "other_rank");
+  if (!field(m, "params").empty()) {
+    // Lower rank first, whichever rank printed it.
+    bool swap = rank && other && *other < *rank;
+    std::string first = swap ? "other_" : "";
+    std::string second = swap ? "" : "other_";
+    f.title = "the model differs across ranks: rank " + field(m, first + "rank") + " has " +
+              field(m, first + "params") + " parameters, rank " + field(m, second + "rank") +
+              " has " + field(m, second + "params");
+  } else if (!field(m, "sizes").empty()) {
+    f.title = "the model differs across ranks: parameter " + field(m, "param_index") +
+              " has sizes " + shape(field(m, "sizes")) + " on rank " + field(m, "rank") +
+              " but not on rank " + field(m, "other_rank");
+  } else {
+    f.title = "the model differs across ranks";
+  }
+  for (auto r : {rank, other}) {
+    if (r) f.ranks.push_back(*r);
+  }
+}
+
+void collective_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "torch.collective-mismatch") {
+    auto side = [&](const std::string& p) {
+      std::string text = "rank " + field(m, p + "rank") + " " + field(m, p + "op");
+      if (!field(m, p + "shape").empty()) text += " " + shape(field(m, p + "shape"));
+      if (!field(m, p + "dtype").empty()) text += " " + field(m, p + "dtype");
+      return text;
+    };
+    auto rank = int_field(m, "rank");
+    auto other = int_field(m, "other_rank");
+    bool swap = rank && other && *other < *rank;  // lower rank first
+    f.title = "ranks called different collectives at the same step: " + side(swap ? "other_" : "") +
+              ", " + side(swap ? "" : "other_");
+    for (auto r : {int_field(m, "rank"), int_field(m, "other_rank")}) {
+      if (r) f.ranks.push_back(*r);
+    }
+  } else if (m.id == "gloo.invalid-tensor-size") {
+    f.title = field(m, "op") + " tensor sizes differ across ranks: expected (" +
+              field(m, "expected_shape") + ") at index " + field(m, "index") + ", got (" +
+              field(m, "shape") + ")";
+  } else if (m.id == "gloo.preamble-size-mismatch") {
+    f.title = "a collective's sizes differ across ranks: a peer sent " + field(m, "peer_bytes") +
+              " bytes where this rank expected " + field(m, "local_bytes");
+  } else if (!field(m, "op").empty()) {
+    f.title = "input shapes of " + field(m, "op") + " differ across ranks";
+  } else {
+    f.title = "ranks called mismatched collectives";
+  }
+}
+
+void collective_missing(const SignatureMatch& m, KnownFailure& f) {
+  std::string ranks = field(m, "ranks");
+  if (!ranks.empty()) {
+    f.ranks = int_list(ranks);
+    f.title = std::string(f.ranks.size() == 1 ? "rank " : "ranks ") + ranks +
+              " did not reach the monitored barrier within " + millis(field(m, "timeout_ms"));
+  } else if (m.id == "gloo.io-timeout") {
+    f.title =
+        "waited " + millis(field(m, "timeout_ms")) + " in a collective that a peer never joined";
+  } else if (auto check = int_field(m, "check_rank")) {
+    f.title =
+        "failed a monitored barrier: rank " + std::to_string(*check) + " names the missing ranks";
+    f.ranks.push_back(*check);
+  } else {
+    f.title = "a collective timed out: a rank never joined it";
+  }
+}
+
+void launcher_bug(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "torchrun.redirects-none") {
+    f.title =
+        "torchrun failed before starting any rank: this build parses the default --redirects 0 "
+        "to None";
+    f.fix =
+        "Pass --redirects 2 --tee 2 (any non-zero value) to torchrun, or use a PyTorch "
+        "release with the fix.";
+  }
+}
+
+const std::map<std::string, Describer>& describers() {
+  static const std::map<std::string, Describer> kDescribers = {
+      {"label-out-of-range", label},
+      {"index-out-of-range", index},
+      {"worker-timeout", worker_timeout},
+      {"rendezvous-timeout", store_timeout},
+      {"ddp-unused-parameters", unused_parameters},
+      {"ddp-model-mismatch", model_mismatch},
+      {"collective-mismatch", collective_mismatch},
+      {"collective-missing", collective_missing},
+      {"launcher-bug", launcher_bug},
+  };
+  return kDescribers;
+}
+
+// How much a match says: a failure of a kind about this process first, then the number of
+// values it extracted (the monitored barrier's text beats the gloo timeout inside it).
+int weight(const SignatureMatch& m) {
+  if (!m.failure || m.kind.empty()) return -1;
+  int fields = static_cast<int>(std::count_if(m.fields.begin(), m.fields.end(), [](auto& kv) {
+    return kv.first != "prefix" && kv.first != "prefix_rank" && kv.first != "exception_type";
+  }));
+  return (reports_another_process(m.kind) ? 0 : 1000) + fields;
+}
+
+std::string frame_text(const PythonFrame& f) {
+  std::string text = f.file + (f.line > 0 ? ":" + std::to_string(f.line) : "");
+  if (!f.function.empty()) text += " in " + f.function;
+  if (!f.code.empty()) text += ": " + f.code;
+  return text;
+}
+
+}  // namespace
+
+bool reports_another_process(const std::string& kind) {
+  static const std::set<std::string> kAboutAnother = {"worker-crash", "worker-exit", "peer-exited",
+                                                      "host-oom-killed"};
+  return kAboutAnother.contains(kind);
+}
+
+std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& matches) {
+  const SignatureMatch* best = nullptr;
+  for (const SignatureMatch& m : matches) {
+    if (weight(m) >= 0 && (best == nullptr || weight(m) > weight(*best))) best = &m;
+  }
+  if (best == nullptr) return std::nullopt;
+  KnownFailure f;
+  f.match = best;
+  f.kind = best->kind;
+  auto it = describers().find(best->kind);
+  if (it != describers().end()) it->second(*best, f);
+  if (f.fix.empty()) f.fix = fix_for(f.kind);
+  std::string values;
+  for (const auto& [name, value] : best->fields) {
+    if (name != "prefix" && name != "prefix_rank" && name != "exception_type") {
+      values += (values.empty() ? "" : ", ") + name + " " + value;
+    }
+  }
+  f.evidence.push_back("known error " + best->id + (values.empty() ? "" : ": " + values));
+  return f;
+}
+
+std::string merge_key(const std::string& kind, const std::string& signature_id) {
+  static const std::set<std::string> kCollective = {"collective-mismatch", "collective-order",
+                                                    "collective-missing", "uneven-inputs",
+                                                    "peer-exited"};
+  return kCollective.contains(kind) ? kind : signature_id;
+}
+
+std::string fix_for(const std::string& kind) {
+  static const std::map<std::string, std::string> kFixes = {
+      {"label-out-of-range",
+       "A target label is outside [0, classes): check the label mapping and the number of "
+       "classes, or pass ignore_index for the label that marks pixels to skip."},
+      {"index-out-of-range",
+       "An index exceeds its dimension: check the ids fed to the embedding or gather against "
+       "its size."},
+      {"ddp-unused-parameters",
+       "Some parameters took no part in the loss, so DDP's reduction never finished. Use every "
+       "output in the loss, remove the unused layers, or pass find_unused_parameters=True "
+       "(slower; static_graph=True when the pattern is fixed)."},
+      {"ddp-model-mismatch",
+       "The model differs across ranks: build it identically everywhere (same config, same "
+       "conditional layers, same vocabulary) before wrapping it in DDP."},
+      {"rendezvous-timeout",
+       "A store key that no rank ever wrote: a rank never reached the same rendezvous (it "
+       "crashed, used another MASTER_PORT or group name). Find the rank that should have set "
+       "it."},
+      {"worker-timeout",
+       "DataLoader workers are alive but slower than `timeout`: find the slow or blocked "
+       "__getitem__ (py-spy dump on the workers), or raise the timeout."},
+      {"collective-mismatch",
+       "Ranks called the same collective with different ops, shapes or dtypes: make the "
+       "control flow rank-independent and the shapes identical (pad, or all-gather the sizes "
+       "first)."},
+      {"collective-missing",
+       "A rank never entered the collective the others waited in (a rank-dependent branch, an "
+       "early return or `continue`, or one rank still busy): make the collective unconditional "
+       "or decide skips collectively; raise the timeout only for genuinely slow work."},
+      {"host-alloc-failed",
+       "One allocation was refused: the requested size is often a shape bug (a wrong dimension "
+       "multiplied in); check it before adding memory."},
+      {"fd-exhausted",
+       "File descriptors ran out: raise `ulimit -n`, or use "
+       "torch.multiprocessing.set_sharing_strategy('file_system')."},
+      {"shm-exhausted",
+       "/dev/shm is too small for what the workers pass: run the container with --shm-size "
+       "(or --ipc=host), or lower batch size, num_workers or prefetch_factor."},
+  };
+  auto it = kFixes.find(kind);
+  return it == kFixes.end() ? "Read the traceback in logs/stderr.log." : it->second;
+}
+
+std::vector<std::string> where(const PythonTraceback& traceback) {
+  std::vector<std::string> out;
+  const PythonFrame* user = nullptr;
+  for (const PythonFrame& frame : traceback.frames) {
+    if (!is_library_file(frame.file)) user = &frame;
+  }
+  if (user != nullptr) out.push_back("at " + frame_text(*user));
+  const PythonFrame* last = traceback.last_frame();
+  if (last != nullptr && last != user) out.push_back("raised in " + frame_text(*last));
+  return out;
+}
+
+}  // namespace traindoc::analysis

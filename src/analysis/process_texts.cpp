@@ -1,0 +1,182 @@
+// Attribution of tracebacks and known texts to processes. Pure.
+#include "analysis/process_texts.h"
+
+#include <cstdlib>
+#include <set>
+
+namespace traindoc::analysis {
+namespace {
+
+// The log tap stamps a line when it reads it, a reaper when it sees the end: a process can be
+// seen dead a little before its last line is stamped.
+constexpr int64_t kReadSlackNs = 1'000'000'000;
+// A process may take a while to exit after printing its exception (gloo and NCCL shut down).
+constexpr int64_t kExitAfterPrintNs = 30'000'000'000;
+constexpr int64_t kFinalSlackNs = 2'000'000'000;
+// An exception printed long before the end was handled (logged) rather than fatal.
+constexpr int64_t kFinalWithinNs = 60'000'000'000;
+
+bool failed(const store::ProcessRecord& r) {
+  return (r.exit_code && *r.exit_code != 0) || r.exit_signal;
+}
+
+bool alive_at(const store::ProcessRecord& r, int64_t t_ns) {
+  return r.start_ns <= t_ns + kReadSlackNs && (r.end_ns == 0 || r.end_ns + kReadSlackNs >= t_ns);
+}
+
+// torchrun's --tee prefix names the local rank ("[default1]:"); PyTorch 2.x's own "[rank1]:"
+// and mpirun's tags name the global rank.
+bool prefix_names_global_rank(std::string_view prefix) {
+  return prefix.find("[rank") != std::string_view::npos ||
+         prefix.find(',') != std::string_view::npos;
+}
+
+const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
+                                std::string_view prefix, int rank, int64_t t_ns) {
+  bool global = prefix_names_global_rank(prefix);
+  const ProcessSummary* found = nullptr;
+  for (int pass = 0; pass < 2 && found == nullptr; ++pass) {
+    bool use_global = (pass == 0) == global;
+    for (const ProcessSummary& p : processes) {
+      if (p.role.role != Role::kRank) continue;
+      std::optional<int> value = use_global ? p.role.rank : p.role.local_rank;
+      if (value != rank || !alive_at(p.record, t_ns)) continue;
+      if (found == nullptr || p.record.start_ns > found->record.start_ns) found = &p;
+    }
+  }
+  return found;
+}
+
+// Unprefixed output: the process that failed soonest after printing it (one seen dead just
+// before the line was stamped only when none ended after); else the only non-worker alive then,
+// preferring the job's root. Processes whose output the launcher prefixes (`prefixed`) did not
+// print it.
+const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
+                              const std::set<const ProcessSummary*>& prefixed, int root_pid,
+                              int64_t t_ns) {
+  const ProcessSummary* found = nullptr;
+  int64_t best = 0;
+  for (const ProcessSummary& p : processes) {
+    const store::ProcessRecord& r = p.record;
+    if (prefixed.contains(&p)) continue;
+    if (!failed(r) || r.end_ns + kReadSlackNs < t_ns || r.end_ns > t_ns + kExitAfterPrintNs ||
+        r.start_ns > t_ns + kReadSlackNs) {
+      continue;
+    }
+    // Ended before the stamp: ranked after every process that ended after it.
+    int64_t distance = r.end_ns >= t_ns ? r.end_ns - t_ns : kExitAfterPrintNs + t_ns - r.end_ns;
+    if (found == nullptr || distance < best) {
+      found = &p;
+      best = distance;
+    }
+  }
+  if (found != nullptr) return found;
+  for (const ProcessSummary& p : processes) {
+    if (p.role.role == Role::kWorker || prefixed.contains(&p) || !alive_at(p.record, t_ns)) {
+      continue;
+    }
+    if (p.record.pid == root_pid) return &p;
+    found = found == nullptr ? &p : found;
+  }
+  return found;
+}
+
+// Attribution of one run's output, which learns from the prefixed lines which processes the
+// launcher prefixes.
+class Owners {
+ public:
+  Owners(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes)
+      : m_processes(processes), m_root(evidence.run.root_pid) {
+    for (const store::LogLine& line : evidence.log_lines) {
+      LinePrefix prefix = strip_launcher_prefix(line.text);
+      if (!prefix.rank) continue;
+      if (const ProcessSummary* p = by_prefix(processes, prefix.prefix, *prefix.rank, line.t_ns)) {
+        m_prefixed.insert(p);
+      }
+    }
+  }
+
+  const ProcessSummary* of(std::string_view prefix, std::optional<int> prefix_rank,
+                           int64_t t_ns) const {
+    if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
+    return by_time(m_processes, m_prefixed, m_root, t_ns);
+  }
+
+ private:
+  const std::vector<ProcessSummary>& m_processes;
+  int m_root;
+  std::set<const ProcessSummary*> m_prefixed;
+};
+
+}  // namespace
+
+ProcessTexts::ProcessTexts(const store::Evidence& evidence,
+                           const std::vector<ProcessSummary>& processes)
+    : m_processes(processes), m_tracebacks(parse_tracebacks(evidence.log_lines)) {
+  Owners owners(evidence, processes);
+  for (const PythonTraceback& tb : m_tracebacks) {
+    m_traceback_signatures.push_back(match_traceback(tb));
+    m_traceback_owner.push_back(owners.of(tb.prefix, tb.prefix_rank, tb.t_ns));
+  }
+  // An embedded traceback was printed by the process that printed its host.
+  for (size_t i = 0; i < m_tracebacks.size(); ++i) {
+    if (auto original = m_tracebacks[i].original) {
+      m_traceback_owner[*original] = m_traceback_owner[i];
+    }
+  }
+  for (const store::LogLine& line : evidence.log_lines) {
+    std::vector<SignatureMatch> found = match_line(line.text);
+    if (found.empty()) continue;
+    const ProcessSummary* who = nullptr;
+    for (size_t i = 0; i < m_tracebacks.size() && who == nullptr; ++i) {
+      const PythonTraceback& tb = m_tracebacks[i];
+      if (!tb.embedded && tb.stream == line.stream && line.number >= tb.first_line &&
+          line.number <= tb.last_line) {
+        LinePrefix prefix = strip_launcher_prefix(line.text);
+        if (prefix.prefix == tb.prefix) who = m_traceback_owner[i];
+      }
+    }
+    if (who == nullptr) {
+      LinePrefix prefix = strip_launcher_prefix(line.text);
+      who = owners.of(prefix.prefix, prefix.rank, line.t_ns);
+    }
+    for (SignatureMatch& match : found) {
+      m_matches.push_back({std::move(match), &line});
+      m_match_owner.push_back(who);
+    }
+  }
+}
+
+std::vector<const PythonTraceback*> ProcessTexts::tracebacks(const ProcessSummary& process) const {
+  std::vector<const PythonTraceback*> out;
+  for (size_t i = 0; i < m_tracebacks.size(); ++i) {
+    if (m_traceback_owner[i] == &process) out.push_back(&m_tracebacks[i]);
+  }
+  return out;
+}
+
+const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& process) const {
+  const PythonTraceback* found = nullptr;
+  int64_t end = process.record.end_ns;
+  for (const PythonTraceback* tb : tracebacks(process)) {
+    if (tb->embedded || tb->exception_type.empty() || tb->stream != "stderr") continue;
+    if (end != 0 && (tb->t_ns > end + kFinalSlackNs || tb->t_ns < end - kFinalWithinNs)) continue;
+    found = tb;
+  }
+  return found;
+}
+
+std::vector<const TextMatch*> ProcessTexts::matches(const ProcessSummary& process) const {
+  std::vector<const TextMatch*> out;
+  for (size_t i = 0; i < m_matches.size(); ++i) {
+    if (m_match_owner[i] == &process) out.push_back(&m_matches[i]);
+  }
+  return out;
+}
+
+const std::vector<SignatureMatch>& ProcessTexts::signatures(
+    const PythonTraceback& traceback) const {
+  return m_traceback_signatures[static_cast<size_t>(&traceback - m_tracebacks.data())];
+}
+
+}  // namespace traindoc::analysis

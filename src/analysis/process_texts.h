@@ -1,0 +1,48 @@
+// The job's output tied to the processes that printed it: Python tracebacks and known error
+// texts, attributed by launcher prefix (torchrun --tee "[default1]:", "[rank1]:") or, for
+// unprefixed output, by which process ended right after printing it. Pure.
+#pragma once
+
+#include <vector>
+
+#include "analysis/diagnosis.h"
+#include "analysis/signatures.h"
+#include "analysis/traceback.h"
+
+namespace traindoc::analysis {
+
+// A known text on one kept line of output.
+struct TextMatch {
+  SignatureMatch match;
+  const store::LogLine* line = nullptr;
+};
+
+class ProcessTexts {
+ public:
+  ProcessTexts(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes);
+
+  // The tracebacks this process printed, in order (embedded ones, such as a DataLoader
+  // worker's "Original Traceback", included).
+  std::vector<const PythonTraceback*> tracebacks(const ProcessSummary& process) const;
+  // The exception this process ended with: its last top-level traceback printed no later than
+  // shortly after its end; nullptr when none was seen.
+  const PythonTraceback* final_exception(const ProcessSummary& process) const;
+  // Known texts on lines attributed to this process, in output order.
+  std::vector<const TextMatch*> matches(const ProcessSummary& process) const;
+  // The signatures of a traceback (cached match_traceback).
+  const std::vector<SignatureMatch>& signatures(const PythonTraceback& traceback) const;
+  // Every traceback parsed from the output.
+  const std::vector<PythonTraceback>& all_tracebacks() const { return m_tracebacks; }
+  // Every known text in the output, whoever printed it.
+  const std::vector<TextMatch>& all_matches() const { return m_matches; }
+
+ private:
+  const std::vector<ProcessSummary>& m_processes;
+  std::vector<PythonTraceback> m_tracebacks;
+  std::vector<std::vector<SignatureMatch>> m_traceback_signatures;
+  std::vector<const ProcessSummary*> m_traceback_owner;  // nullptr: not attributed
+  std::vector<TextMatch> m_matches;
+  std::vector<const ProcessSummary*> m_match_owner;
+};
+
+}  // namespace traindoc::analysis

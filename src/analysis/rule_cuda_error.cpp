@@ -1,0 +1,113 @@
+// Rule: a CUDA kernel failed in a process: a device-side assertion (named label-out-of-range or
+// index-out-of-range where the assertion says so, as Cityscapes' void label 255 does) or an
+// illegal memory access. The kernels' own assertion lines, printed before the Python
+// exception, say which kernel and which check. Pure.
+#include "analysis/gpu_facts.h"
+#include "analysis/rules.h"
+
+namespace traindoc::analysis {
+namespace {
+
+struct Assertions {
+  std::map<std::string, std::string> kernel;  // cuda.device-assertion's block, thread, file, line
+  std::string kind;                           // label-out-of-range or index-out-of-range, if said
+  std::string line;
+  size_t count = 0;
+};
+
+// The assertion lines of the same stream and launcher prefix as the traceback, just before it.
+Assertions assertions_before(const RuleContext& context, const PythonTraceback& tb) {
+  Assertions out;
+  for (const store::LogLine* line : lines_before(context.evidence, tb)) {
+    if (line->text.find("Assertion `") == std::string::npos) continue;
+    bool counted = false;
+    for (const SignatureMatch& m : match_line(line->text)) {
+      if (m.id == "cuda.device-assertion" || m.kind == "label-out-of-range" ||
+          m.kind == "index-out-of-range") {
+        if (!counted) ++out.count;
+        counted = true;
+        if (out.line.empty()) out.line = line->text;
+        if (out.kind.empty() && m.kind != "device-side-assert") out.kind = m.kind;
+        if (m.id == "cuda.device-assertion" && out.kernel.empty()) out.kernel = m.fields;
+      }
+    }
+  }
+  return out;
+}
+
+std::string fix_for(const std::string& kind, bool kernel_known) {
+  if (kind == "label-out-of-range") {
+    return "A target label is outside [0, classes): the dataset's void label (255 in Cityscapes) "
+           "is not ignored. Use CrossEntropyLoss(ignore_index=255) or remap the labels; check "
+           "with `assert target.max() < num_classes` on the CPU.";
+  }
+  if (kind == "index-out-of-range") {
+    return "An index exceeds its dimension on the GPU: check the ids fed to the embedding, "
+           "gather or index_select against its size (vocabulary, number of classes).";
+  }
+  std::string rerun =
+      kernel_known ? ""
+                   : "The failing kernel is unknown (CUDA reports errors asynchronously): rerun "
+                     "with CUDA_LAUNCH_BLOCKING=1 so that the traceback points at it. ";
+  if (kind == "cuda-illegal-access") {
+    return rerun +
+           "An illegal address is an out-of-bounds access in a kernel (often an index or label "
+           "out of range in a custom or fused op), or, inside NCCL, ranks calling a collective "
+           "with different sizes; compute-sanitizer python train.py names the access.";
+  }
+  return rerun + "Read the assertion: it names the check that failed and the kernel's file.";
+}
+
+}  // namespace
+
+void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                     std::vector<TimedFinding>& out) {
+  for (const PrintedFailure& failure :
+       printed_failures(context, tracebacks, {"device-side-assert", "cuda-illegal-access"})) {
+    const PythonTraceback& tb = *failure.traceback;
+    Assertions found = assertions_before(context, tb);
+    Finding f;
+    f.kind = found.kind.empty() ? failure.kind : found.kind;
+    std::string who = failure.process ? context.name(*failure.process) : "a process";
+    int pid = failure.process ? failure.process->record.pid : 0;
+    if (failure.process) {
+      f.pids = {pid};
+      f.ranks = context.ranks_of(*failure.process);
+    }
+    const auto& kernel = found.kernel;
+    if (!kernel.empty()) {
+      std::string assertion = kernel.contains("assertion") ? kernel.at("assertion") : "";
+      std::string place =
+          kernel.contains("file")
+              ? kernel.at("file") + ":" + (kernel.contains("line") ? kernel.at("line") : "?")
+              : "";
+      f.title = who + ": a CUDA kernel assertion failed: `";
+      f.title += assertion + "`";
+      if (!place.empty()) f.title += " in " + place;
+      f.evidence.push_back(tb.stream + ": " + found.line.substr(0, 400));
+      if (found.count > 1) {
+        f.evidence.push_back(std::to_string(found.count) + " GPU threads printed this assertion");
+      }
+    } else {
+      f.title =
+          who + ": " +
+          (f.kind == "cuda-illegal-access" ? "a CUDA kernel accessed an illegal address"
+                                           : "a CUDA kernel assertion failed (device-side assert)");
+    }
+    if (f.kind == "label-out-of-range") f.title += " (a target label outside [0, classes))";
+    if (f.kind == "index-out-of-range") f.title += " (an index beyond its dimension)";
+    std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
+    f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
+                         line.substr(0, 300));
+    if (const PythonFrame* frame = tb.last_frame()) {
+      f.evidence.push_back("reported at " + frame->file + ":" + std::to_string(frame->line) + " (" +
+                           frame->function +
+                           "); CUDA errors surface at a later call than the kernel that failed");
+    }
+    f.fix = fix_for(f.kind, !kernel.empty());
+    f.confidence = found.kind.empty() ? 0.7 : 0.9;
+    out.push_back({std::move(f), failure.t_ns, pid});
+  }
+}
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,231 @@
+// Rule: a process ran out of GPU memory (PyTorch, TensorFlow/Keras, JAX). The finding gives the
+// anatomy of the moment: the device and its capacity, what was requested and free, this
+// process's allocated and reserved memory, and who else held the GPU then (NVML), and tells
+// fragmentation from a full GPU. Pure.
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
+#include "analysis/gpu_facts.h"
+#include "analysis/rules.h"
+
+namespace traindoc::analysis {
+namespace {
+
+// Another process's share worth naming as a cause: a CUDA context alone is 300-700 MiB.
+constexpr uint64_t kWorthNaming = 256ULL << 20;
+
+std::string bytes_field(const std::map<std::string, std::string>& fields, const char* name,
+                        const char* label) {
+  std::optional<uint64_t> value = field_bytes(fields, name);
+  return value ? std::string(label) + " " + format_bytes(*value) : "";
+}
+
+void join_to(std::string& out, const std::string& part, const char* separator = ", ") {
+  if (part.empty()) return;
+  if (!out.empty()) out += separator;
+  out += part;
+}
+
+struct Holders {
+  std::string text;         // "rank 1 (pid 2) 700 MiB, pid 9 outside the job 20 GiB"
+  uint64_t job_others = 0;  // other processes of the job
+  uint64_t outside = 0;     // processes outside the job
+  std::vector<std::string> outside_names;
+  std::vector<int> other_ranks;
+};
+
+// PyTorch's own list of the other processes on the GPU ("Process 4242 has 700.00 MiB memory in
+// use"), named by role where they are the job's: the evidence that remains without NVML.
+Holders named_others(const RuleContext& context, const std::map<std::string, std::string>& fields) {
+  Holders out;
+  auto pids = fields.find("other_pids");
+  if (pids == fields.end()) return out;
+  auto bytes = fields.find("other_bytes");
+  std::string_view pid_list = pids->second;
+  std::string_view byte_list = bytes == fields.end() ? "" : std::string_view(bytes->second);
+  while (!pid_list.empty()) {
+    std::string pid(pid_list.substr(0, pid_list.find(',')));
+    std::string size(byte_list.substr(0, byte_list.find(',')));
+    pid_list.remove_prefix(std::min(pid_list.size(), pid.size() + 1));
+    byte_list.remove_prefix(std::min(byte_list.size(), size.size() + 1));
+    const ProcessSummary* p = context.process(std::atoi(pid.c_str()));
+    std::string name = p ? context.name(*p) : "pid " + pid + " (not a process of the job)";
+    std::optional<uint64_t> used = field_bytes({{"b", size}}, "b");
+    join_to(out.text, used ? name + " " + format_bytes(*used) : name);
+    if (used.value_or(0) < kWorthNaming) continue;
+    if (p && p->role.rank) {
+      out.other_ranks.push_back(*p->role.rank);
+    } else if (!p) {
+      out.outside_names.push_back(name);
+    }
+  }
+  return out;
+}
+
+Holders holders(const RuleContext& context, int device, int64_t t_ns, int own_pid) {
+  Holders out;
+  for (const store::GpuProcessSample& h : holders_at(context.evidence.gpu, device, t_ns)) {
+    uint64_t used = h.used_bytes.value_or(0);
+    std::string name = holder_name(context, h);
+    join_to(out.text, name + " " + (h.used_bytes ? format_bytes(used) : "(size unknown)"), "; ");
+    if (h.pid == own_pid) continue;
+    if (const ProcessSummary* p = job_process(context, h)) {
+      out.job_others += used;
+      if (p->role.rank && used >= kWorthNaming) out.other_ranks.push_back(*p->role.rank);
+    } else {
+      out.outside += used;
+      if (used >= kWorthNaming) out.outside_names.push_back(name);
+    }
+  }
+  return out;
+}
+
+std::string fix_for(const PrintedFailure& failure, const std::map<std::string, std::string>& f,
+                    const Holders& held, bool fragmented) {
+  std::optional<uint64_t> requested = field_bytes(f, "requested_bytes");
+  std::optional<uint64_t> capacity = field_bytes(f, "capacity_bytes");
+  const std::string& id = failure.matches.front().id;
+  std::string fix;
+  if (requested && capacity && *requested > *capacity) {
+    return "One request (" + format_bytes(*requested) + ") is larger than the whole GPU (" +
+           format_bytes(*capacity) +
+           "): a shape or unit bug (a wrong dimension multiplied in), not a batch size to tune.";
+  }
+  if (fragmented) {
+    // PyTorch <= 2.0 printed "reserved in total by PyTorch" and had no expandable segments.
+    bool old_torch = f.contains("reserved_bytes");
+    fix = old_torch ? "Memory is fragmented: PyTorch reserved more than it could use. Set "
+                      "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (this PyTorch is older than "
+                      "2.1; from 2.1 on, expandable_segments:True is better)"
+                    : "Memory is fragmented: PyTorch reserved more than it could use. Set "
+                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+    return fix +
+           ", and prefer fixed input sizes (crop or pad to one shape) so that freed blocks "
+           "fit the next batch.";
+  }
+  if (!held.other_ranks.empty()) {
+    std::string ranks;
+    for (int r : held.other_ranks) join_to(ranks, std::to_string(r));
+    join_to(fix,
+            "Ranks " + ranks +
+                " put memory on this GPU: call torch.cuda.set_device(local_rank) before any "
+                "CUDA work (or init_process_group(device_id=...)), and load checkpoints with "
+                "torch.load(..., map_location=f'cuda:{local_rank}' or 'cpu').",
+            " ");
+  }
+  if (!held.outside_names.empty()) {
+    std::string names;
+    for (const std::string& n : held.outside_names) join_to(names, n, "; ");
+    join_to(fix,
+            "Processes outside the job held the GPU (" + names +
+                "): stop them or run on a free GPU (CUDA_VISIBLE_DEVICES).",
+            " ");
+  }
+  if (id.starts_with("xla.")) {
+    join_to(fix,
+            "JAX preallocates 75% of the GPU in every process: with another process on the GPU "
+            "set XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION; otherwise "
+            "reduce the batch size or rematerialize (jax.checkpoint).",
+            " ");
+  } else if (id.starts_with("tf.") || id == "cuda.driver-out-of-memory") {
+    join_to(fix,
+            "Let TensorFlow grow its memory instead of taking the GPU "
+            "(tf.config.experimental.set_memory_growth or TF_FORCE_GPU_ALLOW_GROWTH=true), and "
+            "reduce the batch size.",
+            " ");
+  } else if (fix.empty()) {
+    fix =
+        "The job's own peak exceeded the GPU: reduce the batch size (keep the effective batch "
+        "with gradient accumulation), use mixed precision (torch.autocast) or activation "
+        "checkpointing.";
+  }
+  if (held.text.empty()) fix += " (Other processes on the GPU, if any, could not be seen.)";
+  return fix;
+}
+
+}  // namespace
+
+void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
+                  std::vector<TimedFinding>& out) {
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  for (const PrintedFailure& failure :
+       printed_failures(context, tracebacks, {"gpu-oom", "gpu-fragmentation"})) {
+    // TensorFlow's and XLA's allocators log the request before the exception that names none.
+    std::map<std::string, std::string> fields = failure.fields;
+    for (const store::LogLine* line : lines_before(context.evidence, *failure.traceback)) {
+      for (const SignatureMatch& m : match_line(line->text)) {
+        if (m.failure && (m.kind == "gpu-oom" || m.kind == "gpu-fragmentation")) {
+          fields.insert(m.fields.begin(), m.fields.end());
+        }
+      }
+    }
+    bool fragmented = std::any_of(failure.matches.begin(), failure.matches.end(),
+                                  [](const auto& m) { return m.kind == "gpu-fragmentation"; });
+    Finding f;
+    f.kind = fragmented ? "gpu-fragmentation" : "gpu-oom";
+    std::string who = failure.process ? context.name(*failure.process) : "a process";
+    int pid = failure.process ? failure.process->record.pid : 0;
+    if (failure.process) {
+      f.pids = {pid};
+      f.ranks = context.ranks_of(*failure.process);
+    }
+    std::optional<int> device = failure_device(context, failure);
+    std::string where = device                   ? device_label(gpu, *device)
+                        : fields.contains("gpu") ? "CUDA device " + fields.at("gpu")
+                                                 : "the GPU";
+    f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
+    f.title += where;
+    if (fragmented) f.title += " through fragmentation";
+    const PythonTraceback& tb = *failure.traceback;
+    std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
+    f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
+                         line.substr(0, 400));
+
+    std::string numbers;
+    join_to(numbers, bytes_field(fields, "requested_bytes", "requested"));
+    join_to(numbers, bytes_field(fields, "capacity_bytes", "capacity"));
+    join_to(numbers, bytes_field(fields, "free_bytes", "free"));
+    if (device) {
+      if (const store::GpuDevice* d = find_device(gpu, *device);
+          d && !fields.contains("capacity_bytes")) {
+        join_to(numbers, "capacity " + format_bytes(d->memory_total) + " (NVML)");
+      }
+    }
+    if (!numbers.empty()) f.evidence.push_back(where + ": " + std::move(numbers));
+
+    // This process: what PyTorch allocated, what it reserved but could not use, and the rest.
+    std::string self;
+    join_to(self, bytes_field(fields, "process_bytes", "in use"));
+    join_to(self, bytes_field(fields, "allocated_bytes", "allocated by PyTorch"));
+    join_to(self, bytes_field(fields, "reserved_bytes", "reserved by PyTorch"));
+    join_to(self, bytes_field(fields, "reserved_unallocated_bytes", "reserved but unallocated"));
+    join_to(self, bytes_field(fields, "private_pool_bytes", "in private pools (CUDA graphs)"));
+    if (!self.empty()) f.evidence.push_back("this process: " + self);
+    Holders named = named_others(context, fields);
+    if (!named.text.empty()) {
+      f.evidence.push_back("the OOM message names other processes on the GPU: " + named.text);
+    }
+
+    Holders held;
+    if (device) {
+      held = holders(context, *device, failure.t_ns, pid);
+      if (!held.text.empty()) {
+        f.evidence.push_back("on " + device_label(gpu, *device) +
+                             " at that moment (NVML): " + held.text);
+      }
+      if (auto peak = peak_by_device(gpu); peak.contains(*device)) {
+        f.evidence.push_back(device_label(gpu, *device) +
+                             " peak over the run: " + format_bytes(peak.at(*device)));
+      }
+    } else if (!gpu.nvml_loaded && named.text.empty()) {
+      f.evidence.push_back("no NVML evidence: who else held the GPU is unknown");
+    }
+    // NVML's view when it has one; PyTorch's list of the other processes otherwise.
+    f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented);
+    f.confidence = 0.9;
+    out.push_back({std::move(f), failure.t_ns, pid});
+  }
+}
+
+}  // namespace traindoc::analysis

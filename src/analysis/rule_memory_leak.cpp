@@ -1,0 +1,347 @@
+// Rule: memory that grows steadily with the training steps (or, without step counts, with time)
+// in a process: a leak; and DataLoader workers whose private memory grows while their RSS stays
+// flat: copy-on-access of the parent's Python objects. Pure.
+// Any per-process memory series goes through leak_in(): host RSS today, a GPU memory series
+// (bytes per process and sample time) the same way once the evidence holds one.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "analysis/growth.h"
+#include "analysis/rules.h"
+
+namespace traindoc::analysis {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kNsPerMinute = 60e9;
+// A worker's RSS may grow by this part of its USS growth and still count as flat.
+constexpr double kFlatRss = 0.5;
+// Spans of growth too short to call a leak of RSS: a process that spends its short life
+// importing libraries and loading data grows steadily too. Copy-on-access in workers needs no
+// such floor: its RSS stays flat, which loading does not.
+constexpr double kMinSteps = 10;
+constexpr double kMinMinutes = 2;
+
+// Where a process stands in its training at a sample time: its step count (linear between the
+// counts the hook reported; none outside the span they cover), or minutes since its first
+// sample where the hook counted nothing.
+class Axis {
+ public:
+  Axis() = default;  // minutes
+  Axis(const store::Evidence& evidence, const ProcessSummary& p) {
+    m_kind = p.step_kind();
+    for (const store::StepSample& s : evidence.steps) {
+      if (s.kind == m_kind && s.pid == p.record.pid && s.start_ticks == p.record.start_ticks) {
+        m_counts.emplace_back(s.t_ns, static_cast<double>(s.count));
+      }
+    }
+    std::stable_sort(m_counts.begin(), m_counts.end());
+  }
+
+  bool per_step() const { return m_counts.size() >= 2; }
+  const char* unit() const { return per_step() ? "step" : "minute"; }
+  // What a step is: "optimizer steps", "backward calls", "DDP forwards".
+  const char* steps() const {
+    switch (m_kind.value_or(store::StepKind::kOptimizer)) {
+      case store::StepKind::kBackward:
+        return "backward calls";
+      case store::StepKind::kDdpForward:
+        return "DDP forwards";
+      case store::StepKind::kOptimizer:
+        break;
+    }
+    return "optimizer steps";
+  }
+  GrowthLimits limits() const {
+    GrowthLimits out;
+    out.min_span = per_step() ? kMinSteps : kMinMinutes;
+    return out;
+  }
+
+  std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
+    if (!per_step()) return static_cast<double>(t_ns - first_sample_ns) / kNsPerMinute;
+    if (t_ns < m_counts.front().first || t_ns > m_counts.back().first) return std::nullopt;
+    auto after = std::lower_bound(m_counts.begin(), m_counts.end(),
+                                  std::pair<int64_t, double>{t_ns, -1e300});
+    if (after->first == t_ns || after == m_counts.begin()) return after->second;
+    auto before = std::prev(after);
+    double part = static_cast<double>(t_ns - before->first) /
+                  static_cast<double>(after->first - before->first);
+    return before->second + part * (after->second - before->second);
+  }
+
+  // Steps per minute over the counted span, for turning steps into time.
+  double steps_per_minute() const {
+    if (!per_step() || m_counts.back().first == m_counts.front().first) return 0;
+    return (m_counts.back().second - m_counts.front().second) /
+           (static_cast<double>(m_counts.back().first - m_counts.front().first) / kNsPerMinute);
+  }
+
+ private:
+  std::optional<store::StepKind> m_kind;
+  std::vector<std::pair<int64_t, double>> m_counts;
+};
+
+// One process's series of one measure, with the sample times beside the points.
+struct Series {
+  std::vector<SeriesPoint> points;
+  std::vector<int64_t> t_ns;
+
+  // The time the fitted span starts: when the growth was first seen.
+  int64_t time_at(double x) const {
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (points[i].x >= x) return t_ns[i];
+    }
+    return t_ns.empty() ? 0 : t_ns.back();
+  }
+};
+
+Series series_of(const RuleContext& context, const ProcessSummary& p, const Axis& axis,
+                 const std::function<std::optional<uint64_t>(const store::ProcSample&)>& measure) {
+  Series out;
+  std::optional<int64_t> first;
+  for (const store::ProcSample& s : context.evidence.proc_samples) {
+    if (s.pid != p.record.pid || s.start_ticks != p.record.start_ticks) continue;
+    if (!first) first = s.t_ns;
+    std::optional<uint64_t> bytes = measure(s);
+    std::optional<double> x = axis.at(s.t_ns, *first);
+    if (!bytes || !x) continue;
+    out.points.push_back({*x, static_cast<double>(*bytes)});
+    out.t_ns.push_back(s.t_ns);
+  }
+  return out;
+}
+
+// Three significant digits, without an exponent: "0.512 MiB", "10.4 MiB", "1045 MiB".
+std::string mib(double bytes) {
+  double value = bytes / kMiB;
+  int decimals = std::fabs(value) >= 100  ? 0
+                 : std::fabs(value) >= 10 ? 1
+                 : std::fabs(value) >= 1  ? 2
+                                          : 3;
+  return fmt::format("{:.{}f} MiB", value, decimals);
+}
+
+std::string duration(double minutes) {
+  return minutes < 2 ? fmt::format("{:.0f} s", minutes * 60)
+                     : fmt::format("{:.1f} minutes", minutes);
+}
+
+std::string amount(double x) {
+  return fmt::format("{:.0f}", x);
+}
+
+// What is left before the host (or the job's memory cgroup) runs out, at the last host sample
+// up to `t_ns`, and what that is.
+std::optional<std::pair<double, std::string>> host_headroom(const store::Evidence& evidence,
+                                                            int64_t t_ns) {
+  const store::HostSample* last = nullptr;
+  for (const store::HostSample& h : evidence.host_samples) {
+    if (h.t_ns <= t_ns || last == nullptr) last = &h;
+  }
+  if (last == nullptr || last->mem_total == 0) return std::nullopt;
+  std::pair<double, std::string> out{static_cast<double>(last->mem_available),
+                                     "available on the host (MemAvailable)"};
+  if (last->cgroup_max && last->cgroup_current && *last->cgroup_max > *last->cgroup_current) {
+    auto left = static_cast<double>(*last->cgroup_max - *last->cgroup_current);
+    if (left < out.first) out = {left, "left under the memory cgroup's limit"};
+  }
+  return out;
+}
+
+// A failure that running out of memory explains, found by an earlier rule after `since_ns`, in
+// the growing process or next to it: the OOM killer picks the largest process, which may be the
+// growing rank's parent or one of its workers (they share its pages) rather than the rank.
+const TimedFinding* exhaustion_of(const RuleContext& context,
+                                  const std::vector<TimedFinding>& found, const ProcessSummary& p,
+                                  int64_t since_ns, const std::set<std::string>& kinds) {
+  for (const TimedFinding& f : found) {
+    if (!kinds.contains(f.finding.kind) || f.t_ns < since_ns) continue;
+    const ProcessSummary* failed = context.process(f.pid);
+    if (f.pid == p.record.pid || f.pid == p.record.ppid ||
+        (failed != nullptr && failed->record.ppid == p.record.pid)) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+std::string ran_out(const TimedFinding& end) {
+  return fmt::format("then {} ({}): memory ran out", end.finding.title, end.finding.kind);
+}
+
+// What leaks, and in what: "host memory (RSS)", with the failures it ends in and its headroom.
+struct Measure {
+  std::string memory;  // "host memory"
+  std::string name;    // "RSS"
+  std::set<std::string> exhausted_kinds;
+  std::function<std::optional<std::pair<double, std::string>>(int64_t t_ns)> headroom;
+};
+
+constexpr const char* kLeakFix =
+    "Find what keeps each step's tensors alive. The usual culprits: a running total of a tensor "
+    "that requires grad (`total_loss += loss` keeps every step's autograd graph: write "
+    "`total_loss += loss.item()` or `float(loss)`); outputs, predictions or losses kept in a "
+    "list without `.detach()` (and `.cpu()` for GPU tensors); caches and dicts that grow with "
+    "the steps (bound them, clear them each epoch). To see what grows, compare "
+    "`len(gc.get_objects())` or tracemalloc snapshots between steps.";
+
+// A leak in `series` of process `p`, appended to `out`; whether one was found.
+bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& axis,
+             const Series& series, const Measure& measure, std::vector<TimedFinding>& out) {
+  std::optional<Growth> g = steady_growth(series.points, axis.limits());
+  if (!g) return false;
+  const std::string who = context.name(p);
+  const std::string unit = axis.unit();
+  Finding f;
+  f.kind = "memory-leak";
+  f.pids = {p.record.pid};
+  f.ranks = context.ranks_of(p);
+  f.title = fmt::format("{}: {} grows {} per {}", who, measure.memory, mib(g->slope), unit);
+  std::string span =
+      axis.per_step() ? fmt::format("steps {} and {}", amount(g->from_x), amount(g->to_x))
+                      : fmt::format("minutes {:.1f} and {:.1f} of the process", g->from_x, g->to_x);
+  f.evidence.push_back(fmt::format(
+      "{} of {} grew from {} to {} between {} (+{}): {} per {}, a robust (Theil-Sen) fit of {} "
+      "samples after warm-up, growing in {} of 4 quarters",
+      measure.name, who, mib(g->from_bytes), mib(g->to_bytes), span, mib(g->growth_bytes()),
+      mib(g->slope), unit, g->points, g->growing_quarters));
+  f.evidence.push_back(
+      axis.per_step()
+          ? std::string("a step is one of the process's ") + axis.steps() +
+                ", counted by traindoc's Python hook"
+          : "no training steps were counted in this process (the Python hook counts PyTorch "
+            "optimizer steps, backward calls and DDP forwards): growth per minute instead");
+  int64_t start_ns = series.time_at(g->from_x);
+  if (const TimedFinding* end = exhaustion_of(context, out, p, start_ns, measure.exhausted_kinds)) {
+    // The leak came first and the failure is its consequence: the rules order errors by time,
+    // and the leak's time is when the growth was first seen.
+    f.severity = Severity::kError;
+    f.confidence = 0.85;
+    f.evidence.push_back(ran_out(*end));
+  } else {
+    f.severity = Severity::kWarning;
+    f.confidence = axis.per_step() ? 0.8 : 0.7;
+    if (auto headroom = measure.headroom(series.t_ns.back())) {
+      double units_left = headroom->first / g->slope;
+      std::string when = fmt::format("after about {} more {}s", amount(units_left), unit);
+      if (axis.per_step()) {
+        when += fmt::format(", near step {}", amount(g->to_x + units_left));
+        if (double rate = axis.steps_per_minute(); rate > 0) {
+          when += fmt::format(" (about {:.0f} minutes at {:.0f} steps per minute)",
+                              units_left / rate, rate);
+        }
+      }
+      f.evidence.push_back(fmt::format("at this rate the {} {} runs out {}",
+                                       format_bytes(static_cast<uint64_t>(headroom->first)),
+                                       headroom->second, when));
+    }
+  }
+  f.fix = kLeakFix;
+  out.push_back({std::move(f), start_ns, p.record.pid});
+  return true;
+}
+
+// A DataLoader worker's private memory (USS) growing while its RSS stays flat: pages it shares
+// with its rank becoming its own copies as it reads them.
+struct WorkerGrowth {
+  const ProcessSummary* process;
+  Growth uss;
+  double rss = 0;
+};
+
+std::optional<WorkerGrowth> copy_on_access(const RuleContext& context, const ProcessSummary& p) {
+  Axis minutes;
+  Series uss = series_of(context, p, minutes, [](const store::ProcSample& s) { return s.uss; });
+  std::optional<Growth> g = steady_growth(uss.points);
+  if (!g) return std::nullopt;
+  Series rss = series_of(context, p, minutes,
+                         [](const store::ProcSample& s) { return std::optional<uint64_t>(s.rss); });
+  std::erase_if(rss.points, [&](const SeriesPoint& s) { return s.x < g->from_x; });
+  if (rss.points.empty()) return std::nullopt;
+  double rss_growth = rss.points.back().bytes - rss.points.front().bytes;
+  if (rss_growth > kFlatRss * g->growth_bytes()) return std::nullopt;
+  return WorkerGrowth{&p, *g, rss.points.back().bytes};
+}
+
+void copy_on_access_finding(const RuleContext& context, const std::vector<WorkerGrowth>& workers,
+                            std::vector<TimedFinding>& out) {
+  if (workers.empty()) return;
+  Finding f;
+  f.kind = "memory-leak";
+  f.severity = Severity::kWarning;
+  f.confidence = 0.75;
+  double total = 0;
+  int64_t start_ns = 0;
+  std::map<int, int> workers_of;  // rank pid -> its workers
+  for (const ProcessSummary& p : context.processes) {
+    if (p.role.role == Role::kWorker) ++workers_of[p.record.ppid];
+  }
+  for (const WorkerGrowth& w : workers) {
+    const ProcessSummary& p = *w.process;
+    f.pids.push_back(p.record.pid);
+    for (int rank : context.ranks_of(p)) {
+      if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
+    }
+    total += w.uss.growth_bytes();
+    f.evidence.push_back(fmt::format(
+        "{}: private memory (USS) grew from {} to {} in {} (+{}, {} per minute) while its RSS "
+        "stayed near {}",
+        context.name(p), mib(w.uss.from_bytes), mib(w.uss.to_bytes),
+        duration(w.uss.to_x - w.uss.from_x), mib(w.uss.growth_bytes()), mib(w.uss.slope),
+        mib(w.rss)));
+    int64_t t = p.record.start_ns;
+    if (start_ns == 0 || t < start_ns) start_ns = t;
+    const TimedFinding* end = exhaustion_of(context, out, p, t, {"host-oom-killed"});
+    if (end != nullptr && f.severity != Severity::kError) {
+      f.severity = Severity::kError;
+      f.evidence.push_back(ran_out(*end));
+    }
+  }
+  const ProcessSummary& first = *workers.front().process;
+  int num_workers = workers_of[first.record.ppid];
+  f.title = fmt::format(
+      "DataLoader workers copy the Python objects they read: private memory grows in {} "
+      "worker(s), +{} together",
+      workers.size(), mib(total));
+  f.evidence.push_back(fmt::format(
+      "each worker holds its own copy of every page of the dataset it has touched: with {} "
+      "workers per rank the job's memory grows toward the dataset's size × {} (num_workers)",
+      num_workers, num_workers));
+  f.fix =
+      "Copy-on-access: reading a Python object (list, dict, str, a pandas object column) in a "
+      "forked worker writes its reference count, so each page read is copied into that worker; "
+      "RSS hides it, USS/PSS show it. Hold the dataset in numpy arrays, pyarrow tables or torch "
+      "tensors, or a memory-mapped file (np.memmap, Arrow/HDF5 on disk), not in Python lists or "
+      "dicts; or use fewer workers.";
+  out.push_back({std::move(f), start_ns, first.record.pid});
+}
+
+}  // namespace
+
+void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out) {
+  Measure host{
+      "host memory",
+      "RSS",
+      {"host-oom-killed", "host-alloc-failed"},
+      [&](int64_t t_ns) { return host_headroom(context.evidence, t_ns); },
+  };
+  std::vector<WorkerGrowth> workers;
+  for (const ProcessSummary& p : context.processes) {
+    Axis axis(context.evidence, p);
+    Series rss = series_of(context, p, axis, [](const store::ProcSample& s) {
+      return std::optional<uint64_t>(s.rss);
+    });
+    if (leak_in(context, p, axis, rss, host, out)) continue;
+    if (p.role.role != Role::kWorker) continue;
+    if (std::optional<WorkerGrowth> w = copy_on_access(context, p)) workers.push_back(*w);
+  }
+  copy_on_access_finding(context, workers, out);
+}
+
+}  // namespace traindoc::analysis

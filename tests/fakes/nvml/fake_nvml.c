@@ -1,0 +1,506 @@
+/* A stand-in for libnvidia-ml.so.1 on machines without a GPU: it exports the real NVML symbol
+   names with the real ABI (src/supervisor/gpu/nvml_api.h) and reports what a scenario file says.
+   Loaded by the supervisor (TRAINDOC_NVML_LIBRARY) or by unit tests; the scenario is the file
+   named by TRAINDOC_FAKE_NVML_SCRIPT, read at nvmlInit. Directives, one per line (# comments):
+
+     driver <version>
+     device <uuid> <pci bus id> <total MiB> <used MiB> <name ...>   (indices in order, from 0)
+     process <device> <who> <MiB> [graphics]
+         who: pid=<pid>   a process by its pid
+              rank=<N>    the job process whose RANK is N (a descendant of the loading process
+                          with TRAINDOC_RUN_DIR in its environment)
+              job=<K>     the K-th such job process, by pid
+     struct <16|24|32>    entry size the _v3 process lists write (default 24)
+     refuse <symbol>      that entry point answers NVML_ERROR_FUNCTION_NOT_FOUND
+     grow <n>             the next n list reads find one process more than the count said
+     ecc <device> <corrected> <uncorrected>
+     xid <device> <xid> <after ms>   an Xid event that many ms after nvmlInit; Xid 79 also makes
+                                     the device lost (NVML_ERROR_GPU_IS_LOST) from then on
+
+   Not thread-safe, as the supervisor's single sampling thread needs none. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor/gpu/nvml_api.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_DEVICES 16
+#define MAX_PROCESSES 64
+#define MAX_XIDS 16
+#define MAX_REFUSED 16
+#define MIB (1024ULL * 1024ULL)
+
+struct nvmlDevice_st {
+  char uuid[96];
+  char pci[32];
+  char name[96];
+  unsigned long long total;
+  unsigned long long used;
+  unsigned long long ecc[2];
+  int lost;
+  int registered;
+};
+
+struct fake_process {
+  int device;
+  char kind; /* 'p' pid, 'r' rank, 'j' job index */
+  long who;
+  long pid; /* resolved; 0 when not found yet */
+  unsigned long long bytes;
+  int graphics;
+};
+
+struct fake_xid {
+  int device;
+  unsigned long long xid;
+  long long at_ms;
+  int delivered;
+};
+
+static struct {
+  char driver[80];
+  struct nvmlDevice_st devices[MAX_DEVICES];
+  unsigned device_count;
+  struct fake_process processes[MAX_PROCESSES];
+  unsigned process_count;
+  struct fake_xid xids[MAX_XIDS];
+  unsigned xid_count;
+  char refused[MAX_REFUSED][64];
+  unsigned refused_count;
+  unsigned stride;
+  int grow;
+  long long init_ms;
+  long long resolved_ms;
+  int initialized;
+} g;
+
+struct nvmlEventSet_st {
+  int unused;
+};
+static struct nvmlEventSet_st g_event_set;
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int refused(const char* symbol) {
+  for (unsigned i = 0; i < g.refused_count; ++i) {
+    if (strcmp(g.refused[i], symbol) == 0) return 1;
+  }
+  return 0;
+}
+
+static void load_script(const char* path) {
+  FILE* file = fopen(path, "r");
+  if (file == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof(line), file)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '#' || line[0] == '\0') continue;
+    char word[32] = "";
+    int used = 0;
+    if (sscanf(line, "%31s %n", word, &used) != 1) continue;
+    const char* rest = line + used;
+    if (strcmp(word, "driver") == 0) {
+      snprintf(g.driver, sizeof(g.driver), "%s", rest);
+    } else if (strcmp(word, "device") == 0 && g.device_count < MAX_DEVICES) {
+      struct nvmlDevice_st* d = &g.devices[g.device_count];
+      unsigned long long total = 0, in_use = 0;
+      int name_at = 0;
+      if (sscanf(rest, "%95s %31s %llu %llu %n", d->uuid, d->pci, &total, &in_use, &name_at) >= 4) {
+        d->total = total * MIB;
+        d->used = in_use * MIB;
+        snprintf(d->name, sizeof(d->name), "%s", rest + name_at);
+        ++g.device_count;
+      }
+    } else if (strcmp(word, "process") == 0 && g.process_count < MAX_PROCESSES) {
+      struct fake_process* p = &g.processes[g.process_count];
+      char who[32] = "", kind[16] = "";
+      unsigned long long mib = 0;
+      if (sscanf(rest, "%d %31s %llu %15s", &p->device, who, &mib, kind) >= 3) {
+        char* eq = strchr(who, '=');
+        if (eq == NULL) continue;
+        p->kind = who[0] == 'p' ? 'p' : who[0] == 'r' ? 'r' : 'j';
+        p->who = strtol(eq + 1, NULL, 10);
+        p->pid = p->kind == 'p' ? p->who : 0;
+        p->bytes = mib * MIB;
+        p->graphics = strcmp(kind, "graphics") == 0;
+        ++g.process_count;
+      }
+    } else if (strcmp(word, "struct") == 0) {
+      g.stride = (unsigned)strtoul(rest, NULL, 10);
+    } else if (strcmp(word, "refuse") == 0 && g.refused_count < MAX_REFUSED) {
+      snprintf(g.refused[g.refused_count++], sizeof(g.refused[0]), "%s", rest);
+    } else if (strcmp(word, "grow") == 0) {
+      g.grow = atoi(rest);
+    } else if (strcmp(word, "ecc") == 0) {
+      int device = 0;
+      unsigned long long corrected = 0, uncorrected = 0;
+      if (sscanf(rest, "%d %llu %llu", &device, &corrected, &uncorrected) == 3 && device >= 0 &&
+          (unsigned)device < g.device_count) {
+        g.devices[device].ecc[0] = corrected;
+        g.devices[device].ecc[1] = uncorrected;
+      }
+    } else if (strcmp(word, "xid") == 0 && g.xid_count < MAX_XIDS) {
+      struct fake_xid* x = &g.xids[g.xid_count];
+      if (sscanf(rest, "%d %llu %lld", &x->device, &x->xid, &x->at_ms) == 3) ++g.xid_count;
+    }
+  }
+  fclose(file);
+}
+
+/* ---- job processes, found in /proc ---------------------------------------------------------- */
+
+static long parent_of(long pid) {
+  char path[64], text[512];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  FILE* file = fopen(path, "r");
+  if (file == NULL) return 0;
+  size_t n = fread(text, 1, sizeof(text) - 1, file);
+  fclose(file);
+  text[n] = '\0';
+  const char* close = strrchr(text, ')');
+  long ppid = 0;
+  if (close == NULL || sscanf(close + 2, "%*c %ld", &ppid) != 1) return 0;
+  return ppid;
+}
+
+static int descends_from_us(long pid) {
+  long self = (long)getpid();
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    pid = parent_of(pid);
+    if (pid == self) return 1;
+  }
+  return 0;
+}
+
+/* RANK of a job process (-1 without one), or -2 when it is no job process. */
+static long job_rank(long pid) {
+  char path[64];
+  static char env[1 << 16];
+  snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+  FILE* file = fopen(path, "r");
+  if (file == NULL) return -2;
+  size_t n = fread(env, 1, sizeof(env) - 1, file);
+  fclose(file);
+  env[n] = '\0';
+  int in_job = 0;
+  long rank = -1;
+  for (size_t at = 0; at < n; at += strlen(env + at) + 1) {
+    if (strncmp(env + at, "TRAINDOC_RUN_DIR=", 17) == 0) in_job = 1;
+    if (strncmp(env + at, "RANK=", 5) == 0) rank = strtol(env + at + 5, NULL, 10);
+  }
+  return in_job ? rank : -2;
+}
+
+static int alive(long pid) {
+  return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+static int compare_long(const void* a, const void* b) {
+  long x = *(const long*)a, y = *(const long*)b;
+  return (x > y) - (x < y);
+}
+
+/* Scans /proc at most every half second, and only while a selector has no live process. */
+static void resolve_processes(void) {
+  int needed = 0;
+  for (unsigned i = 0; i < g.process_count; ++i) {
+    if (g.processes[i].kind != 'p' && !alive(g.processes[i].pid)) needed = 1;
+  }
+  if (!needed || now_ms() - g.resolved_ms < 500) return;
+  g.resolved_ms = now_ms();
+  long jobs[256], ranks[256];
+  size_t count = 0;
+  DIR* proc = opendir("/proc");
+  if (proc == NULL) return;
+  struct dirent* entry;
+  while ((entry = readdir(proc)) != NULL && count < 256) {
+    if (!isdigit((unsigned char)entry->d_name[0])) continue;
+    long pid = strtol(entry->d_name, NULL, 10);
+    long rank = job_rank(pid);
+    if (rank == -2 || !descends_from_us(pid)) continue;
+    jobs[count] = pid;
+    ranks[count] = rank;
+    ++count;
+  }
+  closedir(proc);
+  long sorted[256];
+  memcpy(sorted, jobs, count * sizeof(long));
+  qsort(sorted, count, sizeof(long), compare_long);
+  for (unsigned i = 0; i < g.process_count; ++i) {
+    struct fake_process* p = &g.processes[i];
+    if (p->kind == 'p') continue;
+    p->pid = 0;
+    if (p->kind == 'j' && p->who >= 0 && (size_t)p->who < count) p->pid = sorted[p->who];
+    /* The topmost process with that RANK: a DataLoader worker inherits its rank's. */
+    for (size_t j = 0; p->kind == 'r' && j < count; ++j) {
+      if (ranks[j] == p->who && (p->pid == 0 || jobs[j] < p->pid)) p->pid = jobs[j];
+    }
+  }
+}
+
+/* ---- the NVML ABI -----------------------------------------------------------------------------
+ */
+
+static int valid(nvmlDevice_t device) {
+  return device >= g.devices && device < g.devices + g.device_count;
+}
+
+static void deliver_due_losses(void) {
+  for (unsigned i = 0; i < g.xid_count; ++i) {
+    struct fake_xid* x = &g.xids[i];
+    if (x->xid == 79 && now_ms() - g.init_ms >= x->at_ms && (unsigned)x->device < g.device_count) {
+      g.devices[x->device].lost = 1;
+    }
+  }
+}
+
+EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  memset(&g, 0, sizeof(g));
+  g.stride = sizeof(nvmlProcessInfo_v2_t);
+  snprintf(g.driver, sizeof(g.driver), "%s", "580.65.06");
+  const char* script = getenv("TRAINDOC_FAKE_NVML_SCRIPT");
+  if (script != NULL) load_script(script);
+  g.init_ms = now_ms();
+  g.resolved_ms = -1000;
+  g.initialized = 1;
+  return refused("nvmlInit_v2") ? NVML_ERROR_UNKNOWN : NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlShutdown(void) {
+  g.initialized = 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
+  switch (result) {
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    default:
+      return "Unknown Error";
+  }
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  snprintf(version, length, "%s", g.driver);
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  if (!g.initialized) return NVML_ERROR_UNINITIALIZED;
+  *count = g.device_count;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  if (index >= g.device_count) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = &g.devices[index];
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  snprintf(uuid, length, "%s", device->uuid);
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  snprintf(name, length, "%s", device->name);
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  memset(pci, 0, sizeof(*pci));
+  snprintf(pci->busId, sizeof(pci->busId), "%s", device->pci);
+  snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%.15s", device->pci + 4);
+  return NVML_SUCCESS;
+}
+
+static unsigned long long process_bytes(const struct nvmlDevice_st* device) {
+  unsigned long long sum = 0;
+  for (unsigned i = 0; i < g.process_count; ++i) {
+    const struct fake_process* p = &g.processes[i];
+    if (&g.devices[p->device] == device && alive(p->pid)) sum += p->bytes;
+  }
+  return sum;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  deliver_due_losses();
+  if (device->lost) return NVML_ERROR_GPU_IS_LOST;
+  resolve_processes();
+  memory->total = device->total;
+  memory->used = device->used + process_bytes(device);
+  if (memory->used > memory->total) memory->used = memory->total;
+  memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+
+/* One list read: entries of `stride` bytes, as a driver of that generation writes them. */
+static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, void* infos,
+                                   int graphics, unsigned stride, const char* symbol) {
+  if (refused(symbol)) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (!valid(device) || count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->lost) return NVML_ERROR_GPU_IS_LOST;
+  resolve_processes();
+  unsigned found = 0;
+  for (unsigned i = 0; i < g.process_count; ++i) {
+    const struct fake_process* p = &g.processes[i];
+    if (&g.devices[p->device] == device && p->graphics == graphics && alive(p->pid)) ++found;
+  }
+  if (found == 0) {
+    *count = 0;
+    return NVML_SUCCESS;
+  }
+  /* A process started between the count and the read. */
+  if (infos != NULL && g.grow > 0) {
+    --g.grow;
+    *count = *count + 1;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  if (infos == NULL || *count < found) {
+    *count = found;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  unsigned written = 0;
+  for (unsigned i = 0; i < g.process_count; ++i) {
+    const struct fake_process* p = &g.processes[i];
+    if (&g.devices[p->device] != device || p->graphics != graphics || !alive(p->pid)) continue;
+    nvmlProcessInfo_v3_t entry;
+    memset(&entry, 0, sizeof(entry));
+    entry.pid = (unsigned)p->pid;
+    entry.usedGpuMemory = p->bytes;
+    entry.gpuInstanceId = 0xFFFFFFFFu;
+    entry.computeInstanceId = 0xFFFFFFFFu;
+    memcpy((char*)infos + (size_t)written * stride, &entry, stride);
+    ++written;
+  }
+  *count = written;
+  return NVML_SUCCESS;
+}
+
+#define PROCESS_LISTS(kind, graphics)                                                       \
+  EXPORT nvmlReturn_t nvmlDeviceGet##kind##RunningProcesses_v3(nvmlDevice_t d, unsigned* n, \
+                                                               void* p) {                   \
+    return list_processes(d, n, p, graphics, g.stride,                                      \
+                          "nvmlDeviceGet" #kind "RunningProcesses_v3");                     \
+  }                                                                                         \
+  EXPORT nvmlReturn_t nvmlDeviceGet##kind##RunningProcesses_v2(nvmlDevice_t d, unsigned* n, \
+                                                               void* p) {                   \
+    return list_processes(d, n, p, graphics, sizeof(nvmlProcessInfo_v2_t),                  \
+                          "nvmlDeviceGet" #kind "RunningProcesses_v2");                     \
+  }                                                                                         \
+  EXPORT nvmlReturn_t nvmlDeviceGet##kind##RunningProcesses(nvmlDevice_t d, unsigned* n,    \
+                                                            void* p) {                      \
+    return list_processes(d, n, p, graphics, sizeof(nvmlProcessInfo_v1_t),                  \
+                          "nvmlDeviceGet" #kind "RunningProcesses");                        \
+  }
+PROCESS_LISTS(Compute, 0)
+PROCESS_LISTS(Graphics, 1)
+
+EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* u) {
+  if (!valid(device) || device->lost) return NVML_ERROR_GPU_IS_LOST;
+  u->gpu = process_bytes(device) > 0 ? 97 : 0;
+  u->memory = process_bytes(device) > 0 ? 40 : 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned* value) {
+  (void)sensor;
+  if (!valid(device) || device->lost) return NVML_ERROR_GPU_IS_LOST;
+  *value = 64;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned* milliwatts) {
+  if (!valid(device) || device->lost) return NVML_ERROR_GPU_IS_LOST;
+  *milliwatts = 350000;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                              unsigned long long* reasons) {
+  if (!valid(device) || device->lost) return NVML_ERROR_GPU_IS_LOST;
+  *reasons = 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int type, int counter,
+                                                unsigned long long* count) {
+  (void)counter;
+  if (!valid(device) || device->lost) return NVML_ERROR_GPU_IS_LOST;
+  *count = device->ecc[type == 1];
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                     unsigned long long* types) {
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  *types = TRAINDOC_NVML_EVENT_XID | TRAINDOC_NVML_EVENT_SINGLE_BIT_ECC |
+           TRAINDOC_NVML_EVENT_DOUBLE_BIT_ECC;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  *set = &g_event_set;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types,
+                                             nvmlEventSet_t set) {
+  (void)set;
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  device->registered = (types & TRAINDOC_NVML_EVENT_XID) != 0;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                        unsigned int timeout_ms) {
+  (void)set;
+  (void)timeout_ms; /* the supervisor passes 0; the fake never waits */
+  for (unsigned i = 0; i < g.xid_count; ++i) {
+    struct fake_xid* x = &g.xids[i];
+    if (x->delivered || now_ms() - g.init_ms < x->at_ms || (unsigned)x->device >= g.device_count ||
+        !g.devices[x->device].registered) {
+      continue;
+    }
+    x->delivered = 1;
+    memset(data, 0, sizeof(*data));
+    data->device = &g.devices[x->device];
+    data->eventType = TRAINDOC_NVML_EVENT_XID;
+    data->eventData = x->xid;
+    data->gpuInstanceId = 0xFFFFFFFFu;
+    data->computeInstanceId = 0xFFFFFFFFu;
+    return NVML_SUCCESS;
+  }
+  return NVML_ERROR_TIMEOUT;
+}
+
+EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  (void)set;
+  return NVML_SUCCESS;
+}

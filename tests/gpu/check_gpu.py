@@ -1,0 +1,122 @@
+"""Checks of the GPU evidence that need a real GPU (not run on the test machines): a real CUDA
+OOM from the demo's batch size, the label-255 device-side assert, a second process holding
+memory on the same GPU, and NVML sampling against nvidia-smi. Each check runs `traindoc run`
+and asserts on report.json and run.db; prints one PASS/FAIL line per check.
+
+Usage: python3 tests/gpu/check_gpu.py [--traindoc build/bin/traindoc] [check ...]
+"""
+import argparse
+import json
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = [sys.executable, str(ROOT / "examples" / "demo" / "train.py"), "--device", "cuda",
+        "--workers", "0", "--steps", "2"]
+# Cityscapes' full size with a batch no GPU holds: a real OOM in the first forward pass.
+TOO_BIG = ["--image-size", "1024x2048", "--batch-size", "64"]
+HOLD = ("import torch, time; x = torch.empty({gib} << 30, dtype=torch.uint8, device='cuda'); "
+        "print('holding', flush=True); time.sleep({seconds})")
+
+
+def traindoc_run(traindoc, out, cmd):
+    subprocess.run([traindoc, "run", "--out", str(out), "--interval", "0.2", "--", *cmd],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    return json.loads((out / "report.json").read_text())
+
+
+def root(report):
+    roots = [f for f in report["findings"] if f["root_cause"]]
+    assert roots, [f["kind"] for f in report["findings"]]
+    return roots[0]
+
+
+def check_real_oom(traindoc, work):
+    report = traindoc_run(traindoc, work / "oom", DEMO + TOO_BIG)
+    f = root(report)
+    assert f["kind"] in ("gpu-oom", "gpu-fragmentation"), f
+    evidence = "\n".join(f["evidence"])
+    assert "requested" in evidence and "capacity" in evidence, evidence
+    assert "at that moment (NVML): rank 0" in evidence, evidence
+    assert report["gpus"] and report["gpus"][0]["peak_used"] > 0
+
+
+def check_label_255(traindoc, work):
+    f = root(traindoc_run(traindoc, work / "label", DEMO + ["--fault", "label-255"]))
+    assert f["kind"] == "label-out-of-range", f
+    assert "t >= 0 && t < n_classes" in f["title"], f["title"]
+    assert "ignore_index=255" in f["fix"]
+
+
+def check_second_process(traindoc, work):
+    free_gib = int(subprocess.check_output(
+        ["nvidia-smi", "--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", "0"],
+        text=True).split()[0]) // 1024
+    holder = subprocess.Popen([sys.executable, "-c", HOLD.format(gib=free_gib - 4, seconds=300)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        holder.stdout.readline()  # "holding": the memory is taken
+        f = root(traindoc_run(traindoc, work / "second", DEMO + ["--image-size", "512x1024",
+                                                                 "--batch-size", "16"]))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert f["kind"] == "gpu-oom", f
+    assert f"pid {holder.pid} outside the job" in "\n".join(f["evidence"]), f["evidence"]
+    assert "outside the job" in f["fix"]
+
+
+def check_nvml_vs_smi(traindoc, work):
+    out = work / "smi"
+    job = subprocess.Popen([traindoc, "run", "--out", str(out), "--interval", "0.2", "--",
+                            sys.executable, "-c", HOLD.format(gib=2, seconds=8)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(6)
+    smi = subprocess.check_output(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                   "--format=csv,noheader,nounits"], text=True)
+    gpus = subprocess.check_output(["nvidia-smi", "--query-gpu=index,pci.bus_id,uuid",
+                                    "--format=csv,noheader"], text=True)
+    job.wait()
+    used = {int(p): int(m) << 20 for p, m in (l.split(",") for l in smi.strip().splitlines())}
+    db = sqlite3.connect(out / "run.db")
+    devices = db.execute("SELECT nvml_index, pci_bus_id, uuid FROM gpu_devices").fetchall()
+    peaks = dict(db.execute("SELECT nvml_pid, max(used_bytes) FROM gpu_process_samples "
+                            "GROUP BY nvml_pid").fetchall())
+    for line, (index, pci, uuid) in zip(gpus.strip().splitlines(), devices):
+        smi_index, smi_pci, smi_uuid = (x.strip() for x in line.split(","))
+        assert (int(smi_index), smi_pci.lower(), smi_uuid) == (index, pci.lower(), uuid), line
+    both = set(used) & set(peaks)
+    assert both, (used, peaks)
+    for pid in both:
+        assert abs(peaks[pid] - used[pid]) <= 0.05 * used[pid], (pid, peaks[pid], used[pid])
+    status = db.execute("SELECT value FROM meta WHERE key = 'gpu_nvml_status'").fetchone()[0]
+    print(f"  {status}")
+
+
+CHECKS = {"real-oom": check_real_oom, "label-255": check_label_255,
+          "second-process": check_second_process, "nvml-vs-smi": check_nvml_vs_smi}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traindoc", default=str(ROOT / "build" / "bin" / "traindoc"))
+    parser.add_argument("checks", nargs="*", default=list(CHECKS))
+    args = parser.parse_args()
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="traindoc-gpu-") as work:
+        for name in args.checks:
+            try:
+                CHECKS[name](args.traindoc, Path(work))
+                print(f"PASS {name}")
+            except Exception as error:  # one failed check must not hide the others
+                failed += 1
+                print(f"FAIL {name}: {error!r}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

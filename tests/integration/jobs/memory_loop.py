@@ -1,0 +1,51 @@
+"""A training loop for the leak tests (CASES.md S04, H02): Linear 64->4096->10, batch 256, with
+what it keeps between steps chosen by MODE. After every optimizer step it prints its own RSS
+(/proc/self/status) as "rss <step> <bytes>", so that a test can compare traindoc's MiB per step
+with what the job measured itself.
+
+  total-loss  total_loss += loss          (keeps every step's autograd graph: leaks)
+  outputs     outputs.append(out)         (keeps every step's output and its graph: leaks)
+  clean       total_loss += loss.item()   (keeps a float)
+  warm-up     clean, plus a large buffer at step 2 and a one-off cache of 400 MiB at step 35
+"""
+import sys
+
+import torch
+
+
+def rss():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def main(mode, steps):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    total_loss = 0
+    outputs = []
+    buffers = []
+    for step in range(1, steps + 1):
+        x, y = torch.randn(256, 64), torch.randint(0, 10, (256,))
+        optimizer.zero_grad()
+        out = model(x)
+        loss = torch.nn.functional.cross_entropy(out, y)
+        loss.backward()
+        optimizer.step()
+        if mode == "total-loss":
+            total_loss += loss
+        elif mode == "outputs":
+            outputs.append(out)
+        else:
+            total_loss += loss.item()
+        if mode == "warm-up" and step in (2, 35):
+            buffers.append(torch.ones((200 if step == 2 else 400) << 18))  # MiB of float32
+        print("rss", step, rss(), flush=True)
+    print("loss", float(total_loss) / steps, len(outputs), len(buffers), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

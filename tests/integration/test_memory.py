@@ -1,0 +1,110 @@
+"""Memory leaks under `traindoc run` with real PyTorch on CPU (CASES.md S04, H01, H02): growth per
+step against the job's own measure of it, DataLoader workers copying their dataset, and clean
+runs (allocator warm-up and a one-off cache included) that must say nothing."""
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import job_script
+
+STEPS = 100
+
+
+def leaks(run):
+    return [f for f in run.report["findings"] if f["kind"] == "memory-leak"]
+
+
+def own_mib_per_step(stdout):
+    """What the job measured itself: its RSS after each step, from the end of warm-up (the
+    first 20% of the steps, as traindoc skips) to the last step."""
+    rss = {int(step): int(value) for step, value in re.findall(rb"^rss (\d+) (\d+)$", stdout, re.M)}
+    first, last = STEPS // 5, max(rss)
+    return (rss[last] - rss[first]) / (last - first) / 2**20
+
+
+@pytest.mark.parametrize("mode", ["total-loss", "outputs"])
+def test_a_loop_that_keeps_its_graphs_leaks_per_step(traindoc, mode):
+    run = traindoc(job_script("memory_loop.py", mode, STEPS), "--interval", "0.2")
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    (rank,) = run.processes("rank")
+    assert rank["steps"]["optimizer"] == STEPS
+    (leak,) = leaks(run)
+    assert leak["pids"] == [rank["pid"]]
+    assert leak["severity"] == "warning"
+    reported = float(re.search(r"grows ([0-9.]+) MiB per step", leak["title"]).group(1))
+    measured = own_mib_per_step(run.stdout)
+    assert measured > 3, run.stdout.decode()[-500:]
+    assert abs(reported - measured) <= 0.2 * measured, (reported, measured, leak)
+    assert "total_loss += loss.item()" in leak["fix"] and ".detach()" in leak["fix"]
+    assert any("near step" in e for e in leak["evidence"]), leak
+
+
+@pytest.mark.parametrize("mode", ["clean", "warm-up"])
+def test_a_clean_loop_has_no_leak(traindoc, mode):
+    run = traindoc(job_script("memory_loop.py", mode, 80), "--interval", "0.2")
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    (rank,) = run.processes("rank")
+    assert rank["steps"]["optimizer"] == 80
+    assert leaks(run) == [], leaks(run)
+
+
+def test_workers_copying_a_python_list_are_reported(traindoc):
+    """CASES.md H01: an 8M-item list read by two workers; their USS grows, their RSS does not."""
+    run = traindoc(job_script("worker_copy.py", "list", 15), "--interval", "0.2", timeout=180)
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    workers = run.processes("worker")
+    assert len(workers) == 2
+    (leak,) = leaks(run)
+    assert "copy the Python objects they read" in leak["title"]
+    assert sorted(leak["pids"]) == sorted(w["pid"] for w in workers)
+    for worker in workers:
+        (line,) = [e for e in leak["evidence"] if f"(pid {worker['pid']})" in e]
+        grown = float(re.search(r"\(\+([0-9.]+) MiB", line).group(1))
+        assert grown > 64, line
+    assert any("with 2 workers per rank" in e for e in leak["evidence"]), leak
+    assert "numpy" in leak["fix"]
+
+
+def memory_cgroup(limit):
+    """A fresh memory cgroup limited to `limit` bytes (v1 or v2) and the file that moves a process
+    into it; None where this machine does not let the test create one (not root, no controller)."""
+    name = f"traindoc-test-{os.getpid()}"
+    for root, limit_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"),
+                             ("/sys/fs/cgroup", "memory.max")):
+        controllers = Path(root, "cgroup.controllers")
+        if limit_file == "memory.max" and (
+                not controllers.exists() or "memory" not in controllers.read_text().split()):
+            continue
+        path = Path(root, name)
+        try:
+            path.mkdir()
+            (path / limit_file).write_text(str(limit))
+        except OSError:
+            if path.exists():
+                path.rmdir()
+            continue
+        return path
+    return None
+
+
+def test_a_leak_that_ends_in_an_oom_kill_is_the_root_cause(traindoc):
+    """H02 in a memory cgroup of 1.2 GiB: the kernel kills the rank; the leak is the root cause and
+    the kill its consequence."""
+    cgroup = memory_cgroup(1200 << 20)
+    if cgroup is None:
+        pytest.skip("cannot create a memory cgroup here")
+    try:
+        run = traindoc(job_script("memory_loop.py", "total-loss", 1000), "--interval", "0.2",
+                       preexec_fn=lambda: (cgroup / "cgroup.procs").write_text(str(os.getpid())))
+    finally:
+        cgroup.rmdir()
+    assert run.status == 128 + 9, run.stderr.decode()[-2000:]
+    first, *rest = run.report["findings"]
+    (rank,) = run.processes("rank")
+    assert first["kind"] == "memory-leak" and first["root_cause"], first
+    assert first["severity"] == "error" and first["pids"] == [rank["pid"]]
+    kill = [f for f in rest if f["kind"] == "host-oom-killed"]
+    assert [f["pids"] for f in kill] == [[rank["pid"]]], rest
+    assert 1 + rest.index(kill[0]) in first["consequences"]

@@ -1,0 +1,265 @@
+// Tests of the diagnosis of distributed failures from what the ranks printed: output tied to
+// the rank that printed it (torchrun's prefixes), the same failure seen by two ranks as one
+// finding, a peer's departure as the cause of "Connection closed by peer", and the launcher's
+// teardown as a consequence.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "analysis/diagnosis.h"
+#include "analysis/process_texts.h"
+#include "analysis/rules.h"
+#include "analysis_job_fixture.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using namespace job;  // NOLINT(google-build-using-namespace): the shared job fixture
+
+using testing::ElementsAre;
+using testing::HasSubstr;
+using testing::IsEmpty;
+
+const std::string kMismatch0 =
+    "[default0]:RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+    "collective: CollectiveFingerPrint(OpType=ALLREDUCE, TensorShape=[20, 10], "
+    "TensorDtypes=Float), but Rank 1 is running collective: CollectiveFingerPrint(OpType=REDUCE, "
+    "TensorShape=[20, 10], TensorDtypes=Float).";
+const std::string kMismatch1 =
+    "[default1]:RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running "
+    "collective: CollectiveFingerPrint(OpType=REDUCE, TensorShape=[20, 10], "
+    "TensorDtypes=Float), but Rank 0 is running collective: "
+    "CollectiveFingerPrint(OpType=ALLREDUCE, TensorShape=[20, 10], TensorDtypes=Float).";
+const std::string kClosed =
+    "[default0]:RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+    "[127.0.0.1]:61103";
+
+// The launcher's own error after its ranks failed, unprefixed.
+void launcher_error(Evidence& e, double seconds, uint64_t number) {
+  e.log_lines.push_back(stderr_line(seconds, number, "Traceback (most recent call last):"));
+  e.log_lines.push_back(stderr_line(
+      seconds, number + 1,
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/run.py\", line 766, in <module>"));
+  e.log_lines.push_back(stderr_line(
+      seconds, number + 2, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "));
+  exited(e, kLauncher, seconds + 0.1, 1);
+}
+
+const Finding* find_kind(const Diagnosis& d, const std::string& kind) {
+  for (const Finding& f : d.findings) {
+    if (f.kind == kind) return &f;
+  }
+  return nullptr;
+}
+
+TEST(DistributedRules, BothRanksReportingOneMismatchGiveOneFinding) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(5.0, 10, "[default0]:Traceback (most recent call last):"),
+      stderr_line(5.0, 11, "[default1]:Traceback (most recent call last):"),
+      stderr_line(5.0, 12, "[default0]:  File \"/home/user/proj/train.py\", line 20, in <module>"),
+      stderr_line(5.0, 13, "[default1]:  File \"/home/user/proj/train.py\", line 22, in <module>"),
+      stderr_line(5.0, 14, kMismatch0),
+      stderr_line(5.0, 15, kMismatch1),
+  };
+  exited(e, kRank0, 5.2, 1);
+  exited(e, kRank1, 5.3, 1);
+  launcher_error(e, 6.0, 20);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const Finding& root = d.findings[0];
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_THAT(root.ranks, ElementsAre(0, 1));
+  EXPECT_THAT(root.pids, ElementsAre(kRank0, kRank1));
+  EXPECT_THAT(root.title, HasSubstr("rank 0 ALLREDUCE [20, 10] Float, rank 1 REDUCE"));
+  EXPECT_THAT(root.evidence, testing::Contains("at /home/user/proj/train.py:20 in <module>"));
+  // The unprefixed traceback is the launcher's, not a rank's.
+  EXPECT_EQ(d.findings[1].kind, "launcher-exit");
+  EXPECT_THAT(d.findings[1].title, HasSubstr("stopped the job after rank 0, rank 1 failed"));
+}
+
+TEST(DistributedRules, APeerThatExitedNormallyFirstIsTheCause) {
+  // H08 (c): rank 1 skipped the all_reduce and exited 0; its end was seen a second late.
+  Evidence e = torchrun_job();
+  exited(e, kRank1, 6.0, 0);
+  e.log_lines = {
+      stderr_line(5.1, 10, "[default0]:Traceback (most recent call last):"),
+      stderr_line(5.1, 11, "[default0]:  File \"/home/user/proj/train.py\", line 18, in <module>"),
+      stderr_line(5.1, 12, kClosed),
+  };
+  exited(e, kRank0, 5.3, 1);
+  launcher_error(e, 7.0, 20);
+  Diagnosis d = diagnose(e);
+  ASSERT_GE(d.findings.size(), 2u);
+  const Finding& root = d.findings[0];
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_THAT(root.ranks, ElementsAre(1));
+  EXPECT_THAT(root.pids, ElementsAre(kRank1));
+  EXPECT_THAT(root.title, HasSubstr("rank 1 (pid 1011) finished (exit code 0) while rank 0"));
+  EXPECT_EQ(d.findings[1].kind, "peer-exited");
+  EXPECT_THAT(d.findings[1].title, HasSubstr("lost its connection to rank 1 (pid 1011)"));
+  EXPECT_THAT(d.findings[1].ranks, ElementsAre(0, 1));
+}
+
+TEST(DistributedRules, APeerThatRanFewerStepsIsUnevenInputs) {
+  // H11: rank 1 skipped one backward, finished its loop and left; rank 0 began a 4th backward.
+  Evidence e = torchrun_job();
+  exited(e, kRank1, 6.0, 0);
+  e.log_lines = {stderr_line(5.1, 12, kClosed)};
+  exited(e, kRank0, 5.3, 1);
+  auto steps = [&](int pid, uint64_t ticks, int64_t backward) {
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kBackward, backward});
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kOptimizer, 3});
+  };
+  steps(kRank0, 500'100, 4);
+  steps(kRank1, 500'101, 3);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "uneven-inputs");
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
+  EXPECT_THAT(d.findings[0].evidence, testing::Contains("backward steps: rank 1 ran 3, rank 0 4"));
+}
+
+TEST(DistributedRules, APeerThatCrashedIsTheCauseThroughItsOwnFinding) {
+  Evidence e = torchrun_job();
+  killed(e, kRank1, 5.0, SIGKILL);
+  e.log_lines = {stderr_line(5.4, 12, kClosed)};
+  exited(e, kRank0, 5.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "killed-externally");
+  EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank1));
+  EXPECT_EQ(d.findings[1].kind, "peer-exited");
+  EXPECT_THAT(d.findings[1].title, HasSubstr("which had died of SIGKILL before"));
+  EXPECT_EQ(find_kind(d, "collective-missing"), nullptr);
+}
+
+TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(4.0, 10, "[default0]:Traceback (most recent call last):"),
+      stderr_line(4.0, 11,
+                  "[default0]:RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in "
+                  "2000 ms"),
+      stderr_line(4.0, 12, "[default0]: Original exception: "),
+      stderr_line(4.0, 13,
+                  "[default0]:[./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                  "2000ms for recv operation to complete"),
+  };
+  exited(e, kRank0, 4.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "collective-missing");
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
+  EXPECT_THAT(d.findings[0].title,
+              HasSubstr("rank 0 (pid 1010): rank 1 did not reach the monitored barrier within "
+                        "2000 ms"));
+}
+
+TEST(DistributedRules, ATimeoutNamesTheRanksThatWereNotWaiting) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(9.0, 10,
+                             "[default0]:RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] "
+                             "Timed out waiting 5000ms for recv operation to complete")};
+  exited(e, kRank0, 9.2, 1);
+  e.log_lines.push_back(
+      stderr_line(9.5, 11,
+                  "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1011 "
+                  "closing signal SIGTERM"));
+  killed(e, kRank1, 9.6, SIGTERM);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "collective-missing");
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
+  EXPECT_THAT(d.findings[0].title, HasSubstr("waited 5000 ms in a collective that a peer never "
+                                             "joined (rank 1 never joined it)"));
+  // Stopped by torchrun's teardown: information, not a second failure.
+  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].severity, Severity::kInfo);
+  EXPECT_THAT(d.findings[1].title, HasSubstr("from its launcher"));
+}
+
+TEST(DistributedRules, GlooAbortOnSizesIsACollectiveMismatch) {
+  // T13 without DETAIL: rank 0 aborts in gloo's size check; rank 1's lines are not its own.
+  Evidence e = torchrun_job();
+  store::Crash abort;
+  abort.pid = kRank0;
+  abort.start_ticks = 500'100;
+  abort.tid = kRank0;
+  abort.signo = SIGABRT;
+  abort.code = -6;
+  abort.sender_pid = kRank0;
+  abort.time_ns = at(5.0);
+  e.crashes = {abort};
+  e.log_lines = {
+      stderr_line(4.99, 10, "[default1]:terminate called without an active exception"),
+      stderr_line(5.0, 11,
+                  "[default0]:terminate called after throwing an instance of "
+                  "'gloo::EnforceNotMet'"),
+      stderr_line(5.0, 12,
+                  "[default0]:  what():  [enforce fail at ./gloo/transport/tcp/pair.cc:510] "
+                  "op.preamble.length <= op.nbytes. 20 vs 12"),
+  };
+  killed(e, kRank0, 5.1, SIGABRT);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings[0];
+  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_THAT(root.title, HasSubstr("rank 0 (pid 1010) aborted: a collective's sizes differ "
+                                    "across ranks: a peer sent 20 bytes where this rank "
+                                    "expected 12"));
+  for (const std::string& line : root.evidence) {
+    EXPECT_THAT(line, testing::Not(HasSubstr("[default1]")));
+  }
+}
+
+TEST(DistributedRules, LauncherThatFailedBeforeStartingAnyRank) {
+  Evidence e = torchrun_job();
+  e.processes.resize(1);  // torchrun alone
+  e.log_lines = {
+      stderr_line(2.0, 5, "Traceback (most recent call last):"),
+      stderr_line(2.0, 6,
+                  "  File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/"
+                  "multiprocessing/api.py\", line 94, in to_map"),
+      stderr_line(2.0, 7, "AttributeError: 'NoneType' object has no attribute 'get'"),
+  };
+  exited(e, kLauncher, 2.1, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "launcher-bug");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("launcher (pid 1000)"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("--redirects 2 --tee 2"));
+  EXPECT_THAT(d.findings[0].ranks, IsEmpty());
+}
+
+TEST(ProcessTexts, UnprefixedOutputGoesToTheProcessThatFailedAfterPrintingIt) {
+  // A single process whose worker crashed (seen dead just before the rank's traceback was
+  // stamped) and which then raised: the traceback is the rank's, not the dead worker's.
+  Evidence e = torchrun_job();
+  e.processes.resize(1);
+  e.processes.push_back(proc(kRank0, kLauncher, 500'100, "/usr/bin/python3.11 train.py"));
+  e.processes.push_back(proc(kWorker0, kRank0, 500'300, "/usr/bin/python3.11 train.py"));
+  e.run.root_pid = kRank0;
+  e.processes.erase(e.processes.begin());
+  killed(e, kWorker0, 3.0, SIGSEGV);
+  e.log_lines = {
+      stderr_line(3.01, 2, std::string("\0Traceback (most recent call last):", 35)),
+      stderr_line(3.01, 3, "  File \"/home/user/proj/train.py\", line 9, in <module>"),
+      stderr_line(3.02, 4, "RuntimeError: DataLoader worker (pid(s) 1020) exited unexpectedly"),
+  };
+  exited(e, kRank0, 3.6, 1);
+  std::vector<ProcessSummary> processes = diagnose(e).processes;
+  ProcessTexts texts(e, processes);
+  const ProcessSummary& rank = processes[0];
+  ASSERT_EQ(rank.record.pid, kRank0);
+  const PythonTraceback* tb = texts.final_exception(rank);
+  ASSERT_NE(tb, nullptr);
+  EXPECT_EQ(tb->first_line, 2u);  // the NUL before "Traceback" is not part of the line
+  EXPECT_FALSE(tb->incomplete);
+  EXPECT_EQ(texts.final_exception(processes[1]), nullptr);
+}
+
+}  // namespace
+}  // namespace traindoc::analysis

@@ -1,0 +1,290 @@
+// Tests of the memory-leak rule through diagnose(): growth per step from the hook's step counts,
+// per minute without them, the projection of exhaustion, the leak as the root cause of the OOM
+// kill it led to, DataLoader workers copying their dataset (USS up, RSS flat), clean runs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/diagnosis.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using store::Evidence;
+using testing::Contains;
+using testing::ElementsAre;
+using testing::HasSubstr;
+using testing::IsEmpty;
+
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kGiB = 1024 * kMiB;
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kSecond;
+constexpr int kRank = 2000;
+constexpr int kWorker0 = 2010;
+constexpr int kWorker1 = 2011;
+constexpr uint64_t kRankTicks = 7000;
+
+// python train.py (rank 0) with two DataLoader workers, sampled every second (two minutes unless
+// a test says otherwise); every process's memory flat unless a test says otherwise.
+Evidence job(int seconds = 120) {
+  Evidence e;
+  e.run.command = {"python3", "train.py"};
+  e.run.root_pid = kRank;
+  e.run.start_ns = kT0;
+  store::ProcessRecord rank;
+  rank.pid = kRank;
+  rank.ppid = 1;
+  rank.start_ticks = kRankTicks;
+  rank.start_ns = kT0;
+  rank.cmdline = "python3 train.py";
+  rank.argv0 = "python3";
+  rank.agent = true;
+  e.processes.push_back(rank);
+  for (int pid : {kWorker0, kWorker1}) {
+    store::ProcessRecord worker = rank;
+    worker.pid = pid;
+    worker.ppid = kRank;
+    worker.start_ticks = kRankTicks + 100 + static_cast<uint64_t>(pid - kWorker0);
+    worker.start_ns = kT0 + 5 * kSecond;
+    worker.forked = true;
+    e.processes.push_back(worker);
+  }
+  for (int s = 0; s < seconds; ++s) {
+    for (const store::ProcessRecord& p : e.processes) {
+      store::ProcSample sample;
+      sample.t_ns = kT0 + s * kSecond;
+      sample.pid = p.pid;
+      sample.start_ticks = p.start_ticks;
+      sample.rss = 600 * kMiB + (s % 3) * kMiB;
+      if (s % 5 == 0) sample.uss = 20 * kMiB;
+      e.proc_samples.push_back(sample);
+    }
+    store::HostSample h;
+    h.t_ns = kT0 + s * kSecond;
+    h.mem_total = 32 * kGiB;
+    h.mem_available = 10 * kGiB;
+    e.host_samples.push_back(h);
+  }
+  return e;
+}
+
+void set_rss(Evidence& e, int pid, uint64_t (*rss)(int second)) {
+  for (store::ProcSample& s : e.proc_samples) {
+    if (s.pid == pid) s.rss = rss(static_cast<int>((s.t_ns - kT0) / kSecond));
+  }
+}
+
+// Two optimizer steps a second from second 10 on, reported every second.
+void add_steps(Evidence& e) {
+  for (int s = 10; s < 120; ++s) {
+    e.steps.push_back(
+        {kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kOptimizer, 2 * (s - 10)});
+    e.steps.push_back(
+        {kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kBackward, 2 * (s - 10)});
+  }
+}
+
+// 5 MiB per optimizer step once training runs (10 MiB a second).
+uint64_t leaking(int second) {
+  return 600 * kMiB + static_cast<uint64_t>(std::max(0, second - 10)) * 10 * kMiB +
+         (second % 4) * kMiB;
+}
+
+// CASES.md H01: both workers' USS grows by 1 MiB a second; their RSS stays flat.
+void copying_workers(Evidence& e) {
+  for (store::ProcSample& s : e.proc_samples) {
+    if (s.pid != kRank && s.uss) {
+      s.uss = 6 * kMiB + static_cast<uint64_t>(s.t_ns - kT0) / kSecond * kMiB;
+    }
+  }
+}
+
+// The OOM killer ends process `index` of job() half a second after `second`, when the host has
+// 100 MiB left.
+void oom_killed(Evidence& e, size_t index, int second) {
+  e.host_samples[static_cast<size_t>(second)].mem_available = 100 * kMiB;
+  store::ProcessRecord& p = e.processes[index];
+  p.exit_signal = SIGKILL;
+  p.end_ns = kT0 + second * kSecond + kSecond / 2;
+  p.end_source = index == 0 ? store::EndSource::kSupervisor : store::EndSource::kParent;
+}
+
+std::vector<const Finding*> leaks(const Diagnosis& d) {
+  std::vector<const Finding*> out;
+  for (const Finding& f : d.findings) {
+    if (f.kind == "memory-leak") out.push_back(&f);
+  }
+  return out;
+}
+
+TEST(RuleMemoryLeak, GrowthPerStepFromTheStepCounts) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "memory-leak");
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_FALSE(f.root_cause);
+  EXPECT_THAT(f.pids, ElementsAre(kRank));
+  EXPECT_THAT(f.ranks, ElementsAre(0));
+  EXPECT_EQ(f.title, "rank 0 (pid 2000): host memory grows 5.00 MiB per step");
+  EXPECT_THAT(f.evidence[0], HasSubstr("RSS of rank 0 (pid 2000) grew from"));
+  EXPECT_THAT(f.evidence[0], HasSubstr("between steps 44 and 218"));
+  EXPECT_EQ(f.evidence[1],
+            "a step is one of the process's optimizer steps, counted by traindoc's Python hook");
+  // 10 GiB left at 5 MiB a step: 2048 more steps, at 120 steps a minute.
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("the 10.0 GiB available on the host (MemAvailable) "
+                                             "runs out after about 2048 more steps, near step "
+                                             "2266 (about 17 minutes at 120 steps per minute)")));
+  EXPECT_THAT(f.fix, HasSubstr("total_loss += loss.item()"));
+  EXPECT_THAT(f.fix, HasSubstr(".detach()"));
+}
+
+TEST(RuleMemoryLeak, GrowthPerMinuteWithoutStepCounts) {
+  Evidence e = job(300);
+  set_rss(e, kRank, leaking);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  const Finding& f = *leaks(d)[0];
+  EXPECT_EQ(f.title, "rank 0 (pid 2000): host memory grows 600 MiB per minute");
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("no training steps were counted")));
+}
+
+// Without step counts, growth over less than two minutes is a process importing its libraries
+// and loading its data as much as a leak.
+TEST(RuleMemoryLeak, ShortGrowthWithoutStepCountsIsNotALeak) {
+  Evidence e = job(150);
+  set_rss(e, kRank, leaking);
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+TEST(RuleMemoryLeak, TheCgroupLimitIsTheHeadroomWhenItIsCloser) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  for (store::HostSample& h : e.host_samples) {
+    h.cgroup_version = 2;
+    h.cgroup_current = 3 * kGiB;
+    h.cgroup_max = 4 * kGiB;
+  }
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  EXPECT_THAT(leaks(d)[0]->evidence,
+              Contains(HasSubstr("the 1.0 GiB left under the memory cgroup's limit "
+                                 "runs out after about 205 more steps")));
+}
+
+// The leak fills memory until the OOM killer ends the process: the leak is the root cause, the
+// kill its consequence, though the kill is what ended the job.
+TEST(RuleMemoryLeak, ALeakThatEndsInAnOomKillIsTheRootCause) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  oom_killed(e, 0, 119);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const Finding& leak = d.findings[0];
+  EXPECT_EQ(leak.kind, "memory-leak");
+  EXPECT_EQ(leak.severity, Severity::kError);
+  EXPECT_TRUE(leak.root_cause);
+  EXPECT_THAT(leak.consequences, ElementsAre(1));
+  EXPECT_THAT(leak.evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+}
+
+// The OOM killer picked one of the leaking rank's workers, which share its pages: still the
+// leak's consequence.
+TEST(RuleMemoryLeak, AnOomKillOfTheLeakingRanksWorkerIsItsConsequence) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  oom_killed(e, 2, 119);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker1));
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+}
+
+// A kill before the growth began is not the growth's consequence.
+TEST(RuleMemoryLeak, AnOomKillBeforeTheGrowthIsNotItsConsequence) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, leaking);
+  oom_killed(e, 2, 8);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[1].kind, "memory-leak");
+  EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
+}
+
+TEST(RuleMemoryLeak, FlatMemoryIsClean) {
+  Evidence e = job();
+  add_steps(e);
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+TEST(RuleMemoryLeak, OneLargeAllocationIsNotALeak) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kRank, [](int second) { return (second < 50 ? 600 : 2600) * kMiB; });
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
+  Evidence e = job();
+  copying_workers(e);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "memory-leak");
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_THAT(f.title, HasSubstr("DataLoader workers copy the Python objects they read"));
+  EXPECT_THAT(f.title, HasSubstr("in 2 worker(s)"));
+  EXPECT_THAT(f.pids, ElementsAre(kWorker0, kWorker1));
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("worker 0 of rank 0 (pid 2010): private memory (USS) "
+                                             "grew from")));
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("60.0 MiB per minute) while its RSS stayed near")));
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("with 2 workers per rank")));
+  EXPECT_THAT(f.fix, HasSubstr("numpy"));
+}
+
+// A worker copying its dataset until the OOM killer ends it: the copying is the root cause.
+TEST(RuleMemoryLeak, WorkersCopyingUntilOneIsOomKilledAreTheRootCause) {
+  Evidence e = job();
+  copying_workers(e);
+  oom_killed(e, 1, 119);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("DataLoader workers copy"));
+  EXPECT_EQ(d.findings[0].severity, Severity::kError);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker0));
+  EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
+}
+
+// A worker whose RSS grows with its USS leaks like any process.
+TEST(RuleMemoryLeak, AWorkerWhoseRssGrowsTooIsAnOrdinaryLeak) {
+  Evidence e = job(300);
+  set_rss(e, kWorker1, leaking);
+  for (store::ProcSample& s : e.proc_samples) {
+    if (s.pid == kWorker1 && s.uss) s.uss = s.rss - 500 * kMiB;
+  }
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].title,
+            "worker 1 of rank 0 (pid 2011): host memory grows 600 MiB per minute");
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
