@@ -35,6 +35,12 @@ def count(kind):
         _send(kind)
 
 
+def current():
+    """This process's training step so far: its optimizer steps, else its backward calls (what
+    the collective records carry as their step)."""
+    return _counts[OPTIMIZER] or _counts[BACKWARD]
+
+
 def _send(kind):
     _sent[kind] = _counts[kind]
     _step(kind, _sent[kind])

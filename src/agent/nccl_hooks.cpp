@@ -17,7 +17,8 @@
 namespace traindoc::agent {
 namespace {
 
-// The stable C ABI of NCCL 2.x (nccl.h): enums are ints, handles are pointers.
+// The stable C ABI of NCCL 2.x (nccl.h): enums are ints, handles are pointers. NCCL's names.
+// NOLINTBEGIN(readability-identifier-naming)
 using ncclResult_t = int;
 using ncclComm_t = struct ncclComm*;
 using cudaStream_t = void*;
@@ -25,6 +26,7 @@ using ncclConfig_t = void;
 struct ncclUniqueId {
   char internal[128];
 };
+// NOLINTEND(readability-identifier-naming)
 constexpr ncclResult_t kNcclSuccess = 0;
 constexpr ncclResult_t kNcclInternalError = 3;
 constexpr ncclResult_t kNcclInProgress = 7;  // nonblocking communicators: valid, not yet ready
@@ -79,6 +81,7 @@ void add_comm(ncclComm_t comm, uint64_t id, int rank, int size) {
       Comm& candidate = g_comms[(comm_slot(comm) + probe) % kCommTable];
       ncclComm_t expected = nullptr;
       // Claimed with a sentinel so that lookups never see a half-written entry as this comm.
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): a marker value, never dereferenced
       auto* sentinel = reinterpret_cast<ncclComm_t>(uintptr_t{1});
       if (candidate.handle.compare_exchange_strong(expected, sentinel)) entry = &candidate;
     }
@@ -247,6 +250,9 @@ using traindoc::common::CollectiveOp;
 namespace fn = traindoc::agent;
 
 #define TRAINDOC_EXPORT extern "C" __attribute__((visibility("default")))
+
+// NCCL's own names, exported as NCCL exports them.
+// NOLINTBEGIN(readability-identifier-naming)
 
 TRAINDOC_EXPORT ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, int dtype,
                                            int op, ncclComm_t comm, cudaStream_t stream) {
@@ -445,3 +451,5 @@ TRAINDOC_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   guard.done();
   return call_next<decltype(&ncclCommAbort)>(fn::kCommAbort, comm);
 }
+
+// NOLINTEND(readability-identifier-naming)

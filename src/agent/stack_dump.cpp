@@ -89,7 +89,10 @@ void start_stack_dumps(const char* run_dir) {
   static constexpr char kSuffix[] = "/agent/stack-";
   size_t dir_len = strlen(run_dir);
   if (dir_len + sizeof(kSuffix) + 32 > sizeof(g_path)) return;
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): the suffix follows
   memcpy(g_path, run_dir, dir_len);
+  // With its NUL; the pid and ".txt" are written over it in the handler.
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
   memcpy(g_path + dir_len, kSuffix, sizeof(kSuffix));
   g_prefix = dir_len + sizeof(kSuffix) - 1;
   int sig = common::stack_dump_signal();

@@ -2,6 +2,7 @@
 // collective-order, collective-missing, uneven-inputs, peer-exited), with each rank's part, the
 // call sites, the stacks it collected and the fix. Pure.
 #include <algorithm>
+#include <csignal>
 #include <sstream>
 
 #include "analysis/rules.h"
@@ -57,6 +58,11 @@ bool died(const store::ProcessRecord& r) {
   return r.exit_signal || (r.exit_code && *r.exit_code != 0);
 }
 
+bool stopped_from_outside(const store::ProcessRecord& r) {
+  return r.exit_signal &&
+         (*r.exit_signal == SIGTERM || *r.exit_signal == SIGINT || *r.exit_signal == SIGHUP);
+}
+
 std::string how_it_ended(const store::ProcessRecord& r) {
   return r.exit_signal ? "died of " + signal_name(*r.exit_signal)
                        : "exited with code " + std::to_string(r.exit_code.value_or(0));
@@ -107,8 +113,11 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       std::string who = process ? context.name(*process) : "pid " + std::to_string(rank.pid);
       // A rank that did not come is the one to look at; those that waited are in the evidence.
       bool named = issue.kind != "collective-missing" || !any_missing || missing(rank);
+      // A missing rank that ended while the others waited, or died of its own failure. One
+      // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence.
       if (issue.kind == "collective-missing" && missing(rank) && process != nullptr &&
-          died(process->record)) {
+          died(process->record) &&
+          (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
         f.kind = "peer-exited";
         f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +

@@ -21,6 +21,7 @@ using common::CollectiveOp;
 constexpr size_t kFirstCalls = 200;
 constexpr size_t kRecentCalls = 64;
 constexpr size_t kMaxPendingNumbers = 4096;
+constexpr int64_t kReapSlackNs = 1'000'000'000;
 
 bool is_lifetime(uint16_t op) {
   return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
@@ -492,7 +493,9 @@ void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& ou
     }
     world = process.world_size;
   }
-  if (exited == nullptr || failed == nullptr || failed->end_ns < exited->end_ns ||
+  // Ends are known when a launcher reaps them, at its own pace and order: a failure reaped up
+  // to a second before the normal exit may have come after it.
+  if (exited == nullptr || failed == nullptr || failed->end_ns + kReapSlackNs < exited->end_ns ||
       failed->end_ns - exited->end_ns > m_options.uneven_window_ns) {
     return;
   }
@@ -515,7 +518,8 @@ void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& ou
   issue.message = "uneven-inputs: rank " + std::to_string(issue.ranks[0].group_rank) +
                   " exited normally while rank " + std::to_string(issue.ranks[1].group_rank) +
                   " still trained; rank " + std::to_string(issue.ranks[1].group_rank) + " then " +
-                  end_text(*failed) + " " + seconds_text(failed->end_ns - exited->end_ns) +
+                  end_text(*failed) + " " +
+                  seconds_text(std::max<int64_t>(0, failed->end_ns - exited->end_ns)) +
                   " later (world of " + std::to_string(world) + " ranks)";
   out.push_back(std::move(found));
 }

@@ -101,6 +101,22 @@ TEST(CollectivesRule, EachKindHasItsFix) {
             std::string::npos);
 }
 
+// T14: rank 0's monitored barrier timed out, then the launcher stopped rank 1, which never
+// called it: the missing call is the cause, rank 1's SIGTERM a consequence.
+TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.processes[2].exit_signal = 15;
+  e.processes[2].end_ns = kT0 + 3 * kSecond;
+  e.processes[2].end_source = store::EndSource::kParent;
+  e.collective_issues[0].ranks[1].state = "never called it";
+  Diagnosis d = diagnose(e);
+  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
+  // One that ended while the others waited is the cause: peer-exited.
+  e.collective_issues[0].ranks[1].state = "killed by SIGTERM without calling it";
+  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+}
+
 TEST(CollectivesRule, AnAbortIsSaid) {
   store::Evidence e = job_with_issue("collective-mismatch", "shape");
   e.collective_issues[0].aborted = true;

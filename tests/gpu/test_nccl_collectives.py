@@ -1,0 +1,65 @@
+"""Run only where a GPU is lent (`python3 -m pytest -q tests/gpu`), with the PyTorch that has CUDA
+and NCCL: the NCCL interposers on a real training step. The records of DDP's own all-reduces,
+and what recording costs that step (printed; no threshold here, see docs/BENCHMARKS.md)."""
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAINDOC = Path(os.environ.get("TRAINDOC_BIN", ROOT / "build" / "bin" / "traindoc"))
+
+STEP = r"""
+import os, sys, time, torch, torch.distributed as dist
+dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29533", rank=0, world_size=1)
+model = torch.nn.parallel.DistributedDataParallel(
+    torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10)
+                        ).cuda(), device_ids=[0])
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(256, 4096, device="cuda")
+y = torch.randint(0, 10, (256,), device="cuda")
+times = []
+for step in range(int(sys.argv[1]) + 10):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    optimizer.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    torch.cuda.synchronize()
+    times.append(time.perf_counter() - start)
+times = sorted(times[10:])
+print("STEP", times[len(times) // 2], flush=True)
+dist.destroy_process_group()
+"""
+
+
+def step_ms(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
+    return 1e3 * float(next(l for l in out.splitlines() if l.startswith("STEP")).split()[1])
+
+
+def test_ddp_all_reduces_are_recorded_and_cheap(tmp_path):
+    script = tmp_path / "step.py"
+    script.write_text(STEP)
+    job = [sys.executable, str(script), "200"]
+    run_dir = tmp_path / "run"
+    with_traindoc = step_ms([str(TRAINDOC), "run", "--silent", "--out", str(run_dir), "--", *job])
+    plain = step_ms(job)
+    print(f"DDP step: {plain:.3f} ms plain, {with_traindoc:.3f} ms under traindoc "
+          f"({with_traindoc / plain:.3f}x)")
+    db = sqlite3.connect(run_dir / "run.db")
+    rows = db.execute("SELECT op, dtype, count, redop FROM collectives WHERE source = 'nccl' "
+                      "AND op = 'all_reduce'").fetchall()
+    assert rows, "no NCCL all_reduce recorded: is libnccl loaded through the dynamic linker?"
+    params = sum(p.numel() for p in torch.nn.Sequential(
+        torch.nn.Linear(4096, 4096), torch.nn.Linear(4096, 10)).parameters())
+    assert all(op == "all_reduce" and dtype == "float32" and redop in ("sum", "avg", "premul_sum")
+               for op, dtype, _, redop in rows)
+    # One step's bucket all-reduces cover every parameter once.
+    assert sum(count for _, _, count, _ in rows) >= params
