@@ -12,37 +12,37 @@ namespace {
 
 constexpr size_t kStackLines = 12;  // of each rank's dump, in the evidence
 
-std::string fix_for(const store::CollectiveIssue& issue) {
-  if (issue.kind == "collective-order") {
+std::string fix_for(const std::string& kind, const std::string& field) {
+  if (kind == "collective-order") {
     return "Issue collectives in the same order on every rank: no rank-dependent branches, "
            "early returns or iteration over unordered containers around them.";
   }
-  if (issue.kind == "collective-missing") {
+  if (kind == "collective-missing") {
     return "Make the collective unconditional, or guard it identically on every rank (decide a "
            "skip collectively, e.g. all_reduce a flag with MAX); if the missing rank is only "
            "slower, balance its work or raise the process group timeout.";
   }
-  if (issue.kind == "peer-exited") {
+  if (kind == "peer-exited") {
     return "Find why the rank that ended first failed (its own finding and log); the ranks that "
            "waited for it are victims, not causes.";
   }
-  if (issue.kind == "uneven-inputs") {
+  if (kind == "uneven-inputs") {
     return "Give every rank the same number of batches (DistributedSampler with drop_last=True, "
            "or the DDP join() context manager), and decide to skip a batch collectively rather "
            "than per rank.";
   }
-  if (issue.field == "shape" || issue.field == "count") {
+  if (field == "shape" || field == "count") {
     return "Pass tensors of the same shape on every rank: pad to a common size, or all-gather "
            "the sizes first and pad, then trim (or use all_gather_object).";
   }
-  if (issue.field == "dtype") {
+  if (field == "dtype") {
     return "Cast to one dtype on every rank before the call (e.g. .float() or .long()): a "
            "collective must see the same element type everywhere.";
   }
-  if (issue.field == "reduce op") {
+  if (field == "reduce op") {
     return "Use the same reduce op on every rank: a different op silently corrupts the result.";
   }
-  if (issue.field == "root") {
+  if (field == "root") {
     return "Use the same root (src/dst) on every rank.";
   }
   return "Make the control flow around collectives rank-independent, so that every rank issues "
@@ -102,7 +102,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     f.kind = issue.kind;
     f.severity = Severity::kError;
     f.title = issue.message.substr(issue.message.find(": ") + 2);
-    f.fix = fix_for(issue);
+    f.fix = fix_for(issue.kind, issue.field);
     f.confidence = issue.kind == "uneven-inputs" ? 0.7 : 0.9;
     timed.t_ns = issue.first_ns;
     // The text rules may see the same failure in the ranks' errors: one finding.
@@ -122,7 +122,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         f.kind = "peer-exited";
         f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +
                   std::to_string(issue.number) + ", which the other ranks waited in";
-        f.fix = fix_for({.kind = "peer-exited"});
+        f.fix = fix_for("peer-exited", "");
         timed.t_ns = issue.t_ns;
         timed.merge_key = f.kind;
       }

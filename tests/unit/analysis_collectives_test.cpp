@@ -58,13 +58,16 @@ store::Evidence job_with_issue(const std::string& kind, const std::string& field
                          .value = "[10]",
                          .site = "train.py:6",
                          .state = "called all_reduce #4",
-                         .calls = 3});
+                         .last_call = "all_reduce #3 at train.py:6",
+                         .calls = 3,
+                         .stack = ""});
   issue.ranks.push_back({.group_rank = 1,
                          .pid = 12,
                          .start_ticks = 3,
                          .value = "[20]",
                          .site = "train.py:6",
                          .state = "called all_reduce #4",
+                         .last_call = "all_reduce #3 at train.py:6",
                          .calls = 3,
                          .stack = "python:\nFile \"train.py\", line 6 in main\n"});
   e.collective_issues = {issue};
