@@ -29,7 +29,7 @@ process 3 rank=3 20000
 """
 
 TRACEBACK = """Traceback (most recent call last):
-  File "/work/examples/train.py", line 88, in <module>
+  File "/home/user/proj/train.py", line 88, in <module>
     loss = criterion(model(images), target)
 """
 
