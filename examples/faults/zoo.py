@@ -72,6 +72,9 @@ CASES = [
          ["5000 ms"]),
     Case("H08c", "skip_collective.py", 2, "collective-missing", [1], ["rank 1", "all_reduce"],
          ["exit code 0"], ["skip"], ["peer-exited"], ["--then-exit"]),
+    # A straggler is not a failure: the job finishes, and the warning tells it from a desync.
+    Case("H14", "straggler.py", 2, "collective-missing", [1], ["rank 1", "a straggler"],
+         ["made it", "straggler.py:20"], ["timeout"], status=0, options=["--stall-seconds", "1"]),
     Case("H11", "skip_backward.py", 2, "uneven-inputs", [1], ["rank 1", "exit code 0"],
          ["backward steps: rank 1 ran 3, rank 0 4"], ["`continue`"], ["peer-exited"],
          all_ranks_named=False),

@@ -83,6 +83,38 @@ std::string step_counts(const RuleContext& context, const store::CollectiveIssue
   return out;
 }
 
+// The laggards' late arrival at the call a stall was reported for (CASES.md H14), if they came.
+const store::CollectiveIssue* late_arrival(const RuleContext& context,
+                                           const store::CollectiveIssue& stall) {
+  if (stall.kind != "collective-missing" || stall.field != "missing") return nullptr;
+  for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
+    if (issue.field == "late" && issue.group == stall.group && issue.number == stall.number) {
+      return &issue;
+    }
+  }
+  return nullptr;
+}
+
+// A straggler made the others wait: a warning when the job still finished, else the failure.
+void as_straggler(const RuleContext& context, const store::CollectiveIssue& late, Finding& f) {
+  const store::RunInfo& run = context.evidence.run;
+  bool finished = !run.exit_signal && run.exit_code.value_or(1) == 0;
+  f.severity = finished ? Severity::kWarning : Severity::kError;
+  f.title = late.message.substr(late.message.find(": ") + 2);
+  f.fix =
+      "Balance the work across ranks (shard evaluation and generation evenly, cap sequence "
+      "lengths), or raise the process group timeout (init_process_group(timeout=...)) for "
+      "phases that are uneven by nature; nothing is wrong with the order of the calls.";
+  f.confidence = 0.8;
+  for (const store::CollectiveIssueRank& rank : late.ranks) {
+    const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
+    std::string who = process ? context.name(*process) : "pid " + std::to_string(rank.pid);
+    f.evidence.push_back("group rank " + std::to_string(rank.group_rank) + ", " + who + ": " +
+                         rank.state + (rank.site.empty() ? "" : "; at " + rank.site));
+  }
+  f.evidence.push_back("the stacks below show where the late rank was while the others waited");
+}
+
 std::string stack_excerpt(const std::string& stack) {
   std::istringstream lines(stack);
   std::string line;
@@ -97,6 +129,7 @@ std::string stack_excerpt(const std::string& stack) {
 
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
+    if (issue.field == "late") continue;  // told with the stall it ends
     TimedFinding timed;
     Finding& f = timed.finding;
     f.kind = issue.kind;
@@ -107,6 +140,8 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     timed.t_ns = issue.first_ns;
     // The text rules may see the same failure in the ranks' errors: one finding.
     timed.merge_key = issue.kind;
+    const store::CollectiveIssue* late = late_arrival(context, issue);
+    if (late != nullptr) as_straggler(context, *late, f);
     bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);

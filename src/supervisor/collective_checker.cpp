@@ -233,6 +233,10 @@ void CollectiveChecker::add(const AgentCollective& record) {
 std::vector<FoundIssue> CollectiveChecker::check(int64_t now_ns, bool final) {
   m_final = final;
   std::vector<FoundIssue> out;
+  // Before the pending calls: a straggler's arrival reopens its group to them.
+  for (auto& [id, group] : m_groups) {
+    if (group.stalled_number != 0) watch_late(id, group, now_ns, out);
+  }
   for (auto [id, number] : m_pending) {
     auto it = m_groups.find(id);
     if (it != m_groups.end() && !it->second.settled) compare(id, it->second, number, now_ns, out);
@@ -428,6 +432,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   if (reason.empty()) {
     if (!someone_waits || now_ns - group.last_activity_ns < m_options.stall_ns) return;
     reason = "no rank of the group moved for " + seconds_text(now_ns - group.last_activity_ns);
+    group.stalled_number = target;
+    group.stalled_ranks = laggards;
   }
 
   FoundIssue found;
@@ -472,6 +478,73 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
                   " (" + reason + ")" + last_calls;
   group.settled = true;
   group.flush = true;
+  out.push_back(std::move(found));
+}
+
+// A stalled group whose laggards made the awaited call after all, as the others did and from the
+// same place: a straggler (more work on some ranks), not a desync. The group is checked again
+// from that call on; a late call that differs is a mismatch, one from elsewhere leaves the stall.
+void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
+                                   std::vector<FoundIssue>& out) {
+  uint64_t number = group.stalled_number;
+  std::vector<Held*> calls;
+  for (RankTrack& rank : group.ranks) {
+    Held* held = find_call(rank, number);
+    if (held == nullptr) {
+      if (rank.last_number >= number) group.stalled_number = 0;  // ran past it, or evicted
+      return;
+    }
+    calls.push_back(held);
+  }
+  group.stalled_number = 0;
+  auto late = [&](int r) {
+    return std::find(group.stalled_ranks.begin(), group.stalled_ranks.end(), r) !=
+           group.stalled_ranks.end();
+  };
+  const Held* waited = nullptr;
+  int64_t since = INT64_MAX;
+  for (int r = 0; r < group.size; ++r) {
+    if (late(r)) continue;
+    waited = calls[static_cast<size_t>(r)];
+    since = std::min(since, waited->call.time_ns);
+  }
+  if (waited == nullptr) return;
+  for (int r : group.stalled_ranks) {
+    const CollectiveCall& call = calls[static_cast<size_t>(r)]->call;
+    if (call.op != waited->call.op || site_text(call) != site_text(waited->call)) return;
+  }
+  group.settled = false;
+  size_t before = out.size();
+  compare(id, group, number, now_ns, out);
+  if (out.size() != before) return;
+
+  FoundIssue found;
+  store::CollectiveIssue& issue = found.issue;
+  issue.t_ns = now_ns;
+  issue.kind = "collective-missing";
+  issue.group = id;
+  issue.number = number;
+  issue.op = op_name(waited->call.op);
+  issue.field = "late";
+  issue.first_ns = since;
+  std::string who;
+  int64_t latest = since;
+  for (int r = 0; r < group.size; ++r) {
+    const Held* held = calls[static_cast<size_t>(r)];
+    store::CollectiveIssueRank part = rank_part(group, r);
+    part.site = site_text(held->call);
+    part.value = seconds_text(held->call.time_ns - since);
+    part.state = late(r) ? "made it " + part.value + " after the first rank" : "waited in it";
+    if (late(r)) {
+      who += (who.empty() ? "rank " : ", rank ") + std::to_string(r);
+      latest = std::max(latest, held->call.time_ns);
+    }
+    issue.ranks.push_back(part);
+  }
+  issue.message = "collective-missing: " + who + " made " + call_text(waited->call) + " in " +
+                  group_text(waited->call) + " " + seconds_text(latest - since) +
+                  " after the others: a straggler (the same call from the same place, later), "
+                  "not a desync";
   out.push_back(std::move(found));
 }
 

@@ -75,6 +75,9 @@ class CollectiveChecker {
     bool settled = false;  // an issue was reported: later calls are misaligned, stop
     bool flush = false;    // an issue named it: store its recent calls
     uint64_t first_site_divergence = 0;
+    // A stall reported while every rank still ran: its laggards may yet come (a straggler).
+    uint64_t stalled_number = 0;
+    std::vector<int> stalled_ranks;
   };
   struct Process {
     uint64_t start_ticks = 0;
@@ -87,6 +90,7 @@ class CollectiveChecker {
   void compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                std::vector<FoundIssue>& out);
   void watch(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
+  void watch_late(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);
   const Process* process_of(const Group& group, int group_rank) const;
   int pid_of(const Group& group, int group_rank) const;

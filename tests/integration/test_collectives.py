@@ -150,6 +150,23 @@ def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not
     assert_root(run, "collective-missing", "skip_and_exit", ranks=[1])
 
 
+def test_a_straggler_is_told_apart_from_a_desync(tmp_path):  # H14
+    run = faults(tmp_path, "straggler", "--stall-seconds", "1")
+    assert run.status == 0
+    lines = [text for _, text in run.lines if text.startswith("traindoc: collective-missing:")]
+    assert len(lines) == 2, lines
+    assert "rank 1 never made all_reduce #2" in lines[0]
+    site = fault_sites("straggler")[0]
+    assert f"rank 1 made all_reduce #2 at {site}" in lines[1] and "a straggler" in lines[1]
+    finding = run.finding("collective-missing")
+    assert finding["severity"] == "warning" and not finding["root_cause"]
+    assert finding["ranks"] == [1]
+    assert "raise the process group timeout" in finding["fix"]
+    evidence = "\n".join(finding["evidence"])
+    sleep_line = SCRIPT.read_text().splitlines().index("        time.sleep(4)  # long generations") + 1
+    assert f"line {sleep_line} in straggler" in evidence, evidence
+
+
 def test_order_swapped(tmp_path):  # S06
     run = faults(tmp_path, "order_swapped")
     _, text = run.live_line("collective-order")

@@ -120,6 +120,39 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
 }
 
+// H14: the stall ended when rank 1 came to the same call late; the job then finished.
+TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.collective_issues[0].ranks[1].state = "never called it";
+  store::CollectiveIssue late = e.collective_issues[0];
+  late.field = "late";
+  late.t_ns = kT0 + 6 * kSecond;
+  late.message =
+      "collective-missing: rank 1 made all_reduce #4 at train.py:6 in group 1 (2 ranks) "
+      "5.0 s after the others: a straggler (the same call from the same place, later), "
+      "not a desync";
+  late.ranks[0].state = "waited in it";
+  late.ranks[1].state = "made it 5.0 s after the first rank";
+  e.collective_issues.push_back(late);
+  for (store::ProcessRecord& p : e.processes) p.exit_code = 0;
+  e.run.exit_code = 0;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);  // the late arrival is told with its stall
+  const Finding& f = d.findings.front();
+  EXPECT_EQ(f.kind, "collective-missing");
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_FALSE(f.root_cause);
+  EXPECT_EQ(f.ranks, (std::vector<int>{1}));
+  EXPECT_NE(f.title.find("5.0 s after the others: a straggler"), std::string::npos) << f.title;
+  EXPECT_NE(f.fix.find("timeout"), std::string::npos);
+  EXPECT_NE(f.evidence[1].find("made it 5.0 s after the first rank; at train.py:6"),
+            std::string::npos)
+      << f.evidence[1];
+  // A job that failed all the same (a wait timed out): the straggler is its cause.
+  e.run.exit_code = 1;
+  EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kError);
+}
+
 TEST(CollectivesRule, AnAbortIsSaid) {
   store::Evidence e = job_with_issue("collective-mismatch", "shape");
   e.collective_issues[0].aborted = true;

@@ -177,6 +177,41 @@ TEST_F(CheckerTest, AStallNamesTheMissingRankAndAsksForStacks) {
       << issue.message;
 }
 
+// CASES.md H14: the rank was only slow; the same call from the same place comes late.
+TEST_F(CheckerTest, AStalledRankThatComesLateIsAStraggler) {
+  both(1, CollectiveOp::kAllReduce);
+  checker.add(call(0, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 30));
+  ASSERT_EQ(checker.check(kT0 + 4 * kSecond).size(), 1u);  // the stall
+  checker.add(call(1, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 30, kT0 + 9 * kSecond));
+  std::vector<FoundIssue> found = checker.check(kT0 + 9 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-missing");
+  EXPECT_EQ(issue.field, "late");
+  EXPECT_EQ(issue.number, 2u);
+  EXPECT_EQ(issue.ranks[0].state, "waited in it");
+  EXPECT_EQ(issue.ranks[1].state, "made it 9.0 s after the first rank");
+  EXPECT_NE(issue.message.find("rank 1 made all_reduce #2 at train.py:30"), std::string::npos)
+      << issue.message;
+  EXPECT_NE(issue.message.find("a straggler"), std::string::npos) << issue.message;
+  // The group is watched again: a later mismatch is still caught.
+  checker.add(call(0, 3, CollectiveOp::kAllReduce, {4}));
+  checker.add(call(1, 3, CollectiveOp::kAllReduce, {8}, 7, "train.py", 10, kT0 + 9 * kSecond));
+  found = checker.check(kT0 + 10 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.field, "shape");
+}
+
+TEST_F(CheckerTest, ALateCallFromElsewhereLeavesTheStall) {
+  both(1, CollectiveOp::kAllReduce);
+  checker.add(call(0, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 30));
+  ASSERT_EQ(checker.check(kT0 + 4 * kSecond).size(), 1u);
+  // Rank 1 skipped line 30 and all-reduces elsewhere: a desync that happens to pair up.
+  checker.add(call(1, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 44, kT0 + 9 * kSecond));
+  EXPECT_TRUE(checker.check(kT0 + 9 * kSecond).empty());
+  EXPECT_TRUE(checker.check(kT0 + 20 * kSecond).empty());  // settled: reported once
+}
+
 TEST_F(CheckerTest, AMissingRankThatExitedNormallyIsNamedAtOnce) {
   both(1, CollectiveOp::kAllReduce);
   checker.add(call(0, 2, CollectiveOp::kAllReduce));

@@ -1,4 +1,4 @@
-"""Collective faults across ranks (shared/CASES.md T12, T13, T14, H05, H06, H08, H11, S05, S06),
+"""Collective faults across ranks (shared/CASES.md T12, T13, T14, H05, H06, H08, H11, H14, S05, S06),
 one per scenario name, for 2 ranks under torchrun with gloo. Each marks its faulty call with a
 `# fault` comment, which the tests look up to check the call site traindoc reports."""
 import datetime
@@ -55,6 +55,14 @@ def skip_and_exit(rank):  # H08 (c)
     dist.all_reduce(t)
     if rank != 1:
         dist.all_reduce(t)  # fault
+
+
+def straggler(rank):  # H14: rank 1 has more work, then makes the same call
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    if rank == 1:
+        time.sleep(4)  # long generations
+    dist.all_reduce(t)  # fault
 
 
 def order_swapped(rank):  # S06: unsynchronized updates reorder two collectives
