@@ -3,7 +3,8 @@
 
 1. Step time: a 2-rank DDP training step on CPU (gloo) run plain, under `traindoc run`, and with
    TORCH_DISTRIBUTED_DEBUG=DETAIL (PyTorch's own cross-rank check), the three interleaved round
-   after round in one run. Target: traindoc within 1 % of plain.
+   after round in one run. Target: traindoc within 1 % of plain (the median over the rounds of
+   each round's ratio).
 2. Detection latency: from a mismatching all_reduce (float64 on one rank, int64 on the other:
    gloo completes it silently) to traindoc's terminal line (target: under 2 s), and from a
    skipped all_reduce to the collective-missing line (target: under --stall-seconds + 2 s).
@@ -128,8 +129,9 @@ def main():
     modes = ["plain", "traindoc", "DETAIL"]
     times = {m: [] for m in modes}
     busy = 0
-    for _ in range(args.rounds):
-        for mode in modes:
+    for round_ in range(args.rounds):
+        # Each round starts with another mode: a slow drift of the machine favours none.
+        for mode in modes[round_ % 3:] + modes[:round_ % 3]:
             busy += not bench_util.wait_for_idle(timeout_s=args.idle_timeout)
             times[mode].append(step_time(args.traindoc, mode, step_script, args.steps, scratch))
     walls = {m: [w for w, _ in times[m]] for m in modes}
@@ -147,6 +149,14 @@ def main():
           "rounds interleaved; wall time, and CPU time of the rank's process")
     bench_util.print_table(["mode", "wall ms", "vs plain", "noise", "cpu ms", "vs plain", "noise"],
                            rows)
+    # The machine drifts between rounds more than between the runs of one round: the ratio to
+    # plain within each round, then its median, resolves what the medians above cannot.
+    ratios = {m: sorted(w / p for w, p in zip(walls[m], walls["plain"])) for m in modes[1:]}
+    print("\nwall time vs plain in the same round, over the rounds")
+    bench_util.print_table(
+        ["mode", "median", "min", "max"],
+        [[m, f"{bench_util.median(r):.3f}", f"{r[0]:.3f}", f"{r[-1]:.3f}"]
+         for m, r in ratios.items()])
 
     mismatch = [latency(args.traindoc, latency_script, "mismatch", args.stall_seconds, scratch)
                 for _ in range(args.rounds)]
@@ -163,7 +173,7 @@ def main():
     print(bench_util.load_average())
     if busy:
         print(f"{busy} run(s) started on a busy machine")
-    ok = (bench_util.median(walls["traindoc"]) <= plain * 1.01 and max(mismatch) < 2 and
+    ok = (bench_util.median(ratios["traindoc"]) <= 1.01 and max(mismatch) < 2 and
           max(stall) < args.stall_seconds + 2)
     print("verdict:", "within targets" if ok else "OVER a target")
     bench_util.remove_tree(scratch)

@@ -170,7 +170,10 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       if (named && timed.pid == 0) timed.pid = rank.pid;
       std::string line =
           "group rank " + std::to_string(rank.group_rank) + ", " + who + ": " + rank.state;
-      if (!rank.value.empty()) line += "; " + issue.field + " " + rank.value;
+      // A stall's value is the awaited call, which the title names and the site places.
+      if (!rank.value.empty() && issue.field != "missing") {
+        line += "; " + issue.field + " " + rank.value;
+      }
       if (!rank.site.empty()) line += "; at " + rank.site;
       if (!rank.last_call.empty()) line += "; last call " + rank.last_call;
       line += "; " + std::to_string(rank.calls) + " collective(s) completed";

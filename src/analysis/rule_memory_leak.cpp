@@ -1,8 +1,8 @@
 // Rule: memory that grows steadily with the training steps (or, without step counts, with time)
 // in a process: a leak; and DataLoader workers whose private memory grows while their RSS stays
 // flat: copy-on-access of the parent's Python objects. Pure.
-// Any per-process memory series goes through leak_in(): host RSS today, a GPU memory series
-// (bytes per process and sample time) the same way once the evidence holds one.
+// Every per-process memory series goes through leak_in(): host RSS, and the GPU memory NVML saw
+// the process hold (all its devices together).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -117,6 +117,26 @@ Series series_of(const RuleContext& context, const ProcessSummary& p, const Axis
   return out;
 }
 
+// The GPU memory NVML saw process `p` hold at each GPU sample, summed over its devices.
+Series gpu_series_of(const RuleContext& context, const ProcessSummary& p, const Axis& axis) {
+  std::map<int64_t, std::optional<uint64_t>> by_time;
+  for (const store::GpuProcessSample& s : context.evidence.gpu.process_samples) {
+    if (s.pid != p.record.pid || s.start_ticks != p.record.start_ticks) continue;
+    auto [it, first] = by_time.try_emplace(s.t_ns, 0);
+    // A device that cannot say makes the whole sample unknown, not smaller.
+    it->second =
+        it->second && s.used_bytes ? std::optional(*it->second + *s.used_bytes) : std::nullopt;
+  }
+  Series out;
+  for (const auto& [t_ns, bytes] : by_time) {
+    std::optional<double> x = axis.at(t_ns, by_time.begin()->first);
+    if (!bytes || !x) continue;
+    out.points.push_back({*x, static_cast<double>(*bytes)});
+    out.t_ns.push_back(t_ns);
+  }
+  return out;
+}
+
 // Three significant digits, without an exponent: "0.512 MiB", "10.4 MiB", "1045 MiB".
 std::string mib(double bytes) {
   double value = bytes / kMiB;
@@ -150,6 +170,31 @@ std::optional<std::pair<double, std::string>> host_headroom(const store::Evidenc
   if (last->cgroup_max && last->cgroup_current && *last->cgroup_max > *last->cgroup_current) {
     auto left = static_cast<double>(*last->cgroup_max - *last->cgroup_current);
     if (left < out.first) out = {left, "left under the memory cgroup's limit"};
+  }
+  return out;
+}
+
+// What is left on the GPUs that process `pid` holds memory on, at the last GPU samples up to
+// `t_ns`: the smallest free memory among them.
+std::optional<std::pair<double, std::string>> gpu_headroom(const store::GpuEvidence& gpu, int pid,
+                                                           int64_t t_ns) {
+  std::map<int, const store::GpuProcessSample*> held;  // device -> the last sample of pid there
+  for (const store::GpuProcessSample& s : gpu.process_samples) {
+    if (s.pid == pid && s.t_ns <= t_ns) held[s.device] = &s;
+  }
+  std::optional<std::pair<double, std::string>> out;
+  for (const auto& [device, sample] : held) {
+    const store::GpuDevice* d = nullptr;
+    for (const store::GpuDevice& candidate : gpu.devices) {
+      if (candidate.index == device) d = &candidate;
+    }
+    const store::GpuSample* last = nullptr;
+    for (const store::GpuSample& g : gpu.samples) {
+      if (g.device == device && g.t_ns <= t_ns && g.memory_used) last = &g;
+    }
+    if (d == nullptr || last == nullptr || *last->memory_used > d->memory_total) continue;
+    auto free = static_cast<double>(d->memory_total - *last->memory_used);
+    if (!out || free < out->first) out = {free, fmt::format("free on GPU {}", device)};
   }
   return out;
 }
@@ -334,6 +379,13 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
   std::vector<WorkerGrowth> workers;
   for (const ProcessSummary& p : context.processes) {
     Axis axis(context.evidence, p);
+    Measure gpu{
+        "GPU memory",
+        "GPU memory held (NVML, all its GPUs)",
+        {"gpu-oom", "gpu-fragmentation"},
+        [&](int64_t t_ns) { return gpu_headroom(context.evidence.gpu, p.record.pid, t_ns); },
+    };
+    leak_in(context, p, axis, gpu_series_of(context, p, axis), gpu, out);
     Series rss = series_of(context, p, axis, [](const store::ProcSample& s) {
       return std::optional<uint64_t>(s.rss);
     });

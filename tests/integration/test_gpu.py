@@ -273,6 +273,36 @@ def test_illegal_access_asks_for_launch_blocking(gpu_run, tmp_path):
     assert "CUDA_LAUNCH_BLOCKING=1" in root["fix"]
 
 
+# A real PyTorch training loop (CPU) at a steady pace; the stand-in NVML makes its GPU memory
+# grow 40 MiB a second, so the leak per step is 40 MiB over the steps it ran each second.
+STEADY_TRAINING = """
+import time, torch
+model = torch.nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+start, steps = time.monotonic(), 0
+while time.monotonic() - start < 8:
+    optimizer.zero_grad()
+    model(torch.ones(2, 4)).sum().backward()
+    optimizer.step()
+    steps += 1
+    time.sleep(0.02)
+print("STEPS PER SECOND", steps / (time.monotonic() - start))
+"""
+
+
+def test_gpu_memory_growing_with_the_steps_is_a_leak(gpu_run):
+    run = gpu_run(python_job(STEADY_TRAINING), FOUR_GPUS + "process 0 job=0 2000 +40\n")
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    rate = float(run.stdout.decode().split("STEPS PER SECOND")[1])
+    leaks = [f for f in run.report["findings"] if f["kind"] == "memory-leak"]
+    assert len(leaks) == 1, leaks  # the host memory stayed flat
+    title = leaks[0]["title"]
+    assert "GPU memory grows" in title and "MiB per step" in title, title
+    found = float(title.split("grows ")[1].split(" MiB")[0])
+    assert found == pytest.approx(40 / rate, rel=0.2), (found, 40 / rate)
+    assert any("free on GPU 0 runs out after about" in e for e in leaks[0]["evidence"]), leaks[0]
+
+
 def test_without_nvml_a_gpu_job_is_told_its_gpu_evidence_is_missing(traindoc, tmp_path):
     env = dict(__import__("os").environ, TRAINDOC_NVML_LIBRARY=str(tmp_path / "none.so.1"),
                CUDA_VISIBLE_DEVICES="0")

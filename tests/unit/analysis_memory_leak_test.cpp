@@ -232,6 +232,48 @@ TEST(RuleMemoryLeak, FlatMemoryIsClean) {
   EXPECT_THAT(diagnose(e).findings, IsEmpty());
 }
 
+// GPU 0 of 80 GiB, sampled every second: the rank holds `held(second)` of it, the device's
+// used memory is that and 1 GiB of others'.
+void on_gpu(Evidence& e, uint64_t (*held)(int second)) {
+  e.gpu.nvml_loaded = true;
+  e.gpu.devices.push_back({0, "GPU-0", "00000000:06:00.0", "NVIDIA H100 80GB HBM3", 80 * kGiB});
+  for (int s = 0; s < 120; ++s) {
+    store::GpuSample g;
+    g.t_ns = kT0 + s * kSecond;
+    g.memory_used = held(s) + kGiB;
+    e.gpu.samples.push_back(g);
+    store::GpuProcessSample p;
+    p.t_ns = g.t_ns;
+    p.nvml_pid = p.pid = kRank;
+    p.start_ticks = kRankTicks;
+    p.used_bytes = held(s);
+    p.type = "compute";
+    e.gpu.process_samples.push_back(p);
+  }
+}
+
+TEST(RuleMemoryLeak, GpuMemoryGrowingWithTheStepsIsALeak) {
+  Evidence e = job();
+  add_steps(e);
+  on_gpu(e, leaking);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);  // the host memory stayed flat
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "memory-leak");
+  EXPECT_EQ(f.title, "rank 0 (pid 2000): GPU memory grows 5.00 MiB per step");
+  EXPECT_THAT(f.evidence[0], HasSubstr("GPU memory held (NVML, all its GPUs) of rank 0"));
+  // 80 GiB less the rank's 1693 MiB and 1 GiB of others' at the last sample: 79203 MiB, at
+  // 5 MiB a step.
+  EXPECT_THAT(f.evidence,
+              Contains(HasSubstr("the 77.3 GiB free on GPU 0 runs out after about 15841 more "
+                                 "steps")));
+  // Flat GPU memory (the caching allocator's pool, reserved once) is clean.
+  Evidence flat = job();
+  add_steps(flat);
+  on_gpu(flat, [](int second) { return (second < 5 ? 500 : 4000) * kMiB; });
+  EXPECT_THAT(diagnose(flat).findings, IsEmpty());
+}
+
 TEST(RuleMemoryLeak, OneLargeAllocationIsNotALeak) {
   Evidence e = job();
   add_steps(e);

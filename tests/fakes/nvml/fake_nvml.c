@@ -5,7 +5,8 @@
 
      driver <version>
      device <uuid> <pci bus id> <total MiB> <used MiB> <name ...>   (indices in order, from 0)
-     process <device> <who> <MiB> [graphics]
+     process <device> <who> <MiB> [graphics] [+<MiB per second>]
+         +R: the process's memory grows by R MiB a second from nvmlInit on (a leak)
          who: pid=<pid>   a process by its pid
               rank=<N>    the job process whose RANK is N (a descendant of the loading process
                           with TRAINDOC_RUN_DIR in its environment)
@@ -55,6 +56,7 @@ struct fake_process {
   long who;
   long pid; /* resolved; 0 when not found yet */
   unsigned long long bytes;
+  unsigned long long growth; /* bytes per second */
   int graphics;
 };
 
@@ -125,16 +127,20 @@ static void load_script(const char* path) {
       }
     } else if (strcmp(word, "process") == 0 && g.process_count < MAX_PROCESSES) {
       struct fake_process* p = &g.processes[g.process_count];
-      char who[32] = "", kind[16] = "";
+      char who[32] = "", options[2][16] = {"", ""};
       unsigned long long mib = 0;
-      if (sscanf(rest, "%d %31s %llu %15s", &p->device, who, &mib, kind) >= 3) {
+      if (sscanf(rest, "%d %31s %llu %15s %15s", &p->device, who, &mib, options[0], options[1]) >=
+          3) {
         char* eq = strchr(who, '=');
         if (eq == NULL) continue;
         p->kind = who[0] == 'p' ? 'p' : who[0] == 'r' ? 'r' : 'j';
         p->who = strtol(eq + 1, NULL, 10);
         p->pid = p->kind == 'p' ? p->who : 0;
         p->bytes = mib * MIB;
-        p->graphics = strcmp(kind, "graphics") == 0;
+        for (int o = 0; o < 2; ++o) {
+          if (strcmp(options[o], "graphics") == 0) p->graphics = 1;
+          if (options[o][0] == '+') p->growth = strtoull(options[o] + 1, NULL, 10) * MIB;
+        }
         ++g.process_count;
       }
     } else if (strcmp(word, "struct") == 0) {
@@ -339,11 +345,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* 
   return NVML_SUCCESS;
 }
 
+static unsigned long long bytes_of(const struct fake_process* p) {
+  return p->bytes + p->growth * (unsigned long long)(now_ms() - g.init_ms) / 1000;
+}
+
 static unsigned long long process_bytes(const struct nvmlDevice_st* device) {
   unsigned long long sum = 0;
   for (unsigned i = 0; i < g.process_count; ++i) {
     const struct fake_process* p = &g.processes[i];
-    if (&g.devices[p->device] == device && alive(p->pid)) sum += p->bytes;
+    if (&g.devices[p->device] == device && alive(p->pid)) sum += bytes_of(p);
   }
   return sum;
 }
@@ -393,7 +403,7 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, voi
     nvmlProcessInfo_v3_t entry;
     memset(&entry, 0, sizeof(entry));
     entry.pid = (unsigned)p->pid;
-    entry.usedGpuMemory = p->bytes;
+    entry.usedGpuMemory = bytes_of(p);
     entry.gpuInstanceId = 0xFFFFFFFFu;
     entry.computeInstanceId = 0xFFFFFFFFu;
     memcpy((char*)infos + (size_t)written * stride, &entry, stride);
