@@ -122,7 +122,7 @@ Series gpu_series_of(const RuleContext& context, const ProcessSummary& p, const 
   std::map<int64_t, std::optional<uint64_t>> by_time;
   for (const store::GpuProcessSample& s : context.evidence.gpu.process_samples) {
     if (s.pid != p.record.pid || s.start_ticks != p.record.start_ticks) continue;
-    auto [it, first] = by_time.try_emplace(s.t_ns, 0);
+    auto it = by_time.try_emplace(s.t_ns, 0).first;
     // A device that cannot say makes the whole sample unknown, not smaller.
     it->second =
         it->second && s.used_bytes ? std::optional(*it->second + *s.used_bytes) : std::nullopt;
