@@ -119,8 +119,11 @@ std::string stack_excerpt(const std::string& stack) {
   std::istringstream lines(stack);
   std::string line;
   std::string out;
-  for (size_t n = 0; n < kStackLines && std::getline(lines, line); ++n) {
+  for (size_t n = 0; n < kStackLines && std::getline(lines, line);) {
+    // The hook's wrapper around the collective: the user's call is the frame below it.
+    if (line.find("/traindoc_hook/") != std::string::npos) continue;
     out += (out.empty() ? "" : " | ") + line;
+    ++n;
   }
   return out;
 }

@@ -306,7 +306,8 @@ class Parser {
 
 bool is_library_file(std::string_view file) {
   return file.find("-packages/") != std::string_view::npos ||
-         file.find("/lib/python3") != std::string_view::npos || file.starts_with("<frozen");
+         file.find("/lib/python3") != std::string_view::npos || file.starts_with("<frozen") ||
+         file.find("/traindoc_hook/") != std::string_view::npos;
 }
 
 std::vector<PythonTraceback> parse_tracebacks(const std::vector<store::LogLine>& lines) {

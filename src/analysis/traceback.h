@@ -52,7 +52,7 @@ struct PythonTraceback {
 };
 
 // A file of an installed library or of the standard library (site-packages, dist-packages,
-// lib/python3.N, frozen modules), as opposed to the user's code.
+// lib/python3.N, frozen modules) or of traindoc's own Python hook, as opposed to the user's code.
 bool is_library_file(std::string_view file);
 
 // Tracebacks in the order they start. Lines are those of one run (one or both streams), in the

@@ -61,15 +61,17 @@ store::Evidence job_with_issue(const std::string& kind, const std::string& field
                          .last_call = "all_reduce #3 at train.py:6",
                          .calls = 3,
                          .stack = ""});
-  issue.ranks.push_back({.group_rank = 1,
-                         .pid = 12,
-                         .start_ticks = 3,
-                         .value = "[20]",
-                         .site = "train.py:6",
-                         .state = "called all_reduce #4",
-                         .last_call = "all_reduce #3 at train.py:6",
-                         .calls = 3,
-                         .stack = "python:\nFile \"train.py\", line 6 in main\n"});
+  issue.ranks.push_back(
+      {.group_rank = 1,
+       .pid = 12,
+       .start_ticks = 3,
+       .value = "[20]",
+       .site = "train.py:6",
+       .state = "called all_reduce #4",
+       .last_call = "all_reduce #3 at train.py:6",
+       .calls = 3,
+       .stack = "python:\n  File \"/opt/traindoc/python/traindoc_hook/collectives.py\", "
+                "line 245 in recorded\n  File \"train.py\", line 6 in main\n"});
   e.collective_issues = {issue};
   return e;
 }
@@ -87,6 +89,7 @@ TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
   EXPECT_NE(root.evidence[0].find("shape [10]; at train.py:6"), std::string::npos)
       << root.evidence[0];
   EXPECT_NE(root.evidence[2].find("line 6 in main"), std::string::npos) << root.evidence[2];
+  EXPECT_EQ(root.evidence[2].find("traindoc_hook"), std::string::npos) << root.evidence[2];
   EXPECT_NE(root.fix.find("pad"), std::string::npos);
   EXPECT_FALSE(root.consequences.empty());
 }

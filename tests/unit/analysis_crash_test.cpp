@@ -732,6 +732,7 @@ TEST(InnermostPythonFrame, UserCodeSkipsLibraries) {
       "  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n"
       "  File \"/usr/lib/python3/dist-packages/torch/nn/modules/module.py\", line 1194 in "
       "_call_impl\n"
+      "  File \"/opt/traindoc/python/traindoc_hook/collectives.py\", line 245 in recorded\n"
       "  File \"/home/user/proj/ops.py\", line 15 in fused_op\n"
       "  File \"/home/user/proj/train.py\", line 77 in <module>\n";
   EXPECT_EQ(innermost_python_frame(dump, false),
