@@ -119,14 +119,16 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
   std::string out = std::string(c.bold) + "traindoc: " + job_verdict(d.run) + c.reset + "\n";
   out += render_findings(d, c);
   if (!d.processes.empty()) {
-    out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10}\n", "pid", "role", "end", "peak RSS",
-                       "peak USS");
+    out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n", "pid", "role", "end",
+                       "peak RSS", "peak USS", "steps");
     size_t shown = std::min(d.processes.size(), options.max_rows);
     for (size_t i = 0; i < shown; ++i) {
       const analysis::ProcessSummary& p = d.processes[i];
-      out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10}\n", p.record.pid,
+      // Ranks that ran different numbers of steps are told apart here at a glance.
+      std::optional<int64_t> steps = p.step_count();
+      out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n", p.record.pid,
                          analysis::describe(p.role), describe_end(p.record), peak_text(p.peak_rss),
-                         peak_text(p.peak_uss));
+                         peak_text(p.peak_uss), steps ? std::to_string(*steps) : "-");
     }
     if (shown < d.processes.size()) {
       out += fmt::format("  ... and {} more processes (report.json lists them all)\n",

@@ -76,6 +76,7 @@ Diagnosis torchrun_diagnosis() {
   rank0.record.end_source = store::EndSource::kParent;
   rank0.peak_rss = 2'400 * kMiB;
   rank0.peak_uss = 1'900 * kMiB;
+  rank0.steps = {{store::StepKind::kOptimizer, 412}, {store::StepKind::kBackward, 413}};
 
   ProcessSummary rank1 = process(4202, 4200, Role::kRank, 1);
   rank1.record.exit_signal = SIGTERM;
@@ -161,6 +162,10 @@ TEST(TerminalSummary, MaxRowsTruncates) {
   std::string text = render_summary(d, "/runs/job-1", TerminalOptions{3});
   EXPECT_NE(text.find("      4200  launcher"), std::string::npos);
   EXPECT_NE(text.find("      4201  rank 0"), std::string::npos);
+  // Steps: the optimizer's count where there is one; "-" where none were counted.
+  EXPECT_NE(text.find("    1.9 GiB     412\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  steps\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("290 MiB       -\n"), std::string::npos) << text;
   EXPECT_NE(text.find("      4202  rank 1"), std::string::npos);
   EXPECT_EQ(text.find("4210"), std::string::npos);
   EXPECT_EQ(text.find("4300"), std::string::npos);
