@@ -274,6 +274,39 @@ TEST(RuleMemoryLeak, GpuMemoryGrowingWithTheStepsIsALeak) {
   EXPECT_THAT(diagnose(flat).findings, IsEmpty());
 }
 
+// "CUDA out of memory after 3 hours": the growth began long before the OOM, which it explains.
+TEST(RuleMemoryLeak, AGpuLeakThatEndsInCudaOomIsTheRootCause) {
+  Evidence e = job();
+  add_steps(e);
+  on_gpu(e, leaking);
+  int64_t t = kT0 + 119 * kSecond;
+  uint64_t number = 1;
+  for (const char* line :
+       {"Traceback (most recent call last):",
+        "  File \"/home/user/train.py\", line 88, in <module>", "    loss = model(x).sum()",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.65 GiB of which 1.06 GiB is free. Including non-PyTorch memory, "
+        "this process has 78.50 GiB memory in use. Of the allocated memory 77.20 GiB is "
+        "allocated by PyTorch, and 0.20 GiB is reserved by PyTorch but unallocated."}) {
+    e.log_lines.push_back({t, "stderr", number++, line});
+  }
+  e.processes[0].exit_code = 1;
+  e.processes[0].end_ns = t + kSecond / 10;
+  e.processes[0].end_source = store::EndSource::kSupervisor;
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, "memory-leak");
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_EQ(root.severity, Severity::kError);
+  EXPECT_THAT(root.title, HasSubstr("GPU memory grows 5.00 MiB per step"));
+  EXPECT_THAT(root.evidence, Contains(HasSubstr("(gpu-oom): memory ran out")));
+  std::vector<std::string> consequences;
+  for (size_t i : root.consequences) consequences.push_back(d.findings[i].kind);
+  EXPECT_THAT(consequences, Contains("gpu-oom"));
+}
+
 TEST(RuleMemoryLeak, OneLargeAllocationIsNotALeak) {
   Evidence e = job();
   add_steps(e);
