@@ -112,7 +112,7 @@ void as_straggler(const RuleContext& context, const store::CollectiveIssue& late
     f.evidence.push_back("group rank " + std::to_string(rank.group_rank) + ", " + who + ": " +
                          rank.state + (rank.site.empty() ? "" : "; at " + rank.site));
   }
-  f.evidence.push_back("the stacks below show where the late rank was while the others waited");
+  f.evidence.push_back("the stacks below show where each rank was while the others waited");
 }
 
 std::string stack_excerpt(const std::string& stack) {
@@ -171,8 +171,9 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       }
       if (named && rank.pid != 0) f.pids.push_back(rank.pid);
       if (named && timed.pid == 0) timed.pid = rank.pid;
-      std::string line =
-          "group rank " + std::to_string(rank.group_rank) + ", " + who + ": " + rank.state;
+      // A straggler's stall lines tell the wait, which its arrival ended.
+      std::string line = std::string(late ? "during the wait, " : "") + "group rank " +
+                         std::to_string(rank.group_rank) + ", " + who + ": " + rank.state;
       // A stall's value is the awaited call, which the title names and the site places.
       if (!rank.value.empty() && issue.field != "missing") {
         line += "; " + issue.field + " " + rank.value;

@@ -151,6 +151,9 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   EXPECT_NE(f.evidence[1].find("made it 5.0 s after the first rank; at train.py:6"),
             std::string::npos)
       << f.evidence[1];
+  EXPECT_EQ(
+      f.evidence[4].rfind("during the wait, group rank 1, rank 1 (pid 12): never called it", 0), 0u)
+      << f.evidence[4];
   // A job that failed all the same (a wait timed out): the straggler is its cause.
   e.run.exit_code = 1;
   EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kError);
