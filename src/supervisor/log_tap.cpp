@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <utility>
 
@@ -23,6 +22,7 @@ namespace {
 constexpr size_t kChunk = size_t{256} * 1024;
 constexpr size_t kLineKept = 4096;
 constexpr uint64_t kFirstLines = 100;
+constexpr std::streamoff kTailRead = std::streamoff{1} << 20;  // of each log file, at the end
 
 // Cheap anchors of the texts that explain failures: Python exceptions and tracebacks, C++
 // terminate and assertion messages, glibc heap checks, signals, OOM, timeouts, NCCL warnings.
@@ -182,9 +182,16 @@ std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const
     // The newest kept file holds the end, unless it has just been opened and is nearly empty.
     std::string tail;
     for (auto it = stream.info.files.rbegin(); it != stream.info.files.rend(); ++it) {
-      std::ifstream in(m_run_dir + "/" + *it, std::ios::binary);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      tail.insert(0, text.size() > (1 << 20) ? text.substr(text.size() - (1 << 20)) : text);
+      // Only each file's end is read: a 100 MB line is not read back whole.
+      std::ifstream in(m_run_dir + "/" + *it, std::ios::binary | std::ios::ate);
+      if (!in) continue;
+      std::streamoff size = in.tellg();
+      std::streamoff from = std::max<std::streamoff>(0, size - kTailRead);
+      std::string text(static_cast<size_t>(size - from), '\0');
+      in.seekg(from);
+      in.read(text.data(), static_cast<std::streamsize>(text.size()));
+      text.resize(static_cast<size_t>(in.gcount()));
+      tail.insert(0, text);
       if (std::count(tail.begin(), tail.end(), '\n') > static_cast<long>(count)) break;
     }
     if (!tail.empty() && tail.back() == '\n') tail.pop_back();

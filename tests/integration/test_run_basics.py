@@ -237,3 +237,19 @@ def test_a_gigabyte_of_output_keeps_the_run_folder_bounded(traindoc):
     assert files[0] == "logs/stdout.log" and len(files) == 3
     tail = b"".join((run.run_dir / f).read_bytes() for f in files[1:])
     assert len(tail) > 32 << 20 and tail.endswith(b"x\nthe end\n")
+
+
+def test_the_last_lines_are_kept_after_a_long_line(traindoc):
+    # 150 lines (past the first ones always kept), a 3 MiB line, then plain last words: the
+    # last lines are read back from the last MiB of the log file alone.
+    code = ("import sys\n"
+            "for i in range(150): print('line', i)\n"
+            "sys.stdout.write('y' * (3 << 20) + '\\n')\n"
+            "print('last words')\n")
+    run = traindoc(python_job(code), "--silent", stdout=subprocess.DEVNULL)
+    assert run.status == 0
+    with sqlite3.connect(run.run_dir / "run.db") as con:
+        kept = dict(con.execute(
+            "select number, text from log_lines where stream = 'stdout' and number > 100"))
+    assert kept[152] == "last words"
+    assert kept[151] == "y" * 4096  # cut at 4 KiB
