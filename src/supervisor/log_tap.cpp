@@ -3,6 +3,7 @@
 #include "supervisor/log_tap.h"
 
 #include "common/clock.h"
+#include "supervisor/log_anchors.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -23,24 +24,6 @@ constexpr size_t kChunk = size_t{256} * 1024;
 constexpr size_t kLineKept = 4096;
 constexpr uint64_t kFirstLines = 100;
 constexpr std::streamoff kTailRead = std::streamoff{1} << 20;  // of each log file, at the end
-
-// Cheap anchors of the texts that explain failures: Python exceptions and tracebacks, C++
-// terminate and assertion messages, glibc heap checks, signals, OOM, timeouts, NCCL warnings.
-constexpr std::string_view kAnchors[] = {
-    "rror",        "xception", "Traceback",    "File \"",       "terminate",
-    "what():",     "ssert",    "Fatal",        "illed",         "ignal",
-    "egmentation", "free(",    "corrupt",      "out of memory", "imed out",
-    "imeout",      "NCCL",     "WARN",         "Abort",         "core dumped",
-    "exited",      "exitcode", "receive grad", "get gradient",  "RESOURCE_EXHAUSTED",
-    "Xid",
-};
-
-bool worth_keeping(std::string_view line) {
-  for (std::string_view anchor : kAnchors) {
-    if (line.find(anchor) != std::string_view::npos) return true;
-  }
-  return false;
-}
 
 // False when the sink broke (EPIPE: our reader went away).
 bool write_all(int fd, const char* data, size_t size) {
