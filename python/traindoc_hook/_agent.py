@@ -7,7 +7,7 @@ ABI_VERSION = 1
 _lib = None
 
 
-def library():
+def entry_points():
     """The process's global scope as a ctypes library, once the agent was found active; None
     otherwise."""
     return _lib

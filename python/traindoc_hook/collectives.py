@@ -253,7 +253,7 @@ def _wrap(c10d, name, function, enter, leave):
 
 def _patch(distributed):
     global _skip_dirs
-    lib = _agent.library()
+    lib = _agent.entry_points()
     enter = getattr(lib, "traindoc_collective_enter", None)
     leave = getattr(lib, "traindoc_collective_exit", None)
     if enter is None or leave is None:

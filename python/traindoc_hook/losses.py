@@ -50,7 +50,7 @@ def _excepthook(previous):
 def install():
     global _record
     try:
-        _record = _agent.library().traindoc_label_out_of_range
+        _record = _agent.entry_points().traindoc_label_out_of_range
     except AttributeError:
         return
     _record.restype = None

@@ -95,7 +95,7 @@ def _patch_ddp(module):
 def install():
     global _step
     try:
-        _step = _agent.library().traindoc_step
+        _step = _agent.entry_points().traindoc_step
     except AttributeError:  # an agent without the step counter
         return
     _step.restype = None

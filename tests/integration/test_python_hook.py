@@ -13,7 +13,7 @@ HOOK_DIR = ROOT / "build" / "python"
 REPORT_HOOK = """
 import sys
 hook = sys.modules.get("traindoc_hook")
-print("hook", hook is not None and hook._agent.library() is not None, flush=True)
+print("hook", hook is not None and hook._agent.entry_points() is not None, flush=True)
 import sitecustomize
 print("sitecustomize", getattr(sitecustomize, "MARK", "system"), flush=True)
 """
@@ -24,7 +24,7 @@ def lines(text):
 
 
 def test_hook_loads_in_every_python_process(traindoc):
-    child = "import traindoc_hook; print('child hook', traindoc_hook._agent.library() is not None)"
+    child = "import traindoc_hook; print('child hook', traindoc_hook._agent.entry_points() is not None)"
     code = REPORT_HOOK + f"import subprocess; subprocess.run([sys.executable, '-c', {child!r}])\n"
     run = traindoc(python_job(code))
     assert run.status == 0, run.stderr
