@@ -83,6 +83,12 @@ std::string step_counts(const RuleContext& context, const store::CollectiveIssue
   return out;
 }
 
+// "rank 1 (pid 4242)", or the pid where the process is not in the evidence.
+std::string who_of(const RuleContext& context, const store::CollectiveIssueRank& rank) {
+  const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
+  return process ? context.name(*process) : "pid " + std::to_string(rank.pid);
+}
+
 // The laggards' late arrival at the call a stall was reported for (CASES.md H14), if they came.
 const store::CollectiveIssue* late_arrival(const RuleContext& context,
                                            const store::CollectiveIssue& stall) {
@@ -107,10 +113,9 @@ void as_straggler(const RuleContext& context, const store::CollectiveIssue& late
       "phases that are uneven by nature; nothing is wrong with the order of the calls.";
   f.confidence = 0.8;
   for (const store::CollectiveIssueRank& rank : late.ranks) {
-    const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
-    std::string who = process ? context.name(*process) : "pid " + std::to_string(rank.pid);
-    f.evidence.push_back("group rank " + std::to_string(rank.group_rank) + ", " + who + ": " +
-                         rank.state + (rank.site.empty() ? "" : "; at " + rank.site));
+    f.evidence.push_back("group rank " + std::to_string(rank.group_rank) + ", " +
+                         who_of(context, rank) + ": " + rank.state +
+                         (rank.site.empty() ? "" : "; at " + rank.site));
   }
   f.evidence.push_back("the stacks below show where each rank was while the others waited");
 }
@@ -121,7 +126,7 @@ std::string stack_excerpt(const std::string& stack) {
   std::string out;
   for (size_t n = 0; n < kStackLines && std::getline(lines, line);) {
     // The hook's wrapper around the collective: the user's call is the frame below it.
-    if (line.find("/traindoc_hook/") != std::string::npos) continue;
+    if (is_hook_file(line)) continue;
     out += (out.empty() ? "" : " | ") + line;
     ++n;
   }
@@ -148,7 +153,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
-      std::string who = process ? context.name(*process) : "pid " + std::to_string(rank.pid);
+      std::string who = who_of(context, rank);
       // A rank that did not come is the one to look at; those that waited are in the evidence.
       bool named = issue.kind != "collective-missing" || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One

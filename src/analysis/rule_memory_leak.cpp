@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/gpu_facts.h"
 #include "analysis/growth.h"
 #include "analysis/rules.h"
 
@@ -174,20 +175,19 @@ std::optional<std::pair<double, std::string>> host_headroom(const store::Evidenc
   return out;
 }
 
-// What is left on the GPUs that process `pid` holds memory on, at the last GPU samples up to
+// What is left on the GPUs that process `p` holds memory on, at the last GPU samples up to
 // `t_ns`: the smallest free memory among them.
-std::optional<std::pair<double, std::string>> gpu_headroom(const store::GpuEvidence& gpu, int pid,
-                                                           int64_t t_ns) {
-  std::map<int, const store::GpuProcessSample*> held;  // device -> the last sample of pid there
+std::optional<std::pair<double, std::string>> gpu_headroom(const store::GpuEvidence& gpu,
+                                                           const ProcessSummary& p, int64_t t_ns) {
+  std::set<int> held;
   for (const store::GpuProcessSample& s : gpu.process_samples) {
-    if (s.pid == pid && s.t_ns <= t_ns) held[s.device] = &s;
+    if (s.pid == p.record.pid && s.start_ticks == p.record.start_ticks && s.t_ns <= t_ns) {
+      held.insert(s.device);
+    }
   }
   std::optional<std::pair<double, std::string>> out;
-  for (const auto& [device, sample] : held) {
-    const store::GpuDevice* d = nullptr;
-    for (const store::GpuDevice& candidate : gpu.devices) {
-      if (candidate.index == device) d = &candidate;
-    }
+  for (int device : held) {
+    const store::GpuDevice* d = find_device(gpu, device);
     const store::GpuSample* last = nullptr;
     for (const store::GpuSample& g : gpu.samples) {
       if (g.device == device && g.t_ns <= t_ns && g.memory_used) last = &g;
@@ -383,7 +383,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
         "GPU memory",
         "GPU memory held (NVML, all its GPUs)",
         {"gpu-oom", "gpu-fragmentation"},
-        [&](int64_t t_ns) { return gpu_headroom(context.evidence.gpu, p.record.pid, t_ns); },
+        [&](int64_t t_ns) { return gpu_headroom(context.evidence.gpu, p, t_ns); },
     };
     leak_in(context, p, axis, gpu_series_of(context, p, axis), gpu, out);
     Series rss = series_of(context, p, axis, [](const store::ProcSample& s) {

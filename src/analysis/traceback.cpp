@@ -304,10 +304,14 @@ class Parser {
 
 }  // namespace
 
+bool is_hook_file(std::string_view file) {
+  return file.find("/traindoc_hook/") != std::string_view::npos;
+}
+
 bool is_library_file(std::string_view file) {
   return file.find("-packages/") != std::string_view::npos ||
          file.find("/lib/python3") != std::string_view::npos || file.starts_with("<frozen") ||
-         file.find("/traindoc_hook/") != std::string_view::npos;
+         is_hook_file(file);
 }
 
 std::vector<PythonTraceback> parse_tracebacks(const std::vector<store::LogLine>& lines) {

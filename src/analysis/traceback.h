@@ -51,6 +51,10 @@ struct PythonTraceback {
   bool operator==(const PythonTraceback&) const = default;
 };
 
+// A file of traindoc's own Python hook (python/traindoc_hook/): its wrappers stand between the
+// user's call and the library it calls.
+bool is_hook_file(std::string_view file);
+
 // A file of an installed library or of the standard library (site-packages, dist-packages,
 // lib/python3.N, frozen modules) or of traindoc's own Python hook, as opposed to the user's code.
 bool is_library_file(std::string_view file);
