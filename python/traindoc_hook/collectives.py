@@ -8,6 +8,7 @@ import inspect
 import os
 import sys
 import threading
+import weakref
 
 from traindoc_hook import _agent, _imports
 
@@ -96,7 +97,9 @@ _REDOPS = {"SUM": 0, "PRODUCT": 1, "MAX": 2, "MIN": 3, "AVG": 4, "PREMUL_SUM": 5
            "BOR": 7, "BXOR": 8}
 
 _state = threading.local()  # depth: calls made inside a recorded one (object variants) are not
-_group_ids = {}  # process group -> 64-bit identity
+# process group -> 64-bit identity; weak, so that destroy_process_group still frees the group
+# (a group kept alive until the interpreter ends can abort the process as it goes)
+_group_ids = weakref.WeakKeyDictionary()
 _skip_dirs = ()  # frames in these folders are not the call site
 
 
@@ -115,9 +118,8 @@ def _stable_hash(text):
 def _group_id(c10d, group):
     """The group's identity, the same on every rank: PyTorch names groups in creation order,
     which every rank follows (new_group must be called by all)."""
-    key = group
     try:
-        return _group_ids[key]
+        return _group_ids[group]
     except (KeyError, TypeError):
         pass
     name = getattr(c10d, "_pg_names", {}).get(group)
@@ -125,7 +127,7 @@ def _group_id(c10d, group):
         name = getattr(group, "group_name", None) or ""
     value = _stable_hash("torch-pg:%s:%d" % (name, c10d.get_world_size(group)))
     try:
-        _group_ids[key] = value
+        _group_ids[group] = value
     except TypeError:
         pass
     return value

@@ -78,3 +78,24 @@ def test_post_import_hooks(tmp_path):
         "after [42] SourceFileLoader",
         "already imported [42, 'again']",
     ]
+
+
+def test_destroyed_process_group_is_freed(traindoc, tmp_path):
+    """The collective recorder keeps no process group alive: one that lives past
+    destroy_process_group is torn down with the interpreter, where gloo can abort the process."""
+    code = textwrap.dedent(
+        f"""
+        import gc, weakref
+        import torch, torch.distributed as dist
+        dist.init_process_group("gloo", init_method="file://{tmp_path}/store", rank=0, world_size=1)
+        print("recorded", getattr(dist.all_reduce, "__traindoc_recorded__", False))
+        dist.all_reduce(torch.ones(2))
+        group = weakref.ref(dist.distributed_c10d._get_default_group())
+        dist.destroy_process_group()
+        gc.collect()
+        print("freed", group() is None)
+        """)
+    # The hook's debug switch: a call the recorder fails to describe raises instead of running.
+    run = traindoc(python_job(code), env=dict(os.environ, TRAINDOC_HOOK_DEBUG="1"))
+    assert run.status == 0, run.stderr
+    assert lines(run.stdout) == ["recorded True", "freed True"]
