@@ -148,6 +148,14 @@ bool map_agent_file(const char* run_dir) {
   return true;
 }
 
+// glibc calls on_exit handlers with the status given to exit(), including main's return value,
+// which never goes through an interposable exit(). Registered first, this one runs after the
+// handlers and C++ static destructors of the libraries loaded later: a process that crashes in
+// those never tells an exit it did not make.
+void exit_handler(int status, void*) {
+  note_exit(status);
+}
+
 __attribute__((constructor)) void start_agent() {
   int saved_errno = errno;
   const char* run_dir = getenv(common::kRunDirEnv);
@@ -166,6 +174,7 @@ __attribute__((constructor)) void start_agent() {
       publish(g_slot);
     }
     pthread_atfork(nullptr, nullptr, on_fork_child);
+    on_exit(exit_handler, nullptr);
     start_crash_capture(run_dir);
     start_stack_dumps(run_dir);
   }
@@ -173,6 +182,19 @@ __attribute__((constructor)) void start_agent() {
 }
 
 }  // namespace
+
+void note_exit(int status) {
+  Slot* slot = g_slot;
+  // A vfork child shares the parent's memory, slot pointer included: its exit is not the
+  // parent's. The first exit wins (an atexit handler that calls _exit is still ending the same
+  // process, with its own status, which is seen before exit()'s).
+  if (slot == nullptr || slot->pid != getpid() ||
+      slot->exited.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  slot->exit_ns = common::realtime_ns();
+  slot->exited.store(1 + static_cast<uint32_t>(status & 0xff), std::memory_order_release);
+}
 
 // Multi-producer: any thread (or signal handler) may append. A record whose ring entry was
 // taken by a newer one meanwhile is lost rather than mixed with it. Async-signal-safe.

@@ -11,6 +11,10 @@ namespace traindoc::agent {
 // Appends one record to this process's ring; does nothing without a slot. Async-signal-safe.
 void append_record(common::RecordType type, int64_t a, int64_t b);
 
+// This process is ending with exit() or _exit() and `status`: written to its slot, once.
+// Async-signal-safe.
+void note_exit(int status);
+
 // Whether this process has a slot, so that hooks can skip their bookkeeping otherwise.
 bool active();
 

@@ -1,6 +1,7 @@
-// Interposed libc wait functions, in every job process (LD_PRELOAD), called from any thread and
-// from signal handlers (SIGCHLD). When the job reaps one of its own children, the child's exact
-// exit status is recorded, so the supervisor learns how ranks and workers ended.
+// Interposed libc wait and _exit functions, in every job process (LD_PRELOAD), called from any
+// thread and from signal handlers (SIGCHLD). When the job reaps one of its own children, the
+// child's exact exit status is recorded, so the supervisor learns how ranks and workers ended;
+// a process that leaves with _exit (a forked worker, os._exit) records its own status too.
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -21,6 +22,8 @@ struct Hooks {
   pid_t (*wait3)(int*, int, rusage*);
   pid_t (*wait4)(pid_t, int*, int, rusage*);
   int (*waitid)(idtype_t, id_t, siginfo_t*, int);
+  void (*exit_now)(int);      // _exit
+  void (*exit_now_c99)(int);  // _Exit
 };
 
 Hooks g_next{};
@@ -52,6 +55,13 @@ pid_t wait_and_note(int* status, Call&& call) {
   return pid;
 }
 
+// The status is noted before the next _exit ends the process. Async-signal-safe.
+[[noreturn]] void leave_now(void (*next)(int), int status) {
+  note_exit(status);
+  if (next != nullptr) next(status);
+  for (;;) syscall(SYS_exit_group, status);
+}
+
 }  // namespace
 
 void resolve_hooks() {
@@ -60,11 +70,14 @@ void resolve_hooks() {
   g_next.wait3 = reinterpret_cast<decltype(g_next.wait3)>(dlsym(RTLD_NEXT, "wait3"));
   g_next.wait4 = reinterpret_cast<decltype(g_next.wait4)>(dlsym(RTLD_NEXT, "wait4"));
   g_next.waitid = reinterpret_cast<decltype(g_next.waitid)>(dlsym(RTLD_NEXT, "waitid"));
+  g_next.exit_now = reinterpret_cast<decltype(g_next.exit_now)>(dlsym(RTLD_NEXT, "_exit"));
+  g_next.exit_now_c99 = reinterpret_cast<decltype(g_next.exit_now_c99)>(dlsym(RTLD_NEXT, "_Exit"));
 }
 
 }  // namespace traindoc::agent
 
 using traindoc::agent::g_next;
+using traindoc::agent::leave_now;
 using traindoc::agent::note_reaped;
 using traindoc::agent::raw_wait4;
 using traindoc::agent::wait_and_note;
@@ -115,6 +128,14 @@ __attribute__((visibility("default"))) int waitid(idtype_t type, id_t id, siginf
     errno = saved_errno;
   }
   return result;
+}
+
+__attribute__((visibility("default"))) void _exit(int status) {
+  leave_now(g_next.exit_now, status);
+}
+
+__attribute__((visibility("default"))) void _Exit(int status) {
+  leave_now(g_next.exit_now_c99, status);
 }
 
 }  // extern "C"

@@ -12,7 +12,7 @@
 namespace traindoc::common {
 
 inline constexpr uint32_t kAgentMagic = 0x54444147;  // "TDAG"
-inline constexpr uint32_t kAgentVersion = 3;
+inline constexpr uint32_t kAgentVersion = 4;
 inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
@@ -96,7 +96,8 @@ struct Record {
 };
 static_assert(sizeof(Record) == 64);
 
-// Identity of a process, written once when the slot is claimed (before state = kReady).
+// Identity of a process, written once when the slot is claimed (before state = kReady), and how
+// it ended.
 struct Slot {
   std::atomic<uint32_t> state;
   uint32_t origin;
@@ -109,7 +110,10 @@ struct Slot {
   int32_t world_size;
   int32_t node_rank;
   uint32_t rank_source;  // RankSource
-  uint32_t reserved;
+  // 0 while running; 1 + the status the process passed to exit() or _exit(), written as it
+  // ends (exit_ns first). A slot's own word: unlike the parent's reap record, never overwritten.
+  std::atomic<uint32_t> exited;
+  int64_t exit_ns;                    // CLOCK_REALTIME of that exit
   char cmdline[kCmdlineSize];         // argv joined by spaces, cut to fit
   std::atomic<uint64_t> next_record;  // records claimed so far (multi-producer)
   alignas(64) Record ring[kRingRecords];

@@ -24,6 +24,7 @@ using common::Slot;
 AgentReader::AgentReader(const std::string& run_dir)
     : m_seen(common::kSlotCount, false),
       m_crash_seen(common::kSlotCount, false),
+      m_exit_seen(common::kSlotCount, false),
       m_records(common::kSlotCount),
       m_collectives(common::kSlotCount) {
   std::string dir = run_dir + "/agent";
@@ -88,7 +89,8 @@ AgentCrash copy_crash(const Slot& slot, uint32_t index) {
   c.stack_hi = r.stack_hi;
   c.other_crashes = static_cast<int>(r.other_crashes);
   uint32_t count = std::min(r.frame_count, common::kCrashFrames);
-  for (uint32_t i = 0; i < count; ++i) c.frames.push_back({.address = r.frames[i]});
+  c.frames.resize(count);
+  for (uint32_t i = 0; i < count; ++i) c.frames[i].address = r.frames[i];
   return out;
 }
 
@@ -204,6 +206,15 @@ AgentPoll AgentReader::poll() {
                                     static_cast<uint32_t>(common::CrashState::kWritten)) {
       m_crash_seen[index] = true;
       out.crashes.push_back(copy_crash(*slot, index));
+    }
+    if (!m_exit_seen[index]) {
+      if (uint32_t exited = slot->exited.load(std::memory_order_acquire); exited != 0) {
+        m_exit_seen[index] = true;
+        out.exits.push_back(AgentExit{.pid = slot->pid,
+                                      .start_ticks = slot->start_ticks,
+                                      .code = static_cast<int>(exited - 1),
+                                      .time_ns = slot->exit_ns});
+      }
     }
     drain(slot->ring, common::kRingRecords, slot->next_record.load(std::memory_order_acquire),
           m_records[index], out.records, [&](const common::Record& record) {

@@ -42,6 +42,15 @@ struct AgentCrash {
   store::Crash crash;
 };
 
+// A process's own exit() or _exit(), from its slot: the status it passed, not yet proof that it
+// is gone (a crash may still follow in what runs after).
+struct AgentExit {
+  int pid = 0;
+  uint64_t start_ticks = 0;
+  int code = 0;
+  int64_t time_ns = 0;
+};
+
 // One collective record (enter or exit) of a process.
 struct AgentCollective {
   int pid = 0;
@@ -55,6 +64,7 @@ struct AgentPoll {
   std::vector<store::StepSample> steps;      // step records published since the last poll
   std::vector<AgentCrash> crashes;           // crash records completed since the last poll
   std::vector<AgentCollective> collectives;  // collective records published since the last poll
+  std::vector<AgentExit> exits;              // exits written since the last poll
 };
 
 class AgentReader {
@@ -88,6 +98,7 @@ class AgentReader {
   uint32_t m_scan_from = 0;        // every slot before it has been read as ready
   std::vector<bool> m_seen;        // per slot: identity read
   std::vector<bool> m_crash_seen;  // per slot: crash record returned
+  std::vector<bool> m_exit_seen;   // per slot: exit returned
   std::vector<RingCursor> m_records;
   std::vector<RingCursor> m_collectives;
   static constexpr int kStallPolls = 10;

@@ -209,6 +209,9 @@ void Loop::read_agent() {
     store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
     if (step.count >= newest.count) newest = step;
   }
+  for (const AgentExit& exit : poll.exits) {
+    m_table.ended(exit.pid, W_EXITCODE(exit.code, 0), store::EndSource::kAgentExit, exit.time_ns);
+  }
   for (const AgentRecord& record : poll.records) {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),

@@ -78,3 +78,23 @@ def test_process_outliving_the_job_is_still_running(traindoc):
         assert procs[daemon]["exit"]["how"] == "running"
     finally:
         os.kill(daemon, signal.SIGKILL)
+
+
+def test_own_exit_without_a_seen_reap(traindoc):
+    """A process that leaves with exit() or _exit() records its status in its own slot, so its
+    end is exact even when no reap is seen (a parent's records lost to an overflowing ring); one
+    that crashes after exit() began is not taken for a clean exit."""
+    run = traindoc(job_script("unseen_reaps.py"))
+    assert run.status == 0, run.stderr.decode()
+    children = {what: (int(pid), int(status))
+                for what, pid, status in (line.split() for line in run.stdout.decode().splitlines())}
+    assert {what: status for what, (_, status) in children.items()} == {
+        "fork": 7 << 8, "exit": 3 << 8, "abort": 6}
+    procs = {p["pid"]: p["exit"] for p in run.report["processes"]}
+    assert procs[children["fork"][0]] == {**procs[children["fork"][0]], "how": "exited",
+                                          "code": 7, "source": "agent-exit"}
+    assert procs[children["exit"][0]] == {**procs[children["exit"][0]], "how": "exited",
+                                          "code": 3, "source": "agent-exit"}
+    assert procs[children["abort"][0]]["how"] != "exited"
+    crash = next(f for f in run.report["findings"] if f["pids"] == [children["abort"][0]])
+    assert crash["kind"] == "worker-crash" and "SIGABRT" in crash["title"]

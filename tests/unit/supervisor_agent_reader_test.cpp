@@ -350,6 +350,25 @@ TEST(AgentReader, RecordsAppearOnceInOrder) {
   EXPECT_EQ(reader.records_dropped(), 0u);
 }
 
+TEST(AgentReader, OwnExitAppearsOnceWithItsStatus) {
+  TempDir dir;
+  AgentReader reader(dir.path());
+  FakeAgent agent(dir.path());
+  Slot* slot = agent.register_process(300, 1, 3000, "python3 worker.py");
+  agent.register_process(301, 1, 3010, "python3 worker.py");
+  EXPECT_TRUE(reader.poll().exits.empty());
+
+  slot->exit_ns = 5000;
+  slot->exited.store(1 + 7, std::memory_order_release);
+  AgentPoll poll = reader.poll();
+  ASSERT_EQ(poll.exits.size(), 1u);
+  EXPECT_EQ(poll.exits[0].pid, 300);
+  EXPECT_EQ(poll.exits[0].start_ticks, 3000u);
+  EXPECT_EQ(poll.exits[0].code, 7);
+  EXPECT_EQ(poll.exits[0].time_ns, 5000);
+  EXPECT_TRUE(reader.poll().exits.empty());
+}
+
 TEST(AgentReader, ExactlyAFullRingIsNotAnOverrun) {
   TempDir dir;
   AgentReader reader(dir.path());
