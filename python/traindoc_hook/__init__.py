@@ -2,6 +2,8 @@
 what it sees to the agent (libtraindoc_agent.so, already loaded through LD_PRELOAD) through its C
 entry points. It never imports a library the job does not import itself, and never raises into
 the job."""
+import atexit
+
 from traindoc_hook import _agent, _imports, collectives, losses, steps
 
 # Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
@@ -13,6 +15,13 @@ def install():
     """Called once per process by sitecustomize. Does nothing unless the agent is active."""
     if not _agent.available():
         return
+    # Registered first, so it runs last: the program and its own exit handlers are done, and a
+    # crash after this is teardown (the job's work was complete).
+    finished = getattr(_agent.entry_points(), "traindoc_script_finished", None)
+    if finished is not None:
+        finished.restype = None
+        finished.argtypes = []
+        atexit.register(finished)
     for feature in _FEATURES:
         feature.install()
     _imports.install()

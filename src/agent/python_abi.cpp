@@ -1,5 +1,7 @@
 // The C entry points the Python hook (python/traindoc_hook) calls through ctypes, in every job
 // process that runs Python. Called from ordinary Python code, never from a signal handler.
+#include <cerrno>
+
 #include "agent/agent.h"
 
 namespace {
@@ -13,4 +15,12 @@ constexpr int kPythonAbiVersion = 1;
 // is not watching it, or every slot was taken), so the hook patches nothing.
 extern "C" __attribute__((visibility("default"))) int traindoc_python_abi(void) {
   return traindoc::agent::active() ? kPythonAbiVersion : 0;
+}
+
+// The program is done: a crash from here on is in teardown (a process group left to the
+// interpreter's exit), not in the work the program did.
+extern "C" __attribute__((visibility("default"))) void traindoc_script_finished(void) {
+  int saved_errno = errno;
+  traindoc::agent::append_record(traindoc::common::RecordType::kScriptFinished, 0, 0);
+  errno = saved_errno;
 }

@@ -50,6 +50,20 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     int64_t& count = out[it->second].steps[s.kind];
     count = std::max(count, s.count);
   }
+  std::multimap<int, size_t> by_pid;
+  for (size_t i = 0; i < out.size(); ++i) by_pid.emplace(out[i].record.pid, i);
+  for (const store::Event& event : evidence.events) {
+    if (event.kind != "script-finished") continue;
+    // Events carry the pid alone: the process that held it at that time.
+    auto [first, last] = by_pid.equal_range(event.pid);
+    for (auto it = first; it != last; ++it) {
+      ProcessSummary& p = out[it->second];
+      if (p.record.start_ns <= event.t_ns &&
+          (p.record.end_ns == 0 || event.t_ns <= p.record.end_ns)) {
+        p.script_finished_ns = event.t_ns;
+      }
+    }
+  }
   std::stable_sort(out.begin(), out.end(), [](const ProcessSummary& a, const ProcessSummary& b) {
     return std::tie(a.record.start_ticks, a.record.start_ns, a.record.pid) <
            std::tie(b.record.start_ticks, b.record.start_ns, b.record.pid);

@@ -43,6 +43,9 @@ struct ProcessSummary {
   double cpu_s = 0;
   // The last count of each kind of training step the Python hook saw (none: not counted).
   std::map<store::StepKind, int64_t> steps;
+  // When its Python program (atexit handlers included) finished, as the hook saw it; what ends
+  // the process after that is teardown.
+  std::optional<int64_t> script_finished_ns;
 
   // The kind its step count comes from: optimizer steps, else backward calls, else DDP
   // forwards; and that count.

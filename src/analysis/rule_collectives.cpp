@@ -158,8 +158,10 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       bool named = issue.kind != "collective-missing" || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One
       // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence.
+      // One whose program had finished skipped the call, however its teardown then ended.
+      bool finished = process != nullptr && process->script_finished_ns.has_value();
       if (issue.kind == "collective-missing" && missing(rank) && process != nullptr &&
-          died(process->record) &&
+          died(process->record) && !finished &&
           (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
         f.kind = "peer-exited";
@@ -188,6 +190,11 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       line += "; " + std::to_string(rank.calls) + " collective(s) completed";
       f.evidence.push_back(line);
       if (!rank.stack.empty()) f.evidence.push_back(who + " stack: " + stack_excerpt(rank.stack));
+      if (named && finished && died(process->record)) {
+        f.evidence.push_back(who + " finished its program" +
+                             context.when(*process->script_finished_ns) + ", then " +
+                             how_it_ended(process->record) + " in its teardown at exit");
+      }
     }
     if (issue.kind == "uneven-inputs") {
       std::string steps = step_counts(context, issue);

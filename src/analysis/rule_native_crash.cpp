@@ -19,6 +19,8 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     std::string who =
         process != nullptr ? context.name(*process) : "process " + std::to_string(crash.pid);
     f.title = who + " died of " + signal_name(crash.signo) + ": " + facts.what;
+    bool at_exit = process != nullptr && process->script_finished_ns &&
+                   *process->script_finished_ns <= crash.time_ns;
     f.pids = {crash.pid};
     if (process != nullptr) f.ranks = context.ranks_of(*process);
     f.evidence.push_back("crash record of pid " + std::to_string(crash.pid) + ", thread " +
@@ -35,7 +37,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
       if (!facts.user_line.empty() && facts.user_line != facts.python_line) {
         f.evidence.push_back("in your code: " + facts.user_line);
       }
-    } else if (process != nullptr && crash.python_traceback.empty() &&
+    } else if (process != nullptr && !at_exit && crash.python_traceback.empty() &&
                process->record.cmdline.find("python") != std::string::npos) {
       f.evidence.push_back(
           "no Python traceback: the interpreter does not export its traceback dumper (CPython "
@@ -51,6 +53,17 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     }
     f.evidence.insert(f.evidence.end(), facts.evidence.begin(), facts.evidence.end());
     f.fix = facts.fix;
+    if (at_exit) {
+      f.title += " (at exit, after its program had finished)";
+      f.evidence.push_back("its Python program and atexit handlers had finished" +
+                           context.when(*process->script_finished_ns) +
+                           ": the crash is in the teardown of the interpreter or a library");
+      f.fix =
+          "The program's work was done. A crash at exit most often comes from a library object "
+          "left to be destroyed with the interpreter; for torch.distributed, call "
+          "dist.destroy_process_group() at the end of the program. " +
+          f.fix;
+    }
     // An abort whose message is a known failure (gloo's size check in a collective) is that
     // failure; the abort is only how it ended the process.
     if (auto known = describe_known(facts.message_signatures);

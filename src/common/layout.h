@@ -34,6 +34,8 @@ enum class RecordType : uint32_t {
                          // to a ring overrun costs resolution, never the count)
   kLabelOutOfRange = 4,  // a loss function rejected a target label (Python hook): a = the label,
                          // b = the number of classes of the loss's input
+  kScriptFinished = 5,   // the Python program and its atexit handlers finished (Python hook):
+                         // what follows is the interpreter's and the libraries' teardown
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

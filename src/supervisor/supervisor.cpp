@@ -216,6 +216,8 @@ void Loop::read_agent() {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
                     store::EndSource::kParent, record.time_ns);
+    } else if (record.type == common::RecordType::kScriptFinished) {
+      m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
       event("label-out-of-range", record.pid,
             "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes");

@@ -150,6 +150,24 @@ def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not
     assert_root(run, "collective-missing", "skip_and_exit", ranks=[1])
 
 
+def test_skip_then_abort_at_exit(tmp_path):
+    """Rank 1 skips a call, finishes its program, then aborts in its teardown (as gloo can with a
+    process group left to the interpreter's exit): the skip stays the root cause, and the abort
+    is told as a crash at exit."""
+    run = faults(tmp_path, "skip_and_abort_at_exit")
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "collective-missing", [(f["kind"], f["title"]) for f in run.report["findings"]]
+    assert root["ranks"] == [1]
+    assert "rank 1 never made all_reduce #2" in root["title"]
+    assert fault_sites("skip_and_exit")[0] in root["title"]
+    assert any("finished its program" in e and "died of SIGABRT in its teardown" in e
+               for e in root["evidence"]), root["evidence"]
+    abort = run.finding("abort")
+    assert abort["ranks"] == [1] and "(at exit, after its program had finished)" in abort["title"]
+    assert "destroy_process_group" in abort["fix"]
+    assert run.report["findings"].index(abort) in root["consequences"]
+
+
 def test_a_straggler_is_told_apart_from_a_desync(tmp_path):  # H14
     run = faults(tmp_path, "straggler", "--stall-seconds", "1")
     assert run.status == 0

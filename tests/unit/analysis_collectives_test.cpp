@@ -2,6 +2,9 @@
 // and the first divergent call comes before the failures it caused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <csignal>
+
 #include <string>
 
 #include "analysis/diagnosis.h"
@@ -120,6 +123,43 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
   // One that ended while the others waited is the cause: peer-exited.
   e.collective_issues[0].ranks[1].state = "killed by SIGTERM without calling it";
+  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+}
+
+// H08 (c) with a teardown abort: rank 1 skipped the call, finished its program, then aborted at
+// exit. The skip is the cause; the abort is told as a crash at exit, not as a death mid-work.
+TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.processes[2].exit_signal = SIGABRT;
+  e.processes[2].end_ns = kT0 + 3 * kSecond;
+  e.processes[2].end_source = store::EndSource::kParent;
+  e.collective_issues[0].ranks[1].state = "died of SIGABRT without calling it";
+  store::Crash crash;
+  crash.pid = 12;
+  crash.start_ticks = 3;
+  crash.signo = SIGABRT;
+  crash.time_ns = kT0 + 3 * kSecond - 1;
+  e.crashes = {crash};
+  // Without the hook's mark, a rank that died before the call is the cause.
+  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+
+  e.events.push_back({kT0 + 2 * kSecond, "script-finished", 12, ""});
+  Diagnosis d = diagnose(e);
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_EQ(root.ranks, (std::vector<int>{1}));
+  EXPECT_NE(root.evidence.back().find("finished its program at +2.0 s, then died of SIGABRT in "
+                                      "its teardown at exit"),
+            std::string::npos)
+      << root.evidence.back();
+  auto abort = std::find_if(d.findings.begin(), d.findings.end(),
+                            [](const Finding& f) { return f.kind == "abort"; });
+  ASSERT_NE(abort, d.findings.end());
+  EXPECT_NE(abort->title.find("(at exit, after its program had finished)"), std::string::npos)
+      << abort->title;
+  EXPECT_NE(abort->fix.find("destroy_process_group"), std::string::npos);
+  // A mark from an earlier process that held the same pid says nothing of this one.
+  e.events.back().t_ns = kT0 - kSecond;
   EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
 }
 

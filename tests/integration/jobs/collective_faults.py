@@ -1,6 +1,7 @@
 """Collective faults across ranks (shared/CASES.md T12, T13, T14, H05, H06, H08, H11, H14, S05, S06),
 one per scenario name, for 2 ranks under torchrun with gloo. Each marks its faulty call with a
 `# fault` comment, which the tests look up to check the call site traindoc reports."""
+import ctypes
 import datetime
 import sys
 import time
@@ -55,6 +56,13 @@ def skip_and_exit(rank):  # H08 (c)
     dist.all_reduce(t)
     if rank != 1:
         dist.all_reduce(t)  # fault
+
+
+def skip_and_abort_at_exit(rank):  # H08 (c), and a teardown that aborts once the program is done
+    skip_and_exit(rank)
+    if rank == 1:  # as gloo can with a process group left to the interpreter's exit
+        libc = ctypes.CDLL("libc.so.6")
+        libc.__cxa_atexit(ctypes.cast(libc.abort, ctypes.c_void_p), None, None)
 
 
 def straggler(rank):  # H14: rank 1 has more work, then makes the same call
