@@ -98,3 +98,17 @@ def test_own_exit_without_a_seen_reap(traindoc):
     assert procs[children["abort"][0]]["how"] != "exited"
     crash = next(f for f in run.report["findings"] if f["pids"] == [children["abort"][0]])
     assert crash["kind"] == "worker-crash" and "SIGABRT" in crash["title"]
+
+
+def test_program_a_rank_ran_is_not_the_root_cause(traindoc):
+    """A command the job runs and checks itself (wandb's `git rev-parse` outside a repository)
+    exits non-zero first; the job's own error later is the root cause."""
+    code = ("import subprocess\n"
+            "subprocess.run(['sh', '-c', 'exit 128'])\n"
+            "raise ValueError('bad config')\n")
+    run = traindoc(python_job(code))
+    assert run.status == 1
+    sh = next(p for p in run.report["processes"] if p["cmdline"].startswith("sh "))
+    assert sh["exit"]["code"] == 128
+    assert [(f["kind"], f["root_cause"]) for f in run.report["findings"]] == [
+        ("python-exception", True)]

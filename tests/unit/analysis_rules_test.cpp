@@ -490,6 +490,32 @@ TEST(RuleFailedExit, WorkerExitCode) {
   EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
 }
 
+TEST(RuleFailedExit, ProgramARankRanIsNotAFinding) {
+  // wandb's `git rev-parse` outside a repository: the rank's own error is the failure.
+  Evidence e = torchrun_job();
+  e.processes.push_back(proc(1040, kRank0, 500'400, "git rev-parse HEAD"));
+  exited(e, 1040, 1.0, 128);
+  e.log_lines = {stderr_line(10.0, 30, "ValueError: bad config")};
+  exited(e, kRank0, 10.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank0));
+}
+
+TEST(RuleFailedExit, SpawnedWorkerExitIsAFinding) {
+  Evidence e = torchrun_job();
+  e.processes.push_back(proc(1041, kRank0, 500'401,
+                             "/usr/bin/python3.11 -c from multiprocessing.spawn import "
+                             "spawn_main; spawn_main(tracker_fd=5, pipe_handle=7) "
+                             "--multiprocessing-fork"));
+  exited(e, 1041, 1.0, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "worker-exit");
+  EXPECT_THAT(d.findings[0].pids, ElementsAre(1041));
+}
+
 TEST(RuleFailedExit, LauncherExit) {
   Evidence e = torchrun_job();
   exited(e, kLauncher, 12, 1);
