@@ -29,9 +29,14 @@ is being measured.
 Each run first waits (up to 60 s) for the machine to be idle. line and binary also compare
 byte counts and sha256 of both streams, with and without traindoc.
 
+With --baseline PATH, another traindoc build (say, of the previous commit) runs as a third
+condition in every repetition, so that a change to the tap is measured side by side against the
+build before it; a second table compares the two builds' own CPU and the job's time.
+
 Usage:
   /usr/bin/python3 bench/log_throughput.py [--traindoc build/bin/traindoc] [--reps 5] [--quick]
       [--only paced,paced-loaded,paced-line,burst,raw,line,binary] [--pipe-size BYTES]
+      [--baseline OTHER/bin/traindoc]
 
 Prints a table and exits 0; exits 1 when traindoc changed a byte or a run failed.
 """
@@ -208,32 +213,36 @@ def calibrate_spin(workdir, pipe_size, line_buffered):
     return spin
 
 
-def compare(traindoc, workdir, name, job_args, reps, pipe_size, digest=False):
-    """Interleaved runs, direct and under traindoc. Returns a row dict."""
-    runs = {"direct": [], "traindoc": []}
+def compare(binaries, workdir, name, job_args, reps, pipe_size, digest=False):
+    """Interleaved runs, direct and under each of `binaries` ({"traindoc": path, and maybe
+    "baseline": path}), the order rotating between repetitions. Returns a row dict."""
+    conds = ["direct", *binaries]
+    runs = {cond: [] for cond in conds}
     busy = 0
     for rep in range(reps):
-        order = ("direct", "traindoc") if rep % 2 == 0 else ("traindoc", "direct")
-        for cond in order:
+        for cond in conds[rep % len(conds):] + conds[:rep % len(conds)]:
             busy += not bench_util.wait_for_idle(timeout_s=60.0)
-            runs[cond].append(run_job(traindoc if cond == "traindoc" else None, workdir,
-                                      job_args, digest, pipe_size))
+            runs[cond].append(run_job(binaries.get(cond), workdir, job_args, digest, pipe_size))
     direct = [r["job"] for r in runs["direct"]]
     under = [r["job"] for r in runs["traindoc"]]
-    streams = {(r["out"], r["err"]) for r in runs["direct"] + runs["traindoc"]}
+    streams = {(r["out"], r["err"]) for cond in conds for r in runs[cond]}
     lines = job_args[1] * job_args[2] if job_args[0] in ("paced", "burst") else None
     # Runs next to each other in time share the machine's state: the median of their ratios
     # shrugs off a slow spell better than a ratio of medians.
     pair_ratios = sorted(t / d for t, d in zip(under, direct))
     quartiles = statistics.quantiles(pair_ratios, n=4) if len(pair_ratios) > 1 else pair_ratios * 3
+    baseline = runs.get("baseline")
     return {"name": name, "direct": direct, "traindoc": under, "lines": lines,
             "ratio": bench_util.median(pair_ratios), "iqr": (quartiles[0], quartiles[-1]),
-            "busy": busy, "runs": 2 * reps,
+            "busy": busy, "runs": len(conds) * reps,
             "direct_cpu": bench_util.median([r["cpu"] for r in runs["direct"]]),
             "traindoc_cpu": bench_util.median([r["cpu"] for r in runs["traindoc"]]),
             "direct_total": bench_util.median([r["total"] for r in runs["direct"]]),
             "traindoc_total": bench_util.median([r["total"] for r in runs["traindoc"]]),
             "supervisor_cpu": bench_util.median([r["supervisor_cpu"] for r in runs["traindoc"]]),
+            "baseline_job": bench_util.median([r["job"] for r in baseline]) if baseline else None,
+            "baseline_cpu": (bench_util.median([r["supervisor_cpu"] for r in baseline])
+                             if baseline else None),
             "identical": len(streams) == 1,
             "streams": runs["direct"][0]["out"], "err_stream": runs["direct"][0]["err"]}
 
@@ -248,11 +257,17 @@ def main():
     parser.add_argument("--pipe-size", type=int, default=1 << 20,
                         help="buffer of the pipes this script reads (default 1 MiB, as big as"
                              " the pipe traindoc gives the job; 0: the kernel's 64 KiB)")
+    parser.add_argument("--baseline", default=None,
+                        help="another traindoc build to run in the same repetitions")
     parser.add_argument("--only", default="",
                         help="comma-separated scenarios to run (paced, paced-loaded,"
                              " paced-line, burst, raw, line, binary); default all")
     args = parser.parse_args()
     bench_util.check_traindoc(args.traindoc)
+    binaries = {"traindoc": args.traindoc}
+    if args.baseline:
+        bench_util.check_traindoc(args.baseline)
+        binaries["baseline"] = args.baseline
     wanted = set(filter(None, args.only.split(","))) or {
         "paced", "paced-loaded", "paced-line", "burst", "raw", "line", "binary"}
     reps = 2 if args.quick else args.reps
@@ -260,7 +275,8 @@ def main():
     pipe = args.pipe_size
 
     print(f"machine: {bench_util.machine()}; {bench_util.load_average()}")
-    print(f"traindoc: {args.traindoc}; python: {sys.executable}; {reps} repetitions, "
+    print(f"traindoc: {args.traindoc}; baseline: {args.baseline}; python: {sys.executable}; "
+          f"{reps} repetitions, "
           f"interleaved; reader pipes: {pipe or 'default'} bytes")
     rows = []
     with tempfile.TemporaryDirectory(prefix="traindoc-bench-") as workdir:
@@ -277,23 +293,23 @@ def main():
             spin = spins[line_buffered]
             print(f"{name}: {spin} spin iterations + {LINES_PER_BATCH} lines per batch, "
                   f"{paced_batches} batches")
-            rows.append(compare(args.traindoc, workdir, name,
+            rows.append(compare(binaries, workdir, name,
                                 ["paced", paced_batches, LINES_PER_BATCH, spin, line_buffered,
                                  loaded],
                                 2 * reps + 1, pipe))
         print()
         if "burst" in wanted:
-            rows.append(compare(args.traindoc, workdir, "burst lines",
+            rows.append(compare(binaries, workdir, "burst lines",
                                 ["burst", 30000 // scale, LINES_PER_BATCH, 0, 0, 0], reps,
                                 pipe))
         if "raw" in wanted:
-            rows.append(compare(args.traindoc, workdir, "raw 1 MiB writes",
+            rows.append(compare(binaries, workdir, "raw 1 MiB writes",
                                 ["raw", 1024 // scale], reps, pipe))
         if "line" in wanted:
-            rows.append(compare(args.traindoc, workdir, "one 100 MB line",
+            rows.append(compare(binaries, workdir, "one 100 MB line",
                                 ["line", 100_000_000], max(2, reps // 2), pipe, digest=True))
         if "binary" in wanted:
-            rows.append(compare(args.traindoc, workdir, "binary 32+8 MiB",
+            rows.append(compare(binaries, workdir, "binary 32+8 MiB",
                                 ["binary", 32 << 20, 8 << 20], max(2, reps // 2), pipe,
                                 digest=True))
 
@@ -331,6 +347,17 @@ def main():
           " itself (tap, sampling, report), and as a share of one core over its total s. output:"
           " stdout and stderr bytes and sha256 (line, binary) or byte counts (others) across"
           " every run.")
+    if args.baseline:
+        print()
+        bench_util.print_table(
+            ["scenario", "baseline job s", "traindoc job s", "job ratio", "baseline cpu s",
+             "traindoc cpu s", "cpu ratio"],
+            [[r["name"], f"{r['baseline_job']:.3f}", f"{bench_util.median(r['traindoc']):.3f}",
+              f"{bench_util.median(r['traindoc']) / r['baseline_job']:.3f}",
+              f"{r['baseline_cpu']:.2f}", f"{r['supervisor_cpu']:.2f}",
+              f"{r['supervisor_cpu'] / r['baseline_cpu']:.3f}"] for r in rows])
+        print("baseline against traindoc, run in the same repetitions: medians of the job's own"
+              " time and of the traindoc process's own CPU (utime+stime).")
     busy = sum(r["busy"] for r in rows)
     print(f"runs started while the machine was busy (after a 60 s wait): {busy} of "
           f"{sum(r['runs'] for r in rows)}")

@@ -75,8 +75,8 @@ void LogTap::finish(int grace_ms) {
   (void)ignored;
   m_thread.join();
   for (Stream& stream : m_streams) {
-    if (!stream.partial.empty())
-      end_line(stream, common::realtime_ns());  // output ending without a newline
+    if (!stream.partial.empty())  // output ending without a newline
+      end_line(stream, stream.partial, common::realtime_ns());
   }
 }
 
@@ -126,32 +126,43 @@ void LogTap::pump(Stream& stream) {
     close(stream.source);
     stream.source = -1;
   }
-  keep(stream, buffer.data(), size);
-  scan_lines(stream, buffer.data(), size, common::realtime_ns());
+  uint64_t lines = scan_lines(stream, buffer.data(), size, common::realtime_ns());
+  keep(stream, buffer.data(), size, lines);
 }
 
-void LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns) {
+// Returns the number of lines it ended. A line whole in the chunk is looked at where it lies;
+// only a line cut by the chunk's end is copied, so that the next chunk can finish it.
+uint64_t LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns) {
   const char* end = data + size;
+  uint64_t lines = 0;
   while (data < end) {
     const char* newline =
         static_cast<const char*>(memchr(data, '\n', static_cast<size_t>(end - data)));
     const char* stop = newline != nullptr ? newline : end;
-    size_t room = kLineKept - std::min(kLineKept, stream.partial.size());
-    stream.partial.append(data, std::min(room, static_cast<size_t>(stop - data)));
-    if (newline == nullptr) break;
-    end_line(stream, t_ns);
+    std::string_view piece(data, static_cast<size_t>(stop - data));
+    if (newline != nullptr && stream.partial.empty()) {
+      end_line(stream, piece, t_ns);
+    } else {
+      size_t room = kLineKept - std::min(kLineKept, stream.partial.size());
+      stream.partial.append(piece.substr(0, room));
+      if (newline == nullptr) break;
+      end_line(stream, stream.partial, t_ns);
+      stream.partial.clear();
+    }
+    ++lines;
     data = newline + 1;
   }
+  return lines;
 }
 
-void LogTap::end_line(Stream& stream, int64_t t_ns) {
+void LogTap::end_line(Stream& stream, std::string_view line, int64_t t_ns) {
   ++stream.line_number;
-  if (!stream.partial.empty() && stream.partial.back() == '\r') stream.partial.pop_back();
-  if (stream.line_number <= kFirstLines || worth_keeping(stream.partial)) {
+  line = line.substr(0, kLineKept);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (stream.line_number <= kFirstLines || worth_keeping(line)) {
     std::lock_guard lock(m_mutex);
-    m_lines.push_back({t_ns, stream.info.name, stream.line_number, stream.partial});
+    m_lines.push_back({t_ns, stream.info.name, stream.line_number, std::string(line)});
   }
-  stream.partial.clear();
 }
 
 std::vector<store::LogLine> LogTap::take_lines() {
@@ -197,8 +208,7 @@ std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const
   return out;
 }
 
-void LogTap::keep(Stream& stream, const char* data, size_t size) {
-  auto lines = static_cast<uint64_t>(std::count(data, data + size, '\n'));
+void LogTap::keep(Stream& stream, const char* data, size_t size, uint64_t lines) {
   uint64_t total = size;
   while (size > 0) {
     uint64_t limit = stream.files_opened == 1 ? m_bounds.head_bytes : m_bounds.tail_bytes;

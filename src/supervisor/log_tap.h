@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -54,10 +55,10 @@ class LogTap {
 
   void run();
   void pump(Stream& stream);
-  void keep(Stream& stream, const char* data, size_t size);
+  void keep(Stream& stream, const char* data, size_t size, uint64_t lines);
   void open_next_file(Stream& stream);
-  void scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns);
-  void end_line(Stream& stream, int64_t t_ns);
+  uint64_t scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns);
+  void end_line(Stream& stream, std::string_view line, int64_t t_ns);
 
   std::string m_run_dir;
   LogBounds m_bounds;

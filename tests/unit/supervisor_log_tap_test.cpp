@@ -137,6 +137,7 @@ struct TapResult {
   std::string out;
   std::string err;
   std::vector<store::LogStream> streams;
+  std::vector<store::LogLine> lines;  // the lines kept to cite
   bool wrote = false;
 };
 
@@ -162,6 +163,7 @@ TapResult run_tap(const TempRun& run, const std::string& out, const std::string&
     err_writer.join();
     tap.finish(5000);
     result.streams = tap.streams();
+    result.lines = tap.take_lines();
     result.wrote = wrote_out && wrote_err;
   }
   capture.restore();
@@ -266,6 +268,32 @@ TEST(LogTap, LargeOutputPassesWhole) {
   EXPECT_EQ(r.streams[0].bytes, out.size());
   EXPECT_EQ(r.streams[0].lines, newlines(out));
   EXPECT_EQ(r.streams[1].lines, newlines(err));
+}
+
+// Lines are cited whole wherever the reads cut them (writes of 1 to 700 bytes), the first 100
+// and then those that look like errors, cut at 4096 bytes, without a carriage return; a last
+// line without a newline is cited too but not counted as a line.
+TEST(LogTap, KeepsTheFirstLinesAndErrorLinesAcrossReads) {
+  TempRun run;
+  std::string out;
+  for (int i = 1; i <= 150; ++i) out += "step " + std::to_string(i) + " loss 0.5\n";
+  std::string long_error = "RuntimeError: " + std::string(10000, 'x');
+  out += "Traceback (most recent call last):\r\n" + long_error + "\nValueError: last";
+  TapResult r = run_tap(run, out, "");
+  ASSERT_TRUE(r.wrote);
+  EXPECT_EQ(r.streams[0].lines, 152u);
+  ASSERT_EQ(r.lines.size(), 103u);
+  for (size_t i = 0; i < 100; ++i) {
+    EXPECT_EQ(r.lines[i].stream, "stdout");
+    EXPECT_EQ(r.lines[i].number, i + 1);
+    EXPECT_EQ(r.lines[i].text, "step " + std::to_string(i + 1) + " loss 0.5");
+  }
+  EXPECT_EQ(r.lines[100].number, 151u);
+  EXPECT_EQ(r.lines[100].text, "Traceback (most recent call last):");
+  EXPECT_EQ(r.lines[101].number, 152u);
+  EXPECT_EQ(r.lines[101].text, long_error.substr(0, 4096));
+  EXPECT_EQ(r.lines[102].number, 153u);
+  EXPECT_EQ(r.lines[102].text, "ValueError: last");
 }
 
 TEST(LogTap, BinaryDataWithNuls) {
