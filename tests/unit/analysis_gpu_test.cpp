@@ -63,7 +63,7 @@ Evidence four_ranks() {
     p.world_size = 4;
     p.rank_source = "torch";
     e.processes.push_back(p);
-    e.gpu.cuda_env.push_back({p.pid, p.start_ticks, std::nullopt, ""});
+    e.gpu.cuda_env.push_back({p.pid, p.start_ticks, std::nullopt, "", std::nullopt});
   }
   e.gpu.nvml_loaded = true;
   e.gpu.nvml_status = "NVML of driver 580.65.06: 4 GPU(s)";
@@ -480,7 +480,7 @@ TEST(GpuMissing, OnlyGpuJobsAreToldNvmlIsMissing) {
   EXPECT_THAT(diagnose(e).missing_evidence, Not(Contains(HasSubstr("GPU"))));  // schema 2
   e.gpu.nvml_status = "NVML not loaded (libnvidia-ml.so.1): not found";
   EXPECT_THAT(diagnose(e).missing_evidence, Not(Contains(HasSubstr("GPU"))));  // a CPU job
-  e.gpu.cuda_env.push_back({110, 1100, "0", ""});
+  e.gpu.cuda_env.push_back({110, 1100, "0", "", std::nullopt});
   EXPECT_THAT(diagnose(e).missing_evidence,
               Contains("no GPU evidence: NVML not loaded (libnvidia-ml.so.1): not found; memory "
                        "per GPU, the processes on each and driver events (Xid, ECC) are "
