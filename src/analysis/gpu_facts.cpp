@@ -42,16 +42,9 @@ std::optional<int> entry_device(std::string_view entry,
   return found;
 }
 
-const store::CudaEnv* cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p) {
-  for (const store::CudaEnv& env : gpu.cuda_env) {
-    if (env.pid == p.pid && env.start_ticks == p.start_ticks) return &env;
-  }
-  return nullptr;
-}
-
 std::vector<int> devices_of(const RuleContext& context, const ProcessSummary& process) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
-  const store::CudaEnv* env = cuda_env(gpu, process.record);
+  const store::CudaEnv* env = find_cuda_env(gpu, process.record);
   return visible_devices(env ? env->visible_devices : std::nullopt, gpu.devices);
 }
 
@@ -84,6 +77,13 @@ const ProcessSummary* owner(const RuleContext& context, const PythonTraceback& t
 }
 
 }  // namespace
+
+const store::CudaEnv* find_cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p) {
+  for (const store::CudaEnv& env : gpu.cuda_env) {
+    if (env.pid == p.pid && env.start_ticks == p.start_ticks) return &env;
+  }
+  return nullptr;
+}
 
 std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_devices,
                                  const std::vector<store::GpuDevice>& devices) {

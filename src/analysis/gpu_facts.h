@@ -22,6 +22,9 @@ namespace traindoc::analysis {
 std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_devices,
                                  const std::vector<store::GpuDevice>& devices);
 
+// A job process's CUDA variables as it started; nullptr when none were recorded.
+const store::CudaEnv* find_cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p);
+
 // The NVML device a job process's CUDA device `cuda_index` is; nullopt when it is unknown.
 std::optional<int> nvml_device(const RuleContext& context, const ProcessSummary& process,
                                int cuda_index);

@@ -342,6 +342,61 @@ TEST(GpuOom, FragmentationAdviceFollowsTheVersion) {
   }
 }
 
+// What the process's allocator already had set (PYTORCH_CUDA_ALLOC_CONF as it started) shapes the
+// advice: expandable_segments:True is not advised again, max_split_size_mb is lowered.
+TEST(GpuOom, FragmentationAdviceFitsTheAllocatorSettings) {
+  const std::string new_text =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total "
+      "capacity of 79.65 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+      "process has 78.50 GiB memory in use. Of the allocated memory 60.20 GiB is allocated by "
+      "PyTorch, and 17.30 GiB is reserved by PyTorch but unallocated. If reserved but "
+      "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+      "to avoid fragmentation.  See documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+  const std::string old_text =
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 22.20 "
+      "GiB total capacity; 12.00 GiB already allocated; 1.10 GiB free; 20.50 GiB reserved in "
+      "total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb "
+      "to avoid fragmentation.  See documentation for Memory Management and "
+      "PYTORCH_CUDA_ALLOC_CONF";
+  auto diagnose_with = [](const std::string& text, std::optional<std::string> conf) {
+    Evidence e = four_ranks();
+    e.gpu.cuda_env[0].alloc_conf = std::move(conf);
+    fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(text));
+    Diagnosis d = diagnose(e);
+    EXPECT_THAT(kinds(d), ElementsAre("gpu-fragmentation")) << text;
+    return d.findings.empty() ? Finding{} : d.findings[0];
+  };
+
+  Finding set =
+      diagnose_with(new_text, "expandable_segments:True,garbage_collection_threshold:0.6");
+  EXPECT_THAT(set.fix, Not(HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF")));
+  EXPECT_THAT(set.fix, HasSubstr("although expandable_segments:True is already set"));
+  EXPECT_THAT(set.fix, HasSubstr("fixed"));
+  EXPECT_THAT(set.fix, HasSubstr("reduce the batch size"));
+  EXPECT_THAT(set.fix, HasSubstr("garbage_collection_threshold"));
+  EXPECT_THAT(set.evidence, Contains("PyTorch allocator settings as the process started: "
+                                     "expandable_segments:True,garbage_collection_threshold:0.6"));
+  EXPECT_THAT(joined(set.evidence), HasSubstr("reserved but unallocated 17.3 GiB"));
+
+  // Set to False, or other settings only: expandable segments are advised, kept with the rest.
+  EXPECT_THAT(diagnose_with(new_text, "expandable_segments:False").fix,
+              HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and"));
+  EXPECT_THAT(diagnose_with(new_text, "max_split_size_mb:256").fix,
+              HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:256,"
+                        "expandable_segments:True"));
+  Finding none = diagnose_with(new_text, std::nullopt);
+  EXPECT_THAT(none.fix, HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and"));
+  EXPECT_THAT(joined(none.evidence), Not(HasSubstr("allocator settings")));
+
+  // PyTorch older than 2.1: max_split_size_mb, lowered when it is set already.
+  EXPECT_THAT(diagnose_with(old_text, std::nullopt).fix,
+              HasSubstr("PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128"));
+  Finding split = diagnose_with(old_text, "max_split_size_mb:128");
+  EXPECT_THAT(split.fix, HasSubstr("although max_split_size_mb is already 128: lower it"));
+  EXPECT_THAT(joined(split.evidence), HasSubstr("reserved but unallocated 8.5 GiB"));
+}
+
 TEST(GpuOom, ASingleRequestLargerThanTheGpuIsAShapeBug) {
   Evidence e = four_ranks();
   fail(e, 110, kT0 + kSecond, "",
