@@ -85,6 +85,39 @@ const store::CudaEnv* find_cuda_env(const store::GpuEvidence& gpu, const store::
   return nullptr;
 }
 
+std::optional<std::string> device_order_caveat(const RuleContext& context,
+                                               const ProcessSummary& process) {
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  const store::CudaEnv* env = find_cuda_env(gpu, process.record);
+  std::string order = env ? env->device_order : "";
+  if (order == "PCI_BUS_ID") return std::nullopt;
+  std::vector<std::string> models;
+  for (const store::GpuDevice& d : gpu.devices) {
+    if (std::find(models.begin(), models.end(), d.name) == models.end()) models.push_back(d.name);
+  }
+  if (models.size() < 2) return std::nullopt;
+  // UUIDs name the devices whatever the order; indices count in CUDA's order.
+  if (env && env->visible_devices && !env->visible_devices->empty()) {
+    bool by_uuid = true;
+    std::string_view rest = *env->visible_devices;
+    while (by_uuid && !rest.empty()) {
+      std::string_view entry = rest.substr(0, rest.find(','));
+      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
+      while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+      by_uuid = !entry.empty() && !parse_index(entry);
+    }
+    if (by_uuid) return std::nullopt;
+  }
+  std::string names;
+  for (const std::string& m : models) names += (names.empty() ? "" : ", ") + m;
+  return "the device mapping may be off: " + context.name(process) + " has CUDA_DEVICE_ORDER " +
+         (order.empty() ? "unset (CUDA's default, FASTEST_FIRST)" : order) +
+         " and the GPUs differ in model (" + names +
+         "), so its CUDA device numbers may count the GPUs in another order than NVML's PCI bus "
+         "order; set CUDA_DEVICE_ORDER=PCI_BUS_ID, or name the GPUs by UUID in "
+         "CUDA_VISIBLE_DEVICES";
+}
+
 std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_devices,
                                  const std::vector<store::GpuDevice>& devices) {
   std::vector<int> out;

@@ -18,12 +18,20 @@ namespace traindoc::analysis {
 // means every device. Entries are indices, or UUIDs and unique UUID prefixes ("GPU-5f1c", with
 // or without "GPU-"); as CUDA does, the list stops at the first entry that names no device
 // (so "" and "-1" hide them all). Indices count in PCI bus order: that is CUDA's order with
-// CUDA_DEVICE_ORDER=PCI_BUS_ID, and also by default on nodes of identical GPUs.
+// CUDA_DEVICE_ORDER=PCI_BUS_ID, and also by default on nodes of identical GPUs
+// (device_order_caveat says when it may not be).
 std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_devices,
                                  const std::vector<store::GpuDevice>& devices);
 
 // A job process's CUDA variables as it started; nullptr when none were recorded.
 const store::CudaEnv* find_cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p);
+
+// A sentence for the evidence when `process`'s CUDA device numbers may not be NVML's: its
+// CUDA_DEVICE_ORDER is not PCI_BUS_ID (CUDA's default is fastest first), the GPUs differ in model
+// (on identical GPUs CUDA breaks the tie by PCI bus id, so the orders agree), and its
+// CUDA_VISIBLE_DEVICES does not name every GPU by UUID. nullopt when the mapping holds.
+std::optional<std::string> device_order_caveat(const RuleContext& context,
+                                               const ProcessSummary& process);
 
 // The NVML device a job process's CUDA device `cuda_index` is; nullopt when it is unknown.
 std::optional<int> nvml_device(const RuleContext& context, const ProcessSummary& process,

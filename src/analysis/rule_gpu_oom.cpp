@@ -219,6 +219,8 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
     f.title += where;
     if (fragmented) f.title += " through fragmentation";
+    std::optional<std::string> caveat =
+        device && failure.process ? device_order_caveat(context, *failure.process) : std::nullopt;
     const PythonTraceback& tb = *failure.traceback;
     std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
     f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
@@ -268,6 +270,7 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
       f.evidence.push_back("no NVML evidence: who else held the GPU is unknown");
     }
     // NVML's view when it has one; PyTorch's list of the other processes otherwise.
+    if (caveat) f.evidence.push_back(*caveat);
     f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented, conf);
     f.confidence = 0.9;
     out.push_back({std::move(f), failure.t_ns, pid});

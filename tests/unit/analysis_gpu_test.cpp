@@ -189,6 +189,58 @@ TEST(GpuDevices, ARankOwnsItsLocalRanksDeviceOrItsOnlyOne) {
 
 // ---- placement --------------------------------------------------------------------------------
 
+// CUDA counts GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML in PCI bus order. On
+// identical GPUs the two agree; on mixed ones the finding says the mapping may be off.
+TEST(GpuDevices, MixedModelsWithoutPciBusIdOrderMakeTheMappingUncertain) {
+  const std::string oom =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+      "capacity of 39.39 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+      "process has 38.00 GiB memory in use. Of the allocated memory 36.20 GiB is allocated by "
+      "PyTorch, and 1.20 MiB is reserved by PyTorch but unallocated.";
+  auto caveats = [&](bool mixed, const std::string& order, std::optional<std::string> visible) {
+    Evidence e = four_ranks();
+    if (mixed) e.gpu.devices[2].name = e.gpu.devices[3].name = "NVIDIA A100-SXM4-40GB";
+    for (store::CudaEnv& env : e.gpu.cuda_env) {
+      env.device_order = order;
+      env.visible_devices = visible;
+    }
+    fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(oom));
+    Diagnosis d = diagnose(e);
+    const Finding* f = find(d, "gpu-oom");
+    std::vector<std::string> out;
+    for (const std::string& line : f ? f->evidence : std::vector<std::string>{}) {
+      if (line.starts_with("the device mapping may be off")) out.push_back(line);
+    }
+    EXPECT_NE(f, nullptr);
+    return out;
+  };
+  std::vector<std::string> mixed = caveats(true, "", std::nullopt);
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(mixed[0],
+            "the device mapping may be off: rank 0 (pid 110) has CUDA_DEVICE_ORDER unset (CUDA's "
+            "default, FASTEST_FIRST) and the GPUs differ in model (NVIDIA H100, NVIDIA "
+            "A100-SXM4-40GB), so its CUDA device numbers may count the GPUs in another order "
+            "than NVML's PCI bus order; set CUDA_DEVICE_ORDER=PCI_BUS_ID, or name the GPUs by "
+            "UUID in CUDA_VISIBLE_DEVICES");
+  EXPECT_THAT(caveats(true, "FASTEST_FIRST", "1,2"), Contains(HasSubstr("FASTEST_FIRST and")));
+  EXPECT_THAT(caveats(true, "PCI_BUS_ID", std::nullopt), IsEmpty());
+  EXPECT_THAT(caveats(false, "", std::nullopt), IsEmpty());  // identical GPUs: orders agree
+  EXPECT_THAT(caveats(true, "", "GPU-5f1c2000,GPU-5f1c3000"), IsEmpty());  // by UUID
+
+  // The same caveat on a foreign context: "its own GPU" rests on the mapping.
+  Evidence e = four_ranks();
+  e.gpu.devices[3].name = "NVIDIA A100-SXM4-40GB";
+  round(e, kT0 + kSecond,
+        {{{110, 30 * kGiB}, {111, 700 * kMiB}},
+         {{111, 20 * kGiB}},
+         {{112, 20 * kGiB}},
+         {{113, 20 * kGiB}}});
+  Diagnosis d = diagnose(e);
+  const Finding* foreign = find(d, "foreign-gpu-context");
+  ASSERT_NE(foreign, nullptr);
+  EXPECT_THAT(foreign->evidence, Contains(HasSubstr("the device mapping may be off: rank 1")));
+}
+
 TEST(GpuPlacement, OtherRanksOnGpu0AreForeignAndMakeItHeavy) {
   Evidence e = four_ranks();
   for (int s = 1; s <= 3; ++s) {
