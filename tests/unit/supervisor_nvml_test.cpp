@@ -1,6 +1,7 @@
 // Tests of the NVML loader and the GPU sampler against the stand-in libnvidia-ml of
 // tests/fakes/nvml: every process-entry layout, the count-then-read retry, entry points a driver
 // refuses, a missing library, Xid events and a lost GPU, and NSpid parsing.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -215,6 +216,24 @@ TEST_F(FakeNvml, SamplerMapsPidsAndReportsXidAndALostGpu) {
   EXPECT_TRUE(next.events.empty());
   EXPECT_TRUE(next.new_processes.empty());
   EXPECT_EQ(next.samples[0].temperature_c, std::nullopt);  // the slow fields wait their turn
+}
+
+// A driver older than nvmlEventSetWait_v2 still delivers its Xid events through nvmlEventSetWait.
+TEST_F(FakeNvml, EventsComeThroughTheOldWaitWhereV2IsMissing) {
+  void* old = dlopen(TRAINDOC_FAKE_NVML_OLD_EVENTS, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(old, nullptr) << dlerror();
+  EXPECT_EQ(dlsym(old, "nvmlEventSetWait_v2"), nullptr);
+  EXPECT_NE(dlsym(old, "nvmlEventSetWait"), nullptr);
+  dlclose(old);
+  two_gpus("xid 0 48 0\n");
+  GpuSampler sampler(TRAINDOC_FAKE_NVML_OLD_EVENTS);
+  ASSERT_TRUE(sampler.loaded()) << sampler.status();
+  EXPECT_EQ(sampler.status().find("no driver events"), std::string::npos) << sampler.status();
+  GpuRound round = sampler.sample(1000, false, {getpid()});
+  ASSERT_EQ(round.events.size(), 1u);
+  EXPECT_EQ(round.events[0].type, "xid");
+  EXPECT_EQ(round.events[0].code, 48u);
+  EXPECT_EQ(round.events[0].device, 0);
 }
 
 // A refused list is evidence (the sample says why), never an exception.

@@ -18,6 +18,8 @@
      xid <device> <xid> <after ms>   an Xid event that many ms after nvmlInit; Xid 79 also makes
                                      the device lost (NVML_ERROR_GPU_IS_LOST) from then on
 
+   Built twice: libnvidia-ml.so.1 exports nvmlEventSetWait_v2; old_events/libnvidia-ml.so.1 is a
+   driver from before CUDA 11 that exports only nvmlEventSetWait (24-byte events).
    Not thread-safe, as the supervisor's single sampling thread needs none. */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -488,10 +490,14 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
   return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
-                                        unsigned int timeout_ms) {
-  (void)set;
-  (void)timeout_ms; /* the supervisor passes 0; the fake never waits */
+/* The event before the MIG fields: what nvmlEventSetWait writes, 24 bytes. */
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+} fake_event_v1_t;
+
+static nvmlReturn_t event_wait(nvmlEventData_t* data, size_t size) {
   for (unsigned i = 0; i < g.xid_count; ++i) {
     struct fake_xid* x = &g.xids[i];
     if (x->delivered || now_ms() - g.init_ms < x->at_ms || (unsigned)x->device >= g.device_count ||
@@ -499,15 +505,32 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* dat
       continue;
     }
     x->delivered = 1;
-    memset(data, 0, sizeof(*data));
-    data->device = &g.devices[x->device];
-    data->eventType = TRAINDOC_NVML_EVENT_XID;
-    data->eventData = x->xid;
-    data->gpuInstanceId = 0xFFFFFFFFu;
-    data->computeInstanceId = 0xFFFFFFFFu;
+    nvmlEventData_t event;
+    memset(&event, 0, sizeof(event));
+    event.device = &g.devices[x->device];
+    event.eventType = TRAINDOC_NVML_EVENT_XID;
+    event.eventData = x->xid;
+    event.gpuInstanceId = 0xFFFFFFFFu;
+    event.computeInstanceId = 0xFFFFFFFFu;
+    memcpy(data, &event, size);
     return NVML_SUCCESS;
   }
   return NVML_ERROR_TIMEOUT;
+}
+
+/* The supervisor passes timeout 0; the fake never waits. */
+#ifdef FAKE_NVML_OLD_EVENTS
+#define EVENT_SET_WAIT nvmlEventSetWait
+#define EVENT_SIZE sizeof(fake_event_v1_t)
+#else
+#define EVENT_SET_WAIT nvmlEventSetWait_v2
+#define EVENT_SIZE sizeof(nvmlEventData_t)
+#endif
+EXPORT nvmlReturn_t EVENT_SET_WAIT(nvmlEventSet_t set, nvmlEventData_t* data,
+                                   unsigned int timeout_ms) {
+  (void)set;
+  (void)timeout_ms;
+  return event_wait(data, EVENT_SIZE);
 }
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
