@@ -200,11 +200,14 @@ const ProcessSummary* job_process(const RuleContext& context,
   return nullptr;
 }
 
-std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder) {
+std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder,
+                        bool other_namespace) {
   if (const ProcessSummary* p = job_process(context, holder)) return context.name(*p);
   if (holder.pid == 0) {
     return "pid " + std::to_string(holder.nvml_pid) +
-           " (not visible from traindoc's pid namespace: another container or user)";
+           (other_namespace
+                ? " (a pid of another pid namespace: maybe one of the job's own processes)"
+                : " (not visible from traindoc's pid namespace: another container or user)");
   }
   std::string cmdline;
   for (const store::GpuProcess& p : context.evidence.gpu.processes) {
@@ -353,6 +356,7 @@ XidMeaning xid_meaning(uint64_t xid) {
 
 std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
+  const bool other_namespace = !pids_of_another_namespace(context.evidence).empty();
   std::map<int, uint64_t> peaks = peak_by_device(gpu);
   auto by_process = peak_by_device_and_process(gpu);
   std::vector<GpuSummary> out;
@@ -366,7 +370,10 @@ std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
       const ProcessSummary* p = key.first > 0 ? context.process(key.first, key.second) : nullptr;
       holder.pid = key.first > 0 ? key.first : -key.first;
       holder.in_job = p != nullptr;
-      holder.who = p ? describe(p->role) : "outside the job";
+      holder.who = p                 ? describe(p->role)
+                   : key.first > 0   ? "outside the job"
+                   : other_namespace ? "another pid namespace (maybe the job's)"
+                                     : "not visible (another container or user)";
       summary.holders.push_back(holder);
     }
     std::stable_sort(summary.holders.begin(), summary.holders.end(),
@@ -397,10 +404,10 @@ std::vector<std::string> sampling_errors(const store::GpuEvidence& gpu) {
   return out;
 }
 
-// The NVML-missing sentence, for GPU jobs only.
-std::optional<std::string> no_nvml(const store::Evidence& evidence) {
+// Whether the job looked like a GPU job without NVML's word for it: a process set
+// CUDA_VISIBLE_DEVICES, or the output has CUDA, GPU-memory or XLA resource errors.
+bool looks_like_gpu_job(const store::Evidence& evidence) {
   const store::GpuEvidence& gpu = evidence.gpu;
-  if (gpu.nvml_loaded || gpu.nvml_status.empty()) return std::nullopt;
   bool gpu_job = std::any_of(gpu.cuda_env.begin(), gpu.cuda_env.end(),
                              [](const store::CudaEnv& env) { return env.visible_devices; });
   for (size_t i = 0; !gpu_job && i < evidence.log_lines.size(); ++i) {
@@ -415,15 +422,71 @@ std::optional<std::string> no_nvml(const store::Evidence& evidence) {
                  m.kind == "gpu-oom" || m.kind == "gpu-fragmentation";
     }
   }
-  if (!gpu_job) return std::nullopt;
+  return gpu_job;
+}
+
+// The NVML-missing sentence, for GPU jobs only.
+std::optional<std::string> no_nvml(const store::Evidence& evidence) {
+  const store::GpuEvidence& gpu = evidence.gpu;
+  if (gpu.nvml_loaded || gpu.nvml_status.empty() || !looks_like_gpu_job(evidence)) {
+    return std::nullopt;
+  }
   return "no GPU evidence: " + gpu.nvml_status +
          "; memory per GPU, the processes on each and driver events (Xid, ECC) are unknown";
 }
 
+// The sentence on process lists in another pid namespace's pids.
+std::optional<std::string> other_namespace(const store::Evidence& evidence) {
+  std::vector<int> pids = pids_of_another_namespace(evidence);
+  if (pids.empty()) return std::nullopt;
+  std::string list;
+  for (size_t i = 0; i < pids.size() && i < 8; ++i) {
+    list += (i == 0 ? "" : ", ") + std::to_string(pids[i]);
+  }
+  if (pids.size() > 8) list += ", ...";
+  return "GPU processes of the job not identified: NVML listed " + std::to_string(pids.size()) +
+         " process(es) on the GPUs (pids " + list +
+         ") that traindoc's pid namespace does not have, and none of the job's processes. The "
+         "GPUs' process lists use the pids of another pid namespace, likely the host's pids of "
+         "this container's processes, the job's own among them; so which GPU memory is the job's, "
+         "other ranks' contexts on a GPU (foreign-gpu-context), imbalance between its GPUs and "
+         "GPU memory leaks cannot be told. Run traindoc in the host's pid namespace (docker run "
+         "--pid=host), or mount the host's /proc into the container (-v /proc:/host/proc:ro, or "
+         "TRAINDOC_HOST_PROC naming where it is) for traindoc to map them";
+}
+
 }  // namespace
+
+std::vector<int> pids_of_another_namespace(const store::Evidence& evidence) {
+  const store::GpuEvidence& gpu = evidence.gpu;
+  if (gpu.process_samples.empty()) return {};
+  std::set<std::pair<int, uint64_t>> job;
+  for (const store::ProcessRecord& p : evidence.processes) job.insert({p.pid, p.start_ticks});
+  const int64_t first_round =
+      gpu.samples.empty() ? gpu.process_samples.front().t_ns : gpu.samples.front().t_ns;
+  std::vector<int> unknown;
+  std::set<int> at_start;
+  for (const store::GpuProcessSample& s : gpu.process_samples) {
+    if (s.pid != 0) {
+      if (job.contains({s.pid, s.start_ticks})) return {};  // the job's processes are listed
+      continue;
+    }
+    if (s.t_ns <= first_round) at_start.insert(s.nvml_pid);
+    if (std::find(unknown.begin(), unknown.end(), s.nvml_pid) == unknown.end()) {
+      unknown.push_back(s.nvml_pid);
+    }
+  }
+  // Pids that came on the GPUs after sampling began came with the job, as its processes would.
+  bool appeared = std::any_of(unknown.begin(), unknown.end(),
+                              [&at_start](int pid) { return !at_start.contains(pid); });
+  if (unknown.empty() || !(appeared || looks_like_gpu_job(evidence))) return {};
+  std::sort(unknown.begin(), unknown.end());
+  return unknown;
+}
 
 std::vector<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
   std::vector<std::string> out = sampling_errors(evidence.gpu);
+  if (std::optional<std::string> missing = other_namespace(evidence)) out.push_back(*missing);
   if (std::optional<std::string> missing = no_nvml(evidence)) out.insert(out.begin(), *missing);
   return out;
 }

@@ -51,9 +51,19 @@ const store::GpuDevice* find_device(const store::GpuEvidence& gpu, int device);
 std::vector<store::GpuProcessSample> holders_at(const store::GpuEvidence& gpu, int device,
                                                 int64_t t_ns);
 
-// "rank 1 (pid 4242)", "pid 777 outside the job (python3 other.py)", or "pid 98765 (not visible
-// from traindoc's pid namespace)".
-std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder);
+// The pids NVML listed on the GPUs that traindoc's pid namespace does not have, when they are
+// those of another pid namespace that hides the job's own: none of the job's processes was listed,
+// and the job used a GPU (it set CUDA_VISIBLE_DEVICES, printed GPU errors, or the unknown pids
+// appeared on the GPUs after sampling began, as the job's would). Most often traindoc runs in a
+// container and the driver gives host pids. Empty otherwise.
+std::vector<int> pids_of_another_namespace(const store::Evidence& evidence);
+
+// "rank 1 (pid 4242)", "pid 777 outside the job (python3 other.py)", "pid 98765 (not visible
+// from traindoc's pid namespace: another container or user)", or with `other_namespace` (see
+// pids_of_another_namespace) "pid 98765 (a pid of another pid namespace: maybe one of the job's
+// own processes)".
+std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder,
+                        bool other_namespace = false);
 // The job process that a GPU sample names; nullptr for processes outside the job.
 const ProcessSummary* job_process(const RuleContext& context,
                                   const store::GpuProcessSample& sample);

@@ -33,6 +33,8 @@ struct Holders {
   uint64_t outside = 0;     // processes outside the job
   std::vector<std::string> outside_names;
   std::vector<int> other_ranks;
+  // NVML's pids were another pid namespace's: the unnamed holders may be the job's own.
+  bool other_namespace = false;
 };
 
 // PyTorch's own list of the other processes on the GPU ("Process 4242 has 700.00 MiB memory in
@@ -65,15 +67,16 @@ Holders named_others(const RuleContext& context, const std::map<std::string, std
 
 Holders holders(const RuleContext& context, int device, int64_t t_ns, int own_pid) {
   Holders out;
+  out.other_namespace = !pids_of_another_namespace(context.evidence).empty();
   for (const store::GpuProcessSample& h : holders_at(context.evidence.gpu, device, t_ns)) {
     uint64_t used = h.used_bytes.value_or(0);
-    std::string name = holder_name(context, h);
+    std::string name = holder_name(context, h, out.other_namespace);
     join_to(out.text, name + " " + (h.used_bytes ? format_bytes(used) : "(size unknown)"), "; ");
     if (h.pid == own_pid) continue;
     if (const ProcessSummary* p = job_process(context, h)) {
       out.job_others += used;
       if (p->role.rank && used >= kWorthNaming) out.other_ranks.push_back(*p->role.rank);
-    } else {
+    } else if (h.pid != 0 || !out.other_namespace) {
       out.outside += used;
       if (used >= kWorthNaming) out.outside_names.push_back(name);
     }
@@ -183,6 +186,11 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
         "checkpointing.";
   }
   if (held.text.empty()) fix += " (Other processes on the GPU, if any, could not be seen.)";
+  if (held.other_namespace) {
+    fix +=
+        " (Which processes on the GPU are the job's could not be told: NVML gave the pids of "
+        "another pid namespace.)";
+  }
   return fix;
 }
 
@@ -261,6 +269,12 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
       if (!held.text.empty()) {
         f.evidence.push_back("on " + device_label(gpu, *device) +
                              " at that moment (NVML): " + held.text);
+      }
+      if (held.other_namespace) {
+        f.evidence.push_back(
+            "NVML's process list uses the pids of another pid namespace, likely the host's pids "
+            "of this container's processes: the processes it names may be the job's own, this "
+            "one included, and are not processes to stop");
       }
       if (auto peak = peak_by_device(gpu); peak.contains(*device)) {
         f.evidence.push_back(device_label(gpu, *device) +

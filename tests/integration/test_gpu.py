@@ -193,6 +193,47 @@ def test_oom_on_a_gpu_full_of_other_ranks(gpu_run, tmp_path):
     assert "ranks 1, 2, 3" in oom["fix"].lower() or "Ranks 1, 2, 3" in oom["fix"]
 
 
+# traindoc in a container: the driver gives host pids, which traindoc's pid namespace lacks. Above
+# pid_max (4194304 at most) they can be no process here.
+HOST_OFFSET = 5000000
+
+
+def test_host_pids_without_the_hosts_proc_are_said_to_be_unknown(gpu_run, tmp_path):
+    scenario = f"hostpids {HOST_OFFSET}\n" + FOREIGN
+    run = gpu_run(ranks_job(tmp_path, 4, 2.0, failing=0, text=OOM_2X), scenario,
+                  env_extra={"TRAINDOC_HOST_PROC": str(tmp_path / "no-host-proc")})
+    assert run.status == 1
+    ranks = {p["rank"]: p["pid"] for p in run.processes("rank")}
+    notes = [n for n in run.report["missing_evidence"] if "not identified" in n]
+    assert len(notes) == 1, run.report["missing_evidence"]
+    assert "NVML listed 4 process(es)" in notes[0], notes[0]
+    assert all(str(pid + HOST_OFFSET) in notes[0] for pid in ranks.values()), notes[0]
+    assert "another pid namespace" in notes[0] and "/host/proc" in notes[0]
+    kinds = [f["kind"] for f in run.report["findings"]]
+    assert "foreign-gpu-context" not in kinds and "gpu-imbalance" not in kinds, kinds
+    oom = finding(run, "gpu-oom")
+    assert oom["ranks"] == [0]
+    evidence = "\n".join(oom["evidence"])
+    assert f"pid {ranks[0] + HOST_OFFSET} (a pid of another pid namespace: maybe one of the " \
+        "job's own processes) 29.3 GiB" in evidence, evidence
+    assert "likely the host's pids of this container's processes" in evidence
+    assert "stop them" not in oom["fix"] and "outside the job" not in oom["fix"]
+
+
+def test_host_pids_are_mapped_through_the_hosts_proc(gpu_run, tmp_path):
+    host_proc = tmp_path / "host-proc"
+    scenario = f"hostpids {HOST_OFFSET} {host_proc}\n" + FOREIGN
+    run = gpu_run(ranks_job(tmp_path, 4, 2.0), scenario,
+                  env_extra={"TRAINDOC_HOST_PROC": str(host_proc)})
+    assert run.status == 0
+    assert not [n for n in run.report["missing_evidence"] if "not identified" in n]
+    foreign = finding(run, "foreign-gpu-context")
+    assert foreign["ranks"] == [1, 2, 3]
+    assert finding(run, "gpu-imbalance")["ranks"] == [1, 2, 3]
+    assert [h["who"] for h in run.report["gpus"][0]["processes"]] == \
+        ["rank 0", "rank 1", "rank 2", "rank 3"]
+
+
 def test_xid_79_is_a_hardware_fault(gpu_run, tmp_path):
     scenario = FOUR_GPUS + "".join(f"process {r} rank={r} 20000\n" for r in range(4)) + \
         "xid 2 79 600\n"

@@ -17,6 +17,7 @@ namespace {
 
 using store::Evidence;
 using store::GpuDevice;
+using testing::AllOf;
 using testing::Contains;
 using testing::ElementsAre;
 using testing::HasSubstr;
@@ -511,6 +512,83 @@ TEST(GpuOom, AnOomOnAGpuWithForeignContextsMakesThemTheRootCause) {
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_THAT(d.findings[0].title, HasSubstr("and that GPU ran out of memory"));
   EXPECT_THAT(find(d, "gpu-oom")->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
+}
+
+// ---- pid namespaces ----------------------------------------------------------------------------
+
+constexpr int kHostOffset = 5'000'000;
+
+// A round where NVML names processes by pids traindoc's namespace does not have (pid 0).
+void unknown_round(Evidence& e, int64_t t, const std::vector<std::pair<int, uint64_t>>& on_gpu0) {
+  uint64_t used = 500 * kMiB;
+  for (auto [nvml_pid, bytes] : on_gpu0) {
+    used += bytes;
+    e.gpu.process_samples.push_back({t, 0, nvml_pid, 0, 0, bytes, "compute"});
+  }
+  store::GpuSample s;
+  s.t_ns = t;
+  s.device = 0;
+  s.memory_used = used;
+  e.gpu.samples.push_back(s);
+}
+
+const std::string kOomOnGpu0 =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.65 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process "
+    "has 57.90 GiB memory in use. Of the allocated memory 55.20 GiB is allocated by PyTorch, and "
+    "1.20 GiB is reserved by PyTorch but unallocated.";
+
+// traindoc in a container, NVML giving host pids: the job's ranks appear under pids traindoc
+// does not have. traindoc says so and does not ask to stop them.
+TEST(GpuPidNamespace, HostPidsOfTheJobAreNotCalledOutsiders) {
+  Evidence e = four_ranks();
+  unknown_round(e, kT0, {});  // before the job touched the GPU
+  unknown_round(e, kT0 + kSecond, {{kHostOffset + 110, 58 * kGiB}, {kHostOffset + 111, 20 * kGiB}});
+  fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(kOomOnGpu0));
+  EXPECT_THAT(pids_of_another_namespace(e), ElementsAre(kHostOffset + 110, kHostOffset + 111));
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
+  const Finding& oom = d.findings[0];
+  std::string evidence = joined(oom.evidence);
+  EXPECT_THAT(evidence, HasSubstr("at that moment (NVML): pid 5000110 (a pid of another pid "
+                                  "namespace: maybe one of the job's own processes) 58.0 GiB"));
+  EXPECT_THAT(evidence, HasSubstr("NVML's process list uses the pids of another pid namespace, "
+                                  "likely the host's pids of this container's processes"));
+  EXPECT_THAT(oom.fix, Not(HasSubstr("stop them")));
+  EXPECT_THAT(oom.fix, Not(HasSubstr("outside the job")));
+  EXPECT_THAT(oom.fix, HasSubstr("NVML gave the pids of another pid namespace"));
+  EXPECT_THAT(d.missing_evidence,
+              Contains(AllOf(HasSubstr("GPU processes of the job not identified: NVML listed 2 "
+                                       "process(es) on the GPUs (pids 5000110, 5000111)"),
+                             HasSubstr("foreign-gpu-context"), HasSubstr("/host/proc"))));
+  ASSERT_EQ(d.gpus.size(), 4u);
+  ASSERT_EQ(d.gpus[0].holders.size(), 2u);
+  EXPECT_EQ(d.gpus[0].holders[0].who, "another pid namespace (maybe the job's)");
+}
+
+// Another user's process, there before the job and never the job's: named as before, with the
+// advice to stop it, and no note on pid namespaces.
+TEST(GpuPidNamespace, AnInvisibleProcessBesideTheJobsIsAnotherContainers) {
+  Evidence e = four_ranks();
+  unknown_round(e, kT0, {{kHostOffset, 20 * kGiB}});
+  e.gpu.process_samples.push_back({kT0 + kSecond, 0, 110, 110, 1100, 58 * kGiB, "compute"});
+  unknown_round(e, kT0 + kSecond, {{kHostOffset, 20 * kGiB}});
+  fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(kOomOnGpu0));
+  EXPECT_THAT(pids_of_another_namespace(e), IsEmpty());
+  Diagnosis d = diagnose(e);
+  const Finding* oom = find(d, "gpu-oom");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_THAT(joined(oom->evidence), HasSubstr("pid 5000000 (not visible from traindoc's pid "
+                                               "namespace: another container or user) 20.0 GiB"));
+  EXPECT_THAT(oom->fix, HasSubstr("outside the job held the GPU"));
+  EXPECT_THAT(d.missing_evidence, Not(Contains(HasSubstr("not identified"))));
+
+  // Without the job's processes listed, a pid there from the first round on is still no sign
+  // of another namespace in a job that shows no GPU use.
+  Evidence cpu = four_ranks();
+  unknown_round(cpu, kT0, {{kHostOffset, 20 * kGiB}});
+  unknown_round(cpu, kT0 + kSecond, {{kHostOffset, 20 * kGiB}});
+  EXPECT_THAT(pids_of_another_namespace(cpu), IsEmpty());
 }
 
 // ---- CUDA errors -------------------------------------------------------------------------------

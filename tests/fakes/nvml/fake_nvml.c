@@ -17,6 +17,11 @@
      ecc <device> <corrected> <uncorrected>
      xid <device> <xid> <after ms>   an Xid event that many ms after nvmlInit; Xid 79 also makes
                                      the device lost (NVML_ERROR_GPU_IS_LOST) from then on
+     hostpids <offset> [<dir>]  the lists give every pid plus <offset>, as the driver gives host
+                                pids to a process in a container's pid namespace. With <dir>, the
+                                fake keeps there what the host's /proc would show of them:
+                                <dir>/self/status for the loading process and <dir>/<pid+offset>/
+                                {status,stat} for each listed one, NSpid giving both pids
 
    Built twice: libnvidia-ml.so.1 exports nvmlEventSetWait_v2; old_events/libnvidia-ml.so.1 is a
    driver from before CUDA 11 that exports only nvmlEventSetWait (24-byte events).
@@ -29,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,7 +62,8 @@ struct fake_process {
   int device;
   char kind; /* 'p' pid, 'r' rank, 'j' job index */
   long who;
-  long pid; /* resolved; 0 when not found yet */
+  long pid;      /* resolved; 0 when not found yet */
+  long mirrored; /* the pid whose host /proc entry was written; 0 for none */
   unsigned long long bytes;
   unsigned long long growth; /* bytes per second */
   int graphics;
@@ -81,6 +88,8 @@ static struct {
   unsigned refused_count;
   unsigned stride;
   int grow;
+  long pid_offset;
+  char host_dir[256];
   long long init_ms;
   long long resolved_ms;
   int initialized;
@@ -149,6 +158,8 @@ static void load_script(const char* path) {
       g.stride = (unsigned)strtoul(rest, NULL, 10);
     } else if (strcmp(word, "refuse") == 0 && g.refused_count < MAX_REFUSED) {
       snprintf(g.refused[g.refused_count++], sizeof(g.refused[0]), "%s", rest);
+    } else if (strcmp(word, "hostpids") == 0) {
+      if (sscanf(rest, "%ld %255s", &g.pid_offset, g.host_dir) < 1) g.pid_offset = 0;
     } else if (strcmp(word, "grow") == 0) {
       g.grow = atoi(rest);
     } else if (strcmp(word, "ecc") == 0) {
@@ -258,6 +269,44 @@ static void resolve_processes(void) {
   }
 }
 
+/* ---- the host's /proc, as a directory of plain files ------------------------------------------
+ */
+
+static void write_text(const char* dir, long pid, const char* name, const char* text) {
+  char path[512];
+  if (pid > 0) {
+    snprintf(path, sizeof(path), "%s/%ld", dir, pid);
+  } else {
+    snprintf(path, sizeof(path), "%s/self", dir);
+  }
+  mkdir(path, 0755);
+  strncat(path, "/", sizeof(path) - strlen(path) - 1);
+  strncat(path, name, sizeof(path) - strlen(path) - 1);
+  FILE* file = fopen(path, "w");
+  if (file == NULL) return;
+  fputs(text, file);
+  fclose(file);
+}
+
+/* status with NSpid "<host pid> <pid>", and stat as /proc has it under the host pid. */
+static void mirror(long pid, int self) {
+  char text[1024];
+  long host = pid + g.pid_offset;
+  snprintf(text, sizeof(text), "Name:\tfake\nNSpid:\t%ld\t%ld\n", host, pid);
+  write_text(g.host_dir, self ? 0 : host, "status", text);
+  if (self) return;
+  char path[64], stat[1024];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  FILE* file = fopen(path, "r");
+  if (file == NULL) return;
+  size_t n = fread(stat, 1, sizeof(stat) - 1, file);
+  fclose(file);
+  stat[n] = '\0';
+  const char* after_pid = strchr(stat, ' ');
+  snprintf(text, sizeof(text), "%ld%s", host, after_pid ? after_pid : "\n");
+  write_text(g.host_dir, host, "stat", text);
+}
+
 /* ---- the NVML ABI -----------------------------------------------------------------------------
  */
 
@@ -282,6 +331,10 @@ EXPORT nvmlReturn_t nvmlInit_v2(void) {
   if (script != NULL) load_script(script);
   g.init_ms = now_ms();
   g.resolved_ms = -1000;
+  if (g.host_dir[0] != '\0') {
+    mkdir(g.host_dir, 0755);
+    mirror((long)getpid(), 1);
+  }
   g.initialized = 1;
   return refused("nvmlInit_v2") ? NVML_ERROR_UNKNOWN : NVML_SUCCESS;
 }
@@ -400,11 +453,15 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, voi
   }
   unsigned written = 0;
   for (unsigned i = 0; i < g.process_count; ++i) {
-    const struct fake_process* p = &g.processes[i];
+    struct fake_process* p = &g.processes[i];
     if (&g.devices[p->device] != device || p->graphics != graphics || !alive(p->pid)) continue;
+    if (g.host_dir[0] != '\0' && p->mirrored != p->pid) {
+      mirror(p->pid, 0);
+      p->mirrored = p->pid;
+    }
     nvmlProcessInfo_v3_t entry;
     memset(&entry, 0, sizeof(entry));
-    entry.pid = (unsigned)p->pid;
+    entry.pid = (unsigned)(p->pid + g.pid_offset);
     entry.usedGpuMemory = bytes_of(p);
     entry.gpuInstanceId = 0xFFFFFFFFu;
     entry.computeInstanceId = 0xFFFFFFFFu;
