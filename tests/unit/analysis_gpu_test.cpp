@@ -299,6 +299,26 @@ TEST(GpuPlacement, RankZeroAloneHeavyIsRankZeroWork) {
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(0));
 }
 
+// A rank other than 0 alone on its own GPU holds the most: no other rank there, no DataParallel,
+// no rank-0 work; what is left is that its inputs were larger.
+TEST(GpuPlacement, ARankHeavyOnItsOwnGpuHadLargerInputs) {
+  Evidence e = four_ranks();
+  round(e, kT0 + kSecond,
+        {{{110, 20 * kGiB}}, {{111, 21 * kGiB}}, {{112, 39 * kGiB}}, {{113, 20 * kGiB}}});
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("gpu-imbalance"));
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.title,
+            "GPU 2 (00000000:08:00.0) peaked at 39.5 GiB, 1.9x the median of the job's other GPUs "
+            "(20.5 GiB)");
+  EXPECT_THAT(f.ranks, ElementsAre(2));
+  EXPECT_THAT(f.evidence, Contains("likely cause: uneven inputs: the heavy rank got larger "
+                                   "batches (variable image or sequence sizes, uneven sharding); "
+                                   "pad or bucket inputs to equal sizes"));
+  EXPECT_THAT(joined(f.evidence), Not(HasSubstr("rank 0 holds the most")));
+  EXPECT_THAT(f.fix, HasSubstr("Make the ranks' inputs equal in size"));
+}
+
 TEST(GpuPlacement, OneProcessOnEveryGpuIsDataParallel) {
   Evidence e = four_ranks();
   e.processes.resize(2);  // the launcher and one process, no world size
