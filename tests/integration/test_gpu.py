@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import JOBS, ROOT, job_script, python_job, torchrun
+from conftest import JOBS, ROOT, TRAINDOC, Run, job_script, python_job, torchrun
 
 FAKE_NVML = ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
 
@@ -232,6 +232,46 @@ def test_host_pids_are_mapped_through_the_hosts_proc(gpu_run, tmp_path):
     assert finding(run, "gpu-imbalance")["ranks"] == [1, 2, 3]
     assert [h["who"] for h in run.report["gpus"][0]["processes"]] == \
         ["rank 0", "rank 1", "rank 2", "rank 3"]
+
+
+def as_in_a_container(host_proc, argv):
+    """`argv` as a container runs it: in a pid namespace of its own (user namespaces need no
+    privilege), with its own /proc, and the outer /proc mounted at `host_proc` as
+    `-v /proc:/host/proc` does."""
+    return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount", "sh", "-c",
+            'mount --rbind /proc "$0" && mount -t proc proc /proc && exec "$@"', str(host_proc),
+            *map(str, argv)]
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_a_real_pid_namespace(tmp_path, mapped):
+    """traindoc in a real pid namespace, the stand-in giving the outer namespace's pids as a
+    driver does: mapped through the outer /proc when traindoc is given it, else said unknown."""
+    host_proc = tmp_path / "host-proc"
+    host_proc.mkdir()
+    probe = subprocess.run(as_in_a_container(host_proc, ["true"]), capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no unprivileged pid namespaces here: {probe.stderr.decode()[-200:]}")
+    script = tmp_path / "nvml.txt"
+    script.write_text(f"hostpids proc {host_proc}\n" + FOREIGN)
+    env = dict(__import__("os").environ, TRAINDOC_NVML_LIBRARY=str(FAKE_NVML),
+               TRAINDOC_FAKE_NVML_SCRIPT=str(script),
+               TRAINDOC_HOST_PROC=str(host_proc if mapped else tmp_path / "none"))
+    run_dir = tmp_path / "run"
+    argv = [TRAINDOC, "run", "--out", run_dir, "--interval", "0.2", "--",
+            *ranks_job(tmp_path, 4, 2.0)]
+    run = Run(subprocess.run(as_in_a_container(host_proc, argv), env=env, capture_output=True,
+                             timeout=120), run_dir)
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    kinds = [f["kind"] for f in run.report["findings"]]
+    notes = [n for n in run.report["missing_evidence"] if "not identified" in n]
+    if mapped:
+        assert finding(run, "foreign-gpu-context")["ranks"] == [1, 2, 3]
+        assert not notes, notes
+    else:
+        assert "foreign-gpu-context" not in kinds and "gpu-imbalance" not in kinds, kinds
+        assert len(notes) == 1 and "NVML listed 4 process(es)" in notes[0], \
+            run.report["missing_evidence"]
 
 
 def test_xid_79_is_a_hardware_fault(gpu_run, tmp_path):

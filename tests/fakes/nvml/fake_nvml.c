@@ -22,6 +22,8 @@
                                 fake keeps there what the host's /proc would show of them:
                                 <dir>/self/status for the loading process and <dir>/<pid+offset>/
                                 {status,stat} for each listed one, NSpid giving both pids
+     hostpids proc <dir>        the lists give each pid as the /proc mounted at <dir>, that of an
+                                outer pid namespace, numbers it (its NSpid and start time there)
 
    Built twice: libnvidia-ml.so.1 exports nvmlEventSetWait_v2; old_events/libnvidia-ml.so.1 is a
    driver from before CUDA 11 that exports only nvmlEventSetWait (24-byte events).
@@ -64,6 +66,7 @@ struct fake_process {
   long who;
   long pid;      /* resolved; 0 when not found yet */
   long mirrored; /* the pid whose host /proc entry was written; 0 for none */
+  long outer;    /* with hostpids proc: the pid in the outer namespace, found for `mirrored` */
   unsigned long long bytes;
   unsigned long long growth; /* bytes per second */
   int graphics;
@@ -90,6 +93,7 @@ static struct {
   int grow;
   long pid_offset;
   char host_dir[256];
+  char outer_proc[256];
   long long init_ms;
   long long resolved_ms;
   int initialized;
@@ -159,7 +163,11 @@ static void load_script(const char* path) {
     } else if (strcmp(word, "refuse") == 0 && g.refused_count < MAX_REFUSED) {
       snprintf(g.refused[g.refused_count++], sizeof(g.refused[0]), "%s", rest);
     } else if (strcmp(word, "hostpids") == 0) {
-      if (sscanf(rest, "%ld %255s", &g.pid_offset, g.host_dir) < 1) g.pid_offset = 0;
+      if (strncmp(rest, "proc ", 5) == 0) {
+        snprintf(g.outer_proc, sizeof(g.outer_proc), "%s", rest + 5);
+      } else if (sscanf(rest, "%ld %255s", &g.pid_offset, g.host_dir) < 1) {
+        g.pid_offset = 0;
+      }
     } else if (strcmp(word, "grow") == 0) {
       g.grow = atoi(rest);
     } else if (strcmp(word, "ecc") == 0) {
@@ -305,6 +313,50 @@ static void mirror(long pid, int self) {
   const char* after_pid = strchr(stat, ' ');
   snprintf(text, sizeof(text), "%ld%s", host, after_pid ? after_pid : "\n");
   write_text(g.host_dir, host, "stat", text);
+}
+
+/* Field 22 of a stat file: the start time in clock ticks, the same in every pid namespace. */
+static unsigned long long start_ticks(const char* path) {
+  char text[1024];
+  FILE* file = fopen(path, "r");
+  if (file == NULL) return 0;
+  size_t n = fread(text, 1, sizeof(text) - 1, file);
+  fclose(file);
+  text[n] = '\0';
+  const char* at = strrchr(text, ')');
+  for (int field = 2; at != NULL && field < 22; ++field) at = strchr(at + 1, ' ');
+  return at != NULL ? strtoull(at + 1, NULL, 10) : 0;
+}
+
+/* The pid an outer namespace's /proc (g.outer_proc) gives the process `pid` of ours: the entry
+   whose NSpid ends with it and whose start time is the same. 0 when none. */
+static long outer_pid(long pid) {
+  char path[640], line[256];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  unsigned long long start = start_ticks(path);
+  DIR* dir = opendir(g.outer_proc);
+  if (dir == NULL) return 0;
+  long found = 0;
+  struct dirent* entry;
+  while (found == 0 && (entry = readdir(dir)) != NULL) {
+    if (!isdigit((unsigned char)entry->d_name[0])) continue;
+    snprintf(path, sizeof(path), "%s/%s/status", g.outer_proc, entry->d_name);
+    FILE* file = fopen(path, "r");
+    if (file == NULL) continue;
+    while (fgets(line, sizeof(line), file)) {
+      if (strncmp(line, "NSpid:", 6) != 0) continue;
+      char* last = strrchr(line, '\t');
+      long outer = strtol(line + 6, NULL, 10);
+      if (last != NULL && last != line + 6 && strtol(last + 1, NULL, 10) == pid) {
+        snprintf(path, sizeof(path), "%s/%s/stat", g.outer_proc, entry->d_name);
+        if (start_ticks(path) == start) found = outer;
+      }
+      break;
+    }
+    fclose(file);
+  }
+  closedir(dir);
+  return found;
 }
 
 /* ---- the NVML ABI -----------------------------------------------------------------------------
@@ -455,13 +507,14 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, voi
   for (unsigned i = 0; i < g.process_count; ++i) {
     struct fake_process* p = &g.processes[i];
     if (&g.devices[p->device] != device || p->graphics != graphics || !alive(p->pid)) continue;
-    if (g.host_dir[0] != '\0' && p->mirrored != p->pid) {
-      mirror(p->pid, 0);
+    if ((g.host_dir[0] != '\0' || g.outer_proc[0] != '\0') && p->mirrored != p->pid) {
+      if (g.host_dir[0] != '\0') mirror(p->pid, 0);
+      if (g.outer_proc[0] != '\0') p->outer = outer_pid(p->pid);
       p->mirrored = p->pid;
     }
     nvmlProcessInfo_v3_t entry;
     memset(&entry, 0, sizeof(entry));
-    entry.pid = (unsigned)(p->pid + g.pid_offset);
+    entry.pid = (unsigned)(g.outer_proc[0] != '\0' ? p->outer : p->pid + g.pid_offset);
     entry.usedGpuMemory = bytes_of(p);
     entry.gpuInstanceId = 0xFFFFFFFFu;
     entry.computeInstanceId = 0xFFFFFFFFu;
