@@ -188,18 +188,29 @@ static void load_script(const char* path) {
 
 /* ---- job processes, found in /proc ---------------------------------------------------------- */
 
-static long parent_of(long pid) {
-  char path[64], text[512];
-  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+/* A whole small file into `text` (NUL-terminated); 0 when it cannot be read. */
+static size_t read_text(const char* path, char* text, size_t size) {
   FILE* file = fopen(path, "r");
   if (file == NULL) return 0;
-  size_t n = fread(text, 1, sizeof(text) - 1, file);
+  size_t n = fread(text, 1, size - 1, file);
   fclose(file);
   text[n] = '\0';
-  const char* close = strrchr(text, ')');
-  long ppid = 0;
-  if (close == NULL || sscanf(close + 2, "%*c %ld", &ppid) != 1) return 0;
-  return ppid;
+  return n;
+}
+
+/* Field `field` (counted from 1, as proc(5) does, >= 3) of a stat file; 0 when unreadable. */
+static unsigned long long stat_field(const char* path, int field) {
+  char text[1024];
+  if (read_text(path, text, sizeof(text)) == 0) return 0;
+  const char* at = strrchr(text, ')'); /* the end of field 2, the command name */
+  for (int f = 2; at != NULL && f < field; ++f) at = strchr(at + 1, ' ');
+  return at != NULL ? strtoull(at + 1, NULL, 10) : 0;
+}
+
+static long parent_of(long pid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  return (long)stat_field(path, 4);
 }
 
 static int descends_from_us(long pid) {
@@ -305,11 +316,7 @@ static void mirror(long pid, int self) {
   if (self) return;
   char path[64], stat[1024];
   snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-  FILE* file = fopen(path, "r");
-  if (file == NULL) return;
-  size_t n = fread(stat, 1, sizeof(stat) - 1, file);
-  fclose(file);
-  stat[n] = '\0';
+  if (read_text(path, stat, sizeof(stat)) == 0) return;
   const char* after_pid = strchr(stat, ' ');
   snprintf(text, sizeof(text), "%ld%s", host, after_pid ? after_pid : "\n");
   write_text(g.host_dir, host, "stat", text);
@@ -317,15 +324,7 @@ static void mirror(long pid, int self) {
 
 /* Field 22 of a stat file: the start time in clock ticks, the same in every pid namespace. */
 static unsigned long long start_ticks(const char* path) {
-  char text[1024];
-  FILE* file = fopen(path, "r");
-  if (file == NULL) return 0;
-  size_t n = fread(text, 1, sizeof(text) - 1, file);
-  fclose(file);
-  text[n] = '\0';
-  const char* at = strrchr(text, ')');
-  for (int field = 2; at != NULL && field < 22; ++field) at = strchr(at + 1, ' ');
-  return at != NULL ? strtoull(at + 1, NULL, 10) : 0;
+  return stat_field(path, 22);
 }
 
 /* The pid an outer namespace's /proc (g.outer_proc) gives the process `pid` of ours: the entry
