@@ -206,7 +206,7 @@ std::string holder_name(const RuleContext& context, const store::GpuProcessSampl
   if (holder.pid == 0) {
     return "pid " + std::to_string(holder.nvml_pid) +
            (other_namespace
-                ? " (a pid of another pid namespace: maybe one of the job's own processes)"
+                ? kOtherNamespace
                 : " (not visible from traindoc's pid namespace: another container or user)");
   }
   std::string cmdline;

@@ -57,6 +57,9 @@ std::vector<store::GpuProcessSample> holders_at(const store::GpuEvidence& gpu, i
 // appeared on the GPUs after sampling began, as the job's would). Most often traindoc runs in a
 // container and the driver gives host pids. Empty otherwise.
 std::vector<int> pids_of_another_namespace(const store::Evidence& evidence);
+// What follows such a pid where it is named.
+inline constexpr const char* kOtherNamespace =
+    " (a pid of another pid namespace: maybe one of the job's own processes)";
 
 // "rank 1 (pid 4242)", "pid 777 outside the job (python3 other.py)", "pid 98765 (not visible
 // from traindoc's pid namespace: another container or user)", or with `other_namespace` (see

@@ -38,9 +38,11 @@ struct Holders {
 };
 
 // PyTorch's own list of the other processes on the GPU ("Process 4242 has 700.00 MiB memory in
-// use"), named by role where they are the job's: the evidence that remains without NVML.
+// use"), named by role where they are the job's: the evidence that remains without NVML. PyTorch
+// reads them from NVML too: where NVML's pids are another namespace's, so are these.
 Holders named_others(const RuleContext& context, const std::map<std::string, std::string>& fields) {
   Holders out;
+  out.other_namespace = !pids_of_another_namespace(context.evidence).empty();
   auto pids = fields.find("other_pids");
   if (pids == fields.end()) return out;
   auto bytes = fields.find("other_bytes");
@@ -51,14 +53,17 @@ Holders named_others(const RuleContext& context, const std::map<std::string, std
     std::string size(byte_list.substr(0, byte_list.find(',')));
     pid_list.remove_prefix(std::min(pid_list.size(), pid.size() + 1));
     byte_list.remove_prefix(std::min(byte_list.size(), size.size() + 1));
-    const ProcessSummary* p = context.process(std::atoi(pid.c_str()));
-    std::string name = p ? context.name(*p) : "pid " + pid + " (not a process of the job)";
+    const ProcessSummary* p =
+        out.other_namespace ? nullptr : context.process(std::atoi(pid.c_str()));
+    std::string name = p                     ? context.name(*p)
+                       : out.other_namespace ? "pid " + pid + kOtherNamespace
+                                             : "pid " + pid + " (not a process of the job)";
     std::optional<uint64_t> used = field_bytes({{"b", size}}, "b");
     join_to(out.text, used ? name + " " + format_bytes(*used) : name);
     if (used.value_or(0) < kWorthNaming) continue;
     if (p && p->role.rank) {
       out.other_ranks.push_back(*p->role.rank);
-    } else if (!p) {
+    } else if (!p && !out.other_namespace) {
       out.outside_names.push_back(name);
     }
   }

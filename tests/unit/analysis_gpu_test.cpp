@@ -564,7 +564,10 @@ TEST(GpuPidNamespace, HostPidsOfTheJobAreNotCalledOutsiders) {
   Evidence e = four_ranks();
   unknown_round(e, kT0, {});  // before the job touched the GPU
   unknown_round(e, kT0 + kSecond, {{kHostOffset + 110, 58 * kGiB}, {kHostOffset + 111, 20 * kGiB}});
-  fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(kOomOnGpu0));
+  // PyTorch's message lists the other processes by NVML's pids too.
+  std::string text = kOomOnGpu0;
+  text.insert(text.find("Of the allocated"), "Process 5000111 has 20.00 GiB memory in use. ");
+  fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(text));
   EXPECT_THAT(pids_of_another_namespace(e), ElementsAre(kHostOffset + 110, kHostOffset + 111));
   Diagnosis d = diagnose(e);
   ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
@@ -574,6 +577,9 @@ TEST(GpuPidNamespace, HostPidsOfTheJobAreNotCalledOutsiders) {
                                   "namespace: maybe one of the job's own processes) 58.0 GiB"));
   EXPECT_THAT(evidence, HasSubstr("NVML's process list uses the pids of another pid namespace, "
                                   "likely the host's pids of this container's processes"));
+  EXPECT_THAT(oom.evidence,
+              Contains("the OOM message names other processes on the GPU: pid 5000111 (a pid of "
+                       "another pid namespace: maybe one of the job's own processes) 20.0 GiB"));
   EXPECT_THAT(oom.fix, Not(HasSubstr("stop them")));
   EXPECT_THAT(oom.fix, Not(HasSubstr("outside the job")));
   EXPECT_THAT(oom.fix, HasSubstr("NVML gave the pids of another pid namespace"));
