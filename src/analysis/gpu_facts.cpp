@@ -42,16 +42,9 @@ std::optional<int> entry_device(std::string_view entry,
   return found;
 }
 
-const store::CudaEnv* cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p) {
-  for (const store::CudaEnv& env : gpu.cuda_env) {
-    if (env.pid == p.pid && env.start_ticks == p.start_ticks) return &env;
-  }
-  return nullptr;
-}
-
 std::vector<int> devices_of(const RuleContext& context, const ProcessSummary& process) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
-  const store::CudaEnv* env = cuda_env(gpu, process.record);
+  const store::CudaEnv* env = find_cuda_env(gpu, process.record);
   return visible_devices(env ? env->visible_devices : std::nullopt, gpu.devices);
 }
 
@@ -84,6 +77,46 @@ const ProcessSummary* owner(const RuleContext& context, const PythonTraceback& t
 }
 
 }  // namespace
+
+const store::CudaEnv* find_cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p) {
+  for (const store::CudaEnv& env : gpu.cuda_env) {
+    if (env.pid == p.pid && env.start_ticks == p.start_ticks) return &env;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> device_order_caveat(const RuleContext& context,
+                                               const ProcessSummary& process) {
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  const store::CudaEnv* env = find_cuda_env(gpu, process.record);
+  std::string order = env ? env->device_order : "";
+  if (order == "PCI_BUS_ID") return std::nullopt;
+  std::vector<std::string> models;
+  for (const store::GpuDevice& d : gpu.devices) {
+    if (std::find(models.begin(), models.end(), d.name) == models.end()) models.push_back(d.name);
+  }
+  if (models.size() < 2) return std::nullopt;
+  // UUIDs name the devices whatever the order; indices count in CUDA's order.
+  if (env && env->visible_devices && !env->visible_devices->empty()) {
+    bool by_uuid = true;
+    std::string_view rest = *env->visible_devices;
+    while (by_uuid && !rest.empty()) {
+      std::string_view entry = rest.substr(0, rest.find(','));
+      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
+      while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+      by_uuid = !entry.empty() && !parse_index(entry);
+    }
+    if (by_uuid) return std::nullopt;
+  }
+  std::string names;
+  for (const std::string& m : models) names += (names.empty() ? "" : ", ") + m;
+  return "the device mapping may be off: " + context.name(process) + " has CUDA_DEVICE_ORDER " +
+         (order.empty() ? "unset (CUDA's default, FASTEST_FIRST)" : order) +
+         " and the GPUs differ in model (" + names +
+         "), so its CUDA device numbers may count the GPUs in another order than NVML's PCI bus "
+         "order; set CUDA_DEVICE_ORDER=PCI_BUS_ID, or name the GPUs by UUID in "
+         "CUDA_VISIBLE_DEVICES";
+}
 
 std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_devices,
                                  const std::vector<store::GpuDevice>& devices) {
@@ -167,11 +200,14 @@ const ProcessSummary* job_process(const RuleContext& context,
   return nullptr;
 }
 
-std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder) {
+std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder,
+                        bool other_namespace) {
   if (const ProcessSummary* p = job_process(context, holder)) return context.name(*p);
   if (holder.pid == 0) {
     return "pid " + std::to_string(holder.nvml_pid) +
-           " (not visible from traindoc's pid namespace: another container or user)";
+           (other_namespace
+                ? kOtherNamespace
+                : " (not visible from traindoc's pid namespace: another container or user)");
   }
   std::string cmdline;
   for (const store::GpuProcess& p : context.evidence.gpu.processes) {
@@ -320,6 +356,7 @@ XidMeaning xid_meaning(uint64_t xid) {
 
 std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
+  const bool other_namespace = !pids_of_another_namespace(context.evidence).empty();
   std::map<int, uint64_t> peaks = peak_by_device(gpu);
   auto by_process = peak_by_device_and_process(gpu);
   std::vector<GpuSummary> out;
@@ -333,7 +370,10 @@ std::vector<GpuSummary> summarize_gpus(const RuleContext& context) {
       const ProcessSummary* p = key.first > 0 ? context.process(key.first, key.second) : nullptr;
       holder.pid = key.first > 0 ? key.first : -key.first;
       holder.in_job = p != nullptr;
-      holder.who = p ? describe(p->role) : "outside the job";
+      holder.who = p                 ? describe(p->role)
+                   : key.first > 0   ? "outside the job"
+                   : other_namespace ? "another pid namespace (maybe the job's)"
+                                     : "not visible (another container or user)";
       summary.holders.push_back(holder);
     }
     std::stable_sort(summary.holders.begin(), summary.holders.end(),
@@ -364,10 +404,10 @@ std::vector<std::string> sampling_errors(const store::GpuEvidence& gpu) {
   return out;
 }
 
-// The NVML-missing sentence, for GPU jobs only.
-std::optional<std::string> no_nvml(const store::Evidence& evidence) {
+// Whether the job looked like a GPU job without NVML's word for it: a process set
+// CUDA_VISIBLE_DEVICES, or the output has CUDA, GPU-memory or XLA resource errors.
+bool looks_like_gpu_job(const store::Evidence& evidence) {
   const store::GpuEvidence& gpu = evidence.gpu;
-  if (gpu.nvml_loaded || gpu.nvml_status.empty()) return std::nullopt;
   bool gpu_job = std::any_of(gpu.cuda_env.begin(), gpu.cuda_env.end(),
                              [](const store::CudaEnv& env) { return env.visible_devices; });
   for (size_t i = 0; !gpu_job && i < evidence.log_lines.size(); ++i) {
@@ -382,15 +422,71 @@ std::optional<std::string> no_nvml(const store::Evidence& evidence) {
                  m.kind == "gpu-oom" || m.kind == "gpu-fragmentation";
     }
   }
-  if (!gpu_job) return std::nullopt;
+  return gpu_job;
+}
+
+// The NVML-missing sentence, for GPU jobs only.
+std::optional<std::string> no_nvml(const store::Evidence& evidence) {
+  const store::GpuEvidence& gpu = evidence.gpu;
+  if (gpu.nvml_loaded || gpu.nvml_status.empty() || !looks_like_gpu_job(evidence)) {
+    return std::nullopt;
+  }
   return "no GPU evidence: " + gpu.nvml_status +
          "; memory per GPU, the processes on each and driver events (Xid, ECC) are unknown";
 }
 
+// The sentence on process lists in another pid namespace's pids.
+std::optional<std::string> other_namespace(const store::Evidence& evidence) {
+  std::vector<int> pids = pids_of_another_namespace(evidence);
+  if (pids.empty()) return std::nullopt;
+  std::string list;
+  for (size_t i = 0; i < pids.size() && i < 8; ++i) {
+    list += (i == 0 ? "" : ", ") + std::to_string(pids[i]);
+  }
+  if (pids.size() > 8) list += ", ...";
+  return "GPU processes of the job not identified: NVML listed " + std::to_string(pids.size()) +
+         " process(es) on the GPUs (pids " + list +
+         ") that traindoc's pid namespace does not have, and none of the job's processes. The "
+         "GPUs' process lists use the pids of another pid namespace, likely the host's pids of "
+         "this container's processes, the job's own among them; so which GPU memory is the job's, "
+         "other ranks' contexts on a GPU (foreign-gpu-context), imbalance between its GPUs and "
+         "GPU memory leaks cannot be told. Run traindoc in the host's pid namespace (docker run "
+         "--pid=host), or mount the host's /proc into the container (-v /proc:/host/proc:ro, or "
+         "TRAINDOC_HOST_PROC naming where it is) for traindoc to map them";
+}
+
 }  // namespace
+
+std::vector<int> pids_of_another_namespace(const store::Evidence& evidence) {
+  const store::GpuEvidence& gpu = evidence.gpu;
+  if (gpu.process_samples.empty()) return {};
+  std::set<std::pair<int, uint64_t>> job;
+  for (const store::ProcessRecord& p : evidence.processes) job.insert({p.pid, p.start_ticks});
+  const int64_t first_round =
+      gpu.samples.empty() ? gpu.process_samples.front().t_ns : gpu.samples.front().t_ns;
+  std::vector<int> unknown;
+  std::set<int> at_start;
+  for (const store::GpuProcessSample& s : gpu.process_samples) {
+    if (s.pid != 0) {
+      if (job.contains({s.pid, s.start_ticks})) return {};  // the job's processes are listed
+      continue;
+    }
+    if (s.t_ns <= first_round) at_start.insert(s.nvml_pid);
+    if (std::find(unknown.begin(), unknown.end(), s.nvml_pid) == unknown.end()) {
+      unknown.push_back(s.nvml_pid);
+    }
+  }
+  // Pids that came on the GPUs after sampling began came with the job, as its processes would.
+  bool appeared = std::any_of(unknown.begin(), unknown.end(),
+                              [&at_start](int pid) { return !at_start.contains(pid); });
+  if (unknown.empty() || !(appeared || looks_like_gpu_job(evidence))) return {};
+  std::sort(unknown.begin(), unknown.end());
+  return unknown;
+}
 
 std::vector<std::string> gpu_missing_evidence(const store::Evidence& evidence) {
   std::vector<std::string> out = sampling_errors(evidence.gpu);
+  if (std::optional<std::string> missing = other_namespace(evidence)) out.push_back(*missing);
   if (std::optional<std::string> missing = no_nvml(evidence)) out.insert(out.begin(), *missing);
   return out;
 }

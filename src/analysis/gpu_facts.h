@@ -18,9 +18,20 @@ namespace traindoc::analysis {
 // means every device. Entries are indices, or UUIDs and unique UUID prefixes ("GPU-5f1c", with
 // or without "GPU-"); as CUDA does, the list stops at the first entry that names no device
 // (so "" and "-1" hide them all). Indices count in PCI bus order: that is CUDA's order with
-// CUDA_DEVICE_ORDER=PCI_BUS_ID, and also by default on nodes of identical GPUs.
+// CUDA_DEVICE_ORDER=PCI_BUS_ID, and also by default on nodes of identical GPUs
+// (device_order_caveat says when it may not be).
 std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_devices,
                                  const std::vector<store::GpuDevice>& devices);
+
+// A job process's CUDA variables as it started; nullptr when none were recorded.
+const store::CudaEnv* find_cuda_env(const store::GpuEvidence& gpu, const store::ProcessRecord& p);
+
+// A sentence for the evidence when `process`'s CUDA device numbers may not be NVML's: its
+// CUDA_DEVICE_ORDER is not PCI_BUS_ID (CUDA's default is fastest first), the GPUs differ in model
+// (on identical GPUs CUDA breaks the tie by PCI bus id, so the orders agree), and its
+// CUDA_VISIBLE_DEVICES does not name every GPU by UUID. nullopt when the mapping holds.
+std::optional<std::string> device_order_caveat(const RuleContext& context,
+                                               const ProcessSummary& process);
 
 // The NVML device a job process's CUDA device `cuda_index` is; nullopt when it is unknown.
 std::optional<int> nvml_device(const RuleContext& context, const ProcessSummary& process,
@@ -40,9 +51,22 @@ const store::GpuDevice* find_device(const store::GpuEvidence& gpu, int device);
 std::vector<store::GpuProcessSample> holders_at(const store::GpuEvidence& gpu, int device,
                                                 int64_t t_ns);
 
-// "rank 1 (pid 4242)", "pid 777 outside the job (python3 other.py)", or "pid 98765 (not visible
-// from traindoc's pid namespace)".
-std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder);
+// The pids NVML listed on the GPUs that traindoc's pid namespace does not have, when they are
+// those of another pid namespace that hides the job's own: none of the job's processes was listed,
+// and the job used a GPU (it set CUDA_VISIBLE_DEVICES, printed GPU errors, or the unknown pids
+// appeared on the GPUs after sampling began, as the job's would). Most often traindoc runs in a
+// container and the driver gives host pids. Empty otherwise.
+std::vector<int> pids_of_another_namespace(const store::Evidence& evidence);
+// What follows such a pid where it is named.
+inline constexpr const char* kOtherNamespace =
+    " (a pid of another pid namespace: maybe one of the job's own processes)";
+
+// "rank 1 (pid 4242)", "pid 777 outside the job (python3 other.py)", "pid 98765 (not visible
+// from traindoc's pid namespace: another container or user)", or with `other_namespace` (see
+// pids_of_another_namespace) "pid 98765 (a pid of another pid namespace: maybe one of the job's
+// own processes)".
+std::string holder_name(const RuleContext& context, const store::GpuProcessSample& holder,
+                        bool other_namespace = false);
 // The job process that a GPU sample names; nullptr for processes outside the job.
 const ProcessSummary* job_process(const RuleContext& context,
                                   const store::GpuProcessSample& sample);

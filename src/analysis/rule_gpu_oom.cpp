@@ -33,12 +33,16 @@ struct Holders {
   uint64_t outside = 0;     // processes outside the job
   std::vector<std::string> outside_names;
   std::vector<int> other_ranks;
+  // NVML's pids were another pid namespace's: the unnamed holders may be the job's own.
+  bool other_namespace = false;
 };
 
 // PyTorch's own list of the other processes on the GPU ("Process 4242 has 700.00 MiB memory in
-// use"), named by role where they are the job's: the evidence that remains without NVML.
+// use"), named by role where they are the job's: the evidence that remains without NVML. PyTorch
+// reads them from NVML too: where NVML's pids are another namespace's, so are these.
 Holders named_others(const RuleContext& context, const std::map<std::string, std::string>& fields) {
   Holders out;
+  out.other_namespace = !pids_of_another_namespace(context.evidence).empty();
   auto pids = fields.find("other_pids");
   if (pids == fields.end()) return out;
   auto bytes = fields.find("other_bytes");
@@ -49,14 +53,17 @@ Holders named_others(const RuleContext& context, const std::map<std::string, std
     std::string size(byte_list.substr(0, byte_list.find(',')));
     pid_list.remove_prefix(std::min(pid_list.size(), pid.size() + 1));
     byte_list.remove_prefix(std::min(byte_list.size(), size.size() + 1));
-    const ProcessSummary* p = context.process(std::atoi(pid.c_str()));
-    std::string name = p ? context.name(*p) : "pid " + pid + " (not a process of the job)";
+    const ProcessSummary* p =
+        out.other_namespace ? nullptr : context.process(std::atoi(pid.c_str()));
+    std::string name = p                     ? context.name(*p)
+                       : out.other_namespace ? "pid " + pid + kOtherNamespace
+                                             : "pid " + pid + " (not a process of the job)";
     std::optional<uint64_t> used = field_bytes({{"b", size}}, "b");
     join_to(out.text, used ? name + " " + format_bytes(*used) : name);
     if (used.value_or(0) < kWorthNaming) continue;
     if (p && p->role.rank) {
       out.other_ranks.push_back(*p->role.rank);
-    } else if (!p) {
+    } else if (!p && !out.other_namespace) {
       out.outside_names.push_back(name);
     }
   }
@@ -65,15 +72,16 @@ Holders named_others(const RuleContext& context, const std::map<std::string, std
 
 Holders holders(const RuleContext& context, int device, int64_t t_ns, int own_pid) {
   Holders out;
+  out.other_namespace = !pids_of_another_namespace(context.evidence).empty();
   for (const store::GpuProcessSample& h : holders_at(context.evidence.gpu, device, t_ns)) {
     uint64_t used = h.used_bytes.value_or(0);
-    std::string name = holder_name(context, h);
+    std::string name = holder_name(context, h, out.other_namespace);
     join_to(out.text, name + " " + (h.used_bytes ? format_bytes(used) : "(size unknown)"), "; ");
     if (h.pid == own_pid) continue;
     if (const ProcessSummary* p = job_process(context, h)) {
       out.job_others += used;
       if (p->role.rank && used >= kWorthNaming) out.other_ranks.push_back(*p->role.rank);
-    } else {
+    } else if (h.pid != 0 || !out.other_namespace) {
       out.outside += used;
       if (used >= kWorthNaming) out.outside_names.push_back(name);
     }
@@ -81,8 +89,61 @@ Holders holders(const RuleContext& context, int device, int64_t t_ns, int own_pi
   return out;
 }
 
+// PyTorch allocator settings ("expandable_segments:True,max_split_size_mb:128"): the value of
+// `key` (the last one wins, as in PyTorch's parser), and `others` the entries for other keys.
+std::optional<std::string> alloc_option(const std::optional<std::string>& conf,
+                                        std::string_view key, std::string* others = nullptr) {
+  std::optional<std::string> value;
+  std::string_view rest = conf ? std::string_view(*conf) : std::string_view();
+  while (!rest.empty()) {
+    std::string_view item = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), item.size() + 1));
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    if (item.starts_with(key) && item.size() > key.size() && item[key.size()] == ':') {
+      value = std::string(item.substr(key.size() + 1));
+    } else if (others != nullptr && !item.empty()) {
+      *others += std::string(item) + ",";
+    }
+  }
+  return value;
+}
+
+// Fragmentation's fix, fitted to the PyTorch version (its message's shape tells) and to what the
+// process's allocator settings already hold: advice to set what is set helps nobody.
+std::string fragmentation_fix(const std::map<std::string, std::string>& f,
+                              const std::optional<std::string>& conf) {
+  const std::string shapes =
+      "prefer fixed input sizes (crop or pad to one shape, bucket sequences by length) so that "
+      "freed blocks fit the next batch.";
+  // PyTorch <= 2.0 printed "reserved in total by PyTorch" and had no expandable segments.
+  if (f.contains("reserved_bytes")) {
+    if (std::optional<std::string> split = alloc_option(conf, "max_split_size_mb")) {
+      return "Memory is fragmented although max_split_size_mb is already " + *split +
+             ": lower it (64, then 32; smaller costs some speed), reduce the batch size, and " +
+             shapes + " PyTorch 2.1 and later offer expandable_segments:True, which is better.";
+    }
+    return "Memory is fragmented: PyTorch reserved more than it could use. Set "
+           "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (this PyTorch is older than 2.1; from "
+           "2.1 on, expandable_segments:True is better), and " +
+           shapes;
+  }
+  std::string others;  // the settings to keep beside expandable_segments
+  if (alloc_option(conf, "expandable_segments", &others) == "True") {
+    return "Memory is fragmented although expandable_segments:True is already set: segments "
+           "grow, but blocks freed between live tensors of varying sizes still cannot hold a "
+           "larger one. Make input sizes fixed (crop or pad to one shape, bucket sequences by "
+           "length), reduce the batch size (keep the effective batch with gradient "
+           "accumulation), add garbage_collection_threshold:0.8 to the setting so that cached "
+           "blocks are freed before the limit, and call torch.cuda.empty_cache() between phases "
+           "of different shapes (training and evaluation).";
+  }
+  return "Memory is fragmented: PyTorch reserved more than it could use. Set "
+         "PYTORCH_CUDA_ALLOC_CONF=" +
+         others + "expandable_segments:True, and " + shapes;
+}
+
 std::string fix_for(const PrintedFailure& failure, const std::map<std::string, std::string>& f,
-                    const Holders& held, bool fragmented) {
+                    const Holders& held, bool fragmented, const std::optional<std::string>& conf) {
   std::optional<uint64_t> requested = field_bytes(f, "requested_bytes");
   std::optional<uint64_t> capacity = field_bytes(f, "capacity_bytes");
   const std::string& id = failure.matches.front().id;
@@ -92,18 +153,7 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
            format_bytes(*capacity) +
            "): a shape or unit bug (a wrong dimension multiplied in), not a batch size to tune.";
   }
-  if (fragmented) {
-    // PyTorch <= 2.0 printed "reserved in total by PyTorch" and had no expandable segments.
-    bool old_torch = f.contains("reserved_bytes");
-    fix = old_torch ? "Memory is fragmented: PyTorch reserved more than it could use. Set "
-                      "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128 (this PyTorch is older than "
-                      "2.1; from 2.1 on, expandable_segments:True is better)"
-                    : "Memory is fragmented: PyTorch reserved more than it could use. Set "
-                      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
-    return fix +
-           ", and prefer fixed input sizes (crop or pad to one shape) so that freed blocks "
-           "fit the next batch.";
-  }
+  if (fragmented) return fragmentation_fix(f, conf);
   if (!held.other_ranks.empty()) {
     std::string ranks;
     for (int r : held.other_ranks) join_to(ranks, std::to_string(r));
@@ -141,6 +191,11 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
         "checkpointing.";
   }
   if (held.text.empty()) fix += " (Other processes on the GPU, if any, could not be seen.)";
+  if (held.other_namespace) {
+    fix +=
+        " (Which processes on the GPU are the job's could not be told: NVML gave the pids of "
+        "another pid namespace.)";
+  }
   return fix;
 }
 
@@ -177,6 +232,8 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
     f.title += where;
     if (fragmented) f.title += " through fragmentation";
+    std::optional<std::string> caveat =
+        device && failure.process ? device_order_caveat(context, *failure.process) : std::nullopt;
     const PythonTraceback& tb = *failure.traceback;
     std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
     f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
@@ -202,6 +259,10 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     join_to(self, bytes_field(fields, "reserved_unallocated_bytes", "reserved but unallocated"));
     join_to(self, bytes_field(fields, "private_pool_bytes", "in private pools (CUDA graphs)"));
     if (!self.empty()) f.evidence.push_back("this process: " + self);
+    const store::CudaEnv* env =
+        failure.process ? find_cuda_env(gpu, failure.process->record) : nullptr;
+    std::optional<std::string> conf = env ? env->alloc_conf : std::nullopt;
+    if (conf) f.evidence.push_back("PyTorch allocator settings as the process started: " + *conf);
     Holders named = named_others(context, fields);
     if (!named.text.empty()) {
       f.evidence.push_back("the OOM message names other processes on the GPU: " + named.text);
@@ -214,6 +275,12 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
         f.evidence.push_back("on " + device_label(gpu, *device) +
                              " at that moment (NVML): " + held.text);
       }
+      if (held.other_namespace) {
+        f.evidence.push_back(
+            "NVML's process list uses the pids of another pid namespace, likely the host's pids "
+            "of this container's processes: the processes it names may be the job's own, this "
+            "one included, and are not processes to stop");
+      }
       if (auto peak = peak_by_device(gpu); peak.contains(*device)) {
         f.evidence.push_back(device_label(gpu, *device) +
                              " peak over the run: " + format_bytes(peak.at(*device)));
@@ -222,7 +289,8 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
       f.evidence.push_back("no NVML evidence: who else held the GPU is unknown");
     }
     // NVML's view when it has one; PyTorch's list of the other processes otherwise.
-    f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented);
+    if (caveat) f.evidence.push_back(*caveat);
+    f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented, conf);
     f.confidence = 0.9;
     out.push_back({std::move(f), failure.t_ns, pid});
   }

@@ -29,6 +29,18 @@ int64_t first_seen(const store::GpuEvidence& gpu, int device, const ProcessKey& 
   return 0;
 }
 
+// The first of `pids`' caveats on the CUDA-to-NVML device mapping that "its own GPU" rests on.
+void add_order_caveat(const RuleContext& context, const std::vector<int>& pids, Finding& f) {
+  for (int pid : pids) {
+    const ProcessSummary* p = context.process(pid);
+    if (!p) continue;
+    if (std::optional<std::string> caveat = device_order_caveat(context, *p)) {
+      f.evidence.push_back(*caveat);
+      return;
+    }
+  }
+}
+
 std::string list_ints(const std::vector<int>& values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -82,6 +94,7 @@ void foreign_contexts(const RuleContext& context, const std::vector<int>& oom_de
     }
     if (f.pids.empty()) continue;
     std::sort(f.ranks.begin(), f.ranks.end());
+    add_order_caveat(context, f.pids, f);
     f.kind = "foreign-gpu-context";
     bool oom_here = std::find(oom_devices.begin(), oom_devices.end(), device) != oom_devices.end();
     f.severity = oom_here ? Severity::kError : Severity::kWarning;
@@ -218,6 +231,7 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
   // The ranks to look at are those that put memory where it does not belong.
   if (!foreign_ranks.empty()) f.ranks = foreign_ranks;
   for (const std::string& cause : causes) f.evidence.push_back("likely cause: " + cause);
+  add_order_caveat(context, f.pids, f);
   f.fix = causes.front().starts_with("other ranks")
               ? "Call torch.cuda.set_device(local_rank) in every rank before any CUDA work, and "
                 "load checkpoints with map_location."

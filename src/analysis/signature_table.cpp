@@ -57,8 +57,9 @@ std::vector<Entry> memory_entries() {
            },
        .description = "PyTorch caching allocator OOM, 1.x/2.0 \"(GPU 0; ... reserved in total by "
                       "PyTorch)\" and 2.1+ \"GPU 0 has a total capacity of ...\" formats; "
-                      "gpu-fragmentation when reserved-but-unallocated >= the request and >= "
-                      "5% of the GPU",
+                      "gpu-fragmentation when reserved-but-unallocated is large against the "
+                      "request (with the free memory it would have held it) and against the "
+                      "capacity (>= 2% of the GPU)",
        .example =
            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; "
            "22.20 GiB total capacity; 20.92 GiB already allocated; 4.12 MiB free; 20.93 GiB "
@@ -66,10 +67,15 @@ std::vector<Entry> memory_entries() {
            "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management "
            "and PYTORCH_CUDA_ALLOC_CONF",
        .source = "c10/cuda/CUDACachingAllocator.cpp; CASES.md S01, S02, T21",
-       // Fragmentation when the memory reserved but unusable would have held the request, and is
-       // no sliver: at least 5% of the GPU.
-       .refine = {{{{"reserved_unallocated_bytes", Test::kAtLeastField, "requested_bytes"},
-                    {"reserved_unallocated_bytes", Test::kAtLeastField, "capacity_bytes", 0.05}},
+       // By the time PyTorch raises, it has released every cached segment it could: what stays
+       // reserved but unallocated sits in split segments, unusable for this request. That is
+       // the cause when it is large against the request (usable, with the free memory, it would
+       // have held it; else the request is too large however memory is arranged) and against
+       // the capacity (a fiftieth of the GPU at least: less is a sliver of a full GPU, where
+       // the next allocation fails as well and the batch is what is too large).
+       .refine = {{{{"reserved_unallocated_bytes", Test::kAtLeastField, "requested_bytes", 1.0,
+                     "free_bytes"},
+                    {"reserved_unallocated_bytes", Test::kAtLeastField, "capacity_bytes", 0.02}},
                    "gpu-fragmentation"}}},
       {.id = "torch.cuda-oom-async",
        .framework = "pytorch",

@@ -42,7 +42,7 @@ enum class Test {
   kPresent,       // the field was extracted
   kEquals,        // field == arg
   kContains,      // field contains arg
-  kAtLeastField,  // field >= fraction x the field named arg (integers)
+  kAtLeastField,  // field (+ plus) >= fraction x the field named arg (integers)
 };
 
 struct Condition {
@@ -50,6 +50,7 @@ struct Condition {
   Test test;
   const char* arg = "";
   double fraction = 1.0;
+  const char* plus = nullptr;  // kAtLeastField: a field added to `field`; 0 when not extracted
 };
 
 // A more specific kind (or failure flag) when the extracted fields say so: the first refinement

@@ -188,7 +188,11 @@ bool condition_holds(const Condition& c, const std::map<std::string, std::string
       if (other == fields.end()) return false;
       auto x = to_int(it->second);
       auto y = to_int(other->second);
-      return x && y && static_cast<long double>(*x) >= static_cast<long double>(*y) * c.fraction;
+      auto added = c.plus != nullptr ? fields.find(c.plus) : fields.end();
+      std::optional<int64_t> z = added != fields.end() ? to_int(added->second) : 0;
+      return x && y && z &&
+             static_cast<long double>(*x) + static_cast<long double>(*z) >=
+                 static_cast<long double>(*y) * c.fraction;
     }
   }
   return false;

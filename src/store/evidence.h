@@ -13,7 +13,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 struct RunInfo {
   std::vector<std::string> command;

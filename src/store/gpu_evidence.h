@@ -79,6 +79,9 @@ struct CudaEnv {
   uint64_t start_ticks = 0;
   std::optional<std::string> visible_devices;  // CUDA_VISIBLE_DEVICES; empty when unset
   std::string device_order;                    // CUDA_DEVICE_ORDER; "" when unset
+  // PYTORCH_CUDA_ALLOC_CONF, else PYTORCH_ALLOC_CONF (the name newer PyTorch reads); empty when
+  // neither is set, and in files older than schema 4.
+  std::optional<std::string> alloc_conf;
 
   bool operator==(const CudaEnv&) const = default;
 };

@@ -64,6 +64,10 @@ CREATE TABLE cuda_env (
 );
 )sql";
 
+const char* const kGpuDdlV4 = R"sql(
+ALTER TABLE cuda_env ADD COLUMN alloc_conf TEXT;
+)sql";
+
 namespace {
 
 // The bucket's peak row (row 1 by `order`) stays, the others of the bucket go. ?1..?2: time
@@ -113,7 +117,7 @@ GpuTables::GpuTables(sqlite3* db)
                      "VALUES (?1, ?2, ?3, ?4, ?5)"),
       m_upsert_env(db,
                    "INSERT OR REPLACE INTO cuda_env (pid, start_ticks, visible_devices, "
-                   "device_order) VALUES (?1, ?2, ?3, ?4)"),
+                   "device_order, alloc_conf) VALUES (?1, ?2, ?3, ?4, ?5)"),
       m_thin_samples_update(db, kThinSamplesUpdate),
       m_thin_samples_delete(db, thin_delete("gpu_samples", "device", "memory_used DESC")),
       m_thin_process_delete(db, thin_delete("gpu_process_samples", "device, nvml_pid, start_ticks",
@@ -183,6 +187,7 @@ void GpuTables::write_cuda_env(const CudaEnv& env) {
       .bind(2, env.start_ticks)
       .bind(3, env.visible_devices)
       .bind(4, env.device_order)
+      .bind(5, env.alloc_conf)
       .run();
 }
 
@@ -192,7 +197,7 @@ void GpuTables::thin(int64_t from_ns, int64_t until_ns, int64_t bucket_ns) {
   }
 }
 
-void read_gpu(sqlite3* db, GpuEvidence& out) {
+void read_gpu(sqlite3* db, int schema_version, GpuEvidence& out) {
   Statement meta(db, "SELECT key, value FROM meta WHERE key IN (?1, ?2)");
   meta.bind(1, kMetaNvmlLoaded).bind(2, kMetaNvmlStatus);
   while (meta.step()) {
@@ -247,15 +252,19 @@ void read_gpu(sqlite3* db, GpuEvidence& out) {
     out.events.push_back(
         {events.int64(0), events.int32(1), events.text(2), events.uint64(3), events.text(4)});
   }
-  Statement env(db,
-                "SELECT pid, start_ticks, visible_devices, device_order FROM cuda_env "
-                "ORDER BY pid, start_ticks");
+  // Schema 3 has no alloc_conf column: it reads as unset.
+  Statement env(db, schema_version >= 4
+                        ? "SELECT pid, start_ticks, visible_devices, device_order, alloc_conf "
+                          "FROM cuda_env ORDER BY pid, start_ticks"
+                        : "SELECT pid, start_ticks, visible_devices, device_order, NULL "
+                          "FROM cuda_env ORDER BY pid, start_ticks");
   while (env.step()) {
     CudaEnv& e = out.cuda_env.emplace_back();
     e.pid = env.int32(0);
     e.start_ticks = env.uint64(1);
     if (!env.is_null(2)) e.visible_devices = env.text(2);
     e.device_order = env.text(3);
+    if (!env.is_null(4)) e.alloc_conf = env.text(4);
   }
 }
 

@@ -1,4 +1,4 @@
-// The GPU tables of run.db (schema 3): their DDL, the writer's prepared statements and the
+// The GPU tables of run.db (schema 3, 4): their DDL, the writer's prepared statements and the
 // reader. Internal to src/store: StoreWriter and read_evidence call it; docs/run-db.md documents
 // the tables.
 #pragma once
@@ -16,6 +16,8 @@ namespace traindoc::store::detail {
 
 // What schema 3 adds; tests/fixtures/store/schema_v3.sql holds schema 2 plus these.
 extern const char* const kGpuDdl;
+// What schema 4 adds: the allocator settings of each job process.
+extern const char* const kGpuDdlV4;
 
 // Meta keys of the GPU evidence.
 inline constexpr const char* kMetaNvmlLoaded = "gpu_nvml_loaded";
@@ -53,7 +55,7 @@ class GpuTables {
   sqlite3* m_db = nullptr;
 };
 
-// Reads the GPU tables and meta keys of a schema 3 file.
-void read_gpu(sqlite3* db, GpuEvidence& out);
+// Reads the GPU tables and meta keys of a file of schema 3 or newer.
+void read_gpu(sqlite3* db, int schema_version, GpuEvidence& out);
 
 }  // namespace traindoc::store::detail

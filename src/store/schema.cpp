@@ -292,6 +292,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV2);
   detail::exec(db, kDdlV3);
   detail::exec(db, detail::kGpuDdl);
+  detail::exec(db, detail::kGpuDdlV4);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -303,6 +304,7 @@ void upgrade(sqlite3* db) {
   if (version < 2) detail::exec(db, kDdlV2);
   if (version < 3) detail::exec(db, kDdlV3);
   if (version < 3) detail::exec(db, detail::kGpuDdl);
+  if (version < 4) detail::exec(db, detail::kGpuDdlV4);
   set_version(db);
 }
 

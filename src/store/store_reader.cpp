@@ -451,7 +451,7 @@ Evidence read_evidence(const std::string& db_path) {
   }
   if (evidence.schema_version >= 3) read_step_samples(db, evidence.steps);
   // Schema 2 and older have no GPU evidence: it reads as "not sampled" (nvml_status "").
-  if (evidence.schema_version >= 3) detail::read_gpu(db, evidence.gpu);
+  if (evidence.schema_version >= 3) detail::read_gpu(db, evidence.schema_version, evidence.gpu);
   // Schema 3 adds the collectives; older files read with none.
   if (evidence.schema_version >= 3) {
     read_collectives(db, evidence.collectives);

@@ -125,12 +125,16 @@ void Loop::event(const std::string& kind, int pid, const std::string& text) {
 
 // How the process's CUDA device numbers map to the GPUs: kept with or without NVML, since a job
 // that set CUDA_VISIBLE_DEVICES is a GPU job whose missing GPU evidence the report names.
+// The allocator's settings go with them: the fragmentation advice depends on what is already set.
 void Loop::record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ) {
   const char* visible = environ.find("CUDA_VISIBLE_DEVICES");
   const char* order = environ.find("CUDA_DEVICE_ORDER");
-  if (visible == nullptr && order == nullptr && !m_gpu.loaded()) return;
-  store::CudaEnv env{pid, start_ticks, std::nullopt, order ? order : ""};
+  const char* alloc_conf = environ.find("PYTORCH_CUDA_ALLOC_CONF");
+  if (alloc_conf == nullptr) alloc_conf = environ.find("PYTORCH_ALLOC_CONF");
+  if (visible == nullptr && order == nullptr && alloc_conf == nullptr && !m_gpu.loaded()) return;
+  store::CudaEnv env{pid, start_ticks, std::nullopt, order ? order : "", std::nullopt};
   if (visible != nullptr) env.visible_devices = visible;
+  if (alloc_conf != nullptr) env.alloc_conf = alloc_conf;
   m_store.write_cuda_env(env);
 }
 

@@ -1,12 +1,18 @@
 """Checks of the GPU evidence that need a real GPU (not run on the test machines): a real CUDA
 OOM from the demo's batch size, the label-255 device-side assert, a second process holding
 memory on the same GPU, and NVML sampling against nvidia-smi. Each check runs `traindoc run`
-and asserts on report.json and run.db; prints one PASS/FAIL line per check.
+and asserts on report.json and run.db; prints one PASS/FAIL line per check. With --keep (default
+$OUT when set), what each check saw is kept there to become fixtures: the job's output (the real
+error texts), traindoc's report.json and terminal report, NVML's readings from run.db and
+nvidia-smi's.
 
-Usage: python3 tests/gpu/check_gpu.py [--traindoc build/bin/traindoc] [check ...]
+Usage: python3 tests/gpu/check_gpu.py [--traindoc build/bin/traindoc] [--keep DIR] [check ...]
 """
 import argparse
 import json
+import os
+import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,9 +29,74 @@ HOLD = ("import torch, time; x = torch.empty({gib} << 30, dtype=torch.uint8, dev
         "print('holding', flush=True); time.sleep({seconds})")
 
 
-def traindoc_run(traindoc, out, cmd):
-    subprocess.run([traindoc, "run", "--out", str(out), "--interval", "0.2", "--", *cmd],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+# The lines of a job's output worth a fixture: the frameworks' GPU error texts.
+ERROR_TEXT = re.compile(r"CUDA out of memory|out of memory|device-side assert|Assertion `|"
+                        r"CUDA error|RESOURCE_EXHAUSTED|OutOfMemoryError")
+GPU_TABLES = ["gpu_devices", "gpu_samples", "gpu_process_samples", "gpu_processes", "gpu_events",
+              "cuda_env"]
+
+
+class Keeper:
+    """Copies what a check saw into <keep>/<check>/; does nothing without a folder."""
+
+    def __init__(self, folder):
+        self.folder = Path(folder) if folder else None
+
+    def run(self, name, run_dir, stdout=b"", stderr=b""):
+        """The run folder's report.json and logs, traindoc's own output, the GPU error lines
+        the job printed, and NVML's readings from run.db (every GPU table, as JSON)."""
+        if self.folder is None or not run_dir.exists():
+            return
+        out = self.folder / name
+        out.mkdir(parents=True, exist_ok=True)
+        for item in ["report.json", "logs"]:
+            source = run_dir / item
+            if source.is_dir():
+                shutil.copytree(source, out / item, dirs_exist_ok=True)
+            elif source.exists():
+                shutil.copy(source, out / item)
+        (out / "traindoc.stdout").write_bytes(stdout or b"")
+        (out / "traindoc.stderr").write_bytes(stderr or b"")
+        lines = []
+        for log in sorted((run_dir / "logs").glob("*")):
+            text = log.read_text(errors="replace")
+            lines += [f"{log.name}: {l}" for l in text.splitlines() if ERROR_TEXT.search(l)]
+        (out / "error-texts.txt").write_text("\n".join(lines) + "\n")
+        if (run_dir / "run.db").exists():
+            db = sqlite3.connect(run_dir / "run.db")
+            db.row_factory = sqlite3.Row
+            nvml = {"meta": {k: v for k, v in db.execute(
+                "SELECT key, value FROM meta WHERE key LIKE 'gpu_%'")}}
+            for table in GPU_TABLES:
+                nvml[table] = [dict(r) for r in db.execute(f"SELECT * FROM {table}")]
+            (out / "nvml.json").write_text(json.dumps(nvml, indent=1) + "\n")
+
+    def smi(self, name, label):
+        """nvidia-smi's view now: the devices and the processes, as CSV and in full."""
+        if self.folder is None:
+            return
+        out = self.folder / name
+        out.mkdir(parents=True, exist_ok=True)
+        queries = [["--query-gpu=index,pci.bus_id,uuid,name,memory.total,memory.used",
+                    "--format=csv"],
+                   ["--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv"], ["-q"]]
+        text = []
+        for query in queries:
+            try:
+                result = subprocess.run(["nvidia-smi", *query], capture_output=True, text=True)
+                text.append(f"$ nvidia-smi {' '.join(query)}\n{result.stdout}{result.stderr}")
+            except OSError as error:  # kept, not fatal: the check itself says what failed
+                text.append(f"$ nvidia-smi {' '.join(query)}\n{error}\n")
+        (out / f"nvidia-smi-{label}.txt").write_text("\n".join(text))
+
+
+KEEP = Keeper(None)
+
+
+def traindoc_run(traindoc, out, cmd, name=None):
+    done = subprocess.run([traindoc, "run", "--out", str(out), "--interval", "0.2", "--", *cmd],
+                          capture_output=True, timeout=600)
+    KEEP.run(name or out.name, out, done.stdout, done.stderr)
     return json.loads((out / "report.json").read_text())
 
 
@@ -36,7 +107,8 @@ def root(report):
 
 
 def check_real_oom(traindoc, work):
-    report = traindoc_run(traindoc, work / "oom", DEMO + TOO_BIG)
+    KEEP.smi("real-oom", "before")
+    report = traindoc_run(traindoc, work / "oom", DEMO + TOO_BIG, "real-oom")
     f = root(report)
     assert f["kind"] in ("gpu-oom", "gpu-fragmentation"), f
     evidence = "\n".join(f["evidence"])
@@ -46,7 +118,7 @@ def check_real_oom(traindoc, work):
 
 
 def check_label_255(traindoc, work):
-    f = root(traindoc_run(traindoc, work / "label", DEMO + ["--fault", "label-255"]))
+    f = root(traindoc_run(traindoc, work / "label", DEMO + ["--fault", "label-255"], "label-255"))
     assert f["kind"] == "label-out-of-range", f
     assert "t >= 0 && t < n_classes" in f["title"], f["title"]
     assert "ignore_index=255" in f["fix"]
@@ -60,8 +132,10 @@ def check_second_process(traindoc, work):
                               stdout=subprocess.PIPE, text=True)
     try:
         holder.stdout.readline()  # "holding": the memory is taken
+        KEEP.smi("second-process", "holding")
         f = root(traindoc_run(traindoc, work / "second", DEMO + ["--image-size", "512x1024",
-                                                                 "--batch-size", "16"]))
+                                                                 "--batch-size", "16"],
+                              "second-process"))
     finally:
         holder.kill()
         holder.wait()
@@ -74,13 +148,15 @@ def check_nvml_vs_smi(traindoc, work):
     out = work / "smi"
     job = subprocess.Popen([traindoc, "run", "--out", str(out), "--interval", "0.2", "--",
                             sys.executable, "-c", HOLD.format(gib=2, seconds=8)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     time.sleep(6)
     smi = subprocess.check_output(["nvidia-smi", "--query-compute-apps=pid,used_memory",
                                    "--format=csv,noheader,nounits"], text=True)
     gpus = subprocess.check_output(["nvidia-smi", "--query-gpu=index,pci.bus_id,uuid",
                                     "--format=csv,noheader"], text=True)
-    job.wait()
+    KEEP.smi("nvml-vs-smi", "holding")
+    stdout, stderr = job.communicate()
+    KEEP.run("nvml-vs-smi", out, stdout, stderr)
     used = {int(p): int(m) << 20 for p, m in (l.split(",") for l in smi.strip().splitlines())}
     db = sqlite3.connect(out / "run.db")
     devices = db.execute("SELECT nvml_index, pci_bus_id, uuid FROM gpu_devices").fetchall()
@@ -104,17 +180,26 @@ CHECKS = {"real-oom": check_real_oom, "label-255": check_label_255,
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traindoc", default=str(ROOT / "build" / "bin" / "traindoc"))
+    parser.add_argument("--keep", default=os.environ.get("OUT"),
+                        help="folder to keep what each check saw in (default: $OUT when set)")
     parser.add_argument("checks", nargs="*", default=list(CHECKS))
     args = parser.parse_args()
+    global KEEP
+    KEEP = Keeper(args.keep)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="traindoc-gpu-") as work:
         for name in args.checks:
             try:
                 CHECKS[name](args.traindoc, Path(work))
                 print(f"PASS {name}")
+                verdict = "PASS"
             except Exception as error:  # one failed check must not hide the others
                 failed += 1
                 print(f"FAIL {name}: {error!r}")
+                verdict = f"FAIL {error!r}"
+            if KEEP.folder is not None:
+                (KEEP.folder / name).mkdir(parents=True, exist_ok=True)
+                (KEEP.folder / name / "verdict.txt").write_text(verdict + "\n")
     return 1 if failed else 0
 
 

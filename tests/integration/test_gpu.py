@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import JOBS, ROOT, job_script, python_job, torchrun
+from conftest import JOBS, ROOT, TRAINDOC, Run, job_script, python_job, torchrun
 
 FAKE_NVML = ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
 
@@ -193,6 +193,87 @@ def test_oom_on_a_gpu_full_of_other_ranks(gpu_run, tmp_path):
     assert "ranks 1, 2, 3" in oom["fix"].lower() or "Ranks 1, 2, 3" in oom["fix"]
 
 
+# traindoc in a container: the driver gives host pids, which traindoc's pid namespace lacks. Above
+# pid_max (4194304 at most) they can be no process here.
+HOST_OFFSET = 5000000
+
+
+def test_host_pids_without_the_hosts_proc_are_said_to_be_unknown(gpu_run, tmp_path):
+    scenario = f"hostpids {HOST_OFFSET}\n" + FOREIGN
+    run = gpu_run(ranks_job(tmp_path, 4, 2.0, failing=0, text=OOM_2X), scenario,
+                  env_extra={"TRAINDOC_HOST_PROC": str(tmp_path / "no-host-proc")})
+    assert run.status == 1
+    ranks = {p["rank"]: p["pid"] for p in run.processes("rank")}
+    notes = [n for n in run.report["missing_evidence"] if "not identified" in n]
+    assert len(notes) == 1, run.report["missing_evidence"]
+    assert "NVML listed 4 process(es)" in notes[0], notes[0]
+    assert all(str(pid + HOST_OFFSET) in notes[0] for pid in ranks.values()), notes[0]
+    assert "another pid namespace" in notes[0] and "/host/proc" in notes[0]
+    kinds = [f["kind"] for f in run.report["findings"]]
+    assert "foreign-gpu-context" not in kinds and "gpu-imbalance" not in kinds, kinds
+    oom = finding(run, "gpu-oom")
+    assert oom["ranks"] == [0]
+    evidence = "\n".join(oom["evidence"])
+    assert f"pid {ranks[0] + HOST_OFFSET} (a pid of another pid namespace: maybe one of the " \
+        "job's own processes) 29.3 GiB" in evidence, evidence
+    assert "likely the host's pids of this container's processes" in evidence
+    assert "stop them" not in oom["fix"] and "outside the job" not in oom["fix"]
+
+
+def test_host_pids_are_mapped_through_the_hosts_proc(gpu_run, tmp_path):
+    host_proc = tmp_path / "host-proc"
+    scenario = f"hostpids {HOST_OFFSET} {host_proc}\n" + FOREIGN
+    run = gpu_run(ranks_job(tmp_path, 4, 2.0), scenario,
+                  env_extra={"TRAINDOC_HOST_PROC": str(host_proc)})
+    assert run.status == 0
+    assert not [n for n in run.report["missing_evidence"] if "not identified" in n]
+    foreign = finding(run, "foreign-gpu-context")
+    assert foreign["ranks"] == [1, 2, 3]
+    assert finding(run, "gpu-imbalance")["ranks"] == [1, 2, 3]
+    assert [h["who"] for h in run.report["gpus"][0]["processes"]] == \
+        ["rank 0", "rank 1", "rank 2", "rank 3"]
+
+
+def as_in_a_container(host_proc, argv):
+    """`argv` as a container runs it: in a pid namespace of its own (user namespaces need no
+    privilege), with its own /proc, and the outer /proc mounted at `host_proc` as
+    `-v /proc:/host/proc` does."""
+    return ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount", "sh", "-c",
+            'mount --rbind /proc "$0" && mount -t proc proc /proc && exec "$@"', str(host_proc),
+            *map(str, argv)]
+
+
+@pytest.mark.parametrize("mapped", [True, False])
+def test_a_real_pid_namespace(tmp_path, mapped):
+    """traindoc in a real pid namespace, the stand-in giving the outer namespace's pids as a
+    driver does: mapped through the outer /proc when traindoc is given it, else said unknown."""
+    host_proc = tmp_path / "host-proc"
+    host_proc.mkdir()
+    probe = subprocess.run(as_in_a_container(host_proc, ["true"]), capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no unprivileged pid namespaces here: {probe.stderr.decode()[-200:]}")
+    script = tmp_path / "nvml.txt"
+    script.write_text(f"hostpids proc {host_proc}\n" + FOREIGN)
+    env = dict(__import__("os").environ, TRAINDOC_NVML_LIBRARY=str(FAKE_NVML),
+               TRAINDOC_FAKE_NVML_SCRIPT=str(script),
+               TRAINDOC_HOST_PROC=str(host_proc if mapped else tmp_path / "none"))
+    run_dir = tmp_path / "run"
+    argv = [TRAINDOC, "run", "--out", run_dir, "--interval", "0.2", "--",
+            *ranks_job(tmp_path, 4, 2.0)]
+    run = Run(subprocess.run(as_in_a_container(host_proc, argv), env=env, capture_output=True,
+                             timeout=120), run_dir)
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    kinds = [f["kind"] for f in run.report["findings"]]
+    notes = [n for n in run.report["missing_evidence"] if "not identified" in n]
+    if mapped:
+        assert finding(run, "foreign-gpu-context")["ranks"] == [1, 2, 3]
+        assert not notes, notes
+    else:
+        assert "foreign-gpu-context" not in kinds and "gpu-imbalance" not in kinds, kinds
+        assert len(notes) == 1 and "NVML listed 4 process(es)" in notes[0], \
+            run.report["missing_evidence"]
+
+
 def test_xid_79_is_a_hardware_fault(gpu_run, tmp_path):
     scenario = FOUR_GPUS + "".join(f"process {r} rank={r} 20000\n" for r in range(4)) + \
         "xid 2 79 600\n"
@@ -230,28 +311,53 @@ def test_oom_names_the_numbers_and_a_process_outside_the_job(gpu_run, tmp_path):
     assert [f["kind"] for f in run.report["findings"]] == ["gpu-oom"]
 
 
-@pytest.mark.parametrize("text, advice", [
-    (FRAGMENTED_2X, "expandable_segments:True"),
-    (FRAGMENTED_113, "max_split_size_mb"),
+@pytest.mark.parametrize("text, numbers, advice", [
+    (FRAGMENTED_2X, [
+        "GPU 0 (00000000:06:00.0): requested 4.0 GiB, capacity 79.7 GiB, free 1.1 GiB",
+        "this process: in use 78.5 GiB, allocated by PyTorch 60.2 GiB, "
+        "reserved but unallocated 17.3 GiB",
+    ], "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"),
+    # 1.13 prints reserved and allocated: the 8.5 GiB unusable is their difference.
+    (FRAGMENTED_113, [
+        "GPU 0 (00000000:06:00.0): requested 1.5 GiB, capacity 22.2 GiB, free 1.1 GiB",
+        "this process: allocated by PyTorch 12.0 GiB, reserved by PyTorch 20.5 GiB, "
+        "reserved but unallocated 8.5 GiB",
+    ], "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128"),
 ])
-def test_fragmentation(gpu_run, tmp_path, text, advice):
+def test_fragmentation(gpu_run, tmp_path, text, numbers, advice):
     run = gpu_run(single_job(tmp_path, text), FOUR_GPUS + "process 0 job=0 60000\n")
     frag = finding(run, "gpu-fragmentation")
     assert advice in frag["fix"]
-    evidence = "\n".join(frag["evidence"])
-    assert "reserved" in evidence
+    for line in numbers:
+        assert line in frag["evidence"], frag["evidence"]
     assert "GPU 0 (00000000:06:00.0)" in frag["title"]
 
 
+def test_fragmentation_with_expandable_segments_already_set(gpu_run, tmp_path):
+    """The job started with expandable segments on: traindoc records the setting and advises
+    what helps then, not the setting again."""
+    run = gpu_run(single_job(tmp_path, FRAGMENTED_2X), FOUR_GPUS + "process 0 job=0 60000\n",
+                  env_extra={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    frag = finding(run, "gpu-fragmentation")
+    assert "PyTorch allocator settings as the process started: expandable_segments:True" \
+        in frag["evidence"]
+    assert "Set PYTORCH_CUDA_ALLOC_CONF" not in frag["fix"]
+    assert "already set" in frag["fix"] and "reduce the batch size" in frag["fix"]
+
+
+# TensorFlow's and JAX's texts give no capacity: NVML's is named.
 @pytest.mark.parametrize("text, numbers, advice", [
-    (OOM_113, "requested 2.0 MiB, capacity 22.2 GiB, free 4.1 MiB", "batch size"),
-    (TF_OOM, "requested 256 MiB", "set_memory_growth"),
-    (JAX_OOM, "requested 16.0 GiB", "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    (OOM_113, "GPU 0 (00000000:06:00.0): requested 2.0 MiB, capacity 22.2 GiB, free 4.1 MiB",
+     "batch size"),
+    (TF_OOM, "GPU 0 (00000000:06:00.0): requested 256 MiB, capacity 79.6 GiB (NVML)",
+     "set_memory_growth"),
+    (JAX_OOM, "GPU 0 (00000000:06:00.0): requested 16.0 GiB, capacity 79.6 GiB (NVML)",
+     "XLA_PYTHON_CLIENT_PREALLOCATE=false"),
 ])
 def test_oom_texts_of_each_framework(gpu_run, tmp_path, text, numbers, advice):
     run = gpu_run(single_job(tmp_path, text), FOUR_GPUS + "process 0 job=0 60000\n")
     oom = finding(run, "gpu-oom")
-    assert numbers in "\n".join(oom["evidence"])
+    assert numbers in oom["evidence"], oom["evidence"]
     assert advice in oom["fix"]
     assert any("at that moment (NVML): rank 0" in e for e in oom["evidence"])
 

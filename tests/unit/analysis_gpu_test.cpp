@@ -17,6 +17,7 @@ namespace {
 
 using store::Evidence;
 using store::GpuDevice;
+using testing::AllOf;
 using testing::Contains;
 using testing::ElementsAre;
 using testing::HasSubstr;
@@ -63,7 +64,7 @@ Evidence four_ranks() {
     p.world_size = 4;
     p.rank_source = "torch";
     e.processes.push_back(p);
-    e.gpu.cuda_env.push_back({p.pid, p.start_ticks, std::nullopt, ""});
+    e.gpu.cuda_env.push_back({p.pid, p.start_ticks, std::nullopt, "", std::nullopt});
   }
   e.gpu.nvml_loaded = true;
   e.gpu.nvml_status = "NVML of driver 580.65.06: 4 GPU(s)";
@@ -189,6 +190,58 @@ TEST(GpuDevices, ARankOwnsItsLocalRanksDeviceOrItsOnlyOne) {
 
 // ---- placement --------------------------------------------------------------------------------
 
+// CUDA counts GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML in PCI bus order. On
+// identical GPUs the two agree; on mixed ones the finding says the mapping may be off.
+TEST(GpuDevices, MixedModelsWithoutPciBusIdOrderMakeTheMappingUncertain) {
+  const std::string oom =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+      "capacity of 39.39 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+      "process has 38.00 GiB memory in use. Of the allocated memory 36.20 GiB is allocated by "
+      "PyTorch, and 1.20 MiB is reserved by PyTorch but unallocated.";
+  auto caveats = [&](bool mixed, const std::string& order, std::optional<std::string> visible) {
+    Evidence e = four_ranks();
+    if (mixed) e.gpu.devices[2].name = e.gpu.devices[3].name = "NVIDIA A100-SXM4-40GB";
+    for (store::CudaEnv& env : e.gpu.cuda_env) {
+      env.device_order = order;
+      env.visible_devices = visible;
+    }
+    fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(oom));
+    Diagnosis d = diagnose(e);
+    const Finding* f = find(d, "gpu-oom");
+    std::vector<std::string> out;
+    for (const std::string& line : f ? f->evidence : std::vector<std::string>{}) {
+      if (line.starts_with("the device mapping may be off")) out.push_back(line);
+    }
+    EXPECT_NE(f, nullptr);
+    return out;
+  };
+  std::vector<std::string> mixed = caveats(true, "", std::nullopt);
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(mixed[0],
+            "the device mapping may be off: rank 0 (pid 110) has CUDA_DEVICE_ORDER unset (CUDA's "
+            "default, FASTEST_FIRST) and the GPUs differ in model (NVIDIA H100, NVIDIA "
+            "A100-SXM4-40GB), so its CUDA device numbers may count the GPUs in another order "
+            "than NVML's PCI bus order; set CUDA_DEVICE_ORDER=PCI_BUS_ID, or name the GPUs by "
+            "UUID in CUDA_VISIBLE_DEVICES");
+  EXPECT_THAT(caveats(true, "FASTEST_FIRST", "1,2"), Contains(HasSubstr("FASTEST_FIRST and")));
+  EXPECT_THAT(caveats(true, "PCI_BUS_ID", std::nullopt), IsEmpty());
+  EXPECT_THAT(caveats(false, "", std::nullopt), IsEmpty());  // identical GPUs: orders agree
+  EXPECT_THAT(caveats(true, "", "GPU-5f1c2000,GPU-5f1c3000"), IsEmpty());  // by UUID
+
+  // The same caveat on a foreign context: "its own GPU" rests on the mapping.
+  Evidence e = four_ranks();
+  e.gpu.devices[3].name = "NVIDIA A100-SXM4-40GB";
+  round(e, kT0 + kSecond,
+        {{{110, 30 * kGiB}, {111, 700 * kMiB}},
+         {{111, 20 * kGiB}},
+         {{112, 20 * kGiB}},
+         {{113, 20 * kGiB}}});
+  Diagnosis d = diagnose(e);
+  const Finding* foreign = find(d, "foreign-gpu-context");
+  ASSERT_NE(foreign, nullptr);
+  EXPECT_THAT(foreign->evidence, Contains(HasSubstr("the device mapping may be off: rank 1")));
+}
+
 TEST(GpuPlacement, OtherRanksOnGpu0AreForeignAndMakeItHeavy) {
   Evidence e = four_ranks();
   for (int s = 1; s <= 3; ++s) {
@@ -244,6 +297,26 @@ TEST(GpuPlacement, RankZeroAloneHeavyIsRankZeroWork) {
   ASSERT_THAT(kinds(d), ElementsAre("gpu-imbalance"));
   EXPECT_THAT(joined(d.findings[0].evidence), HasSubstr("likely cause: rank 0 holds the most"));
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(0));
+}
+
+// A rank other than 0 alone on its own GPU holds the most: no other rank there, no DataParallel,
+// no rank-0 work; what is left is that its inputs were larger.
+TEST(GpuPlacement, ARankHeavyOnItsOwnGpuHadLargerInputs) {
+  Evidence e = four_ranks();
+  round(e, kT0 + kSecond,
+        {{{110, 20 * kGiB}}, {{111, 21 * kGiB}}, {{112, 39 * kGiB}}, {{113, 20 * kGiB}}});
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("gpu-imbalance"));
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.title,
+            "GPU 2 (00000000:08:00.0) peaked at 39.5 GiB, 1.9x the median of the job's other GPUs "
+            "(20.5 GiB)");
+  EXPECT_THAT(f.ranks, ElementsAre(2));
+  EXPECT_THAT(f.evidence, Contains("likely cause: uneven inputs: the heavy rank got larger "
+                                   "batches (variable image or sequence sizes, uneven sharding); "
+                                   "pad or bucket inputs to equal sizes"));
+  EXPECT_THAT(joined(f.evidence), Not(HasSubstr("rank 0 holds the most")));
+  EXPECT_THAT(f.fix, HasSubstr("Make the ranks' inputs equal in size"));
 }
 
 TEST(GpuPlacement, OneProcessOnEveryGpuIsDataParallel) {
@@ -342,6 +415,61 @@ TEST(GpuOom, FragmentationAdviceFollowsTheVersion) {
   }
 }
 
+// What the process's allocator already had set (PYTORCH_CUDA_ALLOC_CONF as it started) shapes the
+// advice: expandable_segments:True is not advised again, max_split_size_mb is lowered.
+TEST(GpuOom, FragmentationAdviceFitsTheAllocatorSettings) {
+  const std::string new_text =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total "
+      "capacity of 79.65 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this "
+      "process has 78.50 GiB memory in use. Of the allocated memory 60.20 GiB is allocated by "
+      "PyTorch, and 17.30 GiB is reserved by PyTorch but unallocated. If reserved but "
+      "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+      "to avoid fragmentation.  See documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+  const std::string old_text =
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 22.20 "
+      "GiB total capacity; 12.00 GiB already allocated; 1.10 GiB free; 20.50 GiB reserved in "
+      "total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb "
+      "to avoid fragmentation.  See documentation for Memory Management and "
+      "PYTORCH_CUDA_ALLOC_CONF";
+  auto diagnose_with = [](const std::string& text, std::optional<std::string> conf) {
+    Evidence e = four_ranks();
+    e.gpu.cuda_env[0].alloc_conf = std::move(conf);
+    fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(text));
+    Diagnosis d = diagnose(e);
+    EXPECT_THAT(kinds(d), ElementsAre("gpu-fragmentation")) << text;
+    return d.findings.empty() ? Finding{} : d.findings[0];
+  };
+
+  Finding set =
+      diagnose_with(new_text, "expandable_segments:True,garbage_collection_threshold:0.6");
+  EXPECT_THAT(set.fix, Not(HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF")));
+  EXPECT_THAT(set.fix, HasSubstr("although expandable_segments:True is already set"));
+  EXPECT_THAT(set.fix, HasSubstr("fixed"));
+  EXPECT_THAT(set.fix, HasSubstr("reduce the batch size"));
+  EXPECT_THAT(set.fix, HasSubstr("garbage_collection_threshold"));
+  EXPECT_THAT(set.evidence, Contains("PyTorch allocator settings as the process started: "
+                                     "expandable_segments:True,garbage_collection_threshold:0.6"));
+  EXPECT_THAT(joined(set.evidence), HasSubstr("reserved but unallocated 17.3 GiB"));
+
+  // Set to False, or other settings only: expandable segments are advised, kept with the rest.
+  EXPECT_THAT(diagnose_with(new_text, "expandable_segments:False").fix,
+              HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and"));
+  EXPECT_THAT(diagnose_with(new_text, "max_split_size_mb:256").fix,
+              HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:256,"
+                        "expandable_segments:True"));
+  Finding none = diagnose_with(new_text, std::nullopt);
+  EXPECT_THAT(none.fix, HasSubstr("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and"));
+  EXPECT_THAT(joined(none.evidence), Not(HasSubstr("allocator settings")));
+
+  // PyTorch older than 2.1: max_split_size_mb, lowered when it is set already.
+  EXPECT_THAT(diagnose_with(old_text, std::nullopt).fix,
+              HasSubstr("PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128"));
+  Finding split = diagnose_with(old_text, "max_split_size_mb:128");
+  EXPECT_THAT(split.fix, HasSubstr("although max_split_size_mb is already 128: lower it"));
+  EXPECT_THAT(joined(split.evidence), HasSubstr("reserved but unallocated 8.5 GiB"));
+}
+
 TEST(GpuOom, ASingleRequestLargerThanTheGpuIsAShapeBug) {
   Evidence e = four_ranks();
   fail(e, 110, kT0 + kSecond, "",
@@ -404,6 +532,89 @@ TEST(GpuOom, AnOomOnAGpuWithForeignContextsMakesThemTheRootCause) {
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_THAT(d.findings[0].title, HasSubstr("and that GPU ran out of memory"));
   EXPECT_THAT(find(d, "gpu-oom")->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
+}
+
+// ---- pid namespaces ----------------------------------------------------------------------------
+
+constexpr int kHostOffset = 5'000'000;
+
+// A round where NVML names processes by pids traindoc's namespace does not have (pid 0).
+void unknown_round(Evidence& e, int64_t t, const std::vector<std::pair<int, uint64_t>>& on_gpu0) {
+  uint64_t used = 500 * kMiB;
+  for (auto [nvml_pid, bytes] : on_gpu0) {
+    used += bytes;
+    e.gpu.process_samples.push_back({t, 0, nvml_pid, 0, 0, bytes, "compute"});
+  }
+  store::GpuSample s;
+  s.t_ns = t;
+  s.device = 0;
+  s.memory_used = used;
+  e.gpu.samples.push_back(s);
+}
+
+const std::string kOomOnGpu0 =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.65 GiB of which 1.06 GiB is free. Including non-PyTorch memory, this process "
+    "has 57.90 GiB memory in use. Of the allocated memory 55.20 GiB is allocated by PyTorch, and "
+    "1.20 GiB is reserved by PyTorch but unallocated.";
+
+// traindoc in a container, NVML giving host pids: the job's ranks appear under pids traindoc
+// does not have. traindoc says so and does not ask to stop them.
+TEST(GpuPidNamespace, HostPidsOfTheJobAreNotCalledOutsiders) {
+  Evidence e = four_ranks();
+  unknown_round(e, kT0, {});  // before the job touched the GPU
+  unknown_round(e, kT0 + kSecond, {{kHostOffset + 110, 58 * kGiB}, {kHostOffset + 111, 20 * kGiB}});
+  // PyTorch's message lists the other processes by NVML's pids too.
+  std::string text = kOomOnGpu0;
+  text.insert(text.find("Of the allocated"), "Process 5000111 has 20.00 GiB memory in use. ");
+  fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(text));
+  EXPECT_THAT(pids_of_another_namespace(e), ElementsAre(kHostOffset + 110, kHostOffset + 111));
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
+  const Finding& oom = d.findings[0];
+  std::string evidence = joined(oom.evidence);
+  EXPECT_THAT(evidence, HasSubstr("at that moment (NVML): pid 5000110 (a pid of another pid "
+                                  "namespace: maybe one of the job's own processes) 58.0 GiB"));
+  EXPECT_THAT(evidence, HasSubstr("NVML's process list uses the pids of another pid namespace, "
+                                  "likely the host's pids of this container's processes"));
+  EXPECT_THAT(oom.evidence,
+              Contains("the OOM message names other processes on the GPU: pid 5000111 (a pid of "
+                       "another pid namespace: maybe one of the job's own processes) 20.0 GiB"));
+  EXPECT_THAT(oom.fix, Not(HasSubstr("stop them")));
+  EXPECT_THAT(oom.fix, Not(HasSubstr("outside the job")));
+  EXPECT_THAT(oom.fix, HasSubstr("NVML gave the pids of another pid namespace"));
+  EXPECT_THAT(d.missing_evidence,
+              Contains(AllOf(HasSubstr("GPU processes of the job not identified: NVML listed 2 "
+                                       "process(es) on the GPUs (pids 5000110, 5000111)"),
+                             HasSubstr("foreign-gpu-context"), HasSubstr("/host/proc"))));
+  ASSERT_EQ(d.gpus.size(), 4u);
+  ASSERT_EQ(d.gpus[0].holders.size(), 2u);
+  EXPECT_EQ(d.gpus[0].holders[0].who, "another pid namespace (maybe the job's)");
+}
+
+// Another user's process, there before the job and never the job's: named as before, with the
+// advice to stop it, and no note on pid namespaces.
+TEST(GpuPidNamespace, AnInvisibleProcessBesideTheJobsIsAnotherContainers) {
+  Evidence e = four_ranks();
+  unknown_round(e, kT0, {{kHostOffset, 20 * kGiB}});
+  e.gpu.process_samples.push_back({kT0 + kSecond, 0, 110, 110, 1100, 58 * kGiB, "compute"});
+  unknown_round(e, kT0 + kSecond, {{kHostOffset, 20 * kGiB}});
+  fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(kOomOnGpu0));
+  EXPECT_THAT(pids_of_another_namespace(e), IsEmpty());
+  Diagnosis d = diagnose(e);
+  const Finding* oom = find(d, "gpu-oom");
+  ASSERT_NE(oom, nullptr);
+  EXPECT_THAT(joined(oom->evidence), HasSubstr("pid 5000000 (not visible from traindoc's pid "
+                                               "namespace: another container or user) 20.0 GiB"));
+  EXPECT_THAT(oom->fix, HasSubstr("outside the job held the GPU"));
+  EXPECT_THAT(d.missing_evidence, Not(Contains(HasSubstr("not identified"))));
+
+  // Without the job's processes listed, a pid there from the first round on is still no sign
+  // of another namespace in a job that shows no GPU use.
+  Evidence cpu = four_ranks();
+  unknown_round(cpu, kT0, {{kHostOffset, 20 * kGiB}});
+  unknown_round(cpu, kT0 + kSecond, {{kHostOffset, 20 * kGiB}});
+  EXPECT_THAT(pids_of_another_namespace(cpu), IsEmpty());
 }
 
 // ---- CUDA errors -------------------------------------------------------------------------------
@@ -480,7 +691,7 @@ TEST(GpuMissing, OnlyGpuJobsAreToldNvmlIsMissing) {
   EXPECT_THAT(diagnose(e).missing_evidence, Not(Contains(HasSubstr("GPU"))));  // schema 2
   e.gpu.nvml_status = "NVML not loaded (libnvidia-ml.so.1): not found";
   EXPECT_THAT(diagnose(e).missing_evidence, Not(Contains(HasSubstr("GPU"))));  // a CPU job
-  e.gpu.cuda_env.push_back({110, 1100, "0", ""});
+  e.gpu.cuda_env.push_back({110, 1100, "0", "", std::nullopt});
   EXPECT_THAT(diagnose(e).missing_evidence,
               Contains("no GPU evidence: NVML not loaded (libnvidia-ml.so.1): not found; memory "
                        "per GPU, the processes on each and driver events (Xid, ECC) are "

@@ -53,7 +53,7 @@ TEST(SignatureTorchCudaOom, Format113And20) {
       "capacity; 3.07 GiB already allocated; 14.06 MiB free; 3.12 GiB reserved in total by "
       "PyTorch)",
       "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, "gpu-oom");  // 50 MiB, 1.2% of the GPU: a sliver too
   expect_fields(m, {{"exception_type", "RuntimeError"},
                     {"requested_bytes", "20971520"},
                     {"capacity_bytes", "4241280205"},
@@ -96,6 +96,67 @@ TEST(SignatureTorchCudaOom, Format2xFragmentation) {
                     {"allocated_bytes", "75269301862"},
                     {"reserved_unallocated_bytes", "6979321856"}});
   expect_no_field(m, "other_pids");
+}
+
+// Fragmentation is memory reserved but unallocated that is large against the request (with the
+// free memory it would have held it) and against the capacity (2% of the GPU at least).
+TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) {
+  const std::string head = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate ";
+  const std::string hint =
+      " is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try "
+      "setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+      "documentation for Memory Management  "
+      "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+  // 3.1 GiB stuck holds the 2 GiB asked; 3.9% of the GPU.
+  SignatureMatch m = match(head +
+                               "2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+                               "300.00 MiB is free. Including non-PyTorch memory, this process "
+                               "has 78.85 GiB memory in use. Of the allocated memory 74.20 GiB is "
+                               "allocated by PyTorch, and 3.10 GiB" +
+                               hint,
+                           "torch.cuda-oom");
+  EXPECT_EQ(m.kind, "gpu-fragmentation");
+  expect_fields(m, {{"requested_bytes", "2147483648"},
+                    {"free_bytes", "314572800"},
+                    {"reserved_unallocated_bytes", "3328599654"}});
+  // 3 GiB stuck is less than the 4 GiB asked, but 12.7% of the GPU, and with the 1.5 GiB free
+  // would have held it.
+  m = match(head +
+                "4.00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.50 GiB is free. "
+                "Including non-PyTorch memory, this process has 22.15 GiB memory in use. Of the "
+                "allocated memory 18.40 GiB is allocated by PyTorch, and 3.00 GiB" +
+                hint,
+            "torch.cuda-oom");
+  EXPECT_EQ(m.kind, "gpu-fragmentation");
+  // 5 GiB stuck is 6% of the GPU, but with the 1 GiB free far from the 20 GiB asked: the request
+  // does not fit however the memory is arranged.
+  m = match(head +
+                "20.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.00 GiB is free. "
+                "Including non-PyTorch memory, this process has 78.15 GiB memory in use. Of the "
+                "allocated memory 72.60 GiB is allocated by PyTorch, and 5.00 GiB" +
+                hint,
+            "torch.cuda-oom");
+  EXPECT_EQ(m.kind, "gpu-oom");
+  // 1.2 GiB stuck would, with the 1.06 GiB free, have held the 2 GiB asked, but is 1.5% of the
+  // GPU: the GPU was full (another process held 20 GiB).
+  m = match(head +
+                "2.00 GiB. GPU 0 has a total capacity of 79.65 GiB of which 1.06 GiB is free. "
+                "Including non-PyTorch memory, this process has 57.90 GiB memory in use. Process "
+                "4242 has 20.00 GiB memory in use. Of the allocated memory 55.20 GiB is allocated "
+                "by PyTorch, and 1.20 GiB" +
+                hint,
+            "torch.cuda-oom");
+  EXPECT_EQ(m.kind, "gpu-oom");
+  // The 1.13 format: 8.5 GiB (20.5 reserved - 12.0 allocated) holds the 1.5 GiB asked.
+  m = match(
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 22.20 "
+      "GiB total capacity; 12.00 GiB already allocated; 1.10 GiB free; 20.50 GiB reserved in "
+      "total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb "
+      "to avoid fragmentation.  See documentation for Memory Management and "
+      "PYTORCH_CUDA_ALLOC_CONF",
+      "torch.cuda-oom");
+  EXPECT_EQ(m.kind, "gpu-fragmentation");
+  expect_fields(m, {{"reserved_unallocated_bytes", "9126805504"}});
 }
 
 TEST(SignatureTorchCudaOom, Format2xOtherProcessesPoolsAndLimit) {

@@ -48,7 +48,8 @@ TEST(StoreGpu, RoundTripsEveryField) {
   want.processes = {{90001, 501, 0xF000'0000'0000'0001ULL, kT0, "python3 train.py"},
                     {90002, 0, 0, kT0 + kSecond, ""}};
   want.events = {{kT0 + 2 * kSecond, 1, "xid", 79, "GPU has fallen off the bus"}};
-  want.cuda_env = {{501, 7, "GPU-b,0", "PCI_BUS_ID"}, {502, 8, std::nullopt, ""}};
+  want.cuda_env = {{501, 7, "GPU-b,0", "PCI_BUS_ID", "expandable_segments:True"},
+                   {502, 8, std::nullopt, "", std::nullopt}};
   {
     StoreWriter writer = StoreWriter::open(path);
     writer.write_gpu_status(want.nvml_loaded, want.nvml_status);

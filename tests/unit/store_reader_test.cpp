@@ -406,7 +406,35 @@ TEST(StoreReader, ReadsTheGpuTablesOfTheSchemaV3Fixture) {
   ASSERT_EQ(gpu.cuda_env.size(), 2u);
   EXPECT_EQ(gpu.cuda_env[0].visible_devices, std::nullopt);
   EXPECT_EQ(gpu.cuda_env[1].visible_devices, "1");
+  EXPECT_EQ(gpu.cuda_env[1].alloc_conf, std::nullopt);  // schema 3 has no such column
   EXPECT_EQ(read_evidence(path), seen);
+}
+
+// Schema 4 adds the allocator settings of each process; a v3 file upgraded by a writer of this
+// build takes them from then on.
+TEST(StoreReader, ReadsTheAllocatorSettingsOfSchemaV4AndOfAnUpgradedV3File) {
+  TempDir dir;
+  const std::string v4 = dir.file("v4.db");
+  load_sql_fixture("schema_v4.sql", v4);
+  const Evidence seen = read_evidence(v4);
+  EXPECT_EQ(seen.schema_version, 4);
+  ASSERT_EQ(seen.gpu.cuda_env.size(), 2u);
+  EXPECT_EQ(seen.gpu.cuda_env[0].alloc_conf, std::nullopt);
+  EXPECT_EQ(seen.gpu.cuda_env[1].alloc_conf, "expandable_segments:True");
+  EXPECT_EQ(seen.gpu.cuda_env[1].visible_devices, "1");
+
+  const std::string v3 = dir.file("v3.db");
+  load_sql_fixture("schema_v3.sql", v3);
+  const CudaEnv env{512, 1100, "0", "", "max_split_size_mb:128"};
+  {
+    StoreWriter writer = StoreWriter::open(v3);
+    writer.write_cuda_env(env);
+  }
+  const Evidence upgraded = read_evidence(v3);
+  EXPECT_EQ(upgraded.schema_version, 4);
+  ASSERT_EQ(upgraded.gpu.cuda_env.size(), 3u);
+  EXPECT_EQ(upgraded.gpu.cuda_env[1].alloc_conf, std::nullopt);
+  EXPECT_EQ(upgraded.gpu.cuda_env[2], env);
 }
 
 // Files of schema 2 have no GPU evidence: they read as "not sampled", and a writer of this build
@@ -421,22 +449,27 @@ TEST(StoreReader, ASchemaV2FileHasNoGpuEvidenceUntilUpgraded) {
     writer.write_gpu_status(false, "NVML not found");
   }
   const Evidence upgraded = read_evidence(path);
-  EXPECT_EQ(upgraded.schema_version, 3);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
   EXPECT_EQ(upgraded.gpu.nvml_status, "NVML not found");
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v3.sql. A change
+// The golden check: the schema this build creates is the one frozen in schema_v4.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV3Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV4Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v3.sql", fixture);
+  load_sql_fixture("schema_v4.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 3);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 4);
+  // A v3 file upgraded by this build has the same schema.
+  const std::string upgraded = dir.file("upgraded.db");
+  load_sql_fixture("schema_v3.sql", upgraded);
+  { StoreWriter::open(upgraded); }
+  EXPECT_EQ(schema_of(upgraded), want);
 }
 
 TEST(StoreReader, ReadsTheSchemaV3FixtureCollectives) {

@@ -1,6 +1,7 @@
 // Tests of the NVML loader and the GPU sampler against the stand-in libnvidia-ml of
 // tests/fakes/nvml: every process-entry layout, the count-then-read retry, entry points a driver
 // refuses, a missing library, Xid events and a lost GPU, and NSpid parsing.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -217,6 +219,24 @@ TEST_F(FakeNvml, SamplerMapsPidsAndReportsXidAndALostGpu) {
   EXPECT_EQ(next.samples[0].temperature_c, std::nullopt);  // the slow fields wait their turn
 }
 
+// A driver older than nvmlEventSetWait_v2 still delivers its Xid events through nvmlEventSetWait.
+TEST_F(FakeNvml, EventsComeThroughTheOldWaitWhereV2IsMissing) {
+  void* old = dlopen(TRAINDOC_FAKE_NVML_OLD_EVENTS, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(old, nullptr) << dlerror();
+  EXPECT_EQ(dlsym(old, "nvmlEventSetWait_v2"), nullptr);
+  EXPECT_NE(dlsym(old, "nvmlEventSetWait"), nullptr);
+  dlclose(old);
+  two_gpus("xid 0 48 0\n");
+  GpuSampler sampler(TRAINDOC_FAKE_NVML_OLD_EVENTS);
+  ASSERT_TRUE(sampler.loaded()) << sampler.status();
+  EXPECT_EQ(sampler.status().find("no driver events"), std::string::npos) << sampler.status();
+  GpuRound round = sampler.sample(1000, false, {getpid()});
+  ASSERT_EQ(round.events.size(), 1u);
+  EXPECT_EQ(round.events[0].type, "xid");
+  EXPECT_EQ(round.events[0].code, 48u);
+  EXPECT_EQ(round.events[0].device, 0);
+}
+
 // A refused list is evidence (the sample says why), never an exception.
 TEST_F(FakeNvml, ARefusedProcessListIsRecorded) {
   two_gpus(
@@ -243,6 +263,79 @@ TEST_F(FakeNvml, APidNotVisibleHereIsKeptWithPidZero) {
   EXPECT_EQ(p.nvml_pid, 4'000'000);
   EXPECT_EQ(p.pid, 0);
   EXPECT_EQ(p.cmdline, "");
+}
+
+// In a container, NVML gives host pids. Above pid_max (4194304 at most) they cannot be ours.
+constexpr int kHostOffset = 5'000'000;
+
+TEST_F(FakeNvml, HostPidsAreMappedThroughTheHostsProc) {
+  const std::string host = m_script + ".host-proc";
+  two_gpus("hostpids " + std::to_string(kHostOffset) + " " + host + "\n");
+  setenv("TRAINDOC_HOST_PROC", host.c_str(), 1);
+  GpuSampler sampler(TRAINDOC_FAKE_NVML);
+  unsetenv("TRAINDOC_HOST_PROC");
+  EXPECT_NE(sampler.status().find("NVML's pids mapped to traindoc's pid namespace through " + host),
+            std::string::npos)
+      << sampler.status();
+  GpuRound round = sampler.sample(1, false, {getpid(), m_child});
+  std::filesystem::remove_all(host);
+  ASSERT_EQ(round.processes.size(), 3u);
+  EXPECT_EQ(round.processes[0].nvml_pid, getpid() + kHostOffset);
+  EXPECT_EQ(round.processes[0].pid, getpid());
+  EXPECT_EQ(round.processes[1].nvml_pid, m_child + kHostOffset);
+  EXPECT_EQ(round.processes[1].pid, m_child);
+  EXPECT_NE(round.processes[1].start_ticks, 0u);
+}
+
+TEST_F(FakeNvml, HostPidsWithoutTheHostsProcAreNotVisible) {
+  two_gpus("hostpids " + std::to_string(kHostOffset) + "\n");
+  setenv("TRAINDOC_HOST_PROC", (m_script + ".none").c_str(), 1);
+  GpuSampler sampler(TRAINDOC_FAKE_NVML);
+  unsetenv("TRAINDOC_HOST_PROC");
+  EXPECT_EQ(sampler.status().find("mapped"), std::string::npos);
+  GpuRound round = sampler.sample(1, false, {getpid(), m_child});
+  ASSERT_EQ(round.processes.size(), 3u);
+  for (const store::GpuProcessSample& p : round.processes) {
+    EXPECT_GT(p.nvml_pid, kHostOffset);
+    EXPECT_EQ(p.pid, 0);
+  }
+}
+
+// A host /proc is trusted only where traindoc finds itself, and a pid only with the same start.
+TEST(GpuPids, TheHostsProcMustShowTraindocAndTheSameStart) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("traindoc-host-proc-" + std::to_string(getpid()));
+  auto write = [&](const std::string& dir, const std::string& name, const std::string& text) {
+    std::filesystem::create_directories(root / dir);
+    std::ofstream(root / dir / name) << text;
+  };
+  std::string stat;
+  std::getline(std::ifstream("/proc/self/stat"), stat);
+  const int host = kHostOffset + 7;
+  write(std::to_string(host), "status",
+        "NSpid:\t" + std::to_string(host) + "\t" + std::to_string(getpid()) + "\n");
+  write(std::to_string(host), "stat", std::to_string(host) + stat.substr(stat.find(' ')) + "\n");
+  bool first = false;
+  // No "self" entry: not a /proc where traindoc appears.
+  EXPECT_EQ(GpuPidResolver(root.string()).resolve(host, {}, 1, first).pid, 0);
+  write("self", "status",
+        "NSpid:\t" + std::to_string(kHostOffset) + "\t" + std::to_string(getpid()) + "\n");
+  GpuPidResolver resolver(root.string());
+  EXPECT_TRUE(resolver.maps_host_pids());
+  EXPECT_EQ(resolver.resolve(host, {}, 1, first).pid, getpid());
+  // Another start time: the pid was reused since, not the same process.
+  std::string other = stat;
+  size_t close = other.rfind(')');
+  std::vector<std::string> fields;
+  std::istringstream words(other.substr(close + 2));
+  for (std::string w; words >> w;) fields.push_back(w);
+  fields[19] = std::to_string(std::stoull(fields[19]) + 1);  // field 22, starttime
+  std::string changed =
+      std::to_string(host) + " " + other.substr(other.find('('), close + 2 - other.find('('));
+  for (const std::string& w : fields) changed += w + " ";
+  write(std::to_string(host), "stat", changed + "\n");
+  EXPECT_EQ(GpuPidResolver(root.string()).resolve(host, {}, 1, first).pid, 0);
+  std::filesystem::remove_all(root);
 }
 
 TEST(GpuPids, ParsesNspid) {

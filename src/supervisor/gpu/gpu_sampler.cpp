@@ -12,6 +12,13 @@ std::string library_path(const std::string& requested) {
   return path != nullptr && *path != '\0' ? path : kNvmlDefaultLibrary;
 }
 
+// The host's /proc inside a container: TRAINDOC_HOST_PROC, else where monitoring agents usually
+// mount it. The resolver checks that traindoc itself appears there before it trusts it.
+std::string host_proc_path() {
+  const char* path = getenv("TRAINDOC_HOST_PROC");
+  return path != nullptr && *path != '\0' ? path : "/host/proc";
+}
+
 store::GpuEvent event_of(const nvmlEventData_t& data, int device, int64_t t_ns) {
   store::GpuEvent event;
   event.t_ns = t_ns;
@@ -38,6 +45,7 @@ store::GpuEvent event_of(const nvmlEventData_t& data, int device, int64_t t_ns) 
 GpuSampler::GpuSampler(const std::string& library) : m_library(library_path(library)) {
   m_nvml = NvmlLibrary::open(m_library, m_error);
   if (!m_nvml) return;
+  m_pids = GpuPidResolver(host_proc_path());
   m_driver = m_nvml->driver_version();
   unsigned count = 0;
   if (nvmlReturn_t status = m_nvml->device_count(count); status != NVML_SUCCESS) {
@@ -67,6 +75,9 @@ std::string GpuSampler::status() const {
   std::string text = "NVML of driver " + (m_driver.empty() ? "?" : m_driver) + " (" + m_library +
                      "): " + std::to_string(m_devices.size()) + " GPU(s)";
   if (!m_events) text += ", no driver events (Xid, ECC) on this driver";
+  if (m_pids.maps_host_pids()) {
+    text += ", NVML's pids mapped to traindoc's pid namespace through " + m_pids.host_proc();
+  }
   if (m_nvml->process_stride() != 0) {
     text += ", process entries of " + std::to_string(m_nvml->process_stride()) + " bytes from " +
             m_nvml->process_function();

@@ -166,7 +166,10 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   api->event_create = as<nvmlEventSetCreate_fn>(resolve(handle, {"nvmlEventSetCreate"}));
   api->event_register =
       as<nvmlDeviceRegisterEvents_fn>(resolve(handle, {"nvmlDeviceRegisterEvents"}));
-  api->event_wait = as<nvmlEventSetWait_fn>(resolve(handle, {"nvmlEventSetWait_v2"}));
+  // Drivers before CUDA 11's NVML have only the plain one, which writes the event without the
+  // MIG instance ids (24 bytes): the zeroed rest of nvmlEventData_t is left as it is.
+  api->event_wait =
+      as<nvmlEventSetWait_fn>(resolve(handle, {"nvmlEventSetWait_v2", "nvmlEventSetWait"}));
   api->event_free = as<nvmlEventSetFree_fn>(resolve(handle, {"nvmlEventSetFree"}));
   for (auto [names, out] :
        {std::pair{&kComputeNames, &api->compute}, std::pair{&kGraphicsNames, &api->graphics}}) {

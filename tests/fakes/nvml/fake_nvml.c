@@ -17,7 +17,16 @@
      ecc <device> <corrected> <uncorrected>
      xid <device> <xid> <after ms>   an Xid event that many ms after nvmlInit; Xid 79 also makes
                                      the device lost (NVML_ERROR_GPU_IS_LOST) from then on
+     hostpids <offset> [<dir>]  the lists give every pid plus <offset>, as the driver gives host
+                                pids to a process in a container's pid namespace. With <dir>, the
+                                fake keeps there what the host's /proc would show of them:
+                                <dir>/self/status for the loading process and <dir>/<pid+offset>/
+                                {status,stat} for each listed one, NSpid giving both pids
+     hostpids proc <dir>        the lists give each pid as the /proc mounted at <dir>, that of an
+                                outer pid namespace, numbers it (its NSpid and start time there)
 
+   Built twice: libnvidia-ml.so.1 exports nvmlEventSetWait_v2; old_events/libnvidia-ml.so.1 is a
+   driver from before CUDA 11 that exports only nvmlEventSetWait (24-byte events).
    Not thread-safe, as the supervisor's single sampling thread needs none. */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -27,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,7 +64,9 @@ struct fake_process {
   int device;
   char kind; /* 'p' pid, 'r' rank, 'j' job index */
   long who;
-  long pid; /* resolved; 0 when not found yet */
+  long pid;      /* resolved; 0 when not found yet */
+  long mirrored; /* the pid whose host /proc entry was written; 0 for none */
+  long outer;    /* with hostpids proc: the pid in the outer namespace, found for `mirrored` */
   unsigned long long bytes;
   unsigned long long growth; /* bytes per second */
   int graphics;
@@ -79,6 +91,9 @@ static struct {
   unsigned refused_count;
   unsigned stride;
   int grow;
+  long pid_offset;
+  char host_dir[256];
+  char outer_proc[256];
   long long init_ms;
   long long resolved_ms;
   int initialized;
@@ -147,6 +162,12 @@ static void load_script(const char* path) {
       g.stride = (unsigned)strtoul(rest, NULL, 10);
     } else if (strcmp(word, "refuse") == 0 && g.refused_count < MAX_REFUSED) {
       snprintf(g.refused[g.refused_count++], sizeof(g.refused[0]), "%s", rest);
+    } else if (strcmp(word, "hostpids") == 0) {
+      if (strncmp(rest, "proc ", 5) == 0) {
+        snprintf(g.outer_proc, sizeof(g.outer_proc), "%s", rest + 5);
+      } else if (sscanf(rest, "%ld %255s", &g.pid_offset, g.host_dir) < 1) {
+        g.pid_offset = 0;
+      }
     } else if (strcmp(word, "grow") == 0) {
       g.grow = atoi(rest);
     } else if (strcmp(word, "ecc") == 0) {
@@ -167,18 +188,29 @@ static void load_script(const char* path) {
 
 /* ---- job processes, found in /proc ---------------------------------------------------------- */
 
-static long parent_of(long pid) {
-  char path[64], text[512];
-  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+/* A whole small file into `text` (NUL-terminated); 0 when it cannot be read. */
+static size_t read_text(const char* path, char* text, size_t size) {
   FILE* file = fopen(path, "r");
   if (file == NULL) return 0;
-  size_t n = fread(text, 1, sizeof(text) - 1, file);
+  size_t n = fread(text, 1, size - 1, file);
   fclose(file);
   text[n] = '\0';
-  const char* close = strrchr(text, ')');
-  long ppid = 0;
-  if (close == NULL || sscanf(close + 2, "%*c %ld", &ppid) != 1) return 0;
-  return ppid;
+  return n;
+}
+
+/* Field `field` (counted from 1, as proc(5) does, >= 3) of a stat file; 0 when unreadable. */
+static unsigned long long stat_field(const char* path, int field) {
+  char text[1024];
+  if (read_text(path, text, sizeof(text)) == 0) return 0;
+  const char* at = strrchr(text, ')'); /* the end of field 2, the command name */
+  for (int f = 2; at != NULL && f < field; ++f) at = strchr(at + 1, ' ');
+  return at != NULL ? strtoull(at + 1, NULL, 10) : 0;
+}
+
+static long parent_of(long pid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  return (long)stat_field(path, 4);
 }
 
 static int descends_from_us(long pid) {
@@ -256,6 +288,76 @@ static void resolve_processes(void) {
   }
 }
 
+/* ---- the host's /proc, as a directory of plain files ------------------------------------------
+ */
+
+static void write_text(const char* dir, long pid, const char* name, const char* text) {
+  char path[512];
+  if (pid > 0) {
+    snprintf(path, sizeof(path), "%s/%ld", dir, pid);
+  } else {
+    snprintf(path, sizeof(path), "%s/self", dir);
+  }
+  mkdir(path, 0755);
+  strncat(path, "/", sizeof(path) - strlen(path) - 1);
+  strncat(path, name, sizeof(path) - strlen(path) - 1);
+  FILE* file = fopen(path, "w");
+  if (file == NULL) return;
+  fputs(text, file);
+  fclose(file);
+}
+
+/* status with NSpid "<host pid> <pid>", and stat as /proc has it under the host pid. */
+static void mirror(long pid, int self) {
+  char text[1024];
+  long host = pid + g.pid_offset;
+  snprintf(text, sizeof(text), "Name:\tfake\nNSpid:\t%ld\t%ld\n", host, pid);
+  write_text(g.host_dir, self ? 0 : host, "status", text);
+  if (self) return;
+  char path[64], stat[1024];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  if (read_text(path, stat, sizeof(stat)) == 0) return;
+  const char* after_pid = strchr(stat, ' ');
+  snprintf(text, sizeof(text), "%ld%s", host, after_pid ? after_pid : "\n");
+  write_text(g.host_dir, host, "stat", text);
+}
+
+/* Field 22 of a stat file: the start time in clock ticks, the same in every pid namespace. */
+static unsigned long long start_ticks(const char* path) {
+  return stat_field(path, 22);
+}
+
+/* The pid an outer namespace's /proc (g.outer_proc) gives the process `pid` of ours: the entry
+   whose NSpid ends with it and whose start time is the same. 0 when none. */
+static long outer_pid(long pid) {
+  char path[640], line[256];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  unsigned long long start = start_ticks(path);
+  DIR* dir = opendir(g.outer_proc);
+  if (dir == NULL) return 0;
+  long found = 0;
+  struct dirent* entry;
+  while (found == 0 && (entry = readdir(dir)) != NULL) {
+    if (!isdigit((unsigned char)entry->d_name[0])) continue;
+    snprintf(path, sizeof(path), "%s/%s/status", g.outer_proc, entry->d_name);
+    FILE* file = fopen(path, "r");
+    if (file == NULL) continue;
+    while (fgets(line, sizeof(line), file)) {
+      if (strncmp(line, "NSpid:", 6) != 0) continue;
+      char* last = strrchr(line, '\t');
+      long outer = strtol(line + 6, NULL, 10);
+      if (last != NULL && last != line + 6 && strtol(last + 1, NULL, 10) == pid) {
+        snprintf(path, sizeof(path), "%s/%s/stat", g.outer_proc, entry->d_name);
+        if (start_ticks(path) == start) found = outer;
+      }
+      break;
+    }
+    fclose(file);
+  }
+  closedir(dir);
+  return found;
+}
+
 /* ---- the NVML ABI -----------------------------------------------------------------------------
  */
 
@@ -280,6 +382,10 @@ EXPORT nvmlReturn_t nvmlInit_v2(void) {
   if (script != NULL) load_script(script);
   g.init_ms = now_ms();
   g.resolved_ms = -1000;
+  if (g.host_dir[0] != '\0') {
+    mkdir(g.host_dir, 0755);
+    mirror((long)getpid(), 1);
+  }
   g.initialized = 1;
   return refused("nvmlInit_v2") ? NVML_ERROR_UNKNOWN : NVML_SUCCESS;
 }
@@ -398,11 +504,16 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, voi
   }
   unsigned written = 0;
   for (unsigned i = 0; i < g.process_count; ++i) {
-    const struct fake_process* p = &g.processes[i];
+    struct fake_process* p = &g.processes[i];
     if (&g.devices[p->device] != device || p->graphics != graphics || !alive(p->pid)) continue;
+    if ((g.host_dir[0] != '\0' || g.outer_proc[0] != '\0') && p->mirrored != p->pid) {
+      if (g.host_dir[0] != '\0') mirror(p->pid, 0);
+      if (g.outer_proc[0] != '\0') p->outer = outer_pid(p->pid);
+      p->mirrored = p->pid;
+    }
     nvmlProcessInfo_v3_t entry;
     memset(&entry, 0, sizeof(entry));
-    entry.pid = (unsigned)p->pid;
+    entry.pid = (unsigned)(g.outer_proc[0] != '\0' ? p->outer : p->pid + g.pid_offset);
     entry.usedGpuMemory = bytes_of(p);
     entry.gpuInstanceId = 0xFFFFFFFFu;
     entry.computeInstanceId = 0xFFFFFFFFu;
@@ -488,10 +599,14 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
   return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
-                                        unsigned int timeout_ms) {
-  (void)set;
-  (void)timeout_ms; /* the supervisor passes 0; the fake never waits */
+/* The event before the MIG fields: what nvmlEventSetWait writes, 24 bytes. */
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+} fake_event_v1_t;
+
+static nvmlReturn_t event_wait(nvmlEventData_t* data, size_t size) {
   for (unsigned i = 0; i < g.xid_count; ++i) {
     struct fake_xid* x = &g.xids[i];
     if (x->delivered || now_ms() - g.init_ms < x->at_ms || (unsigned)x->device >= g.device_count ||
@@ -499,15 +614,32 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* dat
       continue;
     }
     x->delivered = 1;
-    memset(data, 0, sizeof(*data));
-    data->device = &g.devices[x->device];
-    data->eventType = TRAINDOC_NVML_EVENT_XID;
-    data->eventData = x->xid;
-    data->gpuInstanceId = 0xFFFFFFFFu;
-    data->computeInstanceId = 0xFFFFFFFFu;
+    nvmlEventData_t event;
+    memset(&event, 0, sizeof(event));
+    event.device = &g.devices[x->device];
+    event.eventType = TRAINDOC_NVML_EVENT_XID;
+    event.eventData = x->xid;
+    event.gpuInstanceId = 0xFFFFFFFFu;
+    event.computeInstanceId = 0xFFFFFFFFu;
+    memcpy(data, &event, size);
     return NVML_SUCCESS;
   }
   return NVML_ERROR_TIMEOUT;
+}
+
+/* The supervisor passes timeout 0; the fake never waits. */
+#ifdef FAKE_NVML_OLD_EVENTS
+#define EVENT_SET_WAIT nvmlEventSetWait
+#define EVENT_SIZE sizeof(fake_event_v1_t)
+#else
+#define EVENT_SET_WAIT nvmlEventSetWait_v2
+#define EVENT_SIZE sizeof(nvmlEventData_t)
+#endif
+EXPORT nvmlReturn_t EVENT_SET_WAIT(nvmlEventSet_t set, nvmlEventData_t* data,
+                                   unsigned int timeout_ms) {
+  (void)set;
+  (void)timeout_ms;
+  return event_wait(data, EVENT_SIZE);
 }
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
