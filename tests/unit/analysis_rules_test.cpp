@@ -575,10 +575,24 @@ TEST(OrderByCause, WarningsComeAfterErrors) {
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].kind, "native-crash");
   EXPECT_TRUE(d.findings[0].root_cause);
-  EXPECT_THAT(d.findings[0].consequences, ElementsAre(1u));
   EXPECT_EQ(d.findings[1].kind, "killed-externally");
   EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
   EXPECT_FALSE(d.findings[1].root_cause);
+  // Stopped before the crash: not something the crash caused.
+  EXPECT_THAT(d.findings[0].consequences, IsEmpty());
+}
+
+// A stop request after the failure is the teardown it set off: a consequence, warning or not.
+TEST(OrderByCause, AStopAfterTheRootCauseIsItsConsequence) {
+  Evidence e = torchrun_job();
+  e.crashes = {segv(kRank0, 500'100, 10)};
+  killed(e, kRank0, 10.05, SIGSEGV);
+  killed(e, kRank1, 11, SIGTERM);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
+  EXPECT_THAT(d.findings[0].consequences, ElementsAre(1u));
 }
 
 TEST(OrderByCause, OnlyWarningsHaveNoRootCause) {
