@@ -55,9 +55,8 @@ void label(const SignatureMatch& m, KnownFailure& f) {
   std::string value = field(m, "label");
   f.title = value.empty() ? "a target label is outside [0, classes)"
                           : "target label " + value + " is outside [0, classes)";
-  if (!field(m, "n_classes").empty()) f.title += " with " + field(m, "n_classes") + " classes";
   if (value == "255") {
-    f.evidence.push_back("255 is the void label of Cityscapes-style segmentation masks");
+    f.evidence.push_back("255 is the void label of segmentation masks (Cityscapes, Pascal VOC)");
     f.fix =
         "The dataset's void label 255 is not ignored: use CrossEntropyLoss(ignore_index=255) "
         "(or F.cross_entropy(..., ignore_index=255)), or remap void pixels to a class.";
@@ -153,6 +152,16 @@ void collective_mismatch(const SignatureMatch& m, KnownFailure& f) {
               " bytes where this rank expected " + field(m, "local_bytes");
   } else if (!field(m, "op").empty()) {
     f.title = "input shapes of " + field(m, "op") + " differ across ranks";
+    std::string dims = field(m, "shape");
+    if (!dims.empty()) {
+      // The shape is whole when its length was printed on the same line and agrees; otherwise
+      // its first values were printed here and the rest on the lines below.
+      auto length = int_field(m, "shape_dims");
+      bool whole = length && static_cast<size_t>(*length) == int_list(dims).size();
+      std::string listed = shape(dims);
+      f.title += ": rank " + field(m, "rank") + "'s shape " +
+                 (whole ? "is " + listed : "begins with " + listed.substr(1, listed.size() - 2));
+    }
   } else {
     f.title = "ranks called mismatched collectives";
   }
