@@ -2,6 +2,8 @@
 // that the signature extracted. Pure.
 #include "analysis/known_failure.h"
 
+#include "analysis/diagnosis.h"
+
 #include <algorithm>
 #include <charconv>
 #include <functional>
@@ -196,6 +198,22 @@ void launcher_bug(const SignatureMatch& m, KnownFailure& f) {
   }
 }
 
+void host_alloc(const SignatureMatch& m, KnownFailure& f) {
+  std::string text = field(m, "requested_bytes");
+  uint64_t bytes = 0;
+  // MemoryError says no more than its name.
+  if (std::from_chars(text.data(), text.data() + text.size(), bytes).ec != std::errc()) return;
+  f.title = "a host allocation of " + format_bytes(bytes) + " was refused";
+  if (!field(m, "shape").empty()) {
+    f.title += " (an array of shape " + shape(field(m, "shape")) + " " + field(m, "dtype") + ")";
+  }
+}
+
+void port_in_use(const SignatureMatch& m, KnownFailure& f) {
+  if (field(m, "port").empty()) return;
+  f.title = "the store could not listen on port " + field(m, "port") + ": " + field(m, "error");
+}
+
 const std::map<std::string, Describer>& describers() {
   static const std::map<std::string, Describer> kDescribers = {
       {"label-out-of-range", label},
@@ -207,6 +225,8 @@ const std::map<std::string, Describer>& describers() {
       {"collective-mismatch", collective_mismatch},
       {"collective-missing", collective_missing},
       {"launcher-bug", launcher_bug},
+      {"host-alloc-failed", host_alloc},
+      {"port-in-use", port_in_use},
   };
   return kDescribers;
 }
@@ -298,6 +318,10 @@ std::string fix_for(const std::string& kind) {
       {"host-alloc-failed",
        "One allocation was refused: the requested size is often a shape bug (a wrong dimension "
        "multiplied in); check it before adding memory."},
+      {"port-in-use",
+       "Another process holds the port: an earlier run still alive (`ss -ltnp` names it) or "
+       "another job on this node. End it, or give this job another port (torchrun "
+       "--master_port, MASTER_PORT)."},
       {"fd-exhausted",
        "File descriptors ran out: raise `ulimit -n`, or use "
        "torch.multiprocessing.set_sharing_strategy('file_system')."},

@@ -477,6 +477,38 @@ TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
   EXPECT_THAT(f.fix, HasSubstr("ignore_index=255"));
 }
 
+// Texts whose numbers say what went wrong give them in the title; MemoryError has none and is
+// named as raised.
+TEST(RuleFailedExit, KnownTextsNameTheirNumbers) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't "
+       "allocate memory: you tried to allocate 274877906944 bytes. Error code 12 (Cannot "
+       "allocate memory)",
+       "rank 0 (pid 1010): a host allocation of 256 GiB was refused"},
+      {"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an array with "
+       "shape (100000, 10000) and data type float64",
+       "rank 0 (pid 1010): a host allocation of 7.5 GiB was refused (an array of shape [100000, "
+       "10000] float64)"},
+      {"MemoryError", "rank 0 (pid 1010) raised MemoryError"},
+      {"RuntimeError: The server socket has failed to listen on any local network address. The "
+       "server socket has failed to bind to [::]:29611 (errno: 98 - Address already in use). The "
+       "server socket has failed to bind to 0.0.0.0:29611 (errno: 98 - Address already in use).",
+       "rank 0 (pid 1010): the store could not listen on port 29611: Address already in use"},
+  };
+  for (const auto& [line, title] : cases) {
+    Evidence e = torchrun_job();
+    e.log_lines = {
+        stderr_line(10.0, 28, "Traceback (most recent call last):"),
+        stderr_line(10.0, 29, "  File \"/home/user/proj/train.py\", line 12, in <module>"),
+        stderr_line(10.0, 30, line)};
+    exited(e, kRank0, 10.2, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 1u) << line;
+    EXPECT_EQ(d.findings[0].title, title);
+    EXPECT_FALSE(d.findings[0].fix.empty()) << line;
+  }
+}
+
 TEST(RuleFailedExit, WorkerExitCode) {
   Evidence e = torchrun_job();
   e.log_lines = {stderr_line(10.0, 30, "ValueError: bad")};
