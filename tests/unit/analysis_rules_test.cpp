@@ -598,6 +598,33 @@ TEST(OrderByCause, WorkerCrashIsTheRootOfTheCascade) {
   }
 }
 
+// Both workers of rank 0 crash; the rank reports the first one's death while the second one's
+// crash is still captured, so that worker dies after the rank printed its error and before the
+// rank exits. A worker whose crash handler already ran prints no Python traceback: the rank's
+// error stays the rank's.
+TEST(OrderByCause, AWorkerStillInItsCrashHandlerDidNotPrintTheRanksError) {
+  Evidence e = torchrun_job();
+  constexpr int kWorker0b = 1022;
+  e.processes.push_back(
+      ranked(proc(kWorker0b, kRank0, 500'302, process(e, kWorker0).cmdline), 0, true));
+  e.crashes = {segv(kWorker0b, 500'302, 10), segv(kWorker0, 500'300, 10.01)};
+  killed(e, kWorker0, 10.2, SIGSEGV);
+  e.log_lines = {stderr_line(10.5, 214, "Traceback (most recent call last):"),
+                 stderr_line(10.5, 215, "  File \"/home/user/proj/train.py\", line 9, in <module>"),
+                 stderr_line(10.5, 216, kDataLoaderError)};
+  killed(e, kWorker0b, 10.7, SIGSEGV);
+  exited(e, kRank0, 11, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "worker-crash");
+  std::vector<std::string> caused;
+  for (size_t i : d.findings[0].consequences) {
+    const Finding& f = d.findings[i];
+    if (f.pids == std::vector<int>{kRank0}) caused.push_back(f.kind);
+  }
+  EXPECT_THAT(caused, ElementsAre("python-exception"));
+}
+
 TEST(OrderByCause, WarningsComeAfterErrors) {
   Evidence e = torchrun_job();
   killed(e, kRank1, 5, SIGTERM);  // earlier, but only a warning
