@@ -8,12 +8,14 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPOSITORY = os.path.dirname(os.path.dirname(HERE))
 
 
 @dataclasses.dataclass
@@ -35,29 +37,34 @@ class Case:
     # False: the ranks named must include `ranks` (the collective checker also names the ranks
     # that waited); True: exactly `ranks`.
     all_ranks_named: bool = True
+    # Words of one consequence's title; "{pid}" stands for one of the root cause's pids (a
+    # failure merged from several processes names them all).
+    consequence_title: list = dataclasses.field(default_factory=list)
 
 
 CASES = [
     Case("T01", "worker_segfault.py", 0, "worker-crash", [0], ["worker", "SIGSEGV", "null pointer"],
-         ["string_at"], ["num_workers=0"], ["python-exception"]),
+         ["string_at"], ["num_workers=0"], ["python-exception"],
+         consequence_title=["DataLoader worker (pid(s) {pid}) exited unexpectedly"]),
     Case("T03", "worker_killed.py", 0, "worker-crash", [0], ["worker", "SIGKILL"], [], ["OOM"],
-         ["python-exception"]),
+         ["python-exception"], consequence_title=["DataLoader worker (pid(s) {pid}) exited unexpectedly"]),
     Case("T05", "worker_timeout.py", 0, "worker-timeout", [0], ["1000 ms"], ["worker_timeout.py"],
          ["timeout"]),
     Case("T08", "small_shm.py", 0, "shm-exhausted", [0], ["/dev/shm"], [], ["--shm-size"],
          small_shm=True),
     Case("S03", "label_255.py", 0, "label-out-of-range", [0], ["label 255", "[0, 19)"],
-         ["Target 255 is out of bounds", "label_255.py:18", "criterion("], ["ignore_index=255"]),
+         ["Target 255 is out of bounds", "label_255.py:27", "criterion("], ["ignore_index=255"]),
     Case("T30", "store_key_timeout.py", 0, "rendezvous-timeout", [0],
          ["dataset/prepared", "1000 ms"], [], ["store key"]),
     Case("S08", "native_crash_rank.py", 2, "native-crash", [1], ["rank 1", "SIGSEGV"],
-         ["in your code", "native_crash_rank.py", "fused_op"]),
+         ["in your code", 'native_crash_rank.py", line 16 in fused_op']),
     Case("T12", "collective_op_mismatch.py", 2, "collective-mismatch", [0, 1],
          ["all_reduce #1", "different op", "reduce at"], ["ALLREDUCE", "REDUCE"]),
     Case("T13", "collective_shape_mismatch.py", 2, "collective-mismatch", [0, 1],
          ["different shape", "[100, 2560]", "[200, 2560]"], ["512000 bytes"], ["pad"]),
     Case("H06", "uneven_all_gather.py", 2, "collective-mismatch", [0, 1],
-         ["all_gather #1", "different shape"], ["expected ("]),
+         ["all_gather #1", "different shape", "rank 0: [2]; [2]; [3]", "rank 1: [3]; [2]; [3]"],
+         ["expected (2) at index 1, got (3)"]),
     Case("S05", "dtype_mismatch.py", 2, "collective-mismatch", [0, 1],
          ["all_reduce #1", "different dtype", "float32", "int64"], [], ["Cast"], status=None),
     # Rank 0 blocks in its first call, so its second is never seen: the swap shows as a
@@ -78,7 +85,9 @@ CASES = [
     Case("H11", "skip_backward.py", 2, "uneven-inputs", [1], ["rank 1", "exit code 0"],
          ["backward steps: rank 1 ran 3, rank 0 4"], ["`continue`"], ["peer-exited"],
          all_ranks_named=False),
-    Case("T16", "peer_abort.py", 2, "abort", [1], ["rank 1", "SIGABRT"]),
+    Case("T16", "peer_abort.py", 2, "abort", [1], ["rank 1", "SIGABRT"], ["peer_abort.py\", line 17"],
+         consequences=["peer-exited"],
+         consequence_title=["rank 0", "lost its connection to rank 1 (pid {pid}), which had died of SIGABRT"]),
     Case("T28", "ddp_model_mismatch.py", 2, "ddp-model-mismatch", [0, 1],
          ["rank 0 has 4 parameters", "rank 1 has 2"]),
     Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1], ["indices 0"], [],
@@ -87,6 +96,16 @@ CASES = [
          redirects=False),
     Case("clean", "clean_single.py", 0, "", status=0),
     Case("clean DDP", "clean_ddp.py", 2, "", status=0),
+    # H01 and S04 finish: their diagnosis is a warning, with the growth of each process.
+    Case("H01", "python_list_dataset.py", 0, "memory-leak", [0], ["copy the Python objects", "2 worker(s)"],
+         ["with 2 workers per rank", "while its RSS stayed near"], ["numpy"], status=0,
+         options=["--interval", "0.2"]),
+    Case("S04", "total_loss_leak.py", 0, "memory-leak", [0], ["memory grows", "MiB per step"],
+         ["optimizer steps"], [".detach()"], args=["--keep-outputs"], status=0,
+         options=["--interval", "0.2"]),
+    Case("H03", "label_255.py", 0, "label-out-of-range", [0], ["label 255", "[0, 21)", "21 classes"],
+         ["Target 255 is out of bounds", "label_255.py:24", "F.cross_entropy(", "Pascal VOC"],
+         ["ignore_index=255"], args=["--voc"]),
 ]
 
 
@@ -142,8 +161,29 @@ def problems(case, status, report):
         found += [f"{field} lacks {w!r}: {root[field]}" for w in words if w not in root[field]]
     evidence = "\n".join(root["evidence"])
     found += [f"evidence lacks {w!r}" for w in case.evidence if w not in evidence]
-    kinds = [report["findings"][i]["kind"] for i in root["consequences"]]
+    consequences = [report["findings"][i] for i in root["consequences"]]
+    kinds = [f["kind"] for f in consequences]
     found += [f"no {k} consequence ({kinds})" for k in case.consequences if k not in kinds]
+    if case.consequence_title:
+        told = any(all(w.replace("{pid}", str(pid)) in f["title"] for w in case.consequence_title)
+                   for f in consequences for pid in root["pids"])
+        if not told:
+            found.append(f"no consequence's title has {case.consequence_title} with a pid of "
+                         f"{root['pids']}: {[f['title'] for f in consequences]}")
+    for finding in [root, *consequences]:
+        found += misnamed_processes(finding, report["processes"])
+    return found
+
+
+def misnamed_processes(finding, processes):
+    """Every "(pid N)" of a finding's title must be a process of the run, named by its role."""
+    roles = {p["pid"]: p["role_text"] for p in processes}
+    found = []
+    for pid in map(int, re.findall(r"\(pid (\d+)\)", finding["title"])):
+        if pid not in roles:
+            found.append(f"pid {pid} is no process of the run: {finding['title']}")
+        elif f"{roles[pid]} (pid {pid})" not in finding["title"]:
+            found.append(f"pid {pid} is {roles[pid]}: {finding['title']}")
     return found
 
 
@@ -177,8 +217,10 @@ def main():
         wrong = problems(case, status, report)
         failed += bool(wrong)
         mark = "" if not wrong else " **(" + "; ".join(wrong) + ")**"
+        # Paths as the repository names them, wherever it was checked out.
+        title = root["title"].replace(REPOSITORY + os.sep, "")
         print(f"| {case.id} | {case.script} {' '.join(case.args)} | {case.kind or '(none)'} | "
-              f"{root['kind']}{mark} | {root['ranks']} | {root['title']} | {seconds:.0f} |")
+              f"{root['kind']}{mark} | {root['ranks']} | {title} | {seconds:.0f} |")
     return 1 if failed else 0
 
 

@@ -188,6 +188,15 @@ void dispatch_to_next(int sig, siginfo_t* info, void* context) {
   if (context != nullptr) mask = static_cast<const ucontext_t*>(context)->uc_sigmask;
   sigorset(&mask, &mask, &next.sa_mask);
   if ((next.sa_flags & SA_NODEFER) == 0) sigaddset(&mask, sig);
+  // Signals that came while the crash was captured would have come after the program's handler
+  // without us: they stay blocked until it returns. (A DataLoader worker's parent sends SIGTERM
+  // once it sees another worker die, and PyTorch's worker answers it with exit 0: delivered
+  // first, it would hide the crash.)
+  sigset_t pending;
+  if (syscall(SYS_rt_sigpending, &pending, _NSIG / 8) == 0) {
+    for (int crash : kCrashSignals) sigdelset(&pending, crash);
+    sigorset(&mask, &mask, &pending);
+  }
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &saved, _NSIG / 8);
 
   uint64_t pc_before = 0;

@@ -180,8 +180,17 @@ void merge_same(std::vector<TimedFinding>& found) {
   found = std::move(out);
 }
 
+// Whether `later` is a consequence of the root cause: a failure (an error, or the launcher's
+// teardown, an info) at or after it, or a process stopped by a signal after it (the teardown
+// it set off). Warnings about a condition (a leak, a straggler, memory on the wrong GPU) and
+// anything before the root cause are not caused by it: they are listed on their own.
+bool caused_by(const TimedFinding& root, const TimedFinding& later) {
+  if (later.t_ns < root.t_ns) return false;
+  return later.finding.severity != Severity::kWarning || later.finding.kind == "killed-externally";
+}
+
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
-// error is the root cause and every later failure is listed as its consequence.
+// error is the root cause and the later failures are its consequences.
 std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
   std::stable_sort(found.begin(), found.end(), [](const TimedFinding& a, const TimedFinding& b) {
     bool a_error = a.finding.severity == Severity::kError;
@@ -189,13 +198,15 @@ std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
     if (a_error != b_error) return a_error;
     return a.t_ns < b.t_ns;
   });
+  if (!found.empty() && found.front().finding.severity == Severity::kError) {
+    found.front().finding.root_cause = true;
+    for (size_t i = 1; i < found.size(); ++i) {
+      if (caused_by(found.front(), found[i])) found.front().finding.consequences.push_back(i);
+    }
+  }
   std::vector<Finding> out;
   out.reserve(found.size());
   for (TimedFinding& timed : found) out.push_back(std::move(timed.finding));
-  if (!out.empty() && out.front().severity == Severity::kError) {
-    out.front().root_cause = true;
-    for (size_t i = 1; i < out.size(); ++i) out.front().consequences.push_back(i);
-  }
   return out;
 }
 

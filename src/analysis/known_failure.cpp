@@ -2,6 +2,8 @@
 // that the signature extracted. Pure.
 #include "analysis/known_failure.h"
 
+#include "analysis/diagnosis.h"
+
 #include <algorithm>
 #include <charconv>
 #include <functional>
@@ -55,9 +57,8 @@ void label(const SignatureMatch& m, KnownFailure& f) {
   std::string value = field(m, "label");
   f.title = value.empty() ? "a target label is outside [0, classes)"
                           : "target label " + value + " is outside [0, classes)";
-  if (!field(m, "n_classes").empty()) f.title += " with " + field(m, "n_classes") + " classes";
   if (value == "255") {
-    f.evidence.push_back("255 is the void label of Cityscapes-style segmentation masks");
+    f.evidence.push_back("255 is the void label of segmentation masks (Cityscapes, Pascal VOC)");
     f.fix =
         "The dataset's void label 255 is not ignored: use CrossEntropyLoss(ignore_index=255) "
         "(or F.cross_entropy(..., ignore_index=255)), or remap void pixels to a class.";
@@ -153,6 +154,16 @@ void collective_mismatch(const SignatureMatch& m, KnownFailure& f) {
               " bytes where this rank expected " + field(m, "local_bytes");
   } else if (!field(m, "op").empty()) {
     f.title = "input shapes of " + field(m, "op") + " differ across ranks";
+    std::string dims = field(m, "shape");
+    if (!dims.empty()) {
+      // The shape is whole when its length was printed on the same line and agrees; otherwise
+      // its first values were printed here and the rest on the lines below.
+      auto length = int_field(m, "shape_dims");
+      bool whole = length && static_cast<size_t>(*length) == int_list(dims).size();
+      std::string listed = shape(dims);
+      f.title += ": rank " + field(m, "rank") + "'s shape " +
+                 (whole ? "is " + listed : "begins with " + listed.substr(1, listed.size() - 2));
+    }
   } else {
     f.title = "ranks called mismatched collectives";
   }
@@ -187,6 +198,22 @@ void launcher_bug(const SignatureMatch& m, KnownFailure& f) {
   }
 }
 
+void host_alloc(const SignatureMatch& m, KnownFailure& f) {
+  std::string text = field(m, "requested_bytes");
+  uint64_t bytes = 0;
+  // MemoryError says no more than its name.
+  if (std::from_chars(text.data(), text.data() + text.size(), bytes).ec != std::errc()) return;
+  f.title = "a host allocation of " + format_bytes(bytes) + " was refused";
+  if (!field(m, "shape").empty()) {
+    f.title += " (an array of shape " + shape(field(m, "shape")) + " " + field(m, "dtype") + ")";
+  }
+}
+
+void port_in_use(const SignatureMatch& m, KnownFailure& f) {
+  if (field(m, "port").empty()) return;
+  f.title = "the store could not listen on port " + field(m, "port") + ": " + field(m, "error");
+}
+
 const std::map<std::string, Describer>& describers() {
   static const std::map<std::string, Describer> kDescribers = {
       {"label-out-of-range", label},
@@ -198,6 +225,8 @@ const std::map<std::string, Describer>& describers() {
       {"collective-mismatch", collective_mismatch},
       {"collective-missing", collective_missing},
       {"launcher-bug", launcher_bug},
+      {"host-alloc-failed", host_alloc},
+      {"port-in-use", port_in_use},
   };
   return kDescribers;
 }
@@ -289,6 +318,10 @@ std::string fix_for(const std::string& kind) {
       {"host-alloc-failed",
        "One allocation was refused: the requested size is often a shape bug (a wrong dimension "
        "multiplied in); check it before adding memory."},
+      {"port-in-use",
+       "Another process holds the port: an earlier run still alive (`ss -ltnp` names it) or "
+       "another job on this node. End it, or give this job another port (torchrun "
+       "--master_port, MASTER_PORT)."},
       {"fd-exhausted",
        "File descriptors ran out: raise `ulimit -n`, or use "
        "torch.multiprocessing.set_sharing_strategy('file_system')."},

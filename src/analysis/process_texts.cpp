@@ -50,15 +50,16 @@ const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
 // Unprefixed output: the process that failed soonest after printing it (one seen dead just
 // before the line was stamped only when none ended after); else the only non-worker alive then,
 // preferring the job's root. Processes whose output the launcher prefixes (`prefixed`) did not
-// print it.
+// print it, nor did those in `silent`.
 const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
-                              const std::set<const ProcessSummary*>& prefixed, int root_pid,
+                              const std::set<const ProcessSummary*>& prefixed,
+                              const std::set<const ProcessSummary*>& silent, int root_pid,
                               int64_t t_ns) {
   const ProcessSummary* found = nullptr;
   int64_t best = 0;
   for (const ProcessSummary& p : processes) {
     const store::ProcessRecord& r = p.record;
-    if (prefixed.contains(&p)) continue;
+    if (prefixed.contains(&p) || silent.contains(&p)) continue;
     if (!failed(r) || r.end_ns + kReadSlackNs < t_ns || r.end_ns > t_ns + kExitAfterPrintNs ||
         r.start_ns > t_ns + kReadSlackNs) {
       continue;
@@ -86,7 +87,7 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
 class Owners {
  public:
   Owners(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes)
-      : m_processes(processes), m_root(evidence.run.root_pid) {
+      : m_evidence(evidence), m_processes(processes), m_root(evidence.run.root_pid) {
     for (const store::LogLine& line : evidence.log_lines) {
       LinePrefix prefix = strip_launcher_prefix(line.text);
       if (!prefix.rank) continue;
@@ -99,10 +100,29 @@ class Owners {
   const ProcessSummary* of(std::string_view prefix, std::optional<int> prefix_rank,
                            int64_t t_ns) const {
     if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
-    return by_time(m_processes, m_prefixed, m_root, t_ns);
+    return by_time(m_processes, m_prefixed, {}, m_root, t_ns);
+  }
+
+  // A Python traceback that ended at `t_ns`: as of(), but not a DataLoader worker whose crash
+  // handler ran before then. It runs no Python after its crash, and while its crash is
+  // captured its rank reports another worker's death: the rank printed that traceback.
+  const ProcessSummary* of_traceback(const PythonTraceback& tb) const {
+    if (tb.prefix_rank) return of(tb.prefix, tb.prefix_rank, tb.t_ns);
+    std::set<const ProcessSummary*> crashed;
+    for (const store::Crash& crash : m_evidence.crashes) {
+      if (crash.time_ns == 0 || crash.time_ns >= tb.t_ns) continue;
+      for (const ProcessSummary& p : m_processes) {
+        if (p.role.role == Role::kWorker && p.record.pid == crash.pid &&
+            (crash.start_ticks == 0 || p.record.start_ticks == crash.start_ticks)) {
+          crashed.insert(&p);
+        }
+      }
+    }
+    return by_time(m_processes, m_prefixed, crashed, m_root, tb.t_ns);
   }
 
  private:
+  const store::Evidence& m_evidence;
   const std::vector<ProcessSummary>& m_processes;
   int m_root;
   std::set<const ProcessSummary*> m_prefixed;
@@ -116,7 +136,7 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
   Owners owners(evidence, processes);
   for (const PythonTraceback& tb : m_tracebacks) {
     m_traceback_signatures.push_back(match_traceback(tb));
-    m_traceback_owner.push_back(owners.of(tb.prefix, tb.prefix_rank, tb.t_ns));
+    m_traceback_owner.push_back(owners.of_traceback(tb));
   }
   // An embedded traceback was printed by the process that printed its host.
   for (size_t i = 0; i < m_tracebacks.size(); ++i) {

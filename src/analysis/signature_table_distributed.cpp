@@ -232,7 +232,11 @@ std::vector<Entry> distributed_signature_entries() {
        .failure = true,
        .needles = {"Error when verifying shape tensors for collective"},
        .parts = {{R"(verifying shape tensors for collective (\w+) on rank ([0-9]+))",
-                  {{1, "op"}, {2, "rank", C::kInt}}}},
+                  {{1, "op"}, {2, "rank", C::kInt}}},
+                 // The rank's own shape, printed as a tensor: one value a line, then its type
+                 // and length ("[ torch.LongTensor{1} ]") where the text is on one line.
+                 {R"(Got shapes:\s+([0-9]+(?:\s+[0-9]+)*)(?:\s*\[ ?[\w.]+\{([0-9]+)\} ?\])?)",
+                  {{1, "shape", C::kList}, {2, "shape_dims", C::kInt}}}},
        .description = "the older DETAIL check: input shapes differ across ranks",
        .example =
            "RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank "

@@ -466,11 +466,13 @@ std::optional<ExceptionLine> parse_exception_line(std::string_view text, bool st
   }
   if (strict) {
     std::string_view name = type.substr(type.rfind('.') + 1);
+    // A private class ("numpy.core._exceptions._ArrayMemoryError") is still a class name.
+    name.remove_prefix(std::min(name.find_first_not_of('_'), name.size()));
     static constexpr std::string_view kSuffixes[] = {"Error",     "Exception", "Exit",
                                                      "Interrupt", "Failure",   "Iteration"};
     bool named = std::any_of(std::begin(kSuffixes), std::end(kSuffixes),
                              [&](std::string_view s) { return name.ends_with(s); });
-    if (!named || name.front() < 'A' || name.front() > 'Z') return std::nullopt;
+    if (!named || name.empty() || name.front() < 'A' || name.front() > 'Z') return std::nullopt;
   }
   return ExceptionLine{type, message};
 }

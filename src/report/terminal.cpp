@@ -1,5 +1,6 @@
 // Terminal summary renderer. Any process.
-// Plain text, one screen: the verdict first, then the table, then where the details are.
+// Plain text, one screen: the verdict, the root cause and what it caused, the other findings,
+// then the process table, then where the details are.
 #include "report/terminal.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "report/json_report.h"
 
@@ -33,6 +35,7 @@ std::string peak_text(const std::optional<uint64_t>& bytes) {
 struct Palette {
   const char* bold = "";
   const char* red = "";
+  const char* yellow = "";
   const char* green = "";
   const char* dim = "";
   const char* reset = "";
@@ -40,30 +43,56 @@ struct Palette {
 
 Palette palette(bool colour) {
   if (!colour) return {};
-  return {"\033[1m", "\033[1;31m", "\033[32m", "\033[2m", "\033[0m"};
+  return {"\033[1m", "\033[1;31m", "\033[1;33m", "\033[32m", "\033[2m", "\033[0m"};
 }
 
-// The root cause's evidence lines shown; report.json has them all.
-constexpr size_t kEvidenceLines = 10;
+// Evidence lines shown: all a root cause needs, a few for a finding of its own; report.json has
+// them all.
+constexpr size_t kRootEvidenceLines = 10;
+constexpr size_t kOtherEvidenceLines = 3;
 
-// Root cause first, with its evidence and fix; then its consequences, one line each.
+// A finding's heading, its first evidence lines and its fix.
+std::string render_finding(const analysis::Finding& f, const char* label, const char* colour,
+                           size_t evidence_lines, const Palette& c) {
+  std::string out = fmt::format("  {}{}{} [{}] {}\n", colour, label, c.reset, f.kind, f.title);
+  size_t shown = std::min(f.evidence.size(), evidence_lines);
+  for (size_t e = 0; e < shown; ++e) out += "      " + f.evidence[e] + "\n";
+  if (shown < f.evidence.size()) {
+    out += fmt::format("      ... {} more lines in report.json\n", f.evidence.size() - shown);
+  }
+  if (!f.fix.empty()) out += std::string("    ") + c.green + "fix:" + c.reset + " " + f.fix + "\n";
+  return out;
+}
+
+// Root cause first, with its evidence and fix; then what it caused, one line each (as
+// report.json's `consequences` link them); then the findings it did not cause (warnings, and
+// failures not linked to it), each with a little evidence and its fix.
 std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   std::string out;
+  std::vector<bool> told(d.findings.size(), false);
   for (size_t i = 0; i < d.findings.size(); ++i) {
-    const analysis::Finding& f = d.findings[i];
-    if (i == 0 || f.root_cause) {
-      out += fmt::format("  {}{}{} [{}] {}\n", c.red, f.root_cause ? "ROOT CAUSE" : "finding",
-                         c.reset, f.kind, f.title);
-      size_t shown = std::min(f.evidence.size(), kEvidenceLines);
-      for (size_t e = 0; e < shown; ++e) out += "      " + f.evidence[e] + "\n";
-      if (shown < f.evidence.size()) {
-        out += fmt::format("      ... {} more lines in report.json\n", f.evidence.size() - shown);
-      }
-      if (!f.fix.empty())
-        out += std::string("    ") + c.green + "fix:" + c.reset + " " + f.fix + "\n";
-    } else {
-      out += std::string(c.dim) + fmt::format("  then [{}] {}", f.kind, f.title) + c.reset + "\n";
+    const analysis::Finding& root = d.findings[i];
+    if (!root.root_cause) continue;
+    told[i] = true;
+    out += render_finding(root, "ROOT CAUSE", c.red, kRootEvidenceLines, c);
+    if (!root.consequences.empty()) out += "  which caused:\n";
+    for (size_t k : root.consequences) {
+      if (k >= d.findings.size()) continue;
+      told[k] = true;
+      const analysis::Finding& f = d.findings[k];
+      out += std::string(c.dim) + fmt::format("    [{}] {}", f.kind, f.title) + c.reset + "\n";
     }
+  }
+  bool after_root = !out.empty();
+  for (size_t i = 0; i < d.findings.size(); ++i) {
+    if (told[i]) continue;
+    if (after_root) {
+      out += "  not caused by the root cause:\n";
+      after_root = false;
+    }
+    const analysis::Finding& f = d.findings[i];
+    const char* colour = f.severity == analysis::Severity::kError ? c.red : c.yellow;
+    out += render_finding(f, analysis::to_string(f.severity), colour, kOtherEvidenceLines, c);
   }
   return out;
 }
@@ -93,8 +122,16 @@ std::string render_gpus(const analysis::Diagnosis& d) {
 
 std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
   std::string out = "traindoc: " + job_verdict(d.run);
-  if (!d.findings.empty() && d.findings.front().root_cause) {
-    out += "; root cause [" + d.findings.front().kind + "] " + d.findings.front().title;
+  // The root cause; without one (the job did not fail), the first warning, so that a quiet run
+  // still says that something deserves a look.
+  if (!d.findings.empty() && d.findings.front().severity != analysis::Severity::kInfo) {
+    const analysis::Finding& f = d.findings.front();
+    out += fmt::format("; {} [{}] {}", f.root_cause ? "root cause" : to_string(f.severity), f.kind,
+                       f.title);
+    size_t rest = static_cast<size_t>(std::count_if(
+        d.findings.begin() + 1, d.findings.end(),
+        [](const analysis::Finding& o) { return o.severity != analysis::Severity::kInfo; }));
+    if (rest > 0) out += fmt::format(" (+{} more findings)", rest);
   }
   return out + " (" + run_dir + ")\n";
 }

@@ -1,5 +1,6 @@
-// The short summary printed at the end of a run: how the job ended, each process's role and
-// end, peak memory per role. Any process; written to the stream it is given (stderr in `run`).
+// The short summary printed at the end of a run: how the job ended, the findings (root cause,
+// its consequences, the others), each process's role and end, peak memory per role. Any
+// process; written to the stream it is given (stderr in `run`).
 #pragma once
 
 #include <cstdio>
@@ -17,7 +18,8 @@ struct TerminalOptions {
 std::string render_summary(const analysis::Diagnosis& diagnosis, const std::string& run_dir,
                            TerminalOptions options = {});
 
-// One line: how the job ended and the root cause, for quiet mode.
+// One line for quiet mode: how the job ended, the root cause (else the first warning) and how
+// many other findings there are.
 std::string render_verdict(const analysis::Diagnosis& diagnosis, const std::string& run_dir);
 
 // Whether to colour what is written to `fd`: a terminal, and NO_COLOR unset or empty.

@@ -62,6 +62,11 @@ def job_script(name, *args):
     return [PYTHON, str(JOBS / name), *map(str, args)]
 
 
+def fault_script(name, *args):
+    """A script of the fault zoo (examples/faults/)."""
+    return [PYTHON, str(ROOT / "examples" / "faults" / name), *map(str, args)]
+
+
 def torchrun(*args):
     """torchrun of Debian's PyTorch, with the redirects that its Python 3.11 build needs."""
     return [PYTHON, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", *map(str, args)]

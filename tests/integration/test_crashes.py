@@ -101,6 +101,12 @@ def test_dataloader_worker_segfault_is_the_root_cause(traindoc):
     assert "string_at" in "\n".join(root["evidence"])
     workers = {p["pid"]: p for p in run.report["processes"] if p["role"] == "worker"}
     assert root["pids"][0] in workers
+    # Each worker that crashed dies of its SIGSEGV and prints PyTorch's message, as without
+    # traindoc, rather than exiting 0 on its parent's SIGTERM while its crash is captured.
+    crashed = set(root["pids"])
+    for pid in crashed:
+        assert workers[pid]["exit"].get("signal_name") == "SIGSEGV", workers[pid]
+    assert run.stderr.count(b"Unexpected segmentation fault encountered in worker") == len(crashed)
     # The main process's RuntimeError is listed as the consequence, not as the cause.
     consequences = [findings[i] for i in root["consequences"]]
     rank_failure = [f for f in consequences if f["kind"] == "python-exception"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import job_script
+from conftest import fault_script, job_script
 
 STEPS = 100
 
@@ -52,7 +52,8 @@ def test_a_clean_loop_has_no_leak(traindoc, mode):
 
 def test_workers_copying_a_python_list_are_reported(traindoc):
     """CASES.md H01: an 8M-item list read by two workers; their USS grows, their RSS does not."""
-    run = traindoc(job_script("worker_copy.py", "list", 15), "--interval", "0.2", timeout=180)
+    run = traindoc(fault_script("python_list_dataset.py", "--seconds", 15), "--interval", "0.2",
+                   timeout=180)
     assert run.status == 0, run.stderr.decode()[-2000:]
     workers = run.processes("worker")
     assert len(workers) == 2

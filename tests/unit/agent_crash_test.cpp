@@ -709,6 +709,22 @@ TEST(AgentCrash, WithoutSupervisorTheProcessStillDiesPromptly) {
   EXPECT_EQ(crashes[0].signo, SIGSEGV);
 }
 
+// A signal that comes while the crash is captured (here during the wait for a supervisor that
+// never comes) is held until the program's handler has run: the process dies by its crash, as
+// without the agent, rather than by the handler of the later signal (a DataLoader worker's
+// exit 0 on its parent's SIGTERM).
+TEST(AgentCrash, ASignalDuringTheCaptureComesAfterTheProgramsHandler) {
+  std::string exe = crasher("stopped_while_crashing");
+  RunDir run;
+  Outcome plain = run_process({exe}, RunOptions{false, nullptr, 0, run.path()});
+  Outcome agent = run_process({exe}, RunOptions{true, &run, 0, run.path()});
+  ASSERT_TRUE(WIFSIGNALED(plain.status)) << describe(plain.status);
+  EXPECT_EQ(WTERMSIG(plain.status), SIGSEGV);
+  expect_same_death(plain, agent);
+  EXPECT_TRUE(contains(agent.err, "segv handler ran")) << agent.err;
+  EXPECT_GE(agent.seconds, common::kCrashWaitMs / 1000.0 * 0.9);  // the SIGTERM came meanwhile
+}
+
 TEST(AgentCrash, WithoutRunDirTheAgentDoesNothing) {
   RunDir run;
   for (const char* name : {"null_deref", "own_handler", "double_free"}) {

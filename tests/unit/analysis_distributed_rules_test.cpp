@@ -215,6 +215,37 @@ TEST(DistributedRules, GlooAbortOnSizesIsACollectiveMismatch) {
   }
 }
 
+// The older DETAIL text (PyTorch's docs): the rank's own shape is printed as a tensor, its
+// values on the exception's line and its type and length on the next. The title gives what the
+// line holds, and the whole shape where the text is on one line.
+TEST(DistributedRules, OlderShapeCheckNamesTheRanksShape) {
+  const char* exception =
+      "RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank 0. This "
+      "likely indicates that input shapes into the collective are mismatched across ranks. Got "
+      "shapes:  10";
+  for (bool one_line : {false, true}) {
+    Evidence e = torchrun_job();
+    e.log_lines = {
+        stderr_line(5.0, 10, "[default0]:Traceback (most recent call last):"),
+        stderr_line(5.0, 11, "[default0]:  File \"/home/user/proj/train.py\", line 9, in worker"),
+        stderr_line(5.0, 12, "[default0]:    work = default_pg.allreduce([tensor], opts)"),
+        stderr_line(
+            5.0, 13,
+            std::string("[default0]:") + exception + (one_line ? " [ torch.LongTensor{1} ]" : "")),
+    };
+    if (!one_line)
+      e.log_lines.push_back(stderr_line(5.0, 14, "[default0]:[ torch.LongTensor{1} ]"));
+    exited(e, kRank0, 5.2, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    EXPECT_EQ(d.findings[0].kind, "collective-mismatch");
+    EXPECT_EQ(d.findings[0].title,
+              std::string("rank 0 (pid 1010): input shapes of ALLREDUCE differ across ranks: "
+                          "rank 0's shape ") +
+                  (one_line ? "is [10]" : "begins with 10"));
+  }
+}
+
 TEST(DistributedRules, LauncherThatFailedBeforeStartingAnyRank) {
   Evidence e = torchrun_job();
   e.processes.resize(1);  // torchrun alone

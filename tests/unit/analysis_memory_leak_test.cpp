@@ -224,6 +224,9 @@ TEST(RuleMemoryLeak, AnOomKillBeforeTheGrowthIsNotItsConsequence) {
   EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
   EXPECT_EQ(d.findings[1].kind, "memory-leak");
   EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
+  // Nor is the growth that came after the kill the kill's consequence: a finding of its own.
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_THAT(d.findings[0].consequences, IsEmpty());
 }
 
 TEST(RuleMemoryLeak, FlatMemoryIsClean) {

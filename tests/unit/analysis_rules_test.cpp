@@ -477,6 +477,38 @@ TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
   EXPECT_THAT(f.fix, HasSubstr("ignore_index=255"));
 }
 
+// Texts whose numbers say what went wrong give them in the title; MemoryError has none and is
+// named as raised.
+TEST(RuleFailedExit, KnownTextsNameTheirNumbers) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't "
+       "allocate memory: you tried to allocate 274877906944 bytes. Error code 12 (Cannot "
+       "allocate memory)",
+       "rank 0 (pid 1010): a host allocation of 256 GiB was refused"},
+      {"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an array with "
+       "shape (100000, 10000) and data type float64",
+       "rank 0 (pid 1010): a host allocation of 7.5 GiB was refused (an array of shape [100000, "
+       "10000] float64)"},
+      {"MemoryError", "rank 0 (pid 1010) raised MemoryError"},
+      {"RuntimeError: The server socket has failed to listen on any local network address. The "
+       "server socket has failed to bind to [::]:29611 (errno: 98 - Address already in use). The "
+       "server socket has failed to bind to 0.0.0.0:29611 (errno: 98 - Address already in use).",
+       "rank 0 (pid 1010): the store could not listen on port 29611: Address already in use"},
+  };
+  for (const auto& [line, title] : cases) {
+    Evidence e = torchrun_job();
+    e.log_lines = {
+        stderr_line(10.0, 28, "Traceback (most recent call last):"),
+        stderr_line(10.0, 29, "  File \"/home/user/proj/train.py\", line 12, in <module>"),
+        stderr_line(10.0, 30, line)};
+    exited(e, kRank0, 10.2, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 1u) << line;
+    EXPECT_EQ(d.findings[0].title, title);
+    EXPECT_FALSE(d.findings[0].fix.empty()) << line;
+  }
+}
+
 TEST(RuleFailedExit, WorkerExitCode) {
   Evidence e = torchrun_job();
   e.log_lines = {stderr_line(10.0, 30, "ValueError: bad")};
@@ -566,6 +598,33 @@ TEST(OrderByCause, WorkerCrashIsTheRootOfTheCascade) {
   }
 }
 
+// Both workers of rank 0 crash; the rank reports the first one's death while the second one's
+// crash is still captured, so that worker dies after the rank printed its error and before the
+// rank exits. A worker whose crash handler already ran prints no Python traceback: the rank's
+// error stays the rank's.
+TEST(OrderByCause, AWorkerStillInItsCrashHandlerDidNotPrintTheRanksError) {
+  Evidence e = torchrun_job();
+  constexpr int kWorker0b = 1022;
+  e.processes.push_back(
+      ranked(proc(kWorker0b, kRank0, 500'302, process(e, kWorker0).cmdline), 0, true));
+  e.crashes = {segv(kWorker0b, 500'302, 10), segv(kWorker0, 500'300, 10.01)};
+  killed(e, kWorker0, 10.2, SIGSEGV);
+  e.log_lines = {stderr_line(10.5, 214, "Traceback (most recent call last):"),
+                 stderr_line(10.5, 215, "  File \"/home/user/proj/train.py\", line 9, in <module>"),
+                 stderr_line(10.5, 216, kDataLoaderError)};
+  killed(e, kWorker0b, 10.7, SIGSEGV);
+  exited(e, kRank0, 11, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "worker-crash");
+  std::vector<std::string> caused;
+  for (size_t i : d.findings[0].consequences) {
+    const Finding& f = d.findings[i];
+    if (f.pids == std::vector<int>{kRank0}) caused.push_back(f.kind);
+  }
+  EXPECT_THAT(caused, ElementsAre("python-exception"));
+}
+
 TEST(OrderByCause, WarningsComeAfterErrors) {
   Evidence e = torchrun_job();
   killed(e, kRank1, 5, SIGTERM);  // earlier, but only a warning
@@ -575,10 +634,24 @@ TEST(OrderByCause, WarningsComeAfterErrors) {
   ASSERT_EQ(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].kind, "native-crash");
   EXPECT_TRUE(d.findings[0].root_cause);
-  EXPECT_THAT(d.findings[0].consequences, ElementsAre(1u));
   EXPECT_EQ(d.findings[1].kind, "killed-externally");
   EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
   EXPECT_FALSE(d.findings[1].root_cause);
+  // Stopped before the crash: not something the crash caused.
+  EXPECT_THAT(d.findings[0].consequences, IsEmpty());
+}
+
+// A stop request after the failure is the teardown it set off: a consequence, warning or not.
+TEST(OrderByCause, AStopAfterTheRootCauseIsItsConsequence) {
+  Evidence e = torchrun_job();
+  e.crashes = {segv(kRank0, 500'100, 10)};
+  killed(e, kRank0, 10.05, SIGSEGV);
+  killed(e, kRank1, 11, SIGTERM);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
+  EXPECT_THAT(d.findings[0].consequences, ElementsAre(1u));
 }
 
 TEST(OrderByCause, OnlyWarningsHaveNoRootCause) {

@@ -222,7 +222,15 @@ TEST(SignatureC10d, DetailCollectiveMismatchCurrentAndOld) {
       "shapes:  10 [ torch.LongTensor{1} ]",
       "torch.collective-shape-verify");
   EXPECT_EQ(m.kind, "collective-mismatch");
-  expect_fields(m, {{"op", "ALLREDUCE"}, {"rank", "0"}});
+  expect_fields(m, {{"op", "ALLREDUCE"}, {"rank", "0"}, {"shape", "10"}, {"shape_dims", "1"}});
+  // As PyTorch prints it: the shape tensor's values one a line, then its type and length.
+  m = match(
+      "RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank 0. This "
+      "likely indicates that input shapes into the collective are mismatched across ranks. Got "
+      "shapes:  10",
+      "torch.collective-shape-verify");
+  expect_fields(m, {{"op", "ALLREDUCE"}, {"rank", "0"}, {"shape", "10"}});
+  expect_no_field(m, "shape_dims");
 }
 
 TEST(SignatureC10d, MonitoredBarrier) {

@@ -198,6 +198,12 @@ TEST(SignatureExceptionLine, PythonExceptionNames) {
   EXPECT_FALSE(parse_exception_line("epoch 1: loss 0.5"));
   EXPECT_FALSE(parse_exception_line("http://x"));
   EXPECT_FALSE(parse_exception_line("socket.timeout: timed out"));
+  e = parse_exception_line(
+      "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an array with "
+      "shape (100000, 10000) and data type float64");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->type, "numpy.core._exceptions._ArrayMemoryError");
+  EXPECT_FALSE(parse_exception_line("_lower_error: x"));
   e = parse_exception_line("socket.timeout: timed out", /*strict=*/false);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->type, "socket.timeout");

@@ -1,5 +1,7 @@
-// Tests of the terminal summary: golden files for a torchrun-shaped run and for a command that
-// could not start (tests/fixtures/report/summary_*.txt), row truncation, process end texts.
+// Tests of the terminal summary: golden files for a torchrun-shaped run, with and without its
+// findings, and for a command that could not start (tests/fixtures/report/summary_*.txt), how
+// consequences and other findings are told apart, quiet mode's verdict, row truncation, process
+// end texts.
 // TRAINDOC_UPDATE_GOLDEN=1 rewrites the golden files from the current output.
 #include "report/terminal.h"
 
@@ -109,6 +111,106 @@ Diagnosis torchrun_diagnosis() {
 
 TEST(TerminalSummary, TorchrunGolden) {
   expect_golden("summary_torchrun.txt", render_summary(torchrun_diagnosis(), "/runs/job-1"));
+}
+
+analysis::Finding finding(std::string kind, analysis::Severity severity, std::string title) {
+  analysis::Finding f;
+  f.kind = std::move(kind);
+  f.severity = severity;
+  f.title = std::move(title);
+  return f;
+}
+
+// The torchrun run above, diagnosed: a worker's crash is the root cause; its rank's exception
+// and the launcher's teardown are its consequences; a leak that began earlier is a warning of
+// its own.
+Diagnosis diagnosed_torchrun() {
+  using analysis::Severity;
+  Diagnosis d = torchrun_diagnosis();
+  analysis::Finding root =
+      finding("worker-crash", Severity::kError,
+              "worker 0 of rank 0 (pid 4210) died of SIGSEGV: null pointer dereference "
+              "(address 0x0)");
+  root.root_cause = true;
+  root.ranks = {0};
+  root.pids = {4210};
+  root.evidence = {
+      "crash record of worker 0 of rank 0 (pid 4210) at +11.9 s: SIGSEGV, SEGV_MAPERR at 0x0",
+      "blame frame: strlen in libc.so.6",
+      "Python: in your code at dataset.py:17 in __getitem__: header = ctypes.string_at(0)"};
+  root.fix = "A NULL dereference in native code that Dataset.__getitem__ called.";
+  root.consequences = {1, 3};
+  analysis::Finding rank = finding("python-exception", Severity::kError,
+                                   "rank 0 (pid 4201) raised RuntimeError: DataLoader worker "
+                                   "(pid(s) 4210) exited unexpectedly");
+  analysis::Finding leak = finding("memory-leak", Severity::kWarning,
+                                   "rank 1 (pid 4202): host memory grows 2.10 MiB per step");
+  leak.evidence = {
+      "RSS of rank 1 (pid 4202) grew from 1148.0 MiB to 2012.2 MiB between steps 82 and 494 "
+      "(+864.2 MiB): 2.10 MiB per step, a robust (Theil-Sen) fit of 49 samples after warm-up, "
+      "growing in 4 of 4 quarters",
+      "a step is one of the process's optimizer steps, counted by traindoc's Python hook",
+      "at this rate the 6.2 GiB of available memory runs out after about 3024 more steps, near "
+      "step 3518",
+      "the steps of its growth: 0.4 s each"};
+  leak.fix = "Accumulate loss.item(), not the loss tensor.";
+  analysis::Finding stopped = finding("killed-externally", Severity::kInfo,
+                                      "rank 1 (pid 4202) was stopped by SIGTERM from its launcher");
+  d.findings = {root, rank, leak, stopped};
+  return d;
+}
+
+TEST(TerminalSummary, FindingsGolden) {
+  expect_golden("summary_findings.txt", render_summary(diagnosed_torchrun(), "/runs/job-3"));
+}
+
+// The consequences are the ones the root cause links (report.json's `consequences`), not
+// whatever follows it; the rest are told apart, with their fix.
+TEST(TerminalSummary, ConsequencesAreTheLinkedFindings) {
+  std::string text = render_summary(diagnosed_torchrun(), "/r");
+  size_t caused = text.find("  which caused:\n");
+  size_t apart = text.find("  not caused by the root cause:\n");
+  ASSERT_NE(caused, std::string::npos) << text;
+  ASSERT_NE(apart, std::string::npos) << text;
+  EXPECT_LT(caused, text.find("    [python-exception] rank 0 (pid 4201)"));
+  EXPECT_LT(text.find("    [killed-externally] rank 1"), apart);
+  EXPECT_GT(text.find("  warning [memory-leak] rank 1 (pid 4202)"), apart);
+  EXPECT_NE(text.find("      ... 1 more lines in report.json\n    fix: Accumulate loss.item()"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("then ["), std::string::npos);
+}
+
+// Without a root cause (the job did not fail), warnings are told on their own, with no heading
+// that speaks of a root cause.
+TEST(TerminalSummary, WarningsWithoutARootCause) {
+  Diagnosis d = diagnosed_torchrun();
+  d.findings = {d.findings[2]};
+  std::string text = render_summary(d, "/r");
+  EXPECT_NE(text.find("\n  warning [memory-leak] rank 1 (pid 4202): host memory grows"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("root cause"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ROOT CAUSE"), std::string::npos) << text;
+}
+
+// Quiet mode's one line: how the job ended, the root cause and how many other findings.
+TEST(TerminalVerdict, NamesTheRootCause) {
+  EXPECT_EQ(render_verdict(diagnosed_torchrun(), "/runs/job-3"),
+            "traindoc: the job exited with code 1 after 12.3 s; root cause [worker-crash] worker 0 "
+            "of rank 0 (pid 4210) died of SIGSEGV: null pointer dereference (address 0x0) (+2 "
+            "more findings) (/runs/job-3)\n");
+}
+
+TEST(TerminalVerdict, AFinishedJobNamesItsFirstWarning) {
+  Diagnosis d = diagnosed_torchrun();
+  d.run.exit_code = 0;
+  d.findings = {d.findings[2], d.findings[3]};
+  EXPECT_EQ(render_verdict(d, "/r"),
+            "traindoc: the job exited with code 0 after 12.3 s; warning [memory-leak] rank 1 (pid "
+            "4202): host memory grows 2.10 MiB per step (/r)\n");
+  d.findings.clear();
+  EXPECT_EQ(render_verdict(d, "/r"), "traindoc: the job exited with code 0 after 12.3 s (/r)\n");
 }
 
 TEST(TerminalSummary, ExecErrorGolden) {
