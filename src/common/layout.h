@@ -185,7 +185,7 @@ enum class CollectiveOp : uint16_t {
 
 enum class CollectiveEvent : uint8_t {
   kEnter = 1,  // the call started (NCCL: issued; the call returns at once)
-  kExit = 2,   // the call returned; only group, number and time are meaningful
+  kExit = 2,   // the call returned; only group, number, time and flags are meaningful
 };
 
 enum class CollectiveSource : uint8_t { kPython = 1, kNccl = 2 };
@@ -195,9 +195,12 @@ inline constexpr uint8_t kDtypeUnknown = 255;
 // Reduce ops: NCCL's ncclRedOp_t numbering (0 sum .. 4 avg), then the ones NCCL lacks.
 inline constexpr uint8_t kRedOpNone = 255;
 
-inline constexpr uint8_t kCollectiveAsync = 1;      // async_op=True: exit when issued
+inline constexpr uint8_t kCollectiveAsync = 1;      // async_op=True, isend/irecv: exit when issued
 inline constexpr uint8_t kCollectiveInGroup = 2;    // inside ncclGroupStart/End
 inline constexpr uint8_t kCollectiveTruncated = 4;  // more tensors or dims than recorded
+// The backend returns once the op is queued (NCCL, CUDA tensors): exit when issued.
+inline constexpr uint8_t kCollectiveQueued = 8;
+inline constexpr uint8_t kCollectiveRaised = 16;  // exit records: the call raised (a timeout...)
 
 // One call, as the recorders fill it.
 struct CollectiveCall {

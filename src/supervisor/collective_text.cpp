@@ -141,7 +141,7 @@ store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint
   out.peer = call.peer;
   out.site = site_text(call);
   out.step = call.step;
-  out.async = (call.flags & common::kCollectiveAsync) != 0;
+  out.async = (call.flags & (common::kCollectiveAsync | common::kCollectiveQueued)) != 0;
   return out;
 }
 

@@ -2,6 +2,7 @@
 sites) in report.json, and the terminal line printed while the job still runs."""
 import json
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -183,6 +184,19 @@ def test_a_straggler_is_told_apart_from_a_desync(tmp_path):  # H14
     evidence = "\n".join(finding["evidence"])
     sleep_line = SCRIPT.read_text().splitlines().index("        time.sleep(4)  # long generations") + 1
     assert f"line {sleep_line} in straggler" in evidence, evidence
+
+
+def test_a_late_peer_of_an_async_call_is_no_finding(tmp_path):
+    """Rank 1's all_reduce(async_op=True) returns at once and rank 0 makes it 2 s later: the
+    return is no sign that rank 1 gave up, and --on-mismatch abort leaves the job alone."""
+    run = faults(tmp_path, "late_peer_async", "--on-mismatch", "abort")
+    assert run.status == 0
+    assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
+    assert not [text for _, text in run.lines if text.startswith("traindoc: collective")]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute("SELECT group_rank, async, end_ns > 0 FROM collectives "
+                          "WHERE op = 'all_reduce' ORDER BY group_rank").fetchall()
+    assert rows == [(0, 0, 1), (1, 1, 1)]
 
 
 def test_order_swapped(tmp_path):  # S06
