@@ -191,6 +191,16 @@ def _current_step():
     return current() if current is not None else 0
 
 
+def _peer_of(c10d, group, arguments, peer_arg, op):
+    """The root or peer as a global rank: given as one (src, dst; roots default to rank 0, and a
+    receive without a source takes any), or, from PyTorch 2.6, as a rank of the group
+    (group_src, group_dst)."""
+    group_peer = arguments.get("group_" + peer_arg)
+    if group_peer is None:
+        return arguments.get(peer_arg, None if op == RECV else 0)
+    return c10d.get_global_rank(group, group_peer)
+
+
 def _build(c10d, spec, arguments):
     op, tensor_args, redop_arg, peer_arg = spec
     group = arguments.get("group")
@@ -204,8 +214,7 @@ def _build(c10d, spec, arguments):
     call.redop = _NO_REDOP
     call.dtype = _UNKNOWN_DTYPE
     group_id, queued = _group_info(c10d, group)
-    # Roots default to rank 0; a receive without a source takes any.
-    peer = arguments.get(peer_arg, None if op == RECV else 0) if peer_arg else None
+    peer = _peer_of(c10d, group, arguments, peer_arg, op) if peer_arg else None
     if op in (SEND, RECV):
         if peer is None:  # a receive from any source pairs with nothing known in advance
             return None
