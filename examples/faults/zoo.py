@@ -87,6 +87,13 @@ CASES = [
          redirects=False),
     Case("clean", "clean_single.py", 0, "", status=0),
     Case("clean DDP", "clean_ddp.py", 2, "", status=0),
+    # Rank 0 alone syncs a metric: the blame is rank 0's, not that of the ranks that never make it.
+    Case("H16", "rank_zero_collective.py", 3, "collective-order", [0],
+         ["rank 0 made all_reduce #3", "from another place"],
+         ["the odd one", "rank_zero_collective.py:23"], ["rank_zero_only=True"], ["peer-exited"]),
+    Case("T17", "rank_zero_collective.py", 3, "collective-missing", [0],
+         ["rank 0 alone made all_reduce #4", "rank_zero_collective.py:23"],
+         ["never calls from there"], ["unconditional"], ["peer-exited"], ["--at-end"]),
 ]
 
 

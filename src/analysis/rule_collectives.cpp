@@ -148,6 +148,14 @@ std::string stack_excerpt(const std::string& stack) {
 
 }  // namespace
 
+bool odd_call_found(const RuleContext& context) {
+  return std::any_of(context.evidence.collective_issues.begin(),
+                     context.evidence.collective_issues.end(),
+                     [](const store::CollectiveIssue& issue) {
+                       return std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
+                     });
+}
+
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     if (issue.field == "late") continue;  // told with the stall it ends

@@ -604,13 +604,12 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     waits +=
         "; the ranks' call sites first differed at #" + std::to_string(group.first_site_divergence);
   }
-  std::string wait = (someone_waits ? "waited in it" : "made it") + std::string(" since ") +
-                     seconds_text(now_ns - since) + " (" + reason + ")";
   issue.message =
       extra ? kind + ": " + ranks_text(arrived) + " alone made " + waits + " in " +
                   group_text(waited->call) +
-                  ", from a place no other rank calls from (code that only " + ranks_text(arrived) +
-                  " runs, e.g. under `if rank == 0:`), and " + wait
+                  " from a place no other rank calls from: code that only " + ranks_text(arrived) +
+                  " runs (e.g. under `if rank == 0:`); the others never make it (" + reason + ", " +
+                  seconds_text(now_ns - since) + " after the call)"
             : kind + ": " + missing + " never made " + waits + " in " + group_text(waited->call) +
                   ", which the others " + (someone_waits ? "wait in" : "made") + " since " +
                   seconds_text(now_ns - since) + " (" + reason + ")" + last_calls;

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import JOBS, TRAINDOC, job_script, torchrun
+from conftest import JOBS, ROOT, TRAINDOC, job_script, torchrun
 
 SCRIPT = JOBS / "collective_faults.py"
 
@@ -244,3 +244,31 @@ def test_the_odd_rank_among_many_is_named(tmp_path, size):
     _, text = run.live_line("collective-mismatch")
     assert "rank 2: int32" in text and "rank 0: float32" in text
     assert sorted(run.finding("collective-mismatch")["ranks"]) == list(range(size))
+
+
+RANK_ZERO = ROOT / "examples" / "faults" / "rank_zero_collective.py"
+
+
+@pytest.mark.parametrize("at_end", [False, True])
+def test_a_call_in_rank_zero_only_code_blames_rank_zero(tmp_path, at_end):  # H16, T17
+    """Rank 0 alone all-reduces a metric among 3 ranks. Within the loop it pairs with ranks 1 and
+    2's next all_reduce (the same shape, from another line); as rank 0's last call, ranks 1 and 2
+    never make it. Either way rank 0 is named, and ranks 1 and 2 are not blamed for a call that
+    is not theirs."""
+    run = LiveRun(tmp_path, ranks(3, RANK_ZERO, *(["--at-end"] if at_end else [])))
+    extra = f"{RANK_ZERO}:23"
+    kind = "collective-missing" if at_end else "collective-order"
+    t, text = run.live_line(kind)
+    assert run.ended - t > 1, "printed only when the job ended"
+    if at_end:
+        assert text.startswith(f"traindoc: {kind}: rank 0 alone made all_reduce #4 at {extra}")
+        assert "never made" not in text
+    else:
+        assert text.startswith(f"traindoc: {kind}: rank 0 made all_reduce #3 in group")
+        assert f"rank 0 at {extra}; rank 1 at {RANK_ZERO}:20; rank 2 at {RANK_ZERO}:20" in text
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == kind, [(f["kind"], f["title"]) for f in run.report["findings"]]
+    assert root["ranks"] == [0]
+    # Ranks 1 and 2 exited normally after their last call: that is no cause of its own.
+    assert not any(f["kind"] == "collective-missing" and f["ranks"] != [0]
+                   for f in run.report["findings"])
