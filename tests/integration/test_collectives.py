@@ -272,3 +272,58 @@ def test_a_call_in_rank_zero_only_code_blames_rank_zero(tmp_path, at_end):  # H1
     # Ranks 1 and 2 exited normally after their last call: that is no cause of its own.
     assert not any(f["kind"] == "collective-missing" and f["ranks"] != [0]
                    for f in run.report["findings"])
+
+
+# What the hook records of each wrapped call of jobs/every_collective.py, in its order, on the
+# world group: (op, dtype, tensors (inputs first), reduce op, root, async). gloo of PyTorch 1.13
+# refuses all_to_all, reduce_scatter, all_gather_into_tensor, _all_gather_base and
+# reduce_scatter_tensor: those calls raise, recorded all the same.
+EVERY_CALL = [
+    ("all_reduce", "float32", "[3, 2] float32", "sum", -1, 0),
+    ("all_reduce", "int64", "[2] int64", "max", -1, 0),
+    ("all_reduce_coalesced", "float32", "[2] float32; [3] float32", "sum", -1, 0),
+    ("broadcast", "float32", "[4] float32", "", 1, 0),
+    ("reduce", "float32", "[4] float32", "product", 1, 0),
+    ("all_gather", "float32", "[2] float32; [2] float32; [2] float32", "", -1, 0),
+    ("gather", "float32", "[2] float32", "", 0, 0),
+    ("scatter", "float32", "[2] float32", "", 1, 0),
+    ("all_to_all", "float64", "[4] float64; [4] float64", "", -1, 0),  # all_to_all_single
+    ("all_to_all", "float32", "; ".join(["[2] float32"] * 4), "", -1, 0),
+    ("reduce_scatter", "float32", "; ".join(["[2] float32"] * 3), "sum", -1, 0),
+    ("all_gather", "float32", "[2] float32; [4] float32", "", -1, 0),  # all_gather_into_tensor
+    ("all_gather", "float32", "[2] float32; [4] float32", "", -1, 0),  # _all_gather_base
+    ("reduce_scatter", "float32", "[4] float32; [2] float32", "sum", -1, 0),  # ..._tensor
+    # The object variants: one record each, not one per inner collective.
+    ("all_gather_object", "", "", "", -1, 0),
+    ("broadcast_object_list", "", "", "", 1, 0),
+    ("gather_object", "", "", "", 0, 0),
+    ("scatter_object_list", "", "", "", 0, 0),
+    ("monitored_barrier", "", "", "", -1, 0),
+    ("barrier", "", "", "", -1, 0),
+    ("all_reduce", "float32", "[1] float32", "sum", -1, 1),  # async_op=True
+]
+
+
+def test_every_wrapped_call_is_recorded(traindoc):
+    run = traindoc(ranks(2, JOBS / "every_collective.py"))
+    assert run.status == 0, run.stderr[-2000:]
+    assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute(
+            "SELECT p.rank, c.group_rank, c.group_size, c.number, c.op, c.dtype, c.tensors, "
+            "c.redop, c.peer, c.async, c.end_ns > 0 FROM collectives c "
+            "JOIN processes p USING (pid, start_ticks) ORDER BY p.rank, c.group_id, c.number"
+        ).fetchall()
+    for rank in (0, 1):
+        world = [r for r in rows if r[0] == rank and r[4] not in ("send", "recv")]
+        assert [r[1:4] for r in world] == [(rank, 2, n) for n in range(1, len(EVERY_CALL) + 1)]
+        assert [r[4:10] for r in world] == EVERY_CALL
+        assert all(r[10] for r in world)  # each returned (or raised)
+    # Each direction of the pair is a group of its own: sender rank 0, receiver rank 1.
+    pairs = sorted((r[0], r[1], r[4], r[6], r[8], r[9]) for r in rows if r[4] in ("send", "recv"))
+    assert pairs == [
+        (0, 0, "send", "[5] float32", 1, 0),
+        (0, 1, "recv", "[6] float32", 1, 1),  # irecv
+        (1, 0, "send", "[6] float32", 0, 1),  # isend
+        (1, 1, "recv", "[5] float32", 0, 0),
+    ]
