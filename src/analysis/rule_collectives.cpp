@@ -178,10 +178,12 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
       std::string who = who_of(context, rank);
-      // A rank that did not come, or made a call the others do not, is the one to look at;
-      // the others are in the evidence.
-      bool named =
-          any_odd ? odd(rank) : issue.kind != "collective-missing" || !any_missing || missing(rank);
+      // A rank that did not come, made a call the others do not, or ran out of batches first
+      // (listed first) is the one to look at; the others are in the evidence.
+      bool named = any_odd ? odd(rank)
+                   : issue.kind == "uneven-inputs"
+                       ? &rank == &issue.ranks.front()
+                       : issue.kind != "collective-missing" || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One
       // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence.
       // One whose program had finished skipped the call, however its teardown then ended.

@@ -223,6 +223,19 @@ TEST(CollectivesRule, TheOddRankAloneIsNamed) {
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{0}));
 }
 
+// H11: the rank that ran out of batches and left first is named; the one that then failed is a
+// victim, in the evidence.
+TEST(CollectivesRule, UnevenInputsNameTheRankThatLeftFirst) {
+  store::Evidence e = job_with_issue("uneven-inputs", "calls");
+  std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
+  e.collective_issues[0].ranks[0].state = "exited 0";
+  e.collective_issues[0].ranks[1].state = "exited 1";
+  Diagnosis d = diagnose(e);
+  const Finding& f = d.findings.front();
+  EXPECT_EQ(f.kind, "uneven-inputs");
+  EXPECT_EQ(f.ranks, (std::vector<int>{1}));
+}
+
 TEST(CollectivesRule, AnAbortIsSaid) {
   store::Evidence e = job_with_issue("collective-mismatch", "shape");
   e.collective_issues[0].aborted = true;
