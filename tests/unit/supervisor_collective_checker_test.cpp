@@ -67,6 +67,13 @@ class CheckerTest : public ::testing::Test {
   CheckerTest() : checker({.stall_ns = 3 * kSecond}) {
     for (int r = 0; r < 2; ++r) checker.process_started(100 + r, 7, r, 2);
   }
+  // A call and its return at `end`, with the return's flags (raised).
+  void returned(const AgentCollective& enter, int64_t end, uint8_t flags = 0) {
+    AgentCollective out = exit_of(enter, end);
+    out.call.flags = flags;
+    checker.add(enter);
+    checker.add(out);
+  }
   // Both ranks make the same synchronous call, which returns.
   void both(uint64_t number, CollectiveOp op) {
     for (int r = 0; r < 2; ++r) {
@@ -350,8 +357,7 @@ TEST_F(CheckerTest, ACallThatReturnedEarlyStillWaitsForTheStall) {
   both(1, CollectiveOp::kAllReduce);
   AgentCollective issued = call(1, 2, CollectiveOp::kAllReduce);
   issued.call.flags = common::kCollectiveAsync;
-  checker.add(issued);
-  checker.add(exit_of(issued, issued.call.time_ns + 10));
+  returned(issued, issued.call.time_ns + 10, common::kCollectiveAsync);
   EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
   std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
@@ -366,10 +372,7 @@ TEST_F(CheckerTest, ACallThatRaisedGaveUp) {
   both(1, CollectiveOp::kAllReduce);
   AgentCollective root = call(1, 2, CollectiveOp::kBroadcast);
   root.call.peer = 0;
-  checker.add(root);
-  AgentCollective raised = exit_of(root, kT0 + kSecond);
-  raised.call.flags = common::kCollectiveRaised;
-  checker.add(raised);
+  returned(root, kT0 + kSecond, common::kCollectiveRaised);
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].issue.kind, "collective-missing");
@@ -383,8 +386,7 @@ TEST_F(CheckerTest, ARootsBroadcastMayReturnBeforeTheOthersJoin) {
   both(1, CollectiveOp::kAllReduce);
   AgentCollective root = call(0, 2, CollectiveOp::kBroadcast);
   root.call.peer = 0;
-  checker.add(root);
-  checker.add(exit_of(root, kT0 + 10));
+  returned(root, kT0 + 10);
   EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
 }
 
