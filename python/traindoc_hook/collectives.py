@@ -14,7 +14,7 @@ from traindoc_hook import _agent, _imports
 
 _TENSORS = 4  # layout.h kCollectiveTensors
 _DIMS = 6  # kCollectiveDims
-_SITE = 72  # kCallSiteSize
+_SITE = 68  # kCallSiteSize
 _NO_PEER = -1
 _NO_REDOP = 255
 _UNKNOWN_DTYPE = 255
@@ -48,6 +48,7 @@ class _Call(ctypes.Structure):
         ("flags", ctypes.c_uint8),
         ("ndims", ctypes.c_uint8 * _TENSORS),
         ("tensor_dtypes", ctypes.c_uint8 * _TENSORS),
+        ("tensor_devices", ctypes.c_uint8 * _TENSORS),
         ("dims", (ctypes.c_uint32 * _DIMS) * _TENSORS),
         ("site", ctypes.c_char * _SITE),
     ]
@@ -96,6 +97,8 @@ _DTYPES = {
     "bfloat16": 9, "float8_e4m3fn": 10, "float8_e5m2": 11, "bool": 20, "complex64": 21,
     "complex128": 22, "int16": 23, "complex32": 24,
 }
+_DEVICES = {"cpu": 1, "cuda": 2}  # layout.h CollectiveDevice; 3: any other
+_OTHER_DEVICE = 3
 _REDOPS = {"SUM": 0, "PRODUCT": 1, "MAX": 2, "MIN": 3, "AVG": 4, "PREMUL_SUM": 5, "BAND": 6,
            "BOR": 7, "BXOR": 8}
 
@@ -170,6 +173,8 @@ def _describe(call, tensors):
         call.ndims[index] = min(len(shape), 255)
         call.tensor_dtypes[index] = _DTYPES.get(str(tensor.dtype).replace("torch.", ""),
                                                 _UNKNOWN_DTYPE)
+        call.tensor_devices[index] = _DEVICES.get(getattr(tensor.device, "type", None),
+                                                  _OTHER_DEVICE)
         for d, size in enumerate(shape[:_DIMS]):
             call.dims[index][d] = min(int(size), _MAX_DIM)
     if len(tensors) > _TENSORS:

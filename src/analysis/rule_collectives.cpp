@@ -44,6 +44,11 @@ std::string fix_for(const std::string& kind, const std::string& field) {
     return "Cast to one dtype on every rank before the call (e.g. .float() or .long()): a "
            "collective must see the same element type everywhere.";
   }
+  if (field == "device") {
+    return "Put the tensors on the same kind of device on every rank (e.g. .to(device) with each "
+           "rank's own GPU): a backend that takes both (gloo) then moves or compares different "
+           "memory, and NCCL takes only CUDA tensors.";
+  }
   if (field == "reduce op") {
     return "Use the same reduce op on every rank: a different op silently corrupts the result.";
   }

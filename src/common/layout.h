@@ -12,7 +12,7 @@
 namespace traindoc::common {
 
 inline constexpr uint32_t kAgentMagic = 0x54444147;  // "TDAG"
-inline constexpr uint32_t kAgentVersion = 4;
+inline constexpr uint32_t kAgentVersion = 5;
 inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
@@ -153,7 +153,7 @@ inline constexpr int kStackDumpValue = 0x54445354;  // "TDST"
 inline constexpr uint32_t kCollectiveRecords = 512;
 inline constexpr uint32_t kCollectiveTensors = 4;
 inline constexpr uint32_t kCollectiveDims = 6;
-inline constexpr uint32_t kCallSiteSize = 72;
+inline constexpr uint32_t kCallSiteSize = 68;
 
 // Operations, numbered for the file format: never renumber.
 enum class CollectiveOp : uint16_t {
@@ -190,6 +190,9 @@ enum class CollectiveEvent : uint8_t {
 
 enum class CollectiveSource : uint8_t { kPython = 1, kNccl = 2 };
 
+// Where a tensor lives (NCCL's records do not say).
+enum class CollectiveDevice : uint8_t { kUnknown = 0, kCpu = 1, kCuda = 2, kOther = 3 };
+
 // Element types: NCCL's ncclDataType_t numbering, then the ones NCCL lacks.
 inline constexpr uint8_t kDtypeUnknown = 255;
 // Reduce ops: NCCL's ncclRedOp_t numbering (0 sum .. 4 avg), then the ones NCCL lacks.
@@ -222,6 +225,7 @@ struct CollectiveCall {
   uint8_t flags;
   uint8_t ndims[kCollectiveTensors];
   uint8_t tensor_dtypes[kCollectiveTensors];
+  uint8_t tensor_devices[kCollectiveTensors];          // CollectiveDevice
   uint32_t dims[kCollectiveTensors][kCollectiveDims];  // saturated at 2^32 - 1
   char site[kCallSiteSize];  // call site file (its tail when long), NUL-terminated
 };

@@ -116,13 +116,27 @@ bool shapes_compared(uint16_t op) {
   }
 }
 
-std::string types_text(const CollectiveCall& call) {
+// One name per recorded tensor, "float32; int64"; "" when no tensor has one.
+std::string names_text(const CollectiveCall& call,
+                       const uint8_t (&values)[common::kCollectiveTensors],
+                       std::string (*name)(uint8_t)) {
   std::string out;
+  bool named = false;
   for (uint32_t t = 0; t < std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors); ++t) {
     if (t > 0) out += "; ";
-    out += dtype_name(call.tensor_dtypes[t]);
+    out += name(values[t]);
+    named |= !name(values[t]).empty();
   }
+  return named ? out : "";
+}
+
+std::string types_text(const CollectiveCall& call) {
+  std::string out = names_text(call, call.tensor_dtypes, dtype_name);
   return out.empty() ? dtype_name(call.dtype) : out;
+}
+
+std::string devices_text(const CollectiveCall& call) {
+  return names_text(call, call.tensor_devices, device_name);
 }
 
 struct Field {
@@ -141,11 +155,13 @@ std::vector<Field> fields_of(uint16_t op) {
   if (shapes_compared(op)) {
     out.push_back({"shape", [](const CollectiveCall& c) { return shapes_text(c, false); }});
     out.push_back({"dtype", types_text});
+    out.push_back({"device", devices_text});
     out.push_back({"count", [](const CollectiveCall& c) {
                      return is_python(c) ? std::string() : std::to_string(c.count);
                    }});
   } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kAllToAll) {
     out.push_back({"dtype", types_text});
+    out.push_back({"device", devices_text});
   }
   out.push_back({"reduce op", [](const CollectiveCall& c) { return redop_name(c.redop); }});
   if (rooted(op)) {

@@ -124,6 +124,23 @@ TEST_F(CheckerTest, SameBytesOtherTypeIsADtypeMismatch) {
   EXPECT_EQ(found[0].issue.ranks[1].value, "int64");
 }
 
+TEST_F(CheckerTest, ACpuTensorWhereTheOtherPassesACudaOneIsADeviceMismatch) {
+  AgentCollective cpu = call(0, 1, CollectiveOp::kAllReduce);
+  AgentCollective cuda = call(1, 1, CollectiveOp::kAllReduce);
+  cpu.call.tensor_devices[0] = static_cast<uint8_t>(common::CollectiveDevice::kCpu);
+  cuda.call.tensor_devices[0] = static_cast<uint8_t>(common::CollectiveDevice::kCuda);
+  checker.add(cpu);
+  checker.add(cuda);
+  std::vector<FoundIssue> found = checker.check(kT0);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-mismatch");
+  EXPECT_EQ(found[0].issue.field, "device");
+  EXPECT_EQ(found[0].issue.ranks[0].value, "cpu");
+  EXPECT_EQ(found[0].issue.ranks[1].value, "cuda");
+  EXPECT_EQ(shapes_text(cuda.call, true), "[4] float32 cuda");
+  EXPECT_EQ(shapes_text(cpu.call, true), "[4] float32");
+}
+
 TEST_F(CheckerTest, ReduceOpAndRootAreCompared) {
   AgentCollective max = call(1, 1, CollectiveOp::kAllReduce);
   max.call.redop = 2;
