@@ -69,6 +69,14 @@ bool odd(const store::CollectiveIssueRank& rank) {
   return rank.state.starts_with("the odd one: ");
 }
 
+// Whether a group rank is one of the stragglers of a late arrival.
+bool came_late(const store::CollectiveIssue& late, int group_rank) {
+  return std::any_of(late.ranks.begin(), late.ranks.end(),
+                     [&](const store::CollectiveIssueRank& r) {
+                       return r.group_rank == group_rank && r.state.starts_with("made it ");
+                     });
+}
+
 bool run_finished(const RuleContext& context) {
   const store::RunInfo& run = context.evidence.run;
   return !run.exit_signal && run.exit_code.value_or(1) == 0;
@@ -183,9 +191,10 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
       std::string who = who_of(context, rank);
-      // A rank that did not come, made a call the others do not, or ran out of batches first
-      // (listed first) is the one to look at; the others are in the evidence.
-      bool named = any_odd ? odd(rank)
+      // A rank that came late, did not come, made a call the others do not, or ran out of
+      // batches first (listed first) is the one to look at; the others are in the evidence.
+      bool named = late != nullptr ? came_late(*late, rank.group_rank)
+                   : any_odd       ? odd(rank)
                    : issue.kind == "uneven-inputs"
                        ? &rank == &issue.ranks.front()
                        : issue.kind != "collective-missing" || !any_missing || missing(rank);

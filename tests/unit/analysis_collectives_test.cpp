@@ -197,6 +197,10 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   // A job that failed all the same (a wait timed out): the straggler is its cause.
   e.run.exit_code = 1;
   EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kError);
+  // The stall took rank 0's call for one of its own; its late peer shows it was not.
+  e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
+  e.collective_issues[0].ranks[1].state = "never calls from there";
+  EXPECT_EQ(diagnose(e).findings.front().ranks, (std::vector<int>{1}));
 }
 
 // CASES.md H16: rank 0 alone made a call from its rank-0-only code; it alone is named, and the
