@@ -82,8 +82,11 @@ bool rooted(uint16_t op) {
   }
 }
 
-// Ops that every rank makes alike, with no root or peer: the same call from different places is
-// a rank-dependent code path. Rooted ops differ by place in the usual `if rank == root:`.
+// Ops that every rank makes alike, with no root or peer, and whose results depend on what each
+// rank passes: the same call from different places is a rank-dependent code path that pairs the
+// wrong data. Rooted ops differ by place in the usual `if rank == root:`, and barriers, which
+// carry nothing, in the usual "rank 0 first" (`if rank != 0: barrier()`, work, `if rank == 0:
+// barrier()`).
 bool symmetric(uint16_t op) {
   switch (static_cast<CollectiveOp>(op)) {
     case CollectiveOp::kAllReduce:
@@ -91,8 +94,6 @@ bool symmetric(uint16_t op) {
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllToAll:
-    case CollectiveOp::kBarrier:
-    case CollectiveOp::kMonitoredBarrier:
       return true;
     default:
       return false;

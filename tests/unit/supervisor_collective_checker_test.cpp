@@ -224,10 +224,13 @@ TEST_F(ThreeRanks, ASymmetricCallFromAnotherPlaceNamesTheOddRank) {
   EXPECT_TRUE(checker.check(kT0 + 60 * kSecond).empty());
 }
 
-TEST_F(ThreeRanks, RootedCallsFromDifferentPlacesAreTheUsualPattern) {
+TEST_F(ThreeRanks, RootedCallsAndBarriersFromDifferentPlacesAreTheUsualPatterns) {
   add(0, 1, 10, CollectiveOp::kBroadcast);  // if rank == 0: broadcast(src=0)
   add(1, 1, 12, CollectiveOp::kBroadcast);
   add(2, 1, 12, CollectiveOp::kBroadcast);
+  add(1, 2, 20, CollectiveOp::kBarrier);  // rank 0 first: if rank != 0: barrier()
+  add(2, 2, 20, CollectiveOp::kBarrier);
+  add(0, 2, 22, CollectiveOp::kBarrier);  // if rank == 0: barrier(), once its work is done
   EXPECT_TRUE(checker.check(kT0 + kSecond).empty());
 }
 
