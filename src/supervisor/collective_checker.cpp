@@ -672,14 +672,8 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
   compare(id, group, number, now_ns, out);
   if (out.size() != before) return;
 
-  FoundIssue found;
+  FoundIssue found = new_issue("collective-missing", id, number, waited->call, "late", now_ns);
   store::CollectiveIssue& issue = found.issue;
-  issue.t_ns = now_ns;
-  issue.kind = "collective-missing";
-  issue.group = id;
-  issue.number = number;
-  issue.op = op_name(waited->call.op);
-  issue.field = "late";
   issue.first_ns = since;
   std::string who;
   int64_t latest = since;
