@@ -106,6 +106,13 @@ CASES = [
     Case("H03", "label_255.py", 0, "label-out-of-range", [0], ["label 255", "[0, 21)", "21 classes"],
          ["Target 255 is out of bounds", "label_255.py:24", "F.cross_entropy(", "Pascal VOC"],
          ["ignore_index=255"], args=["--voc"]),
+    # Rank 0 alone syncs a metric: the blame is rank 0's, not that of the ranks that never make it.
+    Case("H16", "rank_zero_collective.py", 3, "collective-order", [0],
+         ["rank 0 made all_reduce #3", "from another place"],
+         ["the odd one", "rank_zero_collective.py:23"], ["rank_zero_only=True"], ["peer-exited"]),
+    Case("T17", "rank_zero_collective.py", 3, "collective-missing", [0],
+         ["rank 0 alone made all_reduce #4", "rank_zero_collective.py:23"],
+         ["never calls from there"], ["unconditional"], ["peer-exited"], ["--at-end"]),
 ]
 
 

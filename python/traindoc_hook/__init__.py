@@ -3,12 +3,20 @@ what it sees to the agent (libtraindoc_agent.so, already loaded through LD_PRELO
 entry points. It never imports a library the job does not import itself, and never raises into
 the job."""
 import atexit
+import sys
 
 from traindoc_hook import _agent, _imports, collectives, losses, steps
 
 # Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
 # module registers its own with `_imports.when_imported` from `install`.
 _FEATURES = (steps, collectives, losses)
+
+
+def _when_finished(mark):
+    # An uncaught exception also runs the exit handlers, after its traceback is printed (which
+    # sets sys.last_value): the program failed, it did not finish.
+    if not hasattr(sys, "last_value"):
+        mark()
 
 
 def install():
@@ -21,7 +29,7 @@ def install():
     if finished is not None:
         finished.restype = None
         finished.argtypes = []
-        atexit.register(finished)
+        atexit.register(_when_finished, finished)
     for feature in _FEATURES:
         feature.install()
     _imports.install()

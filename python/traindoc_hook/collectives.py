@@ -14,13 +14,16 @@ from traindoc_hook import _agent, _imports
 
 _TENSORS = 4  # layout.h kCollectiveTensors
 _DIMS = 6  # kCollectiveDims
-_SITE = 72  # kCallSiteSize
+_SITE = 68  # kCallSiteSize
 _NO_PEER = -1
 _NO_REDOP = 255
 _UNKNOWN_DTYPE = 255
 _MAX_DIM = 2**32 - 1
 _ASYNC = 1
 _TRUNCATED = 4
+_QUEUED = 8
+_RAISED = 16
+_ALWAYS_ASYNC = ("isend", "irecv")  # they return a Work, and have no async_op to say so
 
 
 class _Call(ctypes.Structure):
@@ -45,6 +48,7 @@ class _Call(ctypes.Structure):
         ("flags", ctypes.c_uint8),
         ("ndims", ctypes.c_uint8 * _TENSORS),
         ("tensor_dtypes", ctypes.c_uint8 * _TENSORS),
+        ("tensor_devices", ctypes.c_uint8 * _TENSORS),
         ("dims", (ctypes.c_uint32 * _DIMS) * _TENSORS),
         ("site", ctypes.c_char * _SITE),
     ]
@@ -93,13 +97,16 @@ _DTYPES = {
     "bfloat16": 9, "float8_e4m3fn": 10, "float8_e5m2": 11, "bool": 20, "complex64": 21,
     "complex128": 22, "int16": 23, "complex32": 24,
 }
+_DEVICES = {"cpu": 1, "cuda": 2}  # layout.h CollectiveDevice; 3: any other
+_OTHER_DEVICE = 3
 _REDOPS = {"SUM": 0, "PRODUCT": 1, "MAX": 2, "MIN": 3, "AVG": 4, "PREMUL_SUM": 5, "BAND": 6,
            "BOR": 7, "BXOR": 8}
 
 _state = threading.local()  # depth: calls made inside a recorded one (object variants) are not
-# process group -> 64-bit identity; weak, so that destroy_process_group still frees the group
-# (a group kept alive until the interpreter ends can abort the process as it goes)
-_group_ids = weakref.WeakKeyDictionary()
+# process group -> (64-bit identity, whether its backend queues ops); weak, so that
+# destroy_process_group still frees the group (a group kept alive until the interpreter ends can
+# abort the process as it goes)
+_groups = weakref.WeakKeyDictionary()
 _skip_dirs = ()  # frames in these folders are not the call site
 
 
@@ -115,22 +122,27 @@ def _stable_hash(text):
     return value
 
 
-def _group_id(c10d, group):
-    """The group's identity, the same on every rank: PyTorch names groups in creation order,
-    which every rank follows (new_group must be called by all)."""
+def _group_info(c10d, group):
+    """The group's identity, the same on every rank (PyTorch names groups in creation order,
+    which every rank follows: new_group must be called by all), and whether its backend returns
+    once an op is queued (NCCL: the wait is on the GPU stream, not in the call)."""
     try:
-        return _group_ids[group]
+        return _groups[group]
     except (KeyError, TypeError):
         pass
     name = getattr(c10d, "_pg_names", {}).get(group)
     if name is None:
         name = getattr(group, "group_name", None) or ""
-    value = _stable_hash("torch-pg:%s:%d" % (name, c10d.get_world_size(group)))
     try:
-        _group_ids[group] = value
+        queued = "nccl" in str(c10d.get_backend(group)).lower()
+    except Exception:  # a backend that cannot say: its calls are taken as blocking
+        queued = False
+    info = (_stable_hash("torch-pg:%s:%d" % (name, c10d.get_world_size(group))), queued)
+    try:
+        _groups[group] = info
     except TypeError:
         pass
-    return value
+    return info
 
 
 def _call_site():
@@ -161,6 +173,8 @@ def _describe(call, tensors):
         call.ndims[index] = min(len(shape), 255)
         call.tensor_dtypes[index] = _DTYPES.get(str(tensor.dtype).replace("torch.", ""),
                                                 _UNKNOWN_DTYPE)
+        call.tensor_devices[index] = _DEVICES.get(getattr(tensor.device, "type", None),
+                                                  _OTHER_DEVICE)
         for d, size in enumerate(shape[:_DIMS]):
             call.dims[index][d] = min(int(size), _MAX_DIM)
     if len(tensors) > _TENSORS:
@@ -182,6 +196,16 @@ def _current_step():
     return current() if current is not None else 0
 
 
+def _peer_of(c10d, group, arguments, peer_arg, op):
+    """The root or peer as a global rank: given as one (src, dst; roots default to rank 0, and a
+    receive without a source takes any), or, from PyTorch 2.6, as a rank of the group
+    (group_src, group_dst)."""
+    group_peer = arguments.get("group_" + peer_arg)
+    if group_peer is None:
+        return arguments.get(peer_arg, None if op == RECV else 0)
+    return c10d.get_global_rank(group, group_peer)
+
+
 def _build(c10d, spec, arguments):
     op, tensor_args, redop_arg, peer_arg = spec
     group = arguments.get("group")
@@ -194,9 +218,8 @@ def _build(c10d, spec, arguments):
     call.peer = _NO_PEER
     call.redop = _NO_REDOP
     call.dtype = _UNKNOWN_DTYPE
-    group_id = _group_id(c10d, group)
-    # Roots default to rank 0; a receive without a source takes any.
-    peer = arguments.get(peer_arg, None if op == RECV else 0) if peer_arg else None
+    group_id, queued = _group_info(c10d, group)
+    peer = _peer_of(c10d, group, arguments, peer_arg, op) if peer_arg else None
     if op in (SEND, RECV):
         if peer is None:  # a receive from any source pairs with nothing known in advance
             return None
@@ -216,6 +239,8 @@ def _build(c10d, spec, arguments):
     for name in tensor_args:
         tensors.extend(_tensors_of(arguments.get(name)))
     _describe(call, tensors)
+    if queued or any(getattr(t, "is_cuda", False) for t in tensors):
+        call.flags |= _QUEUED
     site, line = _call_site()
     call.site = site[-(_SITE - 1):]
     call.line = line
@@ -233,18 +258,23 @@ def _wrap(c10d, name, function, enter, leave):
             return function(*args, **kwargs)
         call = None
         try:
-            call = _build(c10d, spec, signature.bind(*args, **kwargs).arguments)
+            arguments = signature.bind(*args, **kwargs).arguments
+            call = _build(c10d, spec, arguments)
+            if call is not None and (arguments.get("async_op") or name in _ALWAYS_ASYNC):
+                call.flags |= _ASYNC
         except Exception:  # a call we cannot describe runs unrecorded
             if os.environ.get("TRAINDOC_HOOK_DEBUG"):
                 raise
         if call is None:
             return function(*args, **kwargs)
-        if kwargs.get("async_op"):
-            call.flags |= _ASYNC
         number = enter(ctypes.byref(call))
         _state.depth = 1
         try:
             return function(*args, **kwargs)
+        except BaseException:
+            # A raised call gave up (a timeout, a closed connection); a return says less.
+            call.flags |= _RAISED
+            raise
         finally:
             _state.depth = 0
             leave(ctypes.byref(call), number)

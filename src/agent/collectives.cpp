@@ -81,6 +81,7 @@ void write_collective_exit(const common::CollectiveCall& call, uint64_t number) 
   entry->number = number;
   entry->event = static_cast<uint8_t>(common::CollectiveEvent::kExit);
   entry->source = call.source;
+  entry->flags = call.flags;
   entry->time_ns = common::coarse_realtime_ns();
   common::publish_collective(*ring, pos);
 }

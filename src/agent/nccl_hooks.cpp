@@ -41,8 +41,10 @@ using common::CollectiveOp;
 struct Comm {
   std::atomic<ncclComm_t> handle{nullptr};  // nullptr: free
   uint64_t id = 0;
-  int rank = -1;
-  int size = 0;
+  std::atomic<int> rank{-1};
+  // 0 while a nonblocking split is still in progress: NCCL answers no query about the new
+  // communicator before it is ready (it warns on stderr), so its rank and size are asked later.
+  std::atomic<int> size{0};
   std::atomic<uint32_t> splits{0};  // children split off so far (every rank counts every split)
 };
 
@@ -88,8 +90,8 @@ void add_comm(ncclComm_t comm, uint64_t id, int rank, int size) {
     if (entry == nullptr) return;  // table full: this communicator's calls go unrecorded
   }
   entry->id = id;
-  entry->rank = rank;
-  entry->size = size;
+  entry->rank.store(rank, std::memory_order_relaxed);
+  entry->size.store(size, std::memory_order_release);
   entry->splits.store(0, std::memory_order_relaxed);
   entry->handle.store(comm, std::memory_order_release);
 }
@@ -98,8 +100,8 @@ CollectiveCall base_call(CollectiveOp op, const Comm& comm) {
   CollectiveCall call{};
   call.op = static_cast<uint16_t>(op);
   call.group = comm.id;
-  call.group_rank = comm.rank;
-  call.group_size = comm.size;
+  call.group_size = comm.size.load(std::memory_order_acquire);
+  call.group_rank = comm.rank.load(std::memory_order_relaxed);
   call.peer = -1;
   call.redop = common::kRedOpNone;
   call.dtype = common::kDtypeUnknown;
@@ -107,10 +109,18 @@ CollectiveCall base_call(CollectiveOp op, const Comm& comm) {
   return call;
 }
 
+bool resolved(Comm& comm);
+
+// The communicator of a call, with its rank and size; nullptr when unknown or not ready.
+Comm* ready_comm(ncclComm_t handle) {
+  Comm* comm = find_comm(handle);
+  return comm != nullptr && resolved(*comm) ? comm : nullptr;
+}
+
 // A collective of `comm` (count, datatype, op, root); nothing for an unknown communicator.
 void record(CollectiveOp op, ncclComm_t handle, size_t count, int datatype, int redop, int root) {
   if (t_depth > 1 || !active()) return;
-  Comm* comm = find_comm(handle);
+  Comm* comm = ready_comm(handle);
   if (comm == nullptr) return;
   CollectiveCall call = base_call(op, *comm);
   call.count = count;
@@ -125,10 +135,10 @@ void record(CollectiveOp op, ncclComm_t handle, size_t count, int datatype, int 
 // rank 0 and the receiver rank 1: the k-th send of A to B meets the k-th receive of B from A.
 void record_p2p(bool send, ncclComm_t handle, size_t count, int datatype, int peer) {
   if (t_depth > 1 || !active()) return;
-  Comm* comm = find_comm(handle);
+  Comm* comm = ready_comm(handle);
   if (comm == nullptr) return;
   CollectiveCall call = base_call(send ? CollectiveOp::kSend : CollectiveOp::kRecv, *comm);
-  int32_t pair[2] = {send ? comm->rank : peer, send ? peer : comm->rank};
+  int32_t pair[2] = {send ? call.group_rank : peer, send ? peer : call.group_rank};
   call.group = identity_hash(pair, sizeof(pair), comm->id);
   call.group_rank = send ? 0 : 1;
   call.group_size = 2;
@@ -187,22 +197,41 @@ enum Fn : int {
   kGetUniqueId,
   kCommInitRank,
   kCommInitRankConfig,
+  kCommInitRankScalable,
   kCommInitAll,
   kCommSplit,
   kCommDestroy,
   kCommAbort,
   kCommUserRank,
   kCommCount,
+  kCommGetAsyncError,
   kFnCount
 };
 
-constexpr const char* kNames[kFnCount] = {
-    "ncclAllReduce",    "ncclBroadcast",     "ncclBcast",        "ncclReduce",
-    "ncclAllGather",    "ncclReduceScatter", "ncclAlltoAll",     "ncclGather",
-    "ncclScatter",      "ncclSend",          "ncclRecv",         "ncclGroupStart",
-    "ncclGroupEnd",     "ncclGetUniqueId",   "ncclCommInitRank", "ncclCommInitRankConfig",
-    "ncclCommInitAll",  "ncclCommSplit",     "ncclCommDestroy",  "ncclCommAbort",
-    "ncclCommUserRank", "ncclCommCount"};
+constexpr const char* kNames[kFnCount] = {"ncclAllReduce",
+                                          "ncclBroadcast",
+                                          "ncclBcast",
+                                          "ncclReduce",
+                                          "ncclAllGather",
+                                          "ncclReduceScatter",
+                                          "ncclAlltoAll",
+                                          "ncclGather",
+                                          "ncclScatter",
+                                          "ncclSend",
+                                          "ncclRecv",
+                                          "ncclGroupStart",
+                                          "ncclGroupEnd",
+                                          "ncclGetUniqueId",
+                                          "ncclCommInitRank",
+                                          "ncclCommInitRankConfig",
+                                          "ncclCommInitRankScalable",
+                                          "ncclCommInitAll",
+                                          "ncclCommSplit",
+                                          "ncclCommDestroy",
+                                          "ncclCommAbort",
+                                          "ncclCommUserRank",
+                                          "ncclCommCount",
+                                          "ncclCommGetAsyncError"};
 
 std::atomic<void*> g_next[kFnCount];
 
@@ -215,17 +244,43 @@ ncclResult_t call_next(Fn fn, Args... args) {
   return next(args...);
 }
 
+using QueryFn = ncclResult_t (*)(ncclComm_t, int*);
+
+// Asks NCCL for a communicator's rank and size; false when it does not answer.
+bool query(ncclComm_t handle, int& rank, int& size) {
+  return call_next<QueryFn>(kCommUserRank, handle, &rank) == kNcclSuccess &&
+         call_next<QueryFn>(kCommCount, handle, &size) == kNcclSuccess;
+}
+
+// Whether the communicator's rank and size are known, asking NCCL once it says the communicator
+// is ready (a nonblocking split returns before; its state is the one query NCCL allows then).
+bool resolved(Comm& comm) {
+  if (comm.size.load(std::memory_order_acquire) != 0) return true;
+  ncclComm_t handle = comm.handle.load(std::memory_order_acquire);
+  int state = kNcclInProgress;
+  int rank = -1;
+  int size = 0;
+  if (call_next<QueryFn>(kCommGetAsyncError, handle, &state) != kNcclSuccess ||
+      state != kNcclSuccess || !query(handle, rank, size)) {
+    return false;
+  }
+  comm.rank.store(rank, std::memory_order_relaxed);
+  comm.size.store(size, std::memory_order_release);
+  return true;
+}
+
 // Whether an init or split gave a communicator handle.
 bool created(ncclResult_t result) {
   return result == kNcclSuccess || result == kNcclInProgress;
 }
 
-// Registers a communicator made by ncclCommInitRank{,Config}: every rank passes the same unique
-// id, so its hash is the communicator's identity on all of them.
-void add_initialized(ncclResult_t result, ncclComm_t* comm, const ncclUniqueId& id, int rank,
-                     int nranks) {
-  if (!created(result) || comm == nullptr) return;
-  add_comm(*comm, identity_hash(id.internal, sizeof(id.internal)), rank, nranks);
+// Registers a communicator made by ncclCommInitRank{,Config,Scalable}: every rank passes the same
+// unique ids, so their hash is the communicator's identity on all of them.
+void add_initialized(ncclResult_t result, ncclComm_t* comm, const ncclUniqueId* ids, int count,
+                     int rank, int nranks) {
+  if (!created(result) || comm == nullptr || ids == nullptr || count < 1) return;
+  add_comm(*comm, identity_hash(ids, sizeof(ncclUniqueId) * static_cast<uint64_t>(count)), rank,
+           nranks);
   if (Comm* c = find_comm(*comm)) record_event(CollectiveOp::kCommInit, *c, false);
 }
 
@@ -376,7 +431,7 @@ TRAINDOC_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, nccl
   ncclResult_t result =
       call_next<decltype(&ncclCommInitRank)>(fn::kCommInitRank, comm, nranks, id, rank);
   guard.saved_errno = errno;
-  fn::add_initialized(result, comm, id, rank, nranks);
+  fn::add_initialized(result, comm, &id, 1, rank, nranks);
   guard.done();
   return result;
 }
@@ -387,7 +442,20 @@ TRAINDOC_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks
   ncclResult_t result = call_next<decltype(&ncclCommInitRankConfig)>(fn::kCommInitRankConfig, comm,
                                                                      nranks, id, rank, config);
   guard.saved_errno = errno;
-  fn::add_initialized(result, comm, id, rank, nranks);
+  fn::add_initialized(result, comm, &id, 1, rank, nranks);
+  guard.done();
+  return result;
+}
+
+// NCCL 2.23+: several unique ids spread the bootstrap; every rank passes the same ones.
+TRAINDOC_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
+                                                      int nids, ncclUniqueId* ids,
+                                                      ncclConfig_t* config) {
+  Enter guard;
+  ncclResult_t result = call_next<decltype(&ncclCommInitRankScalable)>(
+      fn::kCommInitRankScalable, comm, nranks, rank, nids, ids, config);
+  guard.saved_errno = errno;
+  fn::add_initialized(result, comm, ids, nids, rank, nranks);
   guard.done();
   return result;
 }
@@ -429,9 +497,8 @@ TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, 
     uint64_t derived[3] = {parent->id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
     int rank = -1;
     int size = 0;
-    using QueryFn = ncclResult_t (*)(ncclComm_t, int*);
-    call_next<QueryFn>(fn::kCommUserRank, *newcomm, &rank);
-    call_next<QueryFn>(fn::kCommCount, *newcomm, &size);
+    // In progress (nonblocking): rank and size are asked at the first call on it.
+    if (result != fn::kNcclSuccess || !fn::query(*newcomm, rank, size)) size = 0;
     add_comm(*newcomm, identity_hash(derived, sizeof(derived)), rank, size);
   }
   guard.done();

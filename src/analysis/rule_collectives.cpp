@@ -13,6 +13,11 @@ namespace {
 constexpr size_t kStackLines = 12;  // of each rank's dump, in the evidence
 
 std::string fix_for(const std::string& kind, const std::string& field) {
+  if (field == "site") {
+    return "Make every rank run the same collectives: move the call out of code that only some "
+           "ranks run (`if rank == 0:`, rank_zero_only), or keep that code local (log the "
+           "rank's own value; in Lightning, self.log(..., rank_zero_only=True)).";
+  }
   if (kind == "collective-order") {
     return "Issue collectives in the same order on every rank: no rank-dependent branches, "
            "early returns or iteration over unordered containers around them.";
@@ -39,6 +44,11 @@ std::string fix_for(const std::string& kind, const std::string& field) {
     return "Cast to one dtype on every rank before the call (e.g. .float() or .long()): a "
            "collective must see the same element type everywhere.";
   }
+  if (field == "device") {
+    return "Put the tensors on the same kind of device on every rank (e.g. .to(device) with each "
+           "rank's own GPU): a backend that takes both (gloo) then moves or compares different "
+           "memory, and NCCL takes only CUDA tensors.";
+  }
   if (field == "reduce op") {
     return "Use the same reduce op on every rank: a different op silently corrupts the result.";
   }
@@ -52,6 +62,24 @@ std::string fix_for(const std::string& kind, const std::string& field) {
 // A rank the others waited for: it never made the call, or ended without making it.
 bool missing(const store::CollectiveIssueRank& rank) {
   return rank.state == "never called it" || rank.state.ends_with("without calling it");
+}
+
+// A rank that made a call the others do not make (from there): it runs code they do not.
+bool odd(const store::CollectiveIssueRank& rank) {
+  return rank.state.starts_with("the odd one: ");
+}
+
+// Whether a group rank is one of the stragglers of a late arrival.
+bool came_late(const store::CollectiveIssue& late, int group_rank) {
+  return std::any_of(late.ranks.begin(), late.ranks.end(),
+                     [&](const store::CollectiveIssueRank& r) {
+                       return r.group_rank == group_rank && r.state.starts_with("made it ");
+                     });
+}
+
+bool run_finished(const RuleContext& context) {
+  const store::RunInfo& run = context.evidence.run;
+  return !run.exit_signal && run.exit_code.value_or(1) == 0;
 }
 
 bool died(const store::ProcessRecord& r) {
@@ -103,9 +131,7 @@ const store::CollectiveIssue* late_arrival(const RuleContext& context,
 
 // A straggler made the others wait: a warning when the job still finished, else the failure.
 void as_straggler(const RuleContext& context, const store::CollectiveIssue& late, Finding& f) {
-  const store::RunInfo& run = context.evidence.run;
-  bool finished = !run.exit_signal && run.exit_code.value_or(1) == 0;
-  f.severity = finished ? Severity::kWarning : Severity::kError;
+  f.severity = run_finished(context) ? Severity::kWarning : Severity::kError;
   f.title = late.message.substr(late.message.find(": ") + 2);
   f.fix =
       "Balance the work across ranks (shard evaluation and generation evenly, cap sequence "
@@ -135,13 +161,23 @@ std::string stack_excerpt(const std::string& stack) {
 
 }  // namespace
 
+bool odd_call_found(const RuleContext& context) {
+  return std::any_of(context.evidence.collective_issues.begin(),
+                     context.evidence.collective_issues.end(),
+                     [](const store::CollectiveIssue& issue) {
+                       return std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
+                     });
+}
+
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     if (issue.field == "late") continue;  // told with the stall it ends
     TimedFinding timed;
     Finding& f = timed.finding;
     f.kind = issue.kind;
-    f.severity = Severity::kError;
+    // Calls from different places may have paired harmlessly: an error only if the job failed.
+    f.severity =
+        issue.field == "site" && run_finished(context) ? Severity::kWarning : Severity::kError;
     f.title = issue.message.substr(issue.message.find(": ") + 2);
     f.fix = fix_for(issue.kind, issue.field);
     f.confidence = issue.kind == "uneven-inputs" ? 0.7 : 0.9;
@@ -151,11 +187,17 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     const store::CollectiveIssue* late = late_arrival(context, issue);
     if (late != nullptr) as_straggler(context, *late, f);
     bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
+    bool any_odd = std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
       std::string who = who_of(context, rank);
-      // A rank that did not come is the one to look at; those that waited are in the evidence.
-      bool named = issue.kind != "collective-missing" || !any_missing || missing(rank);
+      // A rank that came late, did not come, made a call the others do not, or ran out of
+      // batches first (listed first) is the one to look at; the others are in the evidence.
+      bool named = late != nullptr ? came_late(*late, rank.group_rank)
+                   : any_odd       ? odd(rank)
+                   : issue.kind == "uneven-inputs"
+                       ? &rank == &issue.ranks.front()
+                       : issue.kind != "collective-missing" || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One
       // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence.
       // One whose program had finished skipped the call, however its teardown then ended.

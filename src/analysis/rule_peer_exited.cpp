@@ -110,7 +110,8 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     f.fix = "Not a network fault: the peer process had already ended. Fix the root cause above.";
     f.confidence = 0.8;
     out.push_back({std::move(f), tb->t_ns, r.pid, merge_key("peer-exited", "")});
-    bool clean = peer != nullptr && clean_exit(peer->record);
+    // A peer that left after a call only this rank made (rank-0-only code) is no cause.
+    bool clean = peer != nullptr && clean_exit(peer->record) && !odd_call_found(context);
     if (clean && blamed.insert(peer).second) {
       // The exit caused the failure, so it came first, whenever its end was seen.
       int64_t t_ns = std::min(peer->record.end_ns, tb->t_ns - 1);

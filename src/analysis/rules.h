@@ -97,5 +97,8 @@ void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& 
 // collective-order, collective-missing, uneven-inputs, peer-exited, timed at the first
 // divergent call.
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out);
+// Whether the checker found a call that some ranks made and the others do not (from there): the
+// others, which went on or left, did nothing wrong.
+bool odd_call_found(const RuleContext& context);
 
 }  // namespace traindoc::analysis

@@ -12,7 +12,7 @@
 namespace traindoc::common {
 
 inline constexpr uint32_t kAgentMagic = 0x54444147;  // "TDAG"
-inline constexpr uint32_t kAgentVersion = 4;
+inline constexpr uint32_t kAgentVersion = 5;
 inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
@@ -153,7 +153,7 @@ inline constexpr int kStackDumpValue = 0x54445354;  // "TDST"
 inline constexpr uint32_t kCollectiveRecords = 512;
 inline constexpr uint32_t kCollectiveTensors = 4;
 inline constexpr uint32_t kCollectiveDims = 6;
-inline constexpr uint32_t kCallSiteSize = 72;
+inline constexpr uint32_t kCallSiteSize = 68;
 
 // Operations, numbered for the file format: never renumber.
 enum class CollectiveOp : uint16_t {
@@ -185,19 +185,25 @@ enum class CollectiveOp : uint16_t {
 
 enum class CollectiveEvent : uint8_t {
   kEnter = 1,  // the call started (NCCL: issued; the call returns at once)
-  kExit = 2,   // the call returned; only group, number and time are meaningful
+  kExit = 2,   // the call returned; only group, number, time and flags are meaningful
 };
 
 enum class CollectiveSource : uint8_t { kPython = 1, kNccl = 2 };
+
+// Where a tensor lives (NCCL's records do not say).
+enum class CollectiveDevice : uint8_t { kUnknown = 0, kCpu = 1, kCuda = 2, kOther = 3 };
 
 // Element types: NCCL's ncclDataType_t numbering, then the ones NCCL lacks.
 inline constexpr uint8_t kDtypeUnknown = 255;
 // Reduce ops: NCCL's ncclRedOp_t numbering (0 sum .. 4 avg), then the ones NCCL lacks.
 inline constexpr uint8_t kRedOpNone = 255;
 
-inline constexpr uint8_t kCollectiveAsync = 1;      // async_op=True: exit when issued
+inline constexpr uint8_t kCollectiveAsync = 1;      // async_op=True, isend/irecv: exit when issued
 inline constexpr uint8_t kCollectiveInGroup = 2;    // inside ncclGroupStart/End
 inline constexpr uint8_t kCollectiveTruncated = 4;  // more tensors or dims than recorded
+// The backend returns once the op is queued (NCCL, CUDA tensors): exit when issued.
+inline constexpr uint8_t kCollectiveQueued = 8;
+inline constexpr uint8_t kCollectiveRaised = 16;  // exit records: the call raised (a timeout...)
 
 // One call, as the recorders fill it.
 struct CollectiveCall {
@@ -219,6 +225,7 @@ struct CollectiveCall {
   uint8_t flags;
   uint8_t ndims[kCollectiveTensors];
   uint8_t tensor_dtypes[kCollectiveTensors];
+  uint8_t tensor_devices[kCollectiveTensors];          // CollectiveDevice
   uint32_t dims[kCollectiveTensors][kCollectiveDims];  // saturated at 2^32 - 1
   char site[kCallSiteSize];  // call site file (its tail when long), NUL-terminated
 };

@@ -36,10 +36,17 @@ bool is_python(const CollectiveCall& call) {
   return call.source == static_cast<uint8_t>(common::CollectiveSource::kPython);
 }
 
-// Whether a call can still be running: a synchronous Python call that has not returned. NCCL
-// calls return once enqueued, so for them only the order of calls tells.
+// Whether the call's return says nothing of its peers: it returns once issued (async_op=True,
+// isend/irecv) or once queued (NCCL, CUDA tensors), and completes later, out of sight.
+bool returns_early(const CollectiveCall& call) {
+  return !is_python(call) ||
+         (call.flags & (common::kCollectiveAsync | common::kCollectiveQueued)) != 0;
+}
+
+// Whether a call can still be running: one that returns early (only the order of calls tells
+// for it), or a blocking one that has not returned.
 bool still_running(const CollectiveCall& call, int64_t end_ns) {
-  return !is_python(call) || ((call.flags & common::kCollectiveAsync) == 0 && end_ns == 0);
+  return returns_early(call) || end_ns == 0;
 }
 
 // Ops that return on no rank before every rank has joined: one that returned while a rank never
@@ -75,6 +82,24 @@ bool rooted(uint16_t op) {
   }
 }
 
+// Ops that every rank makes alike, with no root or peer, and whose results depend on what each
+// rank passes: the same call from different places is a rank-dependent code path that pairs the
+// wrong data. Rooted ops differ by place in the usual `if rank == root:`, and barriers, which
+// carry nothing, in the usual "rank 0 first" (`if rank != 0: barrier()`, work, `if rank == 0:
+// barrier()`).
+bool symmetric(uint16_t op) {
+  switch (static_cast<CollectiveOp>(op)) {
+    case CollectiveOp::kAllReduce:
+    case CollectiveOp::kAllReduceCoalesced:
+    case CollectiveOp::kAllGather:
+    case CollectiveOp::kReduceScatter:
+    case CollectiveOp::kAllToAll:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Ops whose tensors may differ across ranks by design: all_to_all splits, object payloads.
 bool shapes_compared(uint16_t op) {
   switch (static_cast<CollectiveOp>(op)) {
@@ -92,13 +117,27 @@ bool shapes_compared(uint16_t op) {
   }
 }
 
-std::string types_text(const CollectiveCall& call) {
+// One name per recorded tensor, "float32; int64"; "" when no tensor has one.
+std::string names_text(const CollectiveCall& call,
+                       const uint8_t (&values)[common::kCollectiveTensors],
+                       std::string (*name)(uint8_t)) {
   std::string out;
+  bool named = false;
   for (uint32_t t = 0; t < std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors); ++t) {
     if (t > 0) out += "; ";
-    out += dtype_name(call.tensor_dtypes[t]);
+    out += name(values[t]);
+    named |= !name(values[t]).empty();
   }
+  return named ? out : "";
+}
+
+std::string types_text(const CollectiveCall& call) {
+  std::string out = names_text(call, call.tensor_dtypes, dtype_name);
   return out.empty() ? dtype_name(call.dtype) : out;
+}
+
+std::string devices_text(const CollectiveCall& call) {
+  return names_text(call, call.tensor_devices, device_name);
 }
 
 struct Field {
@@ -117,11 +156,13 @@ std::vector<Field> fields_of(uint16_t op) {
   if (shapes_compared(op)) {
     out.push_back({"shape", [](const CollectiveCall& c) { return shapes_text(c, false); }});
     out.push_back({"dtype", types_text});
+    out.push_back({"device", devices_text});
     out.push_back({"count", [](const CollectiveCall& c) {
                      return is_python(c) ? std::string() : std::to_string(c.count);
                    }});
   } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kAllToAll) {
     out.push_back({"dtype", types_text});
+    out.push_back({"device", devices_text});
   }
   out.push_back({"reduce op", [](const CollectiveCall& c) { return redop_name(c.redop); }});
   if (rooted(op)) {
@@ -164,7 +205,39 @@ std::string seconds_text(int64_t ns) {
   return text;
 }
 
+// "rank 0", "ranks 1, 2"
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// The state of a rank a finding blames for making a call the others do not make (from there).
+constexpr const char* kOdd = "the odd one: ";
+
+FoundIssue new_issue(const std::string& kind, uint64_t group, uint64_t number,
+                     const CollectiveCall& call, const char* field, int64_t now_ns) {
+  FoundIssue found;
+  found.issue.t_ns = now_ns;
+  found.issue.kind = kind;
+  found.issue.group = group;
+  found.issue.number = number;
+  found.issue.op = op_name(call.op);
+  found.issue.field = field;
+  found.issue.first_ns = call.time_ns;
+  return found;
+}
+
 }  // namespace
+
+// When a rank that made the call gave up waiting for the others, or 0: its call raised (a
+// timeout, a closed connection), or a blocking call that cannot complete without every rank
+// returned. The return of a call that returns early is no such sign.
+int64_t CollectiveChecker::gave_up_at(const Held& held) {
+  if (held.end_ns == 0) return 0;
+  if (held.raised) return held.end_ns;
+  return !returns_early(held.call) && completes_together(held.call.op) ? held.end_ns : 0;
+}
 
 CollectiveChecker::CollectiveChecker(CheckerOptions options) : m_options(options) {}
 
@@ -205,10 +278,15 @@ void CollectiveChecker::add(const AgentCollective& record) {
   RankTrack& rank = group.ranks[static_cast<size_t>(call.group_rank)];
   group.last_activity_ns = std::max(group.last_activity_ns, call.time_ns);
   if (call.event == static_cast<uint8_t>(common::CollectiveEvent::kExit)) {
-    if (Held* held = find_call(rank, call.number)) held->end_ns = call.time_ns;
+    bool raised = (call.flags & common::kCollectiveRaised) != 0;
+    if (Held* held = find_call(rank, call.number)) {
+      held->end_ns = call.time_ns;
+      held->raised = raised;
+    }
     if (call.number <= rank.first.size() &&
         rank.first[call.number - 1].call.number == call.number) {
       rank.first[call.number - 1].end_ns = call.time_ns;
+      rank.first[call.number - 1].raised = raised;
     }
     ++rank.completed;
     return;
@@ -286,15 +364,8 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
       for (size_t i = 0; i < calls.size(); ++i) reordered &= made_by_others(i);
       if (reordered) kind = "collective-order";
     }
-    FoundIssue found;
+    FoundIssue found = new_issue(kind, id, number, first, field.name, now_ns);
     store::CollectiveIssue& issue = found.issue;
-    issue.t_ns = now_ns;
-    issue.kind = kind;
-    issue.group = id;
-    issue.number = number;
-    issue.op = op_name(first.op);
-    issue.field = field.name;
-    issue.first_ns = first.time_ns;
     std::string parts;
     for (size_t i = 0; i < calls.size(); ++i) {
       issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
@@ -317,6 +388,7 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
     out.push_back(std::move(found));
     return;
   }
+  if (symmetric(first.op) && compare_sites(id, group, calls, now_ns, out)) return;
   if (group.first_site_divergence == 0) {
     for (const Held* held : calls) {
       if (site_text(held->call) != site_text(first)) {
@@ -325,6 +397,77 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
       }
     }
   }
+}
+
+// Whether no rank but `ranks` ever called from `site` (in their recent calls).
+bool CollectiveChecker::only_from(const Group& group, const std::vector<int>& ranks,
+                                  const std::string& site) const {
+  for (int r = 0; r < group.size; ++r) {
+    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) continue;
+    for (const Held& held : group.ranks[static_cast<size_t>(r)].recent) {
+      if (site_text(held.call) == site) return false;
+    }
+  }
+  return true;
+}
+
+// The same symmetric call from different places: a call in code that only some ranks run (e.g.
+// under `if rank == 0:`) paired with the others' next one of the same shape, and every result
+// after it is silently wrong. The odd ranks are those at the less common place; between places
+// as common, those at a place no other rank calls from; else every rank is named.
+bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vector<Held*>& calls,
+                                      int64_t now_ns, std::vector<FoundIssue>& out) {
+  std::map<std::string, std::vector<int>> by_site;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::string site = site_text(calls[i]->call);
+    if (site.empty()) return false;  // NCCL's records have no place
+    by_site[site].push_back(static_cast<int>(i));
+  }
+  if (by_site.size() < 2) return false;
+  size_t most = 0;
+  for (const auto& [site, ranks] : by_site) most = std::max(most, ranks.size());
+  std::vector<const std::string*> common;
+  for (const auto& [site, ranks] : by_site) {
+    if (ranks.size() == most) common.push_back(&site);
+  }
+  std::vector<int> odd;
+  for (const auto& [site, ranks] : by_site) {
+    bool is_odd = common.size() == 1 ? &site != common[0] : only_from(group, ranks, site);
+    if (is_odd) odd.insert(odd.end(), ranks.begin(), ranks.end());
+  }
+  std::sort(odd.begin(), odd.end());
+  if (odd.empty() || odd.size() == calls.size()) odd.clear();  // no telling: name every rank
+
+  const CollectiveCall& first = calls[0]->call;
+  FoundIssue found = new_issue("collective-order", id, first.number, first, "site", now_ns);
+  store::CollectiveIssue& issue = found.issue;
+  std::string odd_places;
+  std::string other_places;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    int r = static_cast<int>(i);
+    bool is_odd = std::find(odd.begin(), odd.end(), r) != odd.end();
+    issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
+    store::CollectiveIssueRank part = rank_part(group, r);
+    part.site = site_text(calls[i]->call);
+    part.state = std::string(is_odd ? kOdd : "") + "made " + issue.op + " #" +
+                 std::to_string(first.number) + (is_odd ? " from another place" : "");
+    issue.ranks.push_back(part);
+    std::string& places = is_odd || odd.empty() ? odd_places : other_places;
+    places += (places.empty() ? "rank " : "; rank ") + std::to_string(r) + " at " + part.site;
+  }
+  std::string call = issue.op + " #" + std::to_string(first.number) + " in " + group_text(first);
+  issue.message = odd.empty() ? "collective-order: the ranks made " + call +
+                                    " from different places (" + odd_places + ")"
+                              : "collective-order: " + ranks_text(odd) + " made " + call +
+                                    " from another place than the others (" + odd_places + "; " +
+                                    other_places + ")";
+  issue.message +=
+      ": a collective in code that not every rank runs (e.g. under `if rank == 0:`) pairs "
+      "with the others' next one of the same shape, and its results are silently wrong";
+  group.settled = true;
+  group.flush = true;
+  out.push_back(std::move(found));
+  return true;
 }
 
 const CollectiveChecker::Process* CollectiveChecker::process_of(const Group& group,
@@ -399,17 +542,20 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     since = std::min(since, held->call.time_ns);
     const Process* process = process_of(group, r);
     bool died = process != nullptr && process->end;
-    bool running = still_running(held->call, held->end_ns) && !died;
+    bool running = still_running(held->call, held->end_ns) && !held->raised && !died;
     someone_waits |= running;
-    int64_t gave_up_ns = died ? process->end->end_ns
-                         : held->end_ns != 0 && completes_together(held->call.op) ? held->end_ns
-                                                                                  : 0;
+    int64_t gave_up_ns = died ? process->end->end_ns : gave_up_at(*held);
     if (gave_up_ns != 0 && (gave_up_first == 0 || gave_up_ns < gave_up_first)) {
       gave_up_first = gave_up_ns;
       gave_up = "rank " + std::to_string(r) + (died ? " ended in it" : " gave up waiting");
     }
   }
   if (waited == nullptr) return;
+  // Fewer ranks made the call than did not, from a place no other rank ever calls from: the
+  // call is theirs alone (code only they run, e.g. under `if rank == 0:`), not one the others
+  // skipped, and they are the ones to blame.
+  std::string site = site_text(waited->call);
+  bool alone = arrived.size() < laggards.size() && !site.empty() && only_from(group, arrived, site);
   for (int r : laggards) {
     const Process* process = process_of(group, r);
     // A missing rank ended after a waiting one gave up was ended for it (by the launcher).
@@ -418,7 +564,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
       continue;
     }
     if (now_ns - grace_ns() < process->end->end_ns) return;  // its last records first
-    reason = "rank " + std::to_string(r) + " " + end_text(*process->end) + " without calling it";
+    reason = "rank " + std::to_string(r) + " " + end_text(*process->end) +
+             (alone ? "" : " without calling it");
     if (!ended_normally(*process->end)) {
       kind = "peer-exited";
       peer_end_ns = process->end->end_ns;  // the failure the others are victims of
@@ -436,14 +583,9 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     group.stalled_ranks = laggards;
   }
 
-  FoundIssue found;
+  bool extra = alone && kind == "collective-missing";
+  FoundIssue found = new_issue(kind, id, target, waited->call, "missing", now_ns);
   store::CollectiveIssue& issue = found.issue;
-  issue.t_ns = now_ns;
-  issue.kind = kind;
-  issue.group = id;
-  issue.number = target;
-  issue.op = op_name(waited->call.op);
-  issue.field = "missing";
   issue.first_ns = peer_end_ns != 0 ? peer_end_ns : since;
   std::string missing;
   std::string last_calls;
@@ -452,9 +594,12 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     const Process* process = process_of(group, r);
     bool lagging = std::find(laggards.begin(), laggards.end(), r) != laggards.end();
     RankTrack& rank = group.ranks[static_cast<size_t>(r)];
-    if (lagging) {
-      part.state = process && process->end ? end_text(*process->end) + " without calling it"
-                                           : "never called it";
+    bool ended = process && process->end;
+    if (lagging && extra) {
+      part.state = (ended ? end_text(*process->end) + "; " : "") + "never calls from there";
+      if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
+    } else if (lagging) {
+      part.state = ended ? end_text(*process->end) + " without calling it" : "never called it";
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
       missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
       last_calls += "; rank " + std::to_string(r) +
@@ -462,9 +607,13 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     } else if (const Held* held = find_call(rank, target)) {
       part.site = site_text(held->call);
       part.value = call_text(held->call);
-      part.state = still_running(held->call, held->end_ns) ? "waiting in it" : "returned from it";
+      part.state = std::string(extra ? kOdd : "") + (held->raised        ? "raised in it"
+                                                     : held->end_ns == 0 ? "waiting in it"
+                                                     : returns_early(held->call)
+                                                         ? "issued it (it completes later)"
+                                                         : "returned from it");
     }
-    if (part.pid != 0 && (process == nullptr || !process->end)) found.dump_pids.push_back(part.pid);
+    if (part.pid != 0 && !ended) found.dump_pids.push_back(part.pid);
     issue.ranks.push_back(part);
   }
   std::string waits = call_text(waited->call);
@@ -472,10 +621,15 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     waits +=
         "; the ranks' call sites first differed at #" + std::to_string(group.first_site_divergence);
   }
-  issue.message = kind + ": " + missing + " never made " + waits + " in " +
-                  group_text(waited->call) + ", which the others " +
-                  (someone_waits ? "wait in" : "made") + " since " + seconds_text(now_ns - since) +
-                  " (" + reason + ")" + last_calls;
+  issue.message =
+      extra ? kind + ": " + ranks_text(arrived) + " alone made " + waits + " in " +
+                  group_text(waited->call) +
+                  " from a place no other rank calls from: code that only " + ranks_text(arrived) +
+                  " runs (e.g. under `if rank == 0:`); the others never make it (" + reason + ", " +
+                  seconds_text(now_ns - since) + " after the call)"
+            : kind + ": " + missing + " never made " + waits + " in " + group_text(waited->call) +
+                  ", which the others " + (someone_waits ? "wait in" : "made") + " since " +
+                  seconds_text(now_ns - since) + " (" + reason + ")" + last_calls;
   group.settled = true;
   group.flush = true;
   out.push_back(std::move(found));
@@ -518,14 +672,8 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
   compare(id, group, number, now_ns, out);
   if (out.size() != before) return;
 
-  FoundIssue found;
+  FoundIssue found = new_issue("collective-missing", id, number, waited->call, "late", now_ns);
   store::CollectiveIssue& issue = found.issue;
-  issue.t_ns = now_ns;
-  issue.kind = "collective-missing";
-  issue.group = id;
-  issue.number = number;
-  issue.op = op_name(waited->call.op);
-  issue.field = "late";
   issue.first_ns = since;
   std::string who;
   int64_t latest = since;

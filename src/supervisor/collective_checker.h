@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +57,7 @@ class CollectiveChecker {
     int pid = 0;
     uint64_t start_ticks = 0;
     int64_t end_ns = 0;
+    bool raised = false;  // the call raised: it gave up waiting
   };
   struct RankTrack {
     int pid = 0;
@@ -86,9 +88,13 @@ class CollectiveChecker {
     std::optional<store::ProcessRecord> end;
   };
 
+  static int64_t gave_up_at(const Held& held);
   Held* find_call(RankTrack& rank, uint64_t number);
   void compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                std::vector<FoundIssue>& out);
+  bool compare_sites(uint64_t id, Group& group, const std::vector<Held*>& calls, int64_t now_ns,
+                     std::vector<FoundIssue>& out);
+  bool only_from(const Group& group, const std::vector<int>& ranks, const std::string& site) const;
   void watch(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_late(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);

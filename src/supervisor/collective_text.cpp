@@ -91,6 +91,20 @@ std::string redop_name(uint8_t redop) {
   return redop == common::kRedOpNone ? "" : "op " + std::to_string(redop);
 }
 
+std::string device_name(uint8_t device) {
+  switch (static_cast<common::CollectiveDevice>(device)) {
+    case common::CollectiveDevice::kUnknown:
+      return "";
+    case common::CollectiveDevice::kCpu:
+      return "cpu";
+    case common::CollectiveDevice::kCuda:
+      return "cuda";
+    case common::CollectiveDevice::kOther:
+      break;
+  }
+  return "other device";
+}
+
 std::string shapes_text(const common::CollectiveCall& call, bool with_types) {
   std::string out;
   uint32_t count = std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors);
@@ -104,7 +118,11 @@ std::string shapes_text(const common::CollectiveCall& call, bool with_types) {
     }
     if (call.ndims[t] > common::kCollectiveDims) out += ", ...";
     out += ']';
-    if (with_types) out += ' ' + dtype_name(call.tensor_dtypes[t]);
+    if (!with_types) continue;
+    out += ' ' + dtype_name(call.tensor_dtypes[t]);
+    if (call.tensor_devices[t] > static_cast<uint8_t>(common::CollectiveDevice::kCpu)) {
+      out += ' ' + device_name(call.tensor_devices[t]);
+    }
   }
   if ((call.flags & common::kCollectiveTruncated) != 0 && count == common::kCollectiveTensors) {
     out += "; ...";
@@ -141,7 +159,7 @@ store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint
   out.peer = call.peer;
   out.site = site_text(call);
   out.step = call.step;
-  out.async = (call.flags & common::kCollectiveAsync) != 0;
+  out.async = (call.flags & (common::kCollectiveAsync | common::kCollectiveQueued)) != 0;
   return out;
 }
 

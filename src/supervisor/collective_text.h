@@ -17,8 +17,10 @@ std::string dtype_name(uint8_t dtype);
 // "sum", "max", "premul_sum", ...; "" for none.
 std::string redop_name(uint8_t redop);
 // The shapes of the recorded tensors: "[20, 10]; [3]" ("" when none); with their types when
-// `with_types`: "[20, 10] float32; [3] int64".
+// `with_types`, and the device of those not on the CPU: "[20, 10] float32; [3] int64 cuda".
 std::string shapes_text(const common::CollectiveCall& call, bool with_types);
+// "cpu", "cuda", "other device"; "" when not recorded.
+std::string device_name(uint8_t device);
 // "train.py:42" (the file as recorded), "" when unknown.
 std::string site_text(const common::CollectiveCall& call);
 

@@ -276,7 +276,9 @@ void Loop::check_collectives(bool final) {
 
 // Stored and printed at once: a user watching the job learns it while the job still runs.
 void Loop::report_issue(store::CollectiveIssue& issue) {
-  bool abort = m_options.abort_on_issue && m_kill_at_ns == 0 && !m_root_done;
+  // Calls from different places may have paired harmlessly: a warning, no reason to end a job.
+  bool abort =
+      m_options.abort_on_issue && issue.field != "site" && m_kill_at_ns == 0 && !m_root_done;
   issue.aborted = abort;
   m_store.add_collective_issue(issue);
   m_store.add_collectives(m_checker.take_calls(false));

@@ -2,12 +2,13 @@
 sites) in report.json, and the terminal line printed while the job still runs."""
 import json
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
 
 import pytest
-from conftest import JOBS, TRAINDOC, job_script, torchrun
+from conftest import JOBS, ROOT, TRAINDOC, job_script, torchrun
 
 SCRIPT = JOBS / "collective_faults.py"
 
@@ -54,6 +55,13 @@ class LiveRun:
         assert found, "\n".join(text for _, text in self.lines)
         return found[0]
 
+    def printed_while_running(self, kind):
+        """Whether traindoc's live line for `kind` came before torchrun said the job had failed
+        (its ChildFailedError, printed as it ends), in the one stream both go to."""
+        texts = [text for _, text in self.lines]
+        live = texts.index(self.live_line(kind)[1])
+        return live < next(i for i, text in enumerate(texts) if "ChildFailedError" in text)
+
     def finding(self, kind):
         found = [f for f in self.report["findings"] if f["kind"] == kind]
         assert found, [(f["kind"], f["title"]) for f in self.report["findings"]]
@@ -98,6 +106,7 @@ def test_op_mismatch_is_named_while_the_job_hangs(tmp_path):  # T12
 def test_shape_mismatch_names_each_ranks_shape(tmp_path):  # T13, H05
     run = faults(tmp_path, "shape_mismatch")
     _, text = run.live_line("collective-mismatch")
+    assert run.printed_while_running("collective-mismatch")
     assert "rank 0: [100, 16]" in text and "rank 1: [200, 16]" in text
     root = assert_root(run, "collective-mismatch", "shape_mismatch")
     assert "pad" in root["fix"]
@@ -116,6 +125,7 @@ def test_float_vs_int64_in_one_all_reduce(tmp_path):  # S05: gloo itself says no
 def test_uneven_all_gather(tmp_path):  # H06
     run = faults(tmp_path, "uneven_all_gather")
     _, text = run.live_line("collective-mismatch")
+    assert run.printed_while_running("collective-mismatch")
     assert "all_gather" in text and "[2]" in text and "[3]" in text
     assert_root(run, "collective-mismatch", "uneven_all_gather")
 
@@ -123,6 +133,7 @@ def test_uneven_all_gather(tmp_path):  # H06
 def test_skipped_monitored_barrier(tmp_path):  # T14, H08 (a)
     run = faults(tmp_path, "monitored_barrier_skipped", "--stall-seconds", "30")
     _, text = run.live_line("collective-missing")
+    assert run.printed_while_running("collective-missing")
     assert text.startswith("traindoc: collective-missing: rank 1 never made monitored_barrier #")
     root = assert_root(run, "collective-missing", "monitored_barrier_skipped", ranks=[1])
     assert "guard it identically" in root["fix"]
@@ -144,6 +155,7 @@ def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
 def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not a network fault
     run = faults(tmp_path, "skip_and_exit")
     _, text = run.live_line("collective-missing")
+    assert run.printed_while_running("collective-missing")
     # Rank 1's exit or rank 0's failure, whichever traindoc learns first, ends the wait: both
     # name rank 1 (its end is known when torchrun reaps it, at torchrun's own pace).
     assert "rank 1 never made all_reduce #2" in text
@@ -185,9 +197,23 @@ def test_a_straggler_is_told_apart_from_a_desync(tmp_path):  # H14
     assert f"line {sleep_line} in straggler" in evidence, evidence
 
 
+def test_a_late_peer_of_an_async_call_is_no_finding(tmp_path):
+    """Rank 1's all_reduce(async_op=True) returns at once and rank 0 makes it 2 s later: the
+    return is no sign that rank 1 gave up, and --on-mismatch abort leaves the job alone."""
+    run = faults(tmp_path, "late_peer_async", "--on-mismatch", "abort")
+    assert run.status == 0
+    assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
+    assert not [text for _, text in run.lines if text.startswith("traindoc: collective")]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute("SELECT group_rank, async, end_ns > 0 FROM collectives "
+                          "WHERE op = 'all_reduce' ORDER BY group_rank").fetchall()
+    assert rows == [(0, 0, 1), (1, 1, 1)]
+
+
 def test_order_swapped(tmp_path):  # S06
     run = faults(tmp_path, "order_swapped")
     _, text = run.live_line("collective-order")
+    assert run.printed_while_running("collective-order")
     assert "rank 0: all_reduce #3" in text and "rank 1: broadcast #3" in text
     assert_root(run, "collective-order", "order_swapped")
 
@@ -195,9 +221,12 @@ def test_order_swapped(tmp_path):  # S06
 def test_skipped_backward_is_uneven_inputs(tmp_path):  # H11
     run = faults(tmp_path, "skip_backward")
     _, text = run.live_line("uneven-inputs")
+    assert run.printed_while_running("uneven-inputs")
     assert "rank 1 exited normally while rank 0 still trained" in text
     root = next(f for f in run.report["findings"] if f["root_cause"])
     assert root["kind"] == "uneven-inputs"
+    assert root["ranks"] == [1]  # it ran out of batches first; rank 0 is its victim
+    assert "backward steps: rank 1 ran 3, rank 0 4" in root["evidence"], root["evidence"]
     assert "drop_last" in root["fix"]
 
 
@@ -230,3 +259,86 @@ def test_the_odd_rank_among_many_is_named(tmp_path, size):
     _, text = run.live_line("collective-mismatch")
     assert "rank 2: int32" in text and "rank 0: float32" in text
     assert sorted(run.finding("collective-mismatch")["ranks"]) == list(range(size))
+
+
+RANK_ZERO = ROOT / "examples" / "faults" / "rank_zero_collective.py"
+
+
+@pytest.mark.parametrize("at_end", [False, True])
+def test_a_call_in_rank_zero_only_code_blames_rank_zero(tmp_path, at_end):  # H16, T17
+    """Rank 0 alone all-reduces a metric among 3 ranks. Within the loop it pairs with ranks 1 and
+    2's next all_reduce (the same shape, from another line); as rank 0's last call, ranks 1 and 2
+    never make it. Either way rank 0 is named, and ranks 1 and 2 are not blamed for a call that
+    is not theirs."""
+    run = LiveRun(tmp_path, ranks(3, RANK_ZERO, *(["--at-end"] if at_end else [])))
+    extra = f"{RANK_ZERO}:23"
+    kind = "collective-missing" if at_end else "collective-order"
+    _, text = run.live_line(kind)
+    assert run.printed_while_running(kind)
+    if at_end:
+        assert text.startswith(f"traindoc: {kind}: rank 0 alone made all_reduce #4 at {extra}")
+        assert "never made" not in text
+    else:
+        assert text.startswith(f"traindoc: {kind}: rank 0 made all_reduce #3 in group")
+        assert f"rank 0 at {extra}; rank 1 at {RANK_ZERO}:20; rank 2 at {RANK_ZERO}:20" in text
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == kind, [(f["kind"], f["title"]) for f in run.report["findings"]]
+    assert root["ranks"] == [0]
+    # Ranks 1 and 2 exited normally after their last call: that is no cause of its own.
+    assert not any(f["kind"] == "collective-missing" and f["ranks"] != [0]
+                   for f in run.report["findings"])
+
+
+# What the hook records of each wrapped call of jobs/every_collective.py, in its order, on the
+# world group: (op, dtype, tensors (inputs first), reduce op, root, async). gloo of PyTorch 1.13
+# refuses all_to_all, reduce_scatter, all_gather_into_tensor, _all_gather_base and
+# reduce_scatter_tensor: those calls raise, recorded all the same.
+EVERY_CALL = [
+    ("all_reduce", "float32", "[3, 2] float32", "sum", -1, 0),
+    ("all_reduce", "int64", "[2] int64", "max", -1, 0),
+    ("all_reduce_coalesced", "float32", "[2] float32; [3] float32", "sum", -1, 0),
+    ("broadcast", "float32", "[4] float32", "", 1, 0),
+    ("reduce", "float32", "[4] float32", "product", 1, 0),
+    ("all_gather", "float32", "[2] float32; [2] float32; [2] float32", "", -1, 0),
+    ("gather", "float32", "[2] float32", "", 0, 0),
+    ("scatter", "float32", "[2] float32", "", 1, 0),
+    ("all_to_all", "float64", "[4] float64; [4] float64", "", -1, 0),  # all_to_all_single
+    ("all_to_all", "float32", "; ".join(["[2] float32"] * 4), "", -1, 0),
+    ("reduce_scatter", "float32", "; ".join(["[2] float32"] * 3), "sum", -1, 0),
+    ("all_gather", "float32", "[2] float32; [4] float32", "", -1, 0),  # all_gather_into_tensor
+    ("all_gather", "float32", "[2] float32; [4] float32", "", -1, 0),  # _all_gather_base
+    ("reduce_scatter", "float32", "[4] float32; [2] float32", "sum", -1, 0),  # ..._tensor
+    # The object variants: one record each, not one per inner collective.
+    ("all_gather_object", "", "", "", -1, 0),
+    ("broadcast_object_list", "", "", "", 1, 0),
+    ("gather_object", "", "", "", 0, 0),
+    ("scatter_object_list", "", "", "", 0, 0),
+    ("monitored_barrier", "", "", "", -1, 0),
+    ("barrier", "", "", "", -1, 0),
+    ("all_reduce", "float32", "[1] float32", "sum", -1, 1),  # async_op=True
+]
+
+
+def test_every_wrapped_call_is_recorded(traindoc):
+    run = traindoc(ranks(2, JOBS / "every_collective.py"))
+    assert run.status == 0, run.stderr[-2000:]
+    assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute(
+            "SELECT p.rank, c.group_rank, c.group_size, c.number, c.op, c.dtype, c.tensors, "
+            "c.redop, c.peer, c.async, c.end_ns > 0 FROM collectives c "
+            "JOIN processes p USING (pid, start_ticks) ORDER BY p.rank, c.group_id, c.number"
+        ).fetchall()
+    for rank in (0, 1):
+        world = [r for r in rows if r[0] == rank and r[4] not in ("send", "recv")]
+        assert [r[1:4] for r in world] == [(rank, 2, n) for n in range(1, len(EVERY_CALL) + 1)]
+        assert [r[4:10] for r in world] == EVERY_CALL
+        assert all(r[10] for r in world)  # each returned (or raised)
+    # Each direction of the pair is a group of its own: sender rank 0, receiver rank 1.
+    pairs = sorted((r[0], r[1], r[4], r[6], r[8], r[9]) for r in rows if r[4] in ("send", "recv"))
+    assert pairs == [
+        (0, 0, "send", "[5] float32", 1, 0),
+        (0, 1, "recv", "[6] float32", 1, 1),  # irecv
+        (1, 0, "send", "[6] float32", 0, 1),  # isend
+        (1, 1, "recv", "[5] float32", 0, 0),
+    ]

@@ -38,11 +38,19 @@ def test_clean_calls_are_recorded_once_each(traindoc, tmp_path):
     # The communicator's identity (the unique id's hash) is the same on both ranks.
     assert len({r["group_id"] for r in by_op["all_reduce"]}) == 1
     assert sorted(r["group_rank"] for r in by_op["all_reduce"]) == [0, 1]
-    # The split is numbered in the parent; the child has an identity of its own, shared.
-    assert [r["number"] for r in by_op["comm_split"]] == [3, 3]
-    gathers = by_op["all_gather"]
-    assert len({r["group_id"] for r in gathers}) == 1
-    assert gathers[0]["group_id"] != by_op["all_reduce"][0]["group_id"]
+    # The splits are numbered in the parent; each child has an identity of its own, shared.
+    assert [r["number"] for r in by_op["comm_split"]] == [3, 4, 3, 4]
+    world = by_op["all_reduce"][0]["group_id"]
+    children = set()
+    # The child of a blocking split; of a nonblocking one (its rank and size asked only once it
+    # is ready: NCCL warns about a communicator used before); one made by ncclCommInitRankScalable.
+    for op in ("all_gather", "reduce_scatter", "all_to_all"):
+        rows = by_op[op]
+        assert sorted((r["group_rank"], r["group_size"]) for r in rows) == [(0, 2), (1, 2)], op
+        assert len({r["group_id"] for r in rows}) == 1 and rows[0]["group_id"] != world, op
+        children.add(rows[0]["group_id"])
+    assert len(children) == 3
+    assert "Attempt to use communicator" not in run.stderr.decode()
     # Send and receive pair up on the pair group of sender and receiver.
     sends = {(r["pid"], r["peer"]): r["group_id"] for r in by_op["send"]}
     recvs = {(r["pid"], r["peer"]): r["group_id"] for r in by_op["recv"]}

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 from conftest import PYTHON, ROOT, python_job
 
@@ -99,3 +100,72 @@ def test_destroyed_process_group_is_freed(traindoc, tmp_path):
     run = traindoc(python_job(code), env=dict(os.environ, TRAINDOC_HOOK_DEBUG="1"))
     assert run.status == 0, run.stderr
     assert lines(run.stdout) == ["recorded True", "freed True"]
+
+
+def hook_module():
+    """The hook's collectives module itself, for calls described without a process group."""
+    sys.path.insert(0, str(ROOT / "python"))
+    from traindoc_hook import collectives
+
+    return collectives
+
+
+def fake_c10d(world, **functions):
+    """What the hook asks of torch.distributed.distributed_c10d, for a world of 2 on gloo."""
+    base = dict(GroupMember=types.SimpleNamespace(WORLD=world, NON_GROUP_MEMBER=object()),
+                ReduceOp=types.SimpleNamespace(SUM="ReduceOp.SUM"), _pg_names={world: "0"},
+                _get_default_group=lambda: world, get_backend=lambda group: "gloo",
+                get_rank=lambda group=None: 0, get_world_size=lambda group=None: 2)
+    return types.SimpleNamespace(**dict(base, **functions))
+
+
+def test_roots_and_peers_given_by_group_rank_are_recorded_as_global_ranks():
+    """PyTorch 2.6+ names a root or peer by its rank in the group (group_src, group_dst): the
+    record holds its global rank, as for src and dst, so that both forms pair up."""
+    import torch
+
+    hook = hook_module()
+    world, pair = object(), object()  # pair: global ranks 2 and 3; this process is rank 2
+    c10d = fake_c10d(
+        world, _pg_names={world: "0", pair: "1"},
+        get_rank=lambda group=None: 0 if group is pair else 2,
+        get_world_size=lambda group=None: 2 if group is pair else 4,
+        get_global_rank=lambda group, rank: {world: rank, pair: rank + 2}[group])
+    tensor = torch.ones(3)
+    by_group_rank = hook._build(c10d, hook._SPECS["broadcast"],
+                                {"tensor": tensor, "group": pair, "group_src": 1})
+    by_global_rank = hook._build(c10d, hook._SPECS["broadcast"],
+                                 {"tensor": tensor, "group": pair, "src": 3})
+    assert by_group_rank.peer == by_global_rank.peer == 3
+    assert hook._build(c10d, hook._SPECS["broadcast"], {"tensor": tensor}).peer == 0
+    send = hook._build(c10d, hook._SPECS["send"], {"tensor": tensor, "group": pair, "group_dst": 1})
+    recv_any = hook._build(c10d, hook._SPECS["irecv"], {"tensor": tensor, "group": pair})
+    assert send.peer == 3 and recv_any is None
+    pair_id, _ = hook._group_info(c10d, pair)
+    assert send.group == hook._stable_hash("%d:2>3" % pair_id)  # the pair group 2 -> 3
+    gather = hook._build(c10d, hook._SPECS["gather_object"], {"obj": 1, "group_dst": 0})
+    assert gather.peer == 0 and gather.group_size == 4
+
+
+def test_a_cuda_tensor_is_recorded_with_its_device_and_as_queued():
+    """Without a GPU: a stand-in tensor that says it lives on CUDA. The record names its device
+    (a CPU tensor on another rank is a mismatch) and says the call returns once queued."""
+    import torch
+
+    hook = hook_module()
+
+    class CudaTensor:
+        shape, dtype, is_cuda = (8,), "torch.float16", True
+        device = types.SimpleNamespace(type="cuda")
+
+        def numel(self):
+            return 8
+
+    c10d = fake_c10d(object())
+    call = hook._build(c10d, hook._SPECS["all_reduce"], {"tensor": CudaTensor()})
+    assert (call.tensor_devices[0], call.tensor_dtypes[0], call.count) == (2, 6, 8)
+    assert call.flags & hook._QUEUED
+    cpu = hook._build(c10d, hook._SPECS["all_reduce"], {"tensor": torch.ones(2)})
+    assert cpu.tensor_devices[0] == 1 and not cpu.flags & hook._QUEUED
+    nccl = fake_c10d(object(), get_backend=lambda group: "nccl")
+    assert hook._build(nccl, hook._SPECS["barrier"], {}).flags & hook._QUEUED  # every op

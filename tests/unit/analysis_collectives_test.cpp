@@ -197,6 +197,47 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   // A job that failed all the same (a wait timed out): the straggler is its cause.
   e.run.exit_code = 1;
   EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kError);
+  // The stall took rank 0's call for one of its own; its late peer shows it was not.
+  e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
+  e.collective_issues[0].ranks[1].state = "never calls from there";
+  EXPECT_EQ(diagnose(e).findings.front().ranks, (std::vector<int>{1}));
+}
+
+// CASES.md H16: rank 0 alone made a call from its rank-0-only code; it alone is named, and the
+// finding is a warning while the job still finished.
+TEST(CollectivesRule, TheOddRankAloneIsNamed) {
+  store::Evidence e = job_with_issue("collective-order", "site");
+  e.collective_issues[0].ranks[0].state = "the odd one: made all_reduce #4 from another place";
+  e.collective_issues[0].ranks[1].state = "made all_reduce #4";
+  Diagnosis d = diagnose(e);
+  const Finding& f = d.findings.front();
+  EXPECT_EQ(f.kind, "collective-order");
+  EXPECT_EQ(f.severity, Severity::kError);  // rank 0 exited 1
+  EXPECT_EQ(f.ranks, (std::vector<int>{0}));
+  EXPECT_NE(f.fix.find("rank_zero_only=True"), std::string::npos) << f.fix;
+  for (store::ProcessRecord& p : e.processes) p.exit_code = 0;
+  e.run.exit_code = 0;
+  EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kWarning);
+  // A call only rank 0 made, which the others never make: rank 0, not the ranks that did not.
+  e = job_with_issue("collective-missing", "missing");
+  e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
+  e.collective_issues[0].ranks[1].state = "exited 0; never calls from there";
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{0}));
+}
+
+// H11: the rank that ran out of batches and left first is named; the one that then failed is a
+// victim, in the evidence.
+TEST(CollectivesRule, UnevenInputsNameTheRankThatLeftFirst) {
+  store::Evidence e = job_with_issue("uneven-inputs", "calls");
+  std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
+  e.collective_issues[0].ranks[0].state = "exited 0";
+  e.collective_issues[0].ranks[1].state = "exited 1";
+  Diagnosis d = diagnose(e);
+  const Finding& f = d.findings.front();
+  EXPECT_EQ(f.kind, "uneven-inputs");
+  EXPECT_EQ(f.ranks, (std::vector<int>{1}));
 }
 
 TEST(CollectivesRule, AnAbortIsSaid) {

@@ -67,6 +67,13 @@ class CheckerTest : public ::testing::Test {
   CheckerTest() : checker({.stall_ns = 3 * kSecond}) {
     for (int r = 0; r < 2; ++r) checker.process_started(100 + r, 7, r, 2);
   }
+  // A call and its return at `end`, with the return's flags (raised).
+  void returned(const AgentCollective& enter, int64_t end, uint8_t flags = 0) {
+    AgentCollective out = exit_of(enter, end);
+    out.call.flags = flags;
+    checker.add(enter);
+    checker.add(out);
+  }
   // Both ranks make the same synchronous call, which returns.
   void both(uint64_t number, CollectiveOp op) {
     for (int r = 0; r < 2; ++r) {
@@ -117,6 +124,23 @@ TEST_F(CheckerTest, SameBytesOtherTypeIsADtypeMismatch) {
   EXPECT_EQ(found[0].issue.ranks[1].value, "int64");
 }
 
+TEST_F(CheckerTest, ACpuTensorWhereTheOtherPassesACudaOneIsADeviceMismatch) {
+  AgentCollective cpu = call(0, 1, CollectiveOp::kAllReduce);
+  AgentCollective cuda = call(1, 1, CollectiveOp::kAllReduce);
+  cpu.call.tensor_devices[0] = static_cast<uint8_t>(common::CollectiveDevice::kCpu);
+  cuda.call.tensor_devices[0] = static_cast<uint8_t>(common::CollectiveDevice::kCuda);
+  checker.add(cpu);
+  checker.add(cuda);
+  std::vector<FoundIssue> found = checker.check(kT0);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-mismatch");
+  EXPECT_EQ(found[0].issue.field, "device");
+  EXPECT_EQ(found[0].issue.ranks[0].value, "cpu");
+  EXPECT_EQ(found[0].issue.ranks[1].value, "cuda");
+  EXPECT_EQ(shapes_text(cuda.call, true), "[4] float32 cuda");
+  EXPECT_EQ(shapes_text(cpu.call, true), "[4] float32");
+}
+
 TEST_F(CheckerTest, ReduceOpAndRootAreCompared) {
   AgentCollective max = call(1, 1, CollectiveOp::kAllReduce);
   max.call.redop = 2;
@@ -156,6 +180,89 @@ TEST_F(CheckerTest, SendAndRecvOfAPairAgree) {
   checker.add(send);
   checker.add(recv);
   EXPECT_TRUE(checker.check(kT0).empty());
+}
+
+// Three ranks: rank 0 runs a metric sync in rank-0-only code (CASES.md H16).
+class ThreeRanks : public ::testing::Test {
+ protected:
+  ThreeRanks() {
+    for (int r = 0; r < 3; ++r) checker.process_started(100 + r, 7, r, 3);
+  }
+  void add(int rank, uint64_t number, int line, CollectiveOp op = CollectiveOp::kAllReduce) {
+    AgentCollective c = call(rank, number, op, {1}, 7, "train.py", line);
+    c.call.group_size = 3;
+    if (op == CollectiveOp::kBroadcast) c.call.peer = 0;
+    checker.add(c);
+  }
+  CollectiveChecker checker;
+};
+
+TEST_F(ThreeRanks, ASymmetricCallFromAnotherPlaceNamesTheOddRank) {
+  for (int r = 0; r < 3; ++r) add(r, 1, 10);
+  add(0, 2, 20);  // the metric sync: it pairs with the others' next all_reduce
+  add(1, 2, 10);
+  add(2, 2, 10);
+  std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-order");
+  EXPECT_EQ(issue.field, "site");
+  EXPECT_EQ(issue.number, 2u);
+  EXPECT_EQ(issue.ranks[0].state, "the odd one: made all_reduce #2 from another place");
+  EXPECT_EQ(issue.ranks[0].site, "train.py:20");
+  EXPECT_EQ(issue.ranks[1].state, "made all_reduce #2");
+  EXPECT_EQ(issue.message.rfind("collective-order: rank 0 made all_reduce #2 in group", 0), 0u)
+      << issue.message;
+  EXPECT_NE(issue.message.find("(rank 0 at train.py:20; rank 1 at train.py:10; rank 2 at "
+                               "train.py:10)"),
+            std::string::npos)
+      << issue.message;
+  // Settled: rank 0's calls are one ahead from here on, and that is not news.
+  add(0, 3, 10);
+  add(1, 3, 10);
+  add(2, 3, 10);
+  EXPECT_TRUE(checker.check(kT0 + 60 * kSecond).empty());
+}
+
+TEST_F(ThreeRanks, RootedCallsAndBarriersFromDifferentPlacesAreTheUsualPatterns) {
+  add(0, 1, 10, CollectiveOp::kBroadcast);  // if rank == 0: broadcast(src=0)
+  add(1, 1, 12, CollectiveOp::kBroadcast);
+  add(2, 1, 12, CollectiveOp::kBroadcast);
+  add(1, 2, 20, CollectiveOp::kBarrier);  // rank 0 first: if rank != 0: barrier()
+  add(2, 2, 20, CollectiveOp::kBarrier);
+  add(0, 2, 22, CollectiveOp::kBarrier);  // if rank == 0: barrier(), once its work is done
+  EXPECT_TRUE(checker.check(kT0 + kSecond).empty());
+}
+
+// Rank 0's extra call is its last, and ranks 1 and 2 exit: they are not the ones that "never
+// made" it; rank 0 made a call that is its alone.
+TEST_F(ThreeRanks, AnExtraCallOfOneRankBlamesThatRank) {
+  for (int r = 0; r < 3; ++r) add(r, 1, 10);
+  add(0, 2, 20);
+  checker.process_ended(ended(1, 0, kT0 + kSecond));
+  checker.process_ended(ended(2, 0, kT0 + kSecond));
+  std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-missing");
+  EXPECT_EQ(issue.ranks[0].state, "the odd one: waiting in it");
+  EXPECT_EQ(issue.ranks[1].state, "exited 0; never calls from there");
+  EXPECT_EQ(issue.message.rfind("collective-missing: rank 0 alone made all_reduce #2 at "
+                                "train.py:20 in group",
+                                0),
+            0u)
+      << issue.message;
+  EXPECT_EQ(issue.message.find("never made"), std::string::npos) << issue.message;
+}
+
+TEST_F(CheckerTest, OfTwoRanksTheOneAtAPlaceTheOtherNeverCallsFromIsOdd) {
+  both(1, CollectiveOp::kAllReduce);  // both at train.py:10
+  checker.add(call(0, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 10));
+  checker.add(call(1, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 20));
+  std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.ranks[0].state, "made all_reduce #2");
+  EXPECT_EQ(found[0].issue.ranks[1].state, "the odd one: made all_reduce #2 from another place");
 }
 
 TEST_F(CheckerTest, AStallNamesTheMissingRankAndAsksForStacks) {
@@ -249,12 +356,57 @@ TEST_F(CheckerTest, AWaitThatGaveUpIsReportedBeforeTheStallTime) {
   EXPECT_EQ(found[0].issue.ranks[1].state, "killed by SIGTERM without calling it");
 }
 
+// A call that returns before it completes says nothing of its peers by returning: rank 1 issued
+// the all-reduce with async_op=True (or on a backend that queues, NCCL), rank 0 comes 2 s later.
+TEST_F(CheckerTest, ACallThatReturnsEarlyIsNoGiveUp) {
+  for (uint8_t flag : {common::kCollectiveAsync, common::kCollectiveQueued}) {
+    CollectiveChecker fresh({.stall_ns = 30 * kSecond});
+    for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
+    AgentCollective issued = call(1, 1, CollectiveOp::kAllReduce);
+    issued.call.flags = flag;
+    fresh.add(issued);
+    fresh.add(exit_of(issued, issued.call.time_ns + 10));
+    EXPECT_TRUE(fresh.check(kT0 + 2 * kSecond).empty()) << int{flag};
+    fresh.add(call(0, 1, CollectiveOp::kAllReduce, {4}, 7, "train.py", 10, kT0 + 2 * kSecond));
+    EXPECT_TRUE(fresh.check(kT0 + 3 * kSecond).empty()) << int{flag};
+  }
+}
+
+// It still waits (in work.wait() or on the stream): a peer that never comes is a stall.
+TEST_F(CheckerTest, ACallThatReturnedEarlyStillWaitsForTheStall) {
+  both(1, CollectiveOp::kAllReduce);
+  AgentCollective issued = call(1, 2, CollectiveOp::kAllReduce);
+  issued.call.flags = common::kCollectiveAsync;
+  returned(issued, issued.call.time_ns + 10, common::kCollectiveAsync);
+  EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
+  std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.ranks[0].state, "never called it");
+  EXPECT_EQ(found[0].issue.ranks[1].state, "issued it (it completes later)");
+  EXPECT_NE(found[0].issue.message.find("no rank of the group moved"), std::string::npos)
+      << found[0].issue.message;
+}
+
+// A call that raised gave up, whatever its op: here a broadcast's timeout, at 1 s.
+TEST_F(CheckerTest, ACallThatRaisedGaveUp) {
+  both(1, CollectiveOp::kAllReduce);
+  AgentCollective root = call(1, 2, CollectiveOp::kBroadcast);
+  root.call.peer = 0;
+  returned(root, kT0 + kSecond, common::kCollectiveRaised);
+  std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-missing");
+  EXPECT_EQ(found[0].issue.ranks[0].state, "never called it");
+  EXPECT_EQ(found[0].issue.ranks[1].state, "raised in it");
+  EXPECT_NE(found[0].issue.message.find("rank 1 gave up waiting"), std::string::npos)
+      << found[0].issue.message;
+}
+
 TEST_F(CheckerTest, ARootsBroadcastMayReturnBeforeTheOthersJoin) {
   both(1, CollectiveOp::kAllReduce);
   AgentCollective root = call(0, 2, CollectiveOp::kBroadcast);
   root.call.peer = 0;
-  checker.add(root);
-  checker.add(exit_of(root, kT0 + 10));
+  returned(root, kT0 + 10);
   EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
 }
 

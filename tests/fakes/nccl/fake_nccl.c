@@ -1,10 +1,13 @@
 /* A stand-in libnccl.so.2: NCCL's C API with its real symbol names and ABI, for machines without
  * a GPU. Communicators are plain structs; collectives check their arguments as NCCL does locally
  * and move no data. Internal calls go through the exported symbols, as in NCCL (ncclBcast calls
- * ncclBroadcast, ncclCommInitAll calls ncclGetUniqueId), so that interposers see the nesting. */
+ * ncclBroadcast, ncclCommInitAll calls ncclGetUniqueId), so that interposers see the nesting.
+ * A nonblocking split (config.blocking = 0) returns ncclInProgress and is ready once its state
+ * has been asked once; before that NCCL's queries warn and fail, as NCCL's do. */
 #include "fake_nccl.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,7 +15,17 @@
 struct ncclComm {
   int rank;
   int nranks;
+  int pending; /* a nonblocking split not yet ready */
 };
+
+/* NCCL's ncclCommEnsureReady: a communicator used before it is ready. */
+static ncclResult_t ensure_ready(ncclComm_t comm) {
+  if (!comm->pending) return ncclSuccess;
+  fprintf(stderr,
+          "NCCL WARN Attempt to use communicator before the previous operation returned "
+          "ncclSuccess\n");
+  return ncclInvalidArgument;
+}
 
 static ncclResult_t make_comm(ncclComm_t* comm, int nranks, int rank) {
   if (comm == NULL || nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
@@ -49,6 +62,19 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
   return ncclCommInitRank(comm, nranks, id, rank);
 }
 
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) {
+  (void)config;
+  if (nId < 1 || commIds == NULL) return ncclInvalidArgument;
+  return make_comm(newcomm, nranks, myrank);
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  *asyncError = comm->pending ? ncclInProgress : ncclSuccess;
+  comm->pending = 0; /* ready from the next look on */
+  return ncclSuccess;
+}
+
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   (void)devlist;
   ncclUniqueId id;
@@ -61,12 +87,14 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
   (void)key;
-  (void)config;
   if (color == NCCL_SPLIT_NOCOLOR) {
     *newcomm = NULL;
     return ncclSuccess;
   }
-  return make_comm(newcomm, comm->nranks, comm->rank);
+  ncclResult_t result = make_comm(newcomm, comm->nranks, comm->rank);
+  if (result != ncclSuccess || config == NULL || config->blocking) return result;
+  (*newcomm)->pending = 1;
+  return ncclInProgress;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
@@ -79,11 +107,13 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (ensure_ready(comm) != ncclSuccess) return ncclInvalidArgument;
   *count = comm->nranks;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (ensure_ready(comm) != ncclSuccess) return ncclInvalidArgument;
   *rank = comm->rank;
   return ncclSuccess;
 }

@@ -5,7 +5,12 @@
 
 #include <stddef.h>
 
-typedef enum { ncclSuccess = 0, ncclInvalidArgument = 4, ncclInvalidUsage = 5 } ncclResult_t;
+typedef enum {
+  ncclSuccess = 0,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclInProgress = 7
+} ncclResult_t;
 typedef enum {
   ncclInt8 = 0,
   ncclInt32 = 2,
@@ -19,13 +24,22 @@ typedef void* cudaStream_t;
 typedef struct {
   char internal[128];
 } ncclUniqueId;
-typedef struct ncclConfig ncclConfig_t;
+/* The leading fields of NCCL's ncclConfig_t, the ones the stand-in reads. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+} ncclConfig_t;
 #define NCCL_SPLIT_NOCOLOR -1
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config);

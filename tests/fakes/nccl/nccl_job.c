@@ -80,6 +80,21 @@ int main(int argc, char** argv) {
   CHECK(ncclCommSplit(comm, 0, rank, &half, NULL));
   CHECK(ncclAllGather(buffer, buffer, 8, ncclFloat32, half, NULL));
   CHECK(ncclCommDestroy(half));
+  /* A nonblocking split: in progress until its state says it is ready. */
+  ncclConfig_t nonblocking = {sizeof(ncclConfig_t), 0xcafebeef, 0, 0};
+  ncclComm_t later;
+  if (ncclCommSplit(comm, 1, rank, &later, &nonblocking) != ncclInProgress) return 1;
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) CHECK(ncclCommGetAsyncError(later, &state));
+  CHECK(ncclReduceScatter(buffer, buffer, 4, ncclFloat32, ncclSum, later, NULL));
+  CHECK(ncclCommDestroy(later));
+  /* A communicator bootstrapped from several unique ids (NCCL 2.23+): the same on every rank. */
+  ncclUniqueId ids[2] = {id, id};
+  ids[1].internal[0] ^= 1;
+  ncclComm_t scalable;
+  CHECK(ncclCommInitRankScalable(&scalable, nranks, rank, 2, ids, NULL));
+  CHECK(ncclAlltoAll(buffer, buffer, 2, ncclFloat32, scalable, NULL));
+  CHECK(ncclCommDestroy(scalable));
   CHECK(ncclCommDestroy(comm));
   return 0;
 }

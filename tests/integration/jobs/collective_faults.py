@@ -1,6 +1,7 @@
 """Collective faults across ranks (shared/CASES.md T12, T13, T14, H05, H06, H08, H11, H14, S05, S06),
-one per scenario name, for 2 ranks under torchrun with gloo. Each marks its faulty call with a
-`# fault` comment, which the tests look up to check the call site traindoc reports."""
+one per scenario name, for 2 ranks under torchrun with gloo, and look-alikes that are no fault.
+Each marks its faulty call with a `# fault` comment, which the tests look up to check the call
+site traindoc reports."""
 import ctypes
 import datetime
 import sys
@@ -83,6 +84,16 @@ def order_swapped(rank):  # S06: unsynchronized updates reorder two collectives
         else:
             dist.all_reduce(a)  # fault
             dist.broadcast(b, 0)
+
+
+def late_peer_async(rank):  # no fault: rank 1's call returns at once, then it waits
+    t = torch.ones(4)
+    if rank == 0:
+        time.sleep(2)
+    work = dist.all_reduce(t, async_op=rank == 1)
+    if work is not None:
+        work.wait()
+    assert t[0].item() == 2
 
 
 def skip_backward(rank):  # H11: DDP, a rank skips a bad batch's backward
