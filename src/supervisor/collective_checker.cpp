@@ -265,9 +265,9 @@ CollectiveChecker::Held* CollectiveChecker::find_call(RankTrack& rank, uint64_t 
 
 void CollectiveChecker::add(const AgentCollective& record) {
   const CollectiveCall& call = record.call;
-  if (call.number == 0 || call.group_size < 2 || call.group_rank < 0 ||
-      call.group_rank >= call.group_size) {
-    return;  // unnumbered (lifetime events, a full table) or a group of one: nothing to compare
+  // A group of one is kept, with nothing to compare: its calls are still the job's record.
+  if (call.number == 0 || call.group_rank < 0 || call.group_rank >= call.group_size) {
+    return;  // unnumbered: lifetime events, a full table
   }
   Group& group = m_groups[call.group];
   if (group.size == 0) {

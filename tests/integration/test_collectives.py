@@ -342,3 +342,25 @@ def test_every_wrapped_call_is_recorded(traindoc):
         (1, 0, "send", "[6] float32", 0, 1),  # isend
         (1, 1, "recv", "[5] float32", 0, 0),
     ]
+
+
+ONE_RANK = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+for _ in range(3):
+    dist.all_reduce(torch.ones(8))
+dist.destroy_process_group()
+"""
+
+
+def test_a_job_of_one_rank_keeps_its_calls(traindoc, tmp_path):
+    """Nothing to compare in a group of one (a single-GPU job), but its calls are its record."""
+    script = tmp_path / "one_rank.py"
+    script.write_text(ONE_RANK)
+    run = traindoc(ranks(1, script))
+    assert run.status == 0, run.stderr[-2000:]
+    assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute("SELECT group_size, number, op, tensors FROM collectives "
+                          "ORDER BY number").fetchall()
+    assert rows == [(1, n, "all_reduce", "[8] float32") for n in (1, 2, 3)]

@@ -441,6 +441,26 @@ TEST_F(CheckerTest, CallsAreStoredWithTheirEnds) {
   EXPECT_TRUE(checker.take_calls(true).empty());  // each once
 }
 
+// A job of one rank (one GPU) has nothing to compare, but what it called is kept: the run
+// folder shows a single-GPU job's NCCL calls as it shows a larger job's.
+TEST(CollectiveChecker, AGroupOfOneIsStoredNotCompared) {
+  CollectiveChecker checker({.stall_ns = 3 * kSecond});
+  checker.process_started(100, 7, 0, 1);
+  for (uint64_t n = 1; n <= 2; ++n) {
+    AgentCollective c = call(0, n, CollectiveOp::kAllReduce);
+    c.call.group_size = 1;
+    c.call.source = static_cast<uint8_t>(common::CollectiveSource::kNccl);
+    checker.add(c);
+  }
+  EXPECT_TRUE(checker.check(kT0 + 10 * kSecond).empty());
+  checker.process_ended(ended(0, 0, kT0 + 11 * kSecond));
+  EXPECT_TRUE(checker.check(kT0 + 15 * kSecond, true).empty());
+  std::vector<store::CollectiveCall> calls = checker.take_calls(true);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].number, 2u);
+  EXPECT_EQ(calls[1].source, "nccl");
+}
+
 TEST(CollectiveText, ShapesAndNames) {
   AgentCollective c = call(0, 1, CollectiveOp::kAllGather, {20, 10}, 4);
   c.call.tensor_count = 2;
