@@ -31,6 +31,7 @@ constexpr ncclResult_t kNcclSuccess = 0;
 constexpr ncclResult_t kNcclInternalError = 3;
 constexpr ncclResult_t kNcclInProgress = 7;  // nonblocking communicators: valid, not yet ready
 constexpr int kNcclSplitNoColor = -1;
+constexpr int kShrinkColor = -2;    // the derivation's color for a shrink: no split's color
 constexpr int kNcclBuiltinOps = 5;  // sum, prod, max, min, avg; above: PreMulSum handles
 constexpr uint8_t kRedOpPreMulSum = 5;
 
@@ -200,6 +201,7 @@ enum Fn : int {
   kCommInitRankScalable,
   kCommInitAll,
   kCommSplit,
+  kCommShrink,
   kCommDestroy,
   kCommAbort,
   kCommUserRank,
@@ -227,6 +229,7 @@ constexpr const char* kNames[kFnCount] = {"ncclAllReduce",
                                           "ncclCommInitRankScalable",
                                           "ncclCommInitAll",
                                           "ncclCommSplit",
+                                          "ncclCommShrink",
                                           "ncclCommDestroy",
                                           "ncclCommAbort",
                                           "ncclCommUserRank",
@@ -282,6 +285,28 @@ void add_initialized(ncclResult_t result, ncclComm_t* comm, const ncclUniqueId* 
   add_comm(*comm, identity_hash(ids, sizeof(ncclUniqueId) * static_cast<uint64_t>(count)), rank,
            nranks);
   if (Comm* c = find_comm(*comm)) record_event(CollectiveOp::kCommInit, *c, false);
+}
+
+// A split or shrink of `parent` begins: its number among the parent's children, and the record
+// of the call on the parent (a split is compared across the parent's ranks; a shrink, which the
+// ranks it drops never make, is not).
+uint32_t begin_child(Comm* parent, CollectiveOp op) {
+  if (parent == nullptr) return 0;
+  uint32_t split = parent->splits.fetch_add(1, std::memory_order_relaxed) + 1;
+  record_event(op, *parent, op == CollectiveOp::kCommSplit);
+  return split;
+}
+
+// Registers the child a split or shrink made, its identity derived from the parent's.
+void add_child(ncclResult_t result, const Comm* parent, uint32_t split, int color,
+               const ncclComm_t* child) {
+  if (!created(result) || parent == nullptr || child == nullptr || *child == nullptr) return;
+  uint64_t derived[3] = {parent->id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
+  int rank = -1;
+  int size = 0;
+  // In progress (nonblocking): rank and size are asked at the first call on it.
+  if (result != kNcclSuccess || !query(*child, rank, size)) size = 0;
+  add_comm(*child, identity_hash(derived, sizeof(derived)), rank, size);
 }
 
 }  // namespace
@@ -483,24 +508,29 @@ TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, 
                                            ncclConfig_t* config) {
   Enter guard;
   fn::Comm* parent = find_comm(comm);
-  uint32_t split = 0;
-  if (parent != nullptr) {
-    split = parent->splits.fetch_add(1, std::memory_order_relaxed) + 1;
-    record_event(CollectiveOp::kCommSplit, *parent, true);
-  }
+  uint32_t split = fn::begin_child(parent, CollectiveOp::kCommSplit);
   guard.done();
   ncclResult_t result =
       call_next<decltype(&ncclCommSplit)>(fn::kCommSplit, comm, color, key, newcomm, config);
   guard.saved_errno = errno;
-  if (fn::created(result) && parent != nullptr && newcomm != nullptr && *newcomm != nullptr &&
-      color != fn::kNcclSplitNoColor) {
-    uint64_t derived[3] = {parent->id, split, static_cast<uint64_t>(static_cast<int64_t>(color))};
-    int rank = -1;
-    int size = 0;
-    // In progress (nonblocking): rank and size are asked at the first call on it.
-    if (result != fn::kNcclSuccess || !fn::query(*newcomm, rank, size)) size = 0;
-    add_comm(*newcomm, identity_hash(derived, sizeof(derived)), rank, size);
-  }
+  if (color != fn::kNcclSplitNoColor) fn::add_child(result, parent, split, color, newcomm);
+  guard.done();
+  return result;
+}
+
+// NCCL 2.27+: the ranks that remain make a child without the excluded ones, every remaining rank
+// in the same order of splits and shrinks, so the child is derived as a split's is, under a
+// color no split takes.
+TRAINDOC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int exclude_count,
+                                            ncclComm_t* newcomm, ncclConfig_t* config, int flags) {
+  Enter guard;
+  fn::Comm* parent = find_comm(comm);
+  uint32_t split = fn::begin_child(parent, CollectiveOp::kCommShrink);
+  guard.done();
+  ncclResult_t result = call_next<decltype(&ncclCommShrink)>(fn::kCommShrink, comm, exclude,
+                                                             exclude_count, newcomm, config, flags);
+  guard.saved_errno = errno;
+  fn::add_child(result, parent, split, fn::kShrinkColor, newcomm);
   guard.done();
   return result;
 }

@@ -181,6 +181,7 @@ enum class CollectiveOp : uint16_t {
   kCommSplit = 35,
   kCommDestroy = 36,
   kCommAbort = 37,
+  kCommShrink = 38,
 };
 
 enum class CollectiveEvent : uint8_t {

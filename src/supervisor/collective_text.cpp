@@ -57,6 +57,8 @@ std::string op_name(uint16_t op) {
       return "comm_destroy";
     case CollectiveOp::kCommAbort:
       return "comm_abort";
+    case CollectiveOp::kCommShrink:
+      return "comm_shrink";
   }
   return "op " + std::to_string(op);
 }

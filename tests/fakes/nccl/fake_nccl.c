@@ -97,6 +97,18 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return ncclInProgress;
 }
 
+/* The ranks left close up in order. */
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  (void)config, (void)shrinkFlags;
+  int rank = comm->rank;
+  for (int i = 0; i < excludeRanksCount; ++i) {
+    if (excludeRanksList[i] == comm->rank) return ncclInvalidArgument;
+    if (excludeRanksList[i] < comm->rank) --rank;
+  }
+  return make_comm(newcomm, comm->nranks - excludeRanksCount, rank);
+}
+
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   free(comm);
   return ncclSuccess;

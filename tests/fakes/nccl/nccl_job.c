@@ -95,6 +95,14 @@ int main(int argc, char** argv) {
   CHECK(ncclCommInitRankScalable(&scalable, nranks, rank, 2, ids, NULL));
   CHECK(ncclAlltoAll(buffer, buffer, 2, ncclFloat32, scalable, NULL));
   CHECK(ncclCommDestroy(scalable));
+  /* A shrink (NCCL 2.27+) that drops the last rank, as after its failure: the others go on. */
+  if (rank < nranks - 1) {
+    int dropped = nranks - 1;
+    ncclComm_t shrunk;
+    CHECK(ncclCommShrink(comm, &dropped, 1, &shrunk, NULL, 0));
+    CHECK(ncclReduce(buffer, buffer, 3, ncclFloat32, ncclSum, 0, shrunk, NULL));
+    CHECK(ncclCommDestroy(shrunk));
+  }
   CHECK(ncclCommDestroy(comm));
   return 0;
 }
