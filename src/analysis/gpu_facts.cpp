@@ -425,14 +425,23 @@ bool looks_like_gpu_job(const store::Evidence& evidence) {
   return gpu_job;
 }
 
-// The NVML-missing sentence, for GPU jobs only.
+// The NVML-missing sentence, for GPU machines and GPU jobs only.
 std::optional<std::string> no_nvml(const store::Evidence& evidence) {
   const store::GpuEvidence& gpu = evidence.gpu;
-  if (gpu.nvml_loaded || gpu.nvml_status.empty() || !looks_like_gpu_job(evidence)) {
+  if (gpu.nvml_loaded || gpu.nvml_status.empty() ||
+      !(gpu.driver_devices || looks_like_gpu_job(evidence))) {
     return std::nullopt;
   }
-  return "no GPU evidence: " + gpu.nvml_status +
-         "; memory per GPU, the processes on each and driver events (Xid, ECC) are unknown";
+  std::string text =
+      "no GPU evidence: " + gpu.nvml_status +
+      "; memory per GPU, the processes on each and driver events (Xid, ECC) are unknown";
+  if (gpu.driver_devices) {
+    text +=
+        " (a GPU machine without a loadable NVML: in a container, the driver's utility "
+        "capability mounts it, NVIDIA_DRIVER_CAPABILITIES=compute,utility; or name the library "
+        "with TRAINDOC_NVML_LIBRARY)";
+  }
+  return text;
 }
 
 // The sentence on process lists in another pid namespace's pids.

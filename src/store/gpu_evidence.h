@@ -92,6 +92,9 @@ struct GpuEvidence {
   // schema 2 and older, which have no GPU evidence.
   bool nvml_loaded = false;
   std::string nvml_status;
+  // Whether the machine had NVIDIA's device nodes (/dev/nvidiactl): a GPU machine, even where
+  // NVML could not be loaded (schema 4; false in older files).
+  bool driver_devices = false;
   std::vector<GpuDevice> devices;
   std::vector<GpuSample> samples;
   std::vector<GpuProcessSample> process_samples;

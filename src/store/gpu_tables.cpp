@@ -198,11 +198,13 @@ void GpuTables::thin(int64_t from_ns, int64_t until_ns, int64_t bucket_ns) {
 }
 
 void read_gpu(sqlite3* db, int schema_version, GpuEvidence& out) {
-  Statement meta(db, "SELECT key, value FROM meta WHERE key IN (?1, ?2)");
-  meta.bind(1, kMetaNvmlLoaded).bind(2, kMetaNvmlStatus);
+  Statement meta(db, "SELECT key, value FROM meta WHERE key IN (?1, ?2, ?3)");
+  meta.bind(1, kMetaNvmlLoaded).bind(2, kMetaNvmlStatus).bind(3, kMetaDriverDevices);
   while (meta.step()) {
     if (meta.text(0) == kMetaNvmlLoaded) {
       out.nvml_loaded = meta.text(1) == "1";
+    } else if (meta.text(0) == kMetaDriverDevices) {
+      out.driver_devices = meta.text(1) == "1";
     } else {
       out.nvml_status = meta.text(1);
     }

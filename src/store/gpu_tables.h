@@ -22,6 +22,7 @@ extern const char* const kGpuDdlV4;
 // Meta keys of the GPU evidence.
 inline constexpr const char* kMetaNvmlLoaded = "gpu_nvml_loaded";
 inline constexpr const char* kMetaNvmlStatus = "gpu_nvml_status";
+inline constexpr const char* kMetaDriverDevices = "gpu_driver_devices";
 
 // The writer's side: statements prepared once, used by the supervisor's thread every second.
 class GpuTables {

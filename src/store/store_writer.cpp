@@ -730,10 +730,12 @@ void StoreWriter::add_log_lines(const std::vector<LogLine>& lines) {
   }
 }
 
-void StoreWriter::write_gpu_status(bool nvml_loaded, const std::string& status) {
+void StoreWriter::write_gpu_status(bool nvml_loaded, const std::string& status,
+                                   bool driver_devices) {
   begin_if_needed();
   m_impl->meta(detail::kMetaNvmlLoaded, nvml_loaded ? "1" : "0");
   m_impl->meta(detail::kMetaNvmlStatus, status);
+  m_impl->meta(detail::kMetaDriverDevices, driver_devices ? "1" : "0");
 }
 
 void StoreWriter::write_gpu_device(const GpuDevice& device) {

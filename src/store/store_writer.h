@@ -73,7 +73,7 @@ class StoreWriter {
 
   // GPU evidence (schema 3), from the supervisor's GPU sampler. The status is written once:
   // whether NVML was loaded, and a sentence on it (meta keys).
-  void write_gpu_status(bool nvml_loaded, const std::string& status);
+  void write_gpu_status(bool nvml_loaded, const std::string& status, bool driver_devices);
   // Replaces the device of the same NVML index.
   void write_gpu_device(const GpuDevice& device);
   void add_gpu_samples(const std::vector<GpuSample>& samples);

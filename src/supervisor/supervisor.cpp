@@ -164,7 +164,7 @@ void Loop::open_agent() {
 
 // The devices once, before the job starts (the driver's events count from registration on).
 void Loop::open_gpu() {
-  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status());
+  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status(), m_gpu.driver_devices());
   for (const store::GpuDevice& device : m_gpu.devices()) m_store.write_gpu_device(device);
 }
 
@@ -398,7 +398,7 @@ void Loop::finish() {
   walk_and_sample(false, true);
   m_store.write_run(m_run);
   // The process-list layout is known once a list had two entries.
-  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status());
+  m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status(), m_gpu.driver_devices());
   store_changes();
 }
 

@@ -698,5 +698,17 @@ TEST(GpuMissing, OnlyGpuJobsAreToldNvmlIsMissing) {
                        "unknown"));
 }
 
+// A machine with NVIDIA's device nodes is a GPU machine, whatever the job shows: a job that ran
+// fine there without NVML is told that the GPU evidence is missing, and how to get it.
+TEST(GpuMissing, AGpuMachineWithoutNvmlIsTold) {
+  Evidence e = four_ranks();
+  e.gpu = {};
+  e.gpu.nvml_status = "NVML not loaded (libnvidia-ml.so.1): not found";
+  e.gpu.driver_devices = true;
+  EXPECT_THAT(diagnose(e).missing_evidence,
+              Contains(AllOf(HasSubstr("no GPU evidence: NVML not loaded"),
+                             HasSubstr("NVIDIA_DRIVER_CAPABILITIES=compute,utility"))));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis

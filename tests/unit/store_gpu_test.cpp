@@ -35,6 +35,7 @@ TEST(StoreGpu, RoundTripsEveryField) {
   GpuEvidence want;
   want.nvml_loaded = true;
   want.nvml_status = "NVML of driver 580.65.06: 2 GPU(s)";
+  want.driver_devices = true;
   want.devices = {{0, "GPU-a", "00000000:06:00.0", "NVIDIA H100", 80ULL << 30},
                   {1, "GPU-b", "00000000:07:00.0", "NVIDIA H100", 80ULL << 30}};
   GpuSample lost;
@@ -52,7 +53,7 @@ TEST(StoreGpu, RoundTripsEveryField) {
                    {502, 8, std::nullopt, "", std::nullopt}};
   {
     StoreWriter writer = StoreWriter::open(path);
-    writer.write_gpu_status(want.nvml_loaded, want.nvml_status);
+    writer.write_gpu_status(want.nvml_loaded, want.nvml_status, want.driver_devices);
     for (const GpuDevice& d : want.devices) writer.write_gpu_device(d);
     writer.add_gpu_samples(want.samples);
     writer.add_gpu_process_samples(want.process_samples);

@@ -446,7 +446,7 @@ TEST(StoreReader, ASchemaV2FileHasNoGpuEvidenceUntilUpgraded) {
   EXPECT_EQ(read_evidence(path).gpu, GpuEvidence{});
   {
     StoreWriter writer = StoreWriter::open(path);
-    writer.write_gpu_status(false, "NVML not found");
+    writer.write_gpu_status(false, "NVML not found", false);
   }
   const Evidence upgraded = read_evidence(path);
   EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
@@ -510,7 +510,12 @@ TEST(StoreReader, CollectivesAndIssuesRoundTrip) {
   issue.kind = "collective-missing";
   issue.group = call.group;
   issue.aborted = true;
-  issue.ranks.push_back({.group_rank = 1, .pid = 43, .state = "missing", .stack = "python:\n"});
+  CollectiveIssueRank missing;
+  missing.group_rank = 1;
+  missing.pid = 43;
+  missing.state = "missing";
+  missing.stack = "python:\n";
+  issue.ranks.push_back(missing);
   {
     StoreWriter writer = StoreWriter::open(path, {.max_collectives = 1});
     writer.add_collectives({call, call});

@@ -1,6 +1,8 @@
 // Samples the GPUs through NVML. Supervisor process, main loop thread.
 #include "supervisor/gpu/gpu_sampler.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 namespace traindoc::supervisor {
@@ -40,9 +42,13 @@ store::GpuEvent event_of(const nvmlEventData_t& data, int device, int64_t t_ns) 
   return event;
 }
 
+// Every NVIDIA driver makes it; a container given a GPU has it too.
+constexpr const char* kDriverDevice = "/dev/nvidiactl";
+
 }  // namespace
 
-GpuSampler::GpuSampler(const std::string& library) : m_library(library_path(library)) {
+GpuSampler::GpuSampler(const std::string& library)
+    : m_library(library_path(library)), m_driver_devices(access(kDriverDevice, F_OK) == 0) {
   m_nvml = NvmlLibrary::open(m_library, m_error);
   if (!m_nvml) return;
   m_pids = GpuPidResolver(host_proc_path());
@@ -71,7 +77,12 @@ GpuSampler::GpuSampler(const std::string& library) : m_library(library_path(libr
 GpuSampler::~GpuSampler() = default;
 
 std::string GpuSampler::status() const {
-  if (!m_nvml) return "NVML not loaded (" + m_library + "): " + m_error;
+  if (!m_nvml) {
+    return "NVML not loaded (" + m_library + "): " + m_error +
+           (m_driver_devices
+                ? std::string("; NVIDIA's device nodes are present (") + kDriverDevice + ")"
+                : "");
+  }
   std::string text = "NVML of driver " + (m_driver.empty() ? "?" : m_driver) + " (" + m_library +
                      "): " + std::to_string(m_devices.size()) + " GPU(s)";
   if (!m_events) text += ", no driver events (Xid, ECC) on this driver";

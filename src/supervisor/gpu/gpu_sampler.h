@@ -33,6 +33,9 @@ class GpuSampler {
   GpuSampler& operator=(const GpuSampler&) = delete;
 
   bool loaded() const { return m_nvml != nullptr; }
+  // Whether NVIDIA's device nodes exist: a GPU machine, whether or not NVML could be loaded
+  // (a container given the driver's compute capability only has libcuda, not NVML).
+  bool driver_devices() const { return m_driver_devices; }
   // A sentence for run.db: the driver, the devices and the process-list layout, or why NVML
   // is missing.
   std::string status() const;
@@ -50,6 +53,7 @@ class GpuSampler {
   std::unique_ptr<NvmlLibrary> m_nvml;
   std::string m_library;
   std::string m_error;
+  bool m_driver_devices = false;
   std::string m_driver;
   bool m_events = false;
   std::vector<nvmlDevice_t> m_handles;
