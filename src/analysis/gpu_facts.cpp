@@ -20,11 +20,23 @@ std::optional<int> parse_index(std::string_view text) {
   return value;
 }
 
+// The entries of CUDA_VISIBLE_DEVICES, in order, without their spaces.
+std::vector<std::string_view> cuda_entries(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (true) {
+    size_t comma = list.find(',');
+    std::string_view entry = list.substr(0, comma);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
+    out.push_back(entry);
+    if (comma == std::string_view::npos) return out;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 // One CUDA_VISIBLE_DEVICES entry: an index, or a unique UUID prefix.
 std::optional<int> entry_device(std::string_view entry,
                                 const std::vector<store::GpuDevice>& devices) {
-  while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-  while (!entry.empty() && entry.back() == ' ') entry.remove_suffix(1);
   if (entry.empty()) return std::nullopt;
   if (std::optional<int> index = parse_index(entry)) {
     if (static_cast<size_t>(*index) < devices.size()) {
@@ -98,15 +110,12 @@ std::optional<std::string> device_order_caveat(const RuleContext& context,
   if (models.size() < 2) return std::nullopt;
   // UUIDs name the devices whatever the order; indices count in CUDA's order.
   if (env && env->visible_devices && !env->visible_devices->empty()) {
-    bool by_uuid = true;
-    std::string_view rest = *env->visible_devices;
-    while (by_uuid && !rest.empty()) {
-      std::string_view entry = rest.substr(0, rest.find(','));
-      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
-      while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-      by_uuid = !entry.empty() && !parse_index(entry);
+    std::vector<std::string_view> entries = cuda_entries(*env->visible_devices);
+    if (entries.size() > 1 && entries.back().empty()) entries.pop_back();  // a trailing comma
+    if (std::none_of(entries.begin(), entries.end(),
+                     [](std::string_view entry) { return entry.empty() || parse_index(entry); })) {
+      return std::nullopt;
     }
-    if (by_uuid) return std::nullopt;
   }
   std::string names;
   for (const std::string& m : models) names += (names.empty() ? "" : ", ") + m;
@@ -125,14 +134,10 @@ std::vector<int> visible_devices(const std::optional<std::string>& cuda_visible_
     for (const store::GpuDevice& d : devices) out.push_back(d.index);
     return out;
   }
-  std::string_view rest = *cuda_visible_devices;
-  while (true) {
-    size_t comma = rest.find(',');
-    std::optional<int> device = entry_device(rest.substr(0, comma), devices);
+  for (std::string_view entry : cuda_entries(*cuda_visible_devices)) {
+    std::optional<int> device = entry_device(entry, devices);
     if (!device || std::find(out.begin(), out.end(), *device) != out.end()) break;
     out.push_back(*device);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
   }
   return out;
 }
