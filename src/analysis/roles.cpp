@@ -39,6 +39,16 @@ bool is_python(const store::ProcessRecord& proc) {
                      [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
+// A worker of a rank: a fork of it, or a Python process that multiprocessing started (spawn,
+// forkserver). A program the rank runs (git, a shell command, a compiler) is not its worker.
+// Without the agent, whether a process forked or exec'd is unknown: Python or the rank's own
+// command line counts.
+bool is_worker_of(const store::ProcessRecord& proc, const store::ProcessRecord& rank) {
+  if (proc.cmdline.find("multiprocessing") != std::string::npos) return true;
+  if (proc.agent) return proc.forked;
+  return is_python(proc) || proc.cmdline == rank.cmdline;
+}
+
 // A launcher by its command line, for a job whose launcher failed before it started any rank.
 bool is_launcher_command(const store::ProcessRecord& proc) {
   static constexpr std::string_view kModules[] = {"torch.distributed.run",
@@ -186,6 +196,7 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
       auto owner = static_cast<size_t>(up);
       if (!is_rank[owner]) continue;
+      if (!is_worker_of(procs[i], procs[owner])) break;
       roles[i].role = Role::kWorker;
       roles[i].rank = roles[owner].rank ? roles[owner].rank : rank_of(owner).value_or(0);
       roles[i].local_rank = roles[owner].local_rank;

@@ -110,14 +110,9 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     if (!r.exit_code || *r.exit_code == 0) continue;
-    if (p.role.role == Role::kOther && r.pid != context.evidence.run.root_pid) continue;
     // A program a rank ran (git, a compiler, a shell command) returns its code to the rank,
-    // which decides what it means; the rank's own failure, if any, is the finding. Its workers
-    // (forked, or multiprocessing's spawn and forkserver children) fail the rank by exiting.
-    if (p.role.role == Role::kWorker && !r.forked &&
-        r.cmdline.find("multiprocessing") == std::string::npos) {
-      continue;
-    }
+    // which decides what it means; the rank's own failure, if any, is the finding.
+    if (p.role.role == Role::kOther && r.pid != context.evidence.run.root_pid) continue;
     // A dedicated rule that ran first (GPU memory, CUDA errors) explained this process already.
     if (std::any_of(out.begin(), out.end(),
                     [&r](const TimedFinding& t) { return t.pid == r.pid; })) {

@@ -28,14 +28,17 @@ ProcessTable::Entry* ProcessTable::live_entry(int pid) {
   return it == m_live.end() ? nullptr : &m_records[it->second];
 }
 
-ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int64_t now_ns) {
+ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int64_t seen_ns) {
   if (Entry* entry = live_entry(pid)) {
     // Agents registered early may lack the start ticks; otherwise a different start is reuse.
-    // A record without start ticks that already ended (its end came before any sighting) is not
-    // the process now holding the pid.
-    bool ended = entry->record.end_source != store::EndSource::kNone;
-    if (entry->record.start_ticks == start_ticks || start_ticks == 0 ||
-        (entry->record.start_ticks == 0 && !ended)) {
+    // A record without start ticks that already ended (its end came before any sighting) is
+    // the process now seen only if that one started before the end: an agent's registration
+    // read after the reap of a process that lived less than a tick.
+    const store::ProcessRecord& known = entry->record;
+    bool ended = known.end_source != store::EndSource::kNone;
+    bool started_before_end = seen_ns != 0 && seen_ns <= known.end_ns;
+    if (known.start_ticks == start_ticks || start_ticks == 0 ||
+        (known.start_ticks == 0 && (!ended || started_before_end))) {
       if (entry->record.start_ticks == 0 && start_ticks != 0) {
         entry->record.start_ticks = start_ticks;
         entry->changed = true;
@@ -44,14 +47,14 @@ ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int6
     }
     if (entry->record.end_source == store::EndSource::kNone) {
       entry->record.end_source = store::EndSource::kVanished;
-      entry->record.end_ns = now_ns;
+      entry->record.end_ns = seen_ns;
       entry->changed = true;
     }
   }
   Entry fresh;
   fresh.record.pid = pid;
   fresh.record.start_ticks = start_ticks;
-  fresh.record.start_ns = now_ns;
+  fresh.record.start_ns = seen_ns;
   m_records.push_back(std::move(fresh));
   m_live[pid] = m_records.size() - 1;
   return m_records.back();

@@ -58,7 +58,9 @@ class ProcessTable {
     bool walked = false;
   };
   Entry* live_entry(int pid);
-  Entry& entry_for(int pid, uint64_t start_ticks, int64_t now_ns);
+  // The record of the process holding `pid` with `start_ticks`, known alive at `seen_ns` (a
+  // walk's time, an agent's registration; 0: unknown), made when there is none.
+  Entry& entry_for(int pid, uint64_t start_ticks, int64_t seen_ns);
 
   std::vector<Entry> m_records;
   std::vector<size_t> m_newly_ended;  // indexes into m_records

@@ -224,8 +224,10 @@ TEST(Diagnose, ProcessesInStartOrderWithTheirRoles) {
     return p;
   };
   // Listed out of order, as a store might return them.
+  ProcessRecord worker = ranked(proc(103, 101, 1030, "python3 train.py"), 0);
+  worker.forked = true;
   evidence.processes = {
-      ranked(proc(103, 101, 1030, "python3 train.py"), 0),
+      worker,
       ranked(proc(102, 100, 1011, "python3 train.py"), 1),
       proc(100, 1, 1000, "python3 /usr/bin/torchrun train.py"),
       ranked(proc(101, 100, 1010, "python3 train.py"), 0),

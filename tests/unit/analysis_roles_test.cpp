@@ -151,6 +151,29 @@ TEST(Roles, WorkersOfWorkersBelongToTheNearestRank) {
   EXPECT_EQ(text_of(procs, roles, 107), "worker 2 of rank 0");
 }
 
+TEST(Roles, AProgramARankRunsIsNotItsWorker) {
+  // subprocess.run(["git", ...]) from rank 0, its worker's `sh -c`, and a multiprocessing
+  // spawn child and a fork of rank 1, as the agent reports them.
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  auto with_agent = [](ProcessRecord p, bool forked) {
+    p.agent = true;
+    p.forked = forked;
+    return p;
+  };
+  const std::string spawn = "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main";
+  procs.push_back(with_agent(ranked(proc(110, 101, 1050, "git rev-parse"), "torch", 0), false));
+  procs.push_back(with_agent(ranked(proc(111, 103, 1051, "sh -c ls"), "torch", 0), false));
+  procs.push_back(with_agent(ranked(proc(112, 102, 1052, spawn), "torch", 1), false));
+  procs.push_back(
+      with_agent(ranked(proc(113, 102, 1053, "python3 -u train.py"), "torch", 1), true));
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(role_of(procs, roles, 110).role, Role::kOther);
+  EXPECT_EQ(role_of(procs, roles, 111).role, Role::kOther);
+  EXPECT_EQ(text_of(procs, roles, 104), "worker 1 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 112), "worker 2 of rank 1");
+  EXPECT_EQ(text_of(procs, roles, 113), "worker 3 of rank 1");
+}
+
 TEST(Roles, TorchrunUnderSrunLauncherIsNotARank) {
   std::vector<ProcessRecord> procs = torchrun_tree();
   // srun set SLURM_PROCID=0 for torchrun; torchrun set RANK for its children.

@@ -506,6 +506,20 @@ TEST(ProcessTable, PidReuseAfterAnEndSeenBeforeAnySighting) {
   EXPECT_EQ(t.table.size(), 2u);
 }
 
+TEST(ProcessTable, AgentIdentityReadAfterTheReapIsTheReapedProcess) {
+  // A job shorter than a tick: the supervisor reaps it before it reads the agent's registration,
+  // which says it started before that end. One process, with its command line and its exit.
+  Table t;
+  t.table.ended(94, exit_status(1), EndSource::kSupervisor, 2'000'000);
+  t.table.from_agent(identity(94, 1, 940, false, "python3 -c pass"));
+  EXPECT_EQ(t.table.size(), 1u);
+  ProcessRecord r = t.get(94, 940);
+  EXPECT_EQ(r.cmdline, "python3 -c pass");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.start_ns, 1'000'094);
+  EXPECT_EQ(r.end_ns, 2'000'000);
+}
+
 TEST(ProcessTable, AgentIdentityOfAReusedPid) {
   Table t;
   t.table.from_agent(identity(93, 1, 930, false, "python3 a.py"));
