@@ -1,4 +1,4 @@
-// Steady growth of a memory series (Theil-Sen slope, quarters, drawdown). Pure.
+// Steady growth of a memory series (Theil-Sen slope, quarters, drawdown, largest rise). Pure.
 // Memory in a training job is noisy (allocator pools, batches of different sizes, the garbage
 // collector), so nothing here is a least-squares fit: medians throughout.
 #include "analysis/growth.h"
@@ -11,9 +11,9 @@ namespace {
 // Pairs grow with the square of the points: a day sampled every second is thinned to this many.
 constexpr size_t kMaxFitPoints = 200;
 constexpr size_t kQuarters = 4;
-// The running median before the drawdown spans a tenth of the points, at least this many: a
-// spike (an evaluation pass, a checkpoint) shorter than that is smoothed away, a fall that
-// lasts (a sawtooth) is not.
+// The running median before the drawdown and the largest rise spans a tenth of the points, at
+// least this many: a spike (an evaluation pass, a checkpoint) shorter than that is smoothed
+// away, a fall that lasts (a sawtooth) or a rise that lasts (a cache filled) is not.
 constexpr size_t kMinSmoothing = 5;
 constexpr double kLevelAgreement = 0.5;  // the levels' difference against the fitted growth
 
@@ -57,21 +57,42 @@ size_t growing_quarters(const std::vector<SeriesPoint>& points, double slope,
   return growing;
 }
 
-// The largest fall below an earlier peak, on a running median so that noise is not a fall.
-double drawdown(const std::vector<SeriesPoint>& all) {
+// The series on a running median over a tenth of its points (at least kMinSmoothing), so that
+// noise and short spikes are not falls or rises.
+std::vector<double> levels(const std::vector<SeriesPoint>& all) {
   std::vector<SeriesPoint> points = evenly(all, kMaxFitPoints);
   size_t half = std::max(kMinSmoothing, points.size() / 10) / 2;
-  double peak = 0;
-  double deepest = 0;
+  std::vector<double> out;
+  out.reserve(points.size());
   for (size_t i = 0; i < points.size(); ++i) {
     size_t from = i >= half ? i - half : 0;
     size_t to = std::min(points.size(), i + half + 1);
-    double level = median(bytes_of(points.begin() + static_cast<std::ptrdiff_t>(from),
-                                   points.begin() + static_cast<std::ptrdiff_t>(to)));
-    peak = i == 0 ? level : std::max(peak, level);
-    deepest = std::max(deepest, peak - level);
+    out.push_back(median(bytes_of(points.begin() + static_cast<std::ptrdiff_t>(from),
+                                  points.begin() + static_cast<std::ptrdiff_t>(to))));
+  }
+  return out;
+}
+
+// The largest fall below an earlier peak.
+double drawdown(const std::vector<double>& levels) {
+  double peak = 0;
+  double deepest = 0;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    peak = i == 0 ? levels[i] : std::max(peak, levels[i]);
+    deepest = std::max(deepest, peak - levels[i]);
   }
   return deepest;
+}
+
+// The largest rise within a tenth of the points: a leak spreads its growth over the span, a
+// cache filled once puts it in one place.
+double largest_rise(const std::vector<double>& levels) {
+  size_t window = std::max<size_t>(1, levels.size() / 10);
+  double largest = 0;
+  for (size_t i = 0; i + window < levels.size(); ++i) {
+    largest = std::max(largest, levels[i + window] - levels[i]);
+  }
+  return largest;
 }
 
 }  // namespace
@@ -118,7 +139,9 @@ std::optional<Growth> steady_growth(std::vector<SeriesPoint> series, const Growt
   bool last_grows = false;
   g.growing_quarters = growing_quarters(series, g.slope, limits, last_grows);
   if (g.growing_quarters < limits.min_growing_quarters || !last_grows) return std::nullopt;
-  if (drawdown(series) > limits.max_drawdown * growth) return std::nullopt;
+  std::vector<double> smooth = levels(series);
+  if (drawdown(smooth) > limits.max_drawdown * growth) return std::nullopt;
+  if (largest_rise(smooth) > limits.max_rise * growth) return std::nullopt;
   return g;
 }
 

@@ -29,6 +29,9 @@ struct GrowthLimits {
   // The largest fall from a running peak (smoothed), relative to the growth: memory that is
   // given back (a list cleared each epoch, a sawtooth) is not leaking.
   double max_drawdown = 0.3;
+  // The largest rise within a tenth of the points (smoothed), relative to the growth: growth
+  // that came in one piece (a cache filled once, then noise) is not a leak.
+  double max_rise = 0.6;
 };
 
 struct Growth {
