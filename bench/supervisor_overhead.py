@@ -6,8 +6,8 @@ The job is a Python parent that forks 7 children; each of the 8 processes holds 
 runs it with `--silent`, its output to /dev/null.
 
 Rows: the default --interval 1 and --interval 0.2, a busy job (8 busy processes on the cores
-traindoc needs too), and a job whose processes hold 1 GiB each (--big-mib), since the slow
-sample (smaps_rollup) walks every resident page. With --nvml LIB (the stand-in libnvidia-ml of
+traindoc needs too), and a job whose processes hold 1 GiB each (--big-mib), in one buffer and
+in small Python objects, since the slow sample (smaps_rollup) walks every resident page. With --nvml LIB (the stand-in libnvidia-ml of
 tests/fakes/nvml), the first two rows again with GPU sampling: 8 fake GPUs, each job process
 holding memory on one of them; compare with the rows without (where no NVML loads).
 
@@ -20,9 +20,12 @@ zombie, holds everything up to the exit, the final report included. Two figures 
   steady        CPU time over wall time between 3 s after the start and 1 s before the job's
                 end, from readings every 0.2 s: the cost of watching, per second
 
+With --baseline BIN (another build of traindoc), every configuration runs under both, one
+after the other, and a last column gives the ratio of their whole-run CPU.
+
 Usage:
   /usr/bin/python3 bench/supervisor_overhead.py [--traindoc build/bin/traindoc] [--seconds 30]
-      [--procs 8] [--mib 64] [--big-mib 1024] [--torch] [--quick]
+      [--procs 8] [--mib 64] [--big-mib 1024] [--torch] [--quick] [--baseline BIN]
       [--nvml build/tests/fakes/nvml/libnvidia-ml.so.1 [--only-nvml]]
 
 Prints one row per configuration and exits 0; exits 1 only when a run fails.
@@ -37,7 +40,9 @@ import time
 
 import bench_util
 
-# The job. argv: seconds procs mib mode(sleep|busy) import(- or a module name).
+# The job. argv: seconds procs mib mode(sleep|busy|objects) import(- or a module name).
+# "objects" sleeps too, holding its memory in small Python objects (4 KiB pages, as a dataset or
+# an interpreter's heap) rather than one large buffer (which the kernel may back with huge pages).
 JOB = r"""
 import os, sys, time
 seconds, procs, mib, mode, module = (float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
@@ -47,7 +52,10 @@ if module != "-":
 deadline = time.monotonic() + seconds
 
 def work():
-    hold = b"x" * (mib << 20)  # written, so resident
+    if mode == "objects":
+        hold = list(range((mib << 20) // 36))  # a 28-byte int and an 8-byte slot each
+    else:
+        hold = b"x" * (mib << 20)  # written, so resident
     if module == "torch":
         # An intra-op pool of 16 threads in every process, as a rank on a 16-core node has.
         torch = sys.modules["torch"]
@@ -102,15 +110,17 @@ def host_available_mib():
 
 
 def run_db_counts(run_dir):
-    """(sample rounds, process samples, processes seen) from run.db."""
+    """(sample rounds, process samples, of them slow ones (with USS), processes seen) from
+    run.db."""
     db = sqlite3.connect(f"file:{run_dir}/run.db?mode=ro", uri=True)
     try:
         rounds = db.execute("SELECT count(DISTINCT t_ns) FROM proc_samples").fetchone()[0]
         samples = db.execute("SELECT count(*) FROM proc_samples").fetchone()[0]
+        slow = db.execute("SELECT count(*) FROM proc_samples WHERE uss IS NOT NULL").fetchone()[0]
         procs = db.execute("SELECT count(*) FROM processes").fetchone()[0]
     finally:
         db.close()
-    return rounds, samples, procs
+    return rounds, samples, slow, procs
 
 
 def fake_gpus(workdir, procs, nvml):
@@ -158,7 +168,7 @@ def measure(traindoc, workdir, label, interval, seconds, procs, mib, mode, modul
     if len(window) >= 2:
         (t0, c0), (t1, c1) = window[0], window[-1]
         steady = (c1 - c0) / (t1 - t0)
-    rounds, samples, seen = run_db_counts(run_dir)
+    rounds, samples, slow, seen = run_db_counts(run_dir)
     if env is not None:
         db = sqlite3.connect(f"file:{run_dir}/run.db?mode=ro", uri=True)
         gpu_rows = db.execute("SELECT count(*) FROM gpu_process_samples").fetchone()[0]
@@ -174,6 +184,7 @@ def measure(traindoc, workdir, label, interval, seconds, procs, mib, mode, modul
         "steady": steady,
         "rounds": rounds,
         "samples": samples,
+        "slow": slow,
         "seen": seen,
         "hwm": hwm,
     }
@@ -193,10 +204,16 @@ def main():
     parser.add_argument("--quick", action="store_true", help="10 s jobs, to try the script")
     parser.add_argument("--nvml", default="",
                         help="the stand-in libnvidia-ml.so.1: also rows with GPU sampling")
+    parser.add_argument("--baseline", default="",
+                        help="another traindoc build, run for every configuration as well")
     parser.add_argument("--only-nvml", action="store_true",
                         help="only the rows with and without GPU sampling, at --interval 1 and 0.2")
     args = parser.parse_args()
     bench_util.check_traindoc(args.traindoc)
+    builds = [("", args.traindoc)]
+    if args.baseline:
+        bench_util.check_traindoc(args.baseline)
+        builds.insert(0, ("baseline: ", args.baseline))
     seconds = 10.0 if args.quick else args.seconds
 
     mib = args.mib
@@ -217,39 +234,49 @@ def main():
         else:
             configs.append((f"sleep, {args.big_mib} MiB each, --interval 1", 1, "sleep", "-",
                             args.big_mib, False))
+            configs.append((f"sleep, {args.big_mib} MiB of Python objects each, --interval 1", 1,
+                            "objects", "-", args.big_mib, False))
     if args.torch and not args.only_nvml:
         configs.append(("sleep, torch + 16 threads, --interval 1", 1, "sleep", "torch", mib,
                         False))
 
     print(f"machine: {bench_util.machine()}; {bench_util.load_average()}")
-    print(f"traindoc: {args.traindoc}")
+    print(f"traindoc: {args.traindoc}" + (f"; baseline: {args.baseline}" if args.baseline else ""))
     print(f"job: {args.procs} processes x {args.mib} MiB resident (unless said), {seconds:g} s; "
           f"python: {sys.executable}")
     print()
     results = []
     with tempfile.TemporaryDirectory(prefix="traindoc-bench-") as workdir:
         for label, interval, mode, module, held, gpus in configs:
-            if not bench_util.wait_for_idle():
-                print(f"{label}: started while the machine was busy")
-            env = fake_gpus(workdir, args.procs, args.nvml) if gpus else None
-            results.append(measure(args.traindoc, workdir, label, interval, seconds, args.procs,
-                                   held, mode, module, env))
+            for prefix, traindoc in builds:
+                if not bench_util.wait_for_idle():
+                    print(f"{prefix}{label}: started while the machine was busy")
+                env = fake_gpus(workdir, args.procs, args.nvml) if gpus else None
+                results.append(measure(traindoc, workdir, prefix + label, interval, seconds,
+                                       args.procs, held, mode, module, env))
 
     rows = []
-    for r in results:
+    for i, r in enumerate(results):
         steady = "-" if r["steady"] is None else f"{100 * r['steady']:.3f}%"
         per_round = 1000 * r["cpu"] / r["rounds"] if r["rounds"] else 0.0
         verdict = "met" if r["whole"] <= 0.01 else "NOT met"
+        # A build's row follows the baseline's row of the same configuration.
+        ratio = "-"
+        if args.baseline and i % 2 == 1 and results[i - 1]["whole"] > 0:
+            ratio = f"{r['whole'] / results[i - 1]['whole']:.2f}"
         rows.append([r["label"], f"{r['wall']:.1f}", f"{r['cpu']:.2f}",
-                     f"{100 * r['whole']:.3f}%", steady, r["rounds"], r["samples"], r["seen"],
-                     f"{per_round:.2f}", f"{(r['hwm'] or 0) / 1024:.1f}", verdict])
+                     f"{100 * r['whole']:.3f}%", steady, r["rounds"], r["samples"], r["slow"],
+                     r["seen"], f"{per_round:.2f}", f"{(r['hwm'] or 0) / 1024:.1f}", verdict,
+                     ratio])
     bench_util.print_table(
         ["configuration", "wall s", "cpu s", "whole run", "steady", "rounds", "proc samples",
-         "procs", "cpu ms/round", "peak RSS MiB", "<= 1% of a core"],
+         "slow samples", "procs", "cpu ms/round", "peak RSS MiB", "<= 1% of a core",
+         "cpu / baseline"],
         rows)
     print()
     print("cpu s: utime+stime of the traindoc process alone (its threads, not the job); the"
-          " verdict judges the whole run. rounds: walks stored in run.db.")
+          " verdict judges the whole run. rounds: walks stored in run.db. slow samples: those"
+          " with smaps_rollup's figures.")
     print(f"after: {bench_util.load_average()}")
     return 0
 

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -35,6 +36,7 @@
 #include "supervisor/proc/host_sampler.h"
 #include "supervisor/proc/proc_files.h"
 #include "supervisor/proc/proc_sampler.h"
+#include "supervisor/proc/smaps_pacer.h"
 #include "supervisor/process_table.h"
 #include "supervisor/stack_dumps.h"
 #include "supervisor/symbolizer.h"
@@ -50,6 +52,15 @@ constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the re
 constexpr int64_t kStackWaitNs = 1'500'000'000;
 // --on-mismatch abort: SIGTERM, then SIGKILL to what is left after this.
 constexpr int64_t kAbortGraceNs = 3'000'000'000;
+// The smaps_rollup reads' share of one core at the default 1 s interval, half of traindoc's
+// whole budget; a shorter --interval asks for more samples and gets a larger share in proportion.
+constexpr double kSmapsBudget = 0.005;
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 std::string host_name() {
   char name[256] = {};
@@ -63,7 +74,10 @@ class Loop {
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
         m_gpu(options.nvml_library),
-        m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}) {
+        m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}),
+        m_smaps(int64_t{options.interval_ms} * options.slow_every * 1'000'000,
+                int64_t{options.interval_ms} * 500'000,
+                kSmapsBudget * 1000.0 / options.interval_ms) {
     m_run.command = options.command;
     m_run.hostname = host_name();
     m_run.version = TRAINDOC_VERSION;
@@ -117,6 +131,7 @@ class Loop {
   CollectiveChecker m_checker;
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
+  SmapsPacer m_smaps;        // when each process's smaps_rollup is read
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -311,9 +326,17 @@ void Loop::walk_and_sample(bool slow, bool final) {
     int pid = queue.back();
     queue.pop_back();
     if (!alive.insert(pid).second) continue;
-    std::optional<ProcSnapshot> snapshot = m_sampler.sample(pid, slow);
+    std::optional<ProcSnapshot> snapshot = m_sampler.sample(pid, false);
     if (!snapshot) continue;
     const ProcStat& stat = snapshot->stat;
+    if (!final && stat.state != 'Z') {
+      if (slow) m_sampler.add_descriptors(pid, snapshot->sample);
+      if (m_smaps.due(pid, stat.starttime, t)) {
+        int64_t cpu = thread_cpu_ns();
+        m_sampler.add_smaps(pid, snapshot->sample);
+        m_smaps.read(pid, stat.starttime, t, thread_cpu_ns() - cpu);
+      }
+    }
     if (m_table.seen_alive(pid, stat.ppid, stat.starttime, t)) {
       std::vector<std::string> argv = read_proc_cmdline(pid).value_or(std::vector<std::string>{});
       std::optional<EnvironText> environ = read_proc_environ(pid);
@@ -330,6 +353,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
     samples.push_back(snapshot->sample);
   }
   m_table.sweep(alive, t, final);
+  m_smaps.retain(alive);
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;

@@ -16,7 +16,8 @@ struct SupervisorOptions {
   std::string agent_path;       // empty: run without the agent
   std::string python_path;      // the Python hook (python/ of the install); empty: none
   int interval_ms = 1000;       // process and host samples
-  int slow_every = 5;           // smaps_rollup and descriptor counts every this many samples
+  int slow_every = 5;           // descriptor counts and smaps_rollup every this many samples,
+                                // smaps_rollup less often where it costs too much (SmapsPacer)
   bool announce = true;         // say on stderr when a signal is forwarded, and each live finding
   double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue

@@ -52,7 +52,7 @@ def test_a_clean_loop_has_no_leak(traindoc, mode):
 
 def test_workers_copying_a_python_list_are_reported(traindoc):
     """CASES.md H01: an 8M-item list read by two workers; their USS grows, their RSS does not."""
-    run = traindoc(fault_script("python_list_dataset.py", "--seconds", 15), "--interval", "0.2",
+    run = traindoc(fault_script("python_list_dataset.py", "--seconds", 25), "--interval", "0.1",
                    timeout=180)
     assert run.status == 0, run.stderr.decode()[-2000:]
     workers = run.processes("worker")

@@ -70,25 +70,34 @@ std::optional<ProcSnapshot> ProcSampler::sample(int pid, bool slow) {
   }
 
   bool dead = st.state == 'Z' || st.state == 'X';
-  if (!slow || dead) return snapshot;
+  if (slow && !dead) {
+    add_smaps(pid, sample);
+    add_descriptors(pid, sample);
+  }
+  return snapshot;
+}
 
-  // Walks every mapping under the mm lock: the reason this is only read at the slow rate.
-  if ((text = m_reader.read_pid_file(pid, "smaps_rollup"))) {
+void ProcSampler::add_smaps(int pid, store::ProcSample& sample) {
+  // Walks every page table entry under the mm lock, and looks up how many processes map each
+  // page (for PSS): the reason this is only read at the slow rate.
+  if (std::optional<std::string_view> text = m_reader.read_pid_file(pid, "smaps_rollup")) {
     SmapsRollup rollup = parse_smaps_rollup(*text);
     sample.pss = rollup.pss;
     sample.uss = rollup.uss();
   }
+}
+
+void ProcSampler::add_descriptors(int pid, store::ProcSample& sample) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/fd", pid);
   sample.fds = m_reader.count_dir_entries(path);
-  if ((text = m_reader.read_pid_file(pid, "limits"))) {
+  if (std::optional<std::string_view> text = m_reader.read_pid_file(pid, "limits")) {
     ProcLimits limits = parse_proc_limits(*text);
     // Left empty when unlimited: there is no ceiling to run into.
     if (limits.open_files_soft && *limits.open_files_soft <= INT_MAX) {
       sample.fd_limit = static_cast<int>(*limits.open_files_soft);
     }
   }
-  return snapshot;
 }
 
 void ProcSampler::children_of(int pid, std::vector<int>& out) {

@@ -34,6 +34,10 @@ class ProcSampler {
   // (another user's process): those then stay empty, as does fd_limit where it is unlimited.
   // A zombie gets only the fast fields. nullopt when the process is gone.
   std::optional<ProcSnapshot> sample(int pid, bool slow);
+  // The slow fields for a sample taken without them: smaps_rollup's (pss, uss), whose cost
+  // grows with the process's resident memory, and the descriptors', which stay cheap.
+  void add_smaps(int pid, store::ProcSample& sample);
+  void add_descriptors(int pid, store::ProcSample& sample);
 
   // Children of `pid` (zombies included until reaped), sorted, from each of its threads'
   // task/<tid>/children (the kernel lists a child under the thread that forked it): one read per
