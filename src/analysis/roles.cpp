@@ -101,9 +101,13 @@ std::string describe(const ProcessRole& role) {
     case Role::kWorker:
       return "worker " + (role.worker ? std::to_string(*role.worker) : std::string("?")) +
              " of rank " + rank;
+    case Role::kOther:
+      if (role.rank) return "program of rank " + rank;
+      break;
     default:
-      return to_string(role.role);
+      break;
   }
+  return to_string(role.role);
 }
 
 std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& procs,
@@ -192,16 +196,17 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       }
       continue;
     }
-    // Below a rank: a worker of the nearest rank above it.
+    // Below a rank: a worker of the nearest rank above it, or a program it runs (other).
     for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
       auto owner = static_cast<size_t>(up);
       if (!is_rank[owner]) continue;
-      if (!is_worker_of(procs[i], procs[owner])) break;
-      roles[i].role = Role::kWorker;
       roles[i].rank = roles[owner].rank ? roles[owner].rank : rank_of(owner).value_or(0);
       roles[i].local_rank = roles[owner].local_rank;
       roles[i].node_rank = roles[owner].node_rank;
-      roles[i].worker = next_worker[owner]++;
+      if (is_worker_of(procs[i], procs[owner])) {
+        roles[i].role = Role::kWorker;
+        roles[i].worker = next_worker[owner]++;
+      }
       break;
     }
   }

@@ -14,7 +14,7 @@ enum class Role { kLauncher, kRank, kWorker, kOther };
 
 struct ProcessRole {
   Role role = Role::kOther;
-  std::optional<int> rank;  // for ranks, and for workers: the rank they serve
+  std::optional<int> rank;  // for ranks, and for workers and programs below one: that rank
   std::optional<int> local_rank;
   std::optional<int> node_rank;
   std::optional<int> worker;  // K: the order in which the rank started its workers
@@ -22,7 +22,7 @@ struct ProcessRole {
 
 const char* to_string(Role role);
 
-// "launcher", "rank 1", "worker 0 of rank 1", "other"
+// "launcher", "rank 1", "worker 0 of rank 1", "program of rank 1", "other"
 std::string describe(const ProcessRole& role);
 
 // One entry per process, in the same order as `processes`.

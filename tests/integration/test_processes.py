@@ -96,8 +96,10 @@ def test_own_exit_without_a_seen_reap(traindoc):
     assert procs[children["exit"][0]] == {**procs[children["exit"][0]], "how": "exited",
                                           "code": 3, "source": "agent-exit"}
     assert procs[children["abort"][0]]["how"] != "exited"
+    # A Python program the job ran (not a DataLoader worker): its own crash, named as such.
     crash = next(f for f in run.report["findings"] if f["pids"] == [children["abort"][0]])
-    assert crash["kind"] == "worker-crash" and "SIGABRT" in crash["title"]
+    assert crash["kind"] == "abort", crash
+    assert "program of rank 0" in crash["title"] and "SIGABRT" in crash["title"], crash
 
 
 def test_program_a_rank_ran_is_not_the_root_cause(traindoc):
@@ -110,5 +112,7 @@ def test_program_a_rank_ran_is_not_the_root_cause(traindoc):
     assert run.status == 1
     sh = next(p for p in run.report["processes"] if p["cmdline"].startswith("sh "))
     assert sh["exit"]["code"] == 128
+    assert (sh["role"], sh["role_text"]) == ("other", "program of rank 0")
     assert [(f["kind"], f["root_cause"]) for f in run.report["findings"]] == [
         ("python-exception", True)]
+    assert len(run.report["processes"]) == 2

@@ -168,7 +168,8 @@ TEST(Roles, AProgramARankRunsIsNotItsWorker) {
       with_agent(ranked(proc(113, 102, 1053, "python3 -u train.py"), "torch", 1), true));
   std::vector<ProcessRole> roles = assign_roles(procs, 100);
   EXPECT_EQ(role_of(procs, roles, 110).role, Role::kOther);
-  EXPECT_EQ(role_of(procs, roles, 111).role, Role::kOther);
+  EXPECT_EQ(text_of(procs, roles, 110), "program of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 111), "program of rank 0");
   EXPECT_EQ(text_of(procs, roles, 104), "worker 1 of rank 0");
   EXPECT_EQ(text_of(procs, roles, 112), "worker 2 of rank 1");
   EXPECT_EQ(text_of(procs, roles, 113), "worker 3 of rank 1");
