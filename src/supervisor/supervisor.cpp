@@ -357,6 +357,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
+  m_smaps.set_pressure(short_of_memory(host));
   m_store.add_host_sample(host);
   sample_gpu(t, slow || final);
 }

@@ -164,6 +164,26 @@ TEST(HostSamplerTest, NothingUsableSaysWhy) {
   EXPECT_GT(sample.mem_total, 0u);
 }
 
+TEST(HostSamplerTest, ShortOfMemoryUnderAFifthOfTheHostOrTheCgroupLimit) {
+  constexpr uint64_t kGiB = 1ull << 30;
+  store::HostSample host;
+  host.mem_total = 100 * kGiB;
+  host.mem_available = 21 * kGiB;
+  EXPECT_FALSE(short_of_memory(host));
+  host.mem_available = 19 * kGiB;
+  EXPECT_TRUE(short_of_memory(host));
+  host.mem_available = 50 * kGiB;
+  host.cgroup_current = 7 * kGiB;
+  EXPECT_FALSE(short_of_memory(host));  // no limit
+  host.cgroup_max = 10 * kGiB;
+  EXPECT_FALSE(short_of_memory(host));
+  host.cgroup_current = 9 * kGiB;
+  EXPECT_TRUE(short_of_memory(host));
+  host.cgroup_current = 11 * kGiB;  // over the limit, as v1 usage may briefly be
+  EXPECT_TRUE(short_of_memory(host));
+  EXPECT_FALSE(short_of_memory(store::HostSample{}));  // nothing read
+}
+
 TEST(HostSamplerTest, MissingProc) {
   HostSampler sampler({"/nonexistent/traindoc/proc", "/nonexistent/traindoc/shm"});
   EXPECT_EQ(sampler.cgroup_version(), 0);

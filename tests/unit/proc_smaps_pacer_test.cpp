@@ -1,5 +1,6 @@
 // Tests of the smaps_rollup pacer: the base period while reads are cheap, a longer one that keeps
-// a round's reads within the budget when they are not, and the costs of processes gone.
+// a round's reads within the budget when they are not, a larger budget under memory pressure,
+// and the costs of processes gone.
 #include "supervisor/proc/smaps_pacer.h"
 
 #include <gtest/gtest.h>
@@ -35,6 +36,16 @@ TEST(SmapsPacer, CostlyReadsStretchThePeriodToTheBudget) {
   // Their cost is what their last read cost.
   for (int pid = 1; pid <= 8; ++pid) p.read(pid, 7, 22 * kSecond, 1 * kMs);
   EXPECT_EQ(p.period_ns(), 5 * kSecond);
+}
+
+TEST(SmapsPacer, MemoryPressureGivesTheReadsFourTimesTheBudget) {
+  SmapsPacer p = pacer();
+  for (int pid = 1; pid <= 8; ++pid) p.read(pid, 7, 0, 14 * kMs);
+  p.set_pressure(true);
+  EXPECT_EQ(p.period_ns(), 5'600 * kMs);
+  EXPECT_TRUE(p.due(1, 7, 5'200 * kMs));
+  p.set_pressure(false);
+  EXPECT_EQ(p.period_ns(), 22'400 * kMs);
 }
 
 TEST(SmapsPacer, ProcessesGoneNoLongerCount) {

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "supervisor/proc/cgroup_text.h"
@@ -122,6 +123,13 @@ store::HostSample HostSampler::sample() {
     sample.shm_used = static_cast<uint64_t>(fs.f_blocks - fs.f_bfree) * block;
   }
   return sample;
+}
+
+bool short_of_memory(const store::HostSample& host) {
+  if (host.mem_total > 0 && host.mem_available < host.mem_total / 5) return true;
+  if (!host.cgroup_max || !host.cgroup_current) return false;
+  uint64_t limit = *host.cgroup_max;
+  return limit - std::min(*host.cgroup_current, limit) < limit / 5;
 }
 
 }  // namespace traindoc::supervisor

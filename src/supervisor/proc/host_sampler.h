@@ -17,6 +17,10 @@ struct HostPaths {
   std::string shm = "/dev/shm";
 };
 
+// Less than a fifth of the host's memory left, or of the limit of the job's memory cgroup
+// (whose usage counts page cache too: a job reading its dataset may look short of memory).
+bool short_of_memory(const store::HostSample& host);
+
 class HostSampler {
  public:
   explicit HostSampler(HostPaths paths = {});

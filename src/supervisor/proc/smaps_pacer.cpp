@@ -4,12 +4,18 @@
 #include <algorithm>
 
 namespace traindoc::supervisor {
+namespace {
+
+constexpr double kPressureBoost = 4;
+
+}  // namespace
 
 SmapsPacer::SmapsPacer(int64_t base_period_ns, int64_t tolerance_ns, double budget)
     : m_base_period_ns(base_period_ns), m_tolerance_ns(tolerance_ns), m_budget(budget) {}
 
 int64_t SmapsPacer::period_ns() const {
-  auto needed = static_cast<int64_t>(static_cast<double>(m_total_cost_ns) / m_budget);
+  double budget = m_pressure ? m_budget * kPressureBoost : m_budget;
+  auto needed = static_cast<int64_t>(static_cast<double>(m_total_cost_ns) / budget);
   return std::max(m_base_period_ns, needed);
 }
 

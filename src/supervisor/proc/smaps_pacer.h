@@ -3,7 +3,9 @@
 // On a node of large ranks and their DataLoader workers that would cost more than everything
 // else traindoc does. Every process is read at the same period: the base one (slow_every
 // samples) while the reads are cheap, longer when the processes' last reads add up to more than
-// `budget` of one core allows. Supervisor process, main loop thread.
+// `budget` of one core allows. Under memory pressure the reads matter most (which process grows,
+// and whether workers copy their dataset, before the OOM killer ends the job): the budget is
+// then four times larger. Supervisor process, main loop thread.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,8 @@ class SmapsPacer {
   void read(int pid, uint64_t start_ticks, int64_t now_ns, int64_t cost_ns);
   // Forgets the processes no longer alive; their cost no longer counts.
   void retain(const std::set<int>& alive);
+  // Whether the host or the job's memory cgroup is short of memory.
+  void set_pressure(bool pressure) { m_pressure = pressure; }
 
   int64_t period_ns() const;
 
@@ -38,6 +42,7 @@ class SmapsPacer {
   int64_t m_base_period_ns;
   int64_t m_tolerance_ns;
   double m_budget;
+  bool m_pressure = false;
   int64_t m_total_cost_ns = 0;  // of every process's last read
   std::map<std::pair<int, uint64_t>, Last> m_last;
 };
