@@ -329,7 +329,7 @@ void Loop::walk_and_sample(bool slow, bool final) {
     std::optional<ProcSnapshot> snapshot = m_sampler.sample(pid, false);
     if (!snapshot) continue;
     const ProcStat& stat = snapshot->stat;
-    if (!final && stat.state != 'Z' && stat.state != 'X') {
+    if (!final && !stat.dead()) {
       if (slow) m_sampler.add_descriptors(pid, snapshot->sample);
       if (m_smaps.due(pid, stat.starttime, t)) {
         int64_t cpu = thread_cpu_ns();

@@ -69,8 +69,7 @@ std::optional<ProcSnapshot> ProcSampler::sample(int pid, bool slow) {
     if (status.threads) sample.threads = *status.threads;
   }
 
-  bool dead = st.state == 'Z' || st.state == 'X';
-  if (slow && !dead) {
+  if (slow && !st.dead()) {
     add_smaps(pid, sample);
     add_descriptors(pid, sample);
   }

@@ -25,6 +25,9 @@ struct ProcStat {
   uint64_t rss_pages = 0;
   // Field 52 (Linux >= 3.5): the wait status the parent will get; meaningful for zombies only.
   std::optional<int> exit_code;
+
+  // A zombie or a dying process: its memory and descriptors are gone, only its stat is left.
+  bool dead() const { return state == 'Z' || state == 'X'; }
 };
 
 // /proc/<pid>/status; sizes in bytes. A zombie has no Vm* or Rss* lines.
