@@ -59,11 +59,13 @@ def test_workers_copying_a_python_list_are_reported(traindoc):
     assert len(workers) == 2
     (leak,) = leaks(run)
     assert "copy the Python objects they read" in leak["title"]
+    assert "2 worker(s)" in leak["title"], leak["title"]
     assert sorted(leak["pids"]) == sorted(w["pid"] for w in workers)
     for worker in workers:
         (line,) = [e for e in leak["evidence"] if f"(pid {worker['pid']})" in e]
         grown = float(re.search(r"\(\+([0-9.]+) MiB", line).group(1))
         assert grown > 64, line
+        assert "while its RSS stayed near" in line, line
     assert any("with 2 workers per rank" in e for e in leak["evidence"]), leak
     assert "numpy" in leak["fix"]
 
