@@ -190,15 +190,17 @@ bool caused_by(const TimedFinding& root, const TimedFinding& later) {
 }
 
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
-// error is the root cause and the later failures are its consequences.
+// error is the root cause and the later failures are its consequences. A stop that was asked for
+// (Ctrl-C, a scheduler's SIGTERM) with no error before it is the cause of what fails after it.
 std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
-  std::stable_sort(found.begin(), found.end(), [](const TimedFinding& a, const TimedFinding& b) {
-    bool a_error = a.finding.severity == Severity::kError;
-    bool b_error = b.finding.severity == Severity::kError;
-    if (a_error != b_error) return a_error;
+  auto leads = [](const TimedFinding& t) {
+    return t.finding.severity == Severity::kError || t.finding.kind == "stop-requested";
+  };
+  std::stable_sort(found.begin(), found.end(), [&](const TimedFinding& a, const TimedFinding& b) {
+    if (leads(a) != leads(b)) return leads(a);
     return a.t_ns < b.t_ns;
   });
-  if (!found.empty() && found.front().finding.severity == Severity::kError) {
+  if (!found.empty() && leads(found.front())) {
     found.front().finding.root_cause = true;
     for (size_t i = 1; i < found.size(); ++i) {
       if (caused_by(found.front(), found[i])) found.front().finding.consequences.push_back(i);
@@ -220,6 +222,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   out.gpus = summarize_gpus(context);
   std::vector<TimedFinding> found;
   rule_native_crash(context, found);
+  rule_stop_request(context, found);
   rule_killed(context, found);
   // The GPU rules read the tracebacks; the dedicated ones run before rule_failed_exit, which
   // leaves the processes they explained alone.

@@ -198,6 +198,15 @@ void launcher_bug(const SignatureMatch& m, KnownFailure& f) {
   }
 }
 
+void stopped_by_signal(const SignatureMatch& m, KnownFailure& f) {
+  auto signo = int_field(m, "signo");
+  if (!signo) return;
+  f.title = "got " + signal_name(*signo) + " and stopped its ranks";
+  f.fix =
+      "A request to stop, sent to the launcher: from the scheduler (time limit, preemption), a "
+      "user, or a parent process. If nothing else failed, look at the scheduler's log.";
+}
+
 void host_alloc(const SignatureMatch& m, KnownFailure& f) {
   std::string text = field(m, "requested_bytes");
   uint64_t bytes = 0;
@@ -226,6 +235,7 @@ const std::map<std::string, Describer>& describers() {
       {"collective-missing", collective_missing},
       {"launcher-bug", launcher_bug},
       {"host-alloc-failed", host_alloc},
+      {"killed-externally", stopped_by_signal},
       {"port-in-use", port_in_use},
   };
   return kDescribers;

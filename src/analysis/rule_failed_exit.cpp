@@ -80,6 +80,8 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     }
     f.title = who + (known->title.empty() ? " raised " + exception : ": " + known->title);
     f.fix = known->fix;
+    // A signal it was sent, not a failure of its own (torchrun's SignalException).
+    if (f.kind == "killed-externally") f.severity = Severity::kWarning;
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();

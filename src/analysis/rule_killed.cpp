@@ -12,6 +12,8 @@ namespace {
 
 constexpr double kNearLimit = 0.95;
 constexpr int64_t kAroundNs = 5'000'000'000;
+// A forwarded signal is logged just after it is sent: the process may be seen ending first.
+constexpr int64_t kForwardSlackNs = 1'000'000'000;
 
 bool has_crash(const store::Evidence& evidence, const store::ProcessRecord& p) {
   return std::any_of(evidence.crashes.begin(), evidence.crashes.end(), [&](const auto& c) {
@@ -71,12 +73,47 @@ bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
   return false;
 }
 
+// The signals that ask a process to stop, from a terminal, a scheduler or a launcher.
+bool is_stop_signal(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
+// The stop requests traindoc passed on to the job, in order: "SIGINT from the terminal, passed on
+// to 2 process(es)", then "SIGKILL at the second interrupt, sent to 2 process(es)".
+std::vector<const store::Event*> stop_requests(const store::Evidence& evidence) {
+  std::vector<const store::Event*> out;
+  for (const store::Event& e : evidence.events) {
+    if (e.kind == "signal-forwarded") out.push_back(&e);
+  }
+  return out;
+}
+
+// The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
+std::string request_text(const store::Event& e) {
+  return e.text.substr(0, e.text.rfind(", "));
+}
+
+// A process that a stop signal ended after the first request (`request_ns`, 0 when none): the
+// request ended it, or the launcher's teardown that the request set off.
+bool ended_by_request(const store::ProcessRecord& r, int64_t request_ns) {
+  if (request_ns == 0 || !r.exit_signal || r.end_ns + kForwardSlackNs < request_ns) return false;
+  return is_stop_signal(*r.exit_signal) || *r.exit_signal == SIGKILL;
+}
+
+int64_t first_request_ns(const store::Evidence& evidence) {
+  std::vector<const store::Event*> requests = stop_requests(evidence);
+  return requests.empty() ? 0 : requests.front()->t_ns;
+}
+
 }  // namespace
 
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
+  int64_t request_ns = first_request_ns(context.evidence);
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
-    if (!r.exit_signal || has_crash(context.evidence, r)) continue;
+    if (!r.exit_signal || has_crash(context.evidence, r) || ended_by_request(r, request_ns)) {
+      continue;
+    }
     int sig = *r.exit_signal;
     bool worker = p.role.role == Role::kWorker;
     Finding f;
@@ -117,7 +154,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
       f.fix = "The launcher stops the other processes once one fails: see the root cause.";
       f.confidence = 0.9;
-    } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT) {
+    } else if (is_stop_signal(sig)) {
       f.kind = "killed-externally";
       f.severity = Severity::kWarning;
       f.title = who + " was stopped by " + signal_name(sig);
@@ -137,6 +174,45 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
     }
     out.push_back({std::move(f), r.end_ns, r.pid});
   }
+}
+
+void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& out) {
+  std::vector<const store::Event*> requests = stop_requests(context.evidence);
+  const store::RunInfo& run = context.evidence.run;
+  // A job that went on and ended well (it ignored the signal, or finished its epoch) was not
+  // stopped by it.
+  bool failed = run.exit_signal || (run.exit_code && *run.exit_code != 0);
+  if (requests.empty() || !failed) return;
+  const store::Event& first = *requests.front();
+  Finding f;
+  f.kind = "stop-requested";
+  f.severity = Severity::kInfo;
+  f.confidence = 0.95;
+  f.title = "the job was stopped by " + request_text(first);
+  bool killed = false;
+  for (const store::Event* e : requests) {
+    f.evidence.push_back(e->text + context.when(e->t_ns));
+    if (e != &first && e->text.starts_with("SIGKILL")) {
+      f.title += ", then killed at the second interrupt";
+      killed = true;
+    }
+  }
+  for (const ProcessSummary& p : context.processes) {
+    if (!ended_by_request(p.record, first.t_ns) || has_crash(context.evidence, p.record)) continue;
+    f.pids.push_back(p.record.pid);
+    for (int rank : context.ranks_of(p)) {
+      if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
+    }
+    f.evidence.push_back(context.name(p) + " ended by " + signal_name(*p.record.exit_signal) +
+                         context.when(p.record.end_ns));
+  }
+  std::sort(f.ranks.begin(), f.ranks.end());
+  f.fix = killed ? "Killed at a second interrupt, as asked: the first one did not stop it (a "
+                   "handler that catches SIGINT or KeyboardInterrupt and goes on). Not a failure "
+                   "of the job."
+                 : "A stop that was asked for, not a failure of the job. If it was not yours, the "
+                   "sender named here asked for it (a scheduler's time limit or preemption).";
+  out.push_back({std::move(f), first.t_ns, 0});
 }
 
 }  // namespace traindoc::analysis

@@ -57,6 +57,11 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
 // outside (host-oom-killed, worker-crash), other signals.
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out);
 
+// A stop traindoc passed on to the job (Ctrl-C, a scheduler's SIGTERM, a second interrupt):
+// stop-requested, with the processes a signal ended after it, which rule_killed leaves alone.
+// Timed at the request: what fails after it is its consequence.
+void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& out);
+
 // Ranks, workers and launchers that exited non-zero: the exception they ended with, as the kind
 // of failure its known text names (label-out-of-range, collective-mismatch, ...) or as a
 // python-exception with its last frame; else the exit code. Exceptions that say a peer is gone

@@ -123,8 +123,9 @@ std::string render_gpus(const analysis::Diagnosis& d) {
 std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
   std::string out = "traindoc: " + job_verdict(d.run);
   // The root cause; without one (the job did not fail), the first warning, so that a quiet run
-  // still says that something deserves a look.
-  if (!d.findings.empty() && d.findings.front().severity != analysis::Severity::kInfo) {
+  // still says that something deserves a look, or who asked the job to stop.
+  if (!d.findings.empty() &&
+      (d.findings.front().root_cause || d.findings.front().severity != analysis::Severity::kInfo)) {
     const analysis::Finding& f = d.findings.front();
     out += fmt::format("; {} [{}] {}", f.root_cause ? "root cause" : to_string(f.severity), f.kind,
                        f.title);

@@ -381,13 +381,29 @@ void Loop::reap_children() {
   }
 }
 
+// Who sent a signal, for the report: "the terminal", "pid 4242 (slurmstepd)", or "pid 4242"
+// when the sender is already gone.
+std::string sender_text(const signalfd_siginfo& info) {
+  if (info.ssi_code == SI_KERNEL) return "the terminal";
+  auto pid = static_cast<int>(info.ssi_pid);
+  std::string out = "pid " + std::to_string(pid);
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (pid > 0 && std::getline(comm, name) && !name.empty()) out += " (" + name + ")";
+  return out;
+}
+
 // Signals from a terminal reached every process of our process group already; signals sent to
 // us alone (kill, a scheduler) go to every process of the job, as a terminal would have sent them.
 void Loop::forward(const signalfd_siginfo& info) {
   int sig = static_cast<int>(info.ssi_signo);
+  std::string from = sender_text(info);
   walk_and_sample(false);
   bool from_terminal = info.ssi_code == SI_KERNEL;
-  if (sig == SIGINT && ++m_interrupts >= 2) sig = SIGKILL;
+  if (sig == SIGINT && ++m_interrupts >= 2) {
+    sig = SIGKILL;
+    from.clear();
+  }
   pid_t our_group = getpgrp();
   int sent = 0;
   for (int pid : m_table.live_pids()) {
@@ -396,8 +412,10 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
   std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
   event("signal-forwarded", static_cast<int>(info.ssi_pid),
-        "SIG" + name + (from_terminal ? " from the terminal" : "") + ", sent to " +
-            std::to_string(sent) + " process(es)");
+        from.empty() ? "SIG" + name + " at the second interrupt, sent to " + std::to_string(sent) +
+                           " process(es)"
+                     : "SIG" + name + " from " + from + ", passed on to " + std::to_string(sent) +
+                           " process(es)");
   if (m_options.announce && sig == SIGKILL) {
     fprintf(stderr, "traindoc: second interrupt: killing the job\n");
   } else if (m_options.announce && sig == SIGINT) {

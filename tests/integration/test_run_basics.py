@@ -1,4 +1,5 @@
 """`traindoc run` passes the job's exit status, output and signals through unchanged."""
+import json
 import os
 import signal
 import sqlite3
@@ -111,6 +112,14 @@ def start(tmp_path, code):
     return proc
 
 
+def stop_finding(tmp_path):
+    """The report's root cause, which must be the stop that was asked for."""
+    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    root = findings[0]
+    assert root["kind"] == "stop-requested" and root["root_cause"], findings
+    return root, [findings[i]["kind"] for i in root["consequences"]]
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_is_forwarded_to_the_job(tmp_path, sig):
     proc = start(tmp_path, TRAP_JOB)
@@ -118,6 +127,10 @@ def test_signal_is_forwarded_to_the_job(tmp_path, sig):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3
     assert f"job got {sig.name}".encode() in out
+    # The job's own exit (code 3, on its way out) is the stop's consequence, not a failure.
+    stop, consequences = stop_finding(tmp_path)
+    assert stop["title"].startswith(f"the job was stopped by {sig.name} from pid {os.getpid()} ("), stop
+    assert consequences == ["nonzero-exit"], stop
 
 
 def test_second_interrupt_kills_the_job(tmp_path):
@@ -129,6 +142,9 @@ def test_second_interrupt_kills_the_job(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGKILL
     assert b"second interrupt" in err
+    stop, _ = stop_finding(tmp_path)
+    assert stop["title"].endswith(", then killed at the second interrupt"), stop
+    assert any(e.startswith("rank 0 (pid ") and "ended by SIGKILL" in e for e in stop["evidence"])
 
 
 def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
@@ -205,6 +221,8 @@ def test_ctrl_c_on_a_terminal_reaches_the_job_once(tmp_path):
     os.close(master)
     assert b"interrupts 1" in output, output
     assert os.waitstatus_to_exitcode(status) == 3
+    stop, _ = stop_finding(tmp_path)
+    assert stop["title"] == "the job was stopped by SIGINT from the terminal", stop
 
 
 def test_kill_of_traindoc_reaches_the_job_once(tmp_path):

@@ -26,6 +26,7 @@ using testing::ElementsAre;
 using testing::HasSubstr;
 using testing::IsEmpty;
 using testing::Not;
+using testing::UnorderedElementsAre;
 
 store::NativeFrame frame(uint64_t address, const std::string& module, uint64_t load_base,
                          const std::string& function, const std::string& file = "", int line = 0) {
@@ -343,6 +344,84 @@ TEST(RuleKilled, SigtermIsAWarning) {
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_THAT(f.title, HasSubstr("rank 1 (pid 1011) was stopped by SIGTERM"));
+}
+
+// --- rule_stop_request ---------------------------------------------------------------------
+
+store::Event forwarded(double seconds, const std::string& text) {
+  return {at(seconds), "signal-forwarded", 4242, text};
+}
+
+// torchrun sent SIGTERM by a scheduler, as Debian's PyTorch prints it.
+TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
+  Evidence e = torchrun_job();
+  e.events = {forwarded(10, "SIGTERM from pid 4242 (slurmstepd), passed on to 5 process(es)")};
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 10.1, SIGTERM);
+  e.log_lines = {
+      stderr_line(10.2, 30, "Traceback (most recent call last):"),
+      stderr_line(10.2, 31,
+                  "  File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/"
+                  "multiprocessing/api.py\", line 62, in _terminate_process_handler"),
+      stderr_line(10.2, 32,
+                  "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1000 "
+                  "got signal: 15"),
+  };
+  exited(e, kLauncher, 10.6, 1);
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const Finding& stop = d.findings[0];
+  EXPECT_EQ(stop.kind, "stop-requested");
+  EXPECT_TRUE(stop.root_cause);
+  EXPECT_EQ(stop.severity, Severity::kInfo);
+  EXPECT_EQ(stop.title, "the job was stopped by SIGTERM from pid 4242 (slurmstepd)");
+  EXPECT_THAT(stop.ranks, ElementsAre(0, 1));
+  EXPECT_THAT(stop.pids, UnorderedElementsAre(kRank0, kRank1, kWorker0, kWorker1));
+  EXPECT_THAT(stop.evidence,
+              Contains(std::string("rank 1 (pid 1011) ended by SIGTERM at +10.1 s")));
+  EXPECT_THAT(stop.consequences, ElementsAre(1u));
+  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].title, "launcher (pid 1000): got SIGTERM and stopped its ranks");
+}
+
+TEST(RuleStopRequest, SecondInterruptKills) {
+  Evidence e = torchrun_job();
+  e.events = {forwarded(10, "SIGINT from the terminal, passed on to 0 process(es)"),
+              forwarded(12, "SIGKILL at the second interrupt, sent to 5 process(es)")};
+  killed(e, kRank0, 12.01, SIGKILL);
+  e.run.exit_signal = SIGKILL;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].title,
+            "the job was stopped by SIGINT from the terminal, then killed at the second interrupt");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("catches SIGINT"));
+}
+
+TEST(RuleStopRequest, AJobThatWentOnWasNotStopped) {
+  Evidence e = torchrun_job();
+  e.events = {forwarded(10, "SIGTERM from pid 4242 (bash), passed on to 5 process(es)")};
+  exited(e, kLauncher, 30, 0);
+  e.run.exit_code = 0;
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(5, 95, "[default0]:Traceback (most recent call last):"),
+                 stderr_line(5, 96, "[default0]:ValueError: bad")};
+  exited(e, kRank0, 5.5, 1);
+  e.events = {forwarded(10, "SIGTERM from pid 4242 (bash), passed on to 2 process(es)")};
+  killed(e, kRank1, 10.1, SIGTERM);
+  killed(e, kWorker0, 3, SIGTERM);  // before the request: its own finding
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 3u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[1].kind, "stop-requested");
+  EXPECT_EQ(d.findings[2].kind, "killed-externally");
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_THAT(d.findings[0].consequences, Contains(1u));
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kRank1));
 }
 
 TEST(RuleKilled, SegvWithoutCrashRecord) {
