@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, TRAINDOC, python_job
+from conftest import PYTHON, TRAINDOC, python_job, torchrun
 
 
 def test_exit_code_passes_through(traindoc):
@@ -131,6 +131,30 @@ def test_signal_is_forwarded_to_the_job(tmp_path, sig):
     stop, consequences = stop_finding(tmp_path)
     assert stop["title"].startswith(f"the job was stopped by {sig.name} from pid {os.getpid()} ("), stop
     assert consequences == ["nonzero-exit"], stop
+
+
+def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
+    """A scheduler's SIGTERM: torchrun raises SignalException and exits 1, the ranks die of
+    SIGTERM. The stop is the root cause and the launcher's exit its consequence, not a failure."""
+    script = tmp_path / "wait.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--",
+                             *torchrun("--standalone", "--nproc_per_node", 2, script)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    ready = 0
+    while ready < 2:
+        line = proc.stdout.readline()
+        assert line, "the job ended before its ranks were ready"
+        ready += line.endswith(b"ready\n")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    stop, consequences = stop_finding(tmp_path)
+    assert stop["title"].startswith("the job was stopped by SIGTERM from pid "), stop
+    assert stop["ranks"] == [0, 1], stop
+    assert consequences == ["killed-externally"], stop
+    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    assert findings[stop["consequences"][0]]["title"].endswith("got SIGTERM and stopped its ranks")
 
 
 def test_second_interrupt_kills_the_job(tmp_path):
