@@ -94,6 +94,7 @@ class Parser {
   void feed(const store::LogLine& line) {
     uint64_t& prev = m_prev_number[line.stream];
     if (prev != 0 && line.number > prev + 1) gap(line.stream);
+    m_after_gap = line.number > prev + 1;
     prev = std::max(prev, line.number);
 
     LinePrefix p = strip_launcher_prefix(line.text);
@@ -271,11 +272,12 @@ class Parser {
     }
     if (text.empty()) return;
     if (std::optional<PythonFrame> frame = parse_frame(text)) {
-      // The header was not kept: a traceback seen from its middle.
+      // A traceback seen from its middle: its header was not kept, or there was none (a
+      // SyntaxError raised while compiling the script prints its place alone).
       track.last_closed.reset();
       track.pending = Link::kNone;
       PythonTraceback& tb = start(track, line, p);
-      tb.incomplete = true;
+      tb.incomplete = m_after_gap;
       frame->log_line = line.number;
       tb.frames.push_back(std::move(*frame));
       track.after_frame = true;
@@ -287,7 +289,7 @@ class Parser {
     if (std::optional<ExceptionLine> exception = parse_exception_line(text, /*strict=*/true);
         exception && !exception->type.ends_with("Warning")) {
       PythonTraceback& tb = start(track, line, p);
-      tb.incomplete = true;
+      tb.incomplete = m_after_gap;
       tb.exception_type = std::string(exception->type);
       track.message.emplace_back(exception->message);
       track.state = State::kMessage;
@@ -300,6 +302,7 @@ class Parser {
   std::vector<PythonTraceback>& m_out;
   std::map<std::pair<std::string, std::string>, Track> m_tracks;
   std::map<std::string, uint64_t> m_prev_number;
+  bool m_after_gap = false;  // lines of its stream before the current one were not kept
 };
 
 }  // namespace

@@ -518,14 +518,31 @@ TEST(TracebackParse, NothingToParse) {
 }
 
 TEST(TracebackParse, ExceptionLineWithoutItsTraceback) {
-  // The frames were not kept (or never printed): the exception alone, flagged incomplete.
+  // Printed alone: the exception, complete as printed.
   std::vector<PythonTraceback> found =
       parse_tracebacks(lines({"epoch 1", "RuntimeError: not in a traceback", "epoch 2"}));
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].exception_type, "RuntimeError");
   EXPECT_EQ(found[0].message, "not in a traceback\nepoch 2");
   EXPECT_TRUE(found[0].frames.empty());
+  EXPECT_FALSE(found[0].incomplete);
+
+  // Lines before it were not kept: its frames may have been among them.
+  found = parse_tracebacks(lines({"RuntimeError: not in a traceback"}, 40));
+  ASSERT_EQ(found.size(), 1u);
   EXPECT_TRUE(found[0].incomplete);
+}
+
+TEST(TracebackParse, SyntaxErrorOfTheScriptIsComplete) {
+  // Python compiles the script before running it: no "Traceback" header, nothing lost.
+  std::vector<PythonTraceback> found = parse_tracebacks(
+      lines({"  File \"/tmp/train.py\", line 3", "    print(1)", "    ^",
+             "IndentationError: expected an indented block after 'if' statement on line 2"}));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].exception_type, "IndentationError");
+  ASSERT_EQ(found[0].frames.size(), 1u);
+  EXPECT_EQ(found[0].frames[0].line, 3);
+  EXPECT_FALSE(found[0].incomplete);
 }
 
 }  // namespace
