@@ -2,6 +2,7 @@
 #include "analysis/process_texts.h"
 
 #include <cstdlib>
+#include <memory>
 #include <set>
 
 namespace traindoc::analysis {
@@ -82,11 +83,13 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
+}  // namespace
+
 // Attribution of one run's output, which learns from the prefixed lines which processes the
 // launcher prefixes.
-class Owners {
+class LineOwners {
  public:
-  Owners(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes)
+  LineOwners(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes)
       : m_evidence(evidence), m_processes(processes), m_root(evidence.run.root_pid) {
     for (const store::LogLine& line : evidence.log_lines) {
       LinePrefix prefix = strip_launcher_prefix(line.text);
@@ -128,12 +131,13 @@ class Owners {
   std::set<const ProcessSummary*> m_prefixed;
 };
 
-}  // namespace
-
 ProcessTexts::ProcessTexts(const store::Evidence& evidence,
                            const std::vector<ProcessSummary>& processes)
-    : m_processes(processes), m_tracebacks(parse_tracebacks(evidence.log_lines)) {
-  Owners owners(evidence, processes);
+    : m_evidence(evidence),
+      m_processes(processes),
+      m_owners(std::make_unique<LineOwners>(evidence, processes)),
+      m_tracebacks(parse_tracebacks(evidence.log_lines)) {
+  const LineOwners& owners = *m_owners;
   for (const PythonTraceback& tb : m_tracebacks) {
     m_traceback_signatures.push_back(match_traceback(tb));
     m_traceback_owner.push_back(owners.of_traceback(tb));
@@ -165,6 +169,23 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
       m_match_owner.push_back(who);
     }
   }
+}
+
+ProcessTexts::~ProcessTexts() = default;
+
+const store::LogLine* ProcessTexts::last_words(const ProcessSummary& process) const {
+  int64_t end = process.record.end_ns;
+  if (end == 0) return nullptr;
+  const std::vector<store::LogLine>& lines = m_evidence.log_lines;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->t_ns > end + kFinalSlackNs) continue;
+    if (it->t_ns < end - kFinalWithinNs) break;
+    if (it->stream != "stderr") continue;
+    LinePrefix prefix = strip_launcher_prefix(it->text);
+    if (prefix.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (m_owners->of(prefix.prefix, prefix.rank, it->t_ns) == &process) return &*it;
+  }
+  return nullptr;
 }
 
 std::vector<const PythonTraceback*> ProcessTexts::tracebacks(const ProcessSummary& process) const {

@@ -3,6 +3,7 @@
 // unprefixed output, by which process ended right after printing it. Pure.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "analysis/diagnosis.h"
@@ -17,9 +18,14 @@ struct TextMatch {
   const store::LogLine* line = nullptr;
 };
 
+class LineOwners;
+
 class ProcessTexts {
  public:
   ProcessTexts(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes);
+  ~ProcessTexts();
+  ProcessTexts(const ProcessTexts&) = delete;
+  ProcessTexts& operator=(const ProcessTexts&) = delete;
 
   // The tracebacks this process printed, in order (embedded ones, such as a DataLoader
   // worker's "Original Traceback", included).
@@ -31,13 +37,19 @@ class ProcessTexts {
   std::vector<const TextMatch*> matches(const ProcessSummary& process) const;
   // The signatures of a traceback (cached match_traceback).
   const std::vector<SignatureMatch>& signatures(const PythonTraceback& traceback) const;
+  // The last non-blank line this process printed on stderr by its end (within the minute
+  // before it), for a process that ended without a traceback: `sys.exit("no config")`,
+  // argparse's usage error, a native program's message. nullptr when none was kept.
+  const store::LogLine* last_words(const ProcessSummary& process) const;
   // Every traceback parsed from the output.
   const std::vector<PythonTraceback>& all_tracebacks() const { return m_tracebacks; }
   // Every known text in the output, whoever printed it.
   const std::vector<TextMatch>& all_matches() const { return m_matches; }
 
  private:
+  const store::Evidence& m_evidence;
   const std::vector<ProcessSummary>& m_processes;
+  std::unique_ptr<LineOwners> m_owners;
   std::vector<PythonTraceback> m_tracebacks;
   std::vector<std::vector<SignatureMatch>> m_traceback_signatures;
   std::vector<const ProcessSummary*> m_traceback_owner;  // nullptr: not attributed

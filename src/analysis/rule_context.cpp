@@ -27,9 +27,12 @@ std::vector<int> RuleContext::ranks_of(const ProcessSummary& p) const {
 }
 
 std::string exception_summary(const PythonTraceback& tb) {
-  constexpr size_t kTitleChars = 200;
   std::string first = tb.message.substr(0, tb.message.find('\n'));
-  std::string text = tb.exception_type + (first.empty() ? "" : ": " + first);
+  return title_cut(tb.exception_type + (first.empty() ? "" : ": " + first));
+}
+
+std::string title_cut(const std::string& text) {
+  constexpr size_t kTitleChars = 200;
   return text.size() > kTitleChars ? text.substr(0, kTitleChars) + "..." : text;
 }
 

@@ -143,6 +143,14 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     } else {
       f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
       f.title = who + " " + exit_text(r);
+      // Without a traceback, what it said last is usually why (`sys.exit("no config")`,
+      // argparse's "error: unrecognized arguments").
+      if (const store::LogLine* last = context.texts.last_words(p)) {
+        std::string text(strip_launcher_prefix(last->text).text);
+        f.title += ": " + title_cut(text);
+        f.evidence.push_back("the last line it printed, stderr line " +
+                             std::to_string(last->number) + context.when(last->t_ns) + ": " + text);
+      }
       f.fix = "See the process's last output in logs/.";
       f.confidence = 0.5;
     }

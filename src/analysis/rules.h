@@ -29,6 +29,8 @@ struct RuleContext {
 
 // "RuntimeError: the first line of its message", cut to a title's length.
 std::string exception_summary(const PythonTraceback& traceback);
+// A text cut to a title's length.
+std::string title_cut(const std::string& text);
 // The lines that cite a traceback: where it is in the output, its exception, and where it was
 // raised (the user's frame and the last frame).
 std::vector<std::string> traceback_evidence(const RuleContext& context,

@@ -492,6 +492,27 @@ TEST(RuleFailedExit, RankCitesItsPythonException) {
   EXPECT_THAT(f.evidence, Contains(std::string("rank 0 (pid 1010) exited with code 1 at +10.5 s")));
 }
 
+TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(10.0, 7, "[default0]:usage: train.py [-h] [--batch-size BATCH_SIZE]"),
+      stderr_line(10.0, 8, "[default0]:train.py: error: unrecognized arguments: --bacth-size 16"),
+      stderr_line(10.1, 9, "[default1]:rank 1 is fine"),
+      stderr_line(10.1, 10, "[default0]:"),
+  };
+  exited(e, kRank0, 10.3, 2);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "nonzero-exit");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010) exited with code 2: train.py: error: unrecognized arguments: "
+            "--bacth-size 16");
+  EXPECT_THAT(f.evidence, Contains(std::string("the last line it printed, stderr line 8 at +10.0 "
+                                               "s: train.py: error: unrecognized arguments: "
+                                               "--bacth-size 16")));
+}
+
 TEST(RuleFailedExit, TorchrunPrefixedLinesMatch) {
   Evidence e = torchrun_job();
   e.log_lines = {
@@ -537,7 +558,8 @@ TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.kind, "nonzero-exit");
-  EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1");
+  // No exception is cited: only the last line it printed on stderr by its end.
+  EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1: error: not an exception");
 }
 
 TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
