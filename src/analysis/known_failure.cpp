@@ -207,6 +207,13 @@ void stopped_by_signal(const SignatureMatch& m, KnownFailure& f) {
       "user, or a parent process. If nothing else failed, look at the scheduler's log.";
 }
 
+void worker_exception(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id != "torch.dataloader-worker-exception") return;
+  f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
+          " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "
+          "the main process, where a debugger can stop at the exception.";
+}
+
 void host_alloc(const SignatureMatch& m, KnownFailure& f) {
   std::string text = field(m, "requested_bytes");
   uint64_t bytes = 0;
@@ -236,6 +243,7 @@ const std::map<std::string, Describer>& describers() {
       {"launcher-bug", launcher_bug},
       {"host-alloc-failed", host_alloc},
       {"killed-externally", stopped_by_signal},
+      {"python-exception", worker_exception},
       {"port-in-use", port_in_use},
   };
   return kDescribers;

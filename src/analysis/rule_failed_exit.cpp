@@ -102,6 +102,12 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   }
   std::vector<std::string> cited = traceback_evidence(context, tb);
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
+  // A DataLoader worker's exception, re-raised here: where the worker raised it.
+  if (tb.original) {
+    const PythonTraceback& worker = context.texts.all_tracebacks()[*tb.original];
+    f.evidence.push_back("in the worker: " + exception_summary(worker));
+    for (const std::string& line : where(worker)) f.evidence.push_back("in the worker, " + line);
+  }
   if (known) f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
   f.confidence = known ? 0.8 : 0.5;
 }

@@ -513,6 +513,59 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
                                                "--bacth-size 16")));
 }
 
+// As PyTorch 1.13 prints a dataset's exception in worker 1.
+TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
+  Evidence e = torchrun_job();
+  const std::vector<std::string> text = {
+      "Traceback (most recent call last):",
+      "  File \"/home/user/proj/train.py\", line 8, in <module>",
+      "    for b in DataLoader(D(), batch_size=4, num_workers=2): pass",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 628, in "
+      "__next__",
+      "    data = self._next_data()",
+      "           ^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1333, in "
+      "_next_data",
+      "    return self._process_data(data)",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1359, in "
+      "_process_data",
+      "    data.reraise()",
+      "  File \"/usr/lib/python3/dist-packages/torch/_utils.py\", line 543, in reraise",
+      "    raise exception",
+      "KeyError: Caught KeyError in DataLoader worker process 1.",
+      "Original Traceback (most recent call last):",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302, in "
+      "_worker_loop",
+      "    data = fetcher.fetch(index)",
+      "           ^^^^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58, in "
+      "fetch",
+      "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58, in "
+      "<listcomp>",
+      "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+      "            ~~~~~~~~~~~~^^^^^",
+      "  File \"/home/user/proj/train.py\", line 6, in __getitem__",
+      "    if i == 37: raise KeyError(\"label\")",
+      "                ^^^^^^^^^^^^^^^^^^^^^^^",
+      "KeyError: 'label'",
+  };
+  for (size_t i = 0; i < text.size(); ++i) e.log_lines.push_back(stderr_line(10.0, i + 1, text[i]));
+  exited(e, kRank0, 10.3, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_THAT(f.evidence, Contains(std::string("in the worker: KeyError: 'label'")));
+  EXPECT_THAT(f.evidence,
+              Contains(std::string("in the worker, at /home/user/proj/train.py:6 in "
+                                   "__getitem__: if i == 37: raise KeyError(\"label\")")));
+  EXPECT_THAT(f.fix, HasSubstr("DataLoader worker 1"));
+  EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
+}
+
 TEST(RuleFailedExit, TorchrunPrefixedLinesMatch) {
   Evidence e = torchrun_job();
   e.log_lines = {
