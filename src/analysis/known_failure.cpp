@@ -207,7 +207,14 @@ void stopped_by_signal(const SignatureMatch& m, KnownFailure& f) {
       "user, or a parent process. If nothing else failed, look at the scheduler's log.";
 }
 
-void worker_exception(const SignatureMatch& m, KnownFailure& f) {
+// Exceptions with nothing to add to the title, but a fix of their own.
+void python_exception(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "python.syntax-error") {
+    f.fix =
+        "Python could not compile the file cited, so nothing in it ran: fix that line. "
+        "`python -m py_compile FILE` checks a file without running it.";
+    return;
+  }
   if (m.id != "torch.dataloader-worker-exception") return;
   f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
           " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "
@@ -243,7 +250,7 @@ const std::map<std::string, Describer>& describers() {
       {"launcher-bug", launcher_bug},
       {"host-alloc-failed", host_alloc},
       {"killed-externally", stopped_by_signal},
-      {"python-exception", worker_exception},
+      {"python-exception", python_exception},
       {"port-in-use", port_in_use},
   };
   return kDescribers;

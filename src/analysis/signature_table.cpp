@@ -154,6 +154,15 @@ std::vector<Entry> memory_entries() {
        .description = "Python's MemoryError",
        .example = "MemoryError",
        .source = "CPython"},
+      {.id = "python.syntax-error",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"SyntaxError: ", "IndentationError: ", "TabError: "},
+       .parts = {{"^(SyntaxError|IndentationError|TabError): ", {{1, "error_type"}}, true}},
+       .description = "Python could not compile a script or module: nothing in it ran",
+       .example = "IndentationError: expected an indented block after 'if' statement on line 2",
+       .source = "CPython"},
 
       // ---- DataLoader workers and shared memory -------------------------------------------------
       {.id = "torch.dataloader-worker-killed",

@@ -513,6 +513,26 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
                                                "--bacth-size 16")));
 }
 
+TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(1.0, 1, "  File \"/home/user/proj/train.py\", line 3"),
+      stderr_line(1.0, 2, "    print(1)"),
+      stderr_line(1.0, 3, "    ^"),
+      stderr_line(1.0, 4,
+                  "IndentationError: expected an indented block after 'if' statement on "
+                  "line 2"),
+  };
+  exited(e, kRank0, 1.1, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_THAT(f.evidence, Contains(std::string("at /home/user/proj/train.py:3: print(1)")));
+  EXPECT_THAT(f.evidence, Not(Contains(HasSubstr("were not kept"))));
+  EXPECT_THAT(f.fix, HasSubstr("nothing in it ran"));
+}
+
 // As PyTorch 1.13 prints a dataset's exception in worker 1.
 TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
   Evidence e = torchrun_job();
