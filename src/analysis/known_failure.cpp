@@ -209,6 +209,34 @@ void stopped_by_signal(const SignatureMatch& m, KnownFailure& f) {
 
 // Exceptions with nothing to add to the title, but a fix of their own.
 void python_exception(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "python.module-not-found") {
+    std::string module = field(m, "module");
+    f.fix =
+        "The Python that ran this process (its command line is in the process table) has "
+        "no module '" +
+        module.substr(0, module.find('.')) +
+        "': install the package that provides it with that interpreter (`python -m pip "
+        "install ...`), or launch the job with the environment that has it.";
+    return;
+  }
+  if (m.id == "python.file-not-found") {
+    f.fix = "The path '" + field(m, "path") +
+            "' does not exist for this process: check it. A relative path resolves against the "
+            "process's working directory, which a launcher or a scheduler may set elsewhere.";
+    return;
+  }
+  if (m.id == "torch.cuda-unavailable") {
+    std::string reason = field(m, "reason");
+    f.fix = reason.starts_with("Torch not compiled")
+                ? "This PyTorch is a CPU-only build: install a CUDA build of PyTorch, or run on "
+                  "the CPU (pick the device with torch.cuda.is_available())."
+            : reason.starts_with("Found no NVIDIA driver")
+                ? "The machine has no NVIDIA driver loaded: run on a GPU node, or on the CPU "
+                  "(pick the device with torch.cuda.is_available())."
+                : "No GPU is visible to this process: CUDA_VISIBLE_DEVICES may be empty or name "
+                  "no GPU (a scheduler sets it), or every GPU is taken in exclusive mode.";
+    return;
+  }
   if (m.id == "python.syntax-error") {
     f.fix =
         "Python could not compile the file cited, so nothing in it ran: fix that line. "
@@ -256,14 +284,16 @@ const std::map<std::string, Describer>& describers() {
   return kDescribers;
 }
 
-// How much a match says: a failure of a kind about this process first, then the number of
-// values it extracted (the monitored barrier's text beats the gloo timeout inside it).
+// How much a match says: a failure of a kind about this process first (a plain exception's
+// fix after any more specific kind), then the number of values it extracted (the monitored
+// barrier's text beats the gloo timeout inside it).
 int weight(const SignatureMatch& m) {
   if (!m.failure || m.kind.empty()) return -1;
   int fields = static_cast<int>(std::count_if(m.fields.begin(), m.fields.end(), [](auto& kv) {
     return kv.first != "prefix" && kv.first != "prefix_rank" && kv.first != "exception_type";
   }));
-  return (reports_another_process(m.kind) ? 0 : 1000) + fields;
+  int base = reports_another_process(m.kind) ? 0 : m.kind == "python-exception" ? 500 : 1000;
+  return base + fields;
 }
 
 std::string frame_text(const PythonFrame& f) {

@@ -533,6 +533,31 @@ TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
   EXPECT_THAT(f.fix, HasSubstr("nothing in it ran"));
 }
 
+// Everyday exceptions get a fix of their own, with what the text names.
+TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ModuleNotFoundError: No module named 'wandb.sdk'", "no module 'wandb'"},
+      {"FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'",
+       "The path 'data/train.csv' does not exist"},
+      {"AssertionError: Torch not compiled with CUDA enabled", "CPU-only build"},
+      {"RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+       "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+       "no NVIDIA driver"},
+      {"RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"},
+  };
+  for (const auto& [text, fix] : cases) {
+    Evidence e = torchrun_job();
+    e.log_lines = {stderr_line(10.0, 1, "Traceback (most recent call last):"),
+                   stderr_line(10.0, 2, "  File \"/home/user/proj/train.py\", line 7, in <module>"),
+                   stderr_line(10.0, 3, text)};
+    exited(e, kRank0, 10.3, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 1u) << text;
+    EXPECT_EQ(d.findings[0].kind, "python-exception") << text;
+    EXPECT_THAT(d.findings[0].fix, HasSubstr(fix)) << text;
+  }
+}
+
 // As PyTorch 1.13 prints a dataset's exception in worker 1.
 TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
   Evidence e = torchrun_job();
