@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <sstream>
+#include <string_view>
 
 #include "analysis/rules.h"
 
@@ -103,6 +105,34 @@ bool ended_by_request(const store::ProcessRecord& r, int64_t request_ns) {
 int64_t first_request_ns(const store::Evidence& evidence) {
   std::vector<const store::Event*> requests = stop_requests(evidence);
   return requests.empty() ? 0 : requests.front()->t_ns;
+}
+
+// The innermost Python frames of the main thread in a stack dump (CPython's format, most recent
+// call first): "/tmp/train.py:3 in wait, called from /tmp/train.py:5 in <module>".
+std::string python_frames(const std::string& dump) {
+  constexpr size_t kFrames = 3;
+  std::istringstream lines(dump);
+  std::string line;
+  bool main_thread = false;
+  std::string out;
+  size_t count = 0;
+  while (count < kFrames && std::getline(lines, line)) {
+    if (line.starts_with("Current thread ")) main_thread = true;
+    if (!main_thread) continue;
+    if (line.starts_with("Thread ") || line.starts_with("native")) break;
+    std::string_view text = line;
+    size_t file = text.find("File \"");
+    size_t end = text.find("\", line ");
+    if (file == std::string_view::npos || end == std::string_view::npos || end < file) continue;
+    std::string path(text.substr(file + 6, end - file - 6));
+    if (is_hook_file(path)) continue;
+    std::string rest(text.substr(end + 8));  // "3 in wait"
+    size_t in = rest.find(" in ");
+    std::string place = path + ":" + rest.substr(0, in) +
+                        (in == std::string::npos ? "" : " in " + rest.substr(in + 4));
+    out += (count++ == 0 ? "" : ", called from ") + place;
+  }
+  return out;
 }
 
 }  // namespace
@@ -205,6 +235,14 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
     }
     f.evidence.push_back(context.name(p) + " ended by " + signal_name(*p.record.exit_signal) +
                          context.when(p.record.end_ns));
+  }
+  // Where each rank was when the stop came (the supervisor asked for stacks then): what a hung
+  // job was doing when its user gave up on it.
+  for (const store::Event& e : context.evidence.events) {
+    const ProcessSummary* p = e.kind == "stack-at-stop" ? context.process(e.pid) : nullptr;
+    if (p == nullptr || p->role.role != Role::kRank) continue;
+    std::string frames = python_frames(e.text);
+    if (!frames.empty()) f.evidence.push_back(context.name(*p) + " was in " + frames);
   }
   std::sort(f.ranks.begin(), f.ranks.end());
   f.fix = killed ? "Killed at a second interrupt, as asked: the first one did not stop it (a "

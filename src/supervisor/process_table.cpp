@@ -174,6 +174,15 @@ std::vector<int> ProcessTable::live_pids() const {
   return out;
 }
 
+std::vector<int> ProcessTable::live_program_pids() const {
+  std::vector<int> out;
+  for (int pid : live_pids()) {
+    const store::ProcessRecord& r = m_records[m_live.at(pid)].record;
+    if (r.agent && !r.forked) out.push_back(pid);
+  }
+  return out;
+}
+
 bool ProcessTable::is_live(int pid) const {
   auto it = m_live.find(pid);
   return it != m_live.end() && m_records[it->second].record.end_source == store::EndSource::kNone;

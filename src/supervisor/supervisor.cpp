@@ -48,6 +48,12 @@ constexpr int kTickMs = 100;
 constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
 constexpr int kOutputGraceMs = 500;
 constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
+// Stacks asked for at a stop request: the most processes asked, how long the signal waits for
+// them before it is passed on (SIGTERM ends a process before it can write), and how long they are
+// waited for at all.
+constexpr size_t kStopStacksMax = 64;
+constexpr int64_t kStopStacksHoldNs = 500'000'000;
+constexpr int64_t kStopStacksWaitNs = 1'500'000'000;
 // A stalled issue waits this long for the stacks it asked for.
 constexpr int64_t kStackWaitNs = 1'500'000'000;
 // --on-mismatch abort: SIGTERM, then SIGKILL to what is left after this.
@@ -102,6 +108,8 @@ class Loop {
   void event(const std::string& kind, int pid, const std::string& text);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
+  void ask_stacks_at_stop();
+  void collect_stacks_at_stop(bool final);
   void report_issue(store::CollectiveIssue& issue);
   void abort_job(const store::CollectiveIssue& issue);
 
@@ -132,6 +140,10 @@ class Loop {
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
   SmapsPacer m_smaps;        // when each process's smaps_rollup is read
+  // Where the job was when a stop was asked for: the processes whose dumps are awaited.
+  bool m_stop_stacks_asked = false;
+  std::vector<int> m_stop_stacks;
+  int64_t m_stop_stacks_deadline_ns = 0;
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -398,8 +410,19 @@ std::string sender_text(const signalfd_siginfo& info) {
 void Loop::forward(const signalfd_siginfo& info) {
   int sig = static_cast<int>(info.ssi_signo);
   std::string from = sender_text(info);
+  read_agent();  // the processes registered since the last tick, for the stacks below
   walk_and_sample(false);
   bool from_terminal = info.ssi_code == SI_KERNEL;
+  if (!m_stop_stacks_asked) {
+    ask_stacks_at_stop();
+    // A terminal's signal reached the job already; another waits a moment for the dumps.
+    int64_t hold_until = common::realtime_ns() + kStopStacksHoldNs;
+    while (!from_terminal && !m_stop_stacks.empty() && common::realtime_ns() < hold_until) {
+      constexpr timespec kPoll{0, 10'000'000};
+      nanosleep(&kPoll, nullptr);
+      collect_stacks_at_stop(false);
+    }
+  }
   if (sig == SIGINT && ++m_interrupts >= 2) {
     sig = SIGKILL;
     from.clear();
@@ -423,6 +446,28 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
 }
 
+// The stacks of the job's programs (launcher, ranks; not their DataLoader workers) at the first
+// stop request: what a hung job was doing when its user gave up on it.
+void Loop::ask_stacks_at_stop() {
+  m_stop_stacks_asked = true;
+  m_stop_stacks_deadline_ns = common::realtime_ns() + kStopStacksWaitNs;
+  for (int pid : m_table.live_program_pids()) {
+    if (m_stop_stacks.size() == kStopStacksMax) break;
+    // A dump left by the stall watch must not pass for this one.
+    unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
+    if (request_stack_dump(pid)) m_stop_stacks.push_back(pid);
+  }
+}
+
+void Loop::collect_stacks_at_stop(bool final) {
+  std::erase_if(m_stop_stacks, [&](int pid) {
+    std::optional<std::string> stack = read_stack_dump(m_options.run_dir, pid, m_symbolizer);
+    if (stack) event("stack-at-stop", pid, *stack);
+    return stack.has_value();
+  });
+  if (final || common::realtime_ns() > m_stop_stacks_deadline_ns) m_stop_stacks.clear();
+}
+
 void Loop::store_changes() {
   for (const store::ProcessRecord& record : m_table.take_changed()) m_store.upsert_process(record);
   std::vector<store::StepSample> steps;
@@ -436,6 +481,7 @@ void Loop::finish() {
   reap_children();
   read_agent();
   check_collectives(true);
+  collect_stacks_at_stop(true);
   m_store.add_collectives(m_checker.take_calls(true));
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
@@ -507,6 +553,7 @@ store::RunInfo Loop::run() {
       if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
       read_agent();
       check_collectives();
+      if (!m_stop_stacks.empty()) collect_stacks_at_stop(false);
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
         walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
         for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);

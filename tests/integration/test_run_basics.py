@@ -131,6 +131,9 @@ def test_signal_is_forwarded_to_the_job(tmp_path, sig):
     stop, consequences = stop_finding(tmp_path)
     assert stop["title"].startswith(f"the job was stopped by {sig.name} from pid {os.getpid()} ("), stop
     assert consequences == ["nonzero-exit"], stop
+    # Where it was when the stop came (a terminal's signal is not held back for the dump).
+    if sig == signal.SIGTERM:
+        assert any(" was in <string>:" in e for e in stop["evidence"]), stop
 
 
 def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
@@ -144,8 +147,8 @@ def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
     ready = 0
     while ready < 2:
         line = proc.stdout.readline()
-        assert line, "the job ended before its ranks were ready"
-        ready += line.endswith(b"ready\n")
+        assert line, proc.communicate(timeout=60)[1].decode()[-3000:]
+        ready += line.count(b"ready")  # the launcher may join the ranks' lines
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == 1
@@ -153,6 +156,9 @@ def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
     assert stop["title"].startswith("the job was stopped by SIGTERM from pid "), stop
     assert stop["ranks"] == [0, 1], stop
     assert consequences == ["killed-externally"], stop
+    for rank in (0, 1):
+        assert any(e.startswith(f"rank {rank} (pid ") and f" was in {script}:3 in <module>" in e
+                   for e in stop["evidence"]), stop
     findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
     assert findings[stop["consequences"][0]]["title"].endswith("got SIGTERM and stopped its ranks")
 

@@ -356,6 +356,24 @@ store::Event forwarded(double seconds, const std::string& text) {
 TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
   Evidence e = torchrun_job();
   e.events = {forwarded(10, "SIGTERM from pid 4242 (slurmstepd), passed on to 5 process(es)")};
+  // The ranks' stacks, asked for before the signal was passed on (the launcher's is not cited).
+  const std::string rank1_stack =
+      "python:\n"
+      "Thread 0x00007f87ae31d6c0 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"
+      "\n"
+      "Current thread 0x00007f473c8bd680 (most recent call first):\n"
+      "  File \"/usr/lib/python3/dist-packages/traindoc_hook/collectives.py\", line 80 in "
+      "recorded\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1541 "
+      "in all_reduce\n"
+      "  File \"/home/user/proj/train.py\", line 42 in step\n"
+      "  File \"/home/user/proj/train.py\", line 60 in main\n"
+      "  File \"/home/user/proj/train.py\", line 70 in <module>\n"
+      "native (main thread):\n"
+      "  #0 clock_nanosleep (libc.so.6+0xcf503)\n";
+  e.events.push_back({at(10), "stack-at-stop", kRank1, rank1_stack});
+  e.events.push_back({at(10), "stack-at-stop", kLauncher, rank1_stack});
   for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 10.1, SIGTERM);
   e.log_lines = {
       stderr_line(10.2, 30, "Traceback (most recent call last):"),
@@ -379,6 +397,13 @@ TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
   EXPECT_THAT(stop.pids, UnorderedElementsAre(kRank0, kRank1, kWorker0, kWorker1));
   EXPECT_THAT(stop.evidence,
               Contains(std::string("rank 1 (pid 1011) ended by SIGTERM at +10.1 s")));
+  EXPECT_THAT(stop.evidence,
+              Contains(std::string("rank 1 (pid 1011) was in "
+                                   "/usr/lib/python3/dist-packages/torch/distributed/"
+                                   "distributed_c10d.py:1541 in all_reduce, called from "
+                                   "/home/user/proj/train.py:42 in step, called from "
+                                   "/home/user/proj/train.py:60 in main")));
+  EXPECT_THAT(stop.evidence, Not(Contains(HasSubstr("launcher (pid 1000) was in"))));
   EXPECT_THAT(stop.consequences, ElementsAre(1u));
   EXPECT_EQ(d.findings[1].kind, "killed-externally");
   EXPECT_EQ(d.findings[1].title, "launcher (pid 1000): got SIGTERM and stopped its ranks");
