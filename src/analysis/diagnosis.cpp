@@ -235,6 +235,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_gpu_placement(context, tracebacks, found);
   rule_hardware_fault(context, found);
   rule_collectives(context, found);
+  rule_idle(context, found);
   merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;

@@ -2,6 +2,8 @@
 #include "analysis/rules.h"
 
 #include <cstdio>
+#include <sstream>
+#include <string_view>
 
 #include "analysis/known_failure.h"
 
@@ -55,6 +57,40 @@ std::vector<std::string> traceback_evidence(const RuleContext& context, const Py
   out.insert(out.end(), place.begin(), place.end());
   if (tb.incomplete) {
     out.push_back("(lines of this traceback were not kept in run.db; logs/ has every line)");
+  }
+  return out;
+}
+
+// CPython's format, most recent call first; the hook's wrappers are left out.
+std::string python_frames(const std::string& dump) {
+  constexpr size_t kFrames = 3;
+  std::istringstream lines(dump);
+  std::string line;
+  bool main_thread = false;
+  std::string out;
+  size_t count = 0;
+  bool user_cited = false;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("Current thread ")) main_thread = true;
+    if (!main_thread) continue;
+    if (line.starts_with("Thread ") || line.starts_with("native")) break;
+    std::string_view text = line;
+    size_t file = text.find("File \"");
+    size_t end = text.find("\", line ");
+    if (file == std::string_view::npos || end == std::string_view::npos || end < file) continue;
+    std::string path(text.substr(file + 6, end - file - 6));
+    if (is_hook_file(path)) continue;
+    bool user = !is_library_file(path);
+    // Past the innermost frames, only the innermost frame of the user's code, if none was.
+    if (count >= kFrames && (user_cited || !user)) continue;
+    std::string rest(text.substr(end + 8));  // "3 in wait"
+    size_t in = rest.find(" in ");
+    std::string place = path + ":" + rest.substr(0, in) +
+                        (in == std::string::npos ? "" : " in " + rest.substr(in + 4));
+    out += (count == 0 ? "" : count < kFrames ? ", called from " : ", from your code at ") + place;
+    ++count;
+    user_cited |= user;
+    if (count > kFrames) break;
   }
   return out;
 }

@@ -4,8 +4,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <sstream>
-#include <string_view>
 
 #include "analysis/rules.h"
 
@@ -105,34 +103,6 @@ bool ended_by_request(const store::ProcessRecord& r, int64_t request_ns) {
 int64_t first_request_ns(const store::Evidence& evidence) {
   std::vector<const store::Event*> requests = stop_requests(evidence);
   return requests.empty() ? 0 : requests.front()->t_ns;
-}
-
-// The innermost Python frames of the main thread in a stack dump (CPython's format, most recent
-// call first): "/tmp/train.py:3 in wait, called from /tmp/train.py:5 in <module>".
-std::string python_frames(const std::string& dump) {
-  constexpr size_t kFrames = 3;
-  std::istringstream lines(dump);
-  std::string line;
-  bool main_thread = false;
-  std::string out;
-  size_t count = 0;
-  while (count < kFrames && std::getline(lines, line)) {
-    if (line.starts_with("Current thread ")) main_thread = true;
-    if (!main_thread) continue;
-    if (line.starts_with("Thread ") || line.starts_with("native")) break;
-    std::string_view text = line;
-    size_t file = text.find("File \"");
-    size_t end = text.find("\", line ");
-    if (file == std::string_view::npos || end == std::string_view::npos || end < file) continue;
-    std::string path(text.substr(file + 6, end - file - 6));
-    if (is_hook_file(path)) continue;
-    std::string rest(text.substr(end + 8));  // "3 in wait"
-    size_t in = rest.find(" in ");
-    std::string place = path + ":" + rest.substr(0, in) +
-                        (in == std::string::npos ? "" : " in " + rest.substr(in + 4));
-    out += (count++ == 0 ? "" : ", called from ") + place;
-  }
-  return out;
 }
 
 }  // namespace
@@ -235,6 +205,17 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
     }
     f.evidence.push_back(context.name(p) + " ended by " + signal_name(*p.record.exit_signal) +
                          context.when(p.record.end_ns));
+  }
+  // A job stopped while idle: its user gave up waiting (rule_idle tells the spell).
+  const store::Event* idle = nullptr;
+  for (const store::Event& e : context.evidence.events) {
+    if (&e == &first) break;  // in the order they were recorded
+    if (e.kind == "job-idle") idle = &e;
+    if (e.kind == "job-resumed") idle = nullptr;
+  }
+  if (idle != nullptr) {
+    f.evidence.push_back("the job went idle" + context.when(idle->t_ns) +
+                         " and was still idle then: no process used CPU or printed anything");
   }
   // Where each rank was when the stop came (the supervisor asked for stacks then): what a hung
   // job was doing when its user gave up on it.

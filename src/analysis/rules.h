@@ -31,6 +31,10 @@ struct RuleContext {
 std::string exception_summary(const PythonTraceback& traceback);
 // A text cut to a title's length.
 std::string title_cut(const std::string& text);
+// The innermost Python frames of the main thread in a stack dump the agent wrote on request,
+// and the innermost frame of the user's code when those are all library frames:
+// "/tmp/train.py:3 in wait, called from /tmp/train.py:5 in <module>"; "" when it has none.
+std::string python_frames(const std::string& dump);
 // The lines that cite a traceback: where it is in the output, its exception, and where it was
 // raised (the user's frame and the last frame).
 std::vector<std::string> traceback_evidence(const RuleContext& context,
@@ -63,6 +67,12 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out);
 // stop-requested, with the processes a signal ended after it, which rule_killed leaves alone.
 // Timed at the request: what fails after it is its consequence.
 void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& out);
+
+// The job sat idle, no process using CPU or printing, for --stall-seconds (the supervisor's
+// idle watch): job-idle, a warning while it never moved again, info for a pause it came out of,
+// with each process's innermost frames then. Left to rule_collectives where the stall watch saw
+// a collective hang in that time.
+void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // Ranks, workers and launchers that exited non-zero: the exception they ended with, as the kind
 // of failure its known text names (label-out-of-range, collective-mismatch, ...) or as a

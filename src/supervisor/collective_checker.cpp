@@ -199,12 +199,6 @@ bool ended_normally(const store::ProcessRecord& process) {
   return process.exit_code && *process.exit_code == 0;
 }
 
-std::string seconds_text(int64_t ns) {
-  char text[32];
-  snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
-  return text;
-}
-
 // "rank 0", "ranks 1, 2"
 std::string ranks_text(const std::vector<int>& ranks) {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";

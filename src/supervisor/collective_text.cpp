@@ -2,6 +2,7 @@
 // The names follow torch.distributed's function names; layout.h's numbering is the file format.
 #include "supervisor/collective_text.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace traindoc::supervisor {
@@ -130,6 +131,12 @@ std::string shapes_text(const common::CollectiveCall& call, bool with_types) {
     out += "; ...";
   }
   return out;
+}
+
+std::string seconds_text(int64_t ns) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
+  return text;
 }
 
 std::string site_text(const common::CollectiveCall& call) {

@@ -21,6 +21,8 @@ std::string redop_name(uint8_t redop);
 std::string shapes_text(const common::CollectiveCall& call, bool with_types);
 // "cpu", "cuda", "other device"; "" when not recorded.
 std::string device_name(uint8_t device);
+// "12.3 s"
+std::string seconds_text(int64_t ns);
 // "train.py:42" (the file as recorded), "" when unknown.
 std::string site_text(const common::CollectiveCall& call);
 

@@ -174,11 +174,11 @@ std::vector<int> ProcessTable::live_pids() const {
   return out;
 }
 
-std::vector<int> ProcessTable::live_program_pids() const {
+std::vector<int> ProcessTable::live_agent_pids(bool workers) const {
   std::vector<int> out;
   for (int pid : live_pids()) {
     const store::ProcessRecord& r = m_records[m_live.at(pid)].record;
-    if (r.agent && !r.forked) out.push_back(pid);
+    if (r.agent && (workers || !r.forked)) out.push_back(pid);
   }
   return out;
 }

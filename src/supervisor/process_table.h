@@ -40,9 +40,9 @@ class ProcessTable {
 
   // Every process still thought to run, by pid.
   std::vector<int> live_pids() const;
-  // Those that run the agent and were started by exec (not DataLoader workers forked from a
-  // rank): the processes whose stacks say where the job was.
-  std::vector<int> live_program_pids() const;
+  // Those that run the agent, the processes whose stacks say where the job was; without
+  // `workers`, only those started by exec (not DataLoader workers forked from a rank).
+  std::vector<int> live_agent_pids(bool workers) const;
   bool is_live(int pid) const;
 
   // Records changed since the last call, for the store.

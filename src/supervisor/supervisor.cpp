@@ -28,6 +28,7 @@
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
+#include "supervisor/collective_text.h"
 #include "supervisor/crash_capture.h"
 #include "supervisor/gpu/gpu_sampler.h"
 #include "supervisor/launcher.h"
@@ -48,12 +49,15 @@ constexpr int kTickMs = 100;
 constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
 constexpr int kOutputGraceMs = 500;
 constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
-// Stacks asked for at a stop request: the most processes asked, how long the signal waits for
-// them before it is passed on (SIGTERM ends a process before it can write), and how long they are
-// waited for at all.
-constexpr size_t kStopStacksMax = 64;
+// Stacks asked for at a stop request or an idle spell: the most processes asked, how long a stop
+// signal waits for them before it is passed on (SIGTERM ends a process before it can write), and
+// how long they are waited for at all.
+constexpr size_t kMomentStacksMax = 64;
 constexpr int64_t kStopStacksHoldNs = 500'000'000;
-constexpr int64_t kStopStacksWaitNs = 1'500'000'000;
+constexpr int64_t kMomentStacksWaitNs = 1'500'000'000;
+// The job is idle while all its processes together use less than this share of one core and
+// print nothing.
+constexpr double kIdleCpuShare = 0.02;
 // A stalled issue waits this long for the stacks it asked for.
 constexpr int64_t kStackWaitNs = 1'500'000'000;
 // --on-mismatch abort: SIGTERM, then SIGKILL to what is left after this.
@@ -100,7 +104,7 @@ class Loop {
   void record_cpu();
   void read_agent();
   void record_crash(AgentCrash& crash);
-  void walk_and_sample(bool slow, bool final = false);
+  double walk_and_sample(bool slow, bool final = false);
   void reap_children();
   void forward(const signalfd_siginfo& info);
   void store_changes();
@@ -108,8 +112,10 @@ class Loop {
   void event(const std::string& kind, int pid, const std::string& text);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
-  void ask_stacks_at_stop();
-  void collect_stacks_at_stop(bool final);
+  void ask_stacks(const std::string& kind, const std::vector<int>& pids);
+  void collect_stacks(bool final);
+  bool stacks_pending(const std::string& kind) const;
+  void watch_idle(int64_t t_ns, double cpu_s, uint64_t output_bytes);
   void report_issue(store::CollectiveIssue& issue);
   void abort_job(const store::CollectiveIssue& issue);
 
@@ -140,10 +146,21 @@ class Loop {
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
   SmapsPacer m_smaps;        // when each process's smaps_rollup is read
-  // Where the job was when a stop was asked for: the processes whose dumps are awaited.
+  // Stacks asked for at a moment worth explaining, each stored as an event of `kind` once its
+  // dump is complete, until the deadline.
+  struct StackRequest {
+    std::string kind;  // "stack-at-stop", "stack-at-idle"
+    std::vector<int> pids;
+    int64_t deadline_ns = 0;
+  };
+  std::vector<StackRequest> m_stack_requests;
   bool m_stop_stacks_asked = false;
-  std::vector<int> m_stop_stacks;
-  int64_t m_stop_stacks_deadline_ns = 0;
+  // The idle watch: each process's CPU seconds at the last walk, the output seen, when the job
+  // last used CPU or printed, and since when it is idle once told (0: not idle).
+  std::map<int, double> m_cpu_seen;
+  uint64_t m_output_seen = 0;
+  int64_t m_active_ns = 0;
+  int64_t m_idle_since_ns = 0;
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -329,7 +346,8 @@ void Loop::abort_job(const store::CollectiveIssue& issue) {
 }
 
 // Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
-void Loop::walk_and_sample(bool slow, bool final) {
+// Returns the CPU seconds the job's processes used since the last walk.
+double Loop::walk_and_sample(bool slow, bool final) {
   int64_t t = common::realtime_ns();
   std::set<int> alive;
   std::vector<int> queue = m_sampler.children_of(getpid());
@@ -366,12 +384,22 @@ void Loop::walk_and_sample(bool slow, bool final) {
   }
   m_table.sweep(alive, t, final);
   m_smaps.retain(alive);
+  double cpu_s = 0;
+  std::map<int, double> cpu_seen;
+  for (const store::ProcSample& sample : samples) {
+    double used = sample.cpu_user_s + sample.cpu_sys_s;
+    auto before = m_cpu_seen.find(sample.pid);
+    cpu_s += before == m_cpu_seen.end() ? used : std::max(0.0, used - before->second);
+    cpu_seen[sample.pid] = used;
+  }
+  m_cpu_seen = std::move(cpu_seen);
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
   m_smaps.set_pressure(short_of_memory(host));
   m_store.add_host_sample(host);
   sample_gpu(t, slow || final);
+  return cpu_s;
 }
 
 void Loop::reap_children() {
@@ -414,13 +442,17 @@ void Loop::forward(const signalfd_siginfo& info) {
   walk_and_sample(false);
   bool from_terminal = info.ssi_code == SI_KERNEL;
   if (!m_stop_stacks_asked) {
-    ask_stacks_at_stop();
+    // What a hung job was doing when its user gave up on it: the stacks of its programs
+    // (launcher, ranks; not their DataLoader workers).
+    m_stop_stacks_asked = true;
+    ask_stacks("stack-at-stop", m_table.live_agent_pids(false));
     // A terminal's signal reached the job already; another waits a moment for the dumps.
     int64_t hold_until = common::realtime_ns() + kStopStacksHoldNs;
-    while (!from_terminal && !m_stop_stacks.empty() && common::realtime_ns() < hold_until) {
+    while (!from_terminal && stacks_pending("stack-at-stop") &&
+           common::realtime_ns() < hold_until) {
       constexpr timespec kPoll{0, 10'000'000};
       nanosleep(&kPoll, nullptr);
-      collect_stacks_at_stop(false);
+      collect_stacks(false);
     }
   }
   if (sig == SIGINT && ++m_interrupts >= 2) {
@@ -446,26 +478,61 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
 }
 
-// The stacks of the job's programs (launcher, ranks; not their DataLoader workers) at the first
-// stop request: what a hung job was doing when its user gave up on it.
-void Loop::ask_stacks_at_stop() {
-  m_stop_stacks_asked = true;
-  m_stop_stacks_deadline_ns = common::realtime_ns() + kStopStacksWaitNs;
-  for (int pid : m_table.live_program_pids()) {
-    if (m_stop_stacks.size() == kStopStacksMax) break;
-    // A dump left by the stall watch must not pass for this one.
+void Loop::ask_stacks(const std::string& kind, const std::vector<int>& pids) {
+  StackRequest request{kind, {}, common::realtime_ns() + kMomentStacksWaitNs};
+  for (int pid : pids) {
+    if (request.pids.size() == kMomentStacksMax) break;
+    // An earlier dump must not pass for this one.
     unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
-    if (request_stack_dump(pid)) m_stop_stacks.push_back(pid);
+    if (request_stack_dump(pid)) request.pids.push_back(pid);
   }
+  m_stack_requests.push_back(std::move(request));
 }
 
-void Loop::collect_stacks_at_stop(bool final) {
-  std::erase_if(m_stop_stacks, [&](int pid) {
-    std::optional<std::string> stack = read_stack_dump(m_options.run_dir, pid, m_symbolizer);
-    if (stack) event("stack-at-stop", pid, *stack);
-    return stack.has_value();
+void Loop::collect_stacks(bool final) {
+  int64_t now = common::realtime_ns();
+  std::erase_if(m_stack_requests, [&](StackRequest& request) {
+    std::erase_if(request.pids, [&](int pid) {
+      std::optional<std::string> stack = read_stack_dump(m_options.run_dir, pid, m_symbolizer);
+      if (stack) event(request.kind, pid, *stack);
+      return stack.has_value();
+    });
+    return final || request.pids.empty() || now > request.deadline_ns;
   });
-  if (final || common::realtime_ns() > m_stop_stacks_deadline_ns) m_stop_stacks.clear();
+}
+
+bool Loop::stacks_pending(const std::string& kind) const {
+  return std::any_of(m_stack_requests.begin(), m_stack_requests.end(),
+                     [&](const StackRequest& r) { return r.kind == kind; });
+}
+
+// A job that uses no CPU and prints nothing for --stall-seconds waits for something that may
+// never come (a deadlocked DataLoader worker, a lock, storage, a peer): said once per idle spell,
+// with every process's stack (workers too); its end is recorded when the job moves again.
+void Loop::watch_idle(int64_t t_ns, double cpu_s, uint64_t output_bytes) {
+  bool active = cpu_s > kIdleCpuShare * m_options.interval_ms / 1000.0 ||
+                output_bytes != m_output_seen || m_active_ns == 0;
+  m_output_seen = output_bytes;
+  if (active) {
+    if (m_idle_since_ns != 0) {
+      m_store.add_event({t_ns, "job-resumed", 0,
+                         seconds_text(t_ns - m_idle_since_ns) + " after the job went idle"});
+    }
+    m_idle_since_ns = 0;
+    m_active_ns = t_ns;
+    return;
+  }
+  auto stall_ns = static_cast<int64_t>(m_options.stall_seconds * 1e9);
+  if (m_idle_since_ns != 0 || t_ns - m_active_ns < stall_ns) return;
+  m_idle_since_ns = m_active_ns;
+  std::string idle = "no process used CPU or printed for " + seconds_text(t_ns - m_active_ns);
+  m_store.add_event({m_active_ns, "job-idle", 0,
+                     idle + " (told at +" + seconds_text(t_ns - m_run.start_ns) + ")"});
+  ask_stacks("stack-at-idle", m_table.live_agent_pids(true));
+  if (m_options.announce) {
+    fprintf(stderr, "traindoc: the job is idle: %s (each process's stack goes to the report)\n",
+            idle.c_str());
+  }
 }
 
 void Loop::store_changes() {
@@ -481,7 +548,7 @@ void Loop::finish() {
   reap_children();
   read_agent();
   check_collectives(true);
-  collect_stacks_at_stop(true);
+  collect_stacks(true);
   m_store.add_collectives(m_checker.take_calls(true));
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
@@ -553,10 +620,16 @@ store::RunInfo Loop::run() {
       if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
       read_agent();
       check_collectives();
-      if (!m_stop_stacks.empty()) collect_stacks_at_stop(false);
+      if (!m_stack_requests.empty()) collect_stacks(false);
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
-        walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
-        for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
+        double cpu_s =
+            walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
+        uint64_t output_bytes = 0;
+        for (const store::LogStream& stream : tap.streams()) {
+          m_store.write_log_stream(stream);
+          output_bytes += stream.bytes;
+        }
+        watch_idle(common::realtime_ns(), cpu_s, output_bytes);
         m_store.add_log_lines(tap.take_lines());
         store_changes();
         if (common::realtime_ns() - last_downsample > kDownsampleEveryNs) {

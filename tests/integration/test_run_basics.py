@@ -163,6 +163,22 @@ def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
     assert findings[stop["consequences"][0]]["title"].endswith("got SIGTERM and stopped its ranks")
 
 
+def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
+    """No CPU and no output for --stall-seconds: said on the terminal while it lasts, and in the
+    report as a pause the job came out of, with the stack it waited in."""
+    code = ("import time\nprint('start', flush=True)\n"
+            "def wait_for_the_data():\n    time.sleep(4)\n"
+            "wait_for_the_data()\nprint('working', flush=True)\n"
+            "start = time.time()\nwhile time.time() - start < 1: pass\n")
+    run = traindoc(python_job(code), "--stall-seconds", "1.5", "--interval", "0.2")
+    assert run.status == 0, run.stderr
+    assert b"traindoc: the job is idle: no process used CPU or printed for" in run.stderr
+    (idle,) = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    assert idle["severity"] == "info" and idle["title"].startswith("the job paused at +"), idle
+    assert any(e.startswith("rank 0 (pid ") and " was in <string>:4 in wait_for_the_data" in e
+               for e in idle["evidence"]), idle
+
+
 def test_second_interrupt_kills_the_job(tmp_path):
     proc = start(tmp_path, STUBBORN_JOB)
     proc.send_signal(signal.SIGINT)

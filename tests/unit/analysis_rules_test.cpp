@@ -449,6 +449,93 @@ TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kRank1));
 }
 
+// --- rule_idle -------------------------------------------------------------------------------
+
+const std::string kIdleText = "no process used CPU or printed for 30.0 s (told at +35.0 s)";
+
+std::string stack_in(const std::string& file, int line, const std::string& function) {
+  return "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n  File \"" + file +
+         "\", line " + std::to_string(line) + " in " + function + "\nnative (main thread):\n";
+}
+
+TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
+  Evidence e = torchrun_job();
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(35.1), "stack-at-idle", kRank0,
+       "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n"
+       "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
+       "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 930 in wait\n"
+       "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 423 in _poll\n"
+       "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1133 in "
+       "_try_get_data\n"
+       "  File \"/home/user/proj/train.py\", line 30 in <module>\n"},
+      {at(35.1), "stack-at-idle", kWorker0, stack_in("/home/user/proj/data.py", 12, "__getitem__")},
+      forwarded(40, "SIGINT from the terminal, passed on to 0 process(es)"),
+  };
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 40.1, SIGINT);
+  e.run.exit_signal = SIGINT;
+  e.run.end_ns = at(40.5);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "stop-requested");
+  EXPECT_THAT(d.findings[0].evidence,
+              Contains(std::string("the job went idle at +5.0 s and was still idle then: no "
+                                   "process used CPU or printed anything")));
+  const Finding& idle = d.findings[1];
+  EXPECT_EQ(idle.kind, "job-idle");
+  EXPECT_EQ(idle.severity, Severity::kWarning);
+  EXPECT_EQ(idle.title,
+            "the job went idle at +5.0 s and did not move again before it ended, 35.5 s later: no "
+            "process used CPU or printed anything");
+  EXPECT_THAT(idle.evidence, Contains(kIdleText));
+  EXPECT_THAT(idle.evidence, Contains(std::string("worker 0 of rank 0 (pid 1020) was in "
+                                                  "/home/user/proj/data.py:12 in __getitem__")));
+  // Library frames only, innermost: the user's line where it waits follows them.
+  EXPECT_THAT(idle.evidence, Contains(std::string(
+                                 "rank 0 (pid 1010) was in /usr/lib/python3.11/selectors.py:415 in "
+                                 "select, called from /usr/lib/python3.11/multiprocessing/"
+                                 "connection.py:930 in wait, called from /usr/lib/python3.11/"
+                                 "multiprocessing/connection.py:423 in _poll, from your code at "
+                                 "/home/user/proj/train.py:30 in <module>")));
+  EXPECT_THAT(idle.pids, ElementsAre(kRank0, kWorker0));
+  EXPECT_THAT(idle.ranks, ElementsAre(0));
+  EXPECT_THAT(idle.fix, HasSubstr("cv2.setNumThreads(0)"));
+}
+
+TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
+  Evidence e = torchrun_job();
+  e.events = {{at(5), "job-idle", 0, kIdleText},
+              {at(50), "job-resumed", 0, "45.0 s after the job went idle"}};
+  exited(e, kLauncher, 80, 0);
+  e.run.exit_code = 0;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
+  EXPECT_EQ(d.findings[0].title,
+            "the job paused at +5.0 s for 45.0 s: no process used CPU or printed anything");
+
+  // Idle until it ended well: a long wait, not a hang.
+  e.events.pop_back();
+  e.run.end_ns = at(80);
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
+  EXPECT_THAT(d.findings[0].title, HasSubstr("did not move again before it ended, 75.0 s later"));
+}
+
+TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
+  Evidence e = torchrun_job();
+  e.events = {{at(5), "job-idle", 0, kIdleText}};
+  store::CollectiveIssue hang;
+  hang.t_ns = at(35);
+  hang.first_ns = at(4.5);
+  hang.kind = "collective-missing";
+  hang.message = "collective-missing: rank 1 never made all_reduce #3";
+  e.collective_issues = {hang};
+  for (const Finding& f : diagnose(e).findings) EXPECT_NE(f.kind, "job-idle");
+}
+
 TEST(RuleKilled, SegvWithoutCrashRecord) {
   Evidence e = torchrun_job();
   killed(e, kRank0, 10, SIGSEGV);

@@ -103,7 +103,7 @@ TEST(ProcessTable, SeenAliveFirstTimeOnly) {
   EXPECT_EQ(table.live_pids(), (std::vector<int>{10, 11}));
 }
 
-TEST(ProcessTable, LiveProgramsRunTheAgentAndWereNotForked) {
+TEST(ProcessTable, LiveAgentProcessesWithOrWithoutWorkers) {
   ProcessTable table;
   table.seen_alive(5, 1, 50, 5000);  // no agent: a shell
   table.from_agent(identity(10, 5, 100, false, "python3 -m torch.distributed.run train.py"));
@@ -111,7 +111,8 @@ TEST(ProcessTable, LiveProgramsRunTheAgentAndWereNotForked) {
   table.from_agent(identity(21, 20, 210, true, "python3 train.py", 0));  // its worker
   table.from_agent(identity(22, 10, 220, false, "python3 train.py", 1));
   table.ended(22, 0, EndSource::kSupervisor, 9000);
-  EXPECT_EQ(table.live_program_pids(), (std::vector<int>{10, 20}));
+  EXPECT_EQ(table.live_agent_pids(false), (std::vector<int>{10, 20}));
+  EXPECT_EQ(table.live_agent_pids(true), (std::vector<int>{10, 20, 21}));
 }
 
 TEST(ProcessTable, TakeChangedReturnsOnlyChangedRecords) {

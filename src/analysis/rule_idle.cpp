@@ -1,0 +1,84 @@
+// Rule: the job sat idle, no process using CPU or printing, for --stall-seconds (the
+// supervisor's idle watch): job-idle, with where each process was then. Pure.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+#include "analysis/rules.h"
+
+namespace traindoc::analysis {
+namespace {
+
+std::string seconds(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
+// The stall watch tells a hang in a collective itself, with the same stacks and the call.
+bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns) {
+  for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
+    if (issue.t_ns >= from_ns && issue.first_ns <= to_ns) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<store::Event>& events = context.evidence.events;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].kind != "job-idle") continue;
+    const store::Event& idle = events[i];
+    // What followed it, up to the next spell: its end, and the stacks asked for when it was told.
+    const store::Event* resumed = nullptr;
+    std::vector<const store::Event*> stacks;
+    for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
+      if (events[j].kind == "job-resumed" && resumed == nullptr) resumed = &events[j];
+      if (events[j].kind == "stack-at-idle") stacks.push_back(&events[j]);
+    }
+    int64_t end_ns = resumed != nullptr ? resumed->t_ns : INT64_MAX;
+    if (collective_hang(context, idle.t_ns, end_ns)) continue;
+    Finding f;
+    f.kind = "job-idle";
+    // A pause the job came out of, or ended well after, is worth knowing; one it never left
+    // before it failed or was stopped is a hang.
+    const store::RunInfo& run = context.evidence.run;
+    bool failed = run.end_ns == 0 || run.exit_signal || (run.exit_code && *run.exit_code != 0);
+    f.severity = resumed == nullptr && failed ? Severity::kWarning : Severity::kInfo;
+    if (resumed != nullptr) {
+      f.title =
+          "the job paused" + context.when(idle.t_ns) + " for " + seconds(resumed->t_ns - idle.t_ns);
+    } else {
+      f.title = "the job went idle" + context.when(idle.t_ns) + " and did not move again";
+      if (run.end_ns > idle.t_ns)
+        f.title += " before it ended, " + seconds(run.end_ns - idle.t_ns) + " later";
+    }
+    f.title += ": no process used CPU or printed anything";
+    f.evidence.push_back(idle.text);
+    for (const store::Event* e : stacks) {
+      // The launcher only watches its ranks.
+      const ProcessSummary* p = context.process(e->pid);
+      if (p == nullptr || p->role.role == Role::kLauncher) continue;
+      std::string frames = python_frames(e->text);
+      if (frames.empty()) continue;
+      f.evidence.push_back(context.name(*p) + " was in " + frames);
+      f.pids.push_back(p->record.pid);
+      for (int rank : context.ranks_of(*p)) {
+        if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end())
+          f.ranks.push_back(rank);
+      }
+    }
+    std::sort(f.ranks.begin(), f.ranks.end());
+    f.fix =
+        "A job that uses no CPU and prints nothing is waiting: on a lock or a queue that nothing "
+        "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
+        "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, "
+        "on input, or on a rank or node that never came. The stacks say where each process "
+        "waits.";
+    f.confidence = 0.7;
+    out.push_back({std::move(f), idle.t_ns, 0});
+  }
+}
+
+}  // namespace traindoc::analysis
