@@ -127,6 +127,12 @@ const char* to_string(Severity severity) {
   return "info";
 }
 
+std::string format_seconds(int64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
+  return text;
+}
+
 std::string format_bytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   auto value = static_cast<double>(bytes);

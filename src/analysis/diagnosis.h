@@ -78,6 +78,8 @@ Diagnosis diagnose(const store::Evidence& evidence);
 
 // "3.2 GiB", "512 MiB", "17 KiB"
 std::string format_bytes(uint64_t bytes);
+// "12.3 s"
+std::string format_seconds(int64_t ns);
 
 // "SIGSEGV", or "signal 77" for numbers without a name.
 std::string signal_name(int signal);

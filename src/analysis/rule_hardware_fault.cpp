@@ -2,7 +2,6 @@
 // uncorrected count rising during the run), a GPU lost from the bus. One finding per GPU, with
 // the physical device, what the Xid means, and the job's processes that used it. Pure.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "analysis/gpu_facts.h"
@@ -17,13 +16,6 @@ struct DeviceFault {
   std::string fix;
   std::vector<std::string> evidence;
 };
-
-std::string seconds_into_run(const RuleContext& context, int64_t t_ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s",
-                static_cast<double>(t_ns - context.evidence.run.start_ns) / 1e9);
-  return text;
-}
 
 void add(DeviceFault& fault, int64_t t_ns, const std::string& title, const std::string& fix,
          const std::string& evidence) {
@@ -41,7 +33,7 @@ void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& 
   const store::GpuEvidence& gpu = context.evidence.gpu;
   std::map<int, DeviceFault> faults;
   for (const store::GpuEvent& e : gpu.events) {
-    std::string at = "at " + seconds_into_run(context, e.t_ns) + ": ";
+    std::string at = "at " + format_seconds(e.t_ns - context.evidence.run.start_ns) + ": ";
     if (e.type == "xid") {
       XidMeaning meaning = xid_meaning(e.code);
       // Application Xids (13, 31, 43, 45) are the job's own errors; the CUDA error rule and the

@@ -2,18 +2,11 @@
 // supervisor's idle watch): job-idle, with where each process was then. Pure.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
 namespace {
-
-std::string seconds(int64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);
-  return text;
-}
 
 // The stall watch tells a hang in a collective itself, with the same stacks and the call.
 bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns) {
@@ -47,12 +40,12 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     bool failed = run.end_ns == 0 || run.exit_signal || (run.exit_code && *run.exit_code != 0);
     f.severity = resumed == nullptr && failed ? Severity::kWarning : Severity::kInfo;
     if (resumed != nullptr) {
-      f.title =
-          "the job paused" + context.when(idle.t_ns) + " for " + seconds(resumed->t_ns - idle.t_ns);
+      f.title = "the job paused" + context.when(idle.t_ns) + " for " +
+                format_seconds(resumed->t_ns - idle.t_ns);
     } else {
       f.title = "the job went idle" + context.when(idle.t_ns) + " and did not move again";
       if (run.end_ns > idle.t_ns)
-        f.title += " before it ended, " + seconds(run.end_ns - idle.t_ns) + " later";
+        f.title += " before it ended, " + format_seconds(run.end_ns - idle.t_ns) + " later";
     }
     f.title += ": no process used CPU or printed anything";
     f.evidence.push_back(idle.text);
