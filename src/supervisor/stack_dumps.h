@@ -10,7 +10,8 @@
 
 namespace traindoc::supervisor {
 
-// Queues the request to the process's main thread; false when it is gone.
+// Queues the request to the process's main thread; false when it is gone or does not catch the
+// signal (the default action would end it).
 bool request_stack_dump(int pid);
 
 // The dump of `pid` once complete: the Python stacks as CPython wrote them, then the native
