@@ -174,11 +174,7 @@ void merge_same(std::vector<TimedFinding>& found) {
       continue;
     }
     Finding& into = same->finding;
-    for (int rank : timed.finding.ranks) {
-      if (std::find(into.ranks.begin(), into.ranks.end(), rank) == into.ranks.end()) {
-        into.ranks.push_back(rank);
-      }
-    }
+    add_ranks(into.ranks, timed.finding.ranks);
     std::sort(into.ranks.begin(), into.ranks.end());
     into.pids.insert(into.pids.end(), timed.finding.pids.begin(), timed.finding.pids.end());
     into.evidence.push_back("the same failure, also: " + timed.finding.title);

@@ -77,11 +77,6 @@ bool came_late(const store::CollectiveIssue& late, int group_rank) {
                      });
 }
 
-bool run_finished(const RuleContext& context) {
-  const store::RunInfo& run = context.evidence.run;
-  return !run.exit_signal && run.exit_code.value_or(1) == 0;
-}
-
 bool died(const store::ProcessRecord& r) {
   return r.exit_signal || (r.exit_code && *r.exit_code != 0);
 }
@@ -213,11 +208,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         timed.t_ns = issue.t_ns;
         timed.merge_key = f.kind;
       }
-      if (named && process) {
-        for (int r : context.ranks_of(*process)) {
-          if (std::find(f.ranks.begin(), f.ranks.end(), r) == f.ranks.end()) f.ranks.push_back(r);
-        }
-      }
+      if (named && process) add_ranks(f.ranks, context.ranks_of(*process));
       if (named && rank.pid != 0) f.pids.push_back(rank.pid);
       if (named && timed.pid == 0) timed.pid = rank.pid;
       // A straggler's stall lines tell the wait, which its arrival ended.

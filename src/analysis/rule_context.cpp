@@ -1,6 +1,7 @@
 // Helpers the rules share to name processes and cite their output. Pure.
 #include "analysis/rules.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string_view>
@@ -31,6 +32,17 @@ std::vector<int> RuleContext::ranks_of(const ProcessSummary& p) const {
 std::string exception_summary(const PythonTraceback& tb) {
   std::string first = tb.message.substr(0, tb.message.find('\n'));
   return title_cut(tb.exception_type + (first.empty() ? "" : ": " + first));
+}
+
+void add_ranks(std::vector<int>& ranks, const std::vector<int>& more) {
+  for (int rank : more) {
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
+  }
+}
+
+bool run_finished(const RuleContext& context) {
+  const store::RunInfo& run = context.evidence.run;
+  return !run.exit_signal && run.exit_code.value_or(1) == 0;
 }
 
 std::string title_cut(const std::string& text) {
@@ -93,6 +105,12 @@ std::string python_frames(const std::string& dump) {
     if (count > kFrames) break;
   }
   return out;
+}
+
+std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
+                         const std::string& dump) {
+  std::string frames = python_frames(dump);
+  return frames.empty() ? "" : context.name(process) + " was in " + frames;
 }
 
 }  // namespace traindoc::analysis

@@ -85,9 +85,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
-    for (int rank : known->ranks) {
-      if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
-    }
+    add_ranks(f.ranks, known->ranks);
     merge_key = analysis::merge_key(f.kind, known->match->id);
   } else if (p.role.role == Role::kLauncher) {
     f.kind = "launcher-exit";

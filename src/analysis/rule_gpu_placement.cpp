@@ -215,10 +215,7 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
       holders += (holders.empty() ? "" : ", ") + name + " " + format_bytes(bytes);
       if (device == heavy->first && p) {
         f.pids.push_back(p->record.pid);
-        if (p->role.rank &&
-            std::find(f.ranks.begin(), f.ranks.end(), *p->role.rank) == f.ranks.end()) {
-          f.ranks.push_back(*p->role.rank);
-        }
+        if (p->role.rank) add_ranks(f.ranks, {*p->role.rank});
       }
     }
     if (!holders.empty()) line += ": " + holders;

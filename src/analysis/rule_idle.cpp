@@ -37,8 +37,8 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     // A pause the job came out of, or ended well after, is worth knowing; one it never left
     // before it failed or was stopped is a hang.
     const store::RunInfo& run = context.evidence.run;
-    bool failed = run.end_ns == 0 || run.exit_signal || (run.exit_code && *run.exit_code != 0);
-    f.severity = resumed == nullptr && failed ? Severity::kWarning : Severity::kInfo;
+    f.severity =
+        resumed == nullptr && !run_finished(context) ? Severity::kWarning : Severity::kInfo;
     if (resumed != nullptr) {
       f.title = "the job paused" + context.when(idle.t_ns) + " for " +
                 format_seconds(resumed->t_ns - idle.t_ns);
@@ -53,14 +53,11 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       // The launcher only watches its ranks.
       const ProcessSummary* p = context.process(e->pid);
       if (p == nullptr || p->role.role == Role::kLauncher) continue;
-      std::string frames = python_frames(e->text);
-      if (frames.empty()) continue;
-      f.evidence.push_back(context.name(*p) + " was in " + frames);
+      std::string where = where_it_was(context, *p, e->text);
+      if (where.empty()) continue;
+      f.evidence.push_back(where);
       f.pids.push_back(p->record.pid);
-      for (int rank : context.ranks_of(*p)) {
-        if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end())
-          f.ranks.push_back(rank);
-      }
+      add_ranks(f.ranks, context.ranks_of(*p));
     }
     std::sort(f.ranks.begin(), f.ranks.end());
     f.fix =

@@ -181,8 +181,8 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   const store::RunInfo& run = context.evidence.run;
   // A job that went on and ended well (it ignored the signal, or finished its epoch) was not
   // stopped by it.
-  bool failed = run.exit_signal || (run.exit_code && *run.exit_code != 0);
-  if (requests.empty() || !failed) return;
+  bool ended = run.exit_code || run.exit_signal;
+  if (requests.empty() || !ended || run_finished(context)) return;
   const store::Event& first = *requests.front();
   Finding f;
   f.kind = "stop-requested";
@@ -200,9 +200,7 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   for (const ProcessSummary& p : context.processes) {
     if (!ended_by_request(p.record, first.t_ns) || has_crash(context.evidence, p.record)) continue;
     f.pids.push_back(p.record.pid);
-    for (int rank : context.ranks_of(p)) {
-      if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
-    }
+    add_ranks(f.ranks, context.ranks_of(p));
     f.evidence.push_back(context.name(p) + " ended by " + signal_name(*p.record.exit_signal) +
                          context.when(p.record.end_ns));
   }
@@ -222,8 +220,8 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   for (const store::Event& e : context.evidence.events) {
     const ProcessSummary* p = e.kind == "stack-at-stop" ? context.process(e.pid) : nullptr;
     if (p == nullptr || p->role.role != Role::kRank) continue;
-    std::string frames = python_frames(e.text);
-    if (!frames.empty()) f.evidence.push_back(context.name(*p) + " was in " + frames);
+    std::string where = where_it_was(context, *p, e.text);
+    if (!where.empty()) f.evidence.push_back(where);
   }
   std::sort(f.ranks.begin(), f.ranks.end());
   f.fix = killed ? "Killed at a second interrupt, as asked: the first one did not stop it (a "

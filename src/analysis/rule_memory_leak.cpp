@@ -330,9 +330,7 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
   for (const WorkerGrowth& w : workers) {
     const ProcessSummary& p = *w.process;
     f.pids.push_back(p.record.pid);
-    for (int rank : context.ranks_of(p)) {
-      if (std::find(f.ranks.begin(), f.ranks.end(), rank) == f.ranks.end()) f.ranks.push_back(rank);
-    }
+    add_ranks(f.ranks, context.ranks_of(p));
     total += w.uss.growth_bytes();
     f.evidence.push_back(fmt::format(
         "{}: private memory (USS) grew from {} to {} in {} (+{}, {} per minute) while its RSS "

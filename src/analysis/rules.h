@@ -31,10 +31,17 @@ struct RuleContext {
 std::string exception_summary(const PythonTraceback& traceback);
 // A text cut to a title's length.
 std::string title_cut(const std::string& text);
+// Appends each of `more` that `ranks` lacks, in order.
+void add_ranks(std::vector<int>& ranks, const std::vector<int>& more);
+// The job ended well: exit code 0, no signal (false while no end is recorded).
+bool run_finished(const RuleContext& context);
 // The innermost Python frames of the main thread in a stack dump the agent wrote on request,
 // and the innermost frame of the user's code when those are all library frames:
 // "/tmp/train.py:3 in wait, called from /tmp/train.py:5 in <module>"; "" when it has none.
 std::string python_frames(const std::string& dump);
+// "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
+std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
+                         const std::string& dump);
 // The lines that cite a traceback: where it is in the output, its exception, and where it was
 // raised (the user's frame and the last frame).
 std::vector<std::string> traceback_evidence(const RuleContext& context,
