@@ -385,14 +385,13 @@ double Loop::walk_and_sample(bool slow, bool final) {
   m_table.sweep(alive, t, final);
   m_smaps.retain(alive);
   double cpu_s = 0;
-  std::map<int, double> cpu_seen;
   for (const store::ProcSample& sample : samples) {
     double used = sample.cpu_user_s + sample.cpu_sys_s;
-    auto before = m_cpu_seen.find(sample.pid);
-    cpu_s += before == m_cpu_seen.end() ? used : std::max(0.0, used - before->second);
-    cpu_seen[sample.pid] = used;
+    auto [before, added] = m_cpu_seen.try_emplace(sample.pid, used);
+    cpu_s += added ? used : std::max(0.0, used - before->second);
+    before->second = used;
   }
-  m_cpu_seen = std::move(cpu_seen);
+  std::erase_if(m_cpu_seen, [&](const auto& entry) { return !alive.contains(entry.first); });
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
