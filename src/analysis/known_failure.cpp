@@ -225,18 +225,6 @@ void python_exception(const SignatureMatch& m, KnownFailure& f) {
             "process's working directory, which a launcher or a scheduler may set elsewhere.";
     return;
   }
-  if (m.id == "torch.cuda-unavailable") {
-    std::string reason = field(m, "reason");
-    f.fix = reason.starts_with("Torch not compiled")
-                ? "This PyTorch is a CPU-only build: install a CUDA build of PyTorch, or run on "
-                  "the CPU (pick the device with torch.cuda.is_available())."
-            : reason.starts_with("Found no NVIDIA driver")
-                ? "The machine has no NVIDIA driver loaded: run on a GPU node, or on the CPU "
-                  "(pick the device with torch.cuda.is_available())."
-                : "No GPU is visible to this process: CUDA_VISIBLE_DEVICES may be empty or name "
-                  "no GPU (a scheduler sets it), or every GPU is taken in exclusive mode.";
-    return;
-  }
   if (m.id == "python.syntax-error") {
     f.fix =
         "Python could not compile the file cited, so nothing in it ran: fix that line. "
@@ -247,6 +235,36 @@ void python_exception(const SignatureMatch& m, KnownFailure& f) {
   f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
           " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "
           "the main process, where a debugger can stop at the exception.";
+}
+
+// "12080" (the CUDA version a driver supports, as the driver API numbers it) -> "12.8".
+std::string cuda_version(int number) {
+  return std::to_string(number / 1000) + "." + std::to_string(number % 1000 / 10);
+}
+
+void cuda_unavailable(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "cuda.driver-too-old") {
+    auto driver = int_field(m, "driver_cuda");
+    f.title = driver ? "the NVIDIA driver supports CUDA up to " + cuda_version(*driver) +
+                           ", older than the CUDA this program was built for"
+                     : "the NVIDIA driver is older than the CUDA runtime this program uses";
+    f.fix =
+        "Install a build for the CUDA version the driver supports (`nvidia-smi` shows it; "
+        "`torch.version.cuda` shows the one PyTorch was built for: a cu128 wheel for a 12.8 "
+        "driver), or update the driver. On data-center GPUs, NVIDIA's CUDA "
+        "forward-compatibility package (cuda-compat) lets a newer runtime run on an older "
+        "driver.";
+    return;
+  }
+  std::string reason = field(m, "reason");
+  f.fix = reason.starts_with("Torch not compiled")
+              ? "This PyTorch is a CPU-only build: install a CUDA build of PyTorch, or run on "
+                "the CPU (pick the device with torch.cuda.is_available())."
+          : reason.starts_with("Found no NVIDIA driver")
+              ? "The machine has no NVIDIA driver loaded: run on a GPU node, or on the CPU "
+                "(pick the device with torch.cuda.is_available())."
+              : "No GPU is visible to this process: CUDA_VISIBLE_DEVICES may be empty or name "
+                "no GPU (a scheduler sets it), or every GPU is taken in exclusive mode.";
 }
 
 void host_alloc(const SignatureMatch& m, KnownFailure& f) {
@@ -279,6 +297,7 @@ const std::map<std::string, Describer>& describers() {
       {"host-alloc-failed", host_alloc},
       {"killed-externally", stopped_by_signal},
       {"python-exception", python_exception},
+      {"cuda-unavailable", cuda_unavailable},
       {"port-in-use", port_in_use},
   };
   return kDescribers;

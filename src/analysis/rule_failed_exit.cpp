@@ -110,6 +110,28 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   f.confidence = known ? 0.8 : 0.5;
 }
 
+// A process that ended without a traceback but printed a known error of its own: a native
+// program's NCCL warning or CUDA error. False when it printed none.
+bool from_known_line(const RuleContext& context, const ProcessSummary& p, Finding& f,
+                     std::string& merge_key) {
+  std::vector<const TextMatch*> lines = context.texts.matches(p);
+  std::vector<SignatureMatch> matches;
+  for (const TextMatch* line : lines) matches.push_back(line->match);
+  std::optional<KnownFailure> known = describe_known(matches);
+  if (!known || reports_another_process(known->kind)) return false;
+  const store::LogLine& line = *lines[known->match - matches.data()]->line;
+  std::string text(strip_launcher_prefix(line.text).text);
+  f.kind = known->kind;
+  f.title = context.name(p) + ": " + (known->title.empty() ? title_cut(text) : known->title);
+  f.evidence.push_back("the error it printed, " + line.stream + " line " +
+                       std::to_string(line.number) + context.when(line.t_ns) + ": " + text);
+  f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
+  f.fix = known->fix;
+  f.confidence = 0.7;
+  merge_key = analysis::merge_key(f.kind, known->match->id);
+  return true;
+}
+
 }  // namespace
 
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -144,7 +166,7 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       if (known && known->kind == "peer-exited") continue;  // rule_peer_exited
       from_exception(context, p, *tb, f, merge_key);
       if (t_ns == 0 || tb->t_ns < t_ns) t_ns = tb->t_ns;  // it failed when it printed it
-    } else {
+    } else if (p.role.role == Role::kLauncher || !from_known_line(context, p, f, merge_key)) {
       f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
       f.title = who + " " + exit_text(r);
       // Without a traceback, what it said last is usually why (`sys.exit("no config")`,

@@ -174,7 +174,7 @@ std::vector<Entry> memory_entries() {
        .source = "CPython"},
       {.id = "torch.cuda-unavailable",
        .framework = "pytorch",
-       .kind = "python-exception",
+       .kind = "cuda-unavailable",
        .failure = true,
        .needles = {"Torch not compiled with CUDA enabled", "Found no NVIDIA driver",
                    "No CUDA GPUs are available"},
@@ -186,6 +186,23 @@ std::vector<Entry> memory_entries() {
                       "driver, or CUDA_VISIBLE_DEVICES hiding every GPU",
        .example = "AssertionError: Torch not compiled with CUDA enabled",
        .source = "torch/cuda/__init__.py _lazy_init"},
+      {.id = "cuda.driver-too-old",
+       .framework = "cuda",
+       .kind = "cuda-unavailable",
+       .failure = true,
+       .needles = {"NVIDIA driver on your system is too old",
+                   "CUDA driver version is insufficient for CUDA runtime version"},
+       .parts = {{R"(too old \(found version ([0-9]+)\))", {{1, "driver_cuda", C::kInt}}},
+                 nccl_header()},
+       .description = "the NVIDIA driver is older than the CUDA runtime the program was built "
+                      "with (a PyTorch wheel for a newer CUDA than the driver's)",
+       .example = "RuntimeError: The NVIDIA driver on your system is too old (found version "
+                  "12080). Please update your GPU driver by downloading and installing a new "
+                  "version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, "
+                  "go to: https://pytorch.org to install a PyTorch version that has been compiled "
+                  "with your version of the CUDA driver.",
+       .source = "torch/cuda/__init__.py _check_driver; cudaErrorInsufficientDriver (35), as "
+                 "NCCL prints it"},
       {.id = "python.syntax-error",
        .framework = "python",
        .kind = "python-exception",

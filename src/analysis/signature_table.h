@@ -80,6 +80,8 @@ struct Entry {
 };
 
 const std::vector<Entry>& signature_table();
+// NCCL's line header: host, pid and GPU of the process that printed the line.
+Part nccl_header();
 
 // The entries of signature_table_distributed.cpp, which signature_table() includes.
 std::vector<Entry> distributed_signature_entries();

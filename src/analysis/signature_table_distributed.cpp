@@ -16,15 +16,16 @@ Part rank_part() {
   return {R"(\bRank ([0-9]+)\])", {{1, "rank", Conv::kInt}}};
 }
 
-// "host:pid:tid [gpu] file.cc:line NCCL WARN ..."
-Part nccl_header() {
-  return {R"(^([^\s:]+):([0-9]+):([0-9]+) \[([0-9]+)\])",
-          {{1, "host"}, {2, "pid", Conv::kInt}, {4, "gpu", Conv::kInt}}};
-}
-
 using C = Conv;
 
 }  // namespace
+
+// "host:pid:tid [gpu] file.cc:line NCCL WARN ...", which NCCL 2.28 prints after a time such as
+// "[2026-11-25 17:28:04] " (NCCL_DEBUG_TIMESTAMP_FORMAT: any strftime text in brackets).
+Part nccl_header() {
+  return {R"(^(?:\[[^\]]*\] )?([^\s:]+):([0-9]+):([0-9]+) \[([0-9]+)\])",
+          {{1, "host"}, {2, "pid", Conv::kInt}, {4, "gpu", Conv::kInt}}};
+}
 
 std::vector<Entry> distributed_signature_entries() {
   return {

@@ -1,6 +1,9 @@
 """The NCCL interposers without a GPU: N processes call the stand-in libnccl (tests/fakes/nccl)
-under traindoc; the agent's records in run.db and the checker's findings in report.json."""
+under traindoc; the agent's records in run.db and the checker's findings in report.json. Where a
+CUDA toolkit's real libnccl is installed but no driver, the same program meets the real NCCL."""
+import os
 import sqlite3
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -89,3 +92,34 @@ def test_a_skipped_call_is_missing_with_stacks(traindoc, tmp_path):
     assert "never called it" in evidence
     # Native stacks of the stalled ranks (no Python here), taken while they slept.
     assert "native (main thread)" in evidence and "nccl_job" in evidence
+
+
+def real_nccl():
+    """The folder of a CUDA toolkit's real libnccl.so.2, where no NVIDIA driver is loaded."""
+    if Path("/proc/driver/nvidia/version").exists():
+        return None  # NCCL would start: tests/gpu/ checks it there
+    for home in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if home and (Path(home) / "lib64" / "libnccl.so.2").exists():
+            return Path(home) / "lib64"
+    return None
+
+
+@pytest.mark.skipif(real_nccl() is None, reason="no real libnccl.so.2, or a driver is loaded")
+def test_the_real_nccl_without_a_driver_is_named(traindoc, tmp_path):
+    """The real NCCL through the interposers: its error comes back unchanged (the program exits 1
+    only when a call fails), and its warning, as NCCL 2.28 prints it with the time first, names
+    the cause of a program that prints no traceback."""
+    env = {**os.environ, "NCCL_DEBUG": "WARN", "LD_LIBRARY_PATH": str(real_nccl()),
+           "RANK": "0", "WORLD_SIZE": "1"}
+    run = traindoc([str(JOB), "0", "1", str(tmp_path / "nccl.id"), "none"], env=env)
+    assert run.status == 1, run.stderr
+    assert b"ncclCommInitRank(&comm, nranks, id, rank) failed" in run.stderr
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    rank = run.processes("rank")[0]["pid"]
+    assert root["kind"] == "cuda-unavailable", root
+    assert root["pids"] == [rank]
+    evidence = "\n".join(root["evidence"])
+    assert "NCCL WARN Cuda failure" in evidence
+    assert f"known error cuda.driver-too-old: gpu 0, host {os.uname().nodename.split('.')[0]}, " \
+        f"pid {rank}" in evidence
+    assert calls(run) == []  # no communicator was made

@@ -656,6 +656,11 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
        "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
        "no NVIDIA driver"},
       {"RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"},
+      {"RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please "
+       "update your GPU driver by downloading and installing a new version from the URL: "
+       "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to "
+       "install a PyTorch version that has been compiled with your version of the CUDA driver.",
+       "a cu128 wheel for a 12.8 driver"},
   };
   for (const auto& [text, fix] : cases) {
     Evidence e = torchrun_job();
@@ -665,9 +670,49 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
     exited(e, kRank0, 10.3, 1);
     Diagnosis d = diagnose(e);
     ASSERT_EQ(d.findings.size(), 1u) << text;
-    EXPECT_EQ(d.findings[0].kind, "python-exception") << text;
+    bool cuda = text.find("CUDA") != std::string::npos || text.find("NVIDIA") != std::string::npos;
+    EXPECT_EQ(d.findings[0].kind, cuda ? "cuda-unavailable" : "python-exception") << text;
     EXPECT_THAT(d.findings[0].fix, HasSubstr(fix)) << text;
   }
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 1,
+                             "RuntimeError: The NVIDIA driver on your system is too old "
+                             "(found version 12080). Please update your GPU driver")};
+  exited(e, kRank0, 10.3, 1);
+  EXPECT_EQ(diagnose(e).findings[0].title,
+            "rank 0 (pid 1010): the NVIDIA driver supports CUDA up to 12.8, older than the CUDA "
+            "this program was built for");
+}
+
+// A native program (NCCL's own test, a C++ trainer) prints no traceback: the known error it
+// printed before it exited is the finding, not its last line. Real text of NCCL 2.28 on a machine
+// whose driver is older than its CUDA runtime.
+TEST(RuleFailedExit, AnExitWithoutATracebackCitesAKnownErrorItPrinted) {
+  Evidence e = torchrun_job();
+  const std::string warn =
+      "[2026-11-25 17:28:04] node7:1010:1010 [0] misc/cudawrap.cc:270 NCCL WARN Cuda failure "
+      "'CUDA driver version is insufficient for CUDA runtime version'";
+  e.log_lines = {
+      {at(10.0), "stdout", 4, "[default0]:" + warn},
+      stderr_line(10.1, 9, "[default0]:rank 0: ncclCommInitRank failed"),
+  };
+  exited(e, kRank0, 10.3, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "cuda-unavailable");
+  EXPECT_EQ(
+      f.title,
+      "rank 0 (pid 1010): the NVIDIA driver is older than the CUDA runtime this program uses");
+  EXPECT_THAT(f.evidence,
+              ElementsAre("rank 0 (pid 1010) exited with code 1 at +10.3 s",
+                          "the error it printed, stdout line 4 at +10.0 s: " + warn,
+                          "known error cuda.driver-too-old: gpu 0, host node7, pid 1010"));
+  // A text about another process (a peer that left) leaves the exit to the rules about it.
+  e.log_lines = {stderr_line(10.0, 1,
+                             "[default0]:ncclRemoteError: A call failed possibly due to "
+                             "a network error or a remote process exiting prematurely.")};
+  EXPECT_EQ(diagnose(e).findings[0].kind, "nonzero-exit");
 }
 
 // As PyTorch 1.13 prints a dataset's exception in worker 1.

@@ -40,7 +40,7 @@ const std::set<std::string> known_kinds = {
     "gpu-fragmentation", "gpu-imbalance", "foreign-gpu-context", "device-side-assert",
     "cuda-illegal-access", "hardware-fault", "python-exception",
     // added by the catalog (DESIGN.md: "add new ones freely")
-    "port-in-use", "launcher-bug", "killed-externally",
+    "port-in-use", "launcher-bug", "killed-externally", "cuda-unavailable",
     // supporting evidence only
     ""};
 
