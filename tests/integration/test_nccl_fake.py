@@ -2,13 +2,16 @@
 under traindoc; the agent's records in run.db and the checker's findings in report.json. Where a
 CUDA toolkit's real libnccl is installed but no driver, the same program meets the real NCCL."""
 import os
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
 JOB = ROOT / "build" / "tests" / "fakes" / "nccl" / "nccl_job"
+AGENT = ROOT / "build" / "lib" / "libtraindoc_agent.so"
 
 
 def ranks(tmp_path, count, fault):
@@ -123,3 +126,32 @@ def test_the_real_nccl_without_a_driver_is_named(traindoc, tmp_path):
     assert f"known error cuda.driver-too-old: gpu 0, host {os.uname().nodename.split('.')[0]}, " \
         f"pid {rank}" in evidence
     assert calls(run) == []  # no communicator was made
+
+
+# Exports of a real libnccl that issue no communication: queries, errors, memory and buffer
+# registration, the device API's setup, and lifetime calls after which destroy or abort comes.
+NOT_COMMUNICATION = {
+    "ncclGetVersion", "ncclGetErrorString", "ncclGetLastError", "ncclResetDebugInit",
+    "ncclResetDebugInitInternal", "ncclCommCount", "ncclCommCuDevice", "ncclCommUserRank",
+    "ncclCommGetAsyncError", "ncclCommRegister", "ncclCommDeregister", "ncclCommWindowRegister",
+    "ncclCommWindowDeregister", "ncclMemAlloc", "ncclMemFree", "ncclRedOpCreatePreMulSum",
+    "ncclRedOpDestroy", "ncclGroupSimulateEnd", "ncclCommFinalize", "ncclCommRevoke",
+    "ncclDevCommCreate", "ncclDevCommDestroy", "ncclTeamWorld", "ncclTeamLsa", "ncclTeamRail",
+    "ncclTeamRankToWorld", "ncclTeamRankToLsa", "ncclLsaBarrierCreateRequirement",
+    "ncclGinBarrierCreateRequirement", "ncclLLA2ACreateRequirement", "ncclLLA2ACalcSlots",
+}
+
+
+def exported(library):
+    out = subprocess.run(["nm", "-D", "--defined-only", str(library)], check=True,
+                         capture_output=True, text=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.split()[-1].startswith("nccl")}
+
+
+@pytest.mark.skipif(real_nccl() is None or shutil.which("nm") is None,
+                    reason="no real libnccl.so.2, or no nm")
+def test_every_communication_call_of_the_real_nccl_is_interposed():
+    """A collective, point-to-point, group or communicator call of this NCCL that the agent does
+    not interpose would go unrecorded: a newer NCCL's new call fails this until it is handled."""
+    missing = exported(real_nccl() / "libnccl.so.2") - NOT_COMMUNICATION - exported(AGENT)
+    assert missing == set()
