@@ -208,6 +208,16 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         timed.t_ns = issue.t_ns;
         timed.merge_key = f.kind;
       }
+      // A missing rank at a prompt: the prompt is why, and what to fix.
+      const store::Event* prompt =
+          issue.kind == "collective-missing" && missing(rank) && rank.pid != 0
+              ? stdin_wait(context, rank.pid, issue.first_ns)
+              : nullptr;
+      if (prompt != nullptr && f.kind == "collective-missing") {
+        f.title += "; " + who + " " + prompt->text;
+        f.evidence.push_back(who + " " + prompt->text + context.when(prompt->t_ns));
+        f.fix = kPromptFix;
+      }
       if (named && process) add_ranks(f.ranks, context.ranks_of(*process));
       if (named && rank.pid != 0) f.pids.push_back(rank.pid);
       if (named && timed.pid == 0) timed.pid = rank.pid;

@@ -113,4 +113,19 @@ std::string where_it_was(const RuleContext& context, const ProcessSummary& proce
   return frames.empty() ? "" : context.name(process) + " was in " + frames;
 }
 
+const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from_ns) {
+  for (const store::Event& event : context.evidence.events) {
+    if (event.kind == "stdin-wait" && event.pid == pid && event.t_ns >= from_ns) return &event;
+  }
+  return nullptr;
+}
+
+const char* const kPromptFix =
+    "A process waits for an answer on its standard input, which under a launcher or a scheduler "
+    "nobody gives (and several ranks' prompts mix on one terminal): a breakpoint() or "
+    "pdb.set_trace() left in the code, an input() call, or a library's login prompt (wandb: set "
+    "WANDB_API_KEY or WANDB_MODE=offline; Hugging Face: HF_TOKEN). Remove it, or set what it "
+    "asks for beforehand. A debugger needs a terminal of its own: run the process to debug "
+    "alone in one (python train.py, torchrun --nproc_per_node 1), or attach a remote debugger.";
+
 }  // namespace traindoc::analysis

@@ -16,6 +16,12 @@ bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns)
   return false;
 }
 
+constexpr const char* kIdleFix =
+    "A job that uses no CPU and prints nothing is waiting: on a lock or a queue that nothing "
+    "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
+    "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, on "
+    "input, or on a rank or node that never came. The stacks say where each process waits.";
+
 }  // namespace
 
 void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -26,9 +32,11 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     // What followed it, up to the next spell: its end, and the stacks asked for when it was told.
     const store::Event* resumed = nullptr;
     std::vector<const store::Event*> stacks;
+    std::vector<const store::Event*> prompts;
     for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
       if (events[j].kind == "job-resumed" && resumed == nullptr) resumed = &events[j];
       if (events[j].kind == "stack-at-idle") stacks.push_back(&events[j]);
+      if (events[j].kind == "stdin-wait") prompts.push_back(&events[j]);
     }
     int64_t end_ns = resumed != nullptr ? resumed->t_ns : INT64_MAX;
     if (collective_hang(context, idle.t_ns, end_ns)) continue;
@@ -47,8 +55,16 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       if (run.end_ns > idle.t_ns)
         f.title += " before it ended, " + format_seconds(run.end_ns - idle.t_ns) + " later";
     }
-    f.title += ": no process used CPU or printed anything";
     f.evidence.push_back(idle.text);
+    for (const store::Event* e : prompts) {
+      const ProcessSummary* p = context.process(e->pid);
+      std::string who = p != nullptr ? context.name(*p) : "pid " + std::to_string(e->pid);
+      if (e == prompts.front()) f.title += ": " + who + " " + e->text;
+      f.evidence.push_back(who + " " + e->text);
+      f.pids.push_back(e->pid);
+      if (p != nullptr) add_ranks(f.ranks, context.ranks_of(*p));
+    }
+    if (prompts.empty()) f.title += ": no process used CPU or printed anything";
     for (const store::Event* e : stacks) {
       // The launcher only watches its ranks.
       const ProcessSummary* p = context.process(e->pid);
@@ -56,17 +72,14 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       std::string where = where_it_was(context, *p, e->text);
       if (where.empty()) continue;
       f.evidence.push_back(where);
-      f.pids.push_back(p->record.pid);
+      if (std::find(f.pids.begin(), f.pids.end(), p->record.pid) == f.pids.end()) {
+        f.pids.push_back(p->record.pid);
+      }
       add_ranks(f.ranks, context.ranks_of(*p));
     }
     std::sort(f.ranks.begin(), f.ranks.end());
-    f.fix =
-        "A job that uses no CPU and prints nothing is waiting: on a lock or a queue that nothing "
-        "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
-        "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, "
-        "on input, or on a rank or node that never came. The stacks say where each process "
-        "waits.";
-    f.confidence = 0.7;
+    f.fix = !prompts.empty() ? kPromptFix : kIdleFix;
+    f.confidence = prompts.empty() ? 0.7 : 0.9;
     out.push_back({std::move(f), idle.t_ns, 0});
   }
 }

@@ -42,6 +42,11 @@ std::string python_frames(const std::string& dump);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);
+// The supervisor's record that this process was blocked on its standard input (a prompt) at or
+// after `from_ns`; nullptr when none.
+const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from_ns);
+// The fix for a prompt that nobody answers.
+extern const char* const kPromptFix;
 // The lines that cite a traceback: where it is in the output, its exception, and where it was
 // raised (the user's frame and the last frame).
 std::vector<std::string> traceback_evidence(const RuleContext& context,

@@ -112,17 +112,20 @@ class Loop {
   void event(const std::string& kind, int pid, const std::string& text);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
+  std::string note_stdin_waits(const std::vector<int>& pids);
   void ask_stacks(const std::string& kind, const std::vector<int>& pids);
   void collect_stacks(bool final);
   bool stacks_pending(const std::string& kind) const;
   void watch_idle(int64_t t_ns, double cpu_s, uint64_t output_bytes);
-  void report_issue(store::CollectiveIssue& issue);
+  uint64_t store_log_streams(const LogTap& tap);
+  void report_issue(store::CollectiveIssue& issue, const std::string& prompt);
   void abort_job(const store::CollectiveIssue& issue);
 
   // An issue of the stall watch waiting for the stacks it asked for.
   struct PendingIssue {
     FoundIssue found;
     int64_t deadline_ns = 0;
+    std::string prompt;  // "; pid N (comm) waits for input ...", told with the issue
   };
 
   const SupervisorOptions& m_options;
@@ -290,8 +293,10 @@ void Loop::check_collectives(bool final) {
   for (const store::ProcessRecord& ended : m_table.take_ended()) m_checker.process_ended(ended);
   int64_t now = common::realtime_ns();
   for (FoundIssue& found : m_checker.check(now, final)) {
+    std::string prompt =
+        found.issue.kind == "collective-missing" ? note_stdin_waits(found.dump_pids) : "";
     for (int pid : found.dump_pids) request_stack_dump(pid);
-    m_pending_issues.push_back({std::move(found), now + kStackWaitNs});
+    m_pending_issues.push_back({std::move(found), now + kStackWaitNs, std::move(prompt)});
   }
   for (auto it = m_pending_issues.begin(); it != m_pending_issues.end();) {
     bool complete = true;
@@ -309,7 +314,7 @@ void Loop::check_collectives(bool final) {
       ++it;
       continue;
     }
-    report_issue(it->found.issue);
+    report_issue(it->found.issue, it->prompt);
     it = m_pending_issues.erase(it);
   }
   if (m_kill_at_ns != 0 && now >= m_kill_at_ns) {
@@ -319,7 +324,7 @@ void Loop::check_collectives(bool final) {
 }
 
 // Stored and printed at once: a user watching the job learns it while the job still runs.
-void Loop::report_issue(store::CollectiveIssue& issue) {
+void Loop::report_issue(store::CollectiveIssue& issue, const std::string& prompt) {
   // Calls from different places may have paired harmlessly: a warning, no reason to end a job.
   bool abort =
       m_options.abort_on_issue && issue.field != "site" && m_kill_at_ns == 0 && !m_root_done;
@@ -327,7 +332,9 @@ void Loop::report_issue(store::CollectiveIssue& issue) {
   m_store.add_collective_issue(issue);
   m_store.add_collectives(m_checker.take_calls(false));
   m_store.flush();
-  if (m_options.announce) fprintf(stderr, "traindoc: %s\n", issue.message.c_str());
+  if (m_options.announce) {
+    fprintf(stderr, "traindoc: %s%s\n", issue.message.c_str(), prompt.c_str());
+  }
   if (abort) abort_job(issue);
 }
 
@@ -477,6 +484,24 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
 }
 
+// A prompt nobody answers (breakpoint(), input(), a login prompt) is the one wait that a user
+// can end at once, and often cannot see among the ranks' output: each process of `pids` blocked
+// on its standard input is recorded; the first is told as "; pid N (comm) waits ...".
+std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
+  std::string told;
+  for (int pid : pids) {
+    std::optional<std::string> input = stdin_wait(pid);
+    if (!input) continue;
+    std::string text =
+        "waits for input on its standard input" + (input->empty() ? "" : " (" + *input + ")");
+    event("stdin-wait", pid, text);
+    if (!told.empty()) continue;
+    std::optional<ProcStat> stat = read_proc_stat(pid);
+    told = "; pid " + std::to_string(pid) + (stat ? " (" + stat->comm + ") " : " ") + text;
+  }
+  return told;
+}
+
 void Loop::ask_stacks(const std::string& kind, const std::vector<int>& pids) {
   StackRequest request{kind, {}, common::realtime_ns() + kMomentStacksWaitNs};
   for (int pid : pids) {
@@ -527,11 +552,23 @@ void Loop::watch_idle(int64_t t_ns, double cpu_s, uint64_t output_bytes) {
   std::string idle = "no process used CPU or printed for " + seconds_text(t_ns - m_active_ns);
   m_store.add_event({m_active_ns, "job-idle", 0,
                      idle + " (told at +" + seconds_text(t_ns - m_run.start_ns) + ")"});
+  // Before the stack requests, whose signals take the threads out of their waits for a moment.
+  std::string prompt = note_stdin_waits(m_table.live_pids());
   ask_stacks("stack-at-idle", m_table.live_agent_pids(true));
   if (m_options.announce) {
-    fprintf(stderr, "traindoc: the job is idle: %s (each process's stack goes to the report)\n",
-            idle.c_str());
+    fprintf(stderr, "traindoc: the job is idle: %s%s (each process's stack goes to the report)\n",
+            idle.c_str(), prompt.c_str());
   }
+}
+
+// Stores each output stream's state; returns the bytes the job has written so far.
+uint64_t Loop::store_log_streams(const LogTap& tap) {
+  uint64_t bytes = 0;
+  for (const store::LogStream& stream : tap.streams()) {
+    m_store.write_log_stream(stream);
+    bytes += stream.bytes;
+  }
+  return bytes;
 }
 
 void Loop::store_changes() {
@@ -623,12 +660,7 @@ store::RunInfo Loop::run() {
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
         double cpu_s =
             walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
-        uint64_t output_bytes = 0;
-        for (const store::LogStream& stream : tap.streams()) {
-          m_store.write_log_stream(stream);
-          output_bytes += stream.bytes;
-        }
-        watch_idle(common::realtime_ns(), cpu_s, output_bytes);
+        watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
         m_store.add_log_lines(tap.take_lines());
         store_changes();
         if (common::realtime_ns() - last_downsample > kDownsampleEveryNs) {
@@ -641,7 +673,12 @@ store::RunInfo Loop::run() {
   close(timer);
   close(signals);
   tap.finish(kOutputGraceMs);
-  for (const store::LogStream& stream : tap.streams()) m_store.write_log_stream(stream);
+  uint64_t output_bytes = store_log_streams(tap);
+  // Output after an idle spell, up to the end (a prompt answered, then a quick finish): the job
+  // moved again, though no walk saw it.
+  if (m_idle_since_ns != 0 && output_bytes != m_output_seen) {
+    watch_idle(common::realtime_ns(), 0.0, output_bytes);
+  }
   m_store.add_log_lines(tap.take_lines());
   m_store.add_log_lines(tap.last_lines(kLastLines, common::realtime_ns()));
   finish();

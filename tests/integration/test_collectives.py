@@ -29,12 +29,12 @@ def fault_sites(function):
 class LiveRun:
     """`traindoc run` whose stderr is read as it comes, with the time of each line."""
 
-    def __init__(self, tmp_path, cmd, *options):
+    def __init__(self, tmp_path, cmd, *options, stdin=None):
         self.run_dir = tmp_path / "run"
         argv = [str(TRAINDOC), "run", "--quiet", "--out", str(self.run_dir), *options, "--", *cmd]
         self.lines = []  # (time, text)
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True)
+        self.proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
         self.reader = threading.Thread(target=self._read)
         self.reader.start()
         self.status = self.proc.wait(timeout=120)
@@ -150,6 +150,21 @@ def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
     sleep_line = SCRIPT.read_text().splitlines().index("        time.sleep(8)  # busy elsewhere") + 1
     assert f"line {sleep_line} in skip_and_work" in evidence, evidence
     assert "native (main thread)" in evidence
+
+
+def test_a_prompt_nobody_answers_is_named(tmp_path):
+    """Rank 0 stops at a breakpoint() under torchrun, its standard input a pipe that stays open:
+    the rank the others wait for is named as waiting for input, live and in the report."""
+    run = LiveRun(tmp_path, ranks(2, SCRIPT, "prompt_on_one_rank"), "--stall-seconds", "2",
+                  stdin=subprocess.PIPE)
+    _, text = run.live_line("collective-missing")
+    assert "rank 0 never made barrier #1" in text, text
+    assert text.endswith("waits for input on its standard input (a pipe)"), text
+    root = assert_root(run, "collective-missing", "prompt_on_one_rank", ranks=[0])
+    assert root["title"].endswith("waits for input on its standard input (a pipe)"), root
+    assert "breakpoint()" in root["fix"]
+    # pdb's prompt, in rank 0's stack.
+    assert any("rank 0 (pid" in e and "pdb.py" in e for e in root["evidence"]), root
 
 
 def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not a network fault

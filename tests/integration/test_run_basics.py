@@ -1,6 +1,8 @@
 """`traindoc run` passes the job's exit status, output and signals through unchanged."""
 import json
 import os
+import re
+import select
 import signal
 import sqlite3
 import subprocess
@@ -177,6 +179,49 @@ def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
     assert idle["severity"] == "info" and idle["title"].startswith("the job paused at +"), idle
     assert any(e.startswith("rank 0 (pid ") and " was in <string>:4 in wait_for_the_data" in e
                for e in idle["evidence"]), idle
+
+
+def terminal_until(master, text, seen):
+    """What a terminal showed until `text` (within 30 s), after `seen`."""
+    deadline = time.time() + 30
+    while text not in seen:
+        ready, _, _ = select.select([master], [], [], max(0.0, deadline - time.time()))
+        assert ready, seen
+        seen += os.read(master, 4096)
+    return seen
+
+
+def test_a_debugger_prompt_on_a_terminal_is_named_and_answered(tmp_path):
+    """A breakpoint() on a terminal (Python's readline waits in pselect on it): the idle line names
+    the process at the prompt; answered, the job goes on and the report has a pause with why."""
+    master, slave = os.openpty()
+    run_dir = tmp_path / "r"
+    code = "x = 1\nbreakpoint()\nprint('after the prompt', flush=True)\n"
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(run_dir), "--stall-seconds", "1",
+                             "--interval", "0.2", "--", PYTHON, "-c", code],
+                            stdin=slave, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    seen = terminal_until(master, b"(Pdb)", b"")
+    err = b""
+    while b"the job is idle" not in err:
+        line = proc.stderr.readline()
+        assert line, err
+        err += line
+    if not re.search(rb"waits for input", err):
+        proc.kill()
+    assert re.search(rb"the job is idle: .*; pid \d+ \(python3\) waits for input on its standard "
+                     rb"input \(a terminal, /dev/pts/\d+\)", err), err
+    os.write(master, b"c\n")
+    proc.communicate(timeout=60)
+    terminal_until(master, b"after the prompt", seen)
+    os.close(master)
+    assert proc.returncode == 0
+    report = json.loads((run_dir / "report.json").read_text())
+    (idle,) = [f for f in report["findings"] if f["kind"] == "job-idle"]
+    assert idle["severity"] == "info" and idle["title"].startswith("the job paused at +"), idle
+    assert re.search(r": rank 0 \(pid \d+\) waits for input on its standard input \(a terminal, "
+                     r"/dev/pts/\d+\)$", idle["title"]), idle
+    assert "breakpoint()" in idle["fix"]
 
 
 def test_second_interrupt_kills_the_job(tmp_path):

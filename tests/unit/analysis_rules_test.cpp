@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@ using store::HostSample;
 using store::ProcessRecord;
 using testing::Contains;
 using testing::ElementsAre;
+using testing::EndsWith;
 using testing::HasSubstr;
 using testing::IsEmpty;
 using testing::Not;
@@ -534,6 +537,48 @@ TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
   hang.message = "collective-missing: rank 1 never made all_reduce #3";
   e.collective_issues = {hang};
   for (const Finding& f : diagnose(e).findings) EXPECT_NE(f.kind, "job-idle");
+}
+
+// A breakpoint() left in the code, under a launcher: the rank at the prompt is named, and the fix
+// is about the prompt, whether the idle watch or the stall watch saw it first.
+TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
+  Evidence e = torchrun_job();
+  const std::string prompt = "waits for input on its standard input (a pipe)";
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(35.0), "stdin-wait", kRank0, prompt},
+      {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/cmd.py", 126, "cmdloop")}};
+  killed(e, kRank0, 40.1, SIGTERM);
+  e.run.exit_signal = SIGTERM;
+  e.run.end_ns = at(40.5);
+  std::vector<Finding> findings = diagnose(e).findings;
+  auto idle = std::find_if(findings.begin(), findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) " + prompt));
+  EXPECT_THAT(idle->evidence, Contains("rank 0 (pid 1010) " + prompt));
+  EXPECT_THAT(idle->pids, ElementsAre(kRank0));
+  EXPECT_THAT(idle->fix, HasSubstr("breakpoint()"));
+
+  // The stall watch told the hang first: its missing rank is the one at the prompt.
+  store::CollectiveIssue hang;
+  hang.t_ns = at(35);
+  hang.first_ns = at(4.5);
+  hang.kind = "collective-missing";
+  hang.field = "missing";
+  hang.op = "barrier";
+  hang.number = 1;
+  hang.message = "collective-missing: rank 0 never made barrier #1";
+  hang.ranks = {{.group_rank = 0, .pid = kRank0, .state = "never called it"},
+                {.group_rank = 1, .pid = kRank1, .state = "waiting in it"}};
+  e.collective_issues = {hang};
+  findings = diagnose(e).findings;
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, "collective-missing");
+  EXPECT_THAT(findings[0].title, EndsWith("; rank 0 (pid 1010) " + prompt));
+  EXPECT_THAT(findings[0].evidence, Contains("rank 0 (pid 1010) " + prompt + " at +35.0 s"));
+  EXPECT_THAT(findings[0].fix, HasSubstr("breakpoint()"));
+  for (const Finding& f : findings) EXPECT_NE(f.kind, "job-idle");
 }
 
 TEST(RuleKilled, SegvWithoutCrashRecord) {

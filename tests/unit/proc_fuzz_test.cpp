@@ -96,6 +96,7 @@ void feed_all(const std::string& text) {
   (void)rollup.uss();
   (void)parse_proc_limits(text);
   (void)parse_meminfo(text);
+  (void)parse_thread_syscall(text);
 
   EnvironText env(text);
   for (const char* name : {"RANK", "PATH", "A", ""}) {

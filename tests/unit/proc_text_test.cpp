@@ -221,5 +221,29 @@ TEST(MemInfoTest, KernelWithoutMemAvailable) {
   EXPECT_EQ(info.swap_free, 2097148ull * 1024);
 }
 
+// Recorded from Python waiting in input() and at a pdb prompt, with a pipe and a terminal as its
+// standard input, and from threads doing other things.
+TEST(ThreadSyscallTest, WaitsOnStdin) {
+  auto waits = [](std::string_view text) {
+    std::optional<ThreadSyscall> call = parse_thread_syscall(text);
+    return call && call->waits_on_stdin();
+  };
+  // read(0, buf, 8192): input() or pdb on a pipe.
+  EXPECT_TRUE(waits("0 0x0 0x3da425d0 0x2000 0x1 0x0 0x0 0x7ffded18f348 0x7fd3641dd2ad\n"));
+  // pselect6(1, ...): readline on a terminal, fd 0 alone.
+  EXPECT_TRUE(waits("270 0x1 0x7ffd7d5e78e0 0x0 0x0 0x0 0x0 0x7ffd7d5e7850 0x7fe500b13954\n"));
+  // read(7, ...), pselect6 on 8 descriptors, poll, futex, a running thread, none.
+  EXPECT_FALSE(waits("0 0x7 0x3da425d0 0x2000 0x1 0x0 0x0 0x7ffded18f348 0x7fd3641dd2ad\n"));
+  EXPECT_FALSE(waits("270 0x8 0x7ffd7d5e78e0 0x0 0x0 0x0 0x0 0x7ffd7d5e7850 0x7fe500b13954\n"));
+  EXPECT_FALSE(waits("7 0x7fde14ffede0 0x3 0xffffffff 0x8 0x3 0x19 0x7ffd 0x7f50\n"));
+  EXPECT_FALSE(waits("202 0x26eef6c8 0x189 0x0 0x0 0x0 0xffffffff 0x7ffd 0x7f50\n"));
+  EXPECT_FALSE(waits("running\n"));
+  EXPECT_FALSE(waits("-1 0x7ffd7d5e7850 0x7fe500b13954\n"));
+  EXPECT_EQ(parse_thread_syscall("running")->number, -1);
+  EXPECT_FALSE(parse_thread_syscall(""));
+  EXPECT_FALSE(parse_thread_syscall("0 zz"));
+  EXPECT_FALSE(parse_thread_syscall("0"));
+}
+
 }  // namespace
 }  // namespace traindoc::supervisor

@@ -165,4 +165,31 @@ std::optional<int> count_open_fds(int pid) {
   return thread_reader().count_dir_entries(path);
 }
 
+std::optional<std::string> stdin_wait(int pid) {
+  char path[64];
+  format_pid_path(path, sizeof path, pid, "task");
+  ProcFileReader& reader = thread_reader();
+  bool waits = false;
+  reader.list_dir(path, [&](std::string_view tid) {
+    char file[96];
+    std::snprintf(file, sizeof file, "%s/%.*s/syscall", path, static_cast<int>(tid.size()),
+                  tid.data());
+    std::optional<std::string_view> text = reader.read(file, ReadUntil::kShortRead);
+    auto call = text ? parse_thread_syscall(*text) : std::nullopt;
+    waits = waits || (call && call->waits_on_stdin());
+  });
+  if (!waits) return std::nullopt;
+  format_pid_path(path, sizeof path, pid, "fd/0");
+  char target[256];
+  ssize_t size = readlink(path, target, sizeof target - 1);
+  if (size <= 0) return "";
+  std::string input(target, static_cast<size_t>(size));
+  if (input.starts_with("/dev/pts/") || input.starts_with("/dev/tty")) {
+    return "a terminal, " + input;
+  }
+  if (input.starts_with("pipe:")) return "a pipe";
+  if (input.starts_with("socket:")) return "a socket";
+  return input;
+}
+
 }  // namespace traindoc::supervisor

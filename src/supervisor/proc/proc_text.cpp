@@ -1,7 +1,11 @@
-// Parsers of per-process /proc texts (stat, status, smaps_rollup, limits) and /proc/meminfo.
+// Parsers of per-process /proc texts (stat, status, smaps_rollup, limits, a thread's syscall) and
+// /proc/meminfo.
 // Supervisor process, sampler thread. Pure: text in, structs out, no I/O.
 #include "supervisor/proc/proc_text.h"
 
+#include <sys/syscall.h>
+
+#include <charconv>
 #include <climits>
 
 #include "supervisor/proc/text_scan.h"
@@ -176,6 +180,29 @@ MemInfo parse_meminfo(std::string_view text) {
     }
   }
   return info;
+}
+
+bool ThreadSyscall::waits_on_stdin() const {
+  if (number == SYS_read) return arg0 == 0;
+#ifdef SYS_select
+  if (number == SYS_select) return arg0 == 1;
+#endif
+  return number == SYS_pselect6 && arg0 == 1;
+}
+
+std::optional<ThreadSyscall> parse_thread_syscall(std::string_view text) {
+  text = text::trim(text);
+  if (text == "running") return ThreadSyscall{};
+  int64_t number = 0;
+  if (!text::take_i64(text, number)) return std::nullopt;
+  ThreadSyscall call{static_cast<long>(number), 0};
+  if (number < 0) return call;
+  // " 0x1f": the first argument.
+  if (!text.starts_with(" 0x")) return std::nullopt;
+  text.remove_prefix(3);
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), call.arg0, 16);
+  if (error != std::errc() || end == text.data()) return std::nullopt;
+  return call;
 }
 
 }  // namespace traindoc::supervisor

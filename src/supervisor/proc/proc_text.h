@@ -1,4 +1,5 @@
-// Parsers of per-process /proc texts (stat, status, smaps_rollup, limits) and /proc/meminfo.
+// Parsers of per-process /proc texts (stat, status, smaps_rollup, limits, a thread's syscall) and
+// /proc/meminfo.
 // Supervisor process, sampler thread. Pure: text in, structs out, no I/O.
 // Total: malformed or truncated text gives nullopt or fields left empty, never a throw.
 #pragma once
@@ -74,11 +75,24 @@ struct MemInfo {
   std::optional<uint64_t> swap_free;
 };
 
+// /proc/<pid>/task/<tid>/syscall: the system call a blocked thread is in, with its first
+// argument. number -1: running, or blocked outside a system call.
+struct ThreadSyscall {
+  long number = -1;
+  uint64_t arg0 = 0;
+
+  // Blocked until its standard input gives something: read(0, ...), or select()/pselect6() on
+  // fd 0 alone (nfds 1), as Python's readline waits at a pdb prompt on a terminal.
+  bool waits_on_stdin() const;
+};
+
 // nullopt unless every field up to rss (24) is present and well formed.
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
 ProcStatus parse_proc_status(std::string_view text);
 SmapsRollup parse_smaps_rollup(std::string_view text);
 ProcLimits parse_proc_limits(std::string_view text);
 MemInfo parse_meminfo(std::string_view text);
+// "running", "-1 sp pc", or "nr arg0 ... arg5 sp pc" with hexadecimal arguments.
+std::optional<ThreadSyscall> parse_thread_syscall(std::string_view text);
 
 }  // namespace traindoc::supervisor

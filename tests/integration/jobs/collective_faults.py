@@ -66,6 +66,12 @@ def skip_and_abort_at_exit(rank):  # H08 (c), and a teardown that aborts once th
         libc.__cxa_atexit(ctypes.cast(libc.abort, ctypes.c_void_p), None, None)
 
 
+def prompt_on_one_rank(rank):  # a breakpoint() left in code that rank 0 runs: nobody answers
+    if rank == 0:
+        breakpoint()
+    dist.barrier()  # fault
+
+
 def straggler(rank):  # H14: rank 1 has more work, then makes the same call
     t = torch.ones(1)
     dist.all_reduce(t)
