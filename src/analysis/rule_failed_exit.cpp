@@ -116,6 +116,7 @@ bool from_known_line(const RuleContext& context, const ProcessSummary& p, Findin
                      std::string& merge_key) {
   std::vector<const TextMatch*> lines = context.texts.matches(p);
   std::vector<SignatureMatch> matches;
+  matches.reserve(lines.size());
   for (const TextMatch* line : lines) matches.push_back(line->match);
   std::optional<KnownFailure> known = describe_known(matches);
   if (!known || reports_another_process(known->kind)) return false;
