@@ -126,6 +126,7 @@ const char* const kPromptFix =
     "pdb.set_trace() left in the code, an input() call, or a library's login prompt (wandb: set "
     "WANDB_API_KEY or WANDB_MODE=offline; Hugging Face: HF_TOKEN). Remove it, or set what it "
     "asks for beforehand. A debugger needs a terminal of its own: run the process to debug "
-    "alone in one (python train.py, torchrun --nproc_per_node 1), or attach a remote debugger.";
+    "alone in one (python train.py, torchrun --nproc_per_node 1), or attach a remote debugger. "
+    "A job that reads its data from standard input waits instead for the program feeding it.";
 
 }  // namespace traindoc::analysis
