@@ -85,6 +85,15 @@ void worker_timeout(const SignatureMatch& m, KnownFailure& f) {
 }
 
 void store_timeout(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "torch.gloo-connect-timeout" || m.id == "torch.rendezvous-timeout") {
+    f.title = m.id == "torch.gloo-connect-timeout"
+                  ? "timed out in init_process_group waiting for the other ranks to connect"
+              : field(m, "error") == "Connection"
+                  ? "torchrun could not reach its rendezvous endpoint"
+                  : "torchrun's rendezvous timed out waiting for the other nodes to join";
+    f.fix = kJoinFix;
+    return;
+  }
   std::string key = field(m, "key");
   f.title = key.empty() ? "timed out waiting on the store"
                         : "waited " + millis(field(m, "timeout_ms")) + " for store key '" + key +
@@ -323,6 +332,14 @@ std::string frame_text(const PythonFrame& f) {
 }
 
 }  // namespace
+
+const char* const kJoinFix =
+    "A rank or a node never joined: the others wait for it until the rendezvous's timeout. "
+    "Check that every node was started, with the same settings (--nnodes, "
+    "--rdzv-endpoint or MASTER_ADDR and MASTER_PORT, --rdzv-id; WORLD_SIZE as many as the "
+    "ranks started), that each node reaches that address and port (a firewall, or the wrong "
+    "network interface: GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), and that no other job holds "
+    "the port.";
 
 bool reports_another_process(const std::string& kind) {
   static const std::set<std::string> kAboutAnother = {"worker-crash", "worker-exit", "peer-exited",

@@ -35,6 +35,8 @@ std::string merge_key(const std::string& kind, const std::string& signature_id);
 
 // The fix for a kind when no text says more.
 std::string fix_for(const std::string& kind);
+// The fix for ranks or nodes that never joined the rendezvous.
+extern const char* const kJoinFix;
 
 // "at train.py:42 in step: loss = criterion(out, y)" for the innermost frame of the user's code
 // (outside site-packages and the standard library), and "raised in torch/nn/functional.py:3026

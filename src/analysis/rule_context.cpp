@@ -73,19 +73,27 @@ std::vector<std::string> traceback_evidence(const RuleContext& context, const Py
   return out;
 }
 
-// CPython's format, most recent call first; the hook's wrappers are left out.
-std::string python_frames(const std::string& dump) {
-  constexpr size_t kFrames = 3;
+std::vector<std::string> main_thread_frames(const std::string& dump) {
   std::istringstream lines(dump);
   std::string line;
   bool main_thread = false;
-  std::string out;
-  size_t count = 0;
-  bool user_cited = false;
+  std::vector<std::string> out;
   while (std::getline(lines, line)) {
     if (line.starts_with("Current thread ")) main_thread = true;
     if (!main_thread) continue;
     if (line.starts_with("Thread ") || line.starts_with("native")) break;
+    if (line.find("File \"") != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+// CPython's format, most recent call first; the hook's wrappers are left out.
+std::string python_frames(const std::string& dump) {
+  constexpr size_t kFrames = 3;
+  std::string out;
+  size_t count = 0;
+  bool user_cited = false;
+  for (const std::string& line : main_thread_frames(dump)) {
     std::string_view text = line;
     size_t file = text.find("File \"");
     size_t end = text.find("\", line ");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "analysis/known_failure.h"
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
@@ -14,6 +15,23 @@ bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns)
     if (issue.t_ns >= from_ns && issue.first_ns <= to_ns) return true;
   }
   return false;
+}
+
+// A process that waits for its peers to start: the launcher at its rendezvous for the other
+// nodes, or a rank in init_process_group for the other ranks. "" for any other wait.
+std::string joining(const std::string& dump) {
+  for (const std::string& frame : main_thread_frames(dump)) {
+    if (frame.find("/torch/distributed/elastic/rendezvous/") != std::string::npos) {
+      return "waits at its rendezvous for the other nodes to join";
+    }
+    if (frame.find("/torch/distributed/rendezvous.py\"") != std::string::npos ||
+        (frame.find("/torch/distributed/distributed_c10d.py\"") != std::string::npos &&
+         (frame.ends_with(" in init_process_group") ||
+          frame.ends_with(" in _store_based_barrier")))) {
+      return "waits in init_process_group for the other ranks to join";
+    }
+  }
+  return "";
 }
 
 constexpr const char* kIdleFix =
@@ -64,11 +82,14 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.pids.push_back(e->pid);
       if (p != nullptr) add_ranks(f.ranks, context.ranks_of(*p));
     }
-    if (prompts.empty()) f.title += ": no process used CPU or printed anything";
+    std::string join;  // the first process waiting for its peers to start
     for (const store::Event* e : stacks) {
-      // The launcher only watches its ranks.
       const ProcessSummary* p = context.process(e->pid);
-      if (p == nullptr || p->role.role == Role::kLauncher) continue;
+      if (p == nullptr) continue;
+      std::string waits = joining(e->text);
+      if (!waits.empty() && join.empty()) join = context.name(*p) + " " + waits;
+      // The launcher only watches its ranks, once it has started them.
+      if (p->role.role == Role::kLauncher && waits.empty()) continue;
       std::string where = where_it_was(context, *p, e->text);
       if (where.empty()) continue;
       f.evidence.push_back(where);
@@ -78,8 +99,11 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       add_ranks(f.ranks, context.ranks_of(*p));
     }
     std::sort(f.ranks.begin(), f.ranks.end());
-    f.fix = !prompts.empty() ? kPromptFix : kIdleFix;
-    f.confidence = prompts.empty() ? 0.7 : 0.9;
+    if (prompts.empty()) {
+      f.title += ": " + (join.empty() ? "no process used CPU or printed anything" : join);
+    }
+    f.fix = !prompts.empty() ? kPromptFix : !join.empty() ? kJoinFix : kIdleFix;
+    f.confidence = prompts.empty() && join.empty() ? 0.7 : 0.9;
     out.push_back({std::move(f), idle.t_ns, 0});
   }
 }

@@ -35,6 +35,9 @@ std::string title_cut(const std::string& text);
 void add_ranks(std::vector<int>& ranks, const std::vector<int>& more);
 // The job ended well: exit code 0, no signal (false while no end is recorded).
 bool run_finished(const RuleContext& context);
+// The main thread's Python frames in a stack dump the agent wrote on request, innermost first:
+// CPython's `  File "/tmp/train.py", line 3 in wait` lines.
+std::vector<std::string> main_thread_frames(const std::string& dump);
 // The innermost Python frames of the main thread in a stack dump the agent wrote on request,
 // and the innermost frame of the user's code when those are all library frames:
 // "/tmp/train.py:3 in wait, called from /tmp/train.py:5 in <module>"; "" when it has none.

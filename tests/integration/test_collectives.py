@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import JOBS, ROOT, TRAINDOC, job_script, torchrun
+from conftest import JOBS, ROOT, TRAINDOC, job_script, python_job, torchrun
 
 SCRIPT = JOBS / "collective_faults.py"
 
@@ -68,12 +68,16 @@ class LiveRun:
         return found[0]
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def ranks(count, *script):
     """torchrun of `count` ranks on a free port: --standalone's fixed port 29400 collides with
     any other job on the machine."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     return torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", port,
                     "--nproc_per_node", count, *script)
 
@@ -165,6 +169,40 @@ def test_a_prompt_nobody_answers_is_named(tmp_path):
     assert "breakpoint()" in root["fix"]
     # pdb's prompt, in rank 0's stack.
     assert any("rank 0 (pid" in e and "pdb.py" in e for e in root["evidence"]), root
+
+
+def test_a_rank_that_never_joined_is_told_before_the_timeout(traindoc):  # T30's cause
+    """Rank 0 of 2 alone in init_process_group: the idle spell names the wait for the other
+    ranks while it lasts, and gloo's bare "Socket Timeout" after it is a rendezvous timeout."""
+    code = ("import datetime, torch.distributed as dist\n"
+            f"dist.init_process_group('gloo', init_method='tcp://127.0.0.1:{free_port()}', "
+            "world_size=2, rank=0, timeout=datetime.timedelta(seconds=3))\n")
+    run = traindoc(python_job(code), "--stall-seconds", "1", "--interval", "0.25")
+    assert run.status == 1
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "rendezvous-timeout", root
+    assert root["title"].endswith("timed out in init_process_group waiting for the other ranks "
+                                  "to connect"), root
+    assert "--nnodes" in root["fix"]
+    (idle,) = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    assert idle["title"].endswith(": rank 0 (pid %d) waits in init_process_group for the other "
+                                  "ranks to join" % root["pids"][0]), idle
+
+
+def test_a_node_that_never_joined_is_named(traindoc):
+    """torchrun for 2 nodes started on one: the launcher waits at its rendezvous, then gives up."""
+    cmd = torchrun("--nnodes", 2, "--rdzv_backend", "c10d", "--rdzv_endpoint",
+                   f"127.0.0.1:{free_port()}", "--rdzv_conf", "join_timeout=4",
+                   "--nproc_per_node", 1, SCRIPT, "straggler")
+    run = traindoc(cmd, "--stall-seconds", "1", "--interval", "0.25")
+    assert run.status == 1
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "rendezvous-timeout", root
+    assert root["title"].endswith("torchrun's rendezvous timed out waiting for the other nodes "
+                                  "to join"), root
+    (idle,) = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    assert idle["title"].endswith("waits at its rendezvous for the other nodes to join"), idle
+    assert idle["title"].split(": ")[-1].startswith("launcher (pid "), idle
 
 
 def test_skip_and_exit(tmp_path):  # H08 (c): "Connection closed by peer" is not a network fault

@@ -581,6 +581,40 @@ TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
   for (const Finding& f : findings) EXPECT_NE(f.kind, "job-idle");
 }
 
+// Waits for peers that never started: the launcher at its rendezvous (a node missing), a rank in
+// init_process_group (a rank missing). Real frames of PyTorch 1.13.
+TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
+  const std::string elastic = "/usr/lib/python3/dist-packages/torch/distributed/elastic/";
+  Evidence e = torchrun_job();
+  e.events = {{at(2), "job-idle", 0, kIdleText},
+              {at(32.1), "stack-at-idle", kLauncher,
+               "python:\nCurrent thread 0x00007fa021851680 (most recent call first):\n  File \"" +
+                   elastic + "rendezvous/utils.py\", line 161 in _delay\n  File \"" + elastic +
+                   "rendezvous/dynamic_rendezvous.py\", line 643 in run\n  File \"" + elastic +
+                   "agent/server/api.py\", line 538 in _rendezvous\n"}};
+  e.run.exit_signal = SIGTERM;
+  e.run.end_ns = at(40);
+  std::vector<Finding> findings = diagnose(e).findings;
+  auto idle = std::find_if(findings.begin(), findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(": launcher (pid 1000) waits at its rendezvous for the other "
+                                    "nodes to join"));
+  EXPECT_THAT(idle->evidence, Contains(HasSubstr("launcher (pid 1000) was in " + elastic +
+                                                 "rendezvous/utils.py:161 in _delay")));
+  EXPECT_THAT(idle->fix, HasSubstr("--nnodes"));
+
+  e.events[1] = {at(32.1), "stack-at-idle", kRank0,
+                 stack_in("/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py", 177,
+                          "_create_c10d_store")};
+  findings = diagnose(e).findings;
+  idle = std::find_if(findings.begin(), findings.end(),
+                      [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) waits in init_process_group for the "
+                                    "other ranks to join"));
+}
+
 TEST(RuleKilled, SegvWithoutCrashRecord) {
   Evidence e = torchrun_job();
   killed(e, kRank0, 10, SIGSEGV);

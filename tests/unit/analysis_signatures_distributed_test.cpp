@@ -525,10 +525,25 @@ TEST(SignatureStore, Timeouts) {
                   "torch.rendezvous-timeout")
                 .kind,
             "rendezvous-timeout");
-  match(
+  SignatureMatch connection = match(
       "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
       "the C10d store has failed. See inner exception for details.",
       "torch.rendezvous-timeout");
+  expect_fields(connection, {{"error", "Connection"}});
+
+  // PyTorch 1.13 with gloo, rank 0 alone of 2 (real): only in the process group's creation.
+  const std::string socket = "RuntimeError: Socket Timeout";
+  EXPECT_THAT(ids(socket), UnorderedElementsAre());
+  std::vector<FrameHint> frames = {
+      {"/tmp/rdv/solo.py", "<module>"},
+      {"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
+       "init_process_group"},
+      {"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
+       "_new_process_group_helper"}};
+  std::vector<SignatureMatch> ms = match_line(socket, frames);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].id, "torch.gloo-connect-timeout");
+  EXPECT_EQ(ms[0].kind, "rendezvous-timeout");
 }
 
 TEST(SignatureStore, PortInUse) {
