@@ -406,12 +406,12 @@ TEST(SignatureNccl, WarnLines) {
   m = match(oom, "nccl.warn");
   EXPECT_FALSE(m.failure);
   expect_fields(m, {{"message", "Cuda failure 'out of memory'"}, {"pid", "2048"}});
-  // NCCL 2.28 puts the time first (real line).
+  // NCCL 2.28 puts the time first (a real line, its host renamed).
   m = match(
-      "[2026-11-25 17:28:04] vm:10770:10770 [0] init.cc:2053 NCCL WARN Cuda failure 'CUDA driver "
+      "[2026-11-25 17:28:04] gpu7:10770:10770 [0] init.cc:2053 NCCL WARN Cuda failure 'CUDA driver "
       "version is insufficient for CUDA runtime version'",
       "nccl.warn");
-  expect_fields(m, {{"host", "vm"}, {"pid", "10770"}, {"gpu", "0"}});
+  expect_fields(m, {{"host", "gpu7"}, {"pid", "10770"}, {"gpu", "0"}});
   m = match(
       "node1:2048:2049 [3] include/alloc.h:109 NCCL WARN Failed to CUDA calloc 10485760 bytes",
       "nccl.cuda-oom");
@@ -535,7 +535,7 @@ TEST(SignatureStore, Timeouts) {
   const std::string socket = "RuntimeError: Socket Timeout";
   EXPECT_THAT(ids(socket), UnorderedElementsAre());
   std::vector<FrameHint> frames = {
-      {"/tmp/rdv/solo.py", "<module>"},
+      {"/home/user/proj/train.py", "<module>"},
       {"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
        "init_process_group"},
       {"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py",
