@@ -283,6 +283,17 @@ def test_skipped_backward_is_uneven_inputs(tmp_path):  # H11
     assert "drop_last" in root["fix"]
 
 
+def test_a_rank_that_raised_leads_its_peers_lost_connection(tmp_path):
+    """The ranks' lines reach the launcher in either order: rank 0's "Connection closed by peer"
+    may be printed before rank 1's own exception, which stays the root cause."""
+    run = faults(tmp_path, "raise_mid_step")
+    root = assert_root(run, "python-exception", "raise_mid_step", ranks=[1])
+    assert "raised ValueError: loss is nan at step 2" in root["title"]
+    lost = run.finding("peer-exited")
+    assert lost["ranks"] == [0, 1] and "lost its connection to rank 1" in lost["title"]
+    assert run.report["findings"].index(lost) in root["consequences"]
+
+
 def test_on_mismatch_abort_ends_the_job(tmp_path):
     run = faults(tmp_path, "dtype_mismatch", "--on-mismatch", "abort")
     assert run.status != 0  # traindoc ended a job that would have exited 0

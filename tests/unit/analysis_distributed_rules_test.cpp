@@ -136,6 +136,29 @@ TEST(DistributedRules, APeerThatCrashedIsTheCauseThroughItsOwnFinding) {
   EXPECT_EQ(find_kind(d, "collective-missing"), nullptr);
 }
 
+TEST(DistributedRules, APeerWhoseExceptionCamePrintedAfterTheLossIsStillTheCause) {
+  // Rank 1 raised; rank 0's "Connection closed" passed through torchrun first, in the same tick.
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(1.6, 10, "[default0]:Traceback (most recent call last):"),
+      stderr_line(1.6, 11, "[default0]:  File \"/home/user/proj/train.py\", line 10, in <module>"),
+      stderr_line(1.6, 12, kClosed),
+      stderr_line(1.6, 13, "[default1]:Traceback (most recent call last):"),
+      stderr_line(1.6, 14, "[default1]:  File \"/home/user/proj/train.py\", line 9, in <module>"),
+      stderr_line(1.6, 15, "[default1]:ValueError: loss is nan at step 2"),
+  };
+  exited(e, kRank1, 1.7, 1);
+  exited(e, kRank0, 1.7, 1);
+  launcher_error(e, 5.8, 20);
+  Diagnosis d = diagnose(e);
+  ASSERT_GE(d.findings.size(), 2u);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("rank 1 (pid 1011) raised ValueError"));
+  EXPECT_EQ(d.findings[1].kind, "peer-exited");
+  EXPECT_THAT(d.findings[0].consequences, testing::Contains(1u));
+}
+
 TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
   Evidence e = torchrun_job();
   e.log_lines = {

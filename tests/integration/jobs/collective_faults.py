@@ -114,6 +114,18 @@ def skip_backward(rank):  # H11: DDP, a rank skips a bad batch's backward
         optimizer.step()
 
 
+def raise_mid_step(rank):  # the commonest failure: one rank raises, its peer waits in backward
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for it in range(4):
+        loss = model(torch.randn(4, 8)).sum()
+        if rank == 1 and it == 2:
+            raise ValueError(f"loss is nan at step {it}")  # fault
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
 def main():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=6))
     globals()[sys.argv[1]](dist.get_rank())
