@@ -292,6 +292,41 @@ void port_in_use(const SignatureMatch& m, KnownFailure& f) {
   f.title = "the store could not listen on port " + field(m, "port") + ": " + field(m, "error");
 }
 
+void disk_full(const SignatureMatch& m, KnownFailure& f) {
+  std::string path = field(m, "path");
+  if (m.id == "torch.checkpoint-write-failed") {
+    f.title = "torch.save could not write the checkpoint (record " + field(m, "record") +
+              "): its filesystem is full or over quota";
+  } else {
+    bool quota = int_field(m, "errno") == 122;
+    f.title = std::string(quota ? "the disk quota is used up" : "the disk is full") +
+              (path.empty() ? ": a write failed" : ": writing '" + path + "' failed");
+  }
+  f.fix = "Free space on the filesystem the job writes to (`df -h " +
+          (path.empty() ? std::string("<checkpoint folder>") : path) +
+          "`; `quota -s` for a quota), or write checkpoints and logs to a larger one. Keep fewer "
+          "checkpoints (delete the oldest as each new one is saved), and save to a temporary "
+          "name then os.replace() it, so that a failed save never leaves a truncated file in "
+          "place of the last good checkpoint.";
+}
+
+void checkpoint_corrupt(const SignatureMatch& m, KnownFailure& f) {
+  std::string reason = field(m, "reason");
+  if (m.id == "torch.checkpoint-truncated" || m.id == "torch.checkpoint-truncated-small") {
+    f.title = "the checkpoint is not a whole file (" + reason + ")";
+  } else if (reason == "Ran out of input") {
+    f.title = "the checkpoint file is empty";
+  } else {
+    f.title = "the file is not a PyTorch checkpoint (" + reason + ")";
+    if (reason.ends_with("'v'")) {
+      f.evidence.push_back(
+          "load key 'v' is the first letter of a Git LFS pointer (\"version https://git-lfs...\")");
+    } else if (reason.ends_with("'<'")) {
+      f.evidence.push_back("load key '<' is the first letter of an HTML page (a failed download)");
+    }
+  }
+}
+
 const std::map<std::string, Describer>& describers() {
   static const std::map<std::string, Describer> kDescribers = {
       {"label-out-of-range", label},
@@ -308,6 +343,8 @@ const std::map<std::string, Describer>& describers() {
       {"python-exception", python_exception},
       {"cuda-unavailable", cuda_unavailable},
       {"port-in-use", port_in_use},
+      {"disk-full", disk_full},
+      {"checkpoint-corrupt", checkpoint_corrupt},
   };
   return kDescribers;
 }
@@ -416,6 +453,12 @@ std::string fix_for(const std::string& kind) {
       {"fd-exhausted",
        "File descriptors ran out: raise `ulimit -n`, or use "
        "torch.multiprocessing.set_sharing_strategy('file_system')."},
+      {"checkpoint-corrupt",
+       "torch.load read a file that is not a whole checkpoint: a save cut short (a full disk, a "
+       "job killed while saving), a partial copy or download, or a Git LFS pointer left in place "
+       "of the file (`git lfs pull`). Load an earlier checkpoint or save this one again, and "
+       "compare its size with the original. Save to a temporary name then os.replace() it, so "
+       "that a checkpoint is whole or absent."},
       {"shm-exhausted",
        "/dev/shm is too small for what the workers pass: run the container with --shm-size "
        "(or --ipc=host), or lower batch size, num_workers or prefetch_factor."},

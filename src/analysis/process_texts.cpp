@@ -1,6 +1,7 @@
 // Attribution of tracebacks and known texts to processes. Pure.
 #include "analysis/process_texts.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <set>
@@ -139,7 +140,19 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
       m_tracebacks(parse_tracebacks(evidence.log_lines)) {
   const LineOwners& owners = *m_owners;
   for (const PythonTraceback& tb : m_tracebacks) {
-    m_traceback_signatures.push_back(match_traceback(tb));
+    std::vector<SignatureMatch> found = match_traceback(tb);
+    // An exception raised from another ("direct cause") or while handling it ("during handling")
+    // often only reports that one: a torch.save on a full disk ends in "unexpected pos" after
+    // "file write failed". The chain links to earlier tracebacks, whose lists are complete.
+    for (std::optional<size_t> link : {tb.cause, tb.context}) {
+      if (!link) continue;
+      for (const SignatureMatch& m : m_traceback_signatures[*link]) {
+        bool seen = std::any_of(found.begin(), found.end(),
+                                [&](const SignatureMatch& own) { return own.id == m.id; });
+        if (!seen) found.push_back(m);
+      }
+    }
+    m_traceback_signatures.push_back(std::move(found));
     m_traceback_owner.push_back(owners.of_traceback(tb));
   }
   // An embedded traceback was printed by the process that printed its host.

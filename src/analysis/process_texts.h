@@ -35,7 +35,8 @@ class ProcessTexts {
   const PythonTraceback* final_exception(const ProcessSummary& process) const;
   // Known texts on lines attributed to this process, in output order.
   std::vector<const TextMatch*> matches(const ProcessSummary& process) const;
-  // The signatures of a traceback (cached match_traceback).
+  // The signatures of a traceback (cached match_traceback), then those of the exceptions it was
+  // raised from or while handling.
   const std::vector<SignatureMatch>& signatures(const PythonTraceback& traceback) const;
   // The last non-blank line this process printed on stderr by its end (within the minute
   // before it), for a process that ended without a traceback: `sys.exit("no config")`,

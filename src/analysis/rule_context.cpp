@@ -45,6 +45,15 @@ bool run_finished(const RuleContext& context) {
   return !run.exit_signal && run.exit_code.value_or(1) == 0;
 }
 
+const PythonTraceback* raised_before_crash(const RuleContext& context, const ProcessSummary& p) {
+  if (!p.record.exit_signal || p.role.role == Role::kWorker) return nullptr;
+  bool crashed = std::any_of(
+      context.evidence.crashes.begin(), context.evidence.crashes.end(),
+      [&](const store::Crash& c) { return context.process(c.pid, c.start_ticks) == &p; });
+  // Its lines were all printed before it died: a traceback of its last minute came first.
+  return crashed ? context.texts.final_exception(p) : nullptr;
+}
+
 std::string title_cut(const std::string& text) {
   constexpr size_t kTitleChars = 200;
   return text.size() > kTitleChars ? text.substr(0, kTitleChars) + "..." : text;

@@ -138,23 +138,28 @@ bool from_known_line(const RuleContext& context, const ProcessSummary& p, Findin
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
-    if (!r.exit_code || *r.exit_code == 0) continue;
+    // A program that raised, then crashed on its way out, failed with its exception.
+    const PythonTraceback* raised = raised_before_crash(context, p);
+    if ((!r.exit_code || *r.exit_code == 0) && raised == nullptr) continue;
     // A program a rank ran (git, a compiler, a shell command) returns its code to the rank,
     // which decides what it means; the rank's own failure, if any, is the finding.
     if (p.role.role == Role::kOther && r.pid != context.evidence.run.root_pid) continue;
     // A dedicated rule that ran first (GPU memory, CUDA errors) explained this process already.
-    if (std::any_of(out.begin(), out.end(),
-                    [&r](const TimedFinding& t) { return t.pid == r.pid; })) {
+    if (std::any_of(out.begin(), out.end(), [&r](const TimedFinding& t) {
+          return t.pid == r.pid && !t.from_crash_record;
+        })) {
       continue;
     }
     Finding f;
     f.pids = {r.pid};
     f.ranks = context.ranks_of(p);
     std::string who = context.name(p);
-    f.evidence.push_back(who + " " + exit_text(r) + context.when(r.end_ns));
+    f.evidence.push_back(who + " " +
+                         (raised ? "died of " + signal_name(*r.exit_signal) : exit_text(r)) +
+                         context.when(r.end_ns));
     int64_t t_ns = r.end_ns;
     std::string merge_key;
-    const PythonTraceback* tb = context.texts.final_exception(p);
+    const PythonTraceback* tb = raised ? raised : context.texts.final_exception(p);
     if (p.role.role == Role::kWorker) {
       f.kind = "worker-exit";
       f.title = who + " " + exit_text(r);
@@ -167,6 +172,10 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       if (known && known->kind == "peer-exited") continue;  // rule_peer_exited
       from_exception(context, p, *tb, f, merge_key);
       if (t_ns == 0 || tb->t_ns < t_ns) t_ns = tb->t_ns;  // it failed when it printed it
+      // and before the crash it led to, even where its lines were read after the crash record.
+      for (const TimedFinding& crash : out) {
+        if (crash.from_crash_record && crash.pid == r.pid) t_ns = std::min(t_ns, crash.t_ns - 1);
+      }
     } else if (p.role.role == Role::kLauncher || !from_known_line(context, p, f, merge_key)) {
       f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
       f.title = who + " " + exit_text(r);

@@ -32,7 +32,14 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
       f.evidence.push_back("blame frame #" + std::to_string(facts.blame) + ": " +
                            describe_frame(crash.frames[static_cast<size_t>(facts.blame)]));
     }
-    if (!facts.python_line.empty()) {
+    const PythonTraceback* raised =
+        process != nullptr && !at_exit ? raised_before_crash(context, *process) : nullptr;
+    if (raised != nullptr) {
+      f.title += " (in its teardown, after it raised " + raised->exception_type + ")";
+      f.evidence.push_back("it had raised " + exception_summary(*raised) +
+                           context.when(raised->t_ns) +
+                           ": the crash came as the interpreter shut down after that failure");
+    } else if (!facts.python_line.empty()) {
       f.evidence.push_back("Python frame that called into native code: " + facts.python_line);
       if (!facts.user_line.empty() && facts.user_line != facts.python_line) {
         f.evidence.push_back("in your code: " + facts.user_line);
@@ -88,6 +95,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
                                    ? describe_frame(crash.frames[static_cast<size_t>(facts.blame)])
                                    : facts.what));
     out.push_back({std::move(f), crash.time_ns, crash.pid, std::move(key)});
+    out.back().from_crash_record = true;
   }
 }
 

@@ -50,6 +50,10 @@ std::string where_it_was(const RuleContext& context, const ProcessSummary& proce
 const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from_ns);
 // The fix for a prompt that nobody answers.
 extern const char* const kPromptFix;
+// The uncaught exception a Python program printed before a crash ended its process: the crash
+// came in the interpreter's teardown, and the exception is the failure. nullptr when the
+// process did not crash, is a DataLoader worker (its rank re-raises) or printed none.
+const PythonTraceback* raised_before_crash(const RuleContext& context, const ProcessSummary& p);
 // The lines that cite a traceback: where it is in the output, its exception, and where it was
 // raised (the user's frame and the last frame).
 std::vector<std::string> traceback_evidence(const RuleContext& context,
@@ -68,6 +72,7 @@ struct TimedFinding {
   // several times (both ranks print the same mismatch, two workers crash in one place): they
   // are merged into the earliest.
   std::string merge_key;
+  bool from_crash_record = false;  // rule_native_crash's, from the agent's record
 };
 
 // Crash records of the agent: native-crash, stack-overflow, abort, fpe, illegal-instruction,

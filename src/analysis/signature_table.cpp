@@ -213,6 +213,74 @@ std::vector<Entry> memory_entries() {
        .example = "IndentationError: expected an indented block after 'if' statement on line 2",
        .source = "CPython"},
 
+      // ---- disks and checkpoints
+      // -----------------------------------------------------------------
+      {.id = "python.no-space",
+       .framework = "python",
+       .kind = "disk-full",
+       .failure = true,
+       .needles = {"[Errno 28] No space left on device", "[Errno 122] Disk quota exceeded"},
+       .parts = {{R"(\[Errno ([0-9]+)\] ([^:']+)(?:: '([^']*)')?)",
+                  {{1, "errno", C::kInt}, {2, "error"}, {3, "path"}},
+                  true}},
+       .description = "a write refused because its filesystem is full (ENOSPC) or its user's quota "
+                      "is used up (EDQUOT): a checkpoint, a log, a cache",
+       .example = "OSError: [Errno 28] No space left on device",
+       .source = "CPython; errno ENOSPC, EDQUOT"},
+      {.id = "torch.checkpoint-write-failed",
+       .framework = "pytorch",
+       .kind = "disk-full",
+       .failure = true,
+       .needles = {"PytorchStreamWriter failed writing file "},
+       .parts = {{R"(PytorchStreamWriter failed writing file (\S+): file write failed)",
+                  {{1, "record"}},
+                  true}},
+       .description = "torch.save could not write a record of the checkpoint: its filesystem is "
+                      "full or over quota (PyTorch then fails again closing the file, \"unexpected "
+                      "pos\", and 1.13 aborts at exit)",
+       .example = "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter "
+                  "failed writing file data/0: file write failed",
+       .source = "caffe2/serialize/inline_container.cc, verified on a full tmpfs"},
+      {.id = "torch.checkpoint-truncated",
+       .framework = "pytorch",
+       .kind = "checkpoint-corrupt",
+       .failure = true,
+       .needles = {"PytorchStreamReader failed reading zip archive"},
+       .parts = {{R"(PytorchStreamReader failed reading zip archive: (.+))",
+                  {{1, "reason"}},
+                  true}},
+       .description = "torch.load of a checkpoint that is not a whole zip archive: cut short by a "
+                      "save that failed or was killed, or by a partial copy",
+       .example = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding "
+                  "central directory",
+       .source = "caffe2/serialize/inline_container.cc, verified with a file cut in half"},
+      {.id = "torch.checkpoint-truncated-small",
+       .framework = "pytorch",
+       .kind = "checkpoint-corrupt",
+       .failure = true,
+       .needles = {"[Errno 22] Invalid argument"},
+       .parts = {{R"(\[Errno 22\] (Invalid argument))", {{1, "reason"}}, true}},
+       .description = "torch.load of a small checkpoint cut short: the zip reader seeks before its "
+                      "start (needs the frame in torch/serialization.py that opens the archive)",
+       .example = "OSError: [Errno 22] Invalid argument",
+       .source = "torch/serialization.py _open_zipfile_reader, verified with a file of 17 KB cut "
+                 "in half",
+       .frame_file = "torch/serialization.py",
+       .frame_function = "__init__"},
+      {.id = "torch.checkpoint-not-a-checkpoint",
+       .framework = "pytorch",
+       .kind = "checkpoint-corrupt",
+       .failure = true,
+       .needles = {"invalid load key", "Ran out of input"},
+       .parts = {{R"((invalid load key, '.*'|Ran out of input))", {{1, "reason"}}, true}},
+       .description = "torch.load of a file that is no checkpoint: empty (\"Ran out of input\"), "
+                      "a Git LFS pointer ('v'), an HTML page ('<') (needs a frame in "
+                      "torch/serialization.py)",
+       .example = "_pickle.UnpicklingError: invalid load key, 'v'.",
+       .source = "torch/serialization.py _legacy_load, verified with an LFS pointer and an empty "
+                 "file",
+       .frame_file = "torch/serialization.py"},
+
       // ---- DataLoader workers and shared memory -------------------------------------------------
       {.id = "torch.dataloader-worker-killed",
        .framework = "pytorch",

@@ -87,6 +87,12 @@ bool is_log_record(std::string_view t) {
   return t.size() > 3 && t[0] == '[' && level(t[1]) && (t[2] == ' ' || is_digit(t[2]));
 }
 
+// Lines that no exception message holds: another writer's, after the message ended.
+bool ends_message(std::string_view t) {
+  // libstdc++'s terminate handler, as a program that raised aborts in its teardown.
+  return is_log_record(t) || t.starts_with("terminate called ");
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<PythonTraceback>& out) : m_out(out) {}
@@ -214,7 +220,7 @@ class Parser {
     bool is_context = text == kContextMarker;
 
     if (track.state == State::kMessage) {
-      if (text.empty() || is_header || is_cause || is_context || is_log_record(text)) {
+      if (text.empty() || is_header || is_cause || is_context || ends_message(text)) {
         close(track, false);
       } else {
         track.message.emplace_back(text);

@@ -40,7 +40,8 @@ const std::set<std::string> known_kinds = {
     "gpu-fragmentation", "gpu-imbalance", "foreign-gpu-context", "device-side-assert",
     "cuda-illegal-access", "hardware-fault", "python-exception",
     // added by the catalog (DESIGN.md: "add new ones freely")
-    "port-in-use", "launcher-bug", "killed-externally", "cuda-unavailable",
+    "port-in-use", "launcher-bug", "killed-externally", "cuda-unavailable", "disk-full",
+    "checkpoint-corrupt",
     // supporting evidence only
     ""};
 

@@ -20,6 +20,13 @@ inline std::vector<std::string> ids(std::string_view line) {
   return out;
 }
 
+// The ids of a traceback's exception line, raised through `frames` (outermost first).
+inline std::vector<std::string> ids(std::string_view line, const std::vector<FrameHint>& frames) {
+  std::vector<std::string> out;
+  for (const SignatureMatch& m : match_line(line, frames)) out.push_back(m.id);
+  return out;
+}
+
 // The match of `id` for `line`; an empty match (and a failure) when there is none.
 inline SignatureMatch match(std::string_view line, std::string_view id) {
   for (SignatureMatch& m : match_line(line)) {
