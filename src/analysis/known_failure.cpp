@@ -240,6 +240,26 @@ void python_exception(const SignatureMatch& m, KnownFailure& f) {
         "`python -m py_compile FILE` checks a file without running it.";
     return;
   }
+  if (m.id == "torch.collate-unequal-sizes") {
+    f.fix = "The samples of one batch have different shapes (" + shape(field(m, "shape")) +
+            " at entry " + field(m, "entry") + ", " + shape(field(m, "other_shape")) +
+            " at entry " + field(m, "other_entry") +
+            "), so the default collate cannot stack them: resize or crop every sample to one size "
+            "in the dataset's transform, or pass the DataLoader a collate_fn that pads them "
+            "(torch.nn.utils.rnn.pad_sequence for sequences).";
+    return;
+  }
+  if (m.id == "torch.linear-shape-mismatch") {
+    f.fix = "A layer built for " + field(m, "layer_features") + " input features got " +
+            field(m, "input_features") +
+            ": the input is not the size the model was built for (another image size or "
+            "sequence length, or a flatten after convolutions that keeps more). Give the layer "
+            "in_features=" +
+            field(m, "input_features") +
+            " if that size is meant, or resize the inputs; nn.AdaptiveAvgPool2d before the "
+            "flatten (or nn.LazyLinear) makes the model independent of the input size.";
+    return;
+  }
   if (m.id != "torch.dataloader-worker-exception") return;
   f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
           " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "

@@ -66,6 +66,12 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
                     Finding& f, std::string& merge_key) {
   std::string who = context.name(p);
   std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
+  // A DataLoader worker's exception, re-raised here: what the worker's own text says comes
+  // before the re-raise's advice.
+  if (tb.original) {
+    const PythonTraceback& worker = context.texts.all_tracebacks()[*tb.original];
+    if (auto inner = describe_known(context.texts.signatures(worker))) known = std::move(inner);
+  }
   std::string exception = exception_summary(tb);
   if (known && !reports_another_process(known->kind)) {
     f.kind = known->kind;

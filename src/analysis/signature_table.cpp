@@ -213,6 +213,39 @@ std::vector<Entry> memory_entries() {
        .example = "IndentationError: expected an indented block after 'if' statement on line 2",
        .source = "CPython"},
 
+      {.id = "torch.collate-unequal-sizes",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"stack expects each tensor to be equal size"},
+       .parts =
+           {{R"(but got \[([0-9, ]*)\] at entry ([0-9]+) and \[([0-9, ]*)\] at entry ([0-9]+))",
+             {{1, "shape", C::kList},
+              {2, "entry", C::kInt},
+              {3, "other_shape", C::kList},
+              {4, "other_entry", C::kInt}},
+             true}},
+       .description = "the samples of one batch differ in shape, so the DataLoader's default "
+                      "collate cannot stack them",
+       .example = "RuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] "
+                  "at entry 0 and [3, 33, 32] at entry 1",
+       .source = "torch.stack in torch/utils/data/_utils/collate.py, verified"},
+      {.id = "torch.linear-shape-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"shapes cannot be multiplied"},
+       .parts = {{R"(shapes cannot be multiplied \(([0-9]+)x([0-9]+) and ([0-9]+)x([0-9]+)\))",
+                  {{1, "rows", C::kInt},
+                   {2, "input_features", C::kInt},
+                   {3, "layer_features", C::kInt},
+                   {4, "out_features", C::kInt}},
+                  true}},
+       .description = "a matrix product (nn.Linear) whose input has another number of features "
+                      "than the layer was built for",
+       .example = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
+       .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified"},
+
       // ---- disks and checkpoints
       // -----------------------------------------------------------------
       {.id = "python.no-space",

@@ -845,6 +845,26 @@ TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
                                    "__getitem__: if i == 37: raise KeyError(\"label\")")));
   EXPECT_THAT(f.fix, HasSubstr("DataLoader worker 1"));
   EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
+
+  // Where the worker's own exception is a known text (samples of unequal shapes, which the
+  // default collate cannot stack), its fix comes before the re-raise's.
+  e.log_lines.clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string line = text[i];
+    if (line.starts_with("KeyError: Caught")) {
+      line = "RuntimeError: Caught RuntimeError in DataLoader worker process 1.";
+    } else if (i + 1 == text.size()) {
+      line =
+          "RuntimeError: stack expects each tensor to be equal size, but got [3, 512, 1024] at "
+          "entry 0 and [3, 512, 1000] at entry 2";
+    }
+    e.log_lines.push_back(stderr_line(10.0, i + 1, line));
+  }
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("([3, 512, 1024] at entry 0, [3, 512, 1000] at entry "
+                                           "2), so the default collate cannot stack them"));
 }
 
 TEST(RuleFailedExit, TorchrunPrefixedLinesMatch) {

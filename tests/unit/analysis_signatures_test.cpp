@@ -210,6 +210,22 @@ TEST(SignatureExceptionLine, PythonExceptionNames) {
   EXPECT_EQ(e->type, "socket.timeout");
 }
 
+// Everyday shape errors, as PyTorch 1.13 prints them: fields for a fix that names the sizes.
+TEST(SignatureShapes, CollateAndLinear) {
+  SignatureMatch m = match(
+      "RuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] at entry 0 "
+      "and [3, 33, 32] at entry 1",
+      "torch.collate-unequal-sizes");
+  expect_fields(
+      m, {{"shape", "3,32,32"}, {"entry", "0"}, {"other_shape", "3,33,32"}, {"other_entry", "1"}});
+  m = match("RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
+            "torch.linear-shape-mismatch");
+  expect_fields(m, {{"rows", "4"},
+                    {"input_features", "30752"},
+                    {"layer_features", "7200"},
+                    {"out_features", "10"}});
+}
+
 TEST(SignatureMatchLine, OrdinaryLinesMatchNothing) {
   for (std::string_view line :
        {"", "epoch 1 step 200 loss 0.4312 lr 0.001", "INFO: validation error 0.12",
