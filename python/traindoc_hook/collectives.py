@@ -283,6 +283,32 @@ def _wrap(c10d, name, function, enter, leave):
     return recorded
 
 
+def _wrap_init(c10d, function, joined):
+    """init_process_group, telling the agent the rank it gave: the process's rank where no
+    launcher's variable says it (torch.multiprocessing.spawn, a rank passed in code)."""
+
+    @functools.wraps(function)
+    def init_process_group(*args, **kwargs):
+        result = function(*args, **kwargs)
+        try:
+            joined(c10d.get_rank(), c10d.get_world_size())
+        except Exception:
+            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+                raise
+        return result
+
+    init_process_group.__traindoc_recorded__ = True
+    return init_process_group
+
+
+def _replace(distributed, c10d, name, wrapped, function):
+    # Calls from inside c10d (the object variants) and from the job (dist.all_reduce) both look
+    # the name up in a module namespace: replace it in both.
+    setattr(c10d, name, wrapped)
+    if getattr(distributed, name, None) is function:
+        setattr(distributed, name, wrapped)
+
+
 def _patch(distributed):
     global _skip_dirs
     lib = _agent.entry_points()
@@ -303,12 +329,13 @@ def _patch(distributed):
         function = getattr(c10d, name, None)
         if function is None or getattr(function, "__traindoc_recorded__", False):
             continue
-        recorded = _wrap(c10d, name, function, enter, leave)
-        # Calls from inside c10d (the object variants) and from the job (dist.all_reduce) both
-        # look the name up in a module namespace: replace it in both.
-        setattr(c10d, name, recorded)
-        if getattr(distributed, name, None) is function:
-            setattr(distributed, name, recorded)
+        _replace(distributed, c10d, name, _wrap(c10d, name, function, enter, leave), function)
+    joined = getattr(lib, "traindoc_process_group_joined", None)
+    init = getattr(c10d, "init_process_group", None)
+    if joined is not None and init is not None and not hasattr(init, "__traindoc_recorded__"):
+        joined.restype = None
+        joined.argtypes = [ctypes.c_int, ctypes.c_int]
+        _replace(distributed, c10d, "init_process_group", _wrap_init(c10d, init, joined), init)
 
 
 def install():

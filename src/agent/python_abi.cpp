@@ -24,3 +24,12 @@ extern "C" __attribute__((visibility("default"))) void traindoc_script_finished(
   traindoc::agent::append_record(traindoc::common::RecordType::kScriptFinished, 0, 0);
   errno = saved_errno;
 }
+
+// init_process_group returned with this rank of a world of this size.
+extern "C" __attribute__((visibility("default"))) void traindoc_process_group_joined(
+    int rank, int world_size) {
+  int saved_errno = errno;
+  traindoc::agent::append_record(traindoc::common::RecordType::kProcessGroupJoined, rank,
+                                 world_size);
+  errno = saved_errno;
+}

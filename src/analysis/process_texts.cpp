@@ -84,6 +84,27 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
+// The process that torch.multiprocessing.spawn's parent started as number `index`: its rank of
+// that number (spawn passes the number as the rank, by convention), else its index-th rank child
+// in start order.
+const ProcessSummary* spawned_child(const std::vector<ProcessSummary>& processes,
+                                    const ProcessSummary& parent, int index) {
+  std::vector<const ProcessSummary*> children;
+  for (const ProcessSummary& p : processes) {
+    if (p.role.role == Role::kRank && p.record.ppid == parent.record.pid &&
+        p.record.start_ns >= parent.record.start_ns) {
+      children.push_back(&p);
+    }
+  }
+  for (const ProcessSummary* child : children) {
+    if (child->role.rank == index) return child;
+  }
+  // Processes are summarized in start order.
+  return index >= 0 && static_cast<size_t>(index) < children.size()
+             ? children[static_cast<size_t>(index)]
+             : nullptr;
+}
+
 }  // namespace
 
 // Attribution of one run's output, which learns from the prefixed lines which processes the
@@ -153,7 +174,13 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
       }
     }
     m_traceback_signatures.push_back(std::move(found));
-    m_traceback_owner.push_back(owners.of_traceback(tb));
+    const ProcessSummary* owner = owners.of_traceback(tb);
+    if (owner != nullptr && tb.spawned_process) {
+      if (const ProcessSummary* child = spawned_child(processes, *owner, *tb.spawned_process)) {
+        owner = child;
+      }
+    }
+    m_traceback_owner.push_back(owner);
   }
   // An embedded traceback was printed by the process that printed its host.
   for (size_t i = 0; i < m_tracebacks.size(); ++i) {
@@ -214,7 +241,9 @@ const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& proce
   int64_t end = process.record.end_ns;
   for (const PythonTraceback* tb : tracebacks(process)) {
     if (tb->embedded || tb->exception_type.empty() || tb->stream != "stderr") continue;
-    if (end != 0 && (tb->t_ns > end + kFinalSlackNs || tb->t_ns < end - kFinalWithinNs)) continue;
+    // A spawned process's exception is printed by its parent, after the others were stopped.
+    int64_t slack = tb->spawned_process ? kExitAfterPrintNs : kFinalSlackNs;
+    if (end != 0 && (tb->t_ns > end + slack || tb->t_ns < end - kFinalWithinNs)) continue;
     found = tb;
   }
   return found;

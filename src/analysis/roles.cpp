@@ -115,9 +115,11 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   std::vector<ProcessRole> roles(procs.size());
   std::vector<int> parent = parent_links(procs);
 
-  // The innermost launcher's variables: the lowest source present (torch before mpi before slurm).
+  // The innermost launcher's variables: the lowest source present (torch before mpi before
+  // slurm); a rank that init_process_group gave where torchrun set none (ranks that
+  // torch.multiprocessing.spawn started) comes before the outer launchers'.
   std::string source;
-  for (const char* name : {"torch", "openmpi", "pmi", "slurm"}) {
+  for (const char* name : {"torch", "process-group", "openmpi", "pmi", "slurm"}) {
     if (std::any_of(procs.begin(), procs.end(),
                     [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
       source = name;

@@ -93,6 +93,19 @@ bool ends_message(std::string_view t) {
   return is_log_record(t) || t.starts_with("terminate called ");
 }
 
+// torch.multiprocessing.spawn's "-- Process 1 terminated with the following error:", which its
+// parent prints before the traceback of the process it started as number 1.
+std::optional<int> spawned_process(std::string_view t) {
+  constexpr std::string_view kHead = "-- Process ";
+  constexpr std::string_view kTail = " terminated with the following error:";
+  if (!t.starts_with(kHead) || !t.ends_with(kTail)) return std::nullopt;
+  std::string_view number = t.substr(kHead.size(), t.size() - kHead.size() - kTail.size());
+  int value = 0;
+  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (error != std::errc() || end != number.data() + number.size()) return std::nullopt;
+  return value;
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<PythonTraceback>& out) : m_out(out) {}
@@ -127,7 +140,8 @@ class Parser {
     size_t current = 0;  // index in m_out while not idle
     std::optional<size_t> last_closed;
     Link pending = Link::kNone;
-    bool after_frame = false;  // the previous line was a frame: its code may follow
+    std::optional<int> spawned;  // the line before was mp.spawn's "-- Process N terminated ..."
+    bool after_frame = false;    // the previous line was a frame: its code may follow
     int64_t last_t = 0;
     std::vector<std::string> message;           // the exception line's message, then more lines
     std::vector<store::LogLine> message_lines;  // the same, for an embedded traceback
@@ -152,6 +166,8 @@ class Parser {
     tb.prefix_rank = p.rank;
     if (track.last_closed && track.pending == Link::kCause) tb.cause = track.last_closed;
     if (track.last_closed && track.pending == Link::kContext) tb.context = track.last_closed;
+    tb.spawned_process = track.spawned;
+    track.spawned.reset();
     track.last_closed.reset();
     track.pending = Link::kNone;
     track.state = State::kFrames;
@@ -272,6 +288,8 @@ class Parser {
       start(track, line, p);
       return;
     }
+    track.spawned = spawned_process(text);
+    if (track.spawned) return;
     if (is_cause || is_context) {
       track.pending = track.last_closed ? (is_cause ? Link::kCause : Link::kContext) : Link::kNone;
       return;

@@ -36,7 +36,10 @@ struct PythonTraceback {
   // A DataLoader worker's traceback that this exception's message embeds ("Original
   // Traceback (most recent call last):"), parsed as its own entry.
   std::optional<size_t> original;
-  bool embedded = false;    // this one was parsed from another's message
+  bool embedded = false;  // this one was parsed from another's message
+  // torch.multiprocessing.spawn's parent printed it after "-- Process N terminated with the
+  // following error:": the exception of the process it started N-th, not its own.
+  std::optional<int> spawned_process;
   uint64_t first_line = 0;  // log line numbers spanned
   uint64_t last_line = 0;
   int64_t t_ns = 0;    // time of its last line

@@ -26,16 +26,19 @@ enum class SlotState : uint32_t { kFree = 0, kClaimed = 1, kReady = 2 };
 
 enum class RecordType : uint32_t {
   kNone = 0,
-  kChildReaped = 1,      // this process reaped a child: a = child pid, b = wait status
-  kHandlerReplaced = 2,  // the program installed its own handler for a crash signal: a = signal,
-                         // b = the handler's address (kept second in the chain, after ours)
-  kStep = 3,             // the Python hook counted training steps: a = StepKind, b = how many of
-                         // that kind this process has run so far (cumulative, so a record lost
-                         // to a ring overrun costs resolution, never the count)
-  kLabelOutOfRange = 4,  // a loss function rejected a target label (Python hook): a = the label,
-                         // b = the number of classes of the loss's input
-  kScriptFinished = 5,   // the Python program and its atexit handlers finished (Python hook):
-                         // what follows is the interpreter's and the libraries' teardown
+  kChildReaped = 1,         // this process reaped a child: a = child pid, b = wait status
+  kHandlerReplaced = 2,     // the program installed its own handler for a crash signal: a = signal,
+                            // b = the handler's address (kept second in the chain, after ours)
+  kStep = 3,                // the Python hook counted training steps: a = StepKind, b = how many of
+                            // that kind this process has run so far (cumulative, so a record lost
+                            // to a ring overrun costs resolution, never the count)
+  kLabelOutOfRange = 4,     // a loss function rejected a target label (Python hook): a = the label,
+                            // b = the number of classes of the loss's input
+  kScriptFinished = 5,      // the Python program and its atexit handlers finished (Python hook):
+                            // what follows is the interpreter's and the libraries' teardown
+  kProcessGroupJoined = 6,  // init_process_group returned (Python hook): a = the rank, b = the
+                            // world size, the truth where no launcher's variable says it
+                            // (torch.multiprocessing.spawn, a rank passed in code)
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).
@@ -124,7 +127,14 @@ struct Slot {
 static_assert(sizeof(Slot) % 64 == 0);
 
 // Which launcher's variables gave the rank.
-enum class RankSource : uint32_t { kNone = 0, kTorch = 1, kOpenMpi = 2, kPmi = 3, kSlurm = 4 };
+enum class RankSource : uint32_t {
+  kNone = 0,
+  kTorch = 1,
+  kOpenMpi = 2,
+  kPmi = 3,
+  kSlurm = 4,
+  kProcessGroup = 5,  // not a variable: the rank init_process_group gave (kProcessGroupJoined)
+};
 
 struct AgentHeader {
   uint32_t magic;

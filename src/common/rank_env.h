@@ -46,6 +46,8 @@ inline const char* rank_source_name(RankSource source) {
       return "pmi";
     case RankSource::kSlurm:
       return "slurm";
+    case RankSource::kProcessGroup:
+      return "process-group";
     case RankSource::kNone:
       break;
   }

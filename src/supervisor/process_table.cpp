@@ -124,6 +124,18 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
   entry.changed = true;
 }
 
+void ProcessTable::joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size) {
+  Entry& entry = entry_for(pid, start_ticks, 0);
+  store::ProcessRecord& r = entry.record;
+  if (r.rank_source == common::rank_source_name(common::RankSource::kTorch)) return;
+  r.rank = rank;
+  r.world_size = world_size;
+  r.rank_source = common::rank_source_name(common::RankSource::kProcessGroup);
+  r.local_rank.reset();
+  r.node_rank.reset();
+  entry.changed = true;
+}
+
 void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t_ns) {
   Entry* entry = live_entry(pid);
   if (entry == nullptr) entry = &entry_for(pid, 0, t_ns);  // ended before any sighting

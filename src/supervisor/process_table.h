@@ -27,6 +27,10 @@ class ProcessTable {
                    const std::string& cmdline, const common::RankEnv& env);
 
   void from_agent(const AgentIdentity& identity);
+  // The rank init_process_group gave the process: it replaces a rank from the variables of an
+  // outer launcher (srun's SLURM_PROCID over torch.multiprocessing.spawn's ranks), never
+  // torchrun's, which names the same rank.
+  void joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size);
 
   // An end for the latest process with this pid. `status` is a wait status. A more exact source
   // replaces a less exact one (the supervisor's and the parent's waitpid over a zombie's stat).

@@ -267,6 +267,9 @@ void Loop::read_agent() {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
                     store::EndSource::kParent, record.time_ns);
+    } else if (record.type == common::RecordType::kProcessGroupJoined) {
+      m_table.joined_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
+                                   static_cast<int>(record.b));
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {

@@ -3,6 +3,7 @@ processes and real PyTorch, then read report.json, run.db and the exit status.""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,14 @@ def fault_script(name, *args):
 def torchrun(*args):
     """torchrun of Debian's PyTorch, with the redirects that its Python 3.11 build needs."""
     return [PYTHON, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", *map(str, args)]
+
+
+def free_port():
+    """A TCP port free on loopback now, for a job's store (a fixed one collides with any other
+    job on the machine)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def have(tool):

@@ -1,14 +1,13 @@
 """Collectives across ranks, with real torchrun and gloo: the checker's findings (kind, ranks, call
 sites) in report.json, and the terminal line printed while the job still runs."""
 import json
-import socket
 import sqlite3
 import subprocess
 import threading
 import time
 
 import pytest
-from conftest import JOBS, ROOT, TRAINDOC, job_script, python_job, torchrun
+from conftest import JOBS, ROOT, TRAINDOC, free_port, job_script, python_job, torchrun
 
 SCRIPT = JOBS / "collective_faults.py"
 
@@ -66,12 +65,6 @@ class LiveRun:
         found = [f for f in self.report["findings"] if f["kind"] == kind]
         assert found, [(f["kind"], f["title"]) for f in self.report["findings"]]
         return found[0]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ranks(count, *script):

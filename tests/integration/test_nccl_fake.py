@@ -82,7 +82,7 @@ def test_mismatches_are_named(traindoc, tmp_path, fault, field, values):
     evidence = "\n".join(root["evidence"])
     for value in values:
         assert f"{field} {value}" in evidence, evidence
-    assert f"traindoc: collective-mismatch: " in run.stderr.decode()
+    assert "traindoc: collective-mismatch: " in run.stderr.decode()
 
 
 def test_a_skipped_call_is_missing_with_stacks(traindoc, tmp_path):

@@ -1,7 +1,7 @@
 """traindoc knows every process of the job, its role and how it ended."""
 import re
 
-from conftest import JOBS, job_script, python_job, torchrun
+from conftest import JOBS, free_port, job_script, python_job, torchrun
 
 
 def test_torchrun_two_ranks_two_workers_roles(traindoc):
@@ -32,6 +32,31 @@ def test_torchrun_two_ranks_two_workers_roles(traindoc):
     assert {w["exit"]["source"] for w in workers} <= {"parent", "zombie"}
     assert {r["exit"]["source"] for r in ranks} <= {"parent", "zombie"}
     assert run.report["findings"] == []  # a clean run says nothing is wrong
+
+
+def test_ranks_that_torch_multiprocessing_spawn_started(traindoc):
+    """No launcher variables: the ranks are known from init_process_group, the parent that
+    spawned them is the launcher, and the exception it prints for rank 1 is rank 1's."""
+    port = str(free_port())
+    run = traindoc(job_script("spawn_ranks.py", port, "clean"), timeout=180)
+    assert run.status == 0, run.stderr.decode()[-3000:]
+    ranks = sorted(run.processes("rank"), key=lambda p: p["rank"])
+    printed = dict(re.findall(rb"rank (\d) pid (\d+) done", run.stdout))
+    assert {p["rank"]: p["pid"] for p in ranks} == {int(k): int(v) for k, v in printed.items()}
+    (launcher,) = run.processes("launcher")
+    assert all(p["parent"] == launcher["pid"] and p["world_size"] == 2 for p in ranks)
+    for rank in ranks:
+        (worker,) = [w for w in run.processes("worker") if w["parent"] == rank["pid"]]
+        assert worker["rank"] == rank["rank"] and worker["worker"] == 0
+    assert run.report["findings"] == []
+
+    run = traindoc(job_script("spawn_ranks.py", port, "raise"), timeout=180)
+    assert run.status == 1
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "python-exception", root
+    (rank1,) = [p for p in run.processes("rank") if p["rank"] == 1]
+    assert root["title"] == f"rank 1 (pid {rank1['pid']}) raised RuntimeError: bad batch on rank 1"
+    assert any("spawn_ranks.py:19 in run" in e for e in root["evidence"]), root["evidence"]
 
 
 def test_single_process_is_rank_0(traindoc):

@@ -159,6 +159,44 @@ TEST(DistributedRules, APeerWhoseExceptionCamePrintedAfterTheLossIsStillTheCause
   EXPECT_THAT(d.findings[0].consequences, testing::Contains(1u));
 }
 
+TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
+  // torch.multiprocessing.spawn: its parent prints rank 1's traceback after rank 1 ended and
+  // rank 0 was stopped; the ranks are known from init_process_group.
+  Evidence e = torchrun_job();
+  e.processes.resize(3);
+  e.processes[0].cmdline = e.processes[0].argv0 = "/usr/bin/python3";
+  e.processes[0].cmdline += " train.py";
+  for (ProcessRecord& p : e.processes) {
+    if (p.rank) p.rank_source = "process-group";
+  }
+  exited(e, kRank1, 2.7, 1);
+  killed(e, kRank0, 2.75, SIGTERM);
+  const std::vector<std::string> text = {
+      "Traceback (most recent call last):",
+      "  File \"/home/user/proj/train.py\", line 11, in <module>",
+      "    mp.spawn(run, args=(2,), nprocs=2)",
+      "torch.multiprocessing.spawn.ProcessRaisedException: ",
+      "",
+      "-- Process 1 terminated with the following error:",
+      "Traceback (most recent call last):",
+      "  File \"/home/user/proj/train.py\", line 8, in run",
+      "    raise RuntimeError(\"bad batch on rank 1\")",
+      "RuntimeError: bad batch on rank 1",
+  };
+  for (size_t i = 0; i < text.size(); ++i) e.log_lines.push_back(stderr_line(2.8, i + 1, text[i]));
+  exited(e, kLauncher, 2.9, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_GE(d.findings.size(), 2u);
+  const Finding& root = d.findings[0];
+  EXPECT_EQ(root.kind, "python-exception");
+  EXPECT_EQ(root.title, "rank 1 (pid 1011) raised RuntimeError: bad batch on rank 1");
+  EXPECT_THAT(root.evidence, testing::Contains("at /home/user/proj/train.py:8 in run: raise "
+                                               "RuntimeError(\"bad batch on rank 1\")"));
+  const Finding* launcher = find_kind(d, "launcher-exit");
+  ASSERT_NE(launcher, nullptr);
+  EXPECT_THAT(launcher->pids, ElementsAre(kLauncher));
+}
+
 TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
   Evidence e = torchrun_job();
   e.log_lines = {

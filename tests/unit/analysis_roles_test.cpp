@@ -216,6 +216,41 @@ TEST(Roles, ShellWrapperInsideASlurmBatchJob) {
   EXPECT_EQ(text_of(procs, roles, 802), "worker 0 of rank 0");
 }
 
+// torch.multiprocessing.spawn: no launcher variables; the ranks it started said theirs when
+// init_process_group returned. Its resource tracker is a program of the launcher; a rank's
+// DataLoader worker carries no rank of its own.
+std::vector<ProcessRecord> spawn_tree() {
+  const std::string child =
+      "/usr/bin/python3 -B -c from multiprocessing.spawn import spawn_main; "
+      "spawn_main(tracker_fd=6, pipe_handle=13) --multiprocessing-fork";
+  return {
+      proc(700, 1, 100, "/usr/bin/python3 train.py"),
+      proc(701, 700, 180,
+           "/usr/bin/python3 -B -c from multiprocessing.resource_tracker import "
+           "main;main(5)"),
+      ranked(proc(702, 700, 181, child), "process-group", 0),
+      ranked(proc(703, 700, 181, child), "process-group", 1),
+      proc(704, 703, 250, child),
+  };
+}
+
+TEST(Roles, RanksThatTorchMultiprocessingSpawnStarted) {
+  std::vector<ProcessRecord> procs = spawn_tree();
+  std::vector<ProcessRole> roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 700), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 701), "other");
+  EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+  EXPECT_EQ(text_of(procs, roles, 704), "worker 0 of rank 1");
+  // Under srun every process also carries SLURM_PROCID; the process group's ranks are inner.
+  for (ProcessRecord& p : procs) {
+    if (!p.rank) p = ranked(p, "slurm", 0);
+  }
+  roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 700), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+}
+
 TEST(Roles, OpenMpi) {
   const std::string rank = "python3 train.py";
   std::vector<ProcessRecord> procs = {

@@ -569,8 +569,13 @@ TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
   hang.op = "barrier";
   hang.number = 1;
   hang.message = "collective-missing: rank 0 never made barrier #1";
-  hang.ranks = {{.group_rank = 0, .pid = kRank0, .state = "never called it"},
-                {.group_rank = 1, .pid = kRank1, .state = "waiting in it"}};
+  hang.ranks.resize(2);
+  hang.ranks[0].group_rank = 0;
+  hang.ranks[0].pid = kRank0;
+  hang.ranks[0].state = "never called it";
+  hang.ranks[1].group_rank = 1;
+  hang.ranks[1].pid = kRank1;
+  hang.ranks[1].state = "waiting in it";
   e.collective_issues = {hang};
   findings = diagnose(e).findings;
   ASSERT_FALSE(findings.empty());

@@ -149,6 +149,40 @@ TEST(TracebackParse, DataLoaderWorkerKilledChain113) {
   EXPECT_THAT(match_ids(exited), ElementsAre("torch.dataloader-workers-exited"));
 }
 
+// As PyTorch 1.13's torch.multiprocessing.spawn prints a started process's exception.
+const std::vector<std::string> kSpawnedRaised = {
+    "Traceback (most recent call last):",
+    "  File \"/home/user/proj/train.py\", line 11, in <module>",
+    "    mp.spawn(run, args=(2,), nprocs=2)",
+    "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 160, in join",
+    "    raise ProcessRaisedException(msg, error_index, failed_process.pid)",
+    "torch.multiprocessing.spawn.ProcessRaisedException: ",
+    "",
+    "-- Process 1 terminated with the following error:",
+    "Traceback (most recent call last):",
+    "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 69, in _wrap",
+    "    fn(i, *args)",
+    "  File \"/home/user/proj/train.py\", line 8, in run",
+    "    raise RuntimeError(\"bad batch on rank 1\")",
+    "RuntimeError: bad batch on rank 1",
+};
+
+TEST(TracebackParse, ASpawnedProcessesExceptionIsMarkedAsItsOwn) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines(kSpawnedRaised));
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_EQ(tbs[0].exception_type, "torch.multiprocessing.spawn.ProcessRaisedException");
+  EXPECT_FALSE(tbs[0].spawned_process.has_value());
+  EXPECT_EQ(tbs[1].exception_type, "RuntimeError");
+  EXPECT_EQ(tbs[1].spawned_process, 1);
+  EXPECT_EQ(tbs[1].frames.back().function, "run");
+  // Only right before its traceback.
+  std::vector<std::string> apart = kSpawnedRaised;
+  apart.insert(apart.begin() + 8, "some other line");
+  tbs = parse_tracebacks(lines(apart));
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_FALSE(tbs[1].spawned_process.has_value());
+}
+
 TEST(TracebackParse, TorchrunTeeInterleavedRanks) {
   std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
       "[default0]:Traceback (most recent call last):",

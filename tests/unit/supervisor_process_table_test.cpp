@@ -170,6 +170,31 @@ TEST(ProcessTable, SetDetailsWithoutRank) {
   EXPECT_EQ(r.rank_source, "");
 }
 
+TEST(ProcessTable, TheRankInitProcessGroupGave) {
+  Table t;
+  // torch.multiprocessing.spawn's child under srun: SLURM_PROCID of the whole step, then the
+  // rank the process group gave.
+  common::RankEnv slurm;
+  slurm.source = common::RankSource::kSlurm;
+  slurm.rank = 0;
+  slurm.local_rank = 0;
+  t.table.seen_alive(10, 1, 100, 1);
+  t.table.set_details(10, 100, "python3", "python3 -c spawn_main", slurm);
+  t.table.joined_process_group(10, 100, 3, 4);
+  ProcessRecord r = t.get(10, 100);
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.world_size, 4);
+  EXPECT_EQ(r.rank_source, "process-group");
+  EXPECT_FALSE(r.local_rank.has_value());
+  // torchrun's RANK names the same rank: it stays, with its local rank.
+  t.table.seen_alive(20, 1, 200, 1);
+  t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(2, 0));
+  t.table.joined_process_group(20, 200, 2, 4);
+  r = t.get(20, 200);
+  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_EQ(r.local_rank, 0);
+}
+
 TEST(ProcessTable, AgentIdentityAlone) {
   Table t;
   t.table.from_agent(
