@@ -234,6 +234,12 @@ void python_exception(const SignatureMatch& m, KnownFailure& f) {
             "process's working directory, which a launcher or a scheduler may set elsewhere.";
     return;
   }
+  if (m.id == "python.script-not-found") {
+    f.fix = "Python could not open the script '" + field(m, "path") + "' (" + field(m, "error") +
+            "), so nothing ran: check its name, and the working directory the job starts in (a "
+            "relative path resolves against it; a launcher or a scheduler may set another).";
+    return;
+  }
   if (m.id == "python.syntax-error") {
     f.fix =
         "Python could not compile the file cited, so nothing in it ran: fix that line. "

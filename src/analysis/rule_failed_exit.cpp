@@ -1,5 +1,7 @@
 // Rule: a process exited with a non-zero code. The finding cites the exception it ended with,
 // named by its known text where there is one, with the frame that raised it. Pure.
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
@@ -14,12 +16,14 @@ std::string exit_text(const store::ProcessRecord& r) {
   return "exited with code " + std::to_string(*r.exit_code);
 }
 
-// Ranks that failed before the launcher ended, for its own finding.
+// Ranks that failed before the launcher ended, for its own finding. A rank ended by SIGTERM,
+// SIGINT or SIGHUP was stopped (by the launcher's teardown, most often), not failed.
 std::string failed_before(const RuleContext& context, const ProcessSummary& launcher) {
   std::string out;
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
-    bool failed = (r.exit_code && *r.exit_code != 0) || r.exit_signal;
+    bool stopped = r.exit_signal == SIGTERM || r.exit_signal == SIGINT || r.exit_signal == SIGHUP;
+    bool failed = (r.exit_code && *r.exit_code != 0) || (r.exit_signal && !stopped);
     if (&p == &launcher || p.role.role != Role::kRank || !failed) continue;
     if (r.end_ns > launcher.record.end_ns) continue;
     out += (out.empty() ? "" : ", ") + describe(p.role);

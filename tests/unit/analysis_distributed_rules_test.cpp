@@ -195,6 +195,32 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
   const Finding* launcher = find_kind(d, "launcher-exit");
   ASSERT_NE(launcher, nullptr);
   EXPECT_THAT(launcher->pids, ElementsAre(kLauncher));
+  // Rank 0 was stopped by the launcher's teardown: it did not fail.
+  EXPECT_EQ(launcher->title, "launcher (pid 1000) stopped the job after rank 1 failed");
+}
+
+TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {
+  // `torchrun ... trian.py`: every rank's interpreter says so and exits 2 (real text).
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(0.8, 5,
+                  "[default0]:/usr/bin/python3: can't open file '/home/user/proj/trian.py': "
+                  "[Errno 2] No such file or directory"),
+      stderr_line(0.8, 6,
+                  "[default1]:/usr/bin/python3: can't open file '/home/user/proj/trian.py': "
+                  "[Errno 2] No such file or directory"),
+  };
+  exited(e, kRank0, 0.8, 2);
+  exited(e, kRank1, 0.8, 2);
+  launcher_error(e, 5.8, 20);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const Finding& root = d.findings[0];
+  EXPECT_EQ(root.kind, "python-exception");
+  EXPECT_THAT(root.ranks, ElementsAre(0, 1));
+  EXPECT_THAT(root.fix, HasSubstr("Python could not open the script '/home/user/proj/trian.py' "
+                                  "(No such file or directory), so nothing ran"));
+  EXPECT_EQ(d.findings[1].kind, "launcher-exit");
 }
 
 TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
