@@ -182,6 +182,42 @@ void merge_same(std::vector<TimedFinding>& found) {
   found = std::move(out);
 }
 
+// The rank that replaced this one when the launcher restarted its ranks (torchrun
+// --max_restarts) and ended well; nullptr when none did.
+const ProcessSummary* restarted_as(const RuleContext& context, const ProcessSummary& p) {
+  if (p.role.role != Role::kRank || !p.role.rank) return nullptr;
+  for (const ProcessSummary& q : context.processes) {
+    if (q.role.role == Role::kRank && q.role.rank == p.role.rank &&
+        q.record.start_ns > p.record.start_ns && q.record.exit_code == 0 && !q.record.exit_signal) {
+      return &q;
+    }
+  }
+  return nullptr;
+}
+
+// A failure of ranks that a restart replaced, in a job that then ended well, is a warning: the
+// job recovered from it, and it is no root cause of anything.
+void mark_recovered(const RuleContext& context, std::vector<TimedFinding>& found) {
+  if (!run_finished(context)) return;
+  for (TimedFinding& timed : found) {
+    Finding& f = timed.finding;
+    if (f.severity != Severity::kError || f.pids.empty()) continue;
+    std::vector<std::string> restarts;
+    for (int pid : f.pids) {
+      const ProcessSummary* p = context.process(pid);
+      const ProcessSummary* again = p != nullptr ? restarted_as(context, *p) : nullptr;
+      if (again == nullptr) break;
+      restarts.push_back(describe(p->role) + " was started again" +
+                         context.when(again->record.start_ns) + " (pid " +
+                         std::to_string(again->record.pid) + ") and exited with code 0");
+    }
+    if (restarts.size() != f.pids.size()) continue;
+    f.severity = Severity::kWarning;
+    f.title += " (recovered: the launcher restarted the ranks and the job finished)";
+    f.evidence.insert(f.evidence.end(), restarts.begin(), restarts.end());
+  }
+}
+
 // Whether `later` is a consequence of the root cause: a failure (an error, or the launcher's
 // teardown, an info) at or after it, or a process stopped by a signal after it (the teardown
 // it set off). Warnings about a condition (a leak, a straggler, memory on the wrong GPU) and
@@ -238,6 +274,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_hardware_fault(context, found);
   rule_collectives(context, found);
   rule_idle(context, found);
+  mark_recovered(context, found);
   merge_same(found);
   out.findings = order_by_cause(std::move(found));
   return out;

@@ -287,6 +287,35 @@ def test_a_rank_that_raised_leads_its_peers_lost_connection(tmp_path):
     assert run.report["findings"].index(lost) in root["consequences"]
 
 
+def test_a_failure_torchrun_restarted_from_is_a_warning(traindoc, tmp_path):
+    """torchrun --max_restarts 1: rank 1 fails once, the restarted ranks finish; the job ends
+    well and the failure is told as one it recovered from, not as a root cause."""
+    marker = tmp_path / "failed-once"
+    script = tmp_path / "flaky.py"
+    script.write_text(f"""
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 1 and not os.path.exists({str(marker)!r}):
+    open({str(marker)!r}, "w").close()
+    raise RuntimeError("transient failure on rank 1")
+t = torch.ones(2)
+dist.all_reduce(t)
+dist.destroy_process_group()
+""")
+    run = traindoc(torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port",
+                            free_port(), "--nproc_per_node", 2, "--max_restarts", 1, script),
+                   timeout=180)
+    assert run.status == 0, run.stderr.decode()[-3000:]
+    assert len(run.processes("rank")) == 4
+    findings = run.report["findings"]
+    assert not any(f["root_cause"] for f in findings), findings
+    (failed,) = [f for f in findings if f["kind"] == "python-exception"]
+    assert failed["severity"] == "warning"
+    assert "transient failure on rank 1 (recovered: the launcher restarted the ranks" in \
+        failed["title"]
+    assert any(e.startswith("rank 1 was started again") for e in failed["evidence"])
+
+
 def test_on_mismatch_abort_ends_the_job(tmp_path):
     run = faults(tmp_path, "dtype_mismatch", "--on-mismatch", "abort")
     assert run.status != 0  # traindoc ended a job that would have exited 0

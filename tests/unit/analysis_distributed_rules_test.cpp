@@ -223,6 +223,42 @@ TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {
   EXPECT_EQ(d.findings[1].kind, "launcher-exit");
 }
 
+TEST(DistributedRules, AFailureTheLauncherRestartedFromIsAWarning) {
+  // torchrun --max_restarts 1: rank 1 raised, torchrun stopped rank 0 and started both again,
+  // and the second ranks finished.
+  Evidence e = torchrun_job();
+  const std::string rank = e.processes[1].cmdline;
+  e.processes.push_back(ranked(proc(1030, kLauncher, 500'700, rank), 0));
+  e.processes.push_back(ranked(proc(1031, kLauncher, 500'701, rank), 1));
+  e.log_lines = {
+      stderr_line(2.7, 5, "[default1]:Traceback (most recent call last):"),
+      stderr_line(2.7, 6, "[default1]:  File \"/home/user/proj/train.py\", line 7, in <module>"),
+      stderr_line(2.7, 7, "[default1]:RuntimeError: transient failure on rank 1"),
+  };
+  exited(e, kRank1, 2.9, 1);
+  killed(e, kRank0, 3.0, SIGTERM);
+  exited(e, 1030, 11.0, 0);
+  exited(e, 1031, 11.0, 0);
+  exited(e, kLauncher, 12.0, 0);
+  e.run.exit_code = 0;
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_FALSE(f.root_cause);
+  EXPECT_THAT(f.title, HasSubstr("(recovered: the launcher restarted the ranks and the job "
+                                 "finished)"));
+  EXPECT_THAT(f.evidence, testing::Contains("rank 1 was started again at +7.0 s (pid 1031) and "
+                                            "exited with code 0"));
+  // Without the good end, the failure is the root cause.
+  e.run.exit_code = 1;
+  exited(e, 1031, 11.0, 1);
+  d = diagnose(e);
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[0].severity, Severity::kError);
+}
+
 TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
   Evidence e = torchrun_job();
   e.log_lines = {
