@@ -3,6 +3,8 @@
 #include "analysis/known_failure.h"
 
 #include "analysis/diagnosis.h"
+#include "analysis/known_exception.h"
+#include "analysis/match_fields.h"
 
 #include <algorithm>
 #include <charconv>
@@ -12,40 +14,6 @@
 
 namespace traindoc::analysis {
 namespace {
-
-std::string field(const SignatureMatch& m, const std::string& name) {
-  auto it = m.fields.find(name);
-  return it == m.fields.end() ? "" : it->second;
-}
-
-std::optional<int> int_field(const SignatureMatch& m, const std::string& name) {
-  std::string text = field(m, name);
-  int value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::vector<int> int_list(const std::string& text) {
-  std::vector<int> out;
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
-    int value = 0;
-    auto [next, error] = std::from_chars(p, end, value);
-    if (error == std::errc()) out.push_back(value);
-    p = next;
-    while (p < end && (*p == ',' || *p == ' ')) ++p;
-    if (error != std::errc()) ++p;
-  }
-  return out;
-}
-
-std::string shape(const std::string& list) {
-  std::string out = list;
-  for (size_t i = 0; (i = out.find(',', i)) != std::string::npos; i += 2) out.insert(i + 1, " ");
-  return "[" + out + "]";
-}
 
 std::string millis(const std::string& ms) {
   return ms.empty() ? "" : ms + " ms";
@@ -216,62 +184,6 @@ void stopped_by_signal(const SignatureMatch& m, KnownFailure& f) {
       "user, or a parent process. If nothing else failed, look at the scheduler's log.";
 }
 
-// Exceptions with nothing to add to the title, but a fix of their own.
-void python_exception(const SignatureMatch& m, KnownFailure& f) {
-  if (m.id == "python.module-not-found") {
-    std::string module = field(m, "module");
-    f.fix =
-        "The Python that ran this process (its command line is in the process table) has "
-        "no module '" +
-        module.substr(0, module.find('.')) +
-        "': install the package that provides it with that interpreter (`python -m pip "
-        "install ...`), or launch the job with the environment that has it.";
-    return;
-  }
-  if (m.id == "python.file-not-found") {
-    f.fix = "The path '" + field(m, "path") +
-            "' does not exist for this process: check it. A relative path resolves against the "
-            "process's working directory, which a launcher or a scheduler may set elsewhere.";
-    return;
-  }
-  if (m.id == "python.script-not-found") {
-    f.fix = "Python could not open the script '" + field(m, "path") + "' (" + field(m, "error") +
-            "), so nothing ran: check its name, and the working directory the job starts in (a "
-            "relative path resolves against it; a launcher or a scheduler may set another).";
-    return;
-  }
-  if (m.id == "python.syntax-error") {
-    f.fix =
-        "Python could not compile the file cited, so nothing in it ran: fix that line. "
-        "`python -m py_compile FILE` checks a file without running it.";
-    return;
-  }
-  if (m.id == "torch.collate-unequal-sizes") {
-    f.fix = "The samples of one batch have different shapes (" + shape(field(m, "shape")) +
-            " at entry " + field(m, "entry") + ", " + shape(field(m, "other_shape")) +
-            " at entry " + field(m, "other_entry") +
-            "), so the default collate cannot stack them: resize or crop every sample to one size "
-            "in the dataset's transform, or pass the DataLoader a collate_fn that pads them "
-            "(torch.nn.utils.rnn.pad_sequence for sequences).";
-    return;
-  }
-  if (m.id == "torch.linear-shape-mismatch") {
-    f.fix = "A layer built for " + field(m, "layer_features") + " input features got " +
-            field(m, "input_features") +
-            ": the input is not the size the model was built for (another image size or "
-            "sequence length, or a flatten after convolutions that keeps more). Give the layer "
-            "in_features=" +
-            field(m, "input_features") +
-            " if that size is meant, or resize the inputs; nn.AdaptiveAvgPool2d before the "
-            "flatten (or nn.LazyLinear) makes the model independent of the input size.";
-    return;
-  }
-  if (m.id != "torch.dataloader-worker-exception") return;
-  f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
-          " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "
-          "the main process, where a debugger can stop at the exception.";
-}
-
 // "12080" (the CUDA version a driver supports, as the driver API numbers it) -> "12.8".
 std::string cuda_version(int number) {
   return std::to_string(number / 1000) + "." + std::to_string(number % 1000 / 10);
@@ -366,7 +278,7 @@ const std::map<std::string, Describer>& describers() {
       {"launcher-bug", launcher_bug},
       {"host-alloc-failed", host_alloc},
       {"killed-externally", stopped_by_signal},
-      {"python-exception", python_exception},
+      {"python-exception", describe_exception},
       {"cuda-unavailable", cuda_unavailable},
       {"port-in-use", port_in_use},
       {"disk-full", disk_full},

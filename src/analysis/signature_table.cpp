@@ -1,7 +1,8 @@
 // The catalog of known error texts as one table: each entry is a needle (substring test), patterns
 // with the fields they extract, and the finding kind the text points to. docs/signatures.md
 // lists it; the unit tests check every example against its entry. Pure data. The distributed
-// entries (DDP, c10d, gloo, NCCL, store, launchers) are in signature_table_distributed.cpp.
+// entries (DDP, c10d, gloo, NCCL, store, launchers) are in signature_table_distributed.cpp, the
+// Python and training-loop ones in signature_table_python.cpp.
 #include "analysis/signature_table.h"
 
 #include <iterator>
@@ -154,36 +155,6 @@ std::vector<Entry> memory_entries() {
        .description = "Python's MemoryError",
        .example = "MemoryError",
        .source = "CPython"},
-      {.id = "python.module-not-found",
-       .framework = "python",
-       .kind = "python-exception",
-       .failure = true,
-       .needles = {"No module named "},
-       .parts = {{"No module named '([^']+)'", {{1, "module"}}, true}},
-       .description = "an import of a module that the process's Python environment lacks",
-       .example = "ModuleNotFoundError: No module named 'wandb'",
-       .source = "CPython"},
-      {.id = "python.file-not-found",
-       .framework = "python",
-       .kind = "python-exception",
-       .failure = true,
-       .needles = {"No such file or directory: "},
-       .parts = {{R"(\[Errno 2\] No such file or directory: '([^']*)')", {{1, "path"}}, true}},
-       .description = "a path (dataset, checkpoint, config) that does not exist for the process",
-       .example = "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'",
-       .source = "CPython"},
-      {.id = "python.script-not-found",
-       .framework = "python",
-       .kind = "python-exception",
-       .failure = true,
-       .needles = {"can't open file '"},
-       .parts = {{R"(can't open file '([^']*)': \[Errno ([0-9]+)\] (.+))",
-                  {{1, "path"}, {2, "errno", C::kInt}, {3, "error"}},
-                  true}},
-       .description = "the interpreter could not open the script it was told to run: nothing ran",
-       .example = "/usr/bin/python3: can't open file '/home/user/proj/trian.py': [Errno 2] No such "
-                  "file or directory",
-       .source = "CPython's main, verified under torchrun"},
       {.id = "torch.cuda-unavailable",
        .framework = "pytorch",
        .kind = "cuda-unavailable",
@@ -215,48 +186,6 @@ std::vector<Entry> memory_entries() {
                   "with your version of the CUDA driver.",
        .source = "torch/cuda/__init__.py _check_driver; cudaErrorInsufficientDriver (35), as "
                  "NCCL prints it"},
-      {.id = "python.syntax-error",
-       .framework = "python",
-       .kind = "python-exception",
-       .failure = true,
-       .needles = {"SyntaxError: ", "IndentationError: ", "TabError: "},
-       .parts = {{"^(SyntaxError|IndentationError|TabError): ", {{1, "error_type"}}, true}},
-       .description = "Python could not compile a script or module: nothing in it ran",
-       .example = "IndentationError: expected an indented block after 'if' statement on line 2",
-       .source = "CPython"},
-
-      {.id = "torch.collate-unequal-sizes",
-       .framework = "pytorch",
-       .kind = "python-exception",
-       .failure = true,
-       .needles = {"stack expects each tensor to be equal size"},
-       .parts =
-           {{R"(but got \[([0-9, ]*)\] at entry ([0-9]+) and \[([0-9, ]*)\] at entry ([0-9]+))",
-             {{1, "shape", C::kList},
-              {2, "entry", C::kInt},
-              {3, "other_shape", C::kList},
-              {4, "other_entry", C::kInt}},
-             true}},
-       .description = "the samples of one batch differ in shape, so the DataLoader's default "
-                      "collate cannot stack them",
-       .example = "RuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] "
-                  "at entry 0 and [3, 33, 32] at entry 1",
-       .source = "torch.stack in torch/utils/data/_utils/collate.py, verified"},
-      {.id = "torch.linear-shape-mismatch",
-       .framework = "pytorch",
-       .kind = "python-exception",
-       .failure = true,
-       .needles = {"shapes cannot be multiplied"},
-       .parts = {{R"(shapes cannot be multiplied \(([0-9]+)x([0-9]+) and ([0-9]+)x([0-9]+)\))",
-                  {{1, "rows", C::kInt},
-                   {2, "input_features", C::kInt},
-                   {3, "layer_features", C::kInt},
-                   {4, "out_features", C::kInt}},
-                  true}},
-       .description = "a matrix product (nn.Linear) whose input has another number of features "
-                      "than the layer was built for",
-       .example = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
-       .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified"},
 
       // ---- disks and checkpoints
       // -----------------------------------------------------------------
@@ -952,7 +881,8 @@ std::vector<Entry> device_entries() {
 // The table's order is the catalog's and match_line's.
 std::vector<Entry> make_table() {
   std::vector<Entry> table;
-  for (auto* part : {memory_entries, distributed_signature_entries, device_entries}) {
+  for (auto* part :
+       {memory_entries, python_signature_entries, distributed_signature_entries, device_entries}) {
     std::vector<Entry> entries = part();
     table.insert(table.end(), std::make_move_iterator(entries.begin()),
                  std::make_move_iterator(entries.end()));

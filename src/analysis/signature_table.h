@@ -83,7 +83,9 @@ const std::vector<Entry>& signature_table();
 // NCCL's line header: host, pid and GPU of the process that printed the line.
 Part nccl_header();
 
-// The entries of signature_table_distributed.cpp, which signature_table() includes.
+// The entries of signature_table_distributed.cpp and signature_table_python.cpp, which
+// signature_table() includes.
 std::vector<Entry> distributed_signature_entries();
+std::vector<Entry> python_signature_entries();
 
 }  // namespace traindoc::analysis

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <set>
 #include <utility>
 
 namespace traindoc::analysis {
@@ -368,10 +367,16 @@ std::vector<SignatureMatch> match_traceback(const PythonTraceback& traceback) {
     lines.emplace_back(message.substr(0, newline));
   }
 
-  std::set<std::string> seen;
+  std::map<std::string, size_t> seen;  // id -> its match in `out`
   for (const std::string& line : lines) {
     for (SignatureMatch& m : match_line(line, frames)) {
-      if (!seen.insert(m.id).second) continue;
+      // A text that spans lines (load_state_dict's missing keys, then its unexpected ones)
+      // matches once per line: the later lines add the fields the first did not have.
+      if (auto it = seen.find(m.id); it != seen.end()) {
+        out[it->second].fields.merge(m.fields);
+        continue;
+      }
+      seen.emplace(m.id, out.size());
       m.fields["exception_type"] = traceback.exception_type;
       if (!traceback.prefix.empty()) {
         m.fields["prefix"] = traceback.prefix;

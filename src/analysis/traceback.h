@@ -68,7 +68,8 @@ bool is_library_file(std::string_view file);
 std::vector<PythonTraceback> parse_tracebacks(const std::vector<store::LogLine>& lines);
 
 // The signatures of a traceback's exception: its exception line and message lines matched with
-// match_line, with its frames available to the signatures that need them. One match per id.
+// match_line, with its frames available to the signatures that need them. One match per id: a
+// text that matches on several lines gets the fields of them all (the first line's value wins).
 std::vector<SignatureMatch> match_traceback(const PythonTraceback& traceback);
 
 }  // namespace traindoc::analysis

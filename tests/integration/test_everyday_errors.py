@@ -1,7 +1,9 @@
-"""Everyday shape errors with real PyTorch: a batch of samples of unequal shapes, raised in a
-DataLoader worker and re-raised in its rank, and a layer fed another number of features than it
-was built for. The fix names the sizes."""
-from conftest import python_job
+"""Everyday errors of a training loop with real PyTorch: a batch of samples of unequal shapes,
+raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features
+or another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
+model; autograd's in-place and second-backward errors. The title says what happened and the fix
+names the sizes, types or keys."""
+from conftest import free_port, python_job
 
 UNEQUAL_SAMPLES = """
 import torch
@@ -16,6 +18,40 @@ WRONG_FEATURES = """
 import torch
 model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 30 * 30, 10))
 model(torch.randn(4, 3, 64, 64))
+"""
+
+FLOAT64_FROM_NUMPY = """
+import numpy, torch
+model = torch.nn.Linear(8, 2)
+model(torch.from_numpy(numpy.random.rand(4, 8)))
+"""
+
+# DistributedDataParallel's state_dict, saved as is, then loaded into the bare model.
+DDP_CHECKPOINT = """
+import os, sys, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1])
+dist.init_process_group("gloo", rank=0, world_size=1)
+def build(): return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+path = sys.argv[2]
+torch.save(DistributedDataParallel(build()).state_dict(), path)
+build().load_state_dict(torch.load(path))
+"""
+
+INPLACE_AFTER_SIGMOID = """
+import torch
+model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Sigmoid(), torch.nn.ReLU(inplace=True))
+model(torch.randn(2, 8)).sum().backward()
+"""
+
+# An RNN's hidden state carried from one step to the next without detach().
+HIDDEN_STATE_KEPT = """
+import torch
+rnn = torch.nn.RNN(4, 8)
+hidden = torch.zeros(1, 2, 8)
+for step in range(3):
+    out, hidden = rnn(torch.randn(5, 2, 4), hidden)
+    out.sum().backward()
 """
 
 
@@ -40,3 +76,37 @@ def test_a_layer_fed_another_number_of_features(traindoc):
     root = root_cause(run)
     assert root["title"].endswith("mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)")
     assert root["fix"].startswith("A layer built for 7200 input features got 30752"), root["fix"]
+
+
+def test_float64_from_numpy_into_a_float32_layer(traindoc):
+    run = traindoc(python_job(FLOAT64_FROM_NUMPY))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    assert "NumPy arrays are float64" in root_cause(run)["fix"]
+
+
+def test_a_checkpoint_of_a_ddp_model_loaded_into_the_bare_model(traindoc, tmp_path):
+    run = traindoc(python_job(DDP_CHECKPOINT) + [str(free_port()), str(tmp_path / "ckpt.pt")])
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["title"].endswith(
+        ": the checkpoint's keys start with 'module.', the model's do not: it was saved from a "
+        "model wrapped in DistributedDataParallel or DataParallel"), root["title"]
+    assert "k.removeprefix('module.')" in root["fix"]
+    assert any("known error torch.state-dict-mismatch: missing_keys" in e for e in root["evidence"])
+
+
+def test_an_inplace_op_on_a_tensor_autograd_saved(traindoc):
+    run = traindoc(python_job(INPLACE_AFTER_SIGMOID))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["title"].endswith(": output 0 of SigmoidBackward0 [2, 4], saved for the backward "
+                                  "pass, was changed in place before backward()"), root["title"]
+
+
+def test_a_hidden_state_kept_across_steps(traindoc):
+    run = traindoc(python_job(HIDDEN_STATE_KEPT))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["title"].endswith(
+        ": backward() ran a second time through a graph whose saved tensors were freed")
+    assert "an RNN's hidden state" in root["fix"]

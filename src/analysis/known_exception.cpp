@@ -1,0 +1,316 @@
+// Known Python exceptions turned into words, one describer per signature id, reading the values
+// the signature extracted. Pure.
+#include "analysis/known_exception.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "analysis/match_fields.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using Describer = std::function<void(const SignatureMatch&, KnownFailure&)>;
+
+// ---- the interpreter ---------------------------------------------------------------------------
+
+void module_not_found(const SignatureMatch& m, KnownFailure& f) {
+  std::string module = field(m, "module");
+  f.fix =
+      "The Python that ran this process (its command line is in the process table) has no "
+      "module '" +
+      module.substr(0, module.find('.')) +
+      "': install the package that provides it with that interpreter (`python -m pip install "
+      "...`), or launch the job with the environment that has it.";
+}
+
+void file_not_found(const SignatureMatch& m, KnownFailure& f) {
+  f.fix = "The path '" + field(m, "path") +
+          "' does not exist for this process: check it. A relative path resolves against the "
+          "process's working directory, which a launcher or a scheduler may set elsewhere.";
+}
+
+void script_not_found(const SignatureMatch& m, KnownFailure& f) {
+  f.fix = "Python could not open the script '" + field(m, "path") + "' (" + field(m, "error") +
+          "), so nothing ran: check its name, and the working directory the job starts in (a "
+          "relative path resolves against it; a launcher or a scheduler may set another).";
+}
+
+void worker_exception(const SignatureMatch& m, KnownFailure& f) {
+  f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
+          " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "
+          "the main process, where a debugger can stop at the exception.";
+}
+
+// ---- shapes and types --------------------------------------------------------------------------
+
+void collate_unequal(const SignatureMatch& m, KnownFailure& f) {
+  f.fix = "The samples of one batch have different shapes (" + shape(field(m, "shape")) +
+          " at entry " + field(m, "entry") + ", " + shape(field(m, "other_shape")) + " at entry " +
+          field(m, "other_entry") +
+          "), so the default collate cannot stack them: resize or crop every sample to one size "
+          "in the dataset's transform, or pass the DataLoader a collate_fn that pads them "
+          "(torch.nn.utils.rnn.pad_sequence for sequences).";
+}
+
+void linear_features(const SignatureMatch& m, KnownFailure& f) {
+  f.fix = "A layer built for " + field(m, "layer_features") + " input features got " +
+          field(m, "input_features") +
+          ": the input is not the size the model was built for (another image size or sequence "
+          "length, or a flatten after convolutions that keeps more). Give the layer "
+          "in_features=" +
+          field(m, "input_features") +
+          " if that size is meant, or resize the inputs; nn.AdaptiveAvgPool2d before the flatten "
+          "(or nn.LazyLinear) makes the model independent of the input size.";
+}
+
+const char* const kDeviceFix =
+    "Move every batch to the model's device (inputs and targets: x = x.to(device)), create "
+    "tensors inside forward on the input's device (torch.zeros(..., device=x.device)), and "
+    "register constant tensors as buffers (self.register_buffer) so that model.to(device) moves "
+    "them too.";
+
+void device_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  if (!field(m, "other_device").empty()) {
+    f.title = "one operation got tensors on two devices, " + field(m, "device") + " and " +
+              field(m, "other_device");
+  }
+  f.fix = kDeviceFix;
+}
+
+bool names(const std::string& type, std::initializer_list<const char*> words) {
+  std::string lower = type;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::any_of(words.begin(), words.end(),
+                     [&](const char* w) { return lower.find(w) != std::string::npos; });
+}
+
+void type_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  std::string input = field(m, "input_type");
+  std::string param = field(m, "param_type");
+  std::string layer = field(m, "param");  // "weight" or "bias" when a layer's, else ""
+  auto on = [](const std::string& type) { return names(type, {"cuda"}) ? "GPU" : "CPU"; };
+  if (!layer.empty() && names(input, {"cuda"}) != names(param, {"cuda"})) {
+    f.title = std::string("an input on the ") + on(input) + " (" + input + ") for a layer whose " +
+              layer + " is on the " + on(param) + " (" + param + ")";
+    f.fix = kDeviceFix;
+    return;
+  }
+  if (!layer.empty()) {
+    f.title = "a " + input + " input for a layer whose " + layer + " is " + param;
+  } else if (!input.empty()) {
+    f.title = "a tensor of type " + input + " where " + param + " is expected";
+  }
+  // Without the types (PyTorch 1.13's "mat1 and mat2 must have the same dtype"), the usual one.
+  std::string both = input.empty() ? std::string("double") : input + " " + param;
+  f.fix = "Convert one side with .to(dtype) where the tensor is made, so both are the same type.";
+  if (names(both, {"long", "int"})) {
+    f.fix +=
+        " Class targets of cross_entropy and nll_loss, and the indices of nn.Embedding, must be "
+        "int64: .long() them.";
+  }
+  if (names(both, {"double"})) {
+    f.fix +=
+        " NumPy arrays are float64, so torch.from_numpy and torch.tensor give float64 tensors "
+        "for float32 weights: .float() them (or build the arrays as float32).";
+  }
+  if (names(both, {"half", "bfloat"})) {
+    f.fix +=
+        " For mixed precision, run the forward inside torch.autocast instead of calling .half() "
+        "on part of the model or the inputs.";
+  }
+}
+
+void batch_size_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  f.title = "the loss got " + field(m, "input_batch") + " predictions for " +
+            field(m, "target_batch") + " targets";
+  f.fix =
+      "The outputs and the targets differ in their first dimension: a reshape in forward that "
+      "folds features into the batch (x.view(-1, K) with the wrong K: use x.flatten(1) or "
+      "x.view(x.size(0), -1)), targets of another shape (one-hot, or with an extra dimension), "
+      "or outputs and targets of different batches.";
+}
+
+// ---- autograd ----------------------------------------------------------------------------------
+
+void autograd_inplace(const SignatureMatch& m, KnownFailure& f) {
+  std::string what = field(m, "grad_fn").empty()
+                         ? std::string("a tensor")
+                         : "output " + field(m, "output") + " of " + field(m, "grad_fn") + " " +
+                               shape(field(m, "shape"));
+  f.title = what + ", saved for the backward pass, was changed in place before backward()";
+  f.fix =
+      "An in-place operation changed a tensor that autograd needs for the backward pass: `x += "
+      "...`, `x[i] = ...`, `.add_()`, `.relu_()`, nn.ReLU(inplace=True), or optimizer.step() "
+      "updating weights that a later backward through the same graph still needs (two losses, "
+      "GAN training: run every backward before the step). Use the out-of-place form (`x = x + "
+      "...`) or .clone() the tensor before changing it; torch.autograd.set_detect_anomaly(True) "
+      "prints the forward line that made it.";
+}
+
+void autograd_nan(const SignatureMatch& m, KnownFailure& f) {
+  std::string fn = field(m, "grad_fn");
+  f.title = (fn.empty() ? std::string("a backward function") : "the backward of " + fn) +
+            " returned NaN (anomaly detection)";
+  f.fix =
+      "A gradient became NaN: an input outside the function's domain (log or sqrt of zero or "
+      "less, a division by zero) or a forward value that overflowed. The warning printed just "
+      "before shows the forward line. Keep inputs in range (x.clamp_min(eps), log_softmax "
+      "instead of log(softmax), BCEWithLogitsLoss instead of sigmoid then BCELoss), lower the "
+      "learning rate or clip gradients (torch.nn.utils.clip_grad_norm_).";
+}
+
+// ---- checkpoints -------------------------------------------------------------------------------
+
+// "\"a.b\", \"c\". " -> {"a.b", "c"}; a key cut short by the end of the text is dropped.
+std::vector<std::string> quoted_keys(const std::string& text) {
+  std::vector<std::string> keys;
+  for (size_t open = text.find('"'); open != std::string::npos;) {
+    size_t close = text.find('"', open + 1);
+    if (close == std::string::npos) break;
+    keys.push_back(text.substr(open + 1, close - open - 1));
+    open = text.find('"', close + 1);
+  }
+  return keys;
+}
+
+// The prefix that every key of `longer` has over the keys of `shorter` ("module."), "" if none.
+std::string common_prefix(const std::vector<std::string>& longer,
+                          const std::vector<std::string>& shorter) {
+  if (longer.empty() || shorter.empty()) return "";
+  const std::string& first = longer.front();
+  const std::string& bare = shorter.front();
+  if (first.size() <= bare.size() || !first.ends_with(bare)) return "";
+  std::string prefix = first.substr(0, first.size() - bare.size());
+  if (!prefix.ends_with('.')) return "";
+  bool all = std::all_of(longer.begin(), longer.end(),
+                         [&](const std::string& k) { return k.starts_with(prefix); });
+  return all ? prefix : "";
+}
+
+std::string wrapper_of(const std::string& prefix) {
+  if (prefix == "module.") return "DistributedDataParallel or DataParallel";
+  if (prefix == "_orig_mod.") return "torch.compile";
+  return "another module";
+}
+
+std::string first_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (size_t i = 0; i < keys.size() && i < 3; ++i) out += (i ? ", '" : "'") + keys[i] + "'";
+  return keys.size() > 3 ? out + ", ..." : out;
+}
+
+void state_dict(const SignatureMatch& m, KnownFailure& f) {
+  std::vector<std::string> missing = quoted_keys(field(m, "missing_keys"));
+  std::vector<std::string> unexpected = quoted_keys(field(m, "unexpected_keys"));
+  if (std::string extra = common_prefix(unexpected, missing); !extra.empty()) {
+    f.title = "the checkpoint's keys start with '" + extra +
+              "', the model's do not: it was saved from a model wrapped in " + wrapper_of(extra);
+    f.fix = "Strip the prefix before loading: `state = {k.removeprefix('" + extra +
+            "'): v for k, v in state.items()}` (or torch.nn.modules.utils."
+            "consume_prefix_in_state_dict_if_present(state, '" +
+            extra +
+            "')). Save the inner model's state_dict (model.module for DDP, model._orig_mod for "
+            "torch.compile) so that checkpoints load into any model.";
+    return;
+  }
+  if (std::string extra = common_prefix(missing, unexpected); !extra.empty()) {
+    f.title = "the model's keys start with '" + extra +
+              "', the checkpoint's do not: the model is wrapped in " + wrapper_of(extra) +
+              ", the checkpoint was saved from the bare model";
+    f.fix =
+        "Load the checkpoint into the inner model (model.module.load_state_dict(state) for DDP "
+        "and DataParallel, model._orig_mod for torch.compile), or before wrapping the model.";
+    return;
+  }
+  if (!field(m, "param").empty()) {
+    f.title = "the checkpoint's " + field(m, "param") + " is " +
+              shape(field(m, "checkpoint_shape")) + ", the model's " +
+              shape(field(m, "model_shape"));
+    f.fix =
+        "The model was built with other sizes than the checkpoint (number of classes, "
+        "vocabulary, hidden size): build it with the configuration the checkpoint was saved "
+        "with. To fine-tune with another number of classes, drop the head's entries (" +
+        field(m, "param") + ") from the state dict and load with strict=False.";
+    return;
+  }
+  if (missing.empty() && unexpected.empty()) return;
+  f.title = "the checkpoint does not fit the model:";
+  if (!missing.empty()) f.title += " missing " + first_keys(missing);
+  if (!unexpected.empty()) {
+    f.title += std::string(missing.empty() ? "" : ";") + " unexpected " + first_keys(unexpected);
+  }
+  f.fix =
+      "The checkpoint was saved from another architecture or configuration (layers added, "
+      "removed or renamed): build the model as it was when the checkpoint was saved. When the "
+      "difference is meant (a new head to fine-tune), load with strict=False and check the "
+      "missing and unexpected keys it returns.";
+}
+
+const std::map<std::string, Describer>& describers() {
+  static const std::map<std::string, Describer> kDescribers = {
+      {"python.module-not-found", module_not_found},
+      {"python.file-not-found", file_not_found},
+      {"python.script-not-found", script_not_found},
+      {"torch.dataloader-worker-exception", worker_exception},
+      {"torch.collate-unequal-sizes", collate_unequal},
+      {"torch.linear-shape-mismatch", linear_features},
+      {"torch.device-mismatch", device_mismatch},
+      {"torch.tensor-type-mismatch", type_mismatch},
+      {"torch.batch-size-mismatch", batch_size_mismatch},
+      {"torch.autograd-inplace", autograd_inplace},
+      {"torch.autograd-nan", autograd_nan},
+      {"torch.state-dict-mismatch", state_dict},
+  };
+  return kDescribers;
+}
+
+// Texts that carry no value to put in words: a title (or none) and a fix of their own.
+struct Words {
+  const char* title;
+  const char* fix;
+};
+
+const std::map<std::string, Words>& fixed_words() {
+  static const std::map<std::string, Words> kWords = {
+      {"python.syntax-error",
+       {"",
+        "Python could not compile the file cited, so nothing in it ran: fix that line. `python -m "
+        "py_compile FILE` checks a file without running it."}},
+      {"torch.autograd-backward-twice",
+       {"backward() ran a second time through a graph whose saved tensors were freed",
+        "A tensor carried from one step to the next keeps the previous step's graph (an RNN's "
+        "hidden state, a running total of losses, a cached output): .detach() it at the end of "
+        "each step (`total += loss.item()` for a running total). If two backward passes through "
+        "one graph are meant, pass retain_graph=True to the first."}},
+      {"torch.autograd-no-grad",
+       {"backward() on a loss that no parameter requiring grad contributed to",
+        "The loss was computed without autograd: under torch.no_grad() or "
+        "torch.inference_mode() (an evaluation helper left on), from values taken out of the "
+        "graph (.detach(), .item(), .numpy(), a new torch.tensor(...)), or from a model whose "
+        "parameters are all frozen (requires_grad=False). Compute it from the model's outputs "
+        "with grad enabled."}},
+      {"torch.default-group-not-initialized",
+       {"",
+        "A torch.distributed call ran in a process that never called init_process_group: call "
+        "dist.init_process_group(backend) first (torchrun sets the environment it reads), or, "
+        "for a script that also runs as a single process, guard the calls with "
+        "dist.is_initialized()."}},
+  };
+  return kWords;
+}
+
+}  // namespace
+
+void describe_exception(const SignatureMatch& m, KnownFailure& f) {
+  if (auto it = describers().find(m.id); it != describers().end()) {
+    it->second(m, f);
+  } else if (auto words = fixed_words().find(m.id); words != fixed_words().end()) {
+    f.title = words->second.title;
+    f.fix = words->second.fix;
+  }
+}
+
+}  // namespace traindoc::analysis

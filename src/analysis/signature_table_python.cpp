@@ -1,0 +1,224 @@
+// The Python and training-loop part of the signature table (signature_table.cpp holds the
+// rest): the interpreter's own errors, shapes and types fed to layers and losses, autograd, and
+// checkpoints that do not fit the model. Pure data.
+#include "analysis/signature_table.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using C = Conv;
+
+}  // namespace
+
+std::vector<Entry> python_signature_entries() {
+  return {
+      // ---- the interpreter ----------------------------------------------------------------------
+      {.id = "python.module-not-found",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"No module named "},
+       .parts = {{"No module named '([^']+)'", {{1, "module"}}, true}},
+       .description = "an import of a module that the process's Python environment lacks",
+       .example = "ModuleNotFoundError: No module named 'wandb'",
+       .source = "CPython"},
+      {.id = "python.file-not-found",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"No such file or directory: "},
+       .parts = {{R"(\[Errno 2\] No such file or directory: '([^']*)')", {{1, "path"}}, true}},
+       .description = "a path (dataset, checkpoint, config) that does not exist for the process",
+       .example = "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'",
+       .source = "CPython"},
+      {.id = "python.script-not-found",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"can't open file '"},
+       .parts = {{R"(can't open file '([^']*)': \[Errno ([0-9]+)\] (.+))",
+                  {{1, "path"}, {2, "errno", C::kInt}, {3, "error"}},
+                  true}},
+       .description = "the interpreter could not open the script it was told to run: nothing ran",
+       .example = "/usr/bin/python3: can't open file '/home/user/proj/trian.py': [Errno 2] No such "
+                  "file or directory",
+       .source = "CPython's main, verified under torchrun"},
+      {.id = "python.syntax-error",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"SyntaxError: ", "IndentationError: ", "TabError: "},
+       .parts = {{"^(SyntaxError|IndentationError|TabError): ", {{1, "error_type"}}, true}},
+       .description = "Python could not compile a script or module: nothing in it ran",
+       .example = "IndentationError: expected an indented block after 'if' statement on line 2",
+       .source = "CPython"},
+
+      // ---- shapes -------------------------------------------------------------------------------
+      {.id = "torch.collate-unequal-sizes",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"stack expects each tensor to be equal size"},
+       .parts =
+           {{R"(but got \[([0-9, ]*)\] at entry ([0-9]+) and \[([0-9, ]*)\] at entry ([0-9]+))",
+             {{1, "shape", C::kList},
+              {2, "entry", C::kInt},
+              {3, "other_shape", C::kList},
+              {4, "other_entry", C::kInt}},
+             true}},
+       .description = "the samples of one batch differ in shape, so the DataLoader's default "
+                      "collate cannot stack them",
+       .example = "RuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] "
+                  "at entry 0 and [3, 33, 32] at entry 1",
+       .source = "torch.stack in torch/utils/data/_utils/collate.py, verified"},
+      {.id = "torch.linear-shape-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"shapes cannot be multiplied"},
+       .parts = {{R"(shapes cannot be multiplied \(([0-9]+)x([0-9]+) and ([0-9]+)x([0-9]+)\))",
+                  {{1, "rows", C::kInt},
+                   {2, "input_features", C::kInt},
+                   {3, "layer_features", C::kInt},
+                   {4, "out_features", C::kInt}},
+                  true}},
+       .description = "a matrix product (nn.Linear) whose input has another number of features "
+                      "than the layer was built for",
+       .example = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
+       .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified"},
+
+      // ---- autograd -----------------------------------------------------------------------------
+      {.id = "torch.autograd-inplace",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"modified by an inplace operation"},
+       .parts =
+           {{R"(\[(?:torch\.)?([\w.]+) \[([0-9, ]*)\]\], which is output ([0-9]+) of (\w+), is )"
+             R"(at version ([0-9]+); expected version ([0-9]+))",
+             {{1, "tensor_type"},
+              {2, "shape", C::kList},
+              {3, "output", C::kInt},
+              {4, "grad_fn"},
+              {5, "version", C::kInt},
+              {6, "expected_version", C::kInt}}}},
+       .description = "a tensor that autograd saved for the backward pass was changed in place "
+                      "before backward ran",
+       .example = "RuntimeError: one of the variables needed for gradient computation has been "
+                  "modified by an inplace operation: [torch.FloatTensor [4, 4]], which is output "
+                  "0 of SigmoidBackward0, is at version 1; expected version 0 instead. Hint: "
+                  "enable anomaly detection to find the operation that failed to compute its "
+                  "gradient, with torch.autograd.set_detect_anomaly(True).",
+       .source = "torch/csrc/autograd/saved_variable.cpp, verified"},
+      {.id = "torch.autograd-backward-twice",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Trying to backward through the graph a second time"},
+       .description = "a backward pass through a graph whose saved tensors an earlier backward "
+                      "freed: often a tensor carried over from the previous step",
+       .example = "RuntimeError: Trying to backward through the graph a second time (or directly "
+                  "access saved tensors after they have already been freed). Saved intermediate "
+                  "values of the graph are freed when you call .backward() or autograd.grad(). "
+                  "Specify retain_graph=True if you need to backward through the graph a second "
+                  "time or if you need to access saved tensors after calling backward.",
+       .source = "torch/csrc/autograd/saved_variable.cpp, verified"},
+      {.id = "torch.autograd-no-grad",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"does not require grad and does not have a grad_fn"},
+       .description = "backward() on a tensor that no parameter requiring grad contributed to",
+       .example = "RuntimeError: element 0 of tensors does not require grad and does not have a "
+                  "grad_fn",
+       .source = "torch/csrc/autograd/autograd.cpp, verified"},
+      {.id = "torch.autograd-nan",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"returned nan values in its"},
+       .parts = {{R"(Function '(\w+)' returned nan values in its ([0-9]+)\w* output)",
+                  {{1, "grad_fn"}, {2, "output", C::kInt}}}},
+       .description = "anomaly detection (torch.autograd.set_detect_anomaly) caught a backward "
+                      "function that produced NaN",
+       .example = "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.",
+       .source = "torch/csrc/autograd/engine.cpp, verified"},
+
+      // ---- checkpoints that do not fit the model ------------------------------------------------
+      // load_state_dict prints a header line, then a line per kind of difference: each line
+      // matches alone, and a traceback's lines add up to one match.
+      {.id = "torch.state-dict-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Error(s) in loading state_dict for ", "Missing key(s) in state_dict: ",
+                   "Unexpected key(s) in state_dict: ", "copying a param with shape "},
+       .parts =
+           {{R"(Error\(s\) in loading state_dict for (\w+))", {{1, "model"}}},
+            {R"(Missing key\(s\) in state_dict: )", {{0, "missing_keys", C::kRest}}},
+            {R"(Unexpected key\(s\) in state_dict: )", {{0, "unexpected_keys", C::kRest}}},
+            {R"(size mismatch for ([^:]+): copying a param with shape torch\.Size\(\[([0-9, ]*)\]\) )"
+             R"(from checkpoint, the shape in current model is torch\.Size\(\[([0-9, ]*)\]\))",
+             {{1, "param"}, {2, "checkpoint_shape", C::kList}, {3, "model_shape", C::kList}}}},
+       .description = "load_state_dict with a checkpoint whose keys or shapes are not the "
+                      "model's: a prefix added by DDP, DataParallel or torch.compile, another "
+                      "architecture, or other sizes (classes, vocabulary)",
+       .example = "Unexpected key(s) in state_dict: \"module.0.weight\", \"module.0.bias\". ",
+       .source = "torch/nn/modules/module.py load_state_dict, verified"},
+
+      // ---- what layers and losses are fed -------------------------------------------------------
+      {.id = "torch.device-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Expected all tensors to be on the same device"},
+       .parts = {{R"(found at least two devices, ([\w:]+) and ([\w:]+))",
+                  {{1, "device"}, {2, "other_device"}}}},
+       .description = "an operation on tensors of different devices: a model on the GPU fed a "
+                      "batch left on the CPU, or a tensor created inside forward without a device",
+       .example = "RuntimeError: Expected all tensors to be on the same device, but found at "
+                  "least two devices, cuda:0 and cpu!",
+       .source = "aten/src/ATen/native/TensorCompare.cpp and the dispatcher's device check"},
+      {.id = "torch.tensor-type-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {") should be the same", "must have the same dtype", "expected scalar type "},
+       .parts =
+           {{R"(Input type \(([\w.]+)\) and (weight|bias) type \(([\w.]+)\) should be the same)",
+             {{1, "input_type"}, {2, "param"}, {3, "param_type"}}},
+            {R"(expected scalar type (\w+) but found (\w+))",
+             {{1, "param_type"}, {2, "input_type"}}},
+            {R"(must have the same dtype(?:, but got (\w+) and (\w+))?)",
+             {{1, "input_type"}, {2, "param_type"}}}},
+       .description = "a layer or an operation fed tensors of different types: float64 from "
+                      "NumPy against float32 weights, int32 class targets, a CUDA input for a "
+                      "model on the CPU (or the reverse)",
+       .example = "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type "
+                  "(torch.FloatTensor) should be the same",
+       .source = "aten/src/ATen/native/Convolution.cpp, LinearAlgebra.cpp; verified"},
+      {.id = "torch.batch-size-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"to match target batch_size"},
+       .parts =
+           {{R"(Expected input batch_size \(([0-9]+)\) to match target batch_size \(([0-9]+)\))",
+             {{1, "input_batch", C::kInt}, {2, "target_batch", C::kInt}},
+             true}},
+       .description = "a loss given another number of predictions than of targets",
+       .example = "ValueError: Expected input batch_size (4) to match target batch_size (5).",
+       .source = "torch/nn/functional.py nll_loss / aten's loss checks, verified"},
+      {.id = "torch.default-group-not-initialized",
+       .framework = "pytorch-distributed",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Default process group has not been initialized"},
+       .description = "a torch.distributed call before init_process_group in this process",
+       .example = "RuntimeError: Default process group has not been initialized, please make "
+                  "sure to call init_process_group.",
+       .source = "torch/distributed/distributed_c10d.py, verified"},
+  };
+}
+
+}  // namespace traindoc::analysis

@@ -1,0 +1,256 @@
+// Tests of the everyday errors of a training loop: autograd (a tensor changed in place, a second
+// backward, a loss without grad, NaN caught by anomaly detection), checkpoints whose keys or
+// shapes are not the model's, and tensors of another device, type or batch size. The texts are
+// real, from Debian's PyTorch 1.13, and the 2.x forms where they differ.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "analysis/diagnosis.h"
+#include "analysis/known_failure.h"
+#include "analysis/traceback.h"
+#include "analysis_job_fixture.h"
+#include "signature_test_util.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using namespace job;             // NOLINT(google-build-using-namespace): the shared job fixture
+using namespace signature_test;  // NOLINT(google-build-using-namespace): ids, match, fields
+
+using testing::HasSubstr;
+using testing::Not;
+
+TEST(TrainingSignatures, Autograd) {
+  SignatureMatch m = match(
+      "RuntimeError: one of the variables needed for gradient computation has been modified by "
+      "an inplace operation: [torch.FloatTensor [4, 4]], which is output 0 of SigmoidBackward0, "
+      "is at version 1; expected version 0 instead. Hint: enable anomaly detection to find the "
+      "operation that failed to compute its gradient, with "
+      "torch.autograd.set_detect_anomaly(True).",
+      "torch.autograd-inplace");
+  expect_fields(m, {{"tensor_type", "FloatTensor"},
+                    {"shape", "4,4"},
+                    {"output", "0"},
+                    {"grad_fn", "SigmoidBackward0"},
+                    {"version", "1"},
+                    {"expected_version", "0"}});
+  m = match(
+      "RuntimeError: one of the variables needed for gradient computation has been modified by "
+      "an inplace operation: [torch.cuda.FloatTensor [512]] is at version 3; expected version 2 "
+      "instead.",
+      "torch.autograd-inplace");
+  EXPECT_EQ(m.fields.count("grad_fn"), 0u);  // a leaf has no "output N of": the needle is enough
+  EXPECT_THAT(ids("RuntimeError: Trying to backward through the graph a second time (or directly "
+                  "access saved tensors after they have already been freed)."),
+              testing::ElementsAre("torch.autograd-backward-twice"));
+  EXPECT_THAT(ids("RuntimeError: element 0 of tensors does not require grad and does not have a "
+                  "grad_fn"),
+              testing::ElementsAre("torch.autograd-no-grad"));
+  m = match("RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.",
+            "torch.autograd-nan");
+  expect_fields(m, {{"grad_fn", "SqrtBackward0"}, {"output", "0"}});
+  m = match("RuntimeError: Function 'MulBackward0' returned nan values in its 1st output.",
+            "torch.autograd-nan");
+  expect_fields(m, {{"grad_fn", "MulBackward0"}, {"output", "1"}});
+}
+
+TEST(TrainingSignatures, TensorsOfAnotherDeviceTypeOrBatch) {
+  SignatureMatch m = match(
+      "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+      "devices, cuda:0 and cpu! (when checking argument for argument mat1 in method "
+      "wrapper_CUDA_addmm)",
+      "torch.device-mismatch");
+  expect_fields(m, {{"device", "cuda:0"}, {"other_device", "cpu"}});
+  m = match(
+      "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) "
+      "should be the same",
+      "torch.tensor-type-mismatch");
+  expect_fields(m, {{"input_type", "torch.cuda.FloatTensor"},
+                    {"param", "weight"},
+                    {"param_type", "torch.FloatTensor"}});
+  m = match("RuntimeError: Input type (double) and bias type (float) should be the same",
+            "torch.tensor-type-mismatch");
+  expect_fields(m, {{"input_type", "double"}, {"param", "bias"}, {"param_type", "float"}});
+  m = match("RuntimeError: expected scalar type Long but found Int", "torch.tensor-type-mismatch");
+  expect_fields(m, {{"input_type", "Int"}, {"param_type", "Long"}});
+  m = match("RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float",
+            "torch.tensor-type-mismatch");
+  expect_fields(m, {{"input_type", "Double"}, {"param_type", "Float"}});
+  m = match("RuntimeError: mat1 and mat2 must have the same dtype", "torch.tensor-type-mismatch");
+  EXPECT_EQ(m.fields.count("input_type"), 0u);  // 1.13 names no type
+  m = match("ValueError: Expected input batch_size (4) to match target batch_size (5).",
+            "torch.batch-size-mismatch");
+  expect_fields(m, {{"input_batch", "4"}, {"target_batch", "5"}});
+  EXPECT_THAT(ids("RuntimeError: Default process group has not been initialized, please make "
+                  "sure to call init_process_group."),
+              testing::ElementsAre("torch.default-group-not-initialized"));
+}
+
+// load_state_dict's message spans lines, as Python prints it: the exception line, then a line per
+// kind of difference, each beginning with a tab.
+PythonTraceback state_dict_error(const std::vector<std::string>& details) {
+  std::vector<store::LogLine> lines;
+  uint64_t number = 1;
+  for (std::string text : {"Traceback (most recent call last):",
+                           "  File \"/home/user/proj/train.py\", line 7, in "
+                           "<module>",
+                           "    model.load_state_dict(torch.load(args.resume))",
+                           "RuntimeError: Error(s) in loading state_dict for DeepLabV3:"}) {
+    lines.push_back(stderr_line(2.0, number++, text));
+  }
+  for (const std::string& d : details) lines.push_back(stderr_line(2.0, number++, "\t" + d));
+  std::vector<PythonTraceback> tracebacks = parse_tracebacks(lines);
+  EXPECT_EQ(tracebacks.size(), 1u);
+  return tracebacks.empty() ? PythonTraceback{} : tracebacks.front();
+}
+
+// The traceback's failure in words, as the rules give it.
+KnownFailure known(const PythonTraceback& traceback, std::vector<SignatureMatch>& matches) {
+  matches = match_traceback(traceback);
+  std::optional<KnownFailure> f = describe_known(matches);
+  EXPECT_TRUE(f);
+  return f ? *f : KnownFailure{};
+}
+
+TEST(TrainingSignatures, AStateDictMessageIsOneMatchWithTheFieldsOfEveryLine) {
+  std::vector<SignatureMatch> matches = match_traceback(state_dict_error(
+      {"Missing key(s) in state_dict: \"backbone.conv1.weight\", \"classifier.4.bias\". ",
+       "Unexpected key(s) in state_dict: \"module.backbone.conv1.weight\", "
+       "\"module.classifier.4.bias\". "}));
+  ASSERT_EQ(matches.size(), 1u);
+  EXPECT_EQ(matches[0].id, "torch.state-dict-mismatch");
+  expect_fields(matches[0], {{"model", "DeepLabV3"},
+                             {"missing_keys", "\"backbone.conv1.weight\", \"classifier.4.bias\"."},
+                             {"unexpected_keys",
+                              "\"module.backbone.conv1.weight\", \"module.classifier.4.bias\"."}});
+}
+
+TEST(TrainingRules, ACheckpointSavedFromAWrappedModelNamesThePrefixAndTheWrapper) {
+  std::vector<SignatureMatch> matches;
+  KnownFailure f =
+      known(state_dict_error(
+                {"Missing key(s) in state_dict: \"0.weight\", \"0.bias\". ",
+                 "Unexpected key(s) in state_dict: \"module.0.weight\", \"module.0.bias\". "}),
+            matches);
+  EXPECT_EQ(f.title,
+            "the checkpoint's keys start with 'module.', the model's do not: it was saved from a "
+            "model wrapped in DistributedDataParallel or DataParallel");
+  EXPECT_THAT(f.fix, HasSubstr("k.removeprefix('module.')"));
+
+  f = known(state_dict_error({"Missing key(s) in state_dict: \"fc.weight\". ",
+                              "Unexpected key(s) in state_dict: \"_orig_mod.fc.weight\". "}),
+            matches);
+  EXPECT_THAT(f.title, HasSubstr("'_orig_mod.'"));
+  EXPECT_THAT(f.title, HasSubstr("torch.compile"));
+
+  // The reverse: the model is wrapped, the checkpoint is not.
+  f = known(state_dict_error({"Missing key(s) in state_dict: \"module.fc.weight\". ",
+                              "Unexpected key(s) in state_dict: \"fc.weight\". "}),
+            matches);
+  EXPECT_EQ(f.title,
+            "the model's keys start with 'module.', the checkpoint's do not: the model is wrapped "
+            "in DistributedDataParallel or DataParallel, the checkpoint was saved from the bare "
+            "model");
+  EXPECT_THAT(f.fix, HasSubstr("model.module.load_state_dict(state)"));
+}
+
+TEST(TrainingRules, ACheckpointOfOtherSizesOrLayersSaysWhichKeysDiffer) {
+  std::vector<SignatureMatch> matches;
+  KnownFailure f = known(
+      state_dict_error({"size mismatch for 2.weight: copying a param with shape torch.Size([4, "
+                        "16]) from checkpoint, the shape in current model is torch.Size([10, 16]).",
+                        "size mismatch for 2.bias: copying a param with shape torch.Size([4]) from "
+                        "checkpoint, the shape in current model is torch.Size([10])."}),
+      matches);
+  EXPECT_EQ(f.title, "the checkpoint's 2.weight is [4, 16], the model's [10, 16]");
+  EXPECT_THAT(f.fix, HasSubstr("drop the head's entries (2.weight)"));
+
+  f = known(state_dict_error({"Missing key(s) in state_dict: \"a.weight\", \"b.weight\", "
+                              "\"c.weight\", \"d.weight\". ",
+                              "Unexpected key(s) in state_dict: \"e.weight\". "}),
+            matches);
+  EXPECT_EQ(f.title,
+            "the checkpoint does not fit the model: missing 'a.weight', 'b.weight', 'c.weight', "
+            "...; unexpected 'e.weight'");
+  EXPECT_THAT(f.fix, HasSubstr("strict=False"));
+
+  // Keys that only share a prefix with some of the others are no wrapper's.
+  f = known(state_dict_error({"Missing key(s) in state_dict: \"fc.weight\". ",
+                              "Unexpected key(s) in state_dict: \"head.fc.weight\", \"x.y\". "}),
+            matches);
+  EXPECT_THAT(f.title, HasSubstr("does not fit the model"));
+}
+
+// The finding a one-line exception of rank 0 gets.
+Finding exception_finding(const std::string& exception) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  for (std::string text : {"[default0]:Traceback (most recent call last):",
+                           "[default0]:  File \"/home/user/proj/train.py\", line 52, in <module>",
+                           "[default0]:    loss.backward()"}) {
+    e.log_lines.push_back(stderr_line(2.0, number++, text));
+  }
+  e.log_lines.push_back(stderr_line(2.0, number++, "[default0]:" + exception));
+  exited(e, kRank0, 2.2, 1);
+  Diagnosis d = diagnose(e);
+  EXPECT_FALSE(d.findings.empty());
+  return d.findings.empty() ? Finding{} : d.findings.front();
+}
+
+TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
+  Finding f = exception_finding(
+      "RuntimeError: one of the variables needed for gradient computation has been modified by "
+      "an inplace operation: [torch.FloatTensor [4, 4]], which is output 0 of SigmoidBackward0, "
+      "is at version 1; expected version 0 instead.");
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_TRUE(f.root_cause);
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): output 0 of SigmoidBackward0 [4, 4], saved for the backward "
+            "pass, was changed in place before backward()");
+  EXPECT_THAT(f.fix, HasSubstr("out-of-place"));
+  f = exception_finding(
+      "RuntimeError: Trying to backward through the graph a second time (or directly access "
+      "saved tensors after they have already been freed).");
+  EXPECT_THAT(f.fix, HasSubstr(".detach() it at the end of each step"));
+  f = exception_finding(
+      "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn");
+  EXPECT_THAT(f.fix, HasSubstr("torch.no_grad()"));
+  f = exception_finding(
+      "RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): the backward of LogBackward0 returned NaN (anomaly detection)");
+}
+
+TEST(TrainingRules, ATypeMismatchTellsADeviceFromADtype) {
+  Finding f = exception_finding(
+      "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) "
+      "should be the same");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): an input on the GPU (torch.cuda.FloatTensor) for a layer whose "
+            "weight is on the CPU (torch.FloatTensor)");
+  EXPECT_THAT(f.fix, HasSubstr("x.to(device)"));
+  f = exception_finding(
+      "RuntimeError: Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) "
+      "should be the same");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): a torch.cuda.HalfTensor input for a layer whose weight is "
+            "torch.cuda.FloatTensor");
+  EXPECT_THAT(f.fix, HasSubstr("torch.autocast"));
+  EXPECT_THAT(f.fix, Not(HasSubstr("x.to(device)")));
+  f = exception_finding("RuntimeError: expected scalar type Long but found Int");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): a tensor of type Int where Long is expected");
+  EXPECT_THAT(f.fix, HasSubstr(".long()"));
+  f = exception_finding("RuntimeError: mat1 and mat2 must have the same dtype");
+  EXPECT_THAT(f.fix, HasSubstr("NumPy arrays are float64"));
+  f = exception_finding(
+      "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+      "devices, cuda:0 and cpu!");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): one operation got tensors on two devices, cuda:0 and cpu");
+  f = exception_finding(
+      "ValueError: Expected input batch_size (4) to match target batch_size (5).");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): the loss got 4 predictions for 5 targets");
+  EXPECT_THAT(f.fix, HasSubstr("x.flatten(1)"));
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
