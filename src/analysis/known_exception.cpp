@@ -249,6 +249,23 @@ void state_dict(const SignatureMatch& m, KnownFailure& f) {
       "missing and unexpected keys it returns.";
 }
 
+void weights_only(const SignatureMatch& m, KnownFailure& f) {
+  std::string global = field(m, "global");
+  if (!global.empty()) {
+    f.title = "torch.load refused the checkpoint: it holds " + global +
+              ", which loading with weights_only does not allow";
+  }
+  std::string allow = global.empty() ? std::string("...") : global;
+  f.fix =
+      "torch.load loads only tensors and plain values by default since PyTorch 2.6 (and with "
+      "weights_only=True before). If the checkpoint is your own or from a source you trust, "
+      "allow the type, torch.serialization.add_safe_globals([" +
+      allow +
+      "]) before loading, or pass weights_only=False. Save new checkpoints so that they load "
+      "as they are: state_dicts and plain values (float(x) for a NumPy scalar, vars(args) for "
+      "an argparse.Namespace), not whole models.";
+}
+
 const std::map<std::string, Describer>& describers() {
   static const std::map<std::string, Describer> kDescribers = {
       {"python.module-not-found", module_not_found},
@@ -263,6 +280,7 @@ const std::map<std::string, Describer>& describers() {
       {"torch.autograd-inplace", autograd_inplace},
       {"torch.autograd-nan", autograd_nan},
       {"torch.state-dict-mismatch", state_dict},
+      {"torch.load-weights-only", weights_only},
   };
   return kDescribers;
 }

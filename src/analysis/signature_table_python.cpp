@@ -166,6 +166,22 @@ std::vector<Entry> python_signature_entries() {
        .example = "Unexpected key(s) in state_dict: \"module.0.weight\", \"module.0.bias\". ",
        .source = "torch/nn/modules/module.py load_state_dict, verified"},
 
+      {.id = "torch.load-weights-only",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Weights only load failed", "was not an allowed global by default"},
+       .parts = {{R"(Unsupported (?:global: GLOBAL|class) ([\w.]+))", {{1, "global"}}}},
+       .description = "torch.load with weights_only (the default since PyTorch 2.6) refused a "
+                      "checkpoint that holds a Python object other than tensors and plain "
+                      "values: an argparse.Namespace, a NumPy scalar, a whole model",
+       .example = "_pickle.UnpicklingError: Weights only load failed. Re-running `torch.load` "
+                  "with `weights_only` set to `False` will likely succeed, but it can result in "
+                  "arbitrary code execution.Do it only if you get the file from a trusted "
+                  "source. WeightsUnpickler error: Unsupported class argparse.Namespace",
+       .source = "torch/serialization.py load, verified with weights_only=True on 1.13; the 2.6+ "
+                 "message puts \"Unsupported global: GLOBAL ...\" on a line of its own"},
+
       // ---- what layers and losses are fed -------------------------------------------------------
       {.id = "torch.device-mismatch",
        .framework = "pytorch",

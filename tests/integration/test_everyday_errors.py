@@ -1,8 +1,8 @@
 """Everyday errors of a training loop with real PyTorch: a batch of samples of unequal shapes,
 raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features
 or another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
-model; autograd's in-place and second-backward errors. The title says what happened and the fix
-names the sizes, types or keys."""
+model, or one that loading with weights_only refuses; autograd's in-place and second-backward
+errors. The title says what happened and the fix names the sizes, types or keys."""
 from conftest import free_port, python_job
 
 UNEQUAL_SAMPLES = """
@@ -36,6 +36,13 @@ def build(): return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
 path = sys.argv[2]
 torch.save(DistributedDataParallel(build()).state_dict(), path)
 build().load_state_dict(torch.load(path))
+"""
+
+# A checkpoint with the run's arguments in it, loaded the way PyTorch 2.6+ loads by default.
+ARGS_IN_CHECKPOINT = """
+import argparse, sys, torch
+torch.save({"model": {}, "args": argparse.Namespace(lr=0.1)}, sys.argv[1])
+torch.load(sys.argv[1], weights_only=True)
 """
 
 INPLACE_AFTER_SIGMOID = """
@@ -93,6 +100,16 @@ def test_a_checkpoint_of_a_ddp_model_loaded_into_the_bare_model(traindoc, tmp_pa
         "model wrapped in DistributedDataParallel or DataParallel"), root["title"]
     assert "k.removeprefix('module.')" in root["fix"]
     assert any("known error torch.state-dict-mismatch: missing_keys" in e for e in root["evidence"])
+
+
+def test_a_checkpoint_that_weights_only_loading_refuses(traindoc, tmp_path):
+    run = traindoc(python_job(ARGS_IN_CHECKPOINT) + [str(tmp_path / "ckpt.pt")])
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["title"].endswith(": torch.load refused the checkpoint: it holds "
+                                  "argparse.Namespace, which loading with weights_only does not "
+                                  "allow"), root["title"]
+    assert "add_safe_globals([argparse.Namespace])" in root["fix"]
 
 
 def test_an_inplace_op_on_a_tensor_autograd_saved(traindoc):

@@ -181,6 +181,49 @@ TEST(TrainingRules, ACheckpointOfOtherSizesOrLayersSaysWhichKeysDiffer) {
   EXPECT_THAT(f.title, HasSubstr("does not fit the model"));
 }
 
+TEST(TrainingRules, ACheckpointThatWeightsOnlyLoadingRefusesNamesTheType) {
+  // PyTorch 2.6+: the type is on a line of its own.
+  std::vector<store::LogLine> lines;
+  uint64_t number = 1;
+  for (std::string text :
+       {"Traceback (most recent call last):",
+        "  File \"/home/user/proj/eval.py\", line 12, in <module>",
+        "    state = torch.load(args.checkpoint)",
+        "_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do "
+        "so you have two options, do those steps only if you trust the source of the checkpoint. ",
+        "\t(1) In PyTorch 2.6, we changed the default value of the `weights_only` argument in "
+        "`torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to "
+        "`False` will likely succeed, but it can result in arbitrary code execution. Do it only if "
+        "you got the file from a trusted source.",
+        "\t(2) Alternatively, to load with `weights_only=True` please check the recommended steps "
+        "in the following error message.",
+        "\tWeightsUnpickler error: Unsupported global: GLOBAL numpy._core.multiarray.scalar was "
+        "not an allowed global by default. Please use "
+        "`torch.serialization.add_safe_globals([scalar])` or the "
+        "`torch.serialization.safe_globals([scalar])` context manager to allowlist this global if "
+        "you trust this class/function."}) {
+    lines.push_back(stderr_line(2.0, number++, text));
+  }
+  std::vector<PythonTraceback> tracebacks = parse_tracebacks(lines);
+  ASSERT_EQ(tracebacks.size(), 1u);
+  std::vector<SignatureMatch> matches;
+  KnownFailure f = known(tracebacks[0], matches);
+  expect_fields(*f.match, {{"global", "numpy._core.multiarray.scalar"}});
+  EXPECT_EQ(f.title,
+            "torch.load refused the checkpoint: it holds numpy._core.multiarray.scalar, which "
+            "loading with weights_only does not allow");
+  EXPECT_THAT(f.fix, HasSubstr("add_safe_globals([numpy._core.multiarray.scalar])"));
+
+  // PyTorch 1.13 to 2.5, with weights_only=True: one line.
+  SignatureMatch m = match(
+      "_pickle.UnpicklingError: Weights only load failed. Re-running `torch.load` with "
+      "`weights_only` set to `False` will likely succeed, but it can result in arbitrary code "
+      "execution.Do it only if you get the file from a trusted source. WeightsUnpickler error: "
+      "Unsupported class argparse.Namespace",
+      "torch.load-weights-only");
+  expect_fields(m, {{"global", "argparse.Namespace"}});
+}
+
 // The finding a one-line exception of rank 0 gets.
 Finding exception_finding(const std::string& exception) {
   Evidence e = torchrun_job();
