@@ -38,9 +38,11 @@ void script_not_found(const SignatureMatch& m, KnownFailure& f) {
 }
 
 void worker_exception(const SignatureMatch& m, KnownFailure& f) {
-  f.fix = "The dataset's code raised it in DataLoader worker " + field(m, "worker") +
-          " (the worker's frames are cited): fix it there. With num_workers=0 the dataset runs in "
-          "the main process, where a debugger can stop at the exception.";
+  f.fix = "DataLoader worker " + field(m, "worker") +
+          " raised it in the code it runs for the loader (the dataset's __getitem__, a "
+          "transform, collate_fn or worker_init_fn; the worker's frames are cited): fix it "
+          "there. With num_workers=0 that code runs in the main process, where a debugger can "
+          "stop at the exception.";
 }
 
 // ---- shapes and types --------------------------------------------------------------------------

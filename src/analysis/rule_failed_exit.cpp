@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "analysis/known_failure.h"
+#include "analysis/match_fields.h"
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
@@ -70,13 +71,17 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
                     Finding& f, std::string& merge_key) {
   std::string who = context.name(p);
   std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
-  // A DataLoader worker's exception, re-raised here: what the worker's own text says comes
-  // before the re-raise's advice.
+  std::string exception = exception_summary(tb);
+  std::string raised = " raised " + exception;
+  // A DataLoader worker's exception, re-raised here: the worker's own exception is the one to
+  // name, and what its text says comes before the re-raise's advice.
   if (tb.original) {
     const PythonTraceback& worker = context.texts.all_tracebacks()[*tb.original];
+    std::string index = known ? field(*known->match, "worker") : "";
+    raised = ": DataLoader worker " + (index.empty() ? "" : index + " ") + "raised " +
+             exception_summary(worker);
     if (auto inner = describe_known(context.texts.signatures(worker))) known = std::move(inner);
   }
-  std::string exception = exception_summary(tb);
   if (known && !reports_another_process(known->kind)) {
     f.kind = known->kind;
     if (f.kind == "collective-missing" && known->ranks.empty()) {
@@ -88,7 +93,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
             (known->ranks.size() == 1 ? " (rank " : " (ranks ") + names + " never joined it)";
       }
     }
-    f.title = who + (known->title.empty() ? " raised " + exception : ": " + known->title);
+    f.title = who + (known->title.empty() ? raised : ": " + known->title);
     f.fix = known->fix;
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
@@ -105,7 +110,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     f.fix = "The launcher's error follows the failure of its ranks: see the root cause.";
   } else {
     f.kind = "python-exception";
-    f.title = who + " raised " + exception;
+    f.title = who + raised;
     f.fix = known ? known->fix : fix_for(f.kind);
   }
   std::vector<std::string> cited = traceback_evidence(context, tb);

@@ -844,6 +844,7 @@ TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): DataLoader worker 1 raised KeyError: 'label'");
   EXPECT_THAT(f.evidence, Contains(std::string("in the worker: KeyError: 'label'")));
   EXPECT_THAT(f.evidence,
               Contains(std::string("in the worker, at /home/user/proj/train.py:6 in "
