@@ -174,9 +174,15 @@ void merge_same(std::vector<TimedFinding>& found) {
       continue;
     }
     Finding& into = same->finding;
-    add_ranks(into.ranks, timed.finding.ranks);
-    std::sort(into.ranks.begin(), into.ranks.end());
-    into.pids.insert(into.pids.end(), timed.finding.pids.begin(), timed.finding.pids.end());
+    // A hang names the ranks that were missing; another rank's timeout, the same hang seen
+    // from where it waited, is evidence and adds no one to look at.
+    bool waited = into.kind == "collective-missing" && !into.ranks.empty() &&
+                  timed.finding.kind == "collective-missing";
+    if (!waited) {
+      add_ranks(into.ranks, timed.finding.ranks);
+      std::sort(into.ranks.begin(), into.ranks.end());
+      into.pids.insert(into.pids.end(), timed.finding.pids.begin(), timed.finding.pids.end());
+    }
     into.evidence.push_back("the same failure, also: " + timed.finding.title);
   }
   found = std::move(out);

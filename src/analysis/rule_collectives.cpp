@@ -5,6 +5,7 @@
 #include <csignal>
 #include <sstream>
 
+#include "analysis/known_failure.h"
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
@@ -79,6 +80,15 @@ bool came_late(const store::CollectiveIssue& late, int group_rank) {
 
 bool died(const store::ProcessRecord& r) {
   return r.exit_signal || (r.exit_code && *r.exit_code != 0);
+}
+
+// A rank whose own last exception says it timed out waiting in a collective: it waited too (in
+// another call, e.g. one only it makes), so its end is the hang's, not a failure of its own.
+bool gave_up_waiting(const RuleContext& context, const ProcessSummary& p) {
+  const PythonTraceback* last = context.texts.final_exception(p);
+  if (last == nullptr) return false;
+  std::optional<KnownFailure> known = describe_known(context.texts.signatures(*last));
+  return known && known->kind == "collective-missing";
 }
 
 bool stopped_from_outside(const store::ProcessRecord& r) {
@@ -194,11 +204,14 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
                        ? &rank == &issue.ranks.front()
                        : issue.kind != "collective-missing" || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One
-      // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence.
-      // One whose program had finished skipped the call, however its teardown then ended.
+      // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence,
+      // and so are one a stop request ended (the user gave up on the hang) and one that timed
+      // out waiting elsewhere. One whose program had finished skipped the call, however its
+      // teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
       if (issue.kind == "collective-missing" && missing(rank) && process != nullptr &&
-          died(process->record) && !finished &&
+          died(process->record) && !finished && !stopped_on_request(context, process->record) &&
+          !gave_up_waiting(context, *process) &&
           (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
         f.kind = "peer-exited";
@@ -217,6 +230,11 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         f.title += "; " + who + " " + prompt->text;
         f.evidence.push_back(who + " " + prompt->text + context.when(prompt->t_ns));
         f.fix = kPromptFix;
+      } else if (f.kind == "collective-missing" && missing(rank) && late == nullptr) {
+        // Where the missing rank is: often another collective only it makes (a model wrapped
+        // in DDP on one rank only) or work only it does.
+        std::string place = user_place(rank.stack);
+        if (!place.empty()) f.title += "; " + who + " is at " + place;
       }
       if (named && process) add_ranks(f.ranks, context.ranks_of(*process));
       if (named && rank.pid != 0) f.pids.push_back(rank.pid);

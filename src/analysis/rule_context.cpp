@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -96,32 +97,79 @@ std::vector<std::string> main_thread_frames(const std::string& dump) {
   return out;
 }
 
-// CPython's format, most recent call first; the hook's wrappers are left out.
+namespace {
+
+// A frame of a dump, CPython's `  File "/tmp/train.py", line 3 in wait`.
+struct DumpFrame {
+  std::string path;
+  std::string place;  // "/tmp/train.py:3 in wait"
+};
+
+std::optional<DumpFrame> parse_frame(std::string_view text) {
+  size_t file = text.find("File \"");
+  size_t end = text.find("\", line ");
+  if (file == std::string_view::npos || end == std::string_view::npos || end < file) {
+    return std::nullopt;
+  }
+  DumpFrame frame{std::string(text.substr(file + 6, end - file - 6)), ""};
+  std::string rest(text.substr(end + 8));  // "3 in wait"
+  size_t in = rest.find(" in ");
+  frame.place = frame.path + ":" + rest.substr(0, in) +
+                (in == std::string::npos ? "" : " in " + rest.substr(in + 4));
+  return frame;
+}
+
+// The main thread's frames, innermost first, without the hook's wrappers.
+std::vector<DumpFrame> frames_of(const std::string& dump) {
+  std::vector<DumpFrame> out;
+  for (const std::string& line : main_thread_frames(dump)) {
+    std::optional<DumpFrame> frame = parse_frame(line);
+    if (frame && !is_hook_file(frame->path)) out.push_back(std::move(*frame));
+  }
+  return out;
+}
+
+// A library's file from its package on: "torch/nn/parallel/distributed.py".
+std::string package_path(const std::string& path) {
+  for (std::string_view dir : {"site-packages/", "dist-packages/"}) {
+    if (size_t at = path.rfind(dir); at != std::string::npos) return path.substr(at + dir.size());
+  }
+  return path;
+}
+
+}  // namespace
+
+// CPython's format, most recent call first.
 std::string python_frames(const std::string& dump) {
   constexpr size_t kFrames = 3;
   std::string out;
   size_t count = 0;
   bool user_cited = false;
-  for (const std::string& line : main_thread_frames(dump)) {
-    std::string_view text = line;
-    size_t file = text.find("File \"");
-    size_t end = text.find("\", line ");
-    if (file == std::string_view::npos || end == std::string_view::npos || end < file) continue;
-    std::string path(text.substr(file + 6, end - file - 6));
-    if (is_hook_file(path)) continue;
-    bool user = !is_library_file(path);
+  for (const DumpFrame& frame : frames_of(dump)) {
+    bool user = !is_library_file(frame.path);
     // Past the innermost frames, only the innermost frame of the user's code, if none was.
     if (count >= kFrames && (user_cited || !user)) continue;
-    std::string rest(text.substr(end + 8));  // "3 in wait"
-    size_t in = rest.find(" in ");
-    std::string place = path + ":" + rest.substr(0, in) +
-                        (in == std::string::npos ? "" : " in " + rest.substr(in + 4));
-    out += (count == 0 ? "" : count < kFrames ? ", called from " : ", from your code at ") + place;
+    out += (count == 0        ? ""
+            : count < kFrames ? ", called from "
+                              : ", from your code at ") +
+           frame.place;
     ++count;
     user_cited |= user;
     if (count > kFrames) break;
   }
   return out;
+}
+
+std::string user_place(const std::string& dump) {
+  std::vector<DumpFrame> frames = frames_of(dump);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (is_library_file(frames[i].path)) continue;
+    if (i == 0) return frames[i].place;
+    const DumpFrame& called = frames[i - 1];
+    return frames[i].place + ", in " + package_path(called.path) +
+           called.place.substr(called.path.size());
+  }
+  return "";
 }
 
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,

@@ -107,6 +107,10 @@ int64_t first_request_ns(const store::Evidence& evidence) {
 
 }  // namespace
 
+bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r) {
+  return ended_by_request(r, first_request_ns(context.evidence));
+}
+
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
   int64_t request_ns = first_request_ns(context.evidence);
   for (const ProcessSummary& p : context.processes) {

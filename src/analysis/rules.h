@@ -42,9 +42,16 @@ std::vector<std::string> main_thread_frames(const std::string& dump);
 // and the innermost frame of the user's code when those are all library frames:
 // "/tmp/train.py:3 in wait, called from /tmp/train.py:5 in <module>"; "" when it has none.
 std::string python_frames(const std::string& dump);
+// The innermost frame of the user's code in such a dump, and the library call it was in:
+// "/tmp/train.py:7 in <module>, in torch/nn/parallel/distributed.py:655 in __init__"; "" when
+// the dump has no frame of the user's code.
+std::string user_place(const std::string& dump);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);
+// A process that a stop signal (or the SIGKILL of the teardown that followed) ended after a
+// stop request traindoc passed on to the job: the request ended it, not a failure of its own.
+bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r);
 // The supervisor's record that this process was blocked on its standard input (a prompt) at or
 // after `from_ns`; nullptr when none.
 const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from_ns);

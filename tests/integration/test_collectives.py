@@ -136,6 +136,22 @@ def test_skipped_monitored_barrier(tmp_path):  # T14, H08 (a)
     assert "guard it identically" in root["fix"]
 
 
+def test_ddp_built_on_one_rank_is_placed_in_its_constructor(tmp_path):
+    """Rank 0 wraps the model in DDP alone, whose constructor waits in a collective of its own,
+    while rank 1 waits in a barrier; both time out. The hang is the root cause, rank 0's timeout
+    no failure of its own, and the title says where rank 0 was."""
+    run = faults(tmp_path, "ddp_on_one_rank", "--stall-seconds", "2")
+    _, text = run.live_line("collective-missing")
+    assert "rank 0 never made barrier #1" in text
+    root = assert_root(run, "collective-missing", "ddp_on_one_rank", ranks=[0])
+    assert "in torch/nn/parallel/distributed.py:" in root["title"], root["title"]
+    # A lost connection when the first of the two gave up is the hang's consequence.
+    findings = run.report["findings"]
+    for index, finding in enumerate(findings):
+        if finding["kind"] == "peer-exited":
+            assert index in root["consequences"], finding["title"]
+
+
 def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
     run = faults(tmp_path, "skip_and_work", "--stall-seconds", "2")
     t, text = run.live_line("collective-missing")

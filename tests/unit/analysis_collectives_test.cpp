@@ -126,6 +126,76 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
 }
 
+// A hang its user gave up on: the interrupt reached the job, and the launcher's teardown killed
+// the missing rank. The missing call stays the cause, and the title says where that rank was.
+TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
+  missing.state = "never called it";
+  missing.stack =
+      "python:\nCurrent thread 0x00007f3860601800 (most recent call first):\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/utils.py\", line 112 in "
+      "_verify_param_shape_across_processes\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/nn/parallel/distributed.py\", line 655 in "
+      "__init__\n"
+      "  File \"/home/user/proj/train.py\", line 7 in <module>\n"
+      "native (main thread):\n  #0 __futex_abstimed_wait_common (libc.so.6+0x85f14)\n";
+  store::Event stop;
+  stop.kind = "signal-forwarded";
+  stop.t_ns = kT0 + 5 * kSecond;
+  stop.text = "SIGINT from the terminal, passed on to 1 process(es)";
+  e.events = {stop};
+  e.processes[2].exit_signal = SIGKILL;
+  e.processes[2].end_ns = kT0 + 7 * kSecond;
+  e.processes[2].end_source = store::EndSource::kParent;
+  Diagnosis d = diagnose(e);
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_EQ(
+      root.title,
+      "all_reduce #4 has a different missing; rank 1 (pid 12) is at /home/user/proj/train.py:7 in "
+      "<module>, in torch/nn/parallel/distributed.py:655 in __init__");
+  // Killed without a stop request, it died while the others waited: peer-exited.
+  e.events.clear();
+  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+}
+
+// Both ranks wait, each in another call, until gloo's timeout; the missing one times out too.
+// Neither end is a failure of its own: the hang is the cause, it names the missing rank only, and
+// the timeouts are its evidence.
+TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.collective_issues[0].ranks[1].state = "never called it";
+  e.collective_issues[0].ranks[0].state = "waiting in it";
+  for (int r = 0; r < 2; ++r) {
+    std::string prefix = "[default" + std::to_string(r) + "]:";
+    e.processes[static_cast<size_t>(r) + 1].local_rank = r;
+    e.processes[static_cast<size_t>(r) + 1].exit_code = 1;
+    e.processes[static_cast<size_t>(r) + 1].end_ns = kT0 + (7 + r) * kSecond;
+    e.processes[static_cast<size_t>(r) + 1].end_source = store::EndSource::kParent;
+    for (std::string text :
+         {prefix + "Traceback (most recent call last):",
+          prefix + "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+                   "Timed out waiting 6000ms for recv operation to complete"}) {
+      store::LogLine line;
+      line.stream = "stderr";
+      line.number = e.log_lines.size() + 1;
+      line.t_ns = kT0 + (7 + r) * kSecond - kSecond / 10;
+      line.text = text;
+      e.log_lines.push_back(line);
+    }
+  }
+  Diagnosis d = diagnose(e);
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_EQ(root.ranks, (std::vector<int>{1}));
+  EXPECT_EQ(std::count_if(root.evidence.begin(), root.evidence.end(),
+                          [](const std::string& line) {
+                            return line.starts_with("the same failure, also: ");
+                          }),
+            2);
+}
+
 // H08 (c) with a teardown abort: rank 1 skipped the call, finished its program, then aborted at
 // exit. The skip is the cause; the abort is told as a crash at exit, not as a death mid-work.
 TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {

@@ -4,6 +4,7 @@ Each marks its faulty call with a `# fault` comment, which the tests look up to 
 site traindoc reports."""
 import ctypes
 import datetime
+import os
 import sys
 import time
 
@@ -124,6 +125,13 @@ def raise_mid_step(rank):  # the commonest failure: one rank raises, its peer wa
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+
+
+def ddp_on_one_rank(rank):  # DDP built on rank 0 alone (to save its state): its init waits
+    model = torch.nn.Linear(8, 8)
+    if rank == 0:
+        torch.save(torch.nn.parallel.DistributedDataParallel(model).state_dict(), os.devnull)  # fault
+    dist.barrier()
 
 
 def main():
