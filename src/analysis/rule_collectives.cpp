@@ -218,7 +218,10 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +
                   std::to_string(issue.number) + ", which the other ranks waited in";
         f.fix = fix_for("peer-exited", "");
-        timed.t_ns = issue.t_ns;
+        // After the end it tells, and after a waiting rank's own account of the same end
+        // (rule_peer_exited's lost connection, timed at that end), which then leads the merge
+        // whichever of the two was seen first.
+        timed.t_ns = std::max(issue.t_ns, process->record.end_ns + 2);
         timed.merge_key = f.kind;
       }
       // A missing rank at a prompt: the prompt is why, and what to fix.

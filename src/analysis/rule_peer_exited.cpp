@@ -109,9 +109,10 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
     f.fix = "Not a network fault: the peer process had already ended. Fix the root cause above.";
     f.confidence = 0.8;
-    // The peer's own failure leads even where this rank's line was printed first (the ranks'
-    // lines pass through the launcher in any order): it comes no earlier than the peer's end.
-    int64_t lost_ns = peer != nullptr ? std::max(tb->t_ns, peer->record.end_ns + 1) : tb->t_ns;
+    // The connection was lost when the peer ended, whenever this rank printed it (the ranks'
+    // lines pass through the launcher in any order): after the peer's own failure, and before
+    // the collective checker's account of the same end (rule_collectives).
+    int64_t lost_ns = peer != nullptr ? peer->record.end_ns + 1 : tb->t_ns;
     out.push_back({std::move(f), lost_ns, r.pid, merge_key("peer-exited", "")});
     // A peer that left after a call only this rank made (rank-0-only code) is no cause.
     bool clean = peer != nullptr && clean_exit(peer->record) && !odd_call_found(context);

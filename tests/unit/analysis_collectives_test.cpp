@@ -79,6 +79,20 @@ store::Evidence job_with_issue(const std::string& kind, const std::string& field
   return e;
 }
 
+// The missing rank's own end leads (`kind`), and the others' wait is its peer-exited consequence.
+void expect_its_end_leads(const Diagnosis& d, const std::string& kind) {
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, kind);
+  EXPECT_EQ(root.ranks, (std::vector<int>{1}));
+  auto waited = std::find_if(d.findings.begin(), d.findings.end(),
+                             [](const Finding& f) { return f.kind == "peer-exited"; });
+  ASSERT_NE(waited, d.findings.end());
+  EXPECT_NE(
+      std::find(root.consequences.begin(), root.consequences.end(), waited - d.findings.begin()),
+      root.consequences.end());
+}
+
 TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
   Diagnosis d = diagnose(job_with_issue("collective-mismatch", "shape"));
   ASSERT_FALSE(d.findings.empty());
@@ -157,7 +171,7 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
       "<module>, in torch/nn/parallel/distributed.py:655 in __init__");
   // Killed without a stop request, it died while the others waited: peer-exited.
   e.events.clear();
-  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+  expect_its_end_leads(diagnose(e), "killed-externally");
 }
 
 // Both ranks wait, each in another call, until gloo's timeout; the missing one times out too.
@@ -211,7 +225,7 @@ TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
   crash.time_ns = kT0 + 3 * kSecond - 1;
   e.crashes = {crash};
   // Without the hook's mark, a rank that died before the call is the cause.
-  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+  expect_its_end_leads(diagnose(e), "abort");
 
   e.events.push_back({kT0 + 2 * kSecond, "script-finished", 12, ""});
   Diagnosis d = diagnose(e);
@@ -230,7 +244,7 @@ TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
   EXPECT_NE(abort->fix.find("destroy_process_group"), std::string::npos);
   // A mark from an earlier process that held the same pid says nothing of this one.
   e.events.back().t_ns = kT0 - kSecond;
-  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+  expect_its_end_leads(diagnose(e), "abort");
 }
 
 // H14: the stall ended when rank 1 came to the same call late; the job then finished.
