@@ -235,11 +235,12 @@ int64_t CollectiveChecker::gave_up_at(const Held& held) {
 
 CollectiveChecker::CollectiveChecker(CheckerOptions options) : m_options(options) {}
 
-void CollectiveChecker::process_started(int pid, uint64_t start_ticks, int rank, int world_size) {
+void CollectiveChecker::process_started(int pid, uint64_t start_ticks, int rank, int world_size,
+                                        bool inherited) {
   Process& process = m_processes[pid];
   if (process.start_ticks != start_ticks) process = Process{};
   process.start_ticks = start_ticks;
-  process.rank = rank;
+  process.rank = inherited ? -1 : rank;
   process.world_size = world_size;
 }
 

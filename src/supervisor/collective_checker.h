@@ -37,8 +37,10 @@ class CollectiveChecker {
   explicit CollectiveChecker(CheckerOptions options = {});
 
   // A job process with its launcher rank (from the agent), to find a world-group rank that has
-  // not made any call yet.
-  void process_started(int pid, uint64_t start_ticks, int rank, int world_size);
+  // not made any call yet. `inherited`: the rank is its parent's, which it was forked from (a
+  // DataLoader worker of that rank): the process is no rank, and is left out.
+  void process_started(int pid, uint64_t start_ticks, int rank, int world_size,
+                       bool inherited = false);
   void process_ended(const store::ProcessRecord& process);
   // One enter or exit record.
   void add(const AgentCollective& record);

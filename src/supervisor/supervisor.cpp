@@ -252,7 +252,9 @@ void Loop::read_agent() {
   AgentPoll poll = m_agent->poll();
   for (const AgentIdentity& id : poll.identities) {
     m_table.from_agent(id);
-    m_checker.process_started(id.pid, id.start_ticks, id.rank, id.world_size);
+    // A forked child has its rank's environment; it is a rank only once it joins a group.
+    bool inherited = id.forked && id.rank_source != common::RankSource::kProcessGroup;
+    m_checker.process_started(id.pid, id.start_ticks, id.rank, id.world_size, inherited);
   }
   for (const AgentCollective& record : poll.collectives) m_checker.add(record);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);

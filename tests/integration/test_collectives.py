@@ -152,6 +152,15 @@ def test_ddp_built_on_one_rank_is_placed_in_its_constructor(tmp_path):
             assert index in root["consequences"], finding["title"]
 
 
+def test_a_worker_ending_well_is_no_rank_that_left_early(tmp_path):
+    """Rank 1's dataset raises in a DataLoader worker; its workers then end well, with rank 1's
+    environment. They are no ranks: the root cause is rank 1's exception, not uneven inputs."""
+    run = faults(tmp_path, "dataset_raises_in_a_worker")
+    root = assert_root(run, "python-exception", "dataset_raises_in_a_worker", ranks=[1])
+    assert "DataLoader worker" in root["title"] and "/data/img_13.jpg" in root["title"]
+    assert not [f for f in run.report["findings"] if f["kind"] == "uneven-inputs"]
+
+
 def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
     run = faults(tmp_path, "skip_and_work", "--stall-seconds", "2")
     t, text = run.live_line("collective-missing")

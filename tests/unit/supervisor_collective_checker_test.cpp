@@ -422,6 +422,18 @@ TEST_F(CheckerTest, ARankFailingSoonAfterAnotherExitedIsUnevenInputs) {
   EXPECT_TRUE(checker.check(kT0 + 3 * kSecond).empty());  // once
 }
 
+// A DataLoader worker of rank 1 ends well at the end of its epoch, while rank 1 itself fails
+// (its dataset raised): the worker has its rank's environment, but it is no rank.
+TEST_F(CheckerTest, AWorkerThatEndsWellIsNoRankThatLeftEarly) {
+  checker.process_started(110, 9, 1, 2, /*inherited=*/true);
+  store::ProcessRecord worker = ended(1, 0, kT0);
+  worker.pid = 110;
+  worker.start_ticks = 9;
+  checker.process_ended(worker);
+  checker.process_ended(ended(1, 1 << 8, kT0 + kSecond / 5));
+  EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
+}
+
 TEST_F(CheckerTest, RanksThatAllExitNormallyAreFine) {
   both(1, CollectiveOp::kAllReduce);
   checker.process_ended(ended(1, 0, kT0));

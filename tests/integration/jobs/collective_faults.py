@@ -134,6 +134,21 @@ def ddp_on_one_rank(rank):  # DDP built on rank 0 alone (to save its state): its
     dist.barrier()
 
 
+def dataset_raises_in_a_worker(rank):  # DDP's own all-reduces are unseen; workers end well
+    class Samples(torch.utils.data.Dataset):
+        def __len__(self):
+            return 32
+
+        def __getitem__(self, i):
+            if rank == 1 and i == 13:
+                raise FileNotFoundError(2, "No such file or directory", f"/data/img_{i}.jpg")  # fault
+            return torch.randn(8)
+
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+    for batch in torch.utils.data.DataLoader(Samples(), batch_size=4, num_workers=2):
+        model(batch).sum().backward()
+
+
 def main():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=6))
     globals()[sys.argv[1]](dist.get_rank())
