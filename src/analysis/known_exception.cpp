@@ -164,6 +164,37 @@ void autograd_nan(const SignatureMatch& m, KnownFailure& f) {
       "learning rate or clip gradients (torch.nn.utils.clip_grad_norm_).";
 }
 
+// ---- DDP and collectives ----------------------------------------------------------------------
+
+void ddp_ready_twice(const SignatureMatch& m, KnownFailure& f) {
+  std::string name = field(m, "param_name");
+  std::string index = field(m, "param_index");
+  f.title = "DDP got two gradients for " +
+            (!name.empty()    ? "parameter " + name
+             : !index.empty() ? "the parameter at index " + index
+                              : std::string("a parameter")) +
+            " in one backward pass";
+  f.fix =
+      "Under DDP each parameter may get one gradient per backward pass. A layer wrapped by more "
+      "than one reentrant checkpoint (torch.utils.checkpoint with use_reentrant=True, 1.x's "
+      "default): use "
+      "checkpoint(..., use_reentrant=False). Two backward calls on one forward: sum the losses "
+      "and call backward once. A graph that is the same every iteration: "
+      "DistributedDataParallel(..., static_graph=True). TORCH_DISTRIBUTED_DEBUG=INFO names the "
+      "parameter.";
+}
+
+void device_unsupported(const SignatureMatch& m, KnownFailure& f) {
+  std::string device = field(m, "device").empty() ? "cpu" : field(m, "device");
+  f.title = "a collective got a " + device +
+            " tensor, for which its process group has no backend (NCCL takes CUDA tensors only)";
+  f.fix =
+      "Put the tensor on the rank's GPU before the collective (torch.tensor(x, "
+      "device=torch.device('cuda', local_rank)), or .cuda() after torch.cuda.set_device). For "
+      "values that stay on the CPU, use a gloo group (dist.new_group(backend='gloo')) or "
+      "init_process_group('cpu:gloo,cuda:nccl'), which sends CPU tensors through gloo.";
+}
+
 // ---- checkpoints -------------------------------------------------------------------------------
 
 // "\"a.b\", \"c\". " -> {"a.b", "c"}; a key cut short by the end of the text is dropped.
@@ -283,6 +314,8 @@ const std::map<std::string, Describer>& describers() {
       {"torch.autograd-nan", autograd_nan},
       {"torch.state-dict-mismatch", state_dict},
       {"torch.load-weights-only", weights_only},
+      {"torch.ddp-ready-twice", ddp_ready_twice},
+      {"torch.collective-device-unsupported", device_unsupported},
   };
   return kDescribers;
 }

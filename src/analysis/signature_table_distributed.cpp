@@ -77,6 +77,34 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "the reducer's log line per parameter without gradient (debug mode)",
        .example = "[Rank 0] Parameter: a.weight did not get gradient in backwards pass.",
        .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29"},
+      {.id = "torch.ddp-ready-twice",
+       .framework = "pytorch-distributed",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Expected to mark a variable ready only once", "has been marked as ready twice"},
+       .parts =
+           {{R"(Parameter at index ([0-9]+)(?: with name (\S+))? has been marked as ready twice)",
+             {{1, "param_index", C::kInt}, {2, "param_name"}}}},
+       .description = "DDP got two gradients for one parameter in one backward pass: a layer "
+                      "under several reentrant checkpoints, two backward passes of one forward, "
+                      "a parameter used outside forward",
+       .example = "RuntimeError: Expected to mark a variable ready only once. This error is "
+                  "caused by one of the following reasons: 1) Use of a module parameter outside "
+                  "the `forward` function.",
+       .source = "torch/csrc/distributed/c10d/reducer.cpp, verified with two checkpoints of one "
+                 "layer"},
+      {.id = "torch.collective-device-unsupported",
+       .framework = "pytorch-distributed",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Tensors must be CUDA and dense",
+                   "No backend type associated with device type "},
+       .parts = {{R"(No backend type associated with device type (\w+))", {{1, "device"}}}},
+       .description = "a collective given a tensor on a device its process group has no backend "
+                      "for: a CPU tensor in an NCCL group",
+       .example = "RuntimeError: No backend type associated with device type cpu",
+       .source = "torch/csrc/distributed/c10d/ProcessGroup.hpp getBackend (2.x); "
+                 "ProcessGroupNCCL.cpp check_gpu_single_tensor (1.x)"},
       {.id = "torch.ddp-model-mismatch",
        .framework = "pytorch-distributed",
        .kind = "ddp-model-mismatch",

@@ -161,6 +161,13 @@ def test_a_worker_ending_well_is_no_rank_that_left_early(tmp_path):
     assert not [f for f in run.report["findings"] if f["kind"] == "uneven-inputs"]
 
 
+def test_a_parameter_ddp_got_two_gradients_for(tmp_path):
+    run = faults(tmp_path, "layer_checkpointed_twice")
+    root = assert_root(run, "python-exception", "layer_checkpointed_twice")
+    assert "DDP got two gradients for the parameter at index" in root["title"], root["title"]
+    assert "use_reentrant=False" in root["fix"]
+
+
 def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
     run = faults(tmp_path, "skip_and_work", "--stall-seconds", "2")
     t, text = run.live_line("collective-missing")

@@ -89,6 +89,38 @@ TEST(SignatureDdp, ModelMismatch) {
   expect_no_field(m, "rank");
 }
 
+// A parameter under two reentrant checkpoints (1.13, verified): the header line, then the
+// parameter, named with TORCH_DISTRIBUTED_DEBUG=INFO.
+TEST(SignatureDdp, AParameterMarkedReadyTwice) {
+  EXPECT_THAT(ids("RuntimeError: Expected to mark a variable ready only once. This error is "
+                  "caused by one of the following reasons: 1) Use of a module parameter outside "
+                  "the `forward` function."),
+              testing::ElementsAre("torch.ddp-ready-twice"));
+  SignatureMatch m = match(
+      "Parameter at index 1 with name shared.bias has been marked as ready twice. This means "
+      "that multiple autograd engine  hooks have fired for this particular parameter during this "
+      "iteration.",
+      "torch.ddp-ready-twice");
+  expect_fields(m, {{"param_index", "1"}, {"param_name", "shared.bias"}});
+  m = match(
+      "Parameter at index 1 has been marked as ready twice. This means that multiple autograd "
+      "engine  hooks have fired for this particular parameter during this iteration. You can set "
+      "the environment variable TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print "
+      "parameter names for further debugging.",
+      "torch.ddp-ready-twice");
+  expect_fields(m, {{"param_index", "1"}});
+  expect_no_field(m, "param_name");
+}
+
+// A CPU tensor in an NCCL group: 2.x names the device, 1.x only what NCCL takes.
+TEST(SignatureDdp, ACollectiveOnADeviceItsGroupHasNoBackendFor) {
+  SignatureMatch m = match("RuntimeError: No backend type associated with device type cpu",
+                           "torch.collective-device-unsupported");
+  expect_fields(m, {{"device", "cpu"}});
+  EXPECT_THAT(ids("RuntimeError: Tensors must be CUDA and dense"),
+              testing::ElementsAre("torch.collective-device-unsupported"));
+}
+
 // ---- c10d, gloo
 // -----------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import time
 
 import torch
 import torch.distributed as dist
+import torch.utils.checkpoint
 
 
 def op_mismatch(rank):  # T12: the ranks take different branches
@@ -147,6 +148,22 @@ def dataset_raises_in_a_worker(rank):  # DDP's own all-reduces are unseen; worke
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
     for batch in torch.utils.data.DataLoader(Samples(), batch_size=4, num_workers=2):
         model(batch).sum().backward()
+
+
+def layer_checkpointed_twice(rank):  # one layer under two reentrant checkpoints, in DDP
+    shared = torch.nn.Linear(8, 8)
+
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = shared
+
+        def forward(self, x):
+            x = torch.utils.checkpoint.checkpoint(self.shared, x)
+            return torch.utils.checkpoint.checkpoint(self.shared, x)
+
+    model = torch.nn.parallel.DistributedDataParallel(Twice(), find_unused_parameters=True)
+    model(torch.randn(4, 8, requires_grad=True)).sum().backward()  # fault
 
 
 def main():
