@@ -25,6 +25,10 @@ constexpr int kRank1 = 1011;
 constexpr int kWorker0 = 1020;  // worker 0 of rank 0
 constexpr int kWorker1 = 1021;  // worker 0 of rank 1
 
+// What a rank prints when its DataLoader worker crashed.
+inline const std::string kDataLoaderError =
+    "RuntimeError: DataLoader worker (pid 42) is killed by signal: Segmentation fault.";
+
 inline int64_t at(double seconds) {
   return kT0 + static_cast<int64_t>(seconds * 1e9);
 }

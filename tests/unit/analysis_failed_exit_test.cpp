@@ -1,0 +1,396 @@
+// Tests of the failed-exit rule through diagnose() on the evidence of a torchrun job: the
+// exception or last words a process ended with, known texts and their fixes, the roles that
+// are findings and those that are not.
+#include "analysis/rules.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/diagnosis.h"
+#include "analysis_job_fixture.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using namespace job;  // NOLINT(google-build-using-namespace): the shared job fixture
+
+using store::Evidence;
+using testing::Contains;
+using testing::ElementsAre;
+using testing::HasSubstr;
+using testing::IsEmpty;
+using testing::Not;
+
+TEST(RuleFailedExit, RankCitesItsPythonException) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(10.2, 200, "Traceback (most recent call last):"),
+      stderr_line(10.2, 201, "  File \"/home/user/proj/train.py\", line 77, in <module>"),
+      stderr_line(10.3, 214, kDataLoaderError),
+  };
+  exited(e, kRank0, 10.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_THAT(f.ranks, ElementsAre(0));
+  EXPECT_THAT(f.pids, ElementsAre(kRank0));
+  EXPECT_EQ(f.title, "rank 0 (pid 1010) raised " + kDataLoaderError);
+  EXPECT_THAT(f.evidence, Contains("stderr lines 200-214 at +10.3 s: " + kDataLoaderError));
+  EXPECT_THAT(f.evidence, Contains("at /home/user/proj/train.py:77 in <module>"));
+  EXPECT_THAT(f.evidence, Contains(std::string("rank 0 (pid 1010) exited with code 1 at +10.5 s")));
+}
+
+TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(10.0, 7, "[default0]:usage: train.py [-h] [--batch-size BATCH_SIZE]"),
+      stderr_line(10.0, 8, "[default0]:train.py: error: unrecognized arguments: --bacth-size 16"),
+      stderr_line(10.1, 9, "[default1]:rank 1 is fine"),
+      stderr_line(10.1, 10, "[default0]:"),
+  };
+  exited(e, kRank0, 10.3, 2);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "nonzero-exit");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010) exited with code 2: train.py: error: unrecognized arguments: "
+            "--bacth-size 16");
+  EXPECT_THAT(f.evidence, Contains(std::string("the last line it printed, stderr line 8 at +10.0 "
+                                               "s: train.py: error: unrecognized arguments: "
+                                               "--bacth-size 16")));
+}
+
+TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(1.0, 1, "  File \"/home/user/proj/train.py\", line 3"),
+      stderr_line(1.0, 2, "    print(1)"),
+      stderr_line(1.0, 3, "    ^"),
+      stderr_line(1.0, 4,
+                  "IndentationError: expected an indented block after 'if' statement on "
+                  "line 2"),
+  };
+  exited(e, kRank0, 1.1, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_THAT(f.evidence, Contains(std::string("at /home/user/proj/train.py:3: print(1)")));
+  EXPECT_THAT(f.evidence, Not(Contains(HasSubstr("were not kept"))));
+  EXPECT_THAT(f.fix, HasSubstr("nothing in it ran"));
+}
+
+// Everyday exceptions get a fix of their own, with what the text names.
+TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ModuleNotFoundError: No module named 'wandb.sdk'", "no module 'wandb'"},
+      {"FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'",
+       "The path 'data/train.csv' does not exist"},
+      {"AssertionError: Torch not compiled with CUDA enabled", "CPU-only build"},
+      {"RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+       "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+       "no NVIDIA driver"},
+      {"RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"},
+      {"RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please "
+       "update your GPU driver by downloading and installing a new version from the URL: "
+       "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to "
+       "install a PyTorch version that has been compiled with your version of the CUDA driver.",
+       "a cu128 wheel for a 12.8 driver"},
+  };
+  for (const auto& [text, fix] : cases) {
+    Evidence e = torchrun_job();
+    e.log_lines = {stderr_line(10.0, 1, "Traceback (most recent call last):"),
+                   stderr_line(10.0, 2, "  File \"/home/user/proj/train.py\", line 7, in <module>"),
+                   stderr_line(10.0, 3, text)};
+    exited(e, kRank0, 10.3, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 1u) << text;
+    bool cuda = text.find("CUDA") != std::string::npos || text.find("NVIDIA") != std::string::npos;
+    EXPECT_EQ(d.findings[0].kind, cuda ? "cuda-unavailable" : "python-exception") << text;
+    EXPECT_THAT(d.findings[0].fix, HasSubstr(fix)) << text;
+  }
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 1,
+                             "RuntimeError: The NVIDIA driver on your system is too old "
+                             "(found version 12080). Please update your GPU driver")};
+  exited(e, kRank0, 10.3, 1);
+  EXPECT_EQ(diagnose(e).findings[0].title,
+            "rank 0 (pid 1010): the NVIDIA driver supports CUDA up to 12.8, older than the CUDA "
+            "this program was built for");
+}
+
+// A native program (NCCL's own test, a C++ trainer) prints no traceback: the known error it
+// printed before it exited is the finding, not its last line. Real text of NCCL 2.28 on a machine
+// whose driver is older than its CUDA runtime.
+TEST(RuleFailedExit, AnExitWithoutATracebackCitesAKnownErrorItPrinted) {
+  Evidence e = torchrun_job();
+  const std::string warn =
+      "[2026-11-25 17:28:04] node7:1010:1010 [0] misc/cudawrap.cc:270 NCCL WARN Cuda failure "
+      "'CUDA driver version is insufficient for CUDA runtime version'";
+  e.log_lines = {
+      {at(10.0), "stdout", 4, "[default0]:" + warn},
+      stderr_line(10.1, 9, "[default0]:rank 0: ncclCommInitRank failed"),
+  };
+  exited(e, kRank0, 10.3, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "cuda-unavailable");
+  EXPECT_EQ(
+      f.title,
+      "rank 0 (pid 1010): the NVIDIA driver is older than the CUDA runtime this program uses");
+  EXPECT_THAT(f.evidence,
+              ElementsAre("rank 0 (pid 1010) exited with code 1 at +10.3 s",
+                          "the error it printed, stdout line 4 at +10.0 s: " + warn,
+                          "known error cuda.driver-too-old: gpu 0, host node7, pid 1010"));
+  // A text about another process (a peer that left) leaves the exit to the rules about it.
+  e.log_lines = {stderr_line(10.0, 1,
+                             "[default0]:ncclRemoteError: A call failed possibly due to "
+                             "a network error or a remote process exiting prematurely.")};
+  EXPECT_EQ(diagnose(e).findings[0].kind, "nonzero-exit");
+}
+
+// As PyTorch 1.13 prints a dataset's exception in worker 1.
+TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
+  Evidence e = torchrun_job();
+  const std::vector<std::string> text = {
+      "Traceback (most recent call last):",
+      "  File \"/home/user/proj/train.py\", line 8, in <module>",
+      "    for b in DataLoader(D(), batch_size=4, num_workers=2): pass",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 628, in "
+      "__next__",
+      "    data = self._next_data()",
+      "           ^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1333, in "
+      "_next_data",
+      "    return self._process_data(data)",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1359, in "
+      "_process_data",
+      "    data.reraise()",
+      "  File \"/usr/lib/python3/dist-packages/torch/_utils.py\", line 543, in reraise",
+      "    raise exception",
+      "KeyError: Caught KeyError in DataLoader worker process 1.",
+      "Original Traceback (most recent call last):",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302, in "
+      "_worker_loop",
+      "    data = fetcher.fetch(index)",
+      "           ^^^^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58, in "
+      "fetch",
+      "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58, in "
+      "<listcomp>",
+      "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+      "            ~~~~~~~~~~~~^^^^^",
+      "  File \"/home/user/proj/train.py\", line 6, in __getitem__",
+      "    if i == 37: raise KeyError(\"label\")",
+      "                ^^^^^^^^^^^^^^^^^^^^^^^",
+      "KeyError: 'label'",
+  };
+  for (size_t i = 0; i < text.size(); ++i) e.log_lines.push_back(stderr_line(10.0, i + 1, text[i]));
+  exited(e, kRank0, 10.3, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): DataLoader worker 1 raised KeyError: 'label'");
+  EXPECT_THAT(f.evidence, Contains(std::string("in the worker: KeyError: 'label'")));
+  EXPECT_THAT(f.evidence,
+              Contains(std::string("in the worker, at /home/user/proj/train.py:6 in "
+                                   "__getitem__: if i == 37: raise KeyError(\"label\")")));
+  EXPECT_THAT(f.fix, HasSubstr("DataLoader worker 1"));
+  EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
+
+  // Where the worker's own exception is a known text (samples of unequal shapes, which the
+  // default collate cannot stack), its fix comes before the re-raise's.
+  e.log_lines.clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string line = text[i];
+    if (line.starts_with("KeyError: Caught")) {
+      line = "RuntimeError: Caught RuntimeError in DataLoader worker process 1.";
+    } else if (i + 1 == text.size()) {
+      line =
+          "RuntimeError: stack expects each tensor to be equal size, but got [3, 512, 1024] at "
+          "entry 0 and [3, 512, 1000] at entry 2";
+    }
+    e.log_lines.push_back(stderr_line(10.0, i + 1, line));
+  }
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("([3, 512, 1024] at entry 0, [3, 512, 1000] at entry "
+                                           "2), so the default collate cannot stack them"));
+}
+
+TEST(RuleFailedExit, TorchrunPrefixedLinesMatch) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(10.0, 90, "[default0]:Traceback (most recent call last):"),
+      stderr_line(10.1, 95, "[default0]:ValueError: bad"),
+  };
+  exited(e, kRank0, 10.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("ValueError: bad"));
+
+  e.log_lines = {stderr_line(10.1, 95, "[rank0]: torch.distributed.DistBackendError: NCCL error")};
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("DistBackendError: NCCL error"));
+}
+
+TEST(RuleFailedExit, TheLastExceptionIsCited) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(9.0, 10, "KeyError: 'label'"),
+      stderr_line(9.5, 20, "During handling of the above exception, another exception occurred:"),
+      stderr_line(10.0, 30, "RuntimeError: Caught KeyError in DataLoader worker process 0."),
+  };
+  exited(e, kRank0, 10.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_THAT(d.findings[0].title, HasSubstr("Caught KeyError in DataLoader worker process 0."));
+}
+
+TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(100 - 61, 10, "ValueError: from a minute ago"),
+      stderr_line(100 + 3, 90, "RuntimeError: printed after it ended"),
+      {at(99.9), "stdout", 500, "AssertionError: printed by the user on stdout"},
+      stderr_line(99.9, 60, "error: not an exception"),
+  };
+  exited(e, kRank0, 100, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "nonzero-exit");
+  // No exception is cited: only the last line it printed on stderr by its end.
+  EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1: error: not an exception");
+}
+
+TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 30, "IndexError: Target 255 is out of bounds.")};
+  e.events = {{at(10.0), "label-out-of-range", kRank0, "label 255, 19 classes"},
+              {at(10.0), "label-out-of-range", kRank1, "label 7, 5 classes"}};
+  exited(e, kRank0, 10.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "label-out-of-range");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): target label 255 is outside [0, 19): the loss's input has 19 "
+            "classes");
+  EXPECT_THAT(f.fix, HasSubstr("ignore_index=255"));
+}
+
+// Texts whose numbers say what went wrong give them in the title; MemoryError has none and is
+// named as raised.
+TEST(RuleFailedExit, KnownTextsNameTheirNumbers) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't "
+       "allocate memory: you tried to allocate 274877906944 bytes. Error code 12 (Cannot "
+       "allocate memory)",
+       "rank 0 (pid 1010): a host allocation of 256 GiB was refused"},
+      {"numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an array with "
+       "shape (100000, 10000) and data type float64",
+       "rank 0 (pid 1010): a host allocation of 7.5 GiB was refused (an array of shape [100000, "
+       "10000] float64)"},
+      {"MemoryError", "rank 0 (pid 1010) raised MemoryError"},
+      {"RuntimeError: The server socket has failed to listen on any local network address. The "
+       "server socket has failed to bind to [::]:29611 (errno: 98 - Address already in use). The "
+       "server socket has failed to bind to 0.0.0.0:29611 (errno: 98 - Address already in use).",
+       "rank 0 (pid 1010): the store could not listen on port 29611: Address already in use"},
+  };
+  for (const auto& [line, title] : cases) {
+    Evidence e = torchrun_job();
+    e.log_lines = {
+        stderr_line(10.0, 28, "Traceback (most recent call last):"),
+        stderr_line(10.0, 29, "  File \"/home/user/proj/train.py\", line 12, in <module>"),
+        stderr_line(10.0, 30, line)};
+    exited(e, kRank0, 10.2, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 1u) << line;
+    EXPECT_EQ(d.findings[0].title, title);
+    EXPECT_FALSE(d.findings[0].fix.empty()) << line;
+  }
+}
+
+TEST(RuleFailedExit, WorkerExitCode) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 30, "ValueError: bad")};
+  exited(e, kWorker1, 10.2, 3);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "worker-exit");
+  EXPECT_THAT(f.ranks, ElementsAre(1));
+  EXPECT_EQ(f.title, "worker 0 of rank 1 (pid 1021) exited with code 3");
+  EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
+}
+
+TEST(RuleFailedExit, ProgramARankRanIsNotAFinding) {
+  // wandb's `git rev-parse` outside a repository: the rank's own error is the failure.
+  Evidence e = torchrun_job();
+  e.processes.push_back(proc(1040, kRank0, 500'400, "git rev-parse HEAD"));
+  exited(e, 1040, 1.0, 128);
+  e.log_lines = {stderr_line(10.0, 30, "ValueError: bad config")};
+  exited(e, kRank0, 10.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank0));
+}
+
+TEST(RuleFailedExit, SpawnedWorkerExitIsAFinding) {
+  Evidence e = torchrun_job();
+  e.processes.push_back(proc(1041, kRank0, 500'401,
+                             "/usr/bin/python3.11 -c from multiprocessing.spawn import "
+                             "spawn_main; spawn_main(tracker_fd=5, pipe_handle=7) "
+                             "--multiprocessing-fork"));
+  exited(e, 1041, 1.0, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "worker-exit");
+  EXPECT_THAT(d.findings[0].pids, ElementsAre(1041));
+}
+
+TEST(RuleFailedExit, LauncherExit) {
+  Evidence e = torchrun_job();
+  exited(e, kLauncher, 12, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "launcher-exit");
+  EXPECT_THAT(f.pids, ElementsAre(kLauncher));
+  EXPECT_THAT(f.ranks, IsEmpty());
+  EXPECT_EQ(f.title, "launcher (pid 1000) exited with code 1");
+}
+
+TEST(RuleFailedExit, ExitZeroIsNotAFinding) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(10.0, 30, "UserWarning: this DataLoader will create 8 workers")};
+  exited(e, kRank0, 10.2, 0);
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+TEST(RuleFailedExit, HelperOutsideTheRanksIsNotAFinding) {
+  // A probe the launcher ran (role other): its exit code is not the job's failure.
+  Evidence e = torchrun_job();
+  e.processes.push_back(proc(1030, kLauncher, 500'050, "/usr/bin/nvidia-smi -L"));
+  exited(e, 1030, 2, 9);
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+}  // namespace
+}  // namespace traindoc::analysis

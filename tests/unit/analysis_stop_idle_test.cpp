@@ -1,0 +1,302 @@
+// Tests of the stop-request and idle rules through diagnose() on the evidence of a torchrun job:
+// a stop passed on to the job, a job that went idle, a prompt nobody answers, a wait for peers
+// that never came.
+#include "analysis/rules.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include <string>
+#include <vector>
+
+#include "analysis/diagnosis.h"
+#include "analysis_job_fixture.h"
+
+namespace traindoc::analysis {
+namespace {
+
+using namespace job;  // NOLINT(google-build-using-namespace): the shared job fixture
+
+using store::Evidence;
+using testing::Contains;
+using testing::ElementsAre;
+using testing::EndsWith;
+using testing::HasSubstr;
+using testing::IsEmpty;
+using testing::Not;
+using testing::UnorderedElementsAre;
+
+store::Event forwarded(double seconds, const std::string& text) {
+  return {at(seconds), "signal-forwarded", 4242, text};
+}
+
+// torchrun sent SIGTERM by a scheduler, as Debian's PyTorch prints it.
+TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
+  Evidence e = torchrun_job();
+  e.events = {forwarded(10, "SIGTERM from pid 4242 (slurmstepd), passed on to 5 process(es)")};
+  // The ranks' stacks, asked for before the signal was passed on (the launcher's is not cited).
+  const std::string rank1_stack =
+      "python:\n"
+      "Thread 0x00007f87ae31d6c0 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"
+      "\n"
+      "Current thread 0x00007f473c8bd680 (most recent call first):\n"
+      "  File \"/usr/lib/python3/dist-packages/traindoc_hook/collectives.py\", line 80 in "
+      "recorded\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1541 "
+      "in all_reduce\n"
+      "  File \"/home/user/proj/train.py\", line 42 in step\n"
+      "  File \"/home/user/proj/train.py\", line 60 in main\n"
+      "  File \"/home/user/proj/train.py\", line 70 in <module>\n"
+      "native (main thread):\n"
+      "  #0 clock_nanosleep (libc.so.6+0xcf503)\n";
+  e.events.push_back({at(10), "stack-at-stop", kRank1, rank1_stack});
+  e.events.push_back({at(10), "stack-at-stop", kLauncher, rank1_stack});
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 10.1, SIGTERM);
+  e.log_lines = {
+      stderr_line(10.2, 30, "Traceback (most recent call last):"),
+      stderr_line(10.2, 31,
+                  "  File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/"
+                  "multiprocessing/api.py\", line 62, in _terminate_process_handler"),
+      stderr_line(10.2, 32,
+                  "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1000 "
+                  "got signal: 15"),
+  };
+  exited(e, kLauncher, 10.6, 1);
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const Finding& stop = d.findings[0];
+  EXPECT_EQ(stop.kind, "stop-requested");
+  EXPECT_TRUE(stop.root_cause);
+  EXPECT_EQ(stop.severity, Severity::kInfo);
+  EXPECT_EQ(stop.title, "the job was stopped by SIGTERM from pid 4242 (slurmstepd)");
+  EXPECT_THAT(stop.ranks, ElementsAre(0, 1));
+  EXPECT_THAT(stop.pids, UnorderedElementsAre(kRank0, kRank1, kWorker0, kWorker1));
+  EXPECT_THAT(stop.evidence,
+              Contains(std::string("rank 1 (pid 1011) ended by SIGTERM at +10.1 s")));
+  EXPECT_THAT(stop.evidence,
+              Contains(std::string("rank 1 (pid 1011) was in "
+                                   "/usr/lib/python3/dist-packages/torch/distributed/"
+                                   "distributed_c10d.py:1541 in all_reduce, called from "
+                                   "/home/user/proj/train.py:42 in step, called from "
+                                   "/home/user/proj/train.py:60 in main")));
+  EXPECT_THAT(stop.evidence, Not(Contains(HasSubstr("launcher (pid 1000) was in"))));
+  EXPECT_THAT(stop.consequences, ElementsAre(1u));
+  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].title, "launcher (pid 1000): got SIGTERM and stopped its ranks");
+}
+
+TEST(RuleStopRequest, SecondInterruptKills) {
+  Evidence e = torchrun_job();
+  e.events = {forwarded(10, "SIGINT from the terminal, passed on to 0 process(es)"),
+              forwarded(12, "SIGKILL at the second interrupt, sent to 5 process(es)")};
+  killed(e, kRank0, 12.01, SIGKILL);
+  e.run.exit_signal = SIGKILL;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].title,
+            "the job was stopped by SIGINT from the terminal, then killed at the second interrupt");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("catches SIGINT"));
+}
+
+TEST(RuleStopRequest, AJobThatWentOnWasNotStopped) {
+  Evidence e = torchrun_job();
+  e.events = {forwarded(10, "SIGTERM from pid 4242 (bash), passed on to 5 process(es)")};
+  exited(e, kLauncher, 30, 0);
+  e.run.exit_code = 0;
+  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+}
+
+TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(5, 95, "[default0]:Traceback (most recent call last):"),
+                 stderr_line(5, 96, "[default0]:ValueError: bad")};
+  exited(e, kRank0, 5.5, 1);
+  e.events = {forwarded(10, "SIGTERM from pid 4242 (bash), passed on to 2 process(es)")};
+  killed(e, kRank1, 10.1, SIGTERM);
+  killed(e, kWorker0, 3, SIGTERM);  // before the request: its own finding
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 3u);
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[1].kind, "stop-requested");
+  EXPECT_EQ(d.findings[2].kind, "killed-externally");
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_THAT(d.findings[0].consequences, Contains(1u));
+  EXPECT_THAT(d.findings[1].pids, ElementsAre(kRank1));
+}
+
+// --- rule_idle -------------------------------------------------------------------------------
+
+const std::string kIdleText = "no process used CPU or printed for 30.0 s (told at +35.0 s)";
+
+std::string stack_in(const std::string& file, int line, const std::string& function) {
+  return "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n  File \"" + file +
+         "\", line " + std::to_string(line) + " in " + function + "\nnative (main thread):\n";
+}
+
+TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
+  Evidence e = torchrun_job();
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(35.1), "stack-at-idle", kRank0,
+       "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n"
+       "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
+       "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 930 in wait\n"
+       "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 423 in _poll\n"
+       "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1133 in "
+       "_try_get_data\n"
+       "  File \"/home/user/proj/train.py\", line 30 in <module>\n"},
+      {at(35.1), "stack-at-idle", kWorker0, stack_in("/home/user/proj/data.py", 12, "__getitem__")},
+      forwarded(40, "SIGINT from the terminal, passed on to 0 process(es)"),
+  };
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 40.1, SIGINT);
+  e.run.exit_signal = SIGINT;
+  e.run.end_ns = at(40.5);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].kind, "stop-requested");
+  EXPECT_THAT(d.findings[0].evidence,
+              Contains(std::string("the job went idle at +5.0 s and was still idle then: no "
+                                   "process used CPU or printed anything")));
+  const Finding& idle = d.findings[1];
+  EXPECT_EQ(idle.kind, "job-idle");
+  EXPECT_EQ(idle.severity, Severity::kWarning);
+  EXPECT_EQ(idle.title,
+            "the job went idle at +5.0 s and did not move again before it ended, 35.5 s later: no "
+            "process used CPU or printed anything");
+  EXPECT_THAT(idle.evidence, Contains(kIdleText));
+  EXPECT_THAT(idle.evidence, Contains(std::string("worker 0 of rank 0 (pid 1020) was in "
+                                                  "/home/user/proj/data.py:12 in __getitem__")));
+  // Library frames only, innermost: the user's line where it waits follows them.
+  EXPECT_THAT(idle.evidence, Contains(std::string(
+                                 "rank 0 (pid 1010) was in /usr/lib/python3.11/selectors.py:415 in "
+                                 "select, called from /usr/lib/python3.11/multiprocessing/"
+                                 "connection.py:930 in wait, called from /usr/lib/python3.11/"
+                                 "multiprocessing/connection.py:423 in _poll, from your code at "
+                                 "/home/user/proj/train.py:30 in <module>")));
+  EXPECT_THAT(idle.pids, ElementsAre(kRank0, kWorker0));
+  EXPECT_THAT(idle.ranks, ElementsAre(0));
+  EXPECT_THAT(idle.fix, HasSubstr("cv2.setNumThreads(0)"));
+}
+
+TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
+  Evidence e = torchrun_job();
+  e.events = {{at(5), "job-idle", 0, kIdleText},
+              {at(50), "job-resumed", 0, "45.0 s after the job went idle"}};
+  exited(e, kLauncher, 80, 0);
+  e.run.exit_code = 0;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
+  EXPECT_EQ(d.findings[0].title,
+            "the job paused at +5.0 s for 45.0 s: no process used CPU or printed anything");
+
+  // Idle until it ended well: a long wait, not a hang.
+  e.events.pop_back();
+  e.run.end_ns = at(80);
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
+  EXPECT_THAT(d.findings[0].title, HasSubstr("did not move again before it ended, 75.0 s later"));
+}
+
+TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
+  Evidence e = torchrun_job();
+  e.events = {{at(5), "job-idle", 0, kIdleText}};
+  store::CollectiveIssue hang;
+  hang.t_ns = at(35);
+  hang.first_ns = at(4.5);
+  hang.kind = "collective-missing";
+  hang.message = "collective-missing: rank 1 never made all_reduce #3";
+  e.collective_issues = {hang};
+  for (const Finding& f : diagnose(e).findings) EXPECT_NE(f.kind, "job-idle");
+}
+
+// A breakpoint() left in the code, under a launcher: the rank at the prompt is named, and the fix
+// is about the prompt, whether the idle watch or the stall watch saw it first.
+TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
+  Evidence e = torchrun_job();
+  const std::string prompt = "waits for input on its standard input (a pipe)";
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(35.0), "stdin-wait", kRank0, prompt},
+      {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/cmd.py", 126, "cmdloop")}};
+  killed(e, kRank0, 40.1, SIGTERM);
+  e.run.exit_signal = SIGTERM;
+  e.run.end_ns = at(40.5);
+  std::vector<Finding> findings = diagnose(e).findings;
+  auto idle = std::find_if(findings.begin(), findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) " + prompt));
+  EXPECT_THAT(idle->evidence, Contains("rank 0 (pid 1010) " + prompt));
+  EXPECT_THAT(idle->pids, ElementsAre(kRank0));
+  EXPECT_THAT(idle->fix, HasSubstr("breakpoint()"));
+
+  // The stall watch told the hang first: its missing rank is the one at the prompt.
+  store::CollectiveIssue hang;
+  hang.t_ns = at(35);
+  hang.first_ns = at(4.5);
+  hang.kind = "collective-missing";
+  hang.field = "missing";
+  hang.op = "barrier";
+  hang.number = 1;
+  hang.message = "collective-missing: rank 0 never made barrier #1";
+  hang.ranks.resize(2);
+  hang.ranks[0].group_rank = 0;
+  hang.ranks[0].pid = kRank0;
+  hang.ranks[0].state = "never called it";
+  hang.ranks[1].group_rank = 1;
+  hang.ranks[1].pid = kRank1;
+  hang.ranks[1].state = "waiting in it";
+  e.collective_issues = {hang};
+  findings = diagnose(e).findings;
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].kind, "collective-missing");
+  EXPECT_THAT(findings[0].title, EndsWith("; rank 0 (pid 1010) " + prompt));
+  EXPECT_THAT(findings[0].evidence, Contains("rank 0 (pid 1010) " + prompt + " at +35.0 s"));
+  EXPECT_THAT(findings[0].fix, HasSubstr("breakpoint()"));
+  for (const Finding& f : findings) EXPECT_NE(f.kind, "job-idle");
+}
+
+// Waits for peers that never started: the launcher at its rendezvous (a node missing), a rank in
+// init_process_group (a rank missing). Real frames of PyTorch 1.13.
+TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
+  const std::string elastic = "/usr/lib/python3/dist-packages/torch/distributed/elastic/";
+  Evidence e = torchrun_job();
+  e.events = {{at(2), "job-idle", 0, kIdleText},
+              {at(32.1), "stack-at-idle", kLauncher,
+               "python:\nCurrent thread 0x00007fa021851680 (most recent call first):\n  File \"" +
+                   elastic + "rendezvous/utils.py\", line 161 in _delay\n  File \"" + elastic +
+                   "rendezvous/dynamic_rendezvous.py\", line 643 in run\n  File \"" + elastic +
+                   "agent/server/api.py\", line 538 in _rendezvous\n"}};
+  e.run.exit_signal = SIGTERM;
+  e.run.end_ns = at(40);
+  std::vector<Finding> findings = diagnose(e).findings;
+  auto idle = std::find_if(findings.begin(), findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(": launcher (pid 1000) waits at its rendezvous for the other "
+                                    "nodes to join"));
+  EXPECT_THAT(idle->evidence, Contains(HasSubstr("launcher (pid 1000) was in " + elastic +
+                                                 "rendezvous/utils.py:161 in _delay")));
+  EXPECT_THAT(idle->fix, HasSubstr("--nnodes"));
+
+  e.events[1] = {at(32.1), "stack-at-idle", kRank0,
+                 stack_in("/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py", 177,
+                          "_create_c10d_store")};
+  findings = diagnose(e).findings;
+  idle = std::find_if(findings.begin(), findings.end(),
+                      [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) waits in init_process_group for the "
+                                    "other ranks to join"));
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
