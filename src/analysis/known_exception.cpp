@@ -157,11 +157,12 @@ void autograd_nan(const SignatureMatch& m, KnownFailure& f) {
   f.title = (fn.empty() ? std::string("a backward function") : "the backward of " + fn) +
             " returned NaN (anomaly detection)";
   f.fix =
-      "A gradient became NaN: an input outside the function's domain (log or sqrt of zero or "
-      "less, a division by zero) or a forward value that overflowed. The warning printed just "
-      "before shows the forward line. Keep inputs in range (x.clamp_min(eps), log_softmax "
-      "instead of log(softmax), BCEWithLogitsLoss instead of sigmoid then BCELoss), lower the "
-      "learning rate or clip gradients (torch.nn.utils.clip_grad_norm_).";
+      "A gradient became NaN in the backward of the forward call cited (anomaly detection's "
+      "warning names it): an input outside the function's domain (log or sqrt of zero or less, "
+      "a division by zero) or a forward value that overflowed. Keep inputs in range "
+      "(x.clamp_min(eps), log_softmax instead of log(softmax), BCEWithLogitsLoss instead of "
+      "sigmoid then BCELoss), lower the learning rate or clip gradients "
+      "(torch.nn.utils.clip_grad_norm_).";
 }
 
 // ---- DDP and collectives ----------------------------------------------------------------------

@@ -67,6 +67,30 @@ void add_class_count(const RuleContext& context, const ProcessSummary& p, Findin
   }
 }
 
+// Anomaly detection's account of an autograd error: the warning it printed just before, with
+// the frames of the forward call that made the failing function (the backward's traceback only
+// reaches loss.backward()). Empty when the process printed none.
+std::vector<std::string> forward_call(const RuleContext& context, const ProcessSummary& p,
+                                      const PythonTraceback& tb) {
+  const TextMatch* warning = nullptr;
+  for (const TextMatch* m : context.texts.matches(p)) {
+    if (m->match.id == "torch.anomaly-forward-trace" && m->line->stream == tb.stream &&
+        m->line->number < tb.first_line) {
+      warning = m;
+    }
+  }
+  if (warning == nullptr) return {};
+  for (const PythonTraceback* frames : context.texts.tracebacks(p)) {
+    if (frames->stream != tb.stream || frames->first_line != warning->line->number + 1) continue;
+    std::vector<std::string> out;
+    for (const std::string& line : where(*frames)) {
+      if (line.starts_with("at ")) out.push_back("the forward call that made it, " + line);
+    }
+    return out;
+  }
+  return {};
+}
+
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   std::string who = context.name(p);
@@ -122,6 +146,8 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     for (const std::string& line : where(worker)) f.evidence.push_back("in the worker, " + line);
   }
   if (known) f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
+  std::vector<std::string> forward = forward_call(context, p, tb);
+  f.evidence.insert(f.evidence.end(), forward.begin(), forward.end());
   f.confidence = known ? 0.8 : 0.5;
 }
 

@@ -144,6 +144,19 @@ std::vector<Entry> python_signature_entries() {
        .example = "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.",
        .source = "torch/csrc/autograd/engine.cpp, verified"},
 
+      {.id = "torch.anomaly-forward-trace",
+       .framework = "pytorch",
+       .kind = "",
+       .failure = false,
+       .needles = {"Traceback of forward call that caused the error"},
+       .parts = {{R"(Error detected in (\w+)\. Traceback of forward call)", {{1, "grad_fn"}}}},
+       .description = "anomaly detection's warning before an autograd error: the frames that "
+                      "follow are those of the forward call that made the failing function",
+       .example = "/usr/lib/python3/dist-packages/torch/autograd/__init__.py:197: UserWarning: "
+                  "Error detected in SqrtBackward0. Traceback of forward call that caused the "
+                  "error:",
+       .source = "torch/csrc/autograd/python_anomaly_mode.cpp, verified"},
+
       // ---- checkpoints that do not fit the model ------------------------------------------------
       // load_state_dict prints a header line, then a line per kind of difference: each line
       // matches alone, and a traceback's lines add up to one match.

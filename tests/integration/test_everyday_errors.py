@@ -1,8 +1,8 @@
 """Everyday errors of a training loop with real PyTorch: a batch of samples of unequal shapes,
 raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features
 or another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
-model, or one that loading with weights_only refuses; autograd's in-place and second-backward
-errors. The title says what happened and the fix names the sizes, types or keys."""
+model, or one that loading with weights_only refuses; autograd's in-place, second-backward and
+NaN errors. The title says what happened and the fix names the sizes, types or keys."""
 from conftest import free_port, python_job
 
 UNEQUAL_SAMPLES = """
@@ -49,6 +49,15 @@ INPLACE_AFTER_SIGMOID = """
 import torch
 model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Sigmoid(), torch.nn.ReLU(inplace=True))
 model(torch.randn(2, 8)).sum().backward()
+"""
+
+# A square root of zero, whose gradient is NaN, caught by anomaly detection.
+NAN_GRADIENT = """
+import torch
+torch.autograd.set_detect_anomaly(True)
+weights = torch.zeros(3, requires_grad=True)
+loss = (torch.sqrt(weights) * 0).sum()
+loss.backward()
 """
 
 # An RNN's hidden state carried from one step to the next without detach().
@@ -127,3 +136,13 @@ def test_a_hidden_state_kept_across_steps(traindoc):
     assert root["title"].endswith(
         ": backward() ran a second time through a graph whose saved tensors were freed")
     assert "an RNN's hidden state" in root["fix"]
+
+
+def test_a_nan_gradient_cites_the_forward_call(traindoc):
+    run = traindoc(python_job(NAN_GRADIENT))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["title"].endswith(": the backward of SqrtBackward0 returned NaN (anomaly "
+                                  "detection)"), root["title"]
+    assert "the forward call that made it, at <string>:5 in <module>" in root["evidence"], \
+        root["evidence"]

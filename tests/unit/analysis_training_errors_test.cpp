@@ -264,6 +264,41 @@ TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
             "rank 0 (pid 1010): the backward of LogBackward0 returned NaN (anomaly detection)");
 }
 
+// With anomaly detection on, PyTorch warns with the forward call's frames before it raises:
+// the finding cites that line, which the backward's own traceback never reaches.
+TEST(TrainingRules, AnomalyDetectionsForwardCallIsCited) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  for (std::string text :
+       {"/usr/lib/python3/dist-packages/torch/autograd/__init__.py:197: UserWarning: Error "
+        "detected in SqrtBackward0. Traceback of forward call that caused the error:",
+        "  File \"/home/user/proj/train.py\", line 40, in <module>",
+        "    loss = criterion(torch.sqrt(pred), target)",
+        "  File \"/usr/lib/python3/dist-packages/torch/fx/traceback.py\", line 57, in format_stack",
+        "    return traceback.format_stack()",
+        " (Triggered internally at  ./torch/csrc/autograd/python_anomaly_mode.cpp:114.)",
+        "  Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the "
+        "backward pass",
+        "Traceback (most recent call last):",
+        "  File \"/home/user/proj/train.py\", line 41, in <module>", "    loss.backward()",
+        "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output."}) {
+    e.log_lines.push_back(stderr_line(2.0, number++, "[default0]:" + text));
+  }
+  exited(e, kRank0, 2.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains("the forward call that made it, at /home/user/proj/train.py:40 "
+                                "in <module>: loss = criterion(torch.sqrt(pred), target)"));
+  // Without the warning, nothing is cited as the forward call.
+  e.log_lines.erase(e.log_lines.begin(), e.log_lines.begin() + 7);
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  for (const std::string& line : d.findings[0].evidence) {
+    EXPECT_FALSE(line.starts_with("the forward call")) << line;
+  }
+}
+
 TEST(TrainingRules, ATypeMismatchTellsADeviceFromADtype) {
   Finding f = exception_finding(
       "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) "
