@@ -37,6 +37,33 @@ void script_not_found(const SignatureMatch& m, KnownFailure& f) {
           "relative path resolves against it; a launcher or a scheduler may set another).";
 }
 
+void bad_arguments(const SignatureMatch& m, KnownFailure& f) {
+  std::string program = field(m, "program");
+  std::string unknown = field(m, "unrecognized");
+  if (unknown.find("--local_rank") != std::string::npos ||
+      unknown.find("--local-rank") != std::string::npos) {
+    f.title = program + " does not accept " + unknown +
+              ", which torch.distributed.launch passes to every rank";
+    f.fix =
+        "torch.distributed.launch passes --local_rank (--local-rank from PyTorch 2.0) to the "
+        "script: accept it, parser.add_argument('--local_rank', '--local-rank', type=int, "
+        "default=0), or launch with torchrun (or launch --use_env), which passes the rank in the "
+        "LOCAL_RANK variable instead: read os.environ['LOCAL_RANK'].";
+  } else if (!unknown.empty()) {
+    f.title = program + " does not accept the arguments " + unknown;
+    f.fix =
+        "The script's parser has no such flag: check its name and spelling, and that options "
+        "meant for the launcher come before the script's name (after it, they go to the "
+        "script).";
+  } else if (!field(m, "required").empty()) {
+    f.title = program + " needs the arguments " + field(m, "required");
+    f.fix = "Pass them on the script's command line (after the script's name).";
+  } else {
+    f.title = program + ": argument " + field(m, "argument") + ": " + field(m, "error");
+    f.fix = "Check the value given to " + field(m, "argument") + " on the script's command line.";
+  }
+}
+
 void worker_exception(const SignatureMatch& m, KnownFailure& f) {
   f.fix = "DataLoader worker " + field(m, "worker") +
           " raised it in the code it runs for the loader (the dataset's __getitem__, a "
@@ -305,6 +332,7 @@ const std::map<std::string, Describer>& describers() {
       {"python.module-not-found", module_not_found},
       {"python.file-not-found", file_not_found},
       {"python.script-not-found", script_not_found},
+      {"python.argparse-error", bad_arguments},
       {"torch.dataloader-worker-exception", worker_exception},
       {"torch.collate-unequal-sizes", collate_unequal},
       {"torch.linear-shape-mismatch", linear_features},
@@ -358,7 +386,7 @@ const std::map<std::string, Words>& fixed_words() {
 
 }  // namespace
 
-void describe_exception(const SignatureMatch& m, KnownFailure& f) {
+void describe_python(const SignatureMatch& m, KnownFailure& f) {
   if (auto it = describers().find(m.id); it != describers().end()) {
     it->second(m, f);
   } else if (auto words = fixed_words().find(m.id); words != fixed_words().end()) {

@@ -1,5 +1,6 @@
-// Known Python exceptions (kind python-exception) turned into words: the interpreter's own
-// errors, shapes and types, autograd, checkpoints that do not fit the model. Pure.
+// Known Python texts turned into words: exceptions (kind python-exception) of the interpreter,
+// shapes and types, autograd, checkpoints that do not fit the model, DDP; a command line the
+// script rejected (bad-arguments). Pure.
 #pragma once
 
 #include "analysis/known_failure.h"
@@ -7,7 +8,7 @@
 namespace traindoc::analysis {
 
 // Sets the title (when the text's numbers say more than its first line) and the fix of a
-// python-exception match; leaves both empty for an exception with nothing known to add.
-void describe_exception(const SignatureMatch& m, KnownFailure& f);
+// python-exception or bad-arguments match; leaves both empty for one with nothing known to add.
+void describe_python(const SignatureMatch& m, KnownFailure& f);
 
 }  // namespace traindoc::analysis

@@ -32,6 +32,13 @@ std::string failed_before(const RuleContext& context, const ProcessSummary& laun
   return out;
 }
 
+// A launcher's known texts are its ranks' as long as it started some; one that started none
+// failed by itself (its own command line, its rendezvous).
+bool started_ranks(const RuleContext& context) {
+  return std::any_of(context.processes.begin(), context.processes.end(),
+                     [](const ProcessSummary& p) { return p.role.role == Role::kRank; });
+}
+
 // A collective timed out here and the text does not say which rank was missing: the ranks that
 // were not waiting too (no timeout of their own) are the ones that never joined.
 std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSummary& waiting) {
@@ -217,7 +224,8 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       for (const TimedFinding& crash : out) {
         if (crash.from_crash_record && crash.pid == r.pid) t_ns = std::min(t_ns, crash.t_ns - 1);
       }
-    } else if (p.role.role == Role::kLauncher || !from_known_line(context, p, f, merge_key)) {
+    } else if ((p.role.role == Role::kLauncher && started_ranks(context)) ||
+               !from_known_line(context, p, f, merge_key)) {
       f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
       f.title = who + " " + exit_text(r);
       // Without a traceback, what it said last is usually why (`sys.exit("no config")`,

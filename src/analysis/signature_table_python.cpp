@@ -53,6 +53,22 @@ std::vector<Entry> python_signature_entries() {
        .example = "IndentationError: expected an indented block after 'if' statement on line 2",
        .source = "CPython"},
 
+      {.id = "python.argparse-error",
+       .framework = "python",
+       .kind = "bad-arguments",
+       .failure = true,
+       .needles = {": error: unrecognized arguments: ",
+                   ": error: the following arguments are required: ", ": error: argument "},
+       .parts =
+           {{R"(^(\S+): error: (?:unrecognized arguments: (.+)|the following arguments are )"
+             R"(required: (.+)|argument ([^:]+): (.+)))",
+             {{1, "program"}, {2, "unrecognized"}, {3, "required"}, {4, "argument"}, {5, "error"}},
+             true}},
+       .description = "a script's argparse rejected its command line (exit code 2): an unknown "
+                      "flag (torch.distributed.launch's --local_rank), a missing or invalid one",
+       .example = "args.py: error: unrecognized arguments: --local_rank=0",
+       .source = "CPython argparse, verified under torch.distributed.launch"},
+
       // ---- shapes -------------------------------------------------------------------------------
       {.id = "torch.collate-unequal-sizes",
        .framework = "pytorch",

@@ -2,8 +2,8 @@
 raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features
 or another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
 model, or one that loading with weights_only refuses; autograd's in-place, second-backward and
-NaN errors. The title says what happened and the fix names the sizes, types or keys."""
-from conftest import free_port, python_job
+NaN errors; the --local_rank flag the old launcher passes. The title says what happened and the fix names the sizes, types or keys."""
+from conftest import PYTHON, free_port, python_job
 
 UNEQUAL_SAMPLES = """
 import torch
@@ -49,6 +49,13 @@ INPLACE_AFTER_SIGMOID = """
 import torch
 model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Sigmoid(), torch.nn.ReLU(inplace=True))
 model(torch.randn(2, 8)).sum().backward()
+"""
+
+SCRIPT_WITH_ARGS = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+parser.parse_args()
 """
 
 # A square root of zero, whose gradient is NaN, caught by anomaly detection.
@@ -146,3 +153,18 @@ def test_a_nan_gradient_cites_the_forward_call(traindoc):
                                   "detection)"), root["title"]
     assert "the forward call that made it, at <string>:5 in <module>" in root["evidence"], \
         root["evidence"]
+
+
+def test_the_local_rank_flag_of_the_old_launcher(traindoc, tmp_path):
+    """torch.distributed.launch passes --local_rank to a script written for torchrun."""
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT_WITH_ARGS)
+    run = traindoc([PYTHON, "-m", "torch.distributed.launch", "--nproc_per_node", "2",
+                    "--master_port", str(free_port()), "--redirects", "2", "--tee", "2",
+                    str(script)])
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["kind"] == "bad-arguments", root
+    assert "which torch.distributed.launch passes to every rank" in root["title"], root["title"]
+    assert sorted(root["ranks"]) == [0, 1]  # both ranks' errors are one finding
+    assert "LOCAL_RANK" in root["fix"]

@@ -47,22 +47,54 @@ TEST(RuleFailedExit, RankCitesItsPythonException) {
 TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
   Evidence e = torchrun_job();
   e.log_lines = {
-      stderr_line(10.0, 7, "[default0]:usage: train.py [-h] [--batch-size BATCH_SIZE]"),
-      stderr_line(10.0, 8, "[default0]:train.py: error: unrecognized arguments: --bacth-size 16"),
+      stderr_line(10.0, 7, "[default0]:loading configs/run.yaml"),
+      stderr_line(10.0, 8, "[default0]:no such config: configs/run.yaml"),
       stderr_line(10.1, 9, "[default1]:rank 1 is fine"),
       stderr_line(10.1, 10, "[default0]:"),
   };
-  exited(e, kRank0, 10.3, 2);
+  exited(e, kRank0, 10.3, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.kind, "nonzero-exit");
-  EXPECT_EQ(f.title,
-            "rank 0 (pid 1010) exited with code 2: train.py: error: unrecognized arguments: "
-            "--bacth-size 16");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1: no such config: configs/run.yaml");
   EXPECT_THAT(f.evidence, Contains(std::string("the last line it printed, stderr line 8 at +10.0 "
-                                               "s: train.py: error: unrecognized arguments: "
-                                               "--bacth-size 16")));
+                                               "s: no such config: configs/run.yaml")));
+}
+
+// argparse's error, from a rank or from a launcher that never started one.
+TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(10.0, 7, "[default0]:usage: train.py [-h] [--batch-size BATCH_SIZE]"),
+      stderr_line(10.0, 8, "[default0]:train.py: error: unrecognized arguments: --bacth-size 16"),
+  };
+  exited(e, kRank0, 10.3, 2);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "bad-arguments");
+  EXPECT_EQ(d.findings[0].title,
+            "rank 0 (pid 1010): train.py does not accept the arguments --bacth-size 16");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("spelling"));
+
+  // torch.distributed.launch passes --local_rank to scripts that torchrun's users never had to
+  // accept.
+  e.log_lines[1].text = "[default0]:train.py: error: unrecognized arguments: --local-rank=0";
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_THAT(d.findings[0].title, HasSubstr("which torch.distributed.launch passes"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("LOCAL_RANK"));
+
+  // The launcher's own command line: no rank started.
+  Evidence launcher = torchrun_job();
+  launcher.processes.resize(1);
+  launcher.log_lines = {stderr_line(1.0, 3, "torchrun: error: unrecognized arguments: --bogus")};
+  exited(launcher, kLauncher, 1.1, 2);
+  d = diagnose(launcher);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "bad-arguments");
+  EXPECT_EQ(d.findings[0].title,
+            "launcher (pid 1000): torchrun does not accept the arguments --bogus");
 }
 
 TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
