@@ -2,7 +2,8 @@
 raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features
 or another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
 model, or one that loading with weights_only refuses; autograd's in-place, second-backward and
-NaN errors; the --local_rank flag the old launcher passes. The title says what happened and the fix names the sizes, types or keys."""
+NaN errors; the --local_rank flag the old launcher passes. The title says what happened and the
+fix names the sizes, types or keys."""
 from conftest import PYTHON, free_port, python_job
 
 UNEQUAL_SAMPLES = """
