@@ -204,7 +204,11 @@ void cuda_unavailable(const SignatureMatch& m, KnownFailure& f) {
     return;
   }
   std::string reason = field(m, "reason");
-  f.fix = reason.starts_with("Torch not compiled")
+  f.fix = reason.starts_with("Distributed package")
+              ? "This PyTorch has no NCCL (a CPU-only build): on the CPU use the gloo backend "
+                "(init_process_group(\"nccl\" if torch.cuda.is_available() else \"gloo\")), "
+                "or install a CUDA build of PyTorch on a GPU node."
+          : reason.starts_with("Torch not compiled")
               ? "This PyTorch is a CPU-only build: install a CUDA build of PyTorch, or run on "
                 "the CPU (pick the device with torch.cuda.is_available())."
           : reason.starts_with("Found no NVIDIA driver")

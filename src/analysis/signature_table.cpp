@@ -160,13 +160,13 @@ std::vector<Entry> memory_entries() {
        .kind = "cuda-unavailable",
        .failure = true,
        .needles = {"Torch not compiled with CUDA enabled", "Found no NVIDIA driver",
-                   "No CUDA GPUs are available"},
+                   "No CUDA GPUs are available", "doesn't have NCCL built in"},
        .parts = {{"(Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs "
-                  "are available)",
+                  "are available|Distributed package doesn't have NCCL built in)",
                   {{1, "reason"}},
                   true}},
-       .description = "CUDA asked for where there is none: a CPU-only build of PyTorch, no "
-                      "driver, or CUDA_VISIBLE_DEVICES hiding every GPU",
+       .description = "CUDA asked for where there is none: a CPU-only build of PyTorch (no "
+                      "CUDA, no NCCL), no driver, or CUDA_VISIBLE_DEVICES hiding every GPU",
        .example = "AssertionError: Torch not compiled with CUDA enabled",
        .source = "torch/cuda/__init__.py _lazy_init"},
       {.id = "cuda.driver-too-old",

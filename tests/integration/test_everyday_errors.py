@@ -1,10 +1,10 @@
 """Everyday errors of a training loop with real PyTorch: a batch of samples of unequal shapes,
-raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features
-or another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
-model, or one that loading with weights_only refuses; autograd's in-place, second-backward and
-NaN errors; the --local_rank flag the old launcher passes. The title says what happened and the
-fix names the sizes, types or keys."""
-from conftest import PYTHON, free_port, python_job
+raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features or
+another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
+model, or one that loading with weights_only refuses; autograd's in-place, second-backward and NaN
+errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build. The title
+says what happened and the fix names the sizes, types or keys."""
+from conftest import PYTHON, free_port, python_job, torchrun
 
 UNEQUAL_SAMPLES = """
 import torch
@@ -169,3 +169,14 @@ def test_the_local_rank_flag_of_the_old_launcher(traindoc, tmp_path):
     assert "which torch.distributed.launch passes to every rank" in root["title"], root["title"]
     assert sorted(root["ranks"]) == [0, 1]  # both ranks' errors are one finding
     assert "LOCAL_RANK" in root["fix"]
+
+
+def test_nccl_asked_of_a_cpu_only_build(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\n")
+    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["kind"] == "cuda-unavailable", root
+    assert sorted(root["ranks"]) == [0, 1]
+    assert "gloo backend" in root["fix"]

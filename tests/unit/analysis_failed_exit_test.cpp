@@ -128,6 +128,7 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
        "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
        "no NVIDIA driver"},
       {"RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"},
+      {"RuntimeError: Distributed package doesn't have NCCL built in", "the gloo backend"},
       {"RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please "
        "update your GPU driver by downloading and installing a new version from the URL: "
        "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to "
@@ -142,7 +143,8 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
     exited(e, kRank0, 10.3, 1);
     Diagnosis d = diagnose(e);
     ASSERT_EQ(d.findings.size(), 1u) << text;
-    bool cuda = text.find("CUDA") != std::string::npos || text.find("NVIDIA") != std::string::npos;
+    bool cuda = text.find("CUDA") != std::string::npos ||
+                text.find("NVIDIA") != std::string::npos || text.find("NCCL") != std::string::npos;
     EXPECT_EQ(d.findings[0].kind, cuda ? "cuda-unavailable" : "python-exception") << text;
     EXPECT_THAT(d.findings[0].fix, HasSubstr(fix)) << text;
   }
