@@ -204,6 +204,15 @@ void cuda_unavailable(const SignatureMatch& m, KnownFailure& f) {
     return;
   }
   std::string reason = field(m, "reason");
+  if (reason.starts_with("Attempting to deserialize")) {
+    f.title = "torch.load found CUDA tensors in the checkpoint, and CUDA is not available here";
+    f.fix =
+        "Load with map_location: torch.load(path, map_location=\"cpu\") on a machine without a "
+        "GPU, or map_location=torch.device(\"cuda\", local_rank) on each rank of a GPU job "
+        "(which also keeps the ranks off GPU 0). If this machine has GPUs, CUDA is not available "
+        "to this process: check the driver and CUDA_VISIBLE_DEVICES.";
+    return;
+  }
   f.fix = reason.starts_with("Distributed package")
               ? "This PyTorch has no NCCL (a CPU-only build): on the CPU use the gloo backend "
                 "(init_process_group(\"nccl\" if torch.cuda.is_available() else \"gloo\")), "

@@ -160,13 +160,16 @@ std::vector<Entry> memory_entries() {
        .kind = "cuda-unavailable",
        .failure = true,
        .needles = {"Torch not compiled with CUDA enabled", "Found no NVIDIA driver",
-                   "No CUDA GPUs are available", "doesn't have NCCL built in"},
+                   "No CUDA GPUs are available", "doesn't have NCCL built in",
+                   "Attempting to deserialize object on a CUDA device"},
        .parts = {{"(Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs "
-                  "are available|Distributed package doesn't have NCCL built in)",
+                  "are available|Distributed package doesn't have NCCL built in|Attempting to "
+                  "deserialize object on a CUDA device)",
                   {{1, "reason"}},
                   true}},
        .description = "CUDA asked for where there is none: a CPU-only build of PyTorch (no "
-                      "CUDA, no NCCL), no driver, or CUDA_VISIBLE_DEVICES hiding every GPU",
+                      "CUDA, no NCCL), no driver, or CUDA_VISIBLE_DEVICES hiding every GPU; "
+                      "torch.load of CUDA tensors there without map_location",
        .example = "AssertionError: Torch not compiled with CUDA enabled",
        .source = "torch/cuda/__init__.py _lazy_init"},
       {.id = "cuda.driver-too-old",

@@ -1,6 +1,6 @@
 """Checkpoints and disks with real PyTorch: a save onto a full filesystem (a small tmpfs in a
-private mount namespace) and a resume from a file that is no whole checkpoint are the root cause,
-named as such, with the fix."""
+private mount namespace), a resume from a file that is no whole checkpoint, and a checkpoint of
+CUDA tensors loaded without CUDA are the root cause, named as such, with the fix."""
 import subprocess
 
 import pytest
@@ -87,3 +87,24 @@ model.load_state_dict(torch.load({str(checkpoint)!r}))
     assert root["title"].endswith(words), root["title"]
     assert any(f"{script}:9 in <module>" in e for e in root["evidence"]), root["evidence"]
     assert "Load an earlier checkpoint" in root["fix"]
+
+
+def test_a_checkpoint_of_cuda_tensors_on_a_machine_without_cuda(traindoc, tmp_path):
+    """A checkpoint saved on a GPU node, loaded where CUDA is not available: the checkpoint's
+    storages are tagged cuda:0 as torch.save tags them on a GPU."""
+    script = tmp_path / "resume.py"
+    script.write_text(f"""
+import torch, torch.serialization
+tag = torch.serialization.location_tag
+torch.serialization.location_tag = lambda storage: "cuda:0"
+torch.save(torch.nn.Linear(4, 4).state_dict(), {str(tmp_path / "gpu.pt")!r})
+torch.serialization.location_tag = tag
+torch.load({str(tmp_path / "gpu.pt")!r})
+""")
+    run = traindoc([PYTHON, str(script)])
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["kind"] == "cuda-unavailable", root
+    assert root["title"].endswith(": torch.load found CUDA tensors in the checkpoint, and CUDA is "
+                                  "not available here"), root["title"]
+    assert 'map_location="cpu"' in root["fix"]

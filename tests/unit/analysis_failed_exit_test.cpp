@@ -129,6 +129,10 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
        "no NVIDIA driver"},
       {"RuntimeError: No CUDA GPUs are available", "CUDA_VISIBLE_DEVICES"},
       {"RuntimeError: Distributed package doesn't have NCCL built in", "the gloo backend"},
+      {"RuntimeError: Attempting to deserialize object on a CUDA device but "
+       "torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use "
+       "torch.load with map_location=torch.device('cpu') to map your storages to the CPU.",
+       "map_location=\"cpu\""},
       {"RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please "
        "update your GPU driver by downloading and installing a new version from the URL: "
        "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to "
