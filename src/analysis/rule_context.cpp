@@ -172,6 +172,11 @@ std::string user_place(const std::string& dump) {
   return "";
 }
 
+std::string stuck_in_user_code(const std::string& dump) {
+  std::vector<DumpFrame> frames = frames_of(dump);
+  return frames.empty() || is_library_file(frames.front().path) ? "" : frames.front().place;
+}
+
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump) {
   std::string frames = python_frames(dump);

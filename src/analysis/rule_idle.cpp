@@ -40,6 +40,14 @@ constexpr const char* kIdleFix =
     "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, on "
     "input, or on a rank or node that never came. The stacks say where each process waits.";
 
+// The first stop request passed on to the job after the idle spell that events[spell] began.
+const store::Event* stop_after(const std::vector<store::Event>& events, size_t spell) {
+  for (size_t j = spell + 1; j < events.size(); ++j) {
+    if (events[j].kind == "signal-forwarded") return &events[j];
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -61,13 +69,21 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     Finding f;
     f.kind = "job-idle";
     // A pause the job came out of, or ended well after, is worth knowing; one it never left
-    // before it failed or was stopped is a hang.
+    // before it failed is a hang; one it never left until it was stopped is why it was stopped
+    // (its user gave up on it, a scheduler's time limit ran out): the root cause.
     const store::RunInfo& run = context.evidence.run;
-    f.severity =
-        resumed == nullptr && !run_finished(context) ? Severity::kWarning : Severity::kInfo;
+    const store::Event* stop = resumed == nullptr ? stop_after(events, i) : nullptr;
+    f.severity = stop != nullptr                                ? Severity::kError
+                 : resumed == nullptr && !run_finished(context) ? Severity::kWarning
+                                                                : Severity::kInfo;
     if (resumed != nullptr) {
       f.title = "the job paused" + context.when(idle.t_ns) + " for " +
                 format_seconds(resumed->t_ns - idle.t_ns);
+    } else if (stop != nullptr) {
+      f.title = "the job hung" + context.when(idle.t_ns) +
+                " and did not move again until it was "
+                "stopped, " +
+                format_seconds(stop->t_ns - idle.t_ns) + " later";
     } else {
       f.title = "the job went idle" + context.when(idle.t_ns) + " and did not move again";
       if (run.end_ns > idle.t_ns)
@@ -82,12 +98,15 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.pids.push_back(e->pid);
       if (p != nullptr) add_ranks(f.ranks, context.ranks_of(*p));
     }
-    std::string join;  // the first process waiting for its peers to start
+    std::string join;   // the first process waiting for its peers to start
+    std::string stuck;  // the first process whose innermost frame is the user's own code
     for (const store::Event* e : stacks) {
       const ProcessSummary* p = context.process(e->pid);
       if (p == nullptr) continue;
       std::string waits = joining(e->text);
       if (!waits.empty() && join.empty()) join = context.name(*p) + " " + waits;
+      std::string own = stuck_in_user_code(e->text);
+      if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
       // The launcher only watches its ranks, once it has started them.
       if (p->role.role == Role::kLauncher && waits.empty()) continue;
       std::string where = where_it_was(context, *p, e->text);
@@ -100,7 +119,9 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     }
     std::sort(f.ranks.begin(), f.ranks.end());
     if (prompts.empty()) {
-      f.title += ": " + (join.empty() ? "no process used CPU or printed anything" : join);
+      f.title += ": " + (!join.empty()    ? join
+                         : !stuck.empty() ? "no process used CPU or printed anything; " + stuck
+                                          : "no process used CPU or printed anything");
     }
     f.fix = !prompts.empty() ? kPromptFix : !join.empty() ? kJoinFix : kIdleFix;
     f.confidence = prompts.empty() && join.empty() ? 0.7 : 0.9;

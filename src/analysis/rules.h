@@ -46,6 +46,10 @@ std::string python_frames(const std::string& dump);
 // "/tmp/train.py:7 in <module>, in torch/nn/parallel/distributed.py:655 in __init__"; "" when
 // the dump has no frame of the user's code.
 std::string user_place(const std::string& dump);
+// The innermost frame of the main thread in such a dump when it is the user's own code (a
+// process busy or stuck there, not waiting in a library): "/tmp/train.py:8 in __getitem__";
+// "" otherwise.
+std::string stuck_in_user_code(const std::string& dump);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);

@@ -181,6 +181,47 @@ def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
                for e in idle["evidence"]), idle
 
 
+DEADLOCKED_WORKER = """
+import threading, torch
+from torch.utils.data import DataLoader, Dataset
+lock = threading.Lock()
+class Locked(Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i):
+        if i == 9:
+            lock.acquire(); lock.acquire()  # a lock taken twice: the worker waits forever
+        return torch.zeros(4)
+print("ready", flush=True)
+for batch in DataLoader(Locked(), batch_size=4, num_workers=2):
+    pass
+"""
+
+
+def test_a_hang_its_user_stopped_is_the_root_cause(tmp_path):
+    """A DataLoader worker deadlocks; the job sits idle until its user stops it. The hang is why
+    it was stopped: the root cause, naming the worker stuck in the user's code."""
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--stall-seconds",
+                             "1", "--interval", "0.25", "--", PYTHON, "-c", DEADLOCKED_WORKER],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    err = b""
+    while b"the job is idle" not in err:
+        line = proc.stderr.readline()
+        assert line, err
+        err += line
+    time.sleep(0.5)  # the stacks asked for at the idle line
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    root = findings[0]
+    assert root["kind"] == "job-idle" and root["root_cause"], findings
+    assert root["severity"] == "error"
+    assert re.search(r"^the job hung at \+[0-9.]+ s and did not move again until it was stopped, "
+                     r"[0-9.]+ s later: no process used CPU or printed anything; worker [01] of "
+                     r"rank 0 \(pid \d+\) is at <string>:9 in __getitem__$", root["title"]), root
+    assert [findings[i]["kind"] for i in root["consequences"]] == ["stop-requested"]
+
+
 def terminal_until(master, text, seen):
     """What a terminal showed until `text` (within 30 s), after `seen`."""
     deadline = time.time() + 30

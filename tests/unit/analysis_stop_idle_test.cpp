@@ -159,16 +159,20 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
   e.run.end_ns = at(40.5);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "stop-requested");
-  EXPECT_THAT(d.findings[0].evidence,
+  // It hung until it was stopped: the hang is why it was stopped, and the stop its consequence.
+  const Finding& idle = d.findings[0];
+  EXPECT_EQ(idle.kind, "job-idle");
+  EXPECT_TRUE(idle.root_cause);
+  EXPECT_EQ(idle.severity, Severity::kError);
+  EXPECT_EQ(idle.title,
+            "the job hung at +5.0 s and did not move again until it was stopped, 35.0 s later: no "
+            "process used CPU or printed anything; worker 0 of rank 0 (pid 1020) is at "
+            "/home/user/proj/data.py:12 in __getitem__");
+  EXPECT_EQ(d.findings[1].kind, "stop-requested");
+  EXPECT_THAT(idle.consequences, ElementsAre(1u));
+  EXPECT_THAT(d.findings[1].evidence,
               Contains(std::string("the job went idle at +5.0 s and was still idle then: no "
                                    "process used CPU or printed anything")));
-  const Finding& idle = d.findings[1];
-  EXPECT_EQ(idle.kind, "job-idle");
-  EXPECT_EQ(idle.severity, Severity::kWarning);
-  EXPECT_EQ(idle.title,
-            "the job went idle at +5.0 s and did not move again before it ended, 35.5 s later: no "
-            "process used CPU or printed anything");
   EXPECT_THAT(idle.evidence, Contains(kIdleText));
   EXPECT_THAT(idle.evidence, Contains(std::string("worker 0 of rank 0 (pid 1020) was in "
                                                   "/home/user/proj/data.py:12 in __getitem__")));
