@@ -36,15 +36,37 @@ int report_run(const std::string& run_dir, Output output, FILE* out) {
   return report::shell_status(diagnosis.run);
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The newest run folder `traindoc run` made here without --out: their names begin with the
+// time they started, so the greatest name is the latest.
+std::string latest_run() {
+  std::string latest;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(kRunsFolder, error)) {
+    std::string name = entry.path().filename().string();
+    if (fs::exists(entry.path() / "run.db", error) && name > latest) latest = name;
+  }
+  if (latest.empty()) {
+    throw std::runtime_error(std::string("no run folder given, and ./") + kRunsFolder +
+                             " holds none: name one (traindoc analyze RUN_FOLDER)");
+  }
+  return std::string(kRunsFolder) + "/" + latest;
+}
+
+}  // namespace
+
 int analyze_command(const AnalyzeArgs& args) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(args.run_dir)) {
-    throw std::runtime_error(args.run_dir + " is not a run folder");
+  std::string run_dir = args.run_dir.empty() ? latest_run() : args.run_dir;
+  if (!fs::is_directory(run_dir)) {
+    throw std::runtime_error(run_dir + " is not a run folder");
   }
-  if (!fs::exists(fs::path(args.run_dir) / "run.db")) {
-    throw std::runtime_error(args.run_dir + " holds no run.db: not a traindoc run folder");
+  if (!fs::exists(fs::path(run_dir) / "run.db")) {
+    throw std::runtime_error(run_dir + " holds no run.db: not a traindoc run folder");
   }
-  report_run(args.run_dir, args.flags.output(), stdout);
+  report_run(run_dir, args.flags.output(), stdout);
   return 0;
 }
 

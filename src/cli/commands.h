@@ -11,6 +11,10 @@ namespace traindoc::cli {
 inline constexpr int kUsageError = 2;
 inline constexpr int kOwnFailure = 125;  // as env(1) and timeout(1): the wrapper itself failed
 
+// Where `traindoc run` puts a run folder when --out is not given, and where `traindoc analyze`
+// looks for the latest one.
+inline constexpr const char* kRunsFolder = "traindoc-runs";
+
 // What traindoc prints of its own when a run ends.
 enum class Output { kSummary, kJson, kVerdict, kNothing };
 
@@ -39,7 +43,7 @@ struct RunArgs {
 int run_command(const RunArgs& args);
 
 struct AnalyzeArgs {
-  std::string run_dir;
+  std::string run_dir;  // "": the latest run folder in ./traindoc-runs
   OutputFlags flags;
 };
 

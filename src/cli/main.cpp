@@ -60,7 +60,8 @@ int dispatch(int argc, char** argv) {
 
   traindoc::cli::AnalyzeArgs analyze;
   CLI::App* analyze_cmd = app.add_subcommand("analyze", "Rebuild the report of a run folder");
-  analyze_cmd->add_option("run_dir", analyze.run_dir, "Run folder")->required();
+  analyze_cmd->add_option("run_dir", analyze.run_dir,
+                          "Run folder (default: the latest in ./traindoc-runs)");
   add_output_flags(analyze_cmd, analyze.flags);
 
   // Everything after the first `--` is the job's command, whatever it looks like.

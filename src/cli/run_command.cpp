@@ -27,7 +27,7 @@ std::string default_run_dir() {
     random = static_cast<uint32_t>(getpid());
   char id[8];
   std::snprintf(id, sizeof(id), "%06x", random & 0xffffff);
-  return std::string("traindoc-runs/") + stamp + "-" + id;
+  return std::string(kRunsFolder) + "/" + stamp + "-" + id;
 }
 
 // Creates the run folder, refusing to reuse one that holds anything: a run is never overwritten.

@@ -1,6 +1,7 @@
 """Bad input gets a clear message and the exit status a shell would give; nothing is lost."""
 import os
 import subprocess
+import time
 
 from conftest import TRAINDOC
 
@@ -71,6 +72,18 @@ def test_default_run_folder(tmp_path):
     assert proc.returncode == 0
     runs = list((tmp_path / "traindoc-runs").iterdir())
     assert len(runs) == 1 and (runs[0] / "report.json").exists()
+
+
+def test_analyze_without_a_folder_takes_the_latest_run(tmp_path):
+    proc = traindoc_cli("analyze", cwd=tmp_path)
+    assert proc.returncode == 125
+    assert b"no run folder given, and ./traindoc-runs holds none" in proc.stderr
+    for code in (3, 4):
+        traindoc_cli("run", "--", "sh", "-c", f"exit {code}", cwd=tmp_path)
+        time.sleep(1.1)  # the folders' names tell their start to the second
+    proc = traindoc_cli("analyze", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert b"exited with code 4" in proc.stdout, proc.stdout
 
 
 def test_analyze_corrupt_run_folder(tmp_path):
