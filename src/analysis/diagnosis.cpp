@@ -224,6 +224,31 @@ void mark_recovered(const RuleContext& context, std::vector<TimedFinding>& found
   }
 }
 
+// A failure that each attempt of a launcher's restarts repeated (merged into one finding): the
+// attempts are counted, and a restart is no fix for it.
+void mark_repeated(const RuleContext& context, std::vector<TimedFinding>& found) {
+  for (TimedFinding& timed : found) {
+    Finding& f = timed.finding;
+    const ProcessSummary* first = f.pids.empty() ? nullptr : context.process(f.pids.front());
+    if (f.severity != Severity::kError || first == nullptr || first->role.role != Role::kRank) {
+      continue;
+    }
+    size_t attempts = 0;
+    for (int pid : f.pids) {
+      const ProcessSummary* p = context.process(pid);
+      if (p != nullptr && p->role.role == Role::kRank && p->role.rank == first->role.rank) {
+        ++attempts;
+      }
+    }
+    if (attempts < 2) continue;
+    f.title +=
+        " (in each of " + std::to_string(attempts) + " attempts: the launcher restarted the ranks)";
+    f.fix +=
+        " The launcher restarted the ranks and each attempt failed the same way: "
+        "restarts do not help a failure of the code, its configuration or its data.";
+  }
+}
+
 // Whether `later` is a consequence of the root cause: a failure (an error, or the launcher's
 // teardown, an info) at or after it, or a process stopped by a signal after it (the teardown
 // it set off). Warnings about a condition (a leak, a straggler, memory on the wrong GPU) and
@@ -282,6 +307,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_idle(context, found);
   mark_recovered(context, found);
   merge_same(found);
+  mark_repeated(context, found);
   out.findings = order_by_cause(std::move(found));
   return out;
 }

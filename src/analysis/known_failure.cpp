@@ -419,6 +419,22 @@ std::string fix_for(const std::string& kind) {
   return it == kFixes.end() ? "Read the traceback in logs/stderr.log." : it->second;
 }
 
+std::string unknown_exception_fix(const PythonTraceback& traceback) {
+  const PythonFrame* user = nullptr;
+  for (const PythonFrame& frame : traceback.frames) {
+    if (!is_library_file(frame.file)) user = &frame;
+  }
+  const PythonFrame* last = traceback.last_frame();
+  auto place = [](const PythonFrame& f) {
+    return f.file + (f.line > 0 ? ":" + std::to_string(f.line) : "");
+  };
+  std::string whole = "The whole traceback is in logs/stderr.log.";
+  if (user == nullptr) return "Read the traceback in logs/stderr.log.";
+  if (user == last) return "Your code raised it at " + place(*user) + ": fix it there. " + whole;
+  return "A library raised it (" + place(*last) + "), called from your code at " + place(*user) +
+         ": check what that line passes it. " + whole;
+}
+
 std::vector<std::string> where(const PythonTraceback& traceback) {
   std::vector<std::string> out;
   const PythonFrame* user = nullptr;

@@ -38,6 +38,10 @@ std::string fix_for(const std::string& kind);
 // The fix for ranks or nodes that never joined the rendezvous.
 extern const char* const kJoinFix;
 
+// The fix for an exception no known text explains: where the user's code raised it, or called
+// the library that did.
+std::string unknown_exception_fix(const PythonTraceback& traceback);
+
 // "at train.py:42 in step: loss = criterion(out, y)" for the innermost frame of the user's code
 // (outside site-packages and the standard library), and "raised in torch/nn/functional.py:3026
 // in cross_entropy" when the last frame is elsewhere. Empty for a traceback without frames.

@@ -20,15 +20,18 @@ std::string exit_text(const store::ProcessRecord& r) {
 // Ranks that failed before the launcher ended, for its own finding. A rank ended by SIGTERM,
 // SIGINT or SIGHUP was stopped (by the launcher's teardown, most often), not failed.
 std::string failed_before(const RuleContext& context, const ProcessSummary& launcher) {
-  std::string out;
+  std::vector<std::string> ranks;  // each once, however many times the launcher restarted it
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     bool stopped = r.exit_signal == SIGTERM || r.exit_signal == SIGINT || r.exit_signal == SIGHUP;
     bool failed = (r.exit_code && *r.exit_code != 0) || (r.exit_signal && !stopped);
     if (&p == &launcher || p.role.role != Role::kRank || !failed) continue;
     if (r.end_ns > launcher.record.end_ns) continue;
-    out += (out.empty() ? "" : ", ") + describe(p.role);
+    std::string rank = describe(p.role);
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
   }
+  std::string out;
+  for (const std::string& rank : ranks) out += (out.empty() ? "" : ", ") + rank;
   return out;
 }
 
@@ -142,7 +145,10 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   } else {
     f.kind = "python-exception";
     f.title = who + raised;
-    f.fix = known ? known->fix : fix_for(f.kind);
+    f.fix = known ? known->fix : unknown_exception_fix(tb);
+    // The same exception, word for word, from several ranks or from each attempt of a launcher
+    // that restarted them, is one failure.
+    merge_key = "exception " + raised;
   }
   std::vector<std::string> cited = traceback_evidence(context, tb);
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());

@@ -482,3 +482,26 @@ def test_a_job_of_one_rank_keeps_its_calls(traindoc, tmp_path):
         rows = db.execute("SELECT group_size, number, op, tensors FROM collectives "
                           "ORDER BY number").fetchall()
     assert rows == [(1, n, "all_reduce", "[8] float32") for n in (1, 2, 3)]
+
+
+def test_a_failure_each_restart_repeated_is_counted(traindoc, tmp_path):
+    """torchrun --max_restarts 1, and rank 1 fails the same way in both attempts: one root cause
+    with its attempts counted, and a fix that says restarting does not help."""
+    script = tmp_path / "always.py"
+    script.write_text("""
+import torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 1:
+    raise ValueError("bad config value for rank 1")
+dist.barrier()
+""")
+    run = traindoc(torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port",
+                            free_port(), "--nproc_per_node", 2, "--max_restarts", 1, script),
+                   timeout=180)
+    assert run.status == 1, run.stderr.decode()[-3000:]
+    findings = run.report["findings"]
+    (failed,) = [f for f in findings if f["kind"] == "python-exception"]  # one for both attempts
+    assert failed["root_cause"], findings
+    assert failed["title"].endswith("raised ValueError: bad config value for rank 1 (in each of 2 "
+                                    "attempts: the launcher restarted the ranks)"), failed["title"]
+    assert "restarts do not help" in failed["fix"]

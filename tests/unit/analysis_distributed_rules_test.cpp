@@ -259,6 +259,46 @@ TEST(DistributedRules, AFailureTheLauncherRestartedFromIsAWarning) {
   EXPECT_EQ(d.findings[0].severity, Severity::kError);
 }
 
+// torchrun --max_restarts 1, and the second attempt fails the same way: one failure, the
+// attempts counted, and a fix that says a restart does not help; the launcher names each rank once.
+TEST(DistributedRules, AFailureEachRestartRepeatedIsOneFindingWithItsAttempts) {
+  Evidence e = torchrun_job();
+  const std::string rank = e.processes[1].cmdline;
+  e.processes.push_back(ranked(proc(1030, kLauncher, 500'700, rank), 0));
+  e.processes.push_back(ranked(proc(1031, kLauncher, 500'701, rank), 1));
+  uint64_t number = 5;
+  for (double t : {2.7, 9.7}) {
+    for (std::string text : {"[default1]:Traceback (most recent call last):",
+                             "[default1]:  File \"/home/user/proj/train.py\", line 7, in <module>",
+                             "[default1]:ValueError: bad config value for rank 1"}) {
+      e.log_lines.push_back(stderr_line(t, number++, text));
+    }
+  }
+  e.log_lines.push_back(stderr_line(10.4, number++, "Traceback (most recent call last):"));
+  e.log_lines.push_back(stderr_line(
+      10.4, number++, "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: "));
+  exited(e, kRank1, 2.9, 1);
+  killed(e, kRank0, 3.0, SIGTERM);
+  exited(e, 1031, 9.9, 1);
+  killed(e, 1030, 10.0, SIGTERM);
+  exited(e, kLauncher, 10.5, 1);
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_TRUE(f.root_cause);
+  EXPECT_EQ(f.title,
+            "rank 1 (pid 1011) raised ValueError: bad config value for rank 1 (in each of 2 "
+            "attempts: the launcher restarted the ranks)");
+  EXPECT_THAT(f.pids, testing::ElementsAre(kRank1, 1031));
+  EXPECT_THAT(f.fix, HasSubstr("Your code raised it at /home/user/proj/train.py:7: fix it there."));
+  EXPECT_THAT(f.fix, HasSubstr("restarts do not help"));
+  auto launcher = std::find_if(d.findings.begin(), d.findings.end(),
+                               [](const Finding& x) { return x.kind == "launcher-exit"; });
+  ASSERT_NE(launcher, d.findings.end());
+  EXPECT_EQ(launcher->title, "launcher (pid 1000) stopped the job after rank 1 failed");
+}
+
 TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
   Evidence e = torchrun_job();
   e.log_lines = {

@@ -97,6 +97,38 @@ TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
             "launcher (pid 1000): torchrun does not accept the arguments --bogus");
 }
 
+// Both ranks raise the same exception, word for word, in a library their code called: one
+// failure naming both ranks, and a fix that points at the user's line.
+TEST(RuleFailedExit, TheSameUnknownExceptionFromTwoRanksIsOneFinding) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  for (int rank : {0, 1}) {
+    std::string prefix = "[default" + std::to_string(rank) + "]:";
+    for (std::string text :
+         {prefix + "Traceback (most recent call last):",
+          prefix + "  File \"/home/user/proj/train.py\", line 12, in <module>",
+          prefix + "    config = yaml.safe_load(open(args.config))",
+          prefix + "  File \"/usr/lib/python3/dist-packages/yaml/__init__.py\", line 125, in "
+                   "safe_load",
+          prefix + "yaml.scanner.ScannerError: mapping values are not allowed here"}) {
+      e.log_lines.push_back(stderr_line(3.0 + rank * 0.1, number++, text));
+    }
+  }
+  exited(e, kRank0, 3.2, 1);
+  exited(e, kRank1, 3.3, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010) raised yaml.scanner.ScannerError: mapping values are not allowed "
+            "here");
+  EXPECT_THAT(f.ranks, ElementsAre(0, 1));
+  EXPECT_EQ(f.fix,
+            "A library raised it (/usr/lib/python3/dist-packages/yaml/__init__.py:125), called "
+            "from your code at /home/user/proj/train.py:12: check what that line passes it. The "
+            "whole traceback is in logs/stderr.log.");
+}
+
 TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
   Evidence e = torchrun_job();
   e.log_lines = {
