@@ -77,6 +77,15 @@ void add_class_count(const RuleContext& context, const ProcessSummary& p, Findin
   }
 }
 
+// The first exception of the chain `tb` was raised from (`raise ... from`), or `tb` itself.
+const PythonTraceback& innermost_cause(const RuleContext& context, const PythonTraceback& tb) {
+  const PythonTraceback* at = &tb;
+  for (size_t hops = 0; at->cause && hops < 8; ++hops) {
+    at = &context.texts.all_tracebacks()[*at->cause];
+  }
+  return *at;
+}
+
 // Anomaly detection's account of an autograd error: the warning it printed just before, with
 // the frames of the forward call that made the failing function (the backward's traceback only
 // reaches loss.backward()). Empty when the process printed none.
@@ -145,13 +154,22 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   } else {
     f.kind = "python-exception";
     f.title = who + raised;
-    f.fix = known ? known->fix : unknown_exception_fix(tb);
+    f.fix = known ? known->fix : unknown_exception_fix(innermost_cause(context, tb));
     // The same exception, word for word, from several ranks or from each attempt of a launcher
     // that restarted them, is one failure.
     merge_key = "exception " + raised;
   }
   std::vector<std::string> cited = traceback_evidence(context, tb);
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
+  // `raise ... from` (a multiprocessing.Pool worker's exception, re-raised in its parent; a
+  // library's error wrapped in the user's): where the first exception of the chain came from.
+  const PythonTraceback& first = innermost_cause(context, tb);
+  if (&first != &tb) {
+    f.evidence.push_back("the exception it was raised from: " + exception_summary(first));
+    for (const std::string& line : where(first)) {
+      f.evidence.push_back("the exception it was raised from, " + line);
+    }
+  }
   // A DataLoader worker's exception, re-raised here: where the worker raised it.
   if (tb.original) {
     const PythonTraceback& worker = context.texts.all_tracebacks()[*tb.original];

@@ -2,8 +2,9 @@
 raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features or
 another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
 model, or one that loading with weights_only refuses; autograd's in-place, second-backward and NaN
-errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build. The title
-says what happened and the fix names the sizes, types or keys."""
+errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a
+multiprocessing.Pool worker's exception. The title says what happened and the fix names the sizes,
+types or keys."""
 from conftest import PYTHON, free_port, python_job, torchrun
 
 UNEQUAL_SAMPLES = """
@@ -57,6 +58,15 @@ import argparse
 parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=0.1)
 parser.parse_args()
+"""
+
+POOL_WORKER_RAISES = """
+from multiprocessing import Pool
+def tokenize(line):
+    return len(line.split()) // (len(line) - 5)
+if __name__ == "__main__":
+    with Pool(2) as pool:
+        print(sum(pool.map(tokenize, ["hello world", "abcde"])))
 """
 
 # A square root of zero, whose gradient is NaN, caught by anomaly detection.
@@ -180,3 +190,14 @@ def test_nccl_asked_of_a_cpu_only_build(traindoc, tmp_path):
     assert root["kind"] == "cuda-unavailable", root
     assert sorted(root["ranks"]) == [0, 1]
     assert "gloo backend" in root["fix"]
+
+
+def test_a_pool_workers_exception_cites_the_workers_line(traindoc, tmp_path):
+    script = tmp_path / "prepare.py"
+    script.write_text(POOL_WORKER_RAISES)
+    run = traindoc([PYTHON, str(script)])
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert f"the exception it was raised from, at {script}:4 in tokenize: return len(line.split())" \
+        " // (len(line) - 5)" in root["evidence"], root["evidence"]
+    assert root["fix"].startswith(f"Your code raised it at {script}:4: fix it there."), root["fix"]

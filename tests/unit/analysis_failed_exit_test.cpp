@@ -129,6 +129,38 @@ TEST(RuleFailedExit, TheSameUnknownExceptionFromTwoRanksIsOneFinding) {
             "whole traceback is in logs/stderr.log.");
 }
 
+// A multiprocessing.Pool worker's exception, re-raised in its parent from the worker's own
+// (Python 3.11's text): the worker's line is cited, and the fix points at it.
+TEST(RuleFailedExit, AnExceptionRaisedFromAnotherCitesTheFirstOne) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  for (std::string text :
+       {"multiprocessing.pool.RemoteTraceback: ", "\"\"\"", "Traceback (most recent call last):",
+        "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 125, in worker",
+        "    result = (True, func(*args, **kwds))",
+        "  File \"/home/user/proj/prepare.py\", line 3, in tokenize",
+        "    return len(line.split()) // (len(line) - 5)",
+        "ZeroDivisionError: integer division or modulo by zero", "\"\"\"", "",
+        "The above exception was the direct cause of the following exception:", "",
+        "Traceback (most recent call last):",
+        "  File \"/home/user/proj/prepare.py\", line 6, in <module>",
+        "    counts = p.map(tokenize, lines)",
+        "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 774, in get",
+        "    raise self._value", "ZeroDivisionError: integer division or modulo by zero"}) {
+    e.log_lines.push_back(stderr_line(3.0, number++, "[default0]:" + text));
+  }
+  exited(e, kRank0, 3.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_THAT(f.evidence, Contains(std::string("the exception it was raised from, at "
+                                               "/home/user/proj/prepare.py:3 in tokenize: return "
+                                               "len(line.split()) // (len(line) - 5)")));
+  EXPECT_EQ(f.fix,
+            "Your code raised it at /home/user/proj/prepare.py:3: fix it there. The whole "
+            "traceback is in logs/stderr.log.");
+}
+
 TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
   Evidence e = torchrun_job();
   e.log_lines = {
