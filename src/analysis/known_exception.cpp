@@ -94,6 +94,50 @@ void linear_features(const SignatureMatch& m, KnownFailure& f) {
           "(or nn.LazyLinear) makes the model independent of the input size.";
 }
 
+void collate_type(const SignatureMatch& m, KnownFailure& f) {
+  std::string type = field(m, "type");
+  if (type.empty()) return;
+  f.title = "the DataLoader's default collate cannot batch samples of type " + type;
+  f.fix = "The dataset returns " + type +
+          " objects: turn each sample into a tensor in its transform (transforms.ToTensor() or "
+          "PILToTensor() for PIL images, torch.as_tensor for arrays), or pass the DataLoader a "
+          "collate_fn that batches them.";
+}
+
+void conv_channels(const SignatureMatch& m, KnownFailure& f) {
+  auto expected = int_field(m, "channels");
+  auto got = int_field(m, "input_channels");
+  std::vector<int> input = int_list(field(m, "input_shape"));
+  if (!expected || !got) return;
+  f.title = "a convolution built for " + std::to_string(*expected) + " input channels got " +
+            std::to_string(*got) + " (input " + shape(field(m, "input_shape")) + ", weight " +
+            shape(field(m, "weight_shape")) + ")";
+  if (!input.empty() && input.back() == *expected) {
+    f.fix =
+        "The input is in channels-last order ([N, H, W, C], as images come from NumPy or "
+        "PIL): move the channels first, x.permute(0, 3, 1, 2).";
+  } else if (*expected == 3 && (*got == 1 || *got == 4)) {
+    f.fix = std::string(*got == 1 ? "Grayscale images" : "RGBA images (an alpha channel)") +
+            " for a model built for RGB: convert them (PIL's .convert(\"RGB\") in the "
+            "dataset's transform), or build the first layer with in_channels=" +
+            std::to_string(*got) + ".";
+  } else {
+    f.fix =
+        "The input has another number of channels than the layer was built for: build it "
+        "with in_channels=" +
+        std::to_string(*got) + ", or check what the previous layer or the dataset gives.";
+  }
+}
+
+void conv_dims(const SignatureMatch& m, KnownFailure& f) {
+  std::string op = field(m, "op");
+  f.title = op + " takes a " + field(m, "unbatched_dims") + "D sample or a " +
+            field(m, "batched_dims") + "D batch, and got " + shape(field(m, "input_shape"));
+  f.fix = "Give " + op +
+          " [N, C, ...] (or one sample, [C, ...]): an extra dimension (clips or stacked "
+          "batches: x.flatten(0, 1)), or a missing channel dimension (x.unsqueeze(1)).";
+}
+
 const char* const kDeviceFix =
     "Move every batch to the model's device (inputs and targets: x = x.to(device)), create "
     "tensors inside forward on the input's device (torch.zeros(..., device=x.device)), and "
@@ -336,6 +380,9 @@ const std::map<std::string, Describer>& describers() {
       {"torch.dataloader-worker-exception", worker_exception},
       {"torch.collate-unequal-sizes", collate_unequal},
       {"torch.linear-shape-mismatch", linear_features},
+      {"torch.collate-type", collate_type},
+      {"torch.conv-channels", conv_channels},
+      {"torch.conv-input-dims", conv_dims},
       {"torch.device-mismatch", device_mismatch},
       {"torch.tensor-type-mismatch", type_mismatch},
       {"torch.batch-size-mismatch", batch_size_mismatch},
@@ -374,6 +421,11 @@ const std::map<std::string, Words>& fixed_words() {
         "graph (.detach(), .item(), .numpy(), a new torch.tensor(...)), or from a model whose "
         "parameters are all frozen (requires_grad=False). Compute it from the model's outputs "
         "with grad enabled."}},
+      {"torch.dataset-empty",
+       {"the DataLoader's dataset has no samples",
+        "The dataset is empty: its path, file pattern or filter matched nothing (a relative path "
+        "resolves against the working directory the job runs in), or a split or subset left "
+        "nothing for this rank. Check len(dataset) before building the DataLoader."}},
       {"torch.default-group-not-initialized",
        {"",
         "A torch.distributed call ran in a process that never called init_process_group: call "

@@ -103,6 +103,61 @@ std::vector<Entry> python_signature_entries() {
        .example = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
        .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified"},
 
+      {.id = "torch.dataset-empty",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"but got num_samples=0"},
+       .description = "a DataLoader over a dataset of no samples (its sampler refuses it)",
+       .example = "ValueError: num_samples should be a positive integer value, but got "
+                  "num_samples=0",
+       .source = "torch/utils/data/sampler.py RandomSampler, verified"},
+      {.id = "torch.collate-type",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"batch must contain tensors, numpy arrays, numbers"},
+       .parts = {{R"(found <class '([^']+)'>)", {{1, "type"}}}},
+       .description = "the default collate given samples it cannot batch: a PIL image or another "
+                      "object the dataset returns without turning it into a tensor",
+       .example = "TypeError: default_collate: batch must contain tensors, numpy arrays, "
+                  "numbers, dicts or lists; found <class 'PIL.Image.Image'>",
+       .source = "torch/utils/data/_utils/collate.py, verified"},
+      {.id = "torch.conv-channels",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"channels, but got"},
+       .parts = {{R"(weight of size \[([0-9, ]+)\], expected input\[([0-9, ]+)\] to have )"
+                  R"(([0-9]+) channels, but got ([0-9]+) channels)",
+                  {{1, "weight_shape", C::kList},
+                   {2, "input_shape", C::kList},
+                   {3, "channels", C::kInt},
+                   {4, "input_channels", C::kInt}},
+                  true}},
+       .description = "a convolution fed another number of channels than it was built for: "
+                      "grayscale images for an RGB model, a channels-last tensor",
+       .example = "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected "
+                  "input[8, 1, 32, 32] to have 3 channels, but got 1 channels instead",
+       .source = "aten/src/ATen/native/Convolution.cpp, verified"},
+      {.id = "torch.conv-input-dims",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"(batched) input to conv"},
+       .parts = {{R"(Expected ([0-9])D \(unbatched\) or ([0-9])D \(batched\) input to (\w+), )"
+                  R"(but got input of size: \[([0-9, ]*)\])",
+                  {{1, "unbatched_dims", C::kInt},
+                   {2, "batched_dims", C::kInt},
+                   {3, "op"},
+                   {4, "input_shape", C::kList}},
+                  true}},
+       .description = "a convolution fed a tensor of another number of dimensions than a batch "
+                      "or a sample",
+       .example = "RuntimeError: Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
+                  "got input of size: [2, 8, 3, 32, 32]",
+       .source = "aten/src/ATen/native/Convolution.cpp, verified"},
+
       // ---- autograd -----------------------------------------------------------------------------
       {.id = "torch.autograd-inplace",
        .framework = "pytorch",

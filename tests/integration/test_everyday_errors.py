@@ -3,8 +3,8 @@ raised in a DataLoader worker and re-raised in its rank; a layer fed another num
 another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
 model, or one that loading with weights_only refuses; autograd's in-place, second-backward and NaN
 errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a
-multiprocessing.Pool worker's exception. The title says what happened and the fix names the sizes,
-types or keys."""
+multiprocessing.Pool worker's exception; grayscale images for an RGB model. The title says what
+happened and the fix names the sizes, types or keys."""
 from conftest import PYTHON, free_port, python_job, torchrun
 
 UNEQUAL_SAMPLES = """
@@ -67,6 +67,17 @@ def tokenize(line):
 if __name__ == "__main__":
     with Pool(2) as pool:
         print(sum(pool.map(tokenize, ["hello world", "abcde"])))
+"""
+
+GRAYSCALE_FOR_RGB = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Scans(Dataset):  # single-channel images, as a grayscale folder gives them
+    def __len__(self): return 8
+    def __getitem__(self, i): return torch.rand(1, 32, 32)
+model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU())
+for batch in DataLoader(Scans(), batch_size=4):
+    model(batch)
 """
 
 # A square root of zero, whose gradient is NaN, caught by anomaly detection.
@@ -201,3 +212,12 @@ def test_a_pool_workers_exception_cites_the_workers_line(traindoc, tmp_path):
     assert f"the exception it was raised from, at {script}:4 in tokenize: return len(line.split())" \
         " // (len(line) - 5)" in root["evidence"], root["evidence"]
     assert root["fix"].startswith(f"Your code raised it at {script}:4: fix it there."), root["fix"]
+
+
+def test_grayscale_images_for_a_model_built_for_rgb(traindoc):
+    run = traindoc(python_job(GRAYSCALE_FOR_RGB))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    root = root_cause(run)
+    assert root["title"].endswith(": a convolution built for 3 input channels got 1 (input [4, 1, "
+                                  "32, 32], weight [16, 3, 3, 3])"), root["title"]
+    assert root["fix"].startswith("Grayscale images for a model built for RGB"), root["fix"]

@@ -86,6 +86,33 @@ TEST(TrainingSignatures, TensorsOfAnotherDeviceTypeOrBatch) {
               testing::ElementsAre("torch.default-group-not-initialized"));
 }
 
+TEST(TrainingSignatures, DatasetsAndConvolutions) {
+  EXPECT_THAT(ids("ValueError: num_samples should be a positive integer value, but got "
+                  "num_samples=0"),
+              testing::ElementsAre("torch.dataset-empty"));
+  SignatureMatch m = match(
+      "TypeError: default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
+      "lists; found <class 'PIL.Image.Image'>",
+      "torch.collate-type");
+  expect_fields(m, {{"type", "PIL.Image.Image"}});
+  m = match(
+      "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 1, 224, "
+      "224] to have 3 channels, but got 1 channels instead",
+      "torch.conv-channels");
+  expect_fields(m, {{"weight_shape", "64,3,7,7"},
+                    {"input_shape", "8,1,224,224"},
+                    {"channels", "3"},
+                    {"input_channels", "1"}});
+  m = match(
+      "RuntimeError: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of "
+      "size: [2, 8, 3, 32, 32]",
+      "torch.conv-input-dims");
+  expect_fields(m, {{"unbatched_dims", "3"},
+                    {"batched_dims", "4"},
+                    {"op", "conv2d"},
+                    {"input_shape", "2,8,3,32,32"}});
+}
+
 // load_state_dict's message spans lines, as Python prints it: the exception line, then a line per
 // kind of difference, each beginning with a tab.
 PythonTraceback state_dict_error(const std::vector<std::string>& details) {
@@ -297,6 +324,28 @@ TEST(TrainingRules, AnomalyDetectionsForwardCallIsCited) {
   for (const std::string& line : d.findings[0].evidence) {
     EXPECT_FALSE(line.starts_with("the forward call")) << line;
   }
+}
+
+TEST(TrainingRules, AConvolutionsChannelsSayWhatTheImagesAre) {
+  Finding f = exception_finding(
+      "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 1, 224, "
+      "224] to have 3 channels, but got 1 channels instead");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): a convolution built for 3 input channels got 1 (input [8, 1, 224, "
+            "224], weight [64, 3, 7, 7])");
+  EXPECT_THAT(f.fix, testing::StartsWith("Grayscale images for a model built for RGB"));
+  f = exception_finding(
+      "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 224, 224, "
+      "3] to have 3 channels, but got 224 channels instead");
+  EXPECT_THAT(f.fix, HasSubstr("x.permute(0, 3, 1, 2)"));
+  f = exception_finding(
+      "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input[8, 4, 224, "
+      "224] to have 3 channels, but got 4 channels instead");
+  EXPECT_THAT(f.fix, testing::StartsWith("RGBA images"));
+  f = exception_finding(
+      "RuntimeError: Given groups=1, weight of size [128, 64, 3, 3], expected input[8, 32, 56, "
+      "56] to have 64 channels, but got 32 channels instead");
+  EXPECT_THAT(f.fix, HasSubstr("in_channels=32"));
 }
 
 TEST(TrainingRules, ATypeMismatchTellsADeviceFromADtype) {
