@@ -104,10 +104,15 @@ def root_cause(run):
     return next(f for f in run.report["findings"] if f["root_cause"])
 
 
+def failed_root(run):
+    """The root cause of a job that must have exited with code 1."""
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    return root_cause(run)
+
+
 def test_a_batch_of_unequal_samples_in_a_worker(traindoc):
     run = traindoc(python_job(UNEQUAL_SAMPLES))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["kind"] == "python-exception", root
     assert "in the worker: RuntimeError: stack expects each tensor to be equal size" in \
         "\n".join(root["evidence"])
@@ -117,22 +122,19 @@ def test_a_batch_of_unequal_samples_in_a_worker(traindoc):
 
 def test_a_layer_fed_another_number_of_features(traindoc):
     run = traindoc(python_job(WRONG_FEATURES))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith("mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)")
     assert root["fix"].startswith("A layer built for 7200 input features got 30752"), root["fix"]
 
 
 def test_float64_from_numpy_into_a_float32_layer(traindoc):
     run = traindoc(python_job(FLOAT64_FROM_NUMPY))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    assert "NumPy arrays are float64" in root_cause(run)["fix"]
+    assert "NumPy arrays are float64" in failed_root(run)["fix"]
 
 
 def test_a_checkpoint_of_a_ddp_model_loaded_into_the_bare_model(traindoc, tmp_path):
     run = traindoc(python_job(DDP_CHECKPOINT) + [str(free_port()), str(tmp_path / "ckpt.pt")])
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith(
         ": the checkpoint's keys start with 'module.', the model's do not: it was saved from a "
         "model wrapped in DistributedDataParallel or DataParallel"), root["title"]
@@ -142,8 +144,7 @@ def test_a_checkpoint_of_a_ddp_model_loaded_into_the_bare_model(traindoc, tmp_pa
 
 def test_a_checkpoint_that_weights_only_loading_refuses(traindoc, tmp_path):
     run = traindoc(python_job(ARGS_IN_CHECKPOINT) + [str(tmp_path / "ckpt.pt")])
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith(": torch.load refused the checkpoint: it holds "
                                   "argparse.Namespace, which loading with weights_only does not "
                                   "allow"), root["title"]
@@ -152,16 +153,14 @@ def test_a_checkpoint_that_weights_only_loading_refuses(traindoc, tmp_path):
 
 def test_an_inplace_op_on_a_tensor_autograd_saved(traindoc):
     run = traindoc(python_job(INPLACE_AFTER_SIGMOID))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith(": output 0 of SigmoidBackward0 [2, 4], saved for the backward "
                                   "pass, was changed in place before backward()"), root["title"]
 
 
 def test_a_hidden_state_kept_across_steps(traindoc):
     run = traindoc(python_job(HIDDEN_STATE_KEPT))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith(
         ": backward() ran a second time through a graph whose saved tensors were freed")
     assert "an RNN's hidden state" in root["fix"]
@@ -169,8 +168,7 @@ def test_a_hidden_state_kept_across_steps(traindoc):
 
 def test_a_nan_gradient_cites_the_forward_call(traindoc):
     run = traindoc(python_job(NAN_GRADIENT))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith(": the backward of SqrtBackward0 returned NaN (anomaly "
                                   "detection)"), root["title"]
     assert "the forward call that made it, at <string>:5 in <module>" in root["evidence"], \
@@ -184,8 +182,7 @@ def test_the_local_rank_flag_of_the_old_launcher(traindoc, tmp_path):
     run = traindoc([PYTHON, "-m", "torch.distributed.launch", "--nproc_per_node", "2",
                     "--master_port", str(free_port()), "--redirects", "2", "--tee", "2",
                     str(script)])
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["kind"] == "bad-arguments", root
     assert "which torch.distributed.launch passes to every rank" in root["title"], root["title"]
     assert sorted(root["ranks"]) == [0, 1]  # both ranks' errors are one finding
@@ -196,8 +193,7 @@ def test_nccl_asked_of_a_cpu_only_build(traindoc, tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\n")
     run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["kind"] == "cuda-unavailable", root
     assert sorted(root["ranks"]) == [0, 1]
     assert "gloo backend" in root["fix"]
@@ -207,8 +203,7 @@ def test_a_pool_workers_exception_cites_the_workers_line(traindoc, tmp_path):
     script = tmp_path / "prepare.py"
     script.write_text(POOL_WORKER_RAISES)
     run = traindoc([PYTHON, str(script)])
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert f"the exception it was raised from, at {script}:4 in tokenize: return len(line.split())" \
         " // (len(line) - 5)" in root["evidence"], root["evidence"]
     assert root["fix"].startswith(f"Your code raised it at {script}:4: fix it there."), root["fix"]
@@ -216,8 +211,7 @@ def test_a_pool_workers_exception_cites_the_workers_line(traindoc, tmp_path):
 
 def test_grayscale_images_for_a_model_built_for_rgb(traindoc):
     run = traindoc(python_job(GRAYSCALE_FOR_RGB))
-    assert run.status == 1, run.stderr.decode()[-2000:]
-    root = root_cause(run)
+    root = failed_root(run)
     assert root["title"].endswith(": a convolution built for 3 input channels got 1 (input [4, 1, "
                                   "32, 32], weight [16, 3, 3, 3])"), root["title"]
     assert root["fix"].startswith("Grayscale images for a model built for RGB"), root["fix"]
