@@ -313,11 +313,25 @@ int weight(const SignatureMatch& m) {
   return base + fields;
 }
 
+// "train.py:42"
+std::string location(const PythonFrame& f) {
+  return f.file + (f.line > 0 ? ":" + std::to_string(f.line) : "");
+}
+
 std::string frame_text(const PythonFrame& f) {
-  std::string text = f.file + (f.line > 0 ? ":" + std::to_string(f.line) : "");
+  std::string text = location(f);
   if (!f.function.empty()) text += " in " + f.function;
   if (!f.code.empty()) text += ": " + f.code;
   return text;
+}
+
+// The innermost frame of the user's code (outside libraries), nullptr when none was printed.
+const PythonFrame* user_frame(const PythonTraceback& traceback) {
+  const PythonFrame* user = nullptr;
+  for (const PythonFrame& frame : traceback.frames) {
+    if (!is_library_file(frame.file)) user = &frame;
+  }
+  return user;
 }
 
 }  // namespace
@@ -420,27 +434,18 @@ std::string fix_for(const std::string& kind) {
 }
 
 std::string unknown_exception_fix(const PythonTraceback& traceback) {
-  const PythonFrame* user = nullptr;
-  for (const PythonFrame& frame : traceback.frames) {
-    if (!is_library_file(frame.file)) user = &frame;
-  }
+  const PythonFrame* user = user_frame(traceback);
   const PythonFrame* last = traceback.last_frame();
-  auto place = [](const PythonFrame& f) {
-    return f.file + (f.line > 0 ? ":" + std::to_string(f.line) : "");
-  };
   std::string whole = "The whole traceback is in logs/stderr.log.";
   if (user == nullptr) return "Read the traceback in logs/stderr.log.";
-  if (user == last) return "Your code raised it at " + place(*user) + ": fix it there. " + whole;
-  return "A library raised it (" + place(*last) + "), called from your code at " + place(*user) +
-         ": check what that line passes it. " + whole;
+  if (user == last) return "Your code raised it at " + location(*user) + ": fix it there. " + whole;
+  return "A library raised it (" + location(*last) + "), called from your code at " +
+         location(*user) + ": check what that line passes it. " + whole;
 }
 
 std::vector<std::string> where(const PythonTraceback& traceback) {
   std::vector<std::string> out;
-  const PythonFrame* user = nullptr;
-  for (const PythonFrame& frame : traceback.frames) {
-    if (!is_library_file(frame.file)) user = &frame;
-  }
+  const PythonFrame* user = user_frame(traceback);
   if (user != nullptr) out.push_back("at " + frame_text(*user));
   const PythonFrame* last = traceback.last_frame();
   if (last != nullptr && last != user) out.push_back("raised in " + frame_text(*last));
