@@ -5,7 +5,6 @@
 #include <csignal>
 #include <sstream>
 
-#include "analysis/known_failure.h"
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
@@ -85,10 +84,7 @@ bool died(const store::ProcessRecord& r) {
 // A rank whose own last exception says it timed out waiting in a collective: it waited too (in
 // another call, e.g. one only it makes), so its end is the hang's, not a failure of its own.
 bool gave_up_waiting(const RuleContext& context, const ProcessSummary& p) {
-  const PythonTraceback* last = context.texts.final_exception(p);
-  if (last == nullptr) return false;
-  std::optional<KnownFailure> known = describe_known(context.texts.signatures(*last));
-  return known && known->kind == "collective-missing";
+  return final_exception_kind(context, p) == "collective-missing";
 }
 
 bool stopped_from_outside(const store::ProcessRecord& r) {

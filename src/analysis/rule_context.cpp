@@ -177,6 +177,13 @@ std::string stuck_in_user_code(const std::string& dump) {
   return frames.empty() || is_library_file(frames.front().path) ? "" : frames.front().place;
 }
 
+std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process) {
+  const PythonTraceback* last = context.texts.final_exception(process);
+  std::optional<KnownFailure> known =
+      last ? describe_known(context.texts.signatures(*last)) : std::nullopt;
+  return known ? known->kind : "";
+}
+
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump) {
   std::string frames = python_frames(dump);

@@ -48,9 +48,8 @@ std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSumm
   std::vector<int> out;
   for (const ProcessSummary& p : context.processes) {
     if (p.role.role != Role::kRank || !p.role.rank || &p == &waiting) continue;
-    const PythonTraceback* tb = context.texts.final_exception(p);
-    auto known = tb ? describe_known(context.texts.signatures(*tb)) : std::nullopt;
-    if (known && (known->kind == "collective-missing" || known->kind == "peer-exited")) continue;
+    std::string kind = final_exception_kind(context, p);
+    if (kind == "collective-missing" || kind == "peer-exited") continue;
     out.push_back(*p.role.rank);
   }
   return out;
@@ -116,6 +115,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
   std::string exception = exception_summary(tb);
   std::string raised = " raised " + exception;
+  const PythonTraceback& first = innermost_cause(context, tb);  // of a `raise ... from` chain
   // A DataLoader worker's exception, re-raised here: the worker's own exception is the one to
   // name, and what its text says comes before the re-raise's advice.
   if (tb.original) {
@@ -154,7 +154,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   } else {
     f.kind = "python-exception";
     f.title = who + raised;
-    f.fix = known ? known->fix : unknown_exception_fix(innermost_cause(context, tb));
+    f.fix = known ? known->fix : unknown_exception_fix(first);
     // The same exception, word for word, from several ranks or from each attempt of a launcher
     // that restarted them, is one failure.
     merge_key = "exception " + raised;
@@ -163,7 +163,6 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
   // `raise ... from` (a multiprocessing.Pool worker's exception, re-raised in its parent; a
   // library's error wrapped in the user's): where the first exception of the chain came from.
-  const PythonTraceback& first = innermost_cause(context, tb);
   if (&first != &tb) {
     f.evidence.push_back("the exception it was raised from: " + exception_summary(first));
     for (const std::string& line : where(first)) {

@@ -40,14 +40,6 @@ constexpr const char* kIdleFix =
     "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, on "
     "input, or on a rank or node that never came. The stacks say where each process waits.";
 
-// The first stop request passed on to the job after the idle spell that events[spell] began.
-const store::Event* stop_after(const std::vector<store::Event>& events, size_t spell) {
-  for (size_t j = spell + 1; j < events.size(); ++j) {
-    if (events[j].kind == "signal-forwarded") return &events[j];
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -72,7 +64,13 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     // before it failed is a hang; one it never left until it was stopped is why it was stopped
     // (its user gave up on it, a scheduler's time limit ran out): the root cause.
     const store::RunInfo& run = context.evidence.run;
-    const store::Event* stop = resumed == nullptr ? stop_after(events, i) : nullptr;
+    const store::Event* stop = nullptr;  // the first stop request passed on during the spell
+    for (const store::Event* request : stop_requests(context.evidence)) {
+      if (resumed == nullptr && request->t_ns >= idle.t_ns) {
+        stop = request;
+        break;
+      }
+    }
     f.severity = stop != nullptr                                ? Severity::kError
                  : resumed == nullptr && !run_finished(context) ? Severity::kWarning
                                                                 : Severity::kInfo;
@@ -81,8 +79,7 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
                 format_seconds(resumed->t_ns - idle.t_ns);
     } else if (stop != nullptr) {
       f.title = "the job hung" + context.when(idle.t_ns) +
-                " and did not move again until it was "
-                "stopped, " +
+                " and did not move again until it was stopped, " +
                 format_seconds(stop->t_ns - idle.t_ns) + " later";
     } else {
       f.title = "the job went idle" + context.when(idle.t_ns) + " and did not move again";

@@ -78,16 +78,6 @@ bool is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
 
-// The stop requests traindoc passed on to the job, in order: "SIGINT from the terminal, passed on
-// to 2 process(es)", then "SIGKILL at the second interrupt, sent to 2 process(es)".
-std::vector<const store::Event*> stop_requests(const store::Evidence& evidence) {
-  std::vector<const store::Event*> out;
-  for (const store::Event& e : evidence.events) {
-    if (e.kind == "signal-forwarded") out.push_back(&e);
-  }
-  return out;
-}
-
 // The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
 std::string request_text(const store::Event& e) {
   return e.text.substr(0, e.text.rfind(", "));
@@ -106,6 +96,14 @@ int64_t first_request_ns(const store::Evidence& evidence) {
 }
 
 }  // namespace
+
+std::vector<const store::Event*> stop_requests(const store::Evidence& evidence) {
+  std::vector<const store::Event*> out;
+  for (const store::Event& e : evidence.events) {
+    if (e.kind == "signal-forwarded") out.push_back(&e);
+  }
+  return out;
+}
 
 bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r) {
   return ended_by_request(r, first_request_ns(context.evidence));

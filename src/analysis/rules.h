@@ -53,6 +53,11 @@ std::string stuck_in_user_code(const std::string& dump);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);
+// The stop requests traindoc passed on to the job, in order: "SIGINT from the terminal, passed on
+// to 2 process(es)", then "SIGKILL at the second interrupt, sent to 2 process(es)".
+std::vector<const store::Event*> stop_requests(const store::Evidence& evidence);
+// The kind of the known failure the process's last exception names; "" when none.
+std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process);
 // A process that a stop signal (or the SIGKILL of the teardown that followed) ended after a
 // stop request traindoc passed on to the job: the request ended it, not a failure of its own.
 bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r);
