@@ -102,7 +102,9 @@ namespace {
 // A frame of a dump, CPython's `  File "/tmp/train.py", line 3 in wait`.
 struct DumpFrame {
   std::string path;
-  std::string place;  // "/tmp/train.py:3 in wait"
+  std::string at;  // ":3 in wait"
+
+  std::string place() const { return path + at; }
 };
 
 std::optional<DumpFrame> parse_frame(std::string_view text) {
@@ -111,12 +113,11 @@ std::optional<DumpFrame> parse_frame(std::string_view text) {
   if (file == std::string_view::npos || end == std::string_view::npos || end < file) {
     return std::nullopt;
   }
-  DumpFrame frame{std::string(text.substr(file + 6, end - file - 6)), ""};
   std::string rest(text.substr(end + 8));  // "3 in wait"
   size_t in = rest.find(" in ");
-  frame.place = frame.path + ":" + rest.substr(0, in) +
-                (in == std::string::npos ? "" : " in " + rest.substr(in + 4));
-  return frame;
+  return DumpFrame{
+      std::string(text.substr(file + 6, end - file - 6)),
+      ":" + rest.substr(0, in) + (in == std::string::npos ? "" : " in " + rest.substr(in + 4))};
 }
 
 // The main thread's frames, innermost first, without the hook's wrappers.
@@ -152,7 +153,7 @@ std::string python_frames(const std::string& dump) {
     out += (count == 0        ? ""
             : count < kFrames ? ", called from "
                               : ", from your code at ") +
-           frame.place;
+           frame.place();
     ++count;
     user_cited |= user;
     if (count > kFrames) break;
@@ -164,17 +165,16 @@ std::string user_place(const std::string& dump) {
   std::vector<DumpFrame> frames = frames_of(dump);
   for (size_t i = 0; i < frames.size(); ++i) {
     if (is_library_file(frames[i].path)) continue;
-    if (i == 0) return frames[i].place;
+    if (i == 0) return frames[i].place();
     const DumpFrame& called = frames[i - 1];
-    return frames[i].place + ", in " + package_path(called.path) +
-           called.place.substr(called.path.size());
+    return frames[i].place() + ", in " + package_path(called.path) + called.at;
   }
   return "";
 }
 
 std::string stuck_in_user_code(const std::string& dump) {
   std::vector<DumpFrame> frames = frames_of(dump);
-  return frames.empty() || is_library_file(frames.front().path) ? "" : frames.front().place;
+  return frames.empty() || is_library_file(frames.front().path) ? "" : frames.front().place();
 }
 
 std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process) {
