@@ -33,3 +33,11 @@ extern "C" __attribute__((visibility("default"))) void traindoc_process_group_jo
                                  world_size);
   errno = saved_errno;
 }
+
+// torch.multiprocessing.spawn started this process as number `index` (the hook wraps the function
+// every spawned process runs first).
+extern "C" __attribute__((visibility("default"))) void traindoc_spawned(int index) {
+  int saved_errno = errno;
+  traindoc::agent::append_record(traindoc::common::RecordType::kSpawned, index, 0);
+  errno = saved_errno;
+}

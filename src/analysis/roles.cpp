@@ -44,6 +44,13 @@ bool is_python(const store::ProcessRecord& proc) {
 // Without the agent, whether a process forked or exec'd is unknown: Python or the rank's own
 // command line counts.
 bool is_worker_of(const store::ProcessRecord& proc, const store::ProcessRecord& rank) {
+  // multiprocessing's own servers do none of the rank's work, and numbering them would shift
+  // the workers' numbers from those their DataLoader prints. The forkserver's forks are workers.
+  bool fork = proc.agent && proc.forked;
+  for (std::string_view server :
+       {"multiprocessing.resource_tracker", "multiprocessing.forkserver"}) {
+    if (!fork && proc.cmdline.find(server) != std::string::npos) return false;
+  }
   if (proc.cmdline.find("multiprocessing") != std::string::npos) return true;
   if (proc.agent) return proc.forked;
   return is_python(proc) || proc.cmdline == rank.cmdline;
@@ -117,9 +124,10 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
 
   // The innermost launcher's variables: the lowest source present (torch before mpi before
   // slurm); a rank that init_process_group gave where torchrun set none (ranks that
-  // torch.multiprocessing.spawn started) comes before the outer launchers'.
+  // torch.multiprocessing.spawn started) comes before the outer launchers', and so does spawn's
+  // index, which names the ranks that never got as far as init_process_group.
   std::string source;
-  for (const char* name : {"torch", "process-group", "openmpi", "pmi", "slurm"}) {
+  for (const char* name : {"torch", "process-group", "spawn", "openmpi", "pmi", "slurm"}) {
     if (std::any_of(procs.begin(), procs.end(),
                     [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
       source = name;
@@ -127,7 +135,10 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     }
   }
   auto rank_of = [&](size_t i) -> std::optional<int> {
-    if (source.empty() || procs[i].rank_source != source) return std::nullopt;
+    const std::string& own = procs[i].rank_source;
+    if (source.empty() || (own != source && !(source == "process-group" && own == "spawn"))) {
+      return std::nullopt;
+    }
     return procs[i].rank;
   };
 

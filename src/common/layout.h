@@ -39,6 +39,9 @@ enum class RecordType : uint32_t {
   kProcessGroupJoined = 6,  // init_process_group returned (Python hook): a = the rank, b = the
                             // world size, the truth where no launcher's variable says it
                             // (torch.multiprocessing.spawn, a rank passed in code)
+  kSpawned = 7,             // torch.multiprocessing.spawn started this process (Python hook):
+                            // a = the index it gave, the process's rank by convention until
+                            // init_process_group says otherwise
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).
@@ -134,6 +137,7 @@ enum class RankSource : uint32_t {
   kPmi = 3,
   kSlurm = 4,
   kProcessGroup = 5,  // not a variable: the rank init_process_group gave (kProcessGroupJoined)
+  kSpawn = 6,         // not a variable: torch.multiprocessing.spawn's index (kSpawned)
 };
 
 struct AgentHeader {

@@ -48,6 +48,8 @@ inline const char* rank_source_name(RankSource source) {
       return "slurm";
     case RankSource::kProcessGroup:
       return "process-group";
+    case RankSource::kSpawn:
+      return "spawn";
     case RankSource::kNone:
       break;
   }

@@ -4,8 +4,25 @@
 
 #include <sys/wait.h>
 
+#include <iterator>
+#include <string_view>
+
 namespace traindoc::supervisor {
 namespace {
+
+// How near the training code a rank's source is; a nearer one replaces a farther one. torchrun's
+// RANK is the rank the process group gets; init_process_group's answer is the truth over spawn's
+// index, which is over an outer launcher's variables (srun's SLURM_PROCID, which every process
+// that spawn starts inherits).
+int nearness(std::string_view source) {
+  using common::RankSource;
+  constexpr RankSource kNearest[] = {RankSource::kTorch, RankSource::kProcessGroup,
+                                     RankSource::kSpawn};
+  for (size_t i = 0; i < std::size(kNearest); ++i) {
+    if (source == common::rank_source_name(kNearest[i])) return static_cast<int>(3 - i);
+  }
+  return 0;
+}
 
 int exactness(store::EndSource source) {
   switch (source) {
@@ -125,12 +142,21 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
 }
 
 void ProcessTable::joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size) {
+  take_rank(pid, start_ticks, common::RankSource::kProcessGroup, rank, world_size);
+}
+
+void ProcessTable::spawned(int pid, uint64_t start_ticks, int index) {
+  take_rank(pid, start_ticks, common::RankSource::kSpawn, index, std::nullopt);
+}
+
+void ProcessTable::take_rank(int pid, uint64_t start_ticks, common::RankSource source, int rank,
+                             std::optional<int> world_size) {
   Entry& entry = entry_for(pid, start_ticks, 0);
   store::ProcessRecord& r = entry.record;
-  if (r.rank_source == common::rank_source_name(common::RankSource::kTorch)) return;
+  if (nearness(r.rank_source) >= nearness(common::rank_source_name(source))) return;
   r.rank = rank;
   r.world_size = world_size;
-  r.rank_source = common::rank_source_name(common::RankSource::kProcessGroup);
+  r.rank_source = common::rank_source_name(source);
   r.local_rank.reset();
   r.node_rank.reset();
   entry.changed = true;

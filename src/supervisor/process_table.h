@@ -31,6 +31,9 @@ class ProcessTable {
   // outer launcher (srun's SLURM_PROCID over torch.multiprocessing.spawn's ranks), never
   // torchrun's, which names the same rank.
   void joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size);
+  // The index torch.multiprocessing.spawn started the process as: its rank by convention, until
+  // init_process_group says; it replaces an outer launcher's rank.
+  void spawned(int pid, uint64_t start_ticks, int index);
 
   // An end for the latest process with this pid. `status` is a wait status. A more exact source
   // replaces a less exact one (the supervisor's and the parent's waitpid over a zombie's stat).
@@ -68,6 +71,9 @@ class ProcessTable {
   // The record of the process holding `pid` with `start_ticks`, known alive at `seen_ns` (a
   // walk's time, an agent's registration; 0: unknown), made when there is none.
   Entry& entry_for(int pid, uint64_t start_ticks, int64_t seen_ns);
+  // A rank the Python hook told, kept if no nearer source named the process already.
+  void take_rank(int pid, uint64_t start_ticks, common::RankSource source, int rank,
+                 std::optional<int> world_size);
 
   std::vector<Entry> m_records;
   std::vector<size_t> m_newly_ended;  // indexes into m_records

@@ -272,6 +272,8 @@ void Loop::read_agent() {
     } else if (record.type == common::RecordType::kProcessGroupJoined) {
       m_table.joined_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
                                    static_cast<int>(record.b));
+    } else if (record.type == common::RecordType::kSpawned) {
+      m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {

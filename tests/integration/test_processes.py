@@ -35,8 +35,9 @@ def test_torchrun_two_ranks_two_workers_roles(traindoc):
 
 
 def test_ranks_that_torch_multiprocessing_spawn_started(traindoc):
-    """No launcher variables: the ranks are known from init_process_group, the parent that
-    spawned them is the launcher, and the exception it prints for rank 1 is rank 1's."""
+    """No launcher variables: the ranks are known from init_process_group (before it, from
+    spawn's index), the parent that spawned them is the launcher, and the exception it prints for
+    rank 1 is rank 1's."""
     port = str(free_port())
     run = traindoc(job_script("spawn_ranks.py", port, "clean"), timeout=180)
     assert run.status == 0, run.stderr.decode()[-3000:]
@@ -56,7 +57,20 @@ def test_ranks_that_torch_multiprocessing_spawn_started(traindoc):
     assert root["kind"] == "python-exception", root
     (rank1,) = [p for p in run.processes("rank") if p["rank"] == 1]
     assert root["title"] == f"rank 1 (pid {rank1['pid']}) raised RuntimeError: bad batch on rank 1"
-    assert any("spawn_ranks.py:19 in run" in e for e in root["evidence"]), root["evidence"]
+    assert any("spawn_ranks.py:22 in run" in e for e in root["evidence"]), root["evidence"]
+
+    # Rank 1 fails before init_process_group: spawn's index names it, and rank 0, which spawn
+    # stopped while it waited for rank 1 to join, is rank 0.
+    run = traindoc(job_script("spawn_ranks.py", port, "early"), timeout=180)
+    assert run.status == 1
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    (rank1,) = [p for p in run.processes("rank") if p["rank"] == 1]
+    assert root["title"] == (f"rank 1 (pid {rank1['pid']}) raised FileNotFoundError: [Errno 2] No "
+                             "such file or directory: '/nonexistent/shard-1.bin'"), root
+    (rank0,) = [p for p in run.processes("rank") if p["rank"] == 0]
+    assert rank0["exit"].get("signal_name") == "SIGTERM", rank0
+    (launcher,) = run.processes("launcher")
+    assert rank0["parent"] == rank1["parent"] == launcher["pid"]
 
 
 def test_single_process_is_rank_0(traindoc):

@@ -46,6 +46,13 @@ const ProcessRole& role_of(const std::vector<ProcessRecord>& procs,
   return kMissing;
 }
 
+// As the agent reports a process: whether it was forked and did not exec.
+ProcessRecord with_agent(ProcessRecord p, bool forked) {
+  p.agent = true;
+  p.forked = forked;
+  return p;
+}
+
 std::string text_of(const std::vector<ProcessRecord>& procs, const std::vector<ProcessRole>& roles,
                     int pid) {
   return describe(role_of(procs, roles, pid));
@@ -155,11 +162,6 @@ TEST(Roles, AProgramARankRunsIsNotItsWorker) {
   // subprocess.run(["git", ...]) from rank 0, its worker's `sh -c`, and a multiprocessing
   // spawn child and a fork of rank 1, as the agent reports them.
   std::vector<ProcessRecord> procs = torchrun_tree();
-  auto with_agent = [](ProcessRecord p, bool forked) {
-    p.agent = true;
-    p.forked = forked;
-    return p;
-  };
   const std::string spawn = "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main";
   procs.push_back(with_agent(ranked(proc(110, 101, 1050, "git rev-parse"), "torch", 0), false));
   procs.push_back(with_agent(ranked(proc(111, 103, 1051, "sh -c ls"), "torch", 0), false));
@@ -249,6 +251,48 @@ TEST(Roles, RanksThatTorchMultiprocessingSpawnStarted) {
   roles = assign_roles(procs, 700);
   EXPECT_EQ(text_of(procs, roles, 700), "launcher");
   EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+}
+
+// A spawned process that failed before init_process_group is a rank by spawn's index, beside
+// those that joined; the parent that spawned them is their launcher either way.
+TEST(Roles, RanksThatDiedBeforeJoiningTheirGroupKeepSpawnsIndex) {
+  std::vector<ProcessRecord> procs = spawn_tree();
+  procs[3] = ranked(procs[3], "spawn", 1);
+  std::vector<ProcessRole> roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 700), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+  EXPECT_EQ(text_of(procs, roles, 704), "worker 0 of rank 1");
+  // None joined: spawn's indexes alone.
+  procs[2] = ranked(procs[2], "spawn", 0);
+  roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 700), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+}
+
+// multiprocessing's resource tracker and forkserver, which a rank starts with the spawn and
+// forkserver start methods, are no workers: the DataLoader's worker 0 stays worker 0.
+TEST(Roles, MultiprocessingServersAreNotWorkers) {
+  const std::string forkserver =
+      "/usr/bin/python3 -c from multiprocessing.forkserver import main; main(9, 10, "
+      "['__main__'], **{'sys_path': []})";
+  std::vector<ProcessRecord> procs = {
+      proc(800, 1, 100, "/usr/bin/python3 train.py"),
+      with_agent(proc(801, 800, 110,
+                      "/usr/bin/python3 -B -c from multiprocessing.resource_tracker import "
+                      "main;main(5)"),
+                 false),
+      with_agent(proc(802, 800, 120, forkserver), false),
+      with_agent(proc(803, 802, 130, forkserver), true),
+      with_agent(proc(804, 802, 131, forkserver), true),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 800);
+  EXPECT_EQ(text_of(procs, roles, 800), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 801), "program of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 802), "program of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 803), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 804), "worker 1 of rank 0");
 }
 
 TEST(Roles, OpenMpi) {

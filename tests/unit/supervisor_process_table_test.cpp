@@ -195,6 +195,31 @@ TEST(ProcessTable, TheRankInitProcessGroupGave) {
   EXPECT_EQ(r.local_rank, 0);
 }
 
+TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
+  Table t;
+  // Under srun: spawn's index replaces SLURM_PROCID, and init_process_group's rank replaces it.
+  common::RankEnv slurm;
+  slurm.source = common::RankSource::kSlurm;
+  slurm.rank = 0;
+  t.table.seen_alive(10, 1, 100, 1);
+  t.table.set_details(10, 100, "python3", "python3 -c spawn_main", slurm);
+  t.table.spawned(10, 100, 1);
+  ProcessRecord r = t.get(10, 100);
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.rank_source, "spawn");
+  EXPECT_FALSE(r.world_size.has_value());
+  t.table.joined_process_group(10, 100, 5, 8);
+  t.table.spawned(10, 100, 1);  // never back: the group's rank is the truth
+  r = t.get(10, 100);
+  EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.rank_source, "process-group");
+  // torchrun's RANK stays.
+  t.table.seen_alive(20, 1, 200, 1);
+  t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(2, 0));
+  t.table.spawned(20, 200, 0);
+  EXPECT_EQ(t.get(20, 200).rank, 2);
+}
+
 TEST(ProcessTable, AgentIdentityAlone) {
   Table t;
   t.table.from_agent(

@@ -1,6 +1,7 @@
 """Ranks started with torch.multiprocessing.spawn, the rank passed in code (no launcher
-variables), one DataLoader worker each. With `raise`, rank 1 raises at its second step.
-Usage: spawn_ranks.py PORT clean|raise"""
+variables), one DataLoader worker each. With `raise`, rank 1 raises at its second step; with
+`early`, before init_process_group, while rank 0 waits there for it.
+Usage: spawn_ranks.py PORT clean|raise|early"""
 import os
 import sys
 
@@ -13,6 +14,8 @@ from torch.utils.data import DataLoader
 def run(rank, world, port, mode):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = port
+    if mode == "early" and rank == 1:
+        open(f"/nonexistent/shard-{rank}.bin")
     dist.init_process_group("gloo", rank=rank, world_size=world)
     for step, batch in enumerate(DataLoader(torch.ones(8, 2), batch_size=2, num_workers=1)):
         if mode == "raise" and rank == 1 and step == 1:
