@@ -37,6 +37,22 @@ void script_not_found(const SignatureMatch& m, KnownFailure& f) {
           "relative path resolves against it; a launcher or a scheduler may set another).";
 }
 
+void unpicklable(const SignatureMatch& m, KnownFailure& f) {
+  std::string what = !field(m, "local").empty()      ? "the local object " + field(m, "local")
+                     : !field(m, "function").empty() ? "the function " + field(m, "function")
+                     : !field(m, "type").empty()     ? "a " + field(m, "type") + " object"
+                                                     : "an object";
+  f.title = what + " cannot be pickled";
+  f.fix =
+      "Pickle cannot serialize a lambda, a function or class defined inside another function, "
+      "an open file, a lock or a connection. Python pickles what a DataLoader sends each worker "
+      "that spawn or forkserver starts (the dataset, collate_fn, worker_init_fn), the arguments "
+      "of torch.multiprocessing.spawn, and a whole object given to torch.save. Define functions "
+      "and classes at module level (functools.partial instead of a lambda), open files and "
+      "connections in each worker on first use (in __getitem__ or worker_init_fn), and save "
+      "model.state_dict() rather than the model.";
+}
+
 void bad_arguments(const SignatureMatch& m, KnownFailure& f) {
   std::string program = field(m, "program");
   std::string unknown = field(m, "unrecognized");
@@ -376,6 +392,7 @@ const std::map<std::string, Describer>& describers() {
       {"python.module-not-found", module_not_found},
       {"python.file-not-found", file_not_found},
       {"python.script-not-found", script_not_found},
+      {"python.unpicklable", unpicklable},
       {"python.argparse-error", bad_arguments},
       {"torch.dataloader-worker-exception", worker_exception},
       {"torch.collate-unequal-sizes", collate_unequal},
@@ -408,6 +425,13 @@ const std::map<std::string, Words>& fixed_words() {
        {"",
         "Python could not compile the file cited, so nothing in it ran: fix that line. `python -m "
         "py_compile FILE` checks a file without running it."}},
+      {"python.spawn-main-unguarded",
+       {"a started process re-ran the main script's code that starts processes, which is not "
+        "under `if __name__ == '__main__':`",
+        "The spawn and forkserver start methods (torch.multiprocessing.spawn, a DataLoader or "
+        "multiprocessing.Pool with that context) import the main script again in every process "
+        "they start: put the code that starts processes, and all training code, in a function "
+        "called under `if __name__ == '__main__':`."}},
       {"torch.autograd-backward-twice",
        {"backward() ran a second time through a graph whose saved tensors were freed",
         "A tensor carried from one step to the next keeps the previous step's graph (an RNN's "

@@ -31,8 +31,17 @@ std::vector<int> RuleContext::ranks_of(const ProcessSummary& p) const {
 }
 
 std::string exception_summary(const PythonTraceback& tb) {
-  std::string first = tb.message.substr(0, tb.message.find('\n'));
-  return title_cut(tb.exception_type + (first.empty() ? "" : ": " + first));
+  // The first line that says something: a message written as an indented block (multiprocessing's
+  // `raise RuntimeError('''...`) starts on the line after the type.
+  std::string_view first;
+  std::string_view rest = tb.message;
+  while (first.empty() && !rest.empty()) {
+    size_t cut = std::min(rest.find('\n'), rest.size());
+    first = rest.substr(0, cut);
+    first.remove_prefix(std::min(first.find_first_not_of(" \t"), first.size()));
+    rest.remove_prefix(std::min(cut + 1, rest.size()));
+  }
+  return title_cut(tb.exception_type + (first.empty() ? "" : ": " + std::string(first)));
 }
 
 void add_ranks(std::vector<int>& ranks, const std::vector<int>& more) {

@@ -231,7 +231,10 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     int64_t t_ns = r.end_ns;
     std::string merge_key;
     const PythonTraceback* tb = raised ? raised : context.texts.final_exception(p);
-    if (p.role.role == Role::kWorker) {
+    // A DataLoader worker hands its exception to its rank; a process that multiprocessing
+    // started and that printed a traceback of its own (spawn's bootstrap, a Pool's initializer)
+    // is explained by it. A lone exception line near a worker's end may be anyone's.
+    if (p.role.role == Role::kWorker && (tb == nullptr || tb->frames.empty())) {
       f.kind = "worker-exit";
       f.title = who + " " + exit_text(r);
       f.fix =

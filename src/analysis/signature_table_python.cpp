@@ -53,6 +53,28 @@ std::vector<Entry> python_signature_entries() {
        .example = "IndentationError: expected an indented block after 'if' statement on line 2",
        .source = "CPython"},
 
+      {.id = "python.unpicklable",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Can't pickle ", "cannot pickle '"},
+       .parts = {{"Can't pickle local object '([^']+)'", {{1, "local"}}},
+                 {"Can't pickle <function ([^ ]+) at ", {{1, "function"}}},
+                 {"cannot pickle '([^']+)' object", {{1, "type"}}}},
+       .description = "an object pickle cannot serialize (a lambda, a nested function, an open "
+                      "file, a lock), sent to a process that spawn started or given to torch.save",
+       .example = "AttributeError: Can't pickle local object 'build.<locals>.<lambda>'",
+       .source = "CPython's pickle, verified with a DataLoader of spawned workers and torch.save"},
+      {.id = "python.spawn-main-unguarded",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"An attempt has been made to start a new process before the"},
+       .description = "a process started with spawn or forkserver re-ran the main script's code "
+                      "that starts processes: it is not under `if __name__ == '__main__':`",
+       .example = "        An attempt has been made to start a new process before the",
+       .source = "CPython's multiprocessing/spawn.py, verified with torch.multiprocessing.spawn"},
+
       {.id = "python.argparse-error",
        .framework = "python",
        .kind = "bad-arguments",

@@ -3,8 +3,10 @@ raised in a DataLoader worker and re-raised in its rank; a layer fed another num
 another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
 model, or one that loading with weights_only refuses; autograd's in-place, second-backward and NaN
 errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a
-multiprocessing.Pool worker's exception; grayscale images for an RGB model. The title says what
-happened and the fix names the sizes, types or keys."""
+multiprocessing.Pool worker's exception; grayscale images for an RGB model; a dataset that holds an
+open file, given to workers that spawn starts; torch.multiprocessing.spawn called outside `if
+__name__ == "__main__":`. The title says what happened and the fix names the sizes, types or
+keys."""
 from conftest import PYTHON, free_port, python_job, torchrun
 
 UNEQUAL_SAMPLES = """
@@ -97,6 +99,27 @@ hidden = torch.zeros(1, 2, 8)
 for step in range(3):
     out, hidden = rnn(torch.randn(5, 2, 4), hidden)
     out.sum().backward()
+"""
+
+# The spawn start method pickles the dataset for each worker; an open file cannot be pickled.
+DATASET_WITH_OPEN_FILE = """
+import sys, torch
+from torch.utils.data import DataLoader, Dataset
+class Records(Dataset):
+    def __init__(self): self.file = open(sys.argv[0], "rb")
+    def __len__(self): return 8
+    def __getitem__(self, i): return torch.ones(2)
+if __name__ == "__main__":
+    for batch in DataLoader(Records(), batch_size=2, num_workers=2, multiprocessing_context="spawn"):
+        pass
+"""
+
+# spawn imports the main script again in each process it starts, which starts processes again.
+SPAWN_WITHOUT_MAIN_GUARD = """
+import torch.multiprocessing as mp
+def work(rank):
+    print("rank", rank)
+mp.spawn(work, nprocs=2)
 """
 
 
@@ -215,3 +238,27 @@ def test_grayscale_images_for_a_model_built_for_rgb(traindoc):
     assert root["title"].endswith(": a convolution built for 3 input channels got 1 (input [4, 1, "
                                   "32, 32], weight [16, 3, 3, 3])"), root["title"]
     assert root["fix"].startswith("Grayscale images for a model built for RGB"), root["fix"]
+
+
+def test_a_dataset_holding_an_open_file_for_spawned_workers(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(DATASET_WITH_OPEN_FILE)
+    run = traindoc([PYTHON, str(script)])
+    root = failed_root(run)
+    assert root["title"].endswith(": a _io.BufferedReader object cannot be pickled"), root["title"]
+    assert "open files and connections in each worker on first use" in root["fix"], root["fix"]
+    assert any(e.startswith(f"at {script}:9 in <module>") for e in root["evidence"]), root["evidence"]
+
+
+def test_spawn_outside_the_main_guard(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SPAWN_WITHOUT_MAIN_GUARD)
+    run = traindoc([PYTHON, str(script)])
+    root = failed_root(run)
+    # The process that spawn started raised at its start; spawn's parent only saw it end.
+    spawned = [p for p in run.report["processes"] if "spawn_main" in p["cmdline"]]
+    assert root["pids"][0] in [p["pid"] for p in spawned], (root, spawned)
+    assert "re-ran the main script's code that starts processes" in root["title"], root["title"]
+    assert "if __name__ == '__main__':" in root["fix"], root["fix"]
+    # spawn's resource tracker is no worker: the spawned processes are workers 0 and 1.
+    assert sorted(p.get("worker") for p in spawned) == [0, 1], spawned

@@ -454,17 +454,50 @@ TEST(RuleFailedExit, ProgramARankRanIsNotAFinding) {
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank0));
 }
 
-TEST(RuleFailedExit, SpawnedWorkerExitIsAFinding) {
-  Evidence e = torchrun_job();
-  e.processes.push_back(proc(1041, kRank0, 500'401,
+// A Python process that multiprocessing's spawn started for rank 0.
+void add_spawned_child(Evidence& e, int pid) {
+  e.processes.push_back(proc(pid, kRank0, 500'401,
                              "/usr/bin/python3.11 -c from multiprocessing.spawn import "
                              "spawn_main; spawn_main(tracker_fd=5, pipe_handle=7) "
                              "--multiprocessing-fork"));
+}
+
+TEST(RuleFailedExit, SpawnedWorkerExitIsAFinding) {
+  Evidence e = torchrun_job();
+  add_spawned_child(e, 1041);
   exited(e, 1041, 1.0, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].kind, "worker-exit");
   EXPECT_THAT(d.findings[0].pids, ElementsAre(1041));
+}
+
+// A process that multiprocessing spawned and that failed before it ran anything of the job's
+// prints its own traceback (a DataLoader worker hands its exception to its rank instead): the
+// finding is that exception, whose message starts on the line after its type.
+TEST(RuleFailedExit, ASpawnedProcessThatPrintedItsExceptionIsExplainedByIt) {
+  Evidence e = torchrun_job();
+  add_spawned_child(e, 1041);
+  uint64_t number = 1;
+  for (std::string text :
+       {"Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+        "  File \"/home/user/proj/train.py\", line 40, in <module>", "    mp.spawn(work, nprocs=2)",
+        "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 138, in "
+        "_check_not_importing_main",
+        "RuntimeError: ", "        An attempt has been made to start a new process before the",
+        "        current process has finished its bootstrapping phase."}) {
+    e.log_lines.push_back(stderr_line(4.5, number++, text));
+  }
+  exited(e, 1041, 4.6, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_THAT(f.pids, ElementsAre(1041));
+  EXPECT_THAT(f.title, HasSubstr("worker 1 of rank 0 (pid 1041): a started process re-ran"));
+  EXPECT_THAT(f.fix, HasSubstr("if __name__ == '__main__':"));
+  EXPECT_THAT(f.evidence,
+              Contains(HasSubstr("RuntimeError: An attempt has been made to start a new process")));
 }
 
 TEST(RuleFailedExit, LauncherExit) {

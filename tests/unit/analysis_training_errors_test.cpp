@@ -139,6 +139,23 @@ KnownFailure known(const PythonTraceback& traceback, std::vector<SignatureMatch>
   return f ? *f : KnownFailure{};
 }
 
+// What a DataLoader's spawned workers, torch.multiprocessing.spawn and torch.save must pickle.
+TEST(TrainingSignatures, ObjectsPickleCannotSerialize) {
+  SignatureMatch m =
+      match("AttributeError: Can't pickle local object 'DS.__init__.<locals>.<lambda>'",
+            "python.unpicklable");
+  expect_fields(m, {{"local", "DS.__init__.<locals>.<lambda>"}});
+  m = match(
+      "_pickle.PicklingError: Can't pickle <function <lambda> at 0x7f7036d014e0>: attribute "
+      "lookup <lambda> on __main__ failed",
+      "python.unpicklable");
+  expect_fields(m, {{"function", "<lambda>"}});
+  m = match("TypeError: cannot pickle '_io.BufferedReader' object", "python.unpicklable");
+  expect_fields(m, {{"type", "_io.BufferedReader"}});
+  EXPECT_THAT(ids("        An attempt has been made to start a new process before the"),
+              testing::ElementsAre("python.spawn-main-unguarded"));
+}
+
 TEST(TrainingSignatures, AStateDictMessageIsOneMatchWithTheFieldsOfEveryLine) {
   std::vector<SignatureMatch> matches = match_traceback(state_dict_error(
       {"Missing key(s) in state_dict: \"backbone.conv1.weight\", \"classifier.4.bias\". ",
@@ -265,6 +282,17 @@ Finding exception_finding(const std::string& exception) {
   Diagnosis d = diagnose(e);
   EXPECT_FALSE(d.findings.empty());
   return d.findings.empty() ? Finding{} : d.findings.front();
+}
+
+TEST(TrainingRules, AnObjectThatCannotBePickledIsNamed) {
+  Finding f = exception_finding("TypeError: cannot pickle '_thread.lock' object");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): a _thread.lock object cannot be pickled");
+  EXPECT_THAT(f.fix, HasSubstr("in each worker on first use"));
+  f = exception_finding(
+      "_pickle.PicklingError: Can't pickle <function <lambda> at 0x7f7036d014e0>: attribute "
+      "lookup <lambda> on __main__ failed");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): the function <lambda> cannot be pickled");
+  EXPECT_THAT(f.fix, HasSubstr("functools.partial instead of a lambda"));
 }
 
 TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
