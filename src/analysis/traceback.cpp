@@ -230,7 +230,8 @@ class Parser {
 
   void process(Track& track, const store::LogLine& line, const LinePrefix& p) {
     std::string_view text = rtrim(p.text);
-    bool is_header = text == kHeader;
+    // Also glued to output that did not end its line (a progress bar's last redraw).
+    bool is_header = text.ends_with(kHeader) && !text.ends_with(kOriginalHeader);
     bool is_cause = text == kCauseMarker;
     bool is_context = text == kContextMarker;
 

@@ -37,6 +37,14 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
+// What a terminal shows of a line that a progress bar redrew with carriage returns: the text
+// after the last one. A carriage return right before the newline only ends the line.
+std::string_view shown(std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  size_t cr = line.rfind('\r');
+  return cr == std::string_view::npos ? line : line.substr(cr + 1);
+}
+
 int64_t now_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
@@ -143,6 +151,15 @@ uint64_t LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64
     if (newline != nullptr && stream.partial.empty()) {
       end_line(stream, piece, t_ns);
     } else {
+      // A redraw starts the kept line again, so that a progress bar drawn for hours without a
+      // newline leaves its last state, and whatever is printed after it, not its first 4 KiB.
+      // A carriage return that ended the previous read redraws only if text follows it.
+      if (!piece.empty() && stream.partial.ends_with('\r')) stream.partial.clear();
+      size_t cr = piece.size() < 2 ? std::string_view::npos : piece.rfind('\r', piece.size() - 2);
+      if (cr != std::string_view::npos) {
+        stream.partial.clear();
+        piece.remove_prefix(cr + 1);
+      }
       size_t room = kLineKept - std::min(kLineKept, stream.partial.size());
       stream.partial.append(piece.substr(0, room));
       if (newline == nullptr) break;
@@ -157,8 +174,7 @@ uint64_t LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64
 
 void LogTap::end_line(Stream& stream, std::string_view line, int64_t t_ns) {
   ++stream.line_number;
-  line = line.substr(0, kLineKept);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  line = shown(line).substr(0, kLineKept);
   if (stream.line_number <= kFirstLines || worth_keeping(line)) {
     std::lock_guard lock(m_mutex);
     m_lines.push_back({t_ns, stream.info.name, stream.line_number, std::string(line)});
@@ -200,7 +216,8 @@ std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const
     uint64_t number = stream.line_number;
     for (std::string_view line : lines) {
       if (number > kFirstLines && !worth_keeping(line)) {
-        out.push_back({t_ns, stream.info.name, number, std::string(line.substr(0, kLineKept))});
+        out.push_back(
+            {t_ns, stream.info.name, number, std::string(shown(line).substr(0, kLineKept))});
       }
       --number;
     }

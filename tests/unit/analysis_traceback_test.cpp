@@ -373,6 +373,22 @@ TEST(TracebackParse, MultiLineMessageEndsAtAPause) {
   EXPECT_EQ(tbs[0].last_line, 5u);
 }
 
+// A progress bar whose last redraw did not end its line: Python's header follows it on that line.
+TEST(TracebackParse, AHeaderGluedToAProgressBar) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Epoch 1:  45%|####      | 450/1000 [00:10<00:12, 44.1it/s]Traceback (most recent call "
+      "last):",
+      "  File \"/home/user/train.py\", line 7, in load",
+      "    return row[\"label\"]",
+      "KeyError: 'label'",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_FALSE(tbs[0].incomplete);
+  EXPECT_EQ(tbs[0].first_line, 1u);
+  EXPECT_EQ(tbs[0].exception_type, "KeyError");
+  EXPECT_EQ(tbs[0].frames.size(), 1u);
+}
+
 TEST(TracebackParse, DataLoaderWorkerOriginalTraceback) {
   std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
       "Traceback (most recent call last):",

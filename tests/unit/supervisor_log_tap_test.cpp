@@ -296,6 +296,29 @@ TEST(LogTap, KeepsTheFirstLinesAndErrorLinesAcrossReads) {
   EXPECT_EQ(r.lines[102].text, "ValueError: last");
 }
 
+// A progress bar redrawn with carriage returns for longer than a kept line, then a traceback
+// glued to its last state: the line kept is what a terminal shows last, header included,
+// wherever the reads cut the redraws.
+TEST(LogTap, AProgressBarKeepsItsLastRedraw) {
+  TempRun run;
+  std::string bar;
+  for (int i = 0; i < 300; ++i) {
+    bar += "\rEpoch 1: " + std::to_string(i) + "/300 [00:01<00:02, 12.3it/s, loss=0.4321]";
+  }
+  std::string err = bar + "Traceback (most recent call last):\n  File \"train.py\", line 7\r\n" +
+                    "KeyError: 'label'\r\n\rlast\r";
+  TapResult r = run_tap(run, "", err);
+  ASSERT_TRUE(r.wrote);
+  EXPECT_EQ(r.err, err);
+  EXPECT_EQ(run.file("logs/stderr.log"), err);
+  std::vector<std::string> texts;
+  for (const store::LogLine& line : r.lines) texts.push_back(line.text);
+  EXPECT_THAT(texts, testing::ElementsAre(
+                         "Epoch 1: 299/300 [00:01<00:02, 12.3it/s, loss=0.4321]Traceback (most "
+                         "recent call last):",
+                         "  File \"train.py\", line 7", "KeyError: 'label'", "last"));
+}
+
 TEST(LogTap, BinaryDataWithNuls) {
   TempRun run;
   std::mt19937 random(7);
