@@ -5,7 +5,7 @@ model, or one that loading with weights_only refuses; autograd's in-place, secon
 errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a
 multiprocessing.Pool worker's exception; grayscale images for an RGB model; a dataset that holds an
 open file, given to workers that spawn starts; torch.multiprocessing.spawn called outside `if
-__name__ == "__main__":`. The title says what happened and the fix names the sizes, types or
+__name__ == "__main__":`; an error printed after a progress bar's redraws. The title says what happened and the fix names the sizes, types or
 keys."""
 from conftest import PYTHON, free_port, python_job, torchrun
 
@@ -120,6 +120,15 @@ import torch.multiprocessing as mp
 def work(rank):
     print("rank", rank)
 mp.spawn(work, nprocs=2)
+"""
+
+# A progress bar redrawn on one line (tqdm's way) for more than a kept line, then an error.
+PROGRESS_BAR_THEN_ERROR = """
+import sys
+for i in range(300):
+    sys.stderr.write("\\rEpoch 1: %d/300 [00:01<00:02, 12.3it/s, loss=0.4321]" % i)
+    sys.stderr.flush()
+{"image": 0}["label"]
 """
 
 
@@ -262,3 +271,12 @@ def test_spawn_outside_the_main_guard(traindoc, tmp_path):
     assert "if __name__ == '__main__':" in root["fix"], root["fix"]
     # spawn's resource tracker is no worker: the spawned processes are workers 0 and 1.
     assert sorted(p.get("worker") for p in spawned) == [0, 1], spawned
+
+
+def test_an_error_after_a_progress_bar(traindoc):
+    run = traindoc(python_job(PROGRESS_BAR_THEN_ERROR))
+    root = failed_root(run)
+    assert root["title"].endswith("raised KeyError: 'label'"), root["title"]
+    # The traceback starts on the bar's line, after its last redraw: it is whole.
+    assert "stderr lines 1-3 at" in root["evidence"][1], root["evidence"]
+    assert "(lines of this traceback were not kept" not in "\n".join(root["evidence"])
