@@ -53,6 +53,24 @@ void unpicklable(const SignatureMatch& m, KnownFailure& f) {
       "model.state_dict() rather than the model.";
 }
 
+void launcher_variable_missing(const SignatureMatch& m, KnownFailure& f) {
+  std::string variable = field(m, "variable");
+  std::string fallback =
+      variable == "MASTER_ADDR"   ? "os.environ.setdefault('MASTER_ADDR', '127.0.0.1')"
+      : variable == "MASTER_PORT" ? "os.environ.setdefault('MASTER_PORT', '29500')"
+                                  : "int(os.environ.get('" + variable + "', " +
+                                        (variable.ends_with("WORLD_SIZE") ? "1" : "0") + "))";
+  f.title = variable +
+            ", which torchrun sets, is not set: no launcher of torch.distributed started this "
+            "process";
+  f.fix =
+      "torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each process "
+      "it starts: launch with `torchrun --nproc_per_node N script.py`. srun and mpirun set their "
+      "own (SLURM_PROCID, OMPI_COMM_WORLD_RANK): map them to these, or run torchrun under them. "
+      "For a script that also runs as one process, give them defaults (" +
+      fallback + ") and call init_process_group only when WORLD_SIZE is set.";
+}
+
 void bad_arguments(const SignatureMatch& m, KnownFailure& f) {
   std::string program = field(m, "program");
   std::string unknown = field(m, "unrecognized");
@@ -393,6 +411,8 @@ const std::map<std::string, Describer>& describers() {
       {"python.file-not-found", file_not_found},
       {"python.script-not-found", script_not_found},
       {"python.unpicklable", unpicklable},
+      {"python.launcher-variable-missing", launcher_variable_missing},
+      {"torch.env-rendezvous-unset", launcher_variable_missing},
       {"python.argparse-error", bad_arguments},
       {"torch.dataloader-worker-exception", worker_exception},
       {"torch.collate-unequal-sizes", collate_unequal},

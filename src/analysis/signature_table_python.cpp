@@ -340,6 +340,29 @@ std::vector<Entry> python_signature_entries() {
        .example = "RuntimeError: Default process group has not been initialized, please make "
                   "sure to call init_process_group.",
        .source = "torch/distributed/distributed_c10d.py, verified"},
+      {.id = "torch.env-rendezvous-unset",
+       .framework = "pytorch-distributed",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"expected, but not set"},
+       .parts = {{"environment variable ([A-Z_]+) expected, but not set", {{1, "variable"}}, true}},
+       .description = "init_process_group's env:// rendezvous in a process no launcher started",
+       .example = "ValueError: Error initializing torch.distributed using env:// rendezvous: "
+                  "environment variable RANK expected, but not set",
+       .source = "torch/distributed/rendezvous.py, verified"},
+      {.id = "python.launcher-variable-missing",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"KeyError: '"},
+       .parts = {{"^KeyError: '(RANK|LOCAL_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE|MASTER_ADDR|"
+                  "MASTER_PORT|GROUP_RANK)'$",
+                  {{1, "variable"}},
+                  true}},
+       .description = "the script reads a variable that torchrun sets, in a process it did not "
+                      "start",
+       .example = "KeyError: 'LOCAL_RANK'",
+       .source = "CPython's os.environ, verified"},
   };
 }
 

@@ -5,7 +5,8 @@ model, or one that loading with weights_only refuses; autograd's in-place, secon
 errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a
 multiprocessing.Pool worker's exception; grayscale images for an RGB model; a dataset that holds an
 open file, given to workers that spawn starts; torch.multiprocessing.spawn called outside `if
-__name__ == "__main__":`; an error printed after a progress bar's redraws. The title says what happened and the fix names the sizes, types or
+__name__ == "__main__":`; an error printed after a progress bar's redraws; a script written for
+torchrun started without it. The title says what happened and the fix names the sizes, types or
 keys."""
 from conftest import PYTHON, free_port, python_job, torchrun
 
@@ -280,3 +281,12 @@ def test_an_error_after_a_progress_bar(traindoc):
     # The traceback starts on the bar's line, after its last redraw: it is whole.
     assert "stderr lines 1-3 at" in root["evidence"][1], root["evidence"]
     assert "(lines of this traceback were not kept" not in "\n".join(root["evidence"])
+
+
+def test_a_script_for_torchrun_started_without_it(traindoc):
+    run = traindoc(python_job("import os, torch.distributed as dist\n"
+                              "dist.init_process_group('gloo')\n"))
+    root = failed_root(run)
+    assert root["title"].endswith(": RANK, which torchrun sets, is not set: no launcher of "
+                                  "torch.distributed started this process"), root["title"]
+    assert "torchrun --nproc_per_node N" in root["fix"], root["fix"]

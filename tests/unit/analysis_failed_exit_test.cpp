@@ -202,6 +202,10 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
        "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to "
        "install a PyTorch version that has been compiled with your version of the CUDA driver.",
        "a cu128 wheel for a 12.8 driver"},
+      {"KeyError: 'LOCAL_RANK'", "defaults (int(os.environ.get('LOCAL_RANK', 0)))"},
+      {"ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+       "variable MASTER_ADDR expected, but not set",
+       "os.environ.setdefault('MASTER_ADDR', '127.0.0.1')"},
   };
   for (const auto& [text, fix] : cases) {
     Evidence e = torchrun_job();

@@ -156,6 +156,18 @@ TEST(TrainingSignatures, ObjectsPickleCannotSerialize) {
               testing::ElementsAre("python.spawn-main-unguarded"));
 }
 
+// A script written for torchrun, started without it.
+TEST(TrainingSignatures, VariablesALauncherSets) {
+  expect_fields(match("KeyError: 'WORLD_SIZE'", "python.launcher-variable-missing"),
+                {{"variable", "WORLD_SIZE"}});
+  EXPECT_THAT(ids("KeyError: 'RANKS'"), testing::IsEmpty());
+  EXPECT_THAT(ids("KeyError: 'label'"), testing::IsEmpty());
+  expect_fields(match("ValueError: Error initializing torch.distributed using env:// rendezvous: "
+                      "environment variable RANK expected, but not set",
+                      "torch.env-rendezvous-unset"),
+                {{"variable", "RANK"}});
+}
+
 TEST(TrainingSignatures, AStateDictMessageIsOneMatchWithTheFieldsOfEveryLine) {
   std::vector<SignatureMatch> matches = match_traceback(state_dict_error(
       {"Missing key(s) in state_dict: \"backbone.conv1.weight\", \"classifier.4.bias\". ",
