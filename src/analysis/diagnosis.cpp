@@ -250,12 +250,14 @@ void mark_repeated(const RuleContext& context, std::vector<TimedFinding>& found)
 }
 
 // Whether `later` is a consequence of the root cause: a failure (an error, or the launcher's
-// teardown, an info) at or after it, or a process stopped by a signal after it (the teardown
-// it set off). Warnings about a condition (a leak, a straggler, memory on the wrong GPU) and
-// anything before the root cause are not caused by it: they are listed on their own.
+// teardown, an info) at or after it, a process stopped by a signal after it (the teardown it set
+// off), or the job hanging after it (waiting for what failed). Warnings about a condition (a
+// leak, a straggler, memory on the wrong GPU) and anything before the root cause are not caused
+// by it: they are listed on their own.
 bool caused_by(const TimedFinding& root, const TimedFinding& later) {
   if (later.t_ns < root.t_ns) return false;
-  return later.finding.severity != Severity::kWarning || later.finding.kind == "killed-externally";
+  return later.finding.severity != Severity::kWarning ||
+         later.finding.kind == "killed-externally" || later.finding.kind == "job-idle";
 }
 
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
@@ -299,6 +301,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_gpu_oom(context, tracebacks, found);
   rule_cuda_error(context, tracebacks, found);
   rule_failed_exit(context, found);
+  rule_thread_exception(context, found);
   rule_peer_exited(context, found);
   rule_memory_leak(context, found);
   rule_gpu_placement(context, tracebacks, found);

@@ -240,7 +240,11 @@ const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& proce
   const PythonTraceback* found = nullptr;
   int64_t end = process.record.end_ns;
   for (const PythonTraceback* tb : tracebacks(process)) {
-    if (tb->embedded || tb->exception_type.empty() || tb->stream != "stderr") continue;
+    // A thread's exception ended the thread; the process went on.
+    if (tb->embedded || tb->exception_type.empty() || tb->stream != "stderr" ||
+        !tb->thread.empty()) {
+      continue;
+    }
     // A spawned process's exception is printed by its parent, after the others were stopped.
     int64_t slack = tb->spawned_process ? kExitAfterPrintNs : kFinalSlackNs;
     if (end != 0 && (tb->t_ns > end + slack || tb->t_ns < end - kFinalWithinNs)) continue;

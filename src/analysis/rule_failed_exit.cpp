@@ -111,7 +111,8 @@ std::vector<std::string> forward_call(const RuleContext& context, const ProcessS
 
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
-  std::string who = context.name(p);
+  std::string who =
+      tb.thread.empty() ? context.name(p) : "thread " + tb.thread + " of " + context.name(p);
   std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
   std::string exception = exception_summary(tb);
   std::string raised = " raised " + exception;
@@ -204,6 +205,29 @@ bool from_known_line(const RuleContext& context, const ProcessSummary& p, Findin
   return true;
 }
 
+// The idle watch samples once a second: a spell may be dated just before the last output.
+constexpr int64_t kIdleSlackNs = 1'000'000'000;
+
+constexpr const char* kThreadHangFix =
+    " The thread died and its process went on, waiting for what the thread would have done (a "
+    "queue it filled, an event it set): the job hung. Catch and report errors in the thread's "
+    "function, and wait with a timeout (queue.get(timeout=...)), or run it with "
+    "concurrent.futures, whose result() raises the thread's exception where it is awaited.";
+
+// When the job went idle at or after `t_ns` and never moved again: the start of that spell.
+std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns) {
+  const std::vector<store::Event>& events = context.evidence.events;
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (events[i].kind != "job-idle" || events[i].t_ns + kIdleSlackNs < t_ns) continue;
+    bool resumed = false;
+    for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
+      resumed = resumed || events[j].kind == "job-resumed";
+    }
+    if (!resumed) return events[i].t_ns;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -266,6 +290,33 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       f.confidence = 0.5;
     }
     out.push_back({std::move(f), t_ns, r.pid, merge_key});
+  }
+}
+
+void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>& out) {
+  for (const ProcessSummary& p : context.processes) {
+    for (const PythonTraceback* tb : context.texts.tracebacks(p)) {
+      if (tb->thread.empty() || tb->embedded || tb->exception_type.empty()) continue;
+      Finding f;
+      f.pids = {p.record.pid};
+      f.ranks = context.ranks_of(p);
+      std::string merge_key;
+      from_exception(context, p, *tb, f, merge_key);
+      merge_key = "thread " + merge_key;
+      int64_t t_ns = tb->t_ns;
+      // The process went on without the thread; if the job then never moved again, it waited
+      // for what the thread would have done: the hang's cause.
+      if (std::optional<int64_t> idle = hung_after(context, tb->t_ns)) {
+        f.title += "; the job then hung";
+        f.fix += kThreadHangFix;
+        t_ns = std::min(t_ns, *idle - 1);
+      } else {
+        f.severity = Severity::kWarning;
+        f.title += "; the process went on without it";
+        f.fix += " What the thread did (prefetching, logging, uploading) stopped with it.";
+      }
+      out.push_back({std::move(f), t_ns, p.record.pid, merge_key});
+    }
   }
 }
 

@@ -121,6 +121,11 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
 // (collective-missing, or uneven-inputs when the ranks' step counts differ).
 void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out);
 
+// Rule: an exception that ended a thread ("Exception in thread NAME:"), not its process: an
+// error when the job then hung (the process waited for what the thread would have done), else a
+// warning.
+void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>& out);
+
 // Memory growing steadily with the steps (or time) in a process: memory-leak, a warning; an
 // error when the process (or its parent, or a child) then ran out of memory (host-oom-killed,
 // host-alloc-failed found by the rules above, so it runs after them): its time is when the

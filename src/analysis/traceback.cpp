@@ -105,6 +105,16 @@ std::optional<int> spawned_process(std::string_view t) {
   return value;
 }
 
+// threading's "Exception in thread prefetch:" (3.10+: "Exception in thread Thread-1 (load):"),
+// printed before the traceback of an exception that ended a thread. nullopt for other lines.
+std::optional<std::string> thread_name(std::string_view t) {
+  constexpr std::string_view kHead = "Exception in thread ";
+  if (!t.starts_with(kHead) || !t.ends_with(":") || t.size() == kHead.size() + 1) {
+    return std::nullopt;
+  }
+  return std::string(t.substr(kHead.size(), t.size() - kHead.size() - 1));
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<PythonTraceback>& out) : m_out(out) {}
@@ -140,6 +150,7 @@ class Parser {
     std::optional<size_t> last_closed;
     Link pending = Link::kNone;
     std::optional<int> spawned;  // the line before was mp.spawn's "-- Process N terminated ..."
+    std::string thread;          // the line before was "Exception in thread NAME:"
     bool after_frame = false;    // the previous line was a frame: its code may follow
     int64_t last_t = 0;
     std::vector<std::string> message;           // the exception line's message, then more lines
@@ -167,6 +178,7 @@ class Parser {
     if (track.last_closed && track.pending == Link::kContext) tb.context = track.last_closed;
     tb.spawned_process = track.spawned;
     track.spawned.reset();
+    tb.thread = std::exchange(track.thread, {});
     track.last_closed.reset();
     track.pending = Link::kNone;
     track.state = State::kFrames;
@@ -290,6 +302,9 @@ class Parser {
     }
     track.spawned = spawned_process(text);
     if (track.spawned) return;
+    std::optional<std::string> thread = thread_name(text);
+    track.thread = thread.value_or("");
+    if (thread) return;
     if (is_cause || is_context) {
       track.pending = track.last_closed ? (is_cause ? Link::kCause : Link::kContext) : Link::kNone;
       return;

@@ -40,6 +40,9 @@ struct PythonTraceback {
   // torch.multiprocessing.spawn's parent printed it after "-- Process N terminated with the
   // following error:": the exception of the process it started N-th, not its own.
   std::optional<int> spawned_process;
+  // Python printed "Exception in thread NAME:" before it: the exception ended that thread, and
+  // the process went on without it. "" for a process's own.
+  std::string thread;
   uint64_t first_line = 0;  // log line numbers spanned
   uint64_t last_line = 0;
   int64_t t_ns = 0;    // time of its last line

@@ -197,13 +197,13 @@ for batch in DataLoader(Locked(), batch_size=4, num_workers=2):
 """
 
 
-def test_a_hang_its_user_stopped_is_the_root_cause(tmp_path):
-    """A DataLoader worker deadlocks; the job sits idle until its user stops it. The hang is why
-    it was stopped: the root cause, naming the worker stuck in the user's code."""
+def stopped_when_idle(tmp_path, code, first_line):
+    """Runs `code` under traindoc, stops it with SIGTERM once traindoc says it is idle, and
+    returns the report's findings."""
     proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--stall-seconds",
-                             "1", "--interval", "0.25", "--", PYTHON, "-c", DEADLOCKED_WORKER],
+                             "1", "--interval", "0.25", "--", PYTHON, "-c", code],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout.readline() == b"ready\n"
+    assert proc.stdout.readline() == first_line
     err = b""
     while b"the job is idle" not in err:
         line = proc.stderr.readline()
@@ -212,7 +212,13 @@ def test_a_hang_its_user_stopped_is_the_root_cause(tmp_path):
     time.sleep(0.5)  # the stacks asked for at the idle line
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
-    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    return json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+
+
+def test_a_hang_its_user_stopped_is_the_root_cause(tmp_path):
+    """A DataLoader worker deadlocks; the job sits idle until its user stops it. The hang is why
+    it was stopped: the root cause, naming the worker stuck in the user's code."""
+    findings = stopped_when_idle(tmp_path, DEADLOCKED_WORKER, b"ready\n")
     root = findings[0]
     assert root["kind"] == "job-idle" and root["root_cause"], findings
     assert root["severity"] == "error"
@@ -220,6 +226,30 @@ def test_a_hang_its_user_stopped_is_the_root_cause(tmp_path):
                      r"[0-9.]+ s later: no process used CPU or printed anything; worker [01] of "
                      r"rank 0 \(pid \d+\) is at <string>:9 in __getitem__$", root["title"]), root
     assert [findings[i]["kind"] for i in root["consequences"]] == ["stop-requested"]
+
+
+THREAD_DIES = """
+import queue, threading
+batches = queue.Queue()
+def prefetch():
+    batches.put(0)
+    raise OSError("[Errno 5] Input/output error: '/data/shard-3.tar'")
+threading.Thread(target=prefetch, name="prefetch", daemon=True).start()
+while True:
+    print("step", batches.get(), flush=True)
+"""
+
+
+def test_a_thread_that_died_before_a_hang_is_its_cause(tmp_path):
+    """A prefetch thread dies of an exception; the main thread waits for its next batch until
+    the user stops the job. The thread's exception is the root cause, the hang its consequence."""
+    findings = stopped_when_idle(tmp_path, THREAD_DIES, b"step 0\n")
+    root = findings[0]
+    assert root["root_cause"] and root["kind"] == "python-exception", findings
+    assert re.search(r"^thread prefetch of rank 0 \(pid \d+\) raised OSError: \[Errno 5\] "
+                     r"Input/output error: '/data/shard-3.tar'; the job then hung$",
+                     root["title"]), root
+    assert "job-idle" in [findings[i]["kind"] for i in root["consequences"]], findings
 
 
 def terminal_until(master, text, seen):

@@ -302,5 +302,54 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
                                     "other ranks to join"));
 }
 
+// A thread died of an exception; its process went on and waited for it, and the job hung until
+// it was stopped: the thread's exception is the root cause, the hang its consequence. Had the
+// job gone on moving, it would be a warning.
+TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  for (std::string text : {"Exception in thread prefetch:", "Traceback (most recent call last):",
+                           "  File \"/usr/lib/python3.11/threading.py\", line 975, in run",
+                           "  File \"/home/user/proj/data.py\", line 6, in prefetch",
+                           "OSError: [Errno 5] Input/output error: '/data/shard-3.tar'"}) {
+    e.log_lines.push_back({at(4.9), "stderr", number++, "[default0]:" + text});
+  }
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/queue.py", 171, "get")},
+      forwarded(40, "SIGTERM from outside, passed on to 1 process(es)")};
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 40.1, SIGTERM);
+  e.run.exit_signal = SIGTERM;
+  e.run.end_ns = at(40.5);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings[0];
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_EQ(root.kind, "python-exception");
+  EXPECT_EQ(root.title,
+            "thread prefetch of rank 0 (pid 1010) raised OSError: [Errno 5] Input/output error: "
+            "'/data/shard-3.tar'; the job then hung");
+  EXPECT_THAT(root.fix, HasSubstr("queue.get(timeout=...)"));
+  auto idle = std::find_if(d.findings.begin(), d.findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, d.findings.end());
+  EXPECT_THAT(root.consequences, Contains(idle - d.findings.begin()));
+
+  // The job moved again: the thread's death is a warning, and the rank's own end is its own.
+  e.events = {{at(5), "job-idle", 0, kIdleText}, {at(9), "job-resumed", 0, ""}};
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) {
+    process(e, pid).exit_signal.reset();
+    exited(e, pid, 40.1, 0);
+  }
+  e.run.exit_signal.reset();
+  e.run.exit_code = 0;
+  d = diagnose(e);
+  auto thread = std::find_if(d.findings.begin(), d.findings.end(),
+                             [](const Finding& f) { return f.kind == "python-exception"; });
+  ASSERT_NE(thread, d.findings.end());
+  EXPECT_EQ(thread->severity, Severity::kWarning);
+  EXPECT_THAT(thread->title, EndsWith("; the process went on without it"));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis

@@ -183,6 +183,27 @@ TEST(TracebackParse, ASpawnedProcessesExceptionIsMarkedAsItsOwn) {
   EXPECT_FALSE(tbs[1].spawned_process.has_value());
 }
 
+// threading prints the exception that ended a thread after naming the thread (3.10+ adds the
+// target's name); the process goes on.
+TEST(TracebackParse, AThreadsExceptionNamesTheThread) {
+  const std::vector<std::string> thread_died = {
+      "Exception in thread Thread-1 (prefetch):",
+      "Traceback (most recent call last):",
+      "  File \"/usr/lib/python3.11/threading.py\", line 1038, in _bootstrap_inner",
+      "  File \"/home/user/proj/train.py\", line 6, in prefetch",
+      "OSError: [Errno 5] Input/output error",
+  };
+  std::vector<std::string> texts = thread_died;
+  texts.insert(texts.end(),
+               {"Traceback (most recent call last):",
+                "  File \"/home/user/proj/train.py\", line 9, in <module>", "KeyError: 'label'"});
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines(texts));
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_EQ(tbs[0].thread, "Thread-1 (prefetch)");
+  EXPECT_EQ(tbs[0].exception_type, "OSError");
+  EXPECT_EQ(tbs[1].thread, "");  // the main thread's own, after it
+}
+
 TEST(TracebackParse, TorchrunTeeInterleavedRanks) {
   std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
       "[default0]:Traceback (most recent call last):",
