@@ -23,6 +23,7 @@ _ASYNC = 1
 _TRUNCATED = 4
 _QUEUED = 8
 _RAISED = 16
+_DEFAULT_GROUP = 32
 _ALWAYS_ASYNC = ("isend", "irecv")  # they return a Work, and have no async_op to say so
 
 
@@ -231,6 +232,8 @@ def _build(c10d, spec, arguments):
         call.group = group_id
         call.group_rank = c10d.get_rank(group)
         call.group_size = c10d.get_world_size(group)
+        if group is c10d._get_default_group():
+            call.flags |= _DEFAULT_GROUP
     if peer is not None:
         call.peer = int(peer)
     if redop_arg:

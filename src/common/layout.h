@@ -219,6 +219,8 @@ inline constexpr uint8_t kCollectiveTruncated = 4;  // more tensors or dims than
 // The backend returns once the op is queued (NCCL, CUDA tensors): exit when issued.
 inline constexpr uint8_t kCollectiveQueued = 8;
 inline constexpr uint8_t kCollectiveRaised = 16;  // exit records: the call raised (a timeout...)
+// The process's default group (torch.distributed's world), as the Python hook knows it.
+inline constexpr uint8_t kCollectiveDefaultGroup = 32;
 
 // One call, as the recorders fill it.
 struct CollectiveCall {

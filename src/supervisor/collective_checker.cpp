@@ -179,6 +179,11 @@ std::string call_text(const CollectiveCall& call) {
 }
 
 std::string group_text(const CollectiveCall& call) {
+  // Every rank's own world: what users call it. Other groups and NCCL's communicators have
+  // only their identity to tell them apart.
+  if ((call.flags & common::kCollectiveDefaultGroup) != 0 && !is_p2p(call.op)) {
+    return "the default group (" + std::to_string(call.group_size) + " ranks)";
+  }
   char id[32];
   snprintf(id, sizeof(id), "%016" PRIx64, call.group);
   return std::string(is_p2p(call.op) ? "pair " : "group ") + id + " (" +

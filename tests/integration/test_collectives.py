@@ -397,7 +397,7 @@ def test_a_call_in_rank_zero_only_code_blames_rank_zero(tmp_path, at_end):  # H1
         assert text.startswith(f"traindoc: {kind}: rank 0 alone made all_reduce #4 at {extra}")
         assert "never made" not in text
     else:
-        assert text.startswith(f"traindoc: {kind}: rank 0 made all_reduce #3 in group")
+        assert text.startswith(f"traindoc: {kind}: rank 0 made all_reduce #3 in the default group")
         assert f"rank 0 at {extra}; rank 1 at {RANK_ZERO}:20; rank 2 at {RANK_ZERO}:20" in text
     root = next(f for f in run.report["findings"] if f["root_cause"])
     assert root["kind"] == kind, [(f["kind"], f["title"]) for f in run.report["findings"]]

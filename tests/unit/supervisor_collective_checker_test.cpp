@@ -1,6 +1,7 @@
 // The live collective checker: calls compared across ranks, stalls, ends of ranks.
 #include "supervisor/collective_checker.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -12,6 +13,7 @@ namespace traindoc::supervisor {
 namespace {
 
 using common::CollectiveOp;
+using testing::HasSubstr;
 
 constexpr uint64_t kWorld = 0xabc;
 constexpr int64_t kSecond = 1'000'000'000;
@@ -112,6 +114,27 @@ TEST_F(CheckerTest, ShapeMismatchNamesEachRanksShapeAndSite) {
   checker.add(call(0, 2, CollectiveOp::kBarrier, {}));
   checker.add(call(1, 2, CollectiveOp::kAllReduce));
   EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
+}
+
+// The Python hook marks the calls of the default group: the message calls it that, and any
+// other group by its identity.
+TEST_F(CheckerTest, TheDefaultGroupIsCalledSo) {
+  std::vector<AgentCollective> calls = {call(0, 1, CollectiveOp::kAllReduce, {10}),
+                                        call(1, 1, CollectiveOp::kAllReduce, {20})};
+  for (AgentCollective& c : calls) checker.add(c);
+  std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].issue.message,
+              HasSubstr("all_reduce #1 in group 0000000000000abc (2 ranks)"));
+  CollectiveChecker fresh({.stall_ns = 3 * kSecond});
+  for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
+  for (AgentCollective& c : calls) {
+    c.call.flags = common::kCollectiveDefaultGroup;
+    fresh.add(c);
+  }
+  found = fresh.check(kT0 + kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].issue.message, HasSubstr("all_reduce #1 in the default group (2 ranks)"));
 }
 
 TEST_F(CheckerTest, SameBytesOtherTypeIsADtypeMismatch) {
