@@ -62,8 +62,11 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
                                                   "torch.distributed.launch"};
   static constexpr std::string_view kPrograms[] = {"torchrun", "mpirun",    "mpiexec",
                                                    "srun",     "deepspeed", "accelerate"};
+  // `python -m torch.distributed.run`, not a wrapper whose arguments name it (`timeout 600
+  // python -m ...`).
   for (std::string_view module : kModules) {
-    if (proc.cmdline.find(std::string(" -m ") + std::string(module)) != std::string::npos) {
+    if (is_python(proc) &&
+        proc.cmdline.find(std::string(" -m ") + std::string(module)) != std::string::npos) {
       return true;
     }
   }
@@ -174,13 +177,24 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       }
     }
     if (main == procs.size()) {
+      // A launcher that never started a rank: the innermost, and what runs it (a wrapper such
+      // as `timeout`, a shell).
+      std::optional<size_t> launcher;
       for (size_t i = 0; i < procs.size(); ++i) {
-        if (procs[i].pid != root_pid) continue;
-        if (is_launcher_command(procs[i])) {
-          roles[i].role = Role::kLauncher;  // it never started a rank
-          return roles;
+        if (is_launcher_command(procs[i]) &&
+            (!launcher || procs[i].start_ticks > procs[*launcher].start_ticks)) {
+          launcher = i;
         }
-        main = i;
+      }
+      if (launcher) {
+        for (int up = static_cast<int>(*launcher); up != kNone;
+             up = parent[static_cast<size_t>(up)]) {
+          roles[static_cast<size_t>(up)].role = Role::kLauncher;
+        }
+        return roles;
+      }
+      for (size_t i = 0; i < procs.size(); ++i) {
+        if (procs[i].pid == root_pid) main = i;
       }
     }
     if (main == procs.size()) return roles;

@@ -340,6 +340,18 @@ TEST(Roles, SinglePythonProcessIsRankZero) {
   EXPECT_EQ(text_of(procs, roles, 302), "worker 1 of rank 0");
 }
 
+// torchrun failed before it started a rank, run by `timeout`: both are launchers, and the
+// wrapper, whose arguments name torchrun's module, is not taken for torchrun itself.
+TEST(Roles, ALauncherThatStartedNoRankUnderAWrapper) {
+  std::vector<ProcessRecord> procs = {
+      proc(900, 1, 100, "timeout 120 /usr/bin/python3 -m torch.distributed.run train.py"),
+      proc(901, 900, 110, "/usr/bin/python3 -m torch.distributed.run train.py"),
+  };
+  std::vector<ProcessRole> roles = assign_roles(procs, 900);
+  EXPECT_EQ(text_of(procs, roles, 900), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 901), "launcher");
+}
+
 TEST(Roles, ShellWrappingPythonIsALauncher) {
   // `traindoc run -- bash run.sh`, where run.sh starts python: the shell is not the trainer.
   std::vector<ProcessRecord> procs = {
