@@ -181,7 +181,11 @@ void merge_same(std::vector<TimedFinding>& found) {
     if (!waited) {
       add_ranks(into.ranks, timed.finding.ranks);
       std::sort(into.ranks.begin(), into.ranks.end());
-      into.pids.insert(into.pids.end(), timed.finding.pids.begin(), timed.finding.pids.end());
+      for (int pid : timed.finding.pids) {
+        if (std::find(into.pids.begin(), into.pids.end(), pid) == into.pids.end()) {
+          into.pids.push_back(pid);
+        }
+      }
     }
     into.evidence.push_back("the same failure, also: " + timed.finding.title);
   }

@@ -142,6 +142,13 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
+    // One rank reads a checkpoint another is still writing: the classic missing barrier.
+    if (f.kind == "checkpoint-corrupt" && p.record.world_size.value_or(1) > 1) {
+      f.fix +=
+          " With several ranks, one may read the file while another still writes it: load it "
+          "only after the rank that saves it is done (dist.barrier() after rank 0's "
+          "torch.save).";
+    }
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
     add_ranks(f.ranks, known->ranks);

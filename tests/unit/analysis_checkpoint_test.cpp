@@ -97,6 +97,10 @@ TEST(CheckpointRules, AnUnreadableCheckpointNamesWhatTheFileIs) {
   EXPECT_THAT(f.evidence, Contains("at /home/user/proj/train.py:30 in <module>: state = "
                                    "torch.load(args.resume)"));
   EXPECT_THAT(f.fix, HasSubstr("os.replace()"));
+  // The ranks of a torchrun job: one may have read it while another wrote it.
+  EXPECT_THAT(f.fix, HasSubstr("dist.barrier() after rank 0's torch.save"));
+  for (store::ProcessRecord& p : e.processes) p.world_size.reset();
+  EXPECT_THAT(diagnose(e).findings[0].fix, Not(HasSubstr("dist.barrier()")));
 }
 
 // torch.save on a full disk (PyTorch 1.13): the write fails, closing the file fails again while

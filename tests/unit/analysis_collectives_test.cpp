@@ -1,5 +1,6 @@
 // The collectives rule: the checker's issues become findings with ranks, sites, stacks and fixes,
 // and the first divergent call comes before the failures it caused.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,10 @@
 
 namespace traindoc::analysis {
 namespace {
+
+using testing::Contains;
+using testing::HasSubstr;
+using testing::Not;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;
@@ -109,6 +114,26 @@ TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
   EXPECT_EQ(root.evidence[2].find("traindoc_hook"), std::string::npos) << root.evidence[2];
   EXPECT_NE(root.fix.find("pad"), std::string::npos);
   EXPECT_FALSE(root.consequences.empty());
+}
+
+// Rank 0's own account of the same mismatch (TORCH_DISTRIBUTED_DEBUG=DETAIL) merges into the
+// checker's finding without naming rank 0 twice, which would read as a restart of it.
+TEST(CollectivesRule, AMergedAccountNamesEachProcessOnce) {
+  store::Evidence e = job_with_issue("collective-mismatch", "shape");
+  e.log_lines = {{kT0 + 7 * kSecond, "stderr", 1, "Traceback (most recent call last):"},
+                 {kT0 + 7 * kSecond, "stderr", 2, "  File \"train.py\", line 6, in main"},
+                 {kT0 + 7 * kSecond, "stderr", 3,
+                  "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is "
+                  "running collective: CollectiveFingerPrint(OpType=ALLREDUCE, "
+                  "TensorShape=[10]), but Rank 1 is running collective: "
+                  "CollectiveFingerPrint(OpType=ALLREDUCE, TensorShape=[20])."}};
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_EQ(root.pids, (std::vector<int>{11, 12}));
+  EXPECT_THAT(root.evidence, Contains(HasSubstr("the same failure, also: rank 0 (pid 11)")));
+  EXPECT_THAT(root.title, Not(HasSubstr("attempts")));
 }
 
 TEST(CollectivesRule, EachKindHasItsFix) {
