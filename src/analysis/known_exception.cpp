@@ -37,6 +37,18 @@ void script_not_found(const SignatureMatch& m, KnownFailure& f) {
           "relative path resolves against it; a launcher or a scheduler may set another).";
 }
 
+void unreadable_image(const SignatureMatch& m, KnownFailure& f) {
+  std::string path = field(m, "path");
+  f.title = !path.empty() ? "PIL cannot read the image file " + path
+                          : "PIL read an image file that is cut short";
+  f.fix =
+      "A file of the dataset is no image PIL can decode: corrupt, cut short by a copy or a "
+      "download, an HTML error page saved as .jpg, or a format whose plugin is missing. Find "
+      "the bad files once before training (open each and call .verify()) and remove or fetch "
+      "them again; for images cut short, PIL.ImageFile.LOAD_TRUNCATED_IMAGES = True loads what "
+      "is there.";
+}
+
 void unpicklable(const SignatureMatch& m, KnownFailure& f) {
   std::string what = !field(m, "local").empty()      ? "the local object " + field(m, "local")
                      : !field(m, "function").empty() ? "the function " + field(m, "function")
@@ -411,6 +423,7 @@ const std::map<std::string, Describer>& describers() {
       {"python.file-not-found", file_not_found},
       {"python.script-not-found", script_not_found},
       {"python.unpicklable", unpicklable},
+      {"pil.unreadable-image", unreadable_image},
       {"python.launcher-variable-missing", launcher_variable_missing},
       {"torch.env-rendezvous-unset", launcher_variable_missing},
       {"python.argparse-error", bad_arguments},

@@ -203,6 +203,16 @@ void cuda_unavailable(const SignatureMatch& m, KnownFailure& f) {
         "driver.";
     return;
   }
+  if (m.id == "cuda.invalid-device-ordinal") {
+    f.title = "the process asked for a GPU it cannot see (invalid device ordinal)";
+    f.fix =
+        "A GPU number (torch.cuda.set_device(local_rank), cuda:N, a device map) is beyond the "
+        "GPUs this process sees: start no more ranks per node than it has GPUs (torchrun "
+        "--nproc_per_node at most torch.cuda.device_count()), and mind CUDA_VISIBLE_DEVICES, "
+        "which numbers the GPUs it leaves visible from 0 (with CUDA_VISIBLE_DEVICES=2,3 they are "
+        "cuda:0 and cuda:1).";
+    return;
+  }
   std::string reason = field(m, "reason");
   if (reason.starts_with("Attempting to deserialize")) {
     f.title = "torch.load found CUDA tensors in the checkpoint, and CUDA is not available here";

@@ -189,6 +189,16 @@ std::vector<Entry> memory_entries() {
                   "with your version of the CUDA driver.",
        .source = "torch/cuda/__init__.py _check_driver; cudaErrorInsufficientDriver (35), as "
                  "NCCL prints it"},
+      {.id = "cuda.invalid-device-ordinal",
+       .framework = "cuda",
+       .kind = "cuda-unavailable",
+       .failure = true,
+       .needles = {"invalid device ordinal", "cudaErrorInvalidDevice"},
+       .parts = {nccl_header()},
+       .description = "a GPU number beyond the GPUs the process sees (more ranks per node than "
+                      "GPUs, or CUDA_VISIBLE_DEVICES naming fewer)",
+       .example = "RuntimeError: CUDA error: invalid device ordinal",
+       .source = "CUDA runtime (cudaErrorInvalidDevice, 101), as PyTorch and NCCL print it"},
 
       // ---- disks and checkpoints
       // -----------------------------------------------------------------

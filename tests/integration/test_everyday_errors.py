@@ -6,8 +6,10 @@ errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only 
 multiprocessing.Pool worker's exception; grayscale images for an RGB model; a dataset that holds an
 open file, given to workers that spawn starts; torch.multiprocessing.spawn called outside `if
 __name__ == "__main__":`; an error printed after a progress bar's redraws; a script written for
-torchrun started without it. The title says what happened and the fix names the sizes, types or
-keys."""
+torchrun started without it; a dataset file that is no image. The title says what happened and
+the fix names the sizes, types or keys."""
+from PIL import Image
+
 from conftest import PYTHON, free_port, python_job, torchrun
 
 UNEQUAL_SAMPLES = """
@@ -130,6 +132,17 @@ for i in range(300):
     sys.stderr.write("\\rEpoch 1: %d/300 [00:01<00:02, 12.3it/s, loss=0.4321]" % i)
     sys.stderr.flush()
 {"image": 0}["label"]
+"""
+
+# A dataset with a file that is no image (an HTML page saved as .jpg), read in a worker.
+NOT_AN_IMAGE = """
+import sys, torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+class Images(Dataset):
+    def __len__(self): return len(sys.argv) - 1
+    def __getitem__(self, i): return torch.tensor(list(Image.open(sys.argv[i + 1]).size))
+for batch in DataLoader(Images(), batch_size=2, num_workers=2): pass
 """
 
 
@@ -290,3 +303,15 @@ def test_a_script_for_torchrun_started_without_it(traindoc):
     assert root["title"].endswith(": RANK, which torchrun sets, is not set: no launcher of "
                                   "torch.distributed started this process"), root["title"]
     assert "torchrun --nproc_per_node N" in root["fix"], root["fix"]
+
+
+def test_a_file_that_is_no_image_in_a_worker(traindoc, tmp_path):
+    good, bad = tmp_path / "good.png", tmp_path / "bad.jpg"
+    Image.new("RGB", (8, 8)).save(good)
+    bad.write_text("<html>403 Forbidden</html>")
+    run = traindoc(python_job(NOT_AN_IMAGE) + [str(good)] * 3 + [str(bad)])
+    root = failed_root(run)
+    assert root["title"].endswith(f": PIL cannot read the image file {bad}"), root["title"]
+    assert any(e.startswith("in the worker: PIL.UnidentifiedImageError") for e in
+               root["evidence"]), root["evidence"]
+    assert ".verify()" in root["fix"], root["fix"]

@@ -203,6 +203,7 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
        "install a PyTorch version that has been compiled with your version of the CUDA driver.",
        "a cu128 wheel for a 12.8 driver"},
       {"KeyError: 'LOCAL_RANK'", "defaults (int(os.environ.get('LOCAL_RANK', 0)))"},
+      {"RuntimeError: CUDA error: invalid device ordinal", "--nproc_per_node at most"},
       {"ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
        "variable MASTER_ADDR expected, but not set",
        "os.environ.setdefault('MASTER_ADDR', '127.0.0.1')"},
@@ -254,6 +255,13 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesAKnownErrorItPrinted) {
               ElementsAre("rank 0 (pid 1010) exited with code 1 at +10.3 s",
                           "the error it printed, stdout line 4 at +10.0 s: " + warn,
                           "known error cuda.driver-too-old: gpu 0, host node7, pid 1010"));
+  // NCCL's words for a GPU number beyond those the process sees.
+  e.log_lines[0].text =
+      "[default0]:node7:1010:1010 [3] misc/cudawrap.cc:270 NCCL WARN Cuda failure "
+      "'invalid device ordinal'";
+  EXPECT_EQ(diagnose(e).findings[0].title,
+            "rank 0 (pid 1010): the process asked for a GPU it cannot see (invalid device "
+            "ordinal)");
   // A text about another process (a peer that left) leaves the exit to the rules about it.
   e.log_lines = {stderr_line(10.0, 1,
                              "[default0]:ncclRemoteError: A call failed possibly due to "

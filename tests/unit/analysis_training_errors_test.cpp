@@ -168,6 +168,19 @@ TEST(TrainingSignatures, VariablesALauncherSets) {
                 {{"variable", "RANK"}});
 }
 
+// Pillow 9.4's words for a dataset file that is no image, and for one cut short.
+TEST(TrainingSignatures, ImagesPillowCannotRead) {
+  expect_fields(match("PIL.UnidentifiedImageError: cannot identify image file "
+                      "'/data/train/img_42.jpg'",
+                      "pil.unreadable-image"),
+                {{"path", "/data/train/img_42.jpg"}});
+  expect_fields(match("OSError: Truncated File Read", "pil.unreadable-image"),
+                {{"truncated", "Truncated File Read"}});
+  expect_fields(
+      match("OSError: image file is truncated (3 bytes not processed)", "pil.unreadable-image"),
+      {{"truncated", "image file is truncated"}});
+}
+
 TEST(TrainingSignatures, AStateDictMessageIsOneMatchWithTheFieldsOfEveryLine) {
   std::vector<SignatureMatch> matches = match_traceback(state_dict_error(
       {"Missing key(s) in state_dict: \"backbone.conv1.weight\", \"classifier.4.bias\". ",
