@@ -306,6 +306,7 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   rule_cuda_error(context, tracebacks, found);
   rule_failed_exit(context, found);
   rule_thread_exception(context, found);
+  rule_framework_warning(context, found);
   rule_peer_exited(context, found);
   rule_memory_leak(context, found);
   rule_gpu_placement(context, tracebacks, found);

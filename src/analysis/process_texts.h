@@ -46,6 +46,10 @@ class ProcessTexts {
   const std::vector<PythonTraceback>& all_tracebacks() const { return m_tracebacks; }
   // Every known text in the output, whoever printed it.
   const std::vector<TextMatch>& all_matches() const { return m_matches; }
+  // The process a known text of all_matches() is attributed to; nullptr when none.
+  const ProcessSummary* owner(const TextMatch& match) const {
+    return m_match_owner[static_cast<size_t>(&match - m_matches.data())];
+  }
 
  private:
   const store::Evidence& m_evidence;

@@ -126,6 +126,10 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
 // warning.
 void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>& out);
 
+// Rule: a framework warning that points at silently wrong results (a loss broadcasting its
+// targets, softmax without dim): framework-warning.
+void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding>& out);
+
 // Memory growing steadily with the steps (or time) in a process: memory-leak, a warning; an
 // error when the process (or its parent, or a child) then ran out of memory (host-oom-killed,
 // host-alloc-failed found by the rules above, so it runs after them): its time is when the

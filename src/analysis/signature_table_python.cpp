@@ -342,6 +342,40 @@ std::vector<Entry> python_signature_entries() {
                       "file) or cut short",
        .example = "PIL.UnidentifiedImageError: cannot identify image file '/data/train/img_42.jpg'",
        .source = "Pillow's Image.open and ImageFile.load, verified with 9.4"},
+      // ---- warnings of silently wrong results
+      // ----------------------------------------------------------------------
+      {.id = "torch.loss-broadcast",
+       .framework = "pytorch",
+       .kind = "framework-warning",
+       .failure = false,
+       .needles = {"Using a target size (torch.Size("},
+       .parts = {{R"(target size \(torch\.Size\(\[([0-9, ]*)\]\)\) that is different to the input )"
+                  R"(size \(torch\.Size\(\[([0-9, ]*)\]\)\))",
+                  {{1, "target_shape", C::kList}, {2, "input_shape", C::kList}},
+                  true},
+                 {R"(^(.+):([0-9]+): UserWarning)", {{1, "file"}, {2, "line", C::kInt}}}},
+       .description = "an elementwise loss (mse, l1, smooth l1, huber) given targets of another "
+                      "shape than its input: broadcasting compares every pair",
+       .example = "train.py:52: UserWarning: Using a target size (torch.Size([16])) that is "
+                  "different to the input size (torch.Size([16, 1])). This will likely lead to "
+                  "incorrect results due to broadcasting. Please ensure they have the same size.",
+       .source = "torch/nn/functional.py, verified"},
+      {.id = "torch.softmax-implicit-dim",
+       .framework = "pytorch",
+       .kind = "framework-warning",
+       .failure = false,
+       .needles = {"Implicit dimension choice for "},
+       .parts = {{"Implicit dimension choice for (softmax|log_softmax|softmin)",
+                  {{1, "function"}},
+                  true},
+                 {R"(^(.+):([0-9]+): UserWarning)", {{1, "file"}, {2, "line", C::kInt}}}},
+       .description =
+           "softmax without dim: over dimension 0 (the batch) for 0-, 1- and 3-dimensional "
+           "inputs",
+       .example = "train.py:31: UserWarning: Implicit dimension choice for softmax has been "
+                  "deprecated. Change the call to include dim=X as an argument.",
+       .source = "torch/nn/functional.py _get_softmax_dim, verified"},
+
       {.id = "torch.default-group-not-initialized",
        .framework = "pytorch-distributed",
        .kind = "python-exception",

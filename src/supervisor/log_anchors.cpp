@@ -7,13 +7,35 @@
 namespace traindoc::supervisor {
 namespace {
 
-constexpr std::string_view kAnchors[] = {
-    "rror",        "xception",   "Traceback",      "File \"",       "terminate",
-    "what():",     "ssert",      "Fatal",          "illed",         "ignal",
-    "egmentation", "free(",      "corrupt",        "out of memory", "imed out",
-    "imeout",      "NCCL",       "WARN",           "Abort",         "core dumped",
-    "exited",      "exitcode",   "receive grad",   "get gradient",  "RESOURCE_EXHAUSTED",
-    "Xid",         "state_dict", "copying a param"};
+constexpr std::string_view kAnchors[] = {"rror",
+                                         "xception",
+                                         "Traceback",
+                                         "File \"",
+                                         "terminate",
+                                         "what():",
+                                         "ssert",
+                                         "Fatal",
+                                         "illed",
+                                         "ignal",
+                                         "egmentation",
+                                         "free(",
+                                         "corrupt",
+                                         "out of memory",
+                                         "imed out",
+                                         "imeout",
+                                         "NCCL",
+                                         "WARN",
+                                         "Abort",
+                                         "core dumped",
+                                         "exited",
+                                         "exitcode",
+                                         "receive grad",
+                                         "get gradient",
+                                         "RESOURCE_EXHAUSTED",
+                                         "Xid",
+                                         "state_dict",
+                                         "copying a param",
+                                         "Warning:"};
 
 uint16_t pair_at(std::string_view text, size_t i) {
   return static_cast<uint16_t>(static_cast<uint8_t>(text[i]) << 8 |

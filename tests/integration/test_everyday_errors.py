@@ -6,8 +6,9 @@ errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only 
 multiprocessing.Pool worker's exception; grayscale images for an RGB model; a dataset that holds an
 open file, given to workers that spawn starts; torch.multiprocessing.spawn called outside `if
 __name__ == "__main__":`; an error printed after a progress bar's redraws; a script written for
-torchrun started without it; a dataset file that is no image. The title says what happened and
-the fix names the sizes, types or keys."""
+torchrun started without it; a dataset file that is no image; a loss that broadcasts its
+targets and softmax without dim, which only warn. The title says what happened and the fix names
+the sizes, types or keys."""
 from PIL import Image
 
 from conftest import PYTHON, free_port, python_job, torchrun
@@ -143,6 +144,17 @@ class Images(Dataset):
     def __len__(self): return len(sys.argv) - 1
     def __getitem__(self, i): return torch.tensor(list(Image.open(sys.argv[i + 1]).size))
 for batch in DataLoader(Images(), batch_size=2, num_workers=2): pass
+"""
+
+# Trains without an error, and learns the wrong thing: the loss broadcasts [64] targets against
+# [64, 1] predictions, and softmax normalizes a [8, 5, 3] tensor across its first dimension.
+SILENTLY_WRONG = """
+import torch
+model = torch.nn.Linear(4, 1)
+x = torch.randn(64, 4)
+for step in range(3):
+    loss = torch.nn.functional.mse_loss(model(x), x.sum(1))
+    probs = torch.nn.functional.softmax(torch.randn(8, 5, 3))
 """
 
 
@@ -315,3 +327,15 @@ def test_a_file_that_is_no_image_in_a_worker(traindoc, tmp_path):
     assert any(e.startswith("in the worker: PIL.UnidentifiedImageError") for e in
                root["evidence"]), root["evidence"]
     assert ".verify()" in root["fix"], root["fix"]
+
+
+def test_warnings_of_silently_wrong_results(traindoc):
+    run = traindoc(python_job(SILENTLY_WRONG))
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    titles = [f["title"] for f in run.report["findings"] if f["kind"] == "framework-warning"]
+    assert titles == [
+        "a loss compares targets of shape [64] with predictions of shape [64, 1] at <string>:6: "
+        "broadcasting pairs each prediction with every target",
+        "softmax without dim at <string>:7: it picks dimension 0, the batch, for 0-, 1- and "
+        "3-dimensional inputs"], run.report["findings"]
+    assert all(f["severity"] == "warning" and not f["root_cause"] for f in run.report["findings"])

@@ -181,6 +181,26 @@ TEST(TrainingSignatures, ImagesPillowCannotRead) {
       {{"truncated", "image file is truncated"}});
 }
 
+// PyTorch 1.13's warnings of silently wrong results, with the place Python's warnings name.
+TEST(TrainingSignatures, WarningsOfSilentlyWrongResults) {
+  SignatureMatch m = match(
+      "/home/user/proj/train.py:52: UserWarning: Using a target size (torch.Size([16])) that is "
+      "different to the input size (torch.Size([16, 1])). This will likely lead to incorrect "
+      "results due to broadcasting. Please ensure they have the same size.",
+      "torch.loss-broadcast");
+  expect_fields(m, {{"target_shape", "16"},
+                    {"input_shape", "16,1"},
+                    {"file", "/home/user/proj/train.py"},
+                    {"line", "52"}});
+  EXPECT_FALSE(m.failure);
+  m = match(
+      "/home/user/proj/model.py:31: UserWarning: Implicit dimension choice for log_softmax has "
+      "been deprecated. Change the call to include dim=X as an argument.",
+      "torch.softmax-implicit-dim");
+  expect_fields(
+      m, {{"function", "log_softmax"}, {"file", "/home/user/proj/model.py"}, {"line", "31"}});
+}
+
 TEST(TrainingSignatures, AStateDictMessageIsOneMatchWithTheFieldsOfEveryLine) {
   std::vector<SignatureMatch> matches = match_traceback(state_dict_error(
       {"Missing key(s) in state_dict: \"backbone.conv1.weight\", \"classifier.4.bias\". ",
@@ -430,6 +450,39 @@ TEST(TrainingRules, ATypeMismatchTellsADeviceFromADtype) {
       "ValueError: Expected input batch_size (4) to match target batch_size (5).");
   EXPECT_EQ(f.title, "rank 0 (pid 1010): the loss got 4 predictions for 5 targets");
   EXPECT_THAT(f.fix, HasSubstr("x.flatten(1)"));
+}
+
+// Both ranks print the same warning once each: one finding naming both, a warning, with the
+// user's line when the warning names it (the functional form) and none for the module form,
+// which names PyTorch's own line.
+TEST(TrainingRules, AWarningOfSilentlyWrongResultsIsOneFindingForAllRanks) {
+  Evidence e = torchrun_job();
+  const std::string text =
+      "UserWarning: Using a target size (torch.Size([16])) that is different to the input size "
+      "(torch.Size([16, 1])). This will likely lead to incorrect results due to broadcasting. "
+      "Please ensure they have the same size.";
+  e.log_lines = {stderr_line(3.0, 7, "[default0]:/home/user/proj/train.py:52: " + text),
+                 stderr_line(3.1, 8, "[default1]:/home/user/proj/train.py:52: " + text),
+                 stderr_line(3.2, 9,
+                             "[default0]:/usr/lib/python3/dist-packages/torch/nn/modules/"
+                             "loss.py:536: " +
+                                 text)};
+  exited(e, kRank0, 9, 0);
+  exited(e, kRank1, 9, 0);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "framework-warning");
+  EXPECT_EQ(f.severity, Severity::kWarning);
+  EXPECT_FALSE(f.root_cause);
+  EXPECT_EQ(f.title,
+            "a loss compares targets of shape [16] with predictions of shape [16, 1] at "
+            "/home/user/proj/train.py:52: broadcasting pairs each prediction with every target");
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1}));
+  EXPECT_THAT(f.fix, HasSubstr("predictions.squeeze(-1)"));
+  EXPECT_EQ(d.findings[1].title,
+            "a loss compares targets of shape [16] with predictions of shape [16, 1]: "
+            "broadcasting pairs each prediction with every target");
 }
 
 }  // namespace
