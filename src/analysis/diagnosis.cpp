@@ -187,7 +187,12 @@ void merge_same(std::vector<TimedFinding>& found) {
         }
       }
     }
-    into.evidence.push_back("the same failure, also: " + timed.finding.title);
+    // A title that names no process (a warning every rank printed) is said once; who else
+    // said it is the news.
+    const Finding& other = timed.finding;
+    into.evidence.push_back(other.title == into.title && !other.evidence.empty()
+                                ? "also " + other.evidence.front()
+                                : "the same failure, also: " + other.title);
   }
   found = std::move(out);
 }

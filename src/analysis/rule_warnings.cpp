@@ -1,7 +1,8 @@
 // Rule: framework warnings that point at a bug whose results are silently wrong (a loss that
-// broadcasts its targets against its input, softmax over a dimension it guessed): a warning
-// each, one for all the ranks that printed it. The job runs on and learns the wrong thing; this
-// is the only place it says so. Pure.
+// broadcasts its targets against its input, softmax over a dimension it guessed, CUDA that did
+// not start): a warning each, one for all the ranks that printed it. The job runs on and learns
+// the wrong thing, or on the CPU; this is the only place it says so. Hints about speed alone are
+// info. Pure.
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
 #include "analysis/traceback.h"
@@ -30,6 +31,30 @@ void describe(const SignatureMatch& m, Finding& f) {
         "(targets.view_as(predictions)).";
     return;
   }
+  if (m.id == "torch.cuda-init-warning") {
+    f.title = "CUDA failed to start (" + field(m, "reason") +
+              "): torch.cuda.is_available() is False, and code that falls back to the CPU "
+              "trains there";
+    f.fix =
+        "Run nvidia-smi in the job's environment. A driver updated without a reboot (its "
+        "kernel module no longer matches its libraries), CUDA_VISIBLE_DEVICES changed after "
+        "CUDA started, a GPU in exclusive mode taken by another process, or a CUDA "
+        "forward-compatibility package (cuda-compat) on the library path of a GPU that does "
+        "not support it (Error 804) are the usual causes; a driver too old for this build "
+        "says so.";
+    return;
+  }
+  if (m.id == "torch.ddp-unused-search-needless") {
+    f.severity = Severity::kInfo;
+    f.title =
+        "DDP looks for unused parameters every step (find_unused_parameters=True) and "
+        "found none";
+    f.fix =
+        "Each step pays an extra traversal of the autograd graph: build DDP without "
+        "find_unused_parameters unless some steps leave parameters out of the loss "
+        "(static_graph=True where the same ones always do).";
+    return;
+  }
   std::string function = field(m, "function");
   f.title = function + " without dim" + user_place(m) +
             ": it picks dimension 0, the batch, for 0-, 1- and 3-dimensional inputs";
@@ -47,7 +72,7 @@ void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding
     if (m.kind != "framework-warning") continue;
     Finding f;
     f.kind = m.kind;
-    f.severity = Severity::kWarning;
+    f.severity = Severity::kWarning;  // unless it is about speed alone
     f.confidence = 0.8;
     describe(m, f);
     const store::LogLine& line = *text.line;

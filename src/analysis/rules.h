@@ -127,7 +127,8 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
 void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // Rule: a framework warning that points at silently wrong results (a loss broadcasting its
-// targets, softmax without dim): framework-warning.
+// targets, softmax without dim, CUDA that did not start), or a hint about speed alone (info):
+// framework-warning.
 void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // Memory growing steadily with the steps (or time) in a process: memory-leak, a warning; an

@@ -375,6 +375,32 @@ std::vector<Entry> python_signature_entries() {
        .example = "train.py:31: UserWarning: Implicit dimension choice for softmax has been "
                   "deprecated. Change the call to include dim=X as an argument.",
        .source = "torch/nn/functional.py _get_softmax_dim, verified"},
+      {.id = "torch.cuda-init-warning",
+       .framework = "pytorch",
+       .kind = "framework-warning",
+       .failure = false,
+       .needles = {"CUDA initialization: "},
+       .parts = {{R"(CUDA initialization: (.+?)(?: \(Triggered internally|$))",
+                  {{1, "reason"}},
+                  true}},
+       .description = "CUDA failed to start in the process: torch.cuda.is_available() is False, "
+                      "and code that falls back to the CPU trains there",
+       .example = "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an "
+                  "incorrectly set up environment, e.g. changing env variable "
+                  "CUDA_VISIBLE_DEVICES after program start. Setting the available devices to "
+                  "be zero. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)",
+       .source = "c10/cuda/CUDAFunctions.cpp device_count"},
+      {.id = "torch.ddp-unused-search-needless",
+       .framework = "pytorch-distributed",
+       .kind = "framework-warning",
+       .failure = false,
+       .needles = {"find_unused_parameters=True was specified in DDP constructor, but did not "
+                   "find any unused parameters"},
+       .description = "DDP searches the graph for unused parameters every step and finds none: a "
+                      "cost for nothing",
+       .example = "[W reducer.cpp:1298] Warning: find_unused_parameters=True was specified in "
+                  "DDP constructor, but did not find any unused parameters in the forward pass.",
+       .source = "torch/csrc/distributed/c10d/reducer.cpp, verified"},
 
       {.id = "torch.default-group-not-initialized",
        .framework = "pytorch-distributed",

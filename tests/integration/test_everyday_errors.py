@@ -1,14 +1,14 @@
-"""Everyday errors of a training loop with real PyTorch: a batch of samples of unequal shapes,
-raised in a DataLoader worker and re-raised in its rank; a layer fed another number of features or
-another dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare
-model, or one that loading with weights_only refuses; autograd's in-place, second-backward and NaN
-errors; the --local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a
-multiprocessing.Pool worker's exception; grayscale images for an RGB model; a dataset that holds an
-open file, given to workers that spawn starts; torch.multiprocessing.spawn called outside `if
-__name__ == "__main__":`; an error printed after a progress bar's redraws; a script written for
-torchrun started without it; a dataset file that is no image; a loss that broadcasts its
-targets and softmax without dim, which only warn. The title says what happened and the fix names
-the sizes, types or keys."""
+"""Everyday errors of a training loop with real PyTorch: a batch of samples of unequal shapes, raised
+in a DataLoader worker and re-raised in its rank; a layer fed another number of features or another
+dtype than it was built for; a checkpoint of a DDP-wrapped model loaded into the bare model, or one
+that loading with weights_only refuses; autograd's in-place, second-backward and NaN errors; the
+--local_rank flag the old launcher passes; NCCL asked of a CPU-only build; a multiprocessing.Pool
+worker's exception; grayscale images for an RGB model; a dataset that holds an open file, given to
+workers that spawn starts; torch.multiprocessing.spawn called outside `if __name__ == "__main__":`;
+an error printed after a progress bar's redraws; a script written for torchrun started without it;
+a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
+only warn; DDP's needless search for unused parameters. The title says what happened and the fix
+names the sizes, types or keys."""
 from PIL import Image
 
 from conftest import PYTHON, free_port, python_job, torchrun
@@ -155,6 +155,16 @@ x = torch.randn(64, 4)
 for step in range(3):
     loss = torch.nn.functional.mse_loss(model(x), x.sum(1))
     probs = torch.nn.functional.softmax(torch.randn(8, 5, 3))
+"""
+
+# DDP told to look for unused parameters in a model that uses them all.
+NEEDLESS_UNUSED_SEARCH = """
+import torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+dist.init_process_group("gloo")
+model = DistributedDataParallel(torch.nn.Linear(4, 2), find_unused_parameters=True)
+for step in range(2):
+    model(torch.randn(8, 4)).sum().backward()
 """
 
 
@@ -339,3 +349,14 @@ def test_warnings_of_silently_wrong_results(traindoc):
         "softmax without dim at <string>:7: it picks dimension 0, the batch, for 0-, 1- and "
         "3-dimensional inputs"], run.report["findings"]
     assert all(f["severity"] == "warning" and not f["root_cause"] for f in run.report["findings"])
+
+
+def test_a_needless_search_for_unused_parameters(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(NEEDLESS_UNUSED_SEARCH)
+    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script))
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    (hint,) = run.report["findings"]
+    assert hint["kind"] == "framework-warning" and hint["severity"] == "info", hint
+    assert sorted(hint["ranks"]) == [0, 1], hint
+    assert hint["title"].startswith("DDP looks for unused parameters every step"), hint

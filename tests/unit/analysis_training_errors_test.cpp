@@ -199,6 +199,14 @@ TEST(TrainingSignatures, WarningsOfSilentlyWrongResults) {
       "torch.softmax-implicit-dim");
   expect_fields(
       m, {{"function", "log_softmax"}, {"file", "/home/user/proj/model.py"}, {"line", "31"}});
+  m = match(
+      "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run "
+      "some cuda functions before calling NumCudaDevices() that might have already set an error? "
+      "Error 804: forward compatibility was attempted on non supported HW (Triggered internally "
+      "at ../c10/cuda/CUDAFunctions.cpp:109.)",
+      "torch.cuda-init-warning");
+  EXPECT_THAT(m.fields.at("reason"), testing::EndsWith("Error 804: forward compatibility was "
+                                                       "attempted on non supported HW"));
 }
 
 TEST(TrainingSignatures, AStateDictMessageIsOneMatchWithTheFieldsOfEveryLine) {
@@ -483,6 +491,24 @@ TEST(TrainingRules, AWarningOfSilentlyWrongResultsIsOneFindingForAllRanks) {
   EXPECT_EQ(d.findings[1].title,
             "a loss compares targets of shape [16] with predictions of shape [16, 1]: "
             "broadcasting pairs each prediction with every target");
+}
+
+// A hint about speed alone (DDP's needless search for unused parameters, as 1.13's glog prints
+// it) is info; every rank's line is one finding that cites the others.
+TEST(TrainingRules, ASpeedHintIsInfo) {
+  Evidence e = torchrun_job();
+  const std::string text =
+      "reducer.cpp:1298] Warning: find_unused_parameters=True was specified in DDP constructor, "
+      "but did not find any unused parameters in the forward pass.";
+  e.log_lines = {stderr_line(3.0, 7, "[default0]:W20261126 04:43:28.576334 1010 " + text),
+                 stderr_line(3.0, 8, "[default1]:W20261126 04:43:28.577756 1011 " + text)};
+  exited(e, kRank0, 9, 0);
+  exited(e, kRank1, 9, 0);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
+  EXPECT_EQ(d.findings[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("also rank 1 (pid 1011) printed it")));
 }
 
 }  // namespace
