@@ -69,16 +69,10 @@ TEST(CheckpointSignatures, UnreadableCheckpoints) {
               testing::IsEmpty());
 }
 
-// One process's traceback at `seconds`, in rank 0's torchrun prefix.
-void add_traceback(Evidence& e, double seconds, uint64_t& number,
-                   const std::vector<std::string>& lines) {
-  for (const std::string& line : lines) e.log_lines.push_back(stderr_line(seconds, number++, line));
-}
-
 TEST(CheckpointRules, AnUnreadableCheckpointNamesWhatTheFileIs) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  add_traceback(
+  print_lines(
       e, 2.0, number,
       {"[default0]:Traceback (most recent call last):",
        "[default0]:  File \"/home/user/proj/train.py\", line 30, in <module>",
@@ -108,7 +102,7 @@ TEST(CheckpointRules, AnUnreadableCheckpointNamesWhatTheFileIs) {
 Evidence full_disk_save(double crash_seconds) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  add_traceback(
+  print_lines(
       e, 3.0, number,
       {"[default0]:Traceback (most recent call last):",
        std::string("[default0]:  File \"") + kSerialization + "\", line 423, in save",

@@ -268,11 +268,11 @@ TEST(DistributedRules, AFailureEachRestartRepeatedIsOneFindingWithItsAttempts) {
   e.processes.push_back(ranked(proc(1031, kLauncher, 500'701, rank), 1));
   uint64_t number = 5;
   for (double t : {2.7, 9.7}) {
-    for (std::string text : {"[default1]:Traceback (most recent call last):",
-                             "[default1]:  File \"/home/user/proj/train.py\", line 7, in <module>",
-                             "[default1]:ValueError: bad config value for rank 1"}) {
-      e.log_lines.push_back(stderr_line(t, number++, text));
-    }
+    print_lines(e, t, number,
+                {"Traceback (most recent call last):",
+                 "  File \"/home/user/proj/train.py\", line 7, in <module>",
+                 "ValueError: bad config value for rank 1"},
+                "[default1]:");
   }
   e.log_lines.push_back(stderr_line(10.4, number++, "Traceback (most recent call last):"));
   e.log_lines.push_back(stderr_line(

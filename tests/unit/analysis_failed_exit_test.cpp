@@ -103,16 +103,14 @@ TEST(RuleFailedExit, TheSameUnknownExceptionFromTwoRanksIsOneFinding) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
   for (int rank : {0, 1}) {
-    std::string prefix = "[default" + std::to_string(rank) + "]:";
-    for (std::string text :
-         {prefix + "Traceback (most recent call last):",
-          prefix + "  File \"/home/user/proj/train.py\", line 12, in <module>",
-          prefix + "    config = yaml.safe_load(open(args.config))",
-          prefix + "  File \"/usr/lib/python3/dist-packages/yaml/__init__.py\", line 125, in "
-                   "safe_load",
-          prefix + "yaml.scanner.ScannerError: mapping values are not allowed here"}) {
-      e.log_lines.push_back(stderr_line(3.0 + rank * 0.1, number++, text));
-    }
+    print_lines(e, 3.0 + rank * 0.1, number,
+                {"Traceback (most recent call last):",
+                 "  File \"/home/user/proj/train.py\", line 12, in <module>",
+                 "    config = yaml.safe_load(open(args.config))",
+                 "  File \"/usr/lib/python3/dist-packages/yaml/__init__.py\", line 125, in "
+                 "safe_load",
+                 "yaml.scanner.ScannerError: mapping values are not allowed here"},
+                "[default" + std::to_string(rank) + "]:");
   }
   exited(e, kRank0, 3.2, 1);
   exited(e, kRank1, 3.3, 1);
@@ -134,21 +132,21 @@ TEST(RuleFailedExit, TheSameUnknownExceptionFromTwoRanksIsOneFinding) {
 TEST(RuleFailedExit, AnExceptionRaisedFromAnotherCitesTheFirstOne) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  for (std::string text :
-       {"multiprocessing.pool.RemoteTraceback: ", "\"\"\"", "Traceback (most recent call last):",
-        "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 125, in worker",
-        "    result = (True, func(*args, **kwds))",
-        "  File \"/home/user/proj/prepare.py\", line 3, in tokenize",
-        "    return len(line.split()) // (len(line) - 5)",
-        "ZeroDivisionError: integer division or modulo by zero", "\"\"\"", "",
-        "The above exception was the direct cause of the following exception:", "",
-        "Traceback (most recent call last):",
-        "  File \"/home/user/proj/prepare.py\", line 6, in <module>",
-        "    counts = p.map(tokenize, lines)",
-        "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 774, in get",
-        "    raise self._value", "ZeroDivisionError: integer division or modulo by zero"}) {
-    e.log_lines.push_back(stderr_line(3.0, number++, "[default0]:" + text));
-  }
+  print_lines(
+      e, 3.0, number,
+      {"multiprocessing.pool.RemoteTraceback: ", "\"\"\"", "Traceback (most recent call last):",
+       "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 125, in worker",
+       "    result = (True, func(*args, **kwds))",
+       "  File \"/home/user/proj/prepare.py\", line 3, in tokenize",
+       "    return len(line.split()) // (len(line) - 5)",
+       "ZeroDivisionError: integer division or modulo by zero", "\"\"\"", "",
+       "The above exception was the direct cause of the following exception:", "",
+       "Traceback (most recent call last):",
+       "  File \"/home/user/proj/prepare.py\", line 6, in <module>",
+       "    counts = p.map(tokenize, lines)",
+       "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 774, in get",
+       "    raise self._value", "ZeroDivisionError: integer division or modulo by zero"},
+      "[default0]:");
   exited(e, kRank0, 3.2, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
@@ -491,15 +489,14 @@ TEST(RuleFailedExit, ASpawnedProcessThatPrintedItsExceptionIsExplainedByIt) {
   Evidence e = torchrun_job();
   add_spawned_child(e, 1041);
   uint64_t number = 1;
-  for (std::string text :
-       {"Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
-        "  File \"/home/user/proj/train.py\", line 40, in <module>", "    mp.spawn(work, nprocs=2)",
-        "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 138, in "
-        "_check_not_importing_main",
-        "RuntimeError: ", "        An attempt has been made to start a new process before the",
-        "        current process has finished its bootstrapping phase."}) {
-    e.log_lines.push_back(stderr_line(4.5, number++, text));
-  }
+  print_lines(
+      e, 4.5, number,
+      {"Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+       "  File \"/home/user/proj/train.py\", line 40, in <module>", "    mp.spawn(work, nprocs=2)",
+       "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 138, in "
+       "_check_not_importing_main",
+       "RuntimeError: ", "        An attempt has been made to start a new process before the",
+       "        current process has finished its bootstrapping phase."});
   exited(e, 1041, 4.6, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);

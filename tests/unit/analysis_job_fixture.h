@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "store/evidence.h"
 
@@ -105,6 +106,15 @@ inline void killed(Evidence& e, int pid, double seconds, int signal) {
 
 inline store::LogLine stderr_line(double seconds, uint64_t number, const std::string& text) {
   return {at(seconds), "stderr", number, text};
+}
+
+// `texts` printed one after another on stderr at `seconds`, each after `prefix` (a launcher's
+// "[default0]:"), numbered on from `number`.
+inline void print_lines(Evidence& e, double seconds, uint64_t& number,
+                        const std::vector<std::string>& texts, const std::string& prefix = "") {
+  for (const std::string& text : texts) {
+    e.log_lines.push_back(stderr_line(seconds, number++, prefix + text));
+  }
 }
 
 }  // namespace traindoc::analysis::job

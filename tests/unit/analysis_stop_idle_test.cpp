@@ -308,12 +308,12 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
 TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  for (std::string text : {"Exception in thread prefetch:", "Traceback (most recent call last):",
-                           "  File \"/usr/lib/python3.11/threading.py\", line 975, in run",
-                           "  File \"/home/user/proj/data.py\", line 6, in prefetch",
-                           "OSError: [Errno 5] Input/output error: '/data/shard-3.tar'"}) {
-    e.log_lines.push_back({at(4.9), "stderr", number++, "[default0]:" + text});
-  }
+  print_lines(e, 4.9, number,
+              {"Exception in thread prefetch:", "Traceback (most recent call last):",
+               "  File \"/usr/lib/python3.11/threading.py\", line 975, in run",
+               "  File \"/home/user/proj/data.py\", line 6, in prefetch",
+               "OSError: [Errno 5] Input/output error: '/data/shard-3.tar'"},
+              "[default0]:");
   e.events = {
       {at(5), "job-idle", 0, kIdleText},
       {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/queue.py", 171, "get")},

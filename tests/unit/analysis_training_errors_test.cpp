@@ -325,11 +325,10 @@ TEST(TrainingRules, ACheckpointThatWeightsOnlyLoadingRefusesNamesTheType) {
 Finding exception_finding(const std::string& exception) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  for (std::string text : {"[default0]:Traceback (most recent call last):",
-                           "[default0]:  File \"/home/user/proj/train.py\", line 52, in <module>",
-                           "[default0]:    loss.backward()"}) {
-    e.log_lines.push_back(stderr_line(2.0, number++, text));
-  }
+  print_lines(e, 2.0, number,
+              {"[default0]:Traceback (most recent call last):",
+               "[default0]:  File \"/home/user/proj/train.py\", line 52, in <module>",
+               "[default0]:    loss.backward()"});
   e.log_lines.push_back(stderr_line(2.0, number++, "[default0]:" + exception));
   exited(e, kRank0, 2.2, 1);
   Diagnosis d = diagnose(e);
@@ -377,21 +376,21 @@ TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
 TEST(TrainingRules, AnomalyDetectionsForwardCallIsCited) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  for (std::string text :
-       {"/usr/lib/python3/dist-packages/torch/autograd/__init__.py:197: UserWarning: Error "
-        "detected in SqrtBackward0. Traceback of forward call that caused the error:",
-        "  File \"/home/user/proj/train.py\", line 40, in <module>",
-        "    loss = criterion(torch.sqrt(pred), target)",
-        "  File \"/usr/lib/python3/dist-packages/torch/fx/traceback.py\", line 57, in format_stack",
-        "    return traceback.format_stack()",
-        " (Triggered internally at  ./torch/csrc/autograd/python_anomaly_mode.cpp:114.)",
-        "  Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the "
-        "backward pass",
-        "Traceback (most recent call last):",
-        "  File \"/home/user/proj/train.py\", line 41, in <module>", "    loss.backward()",
-        "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output."}) {
-    e.log_lines.push_back(stderr_line(2.0, number++, "[default0]:" + text));
-  }
+  print_lines(
+      e, 2.0, number,
+      {"/usr/lib/python3/dist-packages/torch/autograd/__init__.py:197: UserWarning: Error "
+       "detected in SqrtBackward0. Traceback of forward call that caused the error:",
+       "  File \"/home/user/proj/train.py\", line 40, in <module>",
+       "    loss = criterion(torch.sqrt(pred), target)",
+       "  File \"/usr/lib/python3/dist-packages/torch/fx/traceback.py\", line 57, in format_stack",
+       "    return traceback.format_stack()",
+       " (Triggered internally at  ./torch/csrc/autograd/python_anomaly_mode.cpp:114.)",
+       "  Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the "
+       "backward pass",
+       "Traceback (most recent call last):",
+       "  File \"/home/user/proj/train.py\", line 41, in <module>", "    loss.backward()",
+       "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output."},
+      "[default0]:");
   exited(e, kRank0, 2.2, 1);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
