@@ -39,8 +39,9 @@ void script_not_found(const SignatureMatch& m, KnownFailure& f) {
 
 void unreadable_image(const SignatureMatch& m, KnownFailure& f) {
   std::string path = field(m, "path");
-  f.title = !path.empty() ? "PIL cannot read the image file " + path
-                          : "PIL read an image file that is cut short";
+  f.title = !path.empty()                    ? "PIL cannot read the image file " + path
+            : !field(m, "truncated").empty() ? "PIL read an image file that is cut short"
+                                             : "PIL cannot read an image file";
   f.fix =
       "A file of the dataset is no image PIL can decode: corrupt, cut short by a copy or a "
       "download, an HTML error page saved as .jpg, or a format whose plugin is missing. Find "

@@ -45,7 +45,8 @@ bool is_python(const store::ProcessRecord& proc) {
 // command line counts.
 bool is_worker_of(const store::ProcessRecord& proc, const store::ProcessRecord& rank) {
   // multiprocessing's own servers do none of the rank's work, and numbering them would shift
-  // the workers' numbers from those their DataLoader prints. The forkserver's forks are workers.
+  // the workers' numbers from those their DataLoader prints. The forkserver's forks, as the agent
+  // tells them, are workers.
   bool fork = proc.agent && proc.forked;
   for (std::string_view server :
        {"multiprocessing.resource_tracker", "multiprocessing.forkserver"}) {
@@ -129,8 +130,15 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   // slurm); a rank that init_process_group gave where torchrun set none (ranks that
   // torch.multiprocessing.spawn started) comes before the outer launchers', and so does spawn's
   // index, which names the ranks that never got as far as init_process_group.
+  // Spawn's index alone names ranks only once one of them failed: processes spawned for other
+  // work (a preprocessing pool) stay workers of the process that trains.
+  auto failed_spawn = [](const store::ProcessRecord& p) {
+    return p.rank_source == "spawn" && ((p.exit_code && *p.exit_code != 0) || p.exit_signal);
+  };
+  bool spawn_ranks = std::any_of(procs.begin(), procs.end(), failed_spawn);
   std::string source;
   for (const char* name : {"torch", "process-group", "spawn", "openmpi", "pmi", "slurm"}) {
+    if (std::string_view(name) == "spawn" && !spawn_ranks) continue;
     if (std::any_of(procs.begin(), procs.end(),
                     [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
       source = name;

@@ -32,13 +32,15 @@ std::vector<int> RuleContext::ranks_of(const ProcessSummary& p) const {
 
 std::string exception_summary(const PythonTraceback& tb) {
   // The first line that says something: a message written as an indented block (multiprocessing's
-  // `raise RuntimeError('''...`) starts on the line after the type.
+  // `raise RuntimeError('''...`) starts on the line after the type, torchrun's ChildFailedError
+  // with a rule of '='.
   std::string_view first;
   std::string_view rest = tb.message;
   while (first.empty() && !rest.empty()) {
     size_t cut = std::min(rest.find('\n'), rest.size());
     first = rest.substr(0, cut);
     first.remove_prefix(std::min(first.find_first_not_of(" \t"), first.size()));
+    if (first.find_first_not_of("=-_*# \t") == std::string_view::npos) first = {};
     rest.remove_prefix(std::min(cut + 1, rest.size()));
   }
   return title_cut(tb.exception_type + (first.empty() ? "" : ": " + std::string(first)));

@@ -111,8 +111,11 @@ std::vector<std::string> forward_call(const RuleContext& context, const ProcessS
 
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
-  std::string who =
-      tb.thread.empty() ? context.name(p) : "thread " + tb.thread + " of " + context.name(p);
+  // A thread's traceback, unprefixed, may be read as the launcher's: it is no launcher's.
+  bool named = tb.thread.empty() || p.role.role == Role::kRank || p.role.role == Role::kWorker;
+  std::string who = tb.thread.empty() ? context.name(p)
+                    : named           ? "thread " + tb.thread + " of " + context.name(p)
+                                      : "thread " + tb.thread;
   std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
   std::string exception = exception_summary(tb);
   std::string raised = " raised " + exception;
@@ -142,6 +145,18 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
+    // Under torch.multiprocessing.spawn no launcher is meant to set them: the script must.
+    if (known->match->id == "torch.env-rendezvous-unset" &&
+        p.record.cmdline.find("spawn_main") != std::string::npos) {
+      std::string variable = field(*known->match, "variable");
+      f.title = who + ": " + variable +
+                " is not set in the process torch.multiprocessing.spawn started, and "
+                "init_process_group's env:// reads it";
+      f.fix =
+          "Set MASTER_ADDR and MASTER_PORT in os.environ before mp.spawn (every process it "
+          "starts inherits them) and pass rank= and world_size= to init_process_group, or "
+          "give it init_method=\"tcp://HOST:PORT\".";
+    }
     // One rank reads a checkpoint another is still writing: the classic missing barrier.
     if (f.kind == "checkpoint-corrupt" && p.record.world_size.value_or(1) > 1) {
       f.fix +=
@@ -153,7 +168,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
     add_ranks(f.ranks, known->ranks);
     merge_key = analysis::merge_key(f.kind, known->match->id);
-  } else if (p.role.role == Role::kLauncher) {
+  } else if (p.role.role == Role::kLauncher && tb.thread.empty()) {
     f.kind = "launcher-exit";
     std::string ranks = failed_before(context, p);
     f.title = who + (ranks.empty() ? " raised " + exception
@@ -212,8 +227,20 @@ bool from_known_line(const RuleContext& context, const ProcessSummary& p, Findin
   return true;
 }
 
+// A traceback through multiprocessing's start of a process: printed by that process itself.
+bool in_multiprocessing_bootstrap(const PythonTraceback& tb) {
+  return std::any_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
+    return frame.file.ends_with("multiprocessing/spawn.py") ||
+           frame.file.ends_with("multiprocessing/process.py") ||
+           frame.file.ends_with("multiprocessing/forkserver.py");
+  });
+}
+
 // The idle watch samples once a second: a spell may be dated just before the last output.
 constexpr int64_t kIdleSlackNs = 1'000'000'000;
+// A process waiting for a dead thread's work first uses up what the thread had done (a queue of
+// prefetched batches).
+constexpr int64_t kHangAfterThreadNs = 300'000'000'000;
 
 constexpr const char* kThreadHangFix =
     " The thread died and its process went on, waiting for what the thread would have done (a "
@@ -221,11 +248,15 @@ constexpr const char* kThreadHangFix =
     "function, and wait with a timeout (queue.get(timeout=...)), or run it with "
     "concurrent.futures, whose result() raises the thread's exception where it is awaited.";
 
-// When the job went idle at or after `t_ns` and never moved again: the start of that spell.
+// When the job went idle soon after `t_ns` and never moved again: the start of that spell. A
+// thread that died long before a hang (a logger's upload an hour earlier) did not cause it.
 std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns) {
   const std::vector<store::Event>& events = context.evidence.events;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].kind != "job-idle" || events[i].t_ns + kIdleSlackNs < t_ns) continue;
+    if (events[i].kind != "job-idle" || events[i].t_ns + kIdleSlackNs < t_ns ||
+        events[i].t_ns > t_ns + kHangAfterThreadNs) {
+      continue;
+    }
     bool resumed = false;
     for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
       resumed = resumed || events[j].kind == "job-resumed";
@@ -264,8 +295,8 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     const PythonTraceback* tb = raised ? raised : context.texts.final_exception(p);
     // A DataLoader worker hands its exception to its rank; a process that multiprocessing
     // started and that printed a traceback of its own (spawn's bootstrap, a Pool's initializer)
-    // is explained by it. A lone exception line near a worker's end may be anyone's.
-    if (p.role.role == Role::kWorker && (tb == nullptr || tb->frames.empty())) {
+    // is explained by it. Another traceback near a worker's end is its rank's.
+    if (p.role.role == Role::kWorker && (tb == nullptr || !in_multiprocessing_bootstrap(*tb))) {
       f.kind = "worker-exit";
       f.title = who + " " + exit_text(r);
       f.fix =
@@ -304,12 +335,18 @@ void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>
   for (const ProcessSummary& p : context.processes) {
     for (const PythonTraceback* tb : context.texts.tracebacks(p)) {
       if (tb->thread.empty() || tb->embedded || tb->exception_type.empty()) continue;
+      // A thread that died after its process's own exception is part of its teardown (a
+      // DataLoader's pin-memory thread losing its queue).
+      const PythonTraceback* own = context.texts.final_exception(p);
+      if (own != nullptr && own->t_ns <= tb->t_ns) continue;
       Finding f;
-      f.pids = {p.record.pid};
-      f.ranks = context.ranks_of(p);
+      if (p.role.role == Role::kRank || p.role.role == Role::kWorker) {
+        f.pids = {p.record.pid};
+        f.ranks = context.ranks_of(p);
+      }
       std::string merge_key;
       from_exception(context, p, *tb, f, merge_key);
-      merge_key = "thread " + merge_key;
+      if (!merge_key.empty()) merge_key = "thread " + merge_key;
       int64_t t_ns = tb->t_ns;
       // The process went on without the thread; if the job then never moved again, it waited
       // for what the thread would have done: the hang's cause.

@@ -87,8 +87,9 @@ void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding
     } else {
       f.evidence.push_back("printed on " + printed);
     }
-    // Each rank prints it once per place in the code: one finding for all of them.
-    std::string merge_key = "warning " + m.id + " " + f.title;
+    // Each rank prints it once per place in the code and message (a last batch of another size
+    // prints it again): one finding for all of them.
+    std::string merge_key = "warning " + m.id + user_place(m);
     out.push_back({std::move(f), line.t_ns, p != nullptr ? p->record.pid : 0, merge_key});
   }
 }

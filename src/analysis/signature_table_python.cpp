@@ -336,7 +336,10 @@ std::vector<Entry> python_signature_entries() {
        .kind = "python-exception",
        .failure = true,
        .needles = {"cannot identify image file", "image file is truncated", "Truncated File Read"},
+       // A path, or the file object torchvision's pil_loader opened ("<_io.BufferedReader
+       // name='/data/x.jpg'>").
        .parts = {{"cannot identify image file '([^']+)'", {{1, "path"}}},
+                 {"cannot identify image file <[^>]*name='([^']+)'>", {{1, "path"}}},
                  {"(image file is truncated|Truncated File Read)", {{1, "truncated"}}}},
        .description = "a dataset file PIL cannot decode: not an image (an HTML page, a corrupt "
                       "file) or cut short",
@@ -359,7 +362,9 @@ std::vector<Entry> python_signature_entries() {
        .example = "train.py:52: UserWarning: Using a target size (torch.Size([16])) that is "
                   "different to the input size (torch.Size([16, 1])). This will likely lead to "
                   "incorrect results due to broadcasting. Please ensure they have the same size.",
-       .source = "torch/nn/functional.py, verified"},
+       .source = "torch/nn/functional.py, verified",
+       // BCE raises a ValueError with the same start: it broadcasts nothing.
+       .unless = "is deprecated"},
       {.id = "torch.softmax-implicit-dim",
        .framework = "pytorch",
        .kind = "framework-warning",

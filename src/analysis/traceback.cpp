@@ -77,19 +77,31 @@ bool is_log_record(std::string_view t) {
   for (std::string_view level : {"ERROR:", "WARNING:", "INFO:", "DEBUG:", "CRITICAL:"}) {
     if (t.starts_with(level) && t.size() > level.size() && t[level.size()] != ' ') return true;
   }
-  // "E0709 17:05:38.123 ..." (PyTorch 2.x), "[E709 17:05:38 ...]", "[W ProcessGroupNCCL.cpp:..]"
+  // "E0709 17:05:38.123 ..." (PyTorch 2.x), "W20261126 04:43:28.576334 ..." (1.13's glog),
+  // "[E709 17:05:38 ...]", "[W ProcessGroupNCCL.cpp:..]"
   auto level = [](char c) { return c == 'E' || c == 'W' || c == 'I' || c == 'F'; };
-  if (t.size() > 6 && level(t[0]) && is_digit(t[1]) && is_digit(t[2]) && is_digit(t[3]) &&
-      is_digit(t[4]) && t[5] == ' ' && is_digit(t[6])) {
-    return true;
+  if (t.size() > 10 && level(t[0])) {
+    size_t date = std::find_if_not(t.begin() + 1, t.end(), is_digit) - t.begin() - 1;
+    if ((date == 4 || date == 8) && t[date + 1] == ' ' && is_digit(t[date + 2])) return true;
   }
   return t.size() > 3 && t[0] == '[' && level(t[1]) && (t[2] == ' ' || is_digit(t[2]));
 }
 
+// A Python warning as `warnings` prints it: "path.py:12: UserWarning: ...".
+bool is_python_warning(std::string_view t) {
+  size_t warning = t.find("Warning: ");
+  if (warning == std::string_view::npos) return false;
+  size_t colon = t.rfind(": ", warning);
+  if (colon == std::string_view::npos || colon == 0) return false;
+  size_t digits = t.find_last_not_of("0123456789", colon - 1);
+  return digits != std::string_view::npos && digits + 1 < colon && t[digits] == ':';
+}
+
 // Lines that no exception message holds: another writer's, after the message ended.
 bool ends_message(std::string_view t) {
-  // libstdc++'s terminate handler, as a program that raised aborts in its teardown.
-  return is_log_record(t) || t.starts_with("terminate called ");
+  // libstdc++'s terminate handler, as a program that raised aborts in its teardown; a warning
+  // printed as the interpreter shuts down (multiprocessing's resource tracker).
+  return is_log_record(t) || t.starts_with("terminate called ") || is_python_warning(t);
 }
 
 // torch.multiprocessing.spawn's "-- Process 1 terminated with the following error:", which its
@@ -106,13 +118,24 @@ std::optional<int> spawned_process(std::string_view t) {
 }
 
 // threading's "Exception in thread prefetch:" (3.10+: "Exception in thread Thread-1 (load):"),
-// printed before the traceback of an exception that ended a thread. nullopt for other lines.
+// printed before the traceback of an exception that ended a thread, also glued to a progress
+// bar's last redraw. nullopt for other lines.
 std::optional<std::string> thread_name(std::string_view t) {
   constexpr std::string_view kHead = "Exception in thread ";
-  if (!t.starts_with(kHead) || !t.ends_with(":") || t.size() == kHead.size() + 1) {
-    return std::nullopt;
-  }
-  return std::string(t.substr(kHead.size(), t.size() - kHead.size() - 1));
+  size_t head = t.rfind(kHead);
+  if (head == std::string_view::npos || !t.ends_with(":")) return std::nullopt;
+  std::string_view name = t.substr(head + kHead.size(), t.size() - head - kHead.size() - 1);
+  if (name.empty()) return std::nullopt;
+  return std::string(name);
+}
+
+// "Traceback (most recent call last):", alone or glued to output that did not end its line (a
+// progress bar's last redraw); not a DataLoader's "Original Traceback" nor torchrun's summary
+// field "traceback : Traceback (most recent call last):".
+bool is_header_line(std::string_view t) {
+  if (!t.ends_with(kHeader) || t.ends_with(kOriginalHeader)) return false;
+  std::string_view before = rtrim(t.substr(0, t.size() - kHeader.size()));
+  return !before.ends_with(":");
 }
 
 class Parser {
@@ -242,13 +265,13 @@ class Parser {
 
   void process(Track& track, const store::LogLine& line, const LinePrefix& p) {
     std::string_view text = rtrim(p.text);
-    // Also glued to output that did not end its line (a progress bar's last redraw).
-    bool is_header = text.ends_with(kHeader) && !text.ends_with(kOriginalHeader);
+    bool is_header = is_header_line(text);
     bool is_cause = text == kCauseMarker;
     bool is_context = text == kContextMarker;
 
     if (track.state == State::kMessage) {
-      if (text.empty() || is_header || is_cause || is_context || ends_message(text)) {
+      if (text.empty() || is_header || is_cause || is_context || ends_message(text) ||
+          spawned_process(text) || thread_name(text)) {
         close(track, false);
       } else {
         track.message.emplace_back(text);

@@ -35,7 +35,9 @@ constexpr std::string_view kAnchors[] = {"rror",
                                          "Xid",
                                          "state_dict",
                                          "copying a param",
-                                         "Warning:"};
+                                         "UserWarning",
+                                         "unused parameters in",
+                                         "bootstrapping phase"};
 
 uint16_t pair_at(std::string_view text, size_t i) {
   return static_cast<uint16_t>(static_cast<uint8_t>(text[i]) << 8 |

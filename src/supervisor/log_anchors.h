@@ -9,7 +9,8 @@
 namespace traindoc::supervisor {
 
 // The anchors: Python exceptions and tracebacks, C++ terminate and assertion messages, glibc
-// heap checks, signals, OOM, timeouts, NCCL warnings, Xid lines.
+// heap checks, signals, OOM, timeouts, NCCL warnings, Xid lines, Python's UserWarnings, DDP's
+// hint about unused parameters, multiprocessing's bootstrap error.
 std::span<const std::string_view> log_anchors();
 
 // Whether `line` holds one of the anchors.

@@ -215,9 +215,10 @@ std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const
     }
     uint64_t number = stream.line_number;
     for (std::string_view line : lines) {
-      if (number > kFirstLines && !worth_keeping(line)) {
-        out.push_back(
-            {t_ns, stream.info.name, number, std::string(shown(line).substr(0, kLineKept))});
+      // The lines end_line kept already are those whose shown text looked worth it.
+      std::string_view text = shown(line).substr(0, kLineKept);
+      if (number > kFirstLines && !worth_keeping(text)) {
+        out.push_back({t_ns, stream.info.name, number, std::string(text)});
       }
       --number;
     }

@@ -157,7 +157,9 @@ void ProcessTable::take_rank(int pid, uint64_t start_ticks, common::RankSource s
   r.rank = rank;
   r.world_size = world_size;
   r.rank_source = common::rank_source_name(source);
+  // Spawn's index is a number on this node: the local rank for sure, the rank only on one node.
   r.local_rank.reset();
+  if (source == common::RankSource::kSpawn) r.local_rank = rank;
   r.node_rank.reset();
   entry.changed = true;
 }

@@ -27,12 +27,12 @@ class ProcessTable {
                    const std::string& cmdline, const common::RankEnv& env);
 
   void from_agent(const AgentIdentity& identity);
-  // The rank init_process_group gave the process: it replaces a rank from the variables of an
-  // outer launcher (srun's SLURM_PROCID over torch.multiprocessing.spawn's ranks), never
-  // torchrun's, which names the same rank.
+  // The rank init_process_group gave the process: it replaces spawn's index and a rank from the
+  // variables of an outer launcher (srun's SLURM_PROCID over torch.multiprocessing.spawn's
+  // ranks), never torchrun's, which names the same rank.
   void joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size);
-  // The index torch.multiprocessing.spawn started the process as: its rank by convention, until
-  // init_process_group says; it replaces an outer launcher's rank.
+  // The index torch.multiprocessing.spawn started the process as: its local rank, and its rank
+  // by convention until init_process_group replaces it; it replaces an outer launcher's rank.
   void spawned(int pid, uint64_t start_ticks, int index);
 
   // An end for the latest process with this pid. `status` is a wait status. A more exact source

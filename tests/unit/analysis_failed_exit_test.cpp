@@ -509,6 +509,20 @@ TEST(RuleFailedExit, ASpawnedProcessThatPrintedItsExceptionIsExplainedByIt) {
               Contains(HasSubstr("RuntimeError: An attempt has been made to start a new process")));
 }
 
+// The first line of a message that says something: not the empty line before an indented block,
+// nor torchrun's rule of '=' before "train.py FAILED".
+TEST(RuleFailedExit, AnExceptionsSummarySkipsEmptyAndRuleLines) {
+  PythonTraceback tb;
+  tb.exception_type = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError";
+  tb.message = "\n============================================================\ntrain.py FAILED";
+  EXPECT_EQ(exception_summary(tb),
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: train.py FAILED");
+  tb.exception_type = "RuntimeError";
+  tb.message = "\n        An attempt has been made to start a new process before the";
+  EXPECT_EQ(exception_summary(tb),
+            "RuntimeError: An attempt has been made to start a new process before the");
+}
+
 TEST(RuleFailedExit, LauncherExit) {
   Evidence e = torchrun_job();
   exited(e, kLauncher, 12, 1);

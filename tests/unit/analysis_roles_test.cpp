@@ -263,12 +263,18 @@ TEST(Roles, RanksThatDiedBeforeJoiningTheirGroupKeepSpawnsIndex) {
   EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
   EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
   EXPECT_EQ(text_of(procs, roles, 704), "worker 0 of rank 1");
-  // None joined: spawn's indexes alone.
+  // None joined, and one failed: spawn's indexes alone.
   procs[2] = ranked(procs[2], "spawn", 0);
+  procs[3].exit_code = 1;
   roles = assign_roles(procs, 700);
   EXPECT_EQ(text_of(procs, roles, 700), "launcher");
   EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
   EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+  // None joined and none failed: processes spawned for other work, workers of the trainer.
+  procs[3].exit_code = 0;
+  roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 700), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 702), "worker 0 of rank 0");
 }
 
 // multiprocessing's resource tracker and forkserver, which a rank starts with the spawn and

@@ -132,6 +132,13 @@ TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {
 
 // --- rule_idle -------------------------------------------------------------------------------
 
+// Every process of the job ended by `signal` at `seconds`, and the job with it.
+void every_process_stopped(Evidence& e, double seconds, int signal) {
+  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, seconds, signal);
+  e.run.exit_signal = signal;
+  e.run.end_ns = at(seconds + 0.4);
+}
+
 const std::string kIdleText = "no process used CPU or printed for 30.0 s (told at +35.0 s)";
 
 std::string stack_in(const std::string& file, int line, const std::string& function) {
@@ -154,9 +161,7 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
       {at(35.1), "stack-at-idle", kWorker0, stack_in("/home/user/proj/data.py", 12, "__getitem__")},
       forwarded(40, "SIGINT from the terminal, passed on to 0 process(es)"),
   };
-  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 40.1, SIGINT);
-  e.run.exit_signal = SIGINT;
-  e.run.end_ns = at(40.5);
+  every_process_stopped(e, 40.1, SIGINT);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   // It hung until it was stopped: the hang is why it was stopped, and the stop its consequence.
@@ -318,9 +323,7 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
       {at(5), "job-idle", 0, kIdleText},
       {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/queue.py", 171, "get")},
       forwarded(40, "SIGTERM from outside, passed on to 1 process(es)")};
-  for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 40.1, SIGTERM);
-  e.run.exit_signal = SIGTERM;
-  e.run.end_ns = at(40.5);
+  every_process_stopped(e, 40.1, SIGTERM);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings[0];
@@ -349,6 +352,41 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   ASSERT_NE(thread, d.findings.end());
   EXPECT_EQ(thread->severity, Severity::kWarning);
   EXPECT_THAT(thread->title, EndsWith("; the process went on without it"));
+}
+
+// A thread that died minutes before the job hung (a logger's upload) did not cause the hang; one
+// that died after its process's own exception died in its teardown, and is no finding.
+TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  const std::vector<std::string> thread_died = {
+      "Exception in thread upload:", "Traceback (most recent call last):",
+      "  File \"/home/user/proj/log.py\", line 9, in upload",
+      "ConnectionError: the server went away"};
+  print_lines(e, 4.9, number, thread_died, "[default0]:");
+  e.events = {{at(400), "job-idle", 0, kIdleText},
+              forwarded(440, "SIGTERM from outside, passed on to 1 process(es)")};
+  every_process_stopped(e, 440.1, SIGTERM);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "job-idle");
+  auto thread = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.title.starts_with("thread upload of rank 0");
+  });
+  ASSERT_NE(thread, d.findings.end());
+  EXPECT_EQ(thread->severity, Severity::kWarning);
+
+  Evidence teardown = torchrun_job();
+  number = 1;
+  print_lines(teardown, 3.0, number,
+              {"Traceback (most recent call last):",
+               "  File \"/home/user/proj/train.py\", line 30, in <module>", "KeyError: 'label'"},
+              "[default0]:");
+  print_lines(teardown, 3.5, number, thread_died, "[default0]:");
+  exited(teardown, kRank0, 3.6, 1);
+  for (const Finding& f : diagnose(teardown).findings) {
+    EXPECT_EQ(f.title.find("thread upload"), std::string::npos) << f.title;
+  }
 }
 
 }  // namespace

@@ -202,6 +202,39 @@ TEST(TracebackParse, AThreadsExceptionNamesTheThread) {
   EXPECT_EQ(tbs[0].thread, "Thread-1 (prefetch)");
   EXPECT_EQ(tbs[0].exception_type, "OSError");
   EXPECT_EQ(tbs[1].thread, "");  // the main thread's own, after it
+
+  // Two threads dying at once: the second's name ends the first's message. One glued to a
+  // progress bar is named too.
+  texts = thread_died;
+  texts.push_back("Epoch 1: 45%|####  | 450/1000 [00:10<00:12]Exception in thread loader-2:");
+  texts.insert(texts.end(), thread_died.begin() + 1, thread_died.end());
+  tbs = parse_tracebacks(lines(texts));
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_EQ(tbs[0].message, "[Errno 5] Input/output error");
+  EXPECT_EQ(tbs[1].thread, "loader-2");
+}
+
+// Lines that end an exception's message: a Python warning printed as the interpreter shuts
+// down, a glog record of PyTorch 1.13. torchrun's summary field "traceback : Traceback (...)"
+// is no traceback of its own.
+TEST(TracebackParse, WhatEndsAMessageAndWhatIsNoHeader) {
+  for (std::string after :
+       {"/usr/lib/python3.11/multiprocessing/resource_tracker.py:224: UserWarning: "
+        "resource_tracker: There appear to be 1 leaked semaphore objects to clean up at shutdown",
+        "W20261126 04:43:28.576334 24431 reducer.cpp:1298] Warning: find_unused_parameters=True"}) {
+    std::vector<PythonTraceback> tbs = parse_tracebacks(
+        lines({"Traceback (most recent call last):",
+               "  File \"/home/user/train.py\", line 3, in <module>", "KeyError: 'label'", after}));
+    ASSERT_EQ(tbs.size(), 1u);
+    EXPECT_EQ(tbs[0].message, "'label'") << after;
+  }
+  std::vector<PythonTraceback> tbs;
+  tbs = parse_tracebacks(lines({
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+      "  traceback : Traceback (most recent call last):",
+      "  File \"/home/user/train.py\", line 3, in <module>",
+  }));
+  for (const PythonTraceback& tb : tbs) EXPECT_NE(tb.first_line, 2u);
 }
 
 TEST(TracebackParse, TorchrunTeeInterleavedRanks) {

@@ -50,7 +50,7 @@ TEST(LogAnchors, AgreesWithASearchPerAnchor) {
     ASSERT_EQ(worth_keeping(line), worth_keeping_by_search(line)) << line;
     kept += worth_keeping_by_search(line);
   }
-  EXPECT_GT(kept, 10000);  // both answers were well exercised
+  EXPECT_GT(kept, 5000);  // both answers were well exercised
   EXPECT_LT(kept, 190000);
 }
 

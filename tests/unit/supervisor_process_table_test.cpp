@@ -207,6 +207,7 @@ TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
   ProcessRecord r = t.get(10, 100);
   EXPECT_EQ(r.rank, 1);
   EXPECT_EQ(r.rank_source, "spawn");
+  EXPECT_EQ(r.local_rank, 1);
   EXPECT_FALSE(r.world_size.has_value());
   t.table.joined_process_group(10, 100, 5, 8);
   t.table.spawned(10, 100, 1);  // never back: the group's rank is the truth
