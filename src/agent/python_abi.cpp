@@ -41,3 +41,10 @@ extern "C" __attribute__((visibility("default"))) void traindoc_spawned(int inde
   traindoc::agent::append_record(traindoc::common::RecordType::kSpawned, index, 0);
   errno = saved_errno;
 }
+
+// An exception ended a thread of this process; Python prints its traceback next.
+extern "C" __attribute__((visibility("default"))) void traindoc_thread_died(void) {
+  int saved_errno = errno;
+  traindoc::agent::append_record(traindoc::common::RecordType::kThreadDied, 0, 0);
+  errno = saved_errno;
+}

@@ -17,6 +17,8 @@ constexpr int64_t kExitAfterPrintNs = 30'000'000'000;
 constexpr int64_t kFinalSlackNs = 2'000'000'000;
 // An exception printed long before the end was handled (logged) rather than fatal.
 constexpr int64_t kFinalWithinNs = 60'000'000'000;
+// The hook marks a thread's death just before Python prints its traceback.
+constexpr int64_t kThreadPrintNs = 5'000'000'000;
 
 bool failed(const store::ProcessRecord& r) {
   return (r.exit_code && *r.exit_code != 0) || r.exit_signal;
@@ -146,6 +148,27 @@ class LineOwners {
     return by_time(m_processes, m_prefixed, crashed, m_root, tb.t_ns);
   }
 
+  // The process whose hook marked a thread's death just before this thread's traceback was read,
+  // whatever the output's interleaving: the earliest such mark not `used` by an earlier one.
+  const ProcessSummary* of_thread(const PythonTraceback& tb,
+                                  std::set<const store::Event*>& used) const {
+    const store::Event* mark = nullptr;
+    for (const store::Event& e : m_evidence.events) {
+      if (e.kind != "thread-died" || used.contains(&e) || e.t_ns > tb.t_ns + kReadSlackNs ||
+          e.t_ns + kThreadPrintNs < tb.t_ns) {
+        continue;
+      }
+      if (mark == nullptr || e.t_ns < mark->t_ns) mark = &e;
+    }
+    if (mark == nullptr) return nullptr;
+    used.insert(mark);
+    const ProcessSummary* found = nullptr;
+    for (const ProcessSummary& p : m_processes) {
+      if (p.record.pid == mark->pid && p.record.start_ns <= mark->t_ns) found = &p;
+    }
+    return found;
+  }
+
  private:
   const store::Evidence& m_evidence;
   const std::vector<ProcessSummary>& m_processes;
@@ -160,6 +183,7 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
       m_owners(std::make_unique<LineOwners>(evidence, processes)),
       m_tracebacks(parse_tracebacks(evidence.log_lines)) {
   const LineOwners& owners = *m_owners;
+  std::set<const store::Event*> thread_marks;
   for (const PythonTraceback& tb : m_tracebacks) {
     std::vector<SignatureMatch> found = match_traceback(tb);
     // An exception raised from another ("direct cause") or while handling it ("during handling")
@@ -175,6 +199,9 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
     }
     m_traceback_signatures.push_back(std::move(found));
     const ProcessSummary* owner = owners.of_traceback(tb);
+    if (!tb.thread.empty() && !tb.prefix_rank) {
+      if (const ProcessSummary* dying = owners.of_thread(tb, thread_marks)) owner = dying;
+    }
     if (owner != nullptr && tb.spawned_process) {
       if (const ProcessSummary* child = spawned_child(processes, *owner, *tb.spawned_process)) {
         owner = child;

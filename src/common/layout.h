@@ -42,6 +42,8 @@ enum class RecordType : uint32_t {
   kSpawned = 7,             // torch.multiprocessing.spawn started this process (Python hook):
                             // a = the index it gave, the process's rank by convention until
                             // init_process_group says otherwise
+  kThreadDied = 8,          // an exception ended a thread (Python hook), just before Python
+                            // prints its traceback
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -276,6 +276,8 @@ void Loop::read_agent() {
       m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
+    } else if (record.type == common::RecordType::kThreadDied) {
+      m_store.add_event({record.time_ns, "thread-died", record.pid, ""});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
       event("label-out-of-range", record.pid,
             "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes");

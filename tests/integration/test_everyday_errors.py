@@ -9,6 +9,8 @@ an error printed after a progress bar's redraws; a script written for torchrun s
 a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
 only warn; DDP's needless search for unused parameters. The title says what happened and the fix
 names the sizes, types or keys."""
+import re
+
 from PIL import Image
 
 from conftest import PYTHON, free_port, python_job, torchrun
@@ -165,6 +167,21 @@ dist.init_process_group("gloo")
 model = DistributedDataParallel(torch.nn.Linear(4, 2), find_unused_parameters=True)
 for step in range(2):
     model(torch.randn(8, 4)).sum().backward()
+"""
+
+# Rank 1's loader thread dies; both ranks finish. Their output has no prefix.
+SPAWNED_THREAD_DIES = """
+import os, threading, torch.multiprocessing as mp
+def load():
+    raise OSError("[Errno 5] Input/output error")
+def work(rank):
+    if rank == 1:
+        thread = threading.Thread(target=load, name="loader")
+        thread.start()
+        thread.join()
+    print("rank", rank, "pid", os.getpid(), flush=True)
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
 """
 
 
@@ -360,3 +377,14 @@ def test_a_needless_search_for_unused_parameters(traindoc, tmp_path):
     assert hint["kind"] == "framework-warning" and hint["severity"] == "info", hint
     assert sorted(hint["ranks"]) == [0, 1], hint
     assert hint["title"].startswith("DDP looks for unused parameters every step"), hint
+
+
+def test_a_thread_that_died_in_a_spawned_rank(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SPAWNED_THREAD_DIES)
+    run = traindoc([PYTHON, str(script)])
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    pid = int(re.search(rb"rank 1 pid (\d+)", run.stdout).group(1))
+    (thread,) = [f for f in run.report["findings"] if f["title"].startswith("thread loader of ")]
+    assert thread["pids"] == [pid], thread
+    assert thread["severity"] == "warning"

@@ -389,5 +389,24 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
   }
 }
 
+// Output without a launcher prefix, where no process failed: the hook's mark of the thread's
+// death names the process that printed its traceback.
+TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 4.9, number,
+              {"Exception in thread loader:", "Traceback (most recent call last):",
+               "  File \"/home/user/proj/data.py\", line 6, in load",
+               "OSError: [Errno 5] Input/output error"});
+  e.events = {{at(4.85), "thread-died", kRank1, ""}};
+  for (int pid : {kLauncher, kRank0, kRank1, kWorker0, kWorker1}) exited(e, pid, 9, 0);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].title,
+            "thread loader of rank 1 (pid 1011) raised OSError: [Errno 5] Input/output error; the "
+            "process went on without it");
+  EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank1));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis
