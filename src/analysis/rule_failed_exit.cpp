@@ -248,9 +248,20 @@ constexpr const char* kThreadHangFix =
     "function, and wait with a timeout (queue.get(timeout=...)), or run it with "
     "concurrent.futures, whose result() raises the thread's exception where it is awaited.";
 
-// When the job went idle soon after `t_ns` and never moved again: the start of that spell. A
-// thread that died long before a hang (a logger's upload an hour earlier) did not cause it.
-std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns) {
+// When the job went idle soon after `t_ns` and never moved again, or the others waited soon
+// after in a collective that process `pid` never called (it waited for the thread's work): the
+// start of that hang. A thread that died long before a hang (a logger's upload an hour earlier)
+// did not cause it.
+std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int pid) {
+  for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
+    if (issue.kind != "collective-missing" || issue.first_ns + kIdleSlackNs < t_ns ||
+        issue.first_ns > t_ns + kHangAfterThreadNs) {
+      continue;
+    }
+    for (const store::CollectiveIssueRank& rank : issue.ranks) {
+      if (rank.pid == pid && rank.state == "never called it") return issue.first_ns;
+    }
+  }
   const std::vector<store::Event>& events = context.evidence.events;
   for (size_t i = 0; i < events.size(); ++i) {
     if (events[i].kind != "job-idle" || events[i].t_ns + kIdleSlackNs < t_ns ||
@@ -350,7 +361,7 @@ void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>
       int64_t t_ns = tb->t_ns;
       // The process went on without the thread; if the job then never moved again, it waited
       // for what the thread would have done: the hang's cause.
-      if (std::optional<int64_t> idle = hung_after(context, tb->t_ns)) {
+      if (std::optional<int64_t> idle = hung_after(context, tb->t_ns, p.record.pid)) {
         f.title += "; the job then hung";
         f.fix += kThreadHangFix;
         t_ns = std::min(t_ns, *idle - 1);

@@ -136,6 +136,31 @@ TEST(CollectivesRule, AMergedAccountNamesEachProcessOnce) {
   EXPECT_THAT(root.title, Not(HasSubstr("attempts")));
 }
 
+// Rank 1's prefetch thread died, and rank 1 then never made the collective the others waited in
+// (it waited for a batch the thread would have made): the thread's exception is the cause.
+TEST(CollectivesRule, AThreadThatDiedBeforeItsRankWentMissingIsTheCause) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.collective_issues[0].ranks[1].state = "never called it";
+  e.processes[2].rank = 1;
+  uint64_t number = 1;
+  for (const char* text :
+       {"Exception in thread prefetch:", "Traceback (most recent call last):",
+        "  File \"data.py\", line 9, in prefetch", "OSError: [Errno 5] Input/output error"}) {
+    e.log_lines.push_back(
+        {kT0 + kSecond / 2, "stderr", number++, std::string("[default1]:") + text});
+  }
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings.front();
+  EXPECT_EQ(root.title,
+            "thread prefetch of rank 1 (pid 12) raised OSError: [Errno 5] Input/output error; the "
+            "job then hung");
+  auto missing = std::find_if(d.findings.begin(), d.findings.end(),
+                              [](const Finding& f) { return f.kind == "collective-missing"; });
+  ASSERT_NE(missing, d.findings.end());
+  EXPECT_THAT(root.consequences, Contains(missing - d.findings.begin()));
+}
+
 TEST(CollectivesRule, EachKindHasItsFix) {
   EXPECT_NE(diagnose(job_with_issue("collective-mismatch", "dtype")).findings[0].fix.find("Cast"),
             std::string::npos);
