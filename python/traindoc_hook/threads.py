@@ -16,13 +16,14 @@ def install():
     died.argtypes = []
 
     def excepthook(args):
-        if args.exc_type is not SystemExit:  # which ends a thread quietly
-            try:
+        try:
+            if args.exc_type is not SystemExit:  # which ends a thread quietly
                 died()
-            except Exception:
-                if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-                    raise
-        previous(args)
+        except Exception:
+            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+                raise
+        finally:
+            previous(args)
 
     excepthook.__traindoc_recorded__ = True
     threading.excepthook = excepthook

@@ -199,7 +199,11 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
     }
     m_traceback_signatures.push_back(std::move(found));
     const ProcessSummary* owner = owners.of_traceback(tb);
-    if (!tb.thread.empty() && !tb.prefix_rank) {
+    // A chain is printed in one go, by the process that printed its first traceback.
+    std::optional<size_t> link = tb.cause ? tb.cause : tb.context;
+    if (link && !tb.prefix_rank) {
+      owner = m_traceback_owner[*link];
+    } else if (!tb.thread.empty() && !tb.prefix_rank) {
       if (const ProcessSummary* dying = owners.of_thread(tb, thread_marks)) owner = dying;
     }
     if (owner != nullptr && tb.spawned_process) {

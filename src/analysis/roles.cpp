@@ -4,6 +4,7 @@
 #include "analysis/roles.h"
 
 #include <algorithm>
+#include <csignal>
 #include <numeric>
 #include <tuple>
 
@@ -133,7 +134,10 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   // Spawn's index alone names ranks only once one of them failed: processes spawned for other
   // work (a preprocessing pool) stay workers of the process that trains.
   auto failed_spawn = [](const store::ProcessRecord& p) {
-    return p.rank_source == "spawn" && ((p.exit_code && *p.exit_code != 0) || p.exit_signal);
+    bool stopped = p.exit_signal && (*p.exit_signal == SIGTERM || *p.exit_signal == SIGINT ||
+                                     *p.exit_signal == SIGHUP);
+    return p.rank_source == "spawn" &&
+           ((p.exit_code && *p.exit_code != 0) || (p.exit_signal && !stopped));
   };
   bool spawn_ranks = std::any_of(procs.begin(), procs.end(), failed_spawn);
   std::string source;

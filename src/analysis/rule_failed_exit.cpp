@@ -146,8 +146,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
     // Under torch.multiprocessing.spawn no launcher is meant to set them: the script must.
-    if (known->match->id == "torch.env-rendezvous-unset" &&
-        p.record.cmdline.find("spawn_main") != std::string::npos) {
+    if (known->match->id == "torch.env-rendezvous-unset" && p.record.rank_source == "spawn") {
       std::string variable = field(*known->match, "variable");
       f.title = who + ": " + variable +
                 " is not set in the process torch.multiprocessing.spawn started, and "
@@ -241,6 +240,8 @@ constexpr int64_t kIdleSlackNs = 1'000'000'000;
 // A process waiting for a dead thread's work first uses up what the thread had done (a queue of
 // prefetched batches).
 constexpr int64_t kHangAfterThreadNs = 300'000'000'000;
+// ...or gives up waiting for it (queue.get(timeout=...)).
+constexpr int64_t kFailAfterThreadNs = 120'000'000'000;
 
 constexpr const char* kThreadHangFix =
     " The thread died and its process went on, waiting for what the thread would have done (a "
@@ -254,7 +255,9 @@ constexpr const char* kThreadHangFix =
 // did not cause it.
 std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int pid) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
-    if (issue.kind != "collective-missing" || issue.first_ns + kIdleSlackNs < t_ns ||
+    // The others may have waited already (a rank slowed by its data): the hang counts if it was
+    // still there when the thread died.
+    if (issue.kind != "collective-missing" || issue.t_ns + kIdleSlackNs < t_ns ||
         issue.first_ns > t_ns + kHangAfterThreadNs) {
       continue;
     }
@@ -365,6 +368,12 @@ void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>
         f.title += "; the job then hung";
         f.fix += kThreadHangFix;
         t_ns = std::min(t_ns, *idle - 1);
+      } else if (own != nullptr && own->t_ns <= tb->t_ns + kFailAfterThreadNs) {
+        // Its process failed soon after: waiting for the thread's work, most likely.
+        f.title += "; its process failed " + format_seconds(own->t_ns - tb->t_ns) + " later";
+        f.fix +=
+            " The thread died first, and its process, which waited for what the thread "
+            "would have done, failed after it: fix the thread's error first.";
       } else {
         f.severity = Severity::kWarning;
         f.title += "; the process went on without it";

@@ -135,7 +135,7 @@ std::optional<std::string> thread_name(std::string_view t) {
 bool is_header_line(std::string_view t) {
   if (!t.ends_with(kHeader) || t.ends_with(kOriginalHeader)) return false;
   std::string_view before = rtrim(t.substr(0, t.size() - kHeader.size()));
-  return !before.ends_with(":");
+  return !before.ends_with(" :");
 }
 
 class Parser {
@@ -202,6 +202,10 @@ class Parser {
     tb.spawned_process = track.spawned;
     track.spawned.reset();
     tb.thread = std::exchange(track.thread, {});
+    // Python names the thread once, before the first traceback of a chain.
+    if (std::optional<size_t> link = tb.cause ? tb.cause : tb.context) {
+      if (tb.thread.empty()) tb.thread = m_out[*link].thread;
+    }
     track.last_closed.reset();
     track.pending = Link::kNone;
     track.state = State::kFrames;

@@ -154,12 +154,17 @@ void ProcessTable::take_rank(int pid, uint64_t start_ticks, common::RankSource s
   Entry& entry = entry_for(pid, start_ticks, 0);
   store::ProcessRecord& r = entry.record;
   if (nearness(r.rank_source) >= nearness(common::rank_source_name(source))) return;
+  // Spawn's index is a number on this node: the local rank for sure (also once the group names
+  // the rank), the rank only on one node.
+  bool spawned = r.rank_source == common::rank_source_name(common::RankSource::kSpawn);
+  if (source == common::RankSource::kSpawn) {
+    r.local_rank = rank;
+  } else if (!spawned) {
+    r.local_rank.reset();
+  }
   r.rank = rank;
   r.world_size = world_size;
   r.rank_source = common::rank_source_name(source);
-  // Spawn's index is a number on this node: the local rank for sure, the rank only on one node.
-  r.local_rank.reset();
-  if (source == common::RankSource::kSpawn) r.local_rank = rank;
   r.node_rank.reset();
   entry.changed = true;
 }

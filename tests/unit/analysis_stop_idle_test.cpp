@@ -408,5 +408,30 @@ TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank1));
 }
 
+// The process failed soon after its thread died (it gave up waiting for the thread's work): the
+// thread's exception is the cause, the process's own its consequence.
+TEST(RuleIdle, AThreadThatDiedJustBeforeItsProcessFailedIsTheCause) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 3.0, number,
+              {"Exception in thread prefetch:", "Traceback (most recent call last):",
+               "  File \"/home/user/proj/data.py\", line 6, in prefetch",
+               "OSError: [Errno 5] Input/output error"},
+              "[default0]:");
+  print_lines(e, 5.0, number,
+              {"Traceback (most recent call last):",
+               "  File \"/home/user/proj/train.py\", line 30, in <module>",
+               "  File \"/usr/lib/python3.11/queue.py\", line 179, in get", "_queue.Empty"},
+              "[default0]:");
+  exited(e, kRank0, 5.1, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_GE(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].title,
+            "thread prefetch of rank 0 (pid 1010) raised OSError: [Errno 5] Input/output error; "
+            "its process failed 2.0 s later");
+  EXPECT_THAT(d.findings[0].consequences, Contains(1u));
+  EXPECT_EQ(d.findings[1].title, "rank 0 (pid 1010) raised _queue.Empty");
+}
+
 }  // namespace
 }  // namespace traindoc::analysis

@@ -212,6 +212,18 @@ TEST(TracebackParse, AThreadsExceptionNamesTheThread) {
   ASSERT_EQ(tbs.size(), 2u);
   EXPECT_EQ(tbs[0].message, "[Errno 5] Input/output error");
   EXPECT_EQ(tbs[1].thread, "loader-2");
+
+  // Python names the thread once for a chain: the exception that ended it is the last one.
+  texts = thread_died;
+  texts.insert(texts.end(),
+               {"", "The above exception was the direct cause of the following exception:", "",
+                "Traceback (most recent call last):",
+                "  File \"/home/user/proj/train.py\", line 8, in prefetch",
+                "RuntimeError: shard 3 unreadable"});
+  tbs = parse_tracebacks(lines(texts));
+  ASSERT_EQ(tbs.size(), 2u);
+  EXPECT_EQ(tbs[1].cause, 0u);
+  EXPECT_EQ(tbs[1].thread, "Thread-1 (prefetch)");
 }
 
 // Lines that end an exception's message: a Python warning printed as the interpreter shuts
@@ -228,7 +240,12 @@ TEST(TracebackParse, WhatEndsAMessageAndWhatIsNoHeader) {
     ASSERT_EQ(tbs.size(), 1u);
     EXPECT_EQ(tbs[0].message, "'label'") << after;
   }
-  std::vector<PythonTraceback> tbs;
+  // logging.error(traceback.format_exc()) with logging's default format is a traceback.
+  std::vector<PythonTraceback> tbs = parse_tracebacks(
+      lines({"ERROR:root:Traceback (most recent call last):",
+             "  File \"/home/user/train.py\", line 3, in <module>", "KeyError: 'label'"}));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_FALSE(tbs[0].incomplete);
   tbs = parse_tracebacks(lines({
       "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
       "  traceback : Traceback (most recent call last):",

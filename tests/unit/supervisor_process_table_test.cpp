@@ -213,6 +213,7 @@ TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
   t.table.spawned(10, 100, 1);  // never back: the group's rank is the truth
   r = t.get(10, 100);
   EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.local_rank, 1);  // spawn's index, on this node
   EXPECT_EQ(r.rank_source, "process-group");
   // torchrun's RANK stays.
   t.table.seen_alive(20, 1, 200, 1);
