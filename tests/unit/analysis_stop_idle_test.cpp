@@ -139,6 +139,16 @@ void every_process_stopped(Evidence& e, double seconds, int signal) {
   e.run.end_ns = at(seconds + 0.4);
 }
 
+// A prefetch thread's death as threading prints it, in rank 0's torchrun prefix (`prefix`).
+void prefetch_thread_died(Evidence& e, double seconds, uint64_t& number,
+                          const std::string& prefix = "[default0]:") {
+  print_lines(e, seconds, number,
+              {"Exception in thread prefetch:", "Traceback (most recent call last):",
+               "  File \"/home/user/proj/data.py\", line 6, in prefetch",
+               "OSError: [Errno 5] Input/output error"},
+              prefix);
+}
+
 const std::string kIdleText = "no process used CPU or printed for 30.0 s (told at +35.0 s)";
 
 std::string stack_in(const std::string& file, int line, const std::string& function) {
@@ -313,12 +323,7 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
 TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  print_lines(e, 4.9, number,
-              {"Exception in thread prefetch:", "Traceback (most recent call last):",
-               "  File \"/usr/lib/python3.11/threading.py\", line 975, in run",
-               "  File \"/home/user/proj/data.py\", line 6, in prefetch",
-               "OSError: [Errno 5] Input/output error: '/data/shard-3.tar'"},
-              "[default0]:");
+  prefetch_thread_died(e, 4.9, number);
   e.events = {
       {at(5), "job-idle", 0, kIdleText},
       {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/queue.py", 171, "get")},
@@ -330,8 +335,8 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   EXPECT_TRUE(root.root_cause);
   EXPECT_EQ(root.kind, "python-exception");
   EXPECT_EQ(root.title,
-            "thread prefetch of rank 0 (pid 1010) raised OSError: [Errno 5] Input/output error: "
-            "'/data/shard-3.tar'; the job then hung");
+            "thread prefetch of rank 0 (pid 1010) raised OSError: [Errno 5] Input/output error; "
+            "the job then hung");
   EXPECT_THAT(root.fix, HasSubstr("queue.get(timeout=...)"));
   auto idle = std::find_if(d.findings.begin(), d.findings.end(),
                            [](const Finding& f) { return f.kind == "job-idle"; });
@@ -359,11 +364,7 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
 TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  const std::vector<std::string> thread_died = {
-      "Exception in thread upload:", "Traceback (most recent call last):",
-      "  File \"/home/user/proj/log.py\", line 9, in upload",
-      "ConnectionError: the server went away"};
-  print_lines(e, 4.9, number, thread_died, "[default0]:");
+  prefetch_thread_died(e, 4.9, number);
   e.events = {{at(400), "job-idle", 0, kIdleText},
               forwarded(440, "SIGTERM from outside, passed on to 1 process(es)")};
   every_process_stopped(e, 440.1, SIGTERM);
@@ -371,7 +372,7 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings[0].kind, "job-idle");
   auto thread = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
-    return f.title.starts_with("thread upload of rank 0");
+    return f.title.starts_with("thread prefetch of rank 0");
   });
   ASSERT_NE(thread, d.findings.end());
   EXPECT_EQ(thread->severity, Severity::kWarning);
@@ -382,10 +383,10 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
               {"Traceback (most recent call last):",
                "  File \"/home/user/proj/train.py\", line 30, in <module>", "KeyError: 'label'"},
               "[default0]:");
-  print_lines(teardown, 3.5, number, thread_died, "[default0]:");
+  prefetch_thread_died(teardown, 3.5, number);
   exited(teardown, kRank0, 3.6, 1);
   for (const Finding& f : diagnose(teardown).findings) {
-    EXPECT_EQ(f.title.find("thread upload"), std::string::npos) << f.title;
+    EXPECT_EQ(f.title.find("thread prefetch"), std::string::npos) << f.title;
   }
 }
 
@@ -394,17 +395,14 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
 TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  print_lines(e, 4.9, number,
-              {"Exception in thread loader:", "Traceback (most recent call last):",
-               "  File \"/home/user/proj/data.py\", line 6, in load",
-               "OSError: [Errno 5] Input/output error"});
+  prefetch_thread_died(e, 4.9, number, "");
   e.events = {{at(4.85), "thread-died", kRank1, ""}};
   for (int pid : {kLauncher, kRank0, kRank1, kWorker0, kWorker1}) exited(e, pid, 9, 0);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].title,
-            "thread loader of rank 1 (pid 1011) raised OSError: [Errno 5] Input/output error; the "
-            "process went on without it");
+            "thread prefetch of rank 1 (pid 1011) raised OSError: [Errno 5] Input/output error; "
+            "the process went on without it");
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank1));
 }
 
@@ -413,11 +411,7 @@ TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
 TEST(RuleIdle, AThreadThatDiedJustBeforeItsProcessFailedIsTheCause) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
-  print_lines(e, 3.0, number,
-              {"Exception in thread prefetch:", "Traceback (most recent call last):",
-               "  File \"/home/user/proj/data.py\", line 6, in prefetch",
-               "OSError: [Errno 5] Input/output error"},
-              "[default0]:");
+  prefetch_thread_died(e, 3.0, number);
   print_lines(e, 5.0, number,
               {"Traceback (most recent call last):",
                "  File \"/home/user/proj/train.py\", line 30, in <module>",
