@@ -37,6 +37,38 @@ void script_not_found(const SignatureMatch& m, KnownFailure& f) {
           "relative path resolves against it; a launcher or a scheduler may set another).";
 }
 
+void batchnorm_one_sample(const SignatureMatch& m, KnownFailure& f) {
+  std::string input = field(m, "shape");
+  f.title = "batch normalization got one sample per channel in training" +
+            (input.empty() ? std::string() : " (input " + shape(input) + ")");
+  f.fix =
+      "BatchNorm cannot compute a variance over one value: the last batch of an epoch often has "
+      "a single sample (a dataset size one more than a multiple of the batch size). Pass "
+      "drop_last=True to the DataLoader, use a batch of more than one sample per process, or "
+      "call model.eval() to run one sample.";
+}
+
+void view_size_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  std::string sizes = shape(field(m, "shape"));
+  std::string elements = field(m, "elements");
+  f.title = "a view or reshape to " + sizes + " of a tensor of " + elements + " elements";
+  f.fix = "The sizes multiply to another count than the tensor's " + elements +
+          " elements. A size written as a constant, the batch size most often, fails on the "
+          "last batch of an epoch, which is smaller: take it from the tensor (x.size(0), "
+          "x.view(x.size(0), -1)) or pass drop_last=True to the DataLoader. Otherwise, print the "
+          "tensor's shape before the line.";
+}
+
+void broadcast_mismatch(const SignatureMatch& m, KnownFailure& f) {
+  f.title = "tensors of sizes " + field(m, "size_a") + " and " + field(m, "size_b") +
+            " met at dimension " + field(m, "dim") + ", where neither is 1";
+  f.fix =
+      "Two tensors of an elementwise operation (+, *, a loss) differ in a dimension that "
+      "cannot broadcast: print both shapes at the line cited. The usual causes: a constant "
+      "batch size against the smaller last batch (drop_last=True), a missing or extra "
+      "unsqueeze, or sequences of another length than the model's.";
+}
+
 void unreadable_image(const SignatureMatch& m, KnownFailure& f) {
   std::string path = field(m, "path");
   f.title = !path.empty()                    ? "PIL cannot read the image file " + path
@@ -425,6 +457,9 @@ const std::map<std::string, Describer>& describers() {
       {"python.script-not-found", script_not_found},
       {"python.unpicklable", unpicklable},
       {"pil.unreadable-image", unreadable_image},
+      {"torch.batchnorm-one-sample", batchnorm_one_sample},
+      {"torch.view-size-mismatch", view_size_mismatch},
+      {"torch.broadcast-mismatch", broadcast_mismatch},
       {"python.launcher-variable-missing", launcher_variable_missing},
       {"torch.env-rendezvous-unset", launcher_variable_missing},
       {"python.argparse-error", bad_arguments},

@@ -124,6 +124,43 @@ std::vector<Entry> python_signature_entries() {
                       "than the layer was built for",
        .example = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
        .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified"},
+      {.id = "torch.batchnorm-one-sample",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Expected more than 1 value per channel when training"},
+       .parts = {{R"(got input size torch\.Size\(\[([0-9, ]*)\]\))", {{1, "shape", C::kList}}}},
+       .description = "batch normalization in training mode given one sample per channel (a "
+                      "last batch of one)",
+       .example = "ValueError: Expected more than 1 value per channel when training, got input "
+                  "size torch.Size([1, 64])",
+       .source = "torch/nn/functional.py _verify_batch_size, verified"},
+      {.id = "torch.view-size-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"is invalid for input of size"},
+       .parts = {{R"(shape '\[([-0-9, ]*)\]' is invalid for input of size ([0-9]+))",
+                  {{1, "shape", C::kList}, {2, "elements", C::kInt}},
+                  true}},
+       .description = "view or reshape to sizes whose product is not the tensor's element count",
+       .example = "RuntimeError: shape '[16, -1, 3]' is invalid for input of size 100",
+       .source = "aten/src/ATen/InferSize.h, verified"},
+      {.id = "torch.broadcast-mismatch",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"must match the size of tensor b"},
+       .parts =
+           {{R"(The size of tensor a \(([0-9]+)\) must match the size of tensor b \(([0-9]+)\) )"
+             R"(at non-singleton dimension ([0-9]+))",
+             {{1, "size_a", C::kInt}, {2, "size_b", C::kInt}, {3, "dim", C::kInt}},
+             true}},
+       .description = "an elementwise operation on tensors whose sizes differ at a dimension "
+                      "where neither is 1",
+       .example = "RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at "
+                  "non-singleton dimension 1",
+       .source = "aten/src/ATen/ExpandUtils.cpp, verified"},
 
       {.id = "torch.dataset-empty",
        .framework = "pytorch",

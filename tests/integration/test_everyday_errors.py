@@ -7,8 +7,8 @@ worker's exception; grayscale images for an RGB model; a dataset that holds an o
 workers that spawn starts; torch.multiprocessing.spawn called outside `if __name__ == "__main__":`;
 an error printed after a progress bar's redraws; a script written for torchrun started without it;
 a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
-only warn; DDP's needless search for unused parameters. The title says what happened and the fix
-names the sizes, types or keys."""
+only warn; DDP's needless search for unused parameters; a last batch of one sample. The title says
+what happened and the fix names the sizes, types or keys."""
 import re
 
 from PIL import Image
@@ -182,6 +182,15 @@ def work(rank):
     print("rank", rank, "pid", os.getpid(), flush=True)
 if __name__ == "__main__":
     mp.spawn(work, nprocs=2)
+"""
+
+# Nine samples in batches of four: the last batch has one sample, which BatchNorm cannot train on.
+LAST_BATCH_OF_ONE = """
+import torch
+from torch.utils.data import DataLoader
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 2))
+for batch in DataLoader(torch.randn(9, 8), batch_size=4):
+    model(batch).sum().backward()
 """
 
 
@@ -388,3 +397,11 @@ def test_a_thread_that_died_in_a_spawned_rank(traindoc, tmp_path):
     (thread,) = [f for f in run.report["findings"] if f["title"].startswith("thread loader of ")]
     assert thread["pids"] == [pid], thread
     assert thread["severity"] == "warning"
+
+
+def test_a_last_batch_of_one_sample_for_batch_norm(traindoc):
+    run = traindoc(python_job(LAST_BATCH_OF_ONE))
+    root = failed_root(run)
+    assert root["title"].endswith(": batch normalization got one sample per channel in training "
+                                  "(input [1, 16])"), root["title"]
+    assert "drop_last=True" in root["fix"], root["fix"]

@@ -336,6 +336,26 @@ Finding exception_finding(const std::string& exception) {
   return d.findings.empty() ? Finding{} : d.findings.front();
 }
 
+// Sizes that fail on the last, smaller batch of an epoch, as PyTorch 1.13 words them.
+TEST(TrainingRules, SizesThatFailOnTheLastBatch) {
+  Finding f = exception_finding(
+      "ValueError: Expected more than 1 value per channel when training, got input size "
+      "torch.Size([1, 64])");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): batch normalization got one sample per channel in training "
+            "(input [1, 64])");
+  EXPECT_THAT(f.fix, HasSubstr("drop_last=True"));
+  f = exception_finding("RuntimeError: shape '[16, -1, 3]' is invalid for input of size 100");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): a view or reshape to [16, -1, 3] of a tensor of 100 elements");
+  EXPECT_THAT(f.fix, HasSubstr("x.view(x.size(0), -1)"));
+  f = exception_finding(
+      "RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at "
+      "non-singleton dimension 1");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): tensors of sizes 3 and 4 met at dimension 1, where neither is 1");
+}
+
 TEST(TrainingRules, AnObjectThatCannotBePickledIsNamed) {
   Finding f = exception_finding("TypeError: cannot pickle '_thread.lock' object");
   EXPECT_EQ(f.title, "rank 0 (pid 1010): a _thread.lock object cannot be pickled");
