@@ -175,6 +175,14 @@ void linear_features(const SignatureMatch& m, KnownFailure& f) {
 
 void collate_type(const SignatureMatch& m, KnownFailure& f) {
   std::string type = field(m, "type");
+  if (type == "NoneType") {
+    f.title = "the dataset returned None for a sample, which the default collate cannot batch";
+    f.fix =
+        "__getitem__ returned None: a path without a return, or a sample it skips on an "
+        "error (a corrupt file). Return a sample for every index, or drop the skipped ones "
+        "in a collate_fn: default_collate([s for s in batch if s is not None]).";
+    return;
+  }
   if (type.empty()) return;
   f.title = "the DataLoader's default collate cannot batch samples of type " + type;
   f.fix = "The dataset returns " + type +
@@ -467,6 +475,7 @@ const std::map<std::string, Describer>& describers() {
       {"torch.collate-unequal-sizes", collate_unequal},
       {"torch.linear-shape-mismatch", linear_features},
       {"torch.collate-type", collate_type},
+      {"torch.collate-none", collate_type},
       {"torch.conv-channels", conv_channels},
       {"torch.conv-input-dims", conv_dims},
       {"torch.device-mismatch", device_mismatch},

@@ -7,8 +7,8 @@ worker's exception; grayscale images for an RGB model; a dataset that holds an o
 workers that spawn starts; torch.multiprocessing.spawn called outside `if __name__ == "__main__":`;
 an error printed after a progress bar's redraws; a script written for torchrun started without it;
 a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
-only warn; DDP's needless search for unused parameters; a last batch of one sample. The title says
-what happened and the fix names the sizes, types or keys."""
+only warn; DDP's needless search for unused parameters; a last batch of one sample; a sample of
+None. The title says what happened and the fix names the sizes, types or keys."""
 import re
 
 from PIL import Image
@@ -191,6 +191,19 @@ from torch.utils.data import DataLoader
 model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 2))
 for batch in DataLoader(torch.randn(9, 8), batch_size=4):
     model(batch).sum().backward()
+"""
+
+# A dataset that skips a bad sample by returning None.
+SAMPLE_OF_NONE = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+class Samples(Dataset):
+    def __len__(self): return 8
+    def __getitem__(self, i):
+        if i == 5:
+            return None
+        return torch.ones(2)
+for batch in DataLoader(Samples(), batch_size=4): pass
 """
 
 
@@ -405,3 +418,11 @@ def test_a_last_batch_of_one_sample_for_batch_norm(traindoc):
     assert root["title"].endswith(": batch normalization got one sample per channel in training "
                                   "(input [1, 16])"), root["title"]
     assert "drop_last=True" in root["fix"], root["fix"]
+
+
+def test_a_sample_of_none(traindoc):
+    run = traindoc(python_job(SAMPLE_OF_NONE))
+    root = failed_root(run)
+    assert root["title"].endswith(": the dataset returned None for a sample, which the default "
+                                  "collate cannot batch"), root["title"]
+    assert "s is not None" in root["fix"], root["fix"]

@@ -356,6 +356,28 @@ TEST(TrainingRules, SizesThatFailOnTheLastBatch) {
             "rank 0 (pid 1010): tensors of sizes 3 and 4 met at dimension 1, where neither is 1");
 }
 
+// A dataset that returns None for a sample: first in its batch (collate's own check), or after a
+// tensor (torch.stack inside collate, 1.13's frames).
+TEST(TrainingRules, ASampleOfNoneIsNamed) {
+  Finding f = exception_finding(
+      "TypeError: default_collate: batch must contain tensors, numpy arrays, numbers, dicts or "
+      "lists; found <class 'NoneType'>");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): the dataset returned None for a sample, which the default collate "
+            "cannot batch");
+  std::vector<FrameHint> collate = {
+      {"/home/user/proj/train.py", "<module>"},
+      {"/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", "default_collate"},
+      {"/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", "collate_tensor_fn"}};
+  EXPECT_THAT(
+      ids("TypeError: expected Tensor as element 1 in argument 0, but got NoneType", collate),
+      testing::ElementsAre("torch.collate-none"));
+  // torch.stack of the user's own list is no DataLoader's.
+  EXPECT_THAT(ids("TypeError: expected Tensor as element 1 in argument 0, but got NoneType",
+                  {{"/home/user/proj/train.py", "<module>"}}),
+              testing::IsEmpty());
+}
+
 TEST(TrainingRules, AnObjectThatCannotBePickledIsNamed) {
   Finding f = exception_finding("TypeError: cannot pickle '_thread.lock' object");
   EXPECT_EQ(f.title, "rank 0 (pid 1010): a _thread.lock object cannot be pickled");
