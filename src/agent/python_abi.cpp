@@ -1,6 +1,7 @@
 // The C entry points the Python hook (python/traindoc_hook) calls through ctypes, in every job
 // process that runs Python. Called from ordinary Python code, never from a signal handler.
 #include <cerrno>
+#include <cstdint>
 
 #include "agent/agent.h"
 
@@ -8,6 +9,13 @@ namespace {
 
 // Raised when an entry point changes its arguments, so that an older hook finds out.
 constexpr int kPythonAbiVersion = 1;
+
+// One record, with the caller's errno left as it was: Python may read it after a ctypes call.
+void append_keeping_errno(traindoc::common::RecordType type, int64_t a, int64_t b) {
+  int saved_errno = errno;
+  traindoc::agent::append_record(type, a, b);
+  errno = saved_errno;
+}
 
 }  // namespace
 
@@ -20,31 +28,22 @@ extern "C" __attribute__((visibility("default"))) int traindoc_python_abi(void) 
 // The program is done: a crash from here on is in teardown (a process group left to the
 // interpreter's exit), not in the work the program did.
 extern "C" __attribute__((visibility("default"))) void traindoc_script_finished(void) {
-  int saved_errno = errno;
-  traindoc::agent::append_record(traindoc::common::RecordType::kScriptFinished, 0, 0);
-  errno = saved_errno;
+  append_keeping_errno(traindoc::common::RecordType::kScriptFinished, 0, 0);
 }
 
 // init_process_group returned with this rank of a world of this size.
 extern "C" __attribute__((visibility("default"))) void traindoc_process_group_joined(
     int rank, int world_size) {
-  int saved_errno = errno;
-  traindoc::agent::append_record(traindoc::common::RecordType::kProcessGroupJoined, rank,
-                                 world_size);
-  errno = saved_errno;
+  append_keeping_errno(traindoc::common::RecordType::kProcessGroupJoined, rank, world_size);
 }
 
 // torch.multiprocessing.spawn started this process as number `index` (the hook wraps the function
 // every spawned process runs first).
 extern "C" __attribute__((visibility("default"))) void traindoc_spawned(int index) {
-  int saved_errno = errno;
-  traindoc::agent::append_record(traindoc::common::RecordType::kSpawned, index, 0);
-  errno = saved_errno;
+  append_keeping_errno(traindoc::common::RecordType::kSpawned, index, 0);
 }
 
 // An exception ended a thread of this process; Python prints its traceback next.
 extern "C" __attribute__((visibility("default"))) void traindoc_thread_died(void) {
-  int saved_errno = errno;
-  traindoc::agent::append_record(traindoc::common::RecordType::kThreadDied, 0, 0);
-  errno = saved_errno;
+  append_keeping_errno(traindoc::common::RecordType::kThreadDied, 0, 0);
 }
