@@ -1,6 +1,7 @@
 """Access to the agent's C entry points (src/agent/python_abi.cpp and its siblings). The agent is
 preloaded, so its exported functions are found in the process's global symbol scope."""
 import ctypes
+import os
 
 ABI_VERSION = 1
 
@@ -28,3 +29,13 @@ def available():
         return False
     _lib = scope
     return True
+
+
+def quietly(function, *args):
+    """Calls `function(*args)`, where a failure of the hook must never reach the job: it is
+    dropped (raised when TRAINDOC_HOOK_DEBUG is set)."""
+    try:
+        function(*args)
+    except Exception:
+        if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+            raise

@@ -4,6 +4,8 @@ import importlib.abc
 import sys
 import threading
 
+from traindoc_hook import _agent
+
 _pending = {}  # module name -> [callable(module)]
 _lock = threading.Lock()
 
@@ -15,17 +17,7 @@ def when_imported(name, callback):
         if module is None:
             _pending.setdefault(name, []).append(callback)
             return
-    _run(callback, module)
-
-
-def _run(callback, module):
-    try:
-        callback(module)
-    except Exception:  # a patch that fails leaves the library as it was
-        import os
-
-        if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-            raise
+    _agent.quietly(callback, module)  # a failed patch leaves the library as it was
 
 
 def _after_exec(loader):
@@ -38,7 +30,7 @@ def _after_exec(loader):
         with _lock:
             callbacks = _pending.pop(module.__name__, [])
         for callback in callbacks:
-            _run(callback, module)
+            _agent.quietly(callback, module)  # a failed patch leaves the library as it was
 
     loader.exec_module = exec_then_patch
 

@@ -293,11 +293,7 @@ def _wrap_init(c10d, function, joined):
     @functools.wraps(function)
     def init_process_group(*args, **kwargs):
         result = function(*args, **kwargs)
-        try:
-            joined(c10d.get_rank(), c10d.get_world_size())
-        except Exception:
-            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-                raise
+        _agent.quietly(lambda: joined(c10d.get_rank(), c10d.get_world_size()))
         return result
 
     init_process_group.__traindoc_recorded__ = True

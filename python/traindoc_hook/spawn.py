@@ -4,7 +4,6 @@ by convention the rank: it names the process before init_process_group does, and
 process fails before it gets that far."""
 import ctypes
 import functools
-import os
 
 from traindoc_hook import _agent, _imports
 
@@ -21,11 +20,7 @@ def _patch(module):
     # when it starts a process and pickles it by name, so the child unpickles this wrapper.
     @functools.wraps(original)
     def _wrap(fn, i, *args, **kwargs):
-        try:
-            spawned(i)
-        except Exception:
-            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-                raise
+        _agent.quietly(spawned, i)
         return original(fn, i, *args, **kwargs)
 
     _wrap.__traindoc_recorded__ = True

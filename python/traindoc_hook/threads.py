@@ -1,7 +1,6 @@
 """Tells the agent when an exception ends a thread (`traindoc_thread_died`,
 src/agent/python_abi.cpp), just before Python prints its traceback, so that the traceback is tied
 to its process even where several processes write to one output without a prefix."""
-import os
 import threading
 
 from traindoc_hook import _agent
@@ -18,10 +17,7 @@ def install():
     def excepthook(args):
         try:
             if args.exc_type is not SystemExit:  # which ends a thread quietly
-                died()
-        except Exception:
-            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-                raise
+                _agent.quietly(died)
         finally:
             previous(args)
 
