@@ -52,6 +52,10 @@ void add_ranks(std::vector<int>& ranks, const std::vector<int>& more) {
   }
 }
 
+bool runs_job_code(const ProcessSummary& process) {
+  return process.role.role == Role::kRank || process.role.role == Role::kWorker;
+}
+
 bool run_finished(const RuleContext& context) {
   const store::RunInfo& run = context.evidence.run;
   return !run.exit_signal && run.exit_code.value_or(1) == 0;

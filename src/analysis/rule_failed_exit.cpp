@@ -112,10 +112,9 @@ std::vector<std::string> forward_call(const RuleContext& context, const ProcessS
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   // A thread's traceback, unprefixed, may be read as the launcher's: it is no launcher's.
-  bool named = tb.thread.empty() || p.role.role == Role::kRank || p.role.role == Role::kWorker;
-  std::string who = tb.thread.empty() ? context.name(p)
-                    : named           ? "thread " + tb.thread + " of " + context.name(p)
-                                      : "thread " + tb.thread;
+  std::string who = tb.thread.empty()  ? context.name(p)
+                    : runs_job_code(p) ? "thread " + tb.thread + " of " + context.name(p)
+                                       : "thread " + tb.thread;
   std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
   std::string exception = exception_summary(tb);
   std::string raised = " raised " + exception;
@@ -354,7 +353,7 @@ void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>
       const PythonTraceback* own = context.texts.final_exception(p);
       if (own != nullptr && own->t_ns <= tb->t_ns) continue;
       Finding f;
-      if (p.role.role == Role::kRank || p.role.role == Role::kWorker) {
+      if (runs_job_code(p)) {
         f.pids = {p.record.pid};
         f.ranks = context.ranks_of(p);
       }

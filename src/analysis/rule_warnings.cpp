@@ -80,7 +80,7 @@ void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding
                           context.when(line.t_ns) + ": " +
                           std::string(strip_launcher_prefix(line.text).text);
     const ProcessSummary* p = context.texts.owner(text);
-    if (p != nullptr && (p->role.role == Role::kRank || p->role.role == Role::kWorker)) {
+    if (p != nullptr && runs_job_code(*p)) {
       f.pids = {p->record.pid};
       f.ranks = context.ranks_of(*p);
       f.evidence.push_back(context.name(*p) + " printed it, " + printed);

@@ -35,6 +35,9 @@ std::string title_cut(const std::string& text);
 void add_ranks(std::vector<int>& ranks, const std::vector<int>& more);
 // The job ended well: exit code 0, no signal (false while no end is recorded).
 bool run_finished(const RuleContext& context);
+// A rank or one of its workers: a process that runs the job's own code. Unprefixed output that
+// timing alone gives to a launcher was not the launcher's, and names no process.
+bool runs_job_code(const ProcessSummary& process);
 // The main thread's Python frames in a stack dump the agent wrote on request, innermost first:
 // CPython's `  File "/tmp/train.py", line 3 in wait` lines.
 std::vector<std::string> main_thread_frames(const std::string& dump);
