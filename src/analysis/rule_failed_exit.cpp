@@ -109,6 +109,26 @@ std::vector<std::string> forward_call(const RuleContext& context, const ProcessS
   return {};
 }
 
+// A known text's words where the process says more than the text: the one
+// torch.multiprocessing.spawn started must set MASTER_ADDR itself; of several ranks, one may
+// read a checkpoint another is still writing.
+void fit_to_process(const ProcessSummary& p, const SignatureMatch& m, const std::string& who,
+                    Finding& f) {
+  if (m.id == "torch.env-rendezvous-unset" && p.record.rank_source == "spawn") {
+    f.title = who + ": " + field(m, "variable") +
+              " is not set in the process torch.multiprocessing.spawn started, and "
+              "init_process_group's env:// reads it";
+    f.fix =
+        "Set MASTER_ADDR and MASTER_PORT in os.environ before mp.spawn (every process it "
+        "starts inherits them) and pass rank= and world_size= to init_process_group, or give "
+        "it init_method=\"tcp://HOST:PORT\".";
+  } else if (f.kind == "checkpoint-corrupt" && p.record.world_size.value_or(1) > 1) {
+    f.fix +=
+        " With several ranks, one may read the file while another still writes it: load it "
+        "only after the rank that saves it is done (dist.barrier() after rank 0's torch.save).";
+  }
+}
+
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   // A thread's traceback, unprefixed, may be read as the launcher's: it is no launcher's.
@@ -144,24 +164,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
-    // Under torch.multiprocessing.spawn no launcher is meant to set them: the script must.
-    if (known->match->id == "torch.env-rendezvous-unset" && p.record.rank_source == "spawn") {
-      std::string variable = field(*known->match, "variable");
-      f.title = who + ": " + variable +
-                " is not set in the process torch.multiprocessing.spawn started, and "
-                "init_process_group's env:// reads it";
-      f.fix =
-          "Set MASTER_ADDR and MASTER_PORT in os.environ before mp.spawn (every process it "
-          "starts inherits them) and pass rank= and world_size= to init_process_group, or "
-          "give it init_method=\"tcp://HOST:PORT\".";
-    }
-    // One rank reads a checkpoint another is still writing: the classic missing barrier.
-    if (f.kind == "checkpoint-corrupt" && p.record.world_size.value_or(1) > 1) {
-      f.fix +=
-          " With several ranks, one may read the file while another still writes it: load it "
-          "only after the rank that saves it is done (dist.barrier() after rank 0's "
-          "torch.save).";
-    }
+    fit_to_process(p, *known->match, who, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
     add_ranks(f.ranks, known->ranks);
