@@ -206,6 +206,15 @@ class Samples(Dataset):
 for batch in DataLoader(Samples(), batch_size=4): pass
 """
 
+# The processes torch.multiprocessing.spawn starts read env:// that nobody set.
+SPAWN_WITHOUT_MASTER_ADDR = """
+import torch.distributed as dist, torch.multiprocessing as mp
+def work(rank):
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+"""
+
 
 def root_cause(run):
     return next(f for f in run.report["findings"] if f["root_cause"])
@@ -426,3 +435,15 @@ def test_a_sample_of_none(traindoc):
     assert root["title"].endswith(": the dataset returned None for a sample, which the default "
                                   "collate cannot batch"), root["title"]
     assert "s is not None" in root["fix"], root["fix"]
+
+
+def test_spawned_ranks_without_master_addr(traindoc, tmp_path, monkeypatch):
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    script = tmp_path / "train.py"
+    script.write_text(SPAWN_WITHOUT_MASTER_ADDR)
+    run = traindoc([PYTHON, str(script)])
+    root = failed_root(run)
+    assert root["title"].endswith(": MASTER_ADDR is not set in the process "
+                                  "torch.multiprocessing.spawn started, and init_process_group's "
+                                  "env:// reads it"), root["title"]
+    assert "before mp.spawn" in root["fix"], root["fix"]
