@@ -64,6 +64,12 @@ bool missing(const store::CollectiveIssueRank& rank) {
   return rank.state == "never called it" || rank.state.ends_with("without calling it");
 }
 
+// An issue about ranks that did not come: the checker files it as peer-exited where a missing
+// rank's failed end was seen before any waiting rank gave up, else as collective-missing.
+bool about_missing_ranks(const store::CollectiveIssue& issue) {
+  return issue.kind == "collective-missing" || issue.kind == "peer-exited";
+}
+
 // A rank that made a call the others do not make (from there): it runs code they do not.
 bool odd(const store::CollectiveIssueRank& rank) {
   return rank.state.starts_with("the odd one: ");
@@ -198,14 +204,14 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
                    : any_odd       ? odd(rank)
                    : issue.kind == "uneven-inputs"
                        ? &rank == &issue.ranks.front()
-                       : issue.kind != "collective-missing" || !any_missing || missing(rank);
+                       : !about_missing_ranks(issue) || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One
       // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence,
       // and so are one a stop request ended (the user gave up on the hang) and one that timed
       // out waiting elsewhere. One whose program had finished skipped the call, however its
       // teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
-      if (issue.kind == "collective-missing" && missing(rank) && process != nullptr &&
+      if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
           died(process->record) && !finished && !stopped_on_request(context, process->record) &&
           !gave_up_waiting(context, *process) &&
           (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {

@@ -190,6 +190,25 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
 }
 
+// The checker files a missing rank's failed end as peer-exited when it saw that end before any
+// waiting rank gave up (under load, the waiting rank's error comes late): the same story.
+TEST(CollectivesRule, AMissingRanksEndSeenFirstIsItsOwnFinding) {
+  store::Evidence e = job_with_issue("peer-exited", "missing");
+  e.processes[2].exit_signal = SIGKILL;
+  e.processes[2].end_ns = kT0 + kSecond;
+  e.processes[2].end_source = store::EndSource::kParent;
+  e.collective_issues[0].ranks[1].state = "killed by SIGKILL without calling it";
+  Diagnosis d = diagnose(e);
+  expect_its_end_leads(d, "killed-externally");
+  auto waited = std::find_if(d.findings.begin(), d.findings.end(),
+                             [](const Finding& f) { return f.kind == "peer-exited"; });
+  ASSERT_NE(waited, d.findings.end());
+  EXPECT_EQ(
+      waited->title,
+      "rank 1 (pid 12) died of SIGKILL before all_reduce #4, which the other ranks waited in");
+  EXPECT_EQ(waited->pids, (std::vector<int>{12}));
+}
+
 // A hang its user gave up on: the interrupt reached the job, and the launcher's teardown killed
 // the missing rank. The missing call stays the cause, and the title says where that rank was.
 TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced) {
