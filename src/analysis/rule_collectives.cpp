@@ -18,6 +18,11 @@ std::string fix_for(const std::string& kind, const std::string& field) {
            "ranks run (`if rank == 0:`, rank_zero_only), or keep that code local (log the "
            "rank's own value; in Lightning, self.log(..., rank_zero_only=True)).";
   }
+  if (field == "deadlock") {
+    return "Order the point-to-point calls so that every recv meets a send already made: let one "
+           "side send first (even ranks send then receive, odd ranks receive then send), or post "
+           "both with isend/irecv (or batch_isend_irecv) and wait on both.";
+  }
   if (kind == "collective-order") {
     return "Issue collectives in the same order on every rank: no rank-dependent branches, "
            "early returns or iteration over unordered containers around them.";

@@ -178,18 +178,6 @@ std::string call_text(const CollectiveCall& call) {
   return out;
 }
 
-std::string group_text(const CollectiveCall& call) {
-  // Every rank's own world: what users call it. Other groups and NCCL's communicators have
-  // only their identity to tell them apart.
-  if ((call.flags & common::kCollectiveDefaultGroup) != 0 && !is_p2p(call.op)) {
-    return "the default group (" + std::to_string(call.group_size) + " ranks)";
-  }
-  char id[32];
-  snprintf(id, sizeof(id), "%016" PRIx64, call.group);
-  return std::string(is_p2p(call.op) ? "pair " : "group ") + id + " (" +
-         std::to_string(call.group_size) + " ranks)";
-}
-
 std::string end_text(const store::ProcessRecord& process) {
   if (process.exit_signal) {
     const char* name = sigabbrev_np(*process.exit_signal);
@@ -204,11 +192,42 @@ bool ended_normally(const store::ProcessRecord& process) {
   return process.exit_code && *process.exit_code == 0;
 }
 
+// A group rank as the job numbers it (`names`, from CollectiveChecker::job_ranks).
+int job_rank(const std::vector<int>& names, int group_rank) {
+  return names.empty() ? group_rank : names[static_cast<size_t>(group_rank)];
+}
+
+std::string rank_text(const std::vector<int>& names, int group_rank) {
+  return "rank " + std::to_string(job_rank(names, group_rank));
+}
+
 // "rank 0", "ranks 1, 2"
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+std::string ranks_text(const std::vector<int>& names, const std::vector<int>& group_ranks) {
+  std::string out = group_ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < group_ranks.size(); ++i) {
+    out += (i > 0 ? ", " : "") + std::to_string(job_rank(names, group_ranks[i]));
+  }
   return out;
+}
+
+// Where a call was made, in words that follow it: "in the default group (2 ranks)", "in the group
+// of ranks 1, 2", "from rank 1 to rank 2" (a point-to-point pair), or by the group's identity
+// where its members' job ranks are unknown.
+std::string where_text(const std::vector<int>& names, const CollectiveCall& call) {
+  bool pair = is_p2p(call.op);
+  if ((call.flags & common::kCollectiveDefaultGroup) != 0 && !pair) {
+    return "in the default group (" + std::to_string(call.group_size) + " ranks)";
+  }
+  if (!names.empty() && pair) return "from " + rank_text(names, 0) + " to " + rank_text(names, 1);
+  if (!names.empty()) {
+    std::vector<int> members(names.size());
+    for (size_t r = 0; r < members.size(); ++r) members[r] = static_cast<int>(r);
+    return "in the group of " + ranks_text(names, members);
+  }
+  char id[32];
+  snprintf(id, sizeof(id), "%016" PRIx64, call.group);
+  return std::string(pair ? "in pair " : "in group ") + id + " (" +
+         std::to_string(call.group_size) + " ranks)";
 }
 
 // The state of a rank a finding blames for making a call the others do not make (from there).
@@ -272,6 +291,7 @@ void CollectiveChecker::add(const AgentCollective& record) {
   Group& group = m_groups[call.group];
   if (group.size == 0) {
     group.size = call.group_size;
+    group.pair = is_p2p(call.op);
     group.ranks.resize(static_cast<size_t>(call.group_size));
   }
   if (group.size != call.group_size) return;
@@ -366,6 +386,7 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
     }
     FoundIssue found = new_issue(kind, id, number, first, field.name, now_ns);
     store::CollectiveIssue& issue = found.issue;
+    std::vector<int> names = job_ranks(group);
     std::string parts;
     for (size_t i = 0; i < calls.size(); ++i) {
       issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
@@ -374,14 +395,15 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
       part.site = site_text(calls[i]->call);
       part.state = "called " + op_name(calls[i]->call.op) + " #" + std::to_string(number);
       issue.ranks.push_back(part);
-      parts += (i > 0 ? "; rank " : "rank ") + std::to_string(i) + ": " + part.value;
+      parts += (i > 0 ? "; " : "") + rank_text(names, static_cast<int>(i)) + ": " + part.value;
       if (kind != "collective-order" && !part.site.empty()) parts += " at " + part.site;
     }
     issue.message = kind == "collective-order"
-                        ? kind + ": the ranks' call #" + std::to_string(number) + " in " +
-                              group_text(first) + " differs (same calls in another order): " + parts
-                        : kind + ": " + issue.op + " #" + std::to_string(number) + " in " +
-                              group_text(first) + " has a different " + field.name +
+                        ? kind + ": the ranks' call #" + std::to_string(number) + " " +
+                              where_text(names, first) +
+                              " differs (same calls in another order): " + parts
+                        : kind + ": " + issue.op + " #" + std::to_string(number) + " " +
+                              where_text(names, first) + " has a different " + field.name +
                               " across ranks: " + parts;
     group.settled = true;
     group.flush = true;
@@ -441,6 +463,7 @@ bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vect
   const CollectiveCall& first = calls[0]->call;
   FoundIssue found = new_issue("collective-order", id, first.number, first, "site", now_ns);
   store::CollectiveIssue& issue = found.issue;
+  std::vector<int> names = job_ranks(group);
   std::string odd_places;
   std::string other_places;
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -453,12 +476,13 @@ bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vect
                  std::to_string(first.number) + (is_odd ? " from another place" : "");
     issue.ranks.push_back(part);
     std::string& places = is_odd || odd.empty() ? odd_places : other_places;
-    places += (places.empty() ? "rank " : "; rank ") + std::to_string(r) + " at " + part.site;
+    places += (places.empty() ? "" : "; ") + rank_text(names, r) + " at " + part.site;
   }
-  std::string call = issue.op + " #" + std::to_string(first.number) + " in " + group_text(first);
+  std::string call =
+      issue.op + " #" + std::to_string(first.number) + " " + where_text(names, first);
   issue.message = odd.empty() ? "collective-order: the ranks made " + call +
                                     " from different places (" + odd_places + ")"
-                              : "collective-order: " + ranks_text(odd) + " made " + call +
+                              : "collective-order: " + ranks_text(names, odd) + " made " + call +
                                     " from another place than the others (" + odd_places + "; " +
                                     other_places + ")";
   issue.message +=
@@ -477,15 +501,123 @@ const CollectiveChecker::Process* CollectiveChecker::process_of(const Group& gro
   return it == m_processes.end() ? nullptr : &it->second;
 }
 
-// The process of a group rank: the one that made its calls, or, for a group as large as the
-// world that the rank never used, the process the launcher gave that rank.
+// The process of a group rank: the one that made its calls; for a pair, the process of the rank
+// the other side's calls name; for a group as large as the world that the rank never used, the
+// process the launcher gave that rank.
 int CollectiveChecker::pid_of(const Group& group, int group_rank) const {
   const RankTrack& rank = group.ranks[static_cast<size_t>(group_rank)];
   if (rank.pid != 0) return rank.pid;
+  int job_rank = group_rank;
+  if (group.pair) {
+    const RankTrack& other = group.ranks[static_cast<size_t>(1 - group_rank)];
+    if (other.recent.empty()) return 0;
+    job_rank = other.recent.back().call.peer;
+  }
   for (const auto& [pid, process] : m_processes) {
-    if (process.rank == group_rank && process.world_size == group.size) return pid;
+    if (process.rank == job_rank && (group.pair || process.world_size == group.size)) return pid;
   }
   return 0;
+}
+
+// The job's rank of each member of a group, as users number ranks (a subgroup's or a pair's own
+// numbering is not theirs): its process's, else, in a pair, the peer the other side's calls
+// name; empty where one is unknown or two are the same.
+std::vector<int> CollectiveChecker::job_ranks(const Group& group) const {
+  std::vector<int> out;
+  for (int r = 0; r < group.size; ++r) {
+    const Process* process = process_of(group, r);
+    int rank = process != nullptr ? process->rank : -1;
+    if (rank < 0 && group.pair) {
+      const RankTrack& other = group.ranks[static_cast<size_t>(1 - r)];
+      if (!other.recent.empty()) rank = other.recent.back().call.peer;
+    }
+    if (rank < 0 || std::find(out.begin(), out.end(), rank) != out.end()) return {};
+    out.push_back(rank);
+  }
+  return out;
+}
+
+// Ranks that each wait in a blocking point-to-point call for the next, the last for the first
+// (each receives from the other before it sends): a deadlock, told once for every pair in it.
+// `group` is a stalled pair.
+bool CollectiveChecker::p2p_deadlock(uint64_t id, Group& group, int64_t now_ns,
+                                     std::vector<FoundIssue>& out) {
+  struct Wait {
+    Group* group;
+    int group_rank;
+    int peer;  // the job rank it waits for
+    const Held* held;
+  };
+  std::map<int, Wait> waits;  // by the job rank that waits
+  int first = -1;
+  for (auto& [other_id, other] : m_groups) {
+    if (!other.pair || other.settled) continue;
+    std::vector<int> names = job_ranks(other);
+    if (names.empty()) continue;
+    for (int r = 0; r < 2; ++r) {
+      const RankTrack& mine = other.ranks[static_cast<size_t>(r)];
+      const RankTrack& theirs = other.ranks[static_cast<size_t>(1 - r)];
+      if (mine.recent.empty() || theirs.last_number >= mine.last_number) continue;
+      const Held& held = mine.recent.back();
+      if (held.end_ns != 0 || returns_early(held.call)) continue;  // not blocked in it
+      waits[names[static_cast<size_t>(r)]] = {&other, r, names[static_cast<size_t>(1 - r)], &held};
+      if (other_id == id) first = names[static_cast<size_t>(r)];
+    }
+  }
+  std::vector<int> cycle;
+  for (int at = first; at >= 0;) {
+    auto it = waits.find(at);
+    // A chain that ends in a rank that is not waiting, or a circle this pair is not in.
+    if (it == waits.end() || std::find(cycle.begin(), cycle.end(), at) != cycle.end()) {
+      return false;
+    }
+    cycle.push_back(at);
+    at = it->second.peer;
+    if (at == first) break;
+  }
+  if (cycle.size() < 2) return false;
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+
+  const Held* held = waits.at(first).held;
+  FoundIssue found =
+      new_issue("collective-order", id, held->call.number, held->call, "deadlock", now_ns);
+  store::CollectiveIssue& issue = found.issue;
+  std::string parts;
+  bool all_recv = true;
+  bool all_send = true;
+  for (int rank : cycle) {
+    const Wait& wait = waits.at(rank);
+    const CollectiveCall& call = wait.held->call;
+    bool receives = static_cast<CollectiveOp>(call.op) == CollectiveOp::kRecv;
+    all_recv &= receives;
+    all_send &= !receives;
+    store::CollectiveIssueRank part = rank_part(*wait.group, wait.group_rank);
+    part.site = site_text(call);
+    part.value = call_text(call);
+    part.state = "waits in " + op_name(call.op) + (receives ? " from rank " : " to rank ") +
+                 std::to_string(wait.peer);
+    issue.first_ns = std::min(issue.first_ns, call.time_ns);
+    parts += (parts.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " " +
+             part.state + " (" + part.value + ")";
+    if (part.pid != 0) found.dump_pids.push_back(part.pid);
+    issue.ranks.push_back(part);
+    wait.group->settled = true;
+    wait.group->flush = true;
+  }
+  std::vector<int> sorted = cycle;
+  std::sort(sorted.begin(), sorted.end());
+  std::string who = "rank " + std::to_string(sorted[0]);
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    who += (i + 1 == sorted.size() ? " and rank " : ", rank ") + std::to_string(sorted[i]);
+  }
+  issue.message = "collective-order: " + who +
+                  " wait for each other in point-to-point calls that cannot complete, for " +
+                  seconds_text(now_ns - group.last_activity_ns) + ": " + parts +
+                  (all_recv   ? ": a deadlock, each receives before it sends"
+                   : all_send ? ": a deadlock, each sends before it receives"
+                              : ": a deadlock");
+  out.push_back(std::move(found));
+  return true;
 }
 
 uint64_t CollectiveChecker::calls_of(int pid) const {
@@ -523,6 +655,7 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     (group.ranks[static_cast<size_t>(r)].last_number < target ? laggards : arrived).push_back(r);
   }
   if (laggards.empty()) return;
+  std::vector<int> names = job_ranks(group);
 
   // Why the wait is over: a missing rank ended, a waiting one gave up (its call returned without
   // the others, or it died in it), or nothing moved for --stall-seconds.
@@ -547,15 +680,20 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     int64_t gave_up_ns = died ? process->end->end_ns : gave_up_at(*held);
     if (gave_up_ns != 0 && (gave_up_first == 0 || gave_up_ns < gave_up_first)) {
       gave_up_first = gave_up_ns;
-      gave_up = "rank " + std::to_string(r) + (died ? " ended in it" : " gave up waiting");
+      gave_up = rank_text(names, r) + (died ? " ended in it" : " gave up waiting");
     }
   }
   if (waited == nullptr) return;
   // Fewer ranks made the call than did not, from a place no other rank ever calls from: the
   // call is theirs alone (code only they run, e.g. under `if rank == 0:`), not one the others
-  // skipped, and they are the ones to blame.
+  // skipped, and they are the ones to blame. Unless another rank failed: it never got there.
   std::string site = site_text(waited->call);
-  bool alone = arrived.size() < laggards.size() && !site.empty() && only_from(group, arrived, site);
+  bool laggard_failed = std::any_of(laggards.begin(), laggards.end(), [&](int r) {
+    const Process* process = process_of(group, r);
+    return process != nullptr && process->end && !ended_normally(*process->end);
+  });
+  bool alone = arrived.size() < laggards.size() && !site.empty() && !laggard_failed &&
+               only_from(group, arrived, site);
   for (int r : laggards) {
     const Process* process = process_of(group, r);
     // A missing rank ended after a waiting one gave up was ended for it (by the launcher).
@@ -564,8 +702,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
       continue;
     }
     if (now_ns - grace_ns() < process->end->end_ns) return;  // its last records first
-    reason = "rank " + std::to_string(r) + " " + end_text(*process->end) +
-             (alone ? "" : " without calling it");
+    reason =
+        rank_text(names, r) + " " + end_text(*process->end) + (alone ? "" : " without calling it");
     if (!ended_normally(*process->end)) {
       kind = "peer-exited";
       peer_end_ns = process->end->end_ns;  // the failure the others are victims of
@@ -578,6 +716,7 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   }
   if (reason.empty()) {
     if (!someone_waits || now_ns - group.last_activity_ns < m_options.stall_ns) return;
+    if (group.pair && p2p_deadlock(id, group, now_ns, out)) return;
     reason = "no rank of the group moved for " + seconds_text(now_ns - group.last_activity_ns);
     group.stalled_number = target;
     group.stalled_ranks = laggards;
@@ -601,8 +740,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     } else if (lagging) {
       part.state = ended ? end_text(*process->end) + " without calling it" : "never called it";
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
-      missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(r);
-      last_calls += "; rank " + std::to_string(r) +
+      missing += (missing.empty() ? "" : ", ") + rank_text(names, r);
+      last_calls += "; " + rank_text(names, r) +
                     "'s last call: " + (part.last_call.empty() ? "none" : part.last_call);
     } else if (const Held* held = find_call(rank, target)) {
       part.site = site_text(held->call);
@@ -621,15 +760,25 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     waits +=
         "; the ranks' call sites first differed at #" + std::to_string(group.first_site_divergence);
   }
-  issue.message =
-      extra ? kind + ": " + ranks_text(arrived) + " alone made " + waits + " in " +
-                  group_text(waited->call) +
-                  " from a place no other rank calls from: code that only " + ranks_text(arrived) +
-                  " runs (e.g. under `if rank == 0:`); the others never make it (" + reason + ", " +
-                  seconds_text(now_ns - since) + " after the call)"
-            : kind + ": " + missing + " never made " + waits + " in " + group_text(waited->call) +
-                  ", which the others " + (someone_waits ? "wait in" : "made") + " since " +
-                  seconds_text(now_ns - since) + " (" + reason + ")" + last_calls;
+  std::string where = where_text(names, waited->call);
+  std::string after = " since " + seconds_text(now_ns - since) + " (" + reason + ")" + last_calls;
+  if (group.pair) {
+    // One side of a pair: the other never made the matching send or recv.
+    bool receives = static_cast<CollectiveOp>(waited->call.op) == CollectiveOp::kRecv;
+    std::string waiter = rank_text(names, arrived[0]);
+    issue.message = kind + ": " + missing + " never made the " +
+                    (receives ? "send to " : "recv from ") + waiter + " that " + waiter +
+                    (someone_waits ? " waits for" : " made") + " in " + waits + after;
+  } else if (extra) {
+    issue.message = kind + ": " + ranks_text(names, arrived) + " alone made " + waits + " " +
+                    where + " from a place no other rank calls from: code that only " +
+                    ranks_text(names, arrived) +
+                    " runs (e.g. under `if rank == 0:`); the others never make it (" + reason +
+                    ", " + seconds_text(now_ns - since) + " after the call)";
+  } else {
+    issue.message = kind + ": " + missing + " never made " + waits + " " + where +
+                    ", which the others " + (someone_waits ? "wait in" : "made") + after;
+  }
   group.settled = true;
   group.flush = true;
   out.push_back(std::move(found));
@@ -675,6 +824,7 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
   FoundIssue found = new_issue("collective-missing", id, number, waited->call, "late", now_ns);
   store::CollectiveIssue& issue = found.issue;
   issue.first_ns = since;
+  std::vector<int> names = job_ranks(group);
   std::string who;
   int64_t latest = since;
   for (int r = 0; r < group.size; ++r) {
@@ -684,13 +834,13 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
     part.value = seconds_text(held->call.time_ns - since);
     part.state = late(r) ? "made it " + part.value + " after the first rank" : "waited in it";
     if (late(r)) {
-      who += (who.empty() ? "rank " : ", rank ") + std::to_string(r);
+      who += (who.empty() ? "" : ", ") + rank_text(names, r);
       latest = std::max(latest, held->call.time_ns);
     }
     issue.ranks.push_back(part);
   }
-  issue.message = "collective-missing: " + who + " made " + call_text(waited->call) + " in " +
-                  group_text(waited->call) + " " + seconds_text(latest - since) +
+  issue.message = "collective-missing: " + who + " made " + call_text(waited->call) + " " +
+                  where_text(names, waited->call) + " " + seconds_text(latest - since) +
                   " after the others: a straggler (the same call from the same place, later), "
                   "not a desync";
   out.push_back(std::move(found));

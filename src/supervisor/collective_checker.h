@@ -73,6 +73,7 @@ class CollectiveChecker {
   };
   struct Group {
     int size = 0;
+    bool pair = false;  // a point-to-point pair: group rank 0 sends, 1 receives
     std::vector<RankTrack> ranks;
     std::map<uint64_t, int> arrivals;  // number -> ranks that made that call
     int64_t last_activity_ns = 0;
@@ -100,7 +101,9 @@ class CollectiveChecker {
   void watch(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_late(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);
+  bool p2p_deadlock(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   const Process* process_of(const Group& group, int group_rank) const;
+  std::vector<int> job_ranks(const Group& group) const;
   int pid_of(const Group& group, int group_rank) const;
   store::CollectiveIssueRank rank_part(const Group& group, int group_rank) const;
   uint64_t calls_of(int pid) const;

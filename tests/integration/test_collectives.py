@@ -136,6 +136,24 @@ def test_skipped_monitored_barrier(tmp_path):  # T14, H08 (a)
     assert "guard it identically" in root["fix"]
 
 
+def test_ranks_that_each_receive_first_are_a_deadlock(tmp_path):
+    run = faults(tmp_path, "receive_first", "--stall-seconds", "3")
+    _, text = run.live_line("collective-order")
+    assert run.printed_while_running("collective-order")
+    assert "rank 0 waits in recv from rank 1" in text and "rank 1 waits in recv from rank 0" in text
+    root = assert_root(run, "collective-order", "receive_first")
+    assert "a deadlock, each receives before it sends" in root["title"]
+    assert "isend" in root["fix"]
+
+
+def test_a_subgroups_ranks_are_named_as_the_job_numbers_them(tmp_path):
+    run = LiveRun(tmp_path, ranks(3, SCRIPT, "subgroup_shape_mismatch"))
+    _, text = run.live_line("collective-mismatch")
+    assert "in the group of ranks 1, 2" in text
+    assert "rank 1: [4]" in text and "rank 2: [8]" in text
+    assert_root(run, "collective-mismatch", "subgroup_shape_mismatch", ranks=[1, 2])
+
+
 def test_ddp_built_on_one_rank_is_placed_in_its_constructor(tmp_path):
     """Rank 0 wraps the model in DDP alone, whose constructor waits in a collective of its own,
     while rank 1 waits in a barrier; both time out. The hang is the root cause, rank 0's timeout

@@ -172,6 +172,10 @@ TEST(CollectivesRule, EachKindHasItsFix) {
             std::string::npos);
   EXPECT_NE(diagnose(job_with_issue("uneven-inputs", "calls")).findings[0].fix.find("drop_last"),
             std::string::npos);
+  EXPECT_NE(diagnose(job_with_issue("collective-order", "deadlock"))
+                .findings[0]
+                .fix.find("batch_isend_irecv"),
+            std::string::npos);
 }
 
 // T14: rank 0's monitored barrier timed out, then the launcher stopped rank 1, which never

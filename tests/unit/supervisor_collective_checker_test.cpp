@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <csignal>
 #include <cstring>
 
 #include "supervisor/collective_text.h"
@@ -51,6 +52,19 @@ AgentCollective exit_of(const AgentCollective& enter, int64_t t) {
   out.call.event = static_cast<uint8_t>(common::CollectiveEvent::kExit);
   out.call.time_ns = t;
   return out;
+}
+
+// Rank `rank`'s side of the point-to-point pair from rank `from` to rank `to`: its group rank is
+// 0 for the sender, 1 for the receiver, and its peer is the other side's rank.
+AgentCollective p2p(int rank, int from, int to, uint64_t number, std::vector<uint32_t> shape = {4},
+                    int line = 10) {
+  bool sends = rank == from;
+  AgentCollective c = call(rank, number, sends ? CollectiveOp::kSend : CollectiveOp::kRecv,
+                           std::move(shape), 7, "train.py", line);
+  c.call.group = 0x100 + static_cast<uint64_t>(from * 10 + to);
+  c.call.group_rank = sends ? 0 : 1;
+  c.call.peer = sends ? to : from;
+  return c;
 }
 
 store::ProcessRecord ended(int rank, int status, int64_t t) {
@@ -116,13 +130,18 @@ TEST_F(CheckerTest, ShapeMismatchNamesEachRanksShapeAndSite) {
   EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
 }
 
-// The Python hook marks the calls of the default group: the message calls it that, and any
-// other group by its identity.
+// The Python hook marks the calls of the default group: the message calls it that, any other
+// group by its members' ranks, and one whose members' ranks are unknown by its identity.
 TEST_F(CheckerTest, TheDefaultGroupIsCalledSo) {
   std::vector<AgentCollective> calls = {call(0, 1, CollectiveOp::kAllReduce, {10}),
                                         call(1, 1, CollectiveOp::kAllReduce, {20})};
   for (AgentCollective& c : calls) checker.add(c);
   std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].issue.message, HasSubstr("all_reduce #1 in the group of ranks 0, 1 has"));
+  CollectiveChecker unknown({.stall_ns = 3 * kSecond});
+  for (AgentCollective& c : calls) unknown.add(c);
+  found = unknown.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_THAT(found[0].issue.message,
               HasSubstr("all_reduce #1 in group 0000000000000abc (2 ranks)"));
@@ -217,6 +236,11 @@ class ThreeRanks : public ::testing::Test {
     if (op == CollectiveOp::kBroadcast) c.call.peer = 0;
     checker.add(c);
   }
+  // The message of the one issue found a second in.
+  std::string only_message() {
+    std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+    return found.size() == 1 ? found[0].issue.message : std::to_string(found.size()) + " issues";
+  }
   CollectiveChecker checker;
 };
 
@@ -234,7 +258,9 @@ TEST_F(ThreeRanks, ASymmetricCallFromAnotherPlaceNamesTheOddRank) {
   EXPECT_EQ(issue.ranks[0].state, "the odd one: made all_reduce #2 from another place");
   EXPECT_EQ(issue.ranks[0].site, "train.py:20");
   EXPECT_EQ(issue.ranks[1].state, "made all_reduce #2");
-  EXPECT_EQ(issue.message.rfind("collective-order: rank 0 made all_reduce #2 in group", 0), 0u)
+  EXPECT_EQ(issue.message.rfind(
+                "collective-order: rank 0 made all_reduce #2 in the group of ranks 0, 1, 2", 0),
+            0u)
       << issue.message;
   EXPECT_NE(issue.message.find("(rank 0 at train.py:20; rank 1 at train.py:10; rank 2 at "
                                "train.py:10)"),
@@ -271,11 +297,100 @@ TEST_F(ThreeRanks, AnExtraCallOfOneRankBlamesThatRank) {
   EXPECT_EQ(issue.ranks[0].state, "the odd one: waiting in it");
   EXPECT_EQ(issue.ranks[1].state, "exited 0; never calls from there");
   EXPECT_EQ(issue.message.rfind("collective-missing: rank 0 alone made all_reduce #2 at "
-                                "train.py:20 in group",
+                                "train.py:20 in the group of ranks 0, 1, 2",
                                 0),
             0u)
       << issue.message;
   EXPECT_EQ(issue.message.find("never made"), std::string::npos) << issue.message;
+}
+
+// Ranks 1 and 2 died (in a subgroup's mismatched call) before the barrier rank 0 waits in: the
+// barrier is not rank 0's alone, the others never got there.
+TEST_F(ThreeRanks, ACallTheOthersNeverReachedBecauseTheyFailedIsNotOnesAlone) {
+  for (int r = 0; r < 3; ++r) add(r, 1, 10);
+  // Rank 0's barrier raised (its connections closed) before the others' ends were seen.
+  AgentCollective barrier = call(0, 2, CollectiveOp::kBarrier, {}, 7, "train.py", 20);
+  barrier.call.group_size = 3;
+  checker.add(barrier);
+  AgentCollective raised = exit_of(barrier, kT0 + kSecond);
+  raised.call.flags = common::kCollectiveRaised;
+  checker.add(raised);
+  checker.process_ended(ended(1, W_EXITCODE(0, SIGABRT), kT0 + 2 * kSecond));
+  checker.process_ended(ended(2, W_EXITCODE(1, 0), kT0 + 2 * kSecond));
+  std::vector<FoundIssue> found = checker.check(kT0 + 3 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-missing");
+  EXPECT_EQ(issue.ranks[1].state, "killed by SIGABRT without calling it");
+  EXPECT_EQ(issue.message.find("alone"), std::string::npos) << issue.message;
+}
+
+// A subgroup of ranks 1 and 2 numbers them 0 and 1: the message names the job's ranks.
+TEST_F(ThreeRanks, ASubgroupsRanksAreTheJobsRanks) {
+  for (int r = 1; r < 3; ++r) {
+    AgentCollective c = call(r, 1, CollectiveOp::kAllReduce, {4u * static_cast<uint32_t>(r)}, 7,
+                             "train.py", 10 + r);
+    c.call.group = 0x12;
+    c.call.group_rank = r - 1;
+    checker.add(c);
+  }
+  EXPECT_EQ(only_message(),
+            "collective-mismatch: all_reduce #1 in the group of ranks 1, 2 has a different shape "
+            "across ranks: rank 1: [4] at train.py:11; rank 2: [8] at train.py:12");
+}
+
+TEST_F(ThreeRanks, APairIsNamedByItsSenderAndReceiver) {
+  checker.add(p2p(1, 1, 2, 1, {4}, 46));
+  checker.add(p2p(2, 1, 2, 1, {8}, 49));
+  EXPECT_EQ(only_message(),
+            "collective-mismatch: send #1 from rank 1 to rank 2 has a different shape across "
+            "ranks: rank 1: [4] at train.py:46; rank 2: [8] at train.py:49");
+}
+
+// Rank 0 waits to receive from rank 1, which never sends: rank 1 is named, by its process.
+TEST_F(CheckerTest, ASendNeverMadeNamesTheSender) {
+  checker.add(p2p(0, 1, 0, 1));
+  std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-missing");
+  EXPECT_EQ(issue.message,
+            "collective-missing: rank 1 never made the send to rank 0 that rank 0 waits for in "
+            "recv #1 at train.py:10 since 4.0 s (no rank of the group moved for 4.0 s); rank 1's "
+            "last call: none");
+  ASSERT_EQ(issue.ranks.size(), 2u);
+  EXPECT_EQ(issue.ranks[0].pid, 101);  // the sender, which made no call in the pair
+  EXPECT_EQ(issue.ranks[0].state, "never called it");
+  EXPECT_EQ(issue.ranks[1].pid, 100);
+}
+
+// Both ranks receive first: each waits for the other's send. One issue for both pairs.
+TEST_F(CheckerTest, RanksThatEachReceiveFirstAreADeadlock) {
+  checker.add(p2p(0, 1, 0, 1, {4}, 41));
+  checker.add(p2p(1, 0, 1, 1, {4}, 41));
+  EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());  // within --stall-seconds
+  std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-order");
+  EXPECT_EQ(issue.field, "deadlock");
+  EXPECT_EQ(issue.message,
+            "collective-order: rank 0 and rank 1 wait for each other in point-to-point calls "
+            "that cannot complete, for 4.0 s: rank 0 waits in recv from rank 1 (recv #1 at "
+            "train.py:41); rank 1 waits in recv from rank 0 (recv #1 at train.py:41): a "
+            "deadlock, each receives before it sends");
+  EXPECT_EQ(found[0].dump_pids, (std::vector<int>{100, 101}));
+  EXPECT_TRUE(checker.check(kT0 + 10 * kSecond).empty());
+  // A receive whose sender is not waiting is no deadlock, but a send never made.
+  CollectiveChecker one({.stall_ns = 3 * kSecond});
+  for (int r = 0; r < 2; ++r) one.process_started(100 + r, 7, r, 2);
+  one.add(p2p(0, 1, 0, 1));
+  AgentCollective done = p2p(1, 0, 1, 1);
+  one.add(done);
+  one.add(exit_of(done, done.call.time_ns + 10));
+  found = one.check(kT0 + 4 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-missing");
 }
 
 TEST_F(CheckerTest, OfTwoRanksTheOneAtAPlaceTheOtherNeverCallsFromIsOdd) {

@@ -1,5 +1,6 @@
 """Collective faults across ranks (shared/CASES.md T12, T13, T14, H05, H06, H08, H11, H14, S05, S06),
-one per scenario name, for 2 ranks under torchrun with gloo, and look-alikes that are no fault.
+one per scenario name, for 2 ranks (3 for a subgroup) under torchrun with gloo, and look-alikes
+that are no fault.
 Each marks its faulty call with a `# fault` comment, which the tests look up to check the call
 site traindoc reports."""
 import ctypes
@@ -164,6 +165,18 @@ def layer_checkpointed_twice(rank):  # one layer under two reentrant checkpoints
 
     model = torch.nn.parallel.DistributedDataParallel(Twice(), find_unused_parameters=True)
     model(torch.randn(4, 8, requires_grad=True)).sum().backward()  # fault
+
+
+def receive_first(rank):  # both ranks receive before they send: neither send is ever made
+    other = torch.zeros(4)
+    dist.recv(other, src=1 - rank)  # fault
+    dist.send(torch.ones(4), dst=1 - rank)
+
+
+def subgroup_shape_mismatch(rank):  # 3 ranks: ranks 1 and 2 sync sizes of their own data
+    pair = dist.new_group([1, 2])  # every rank creates it, as new_group requires
+    if rank in (1, 2):
+        dist.all_reduce(torch.ones(4 * rank), group=pair)  # fault
 
 
 def main():
