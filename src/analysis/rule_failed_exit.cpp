@@ -285,8 +285,14 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
 }  // namespace
 
 void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out) {
+  std::vector<StopRequest> requests = stop_requests(context);
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
+    // A `timeout` whose limit ran out exits 124: rule_stop_request tells the limit.
+    if (std::any_of(requests.begin(), requests.end(),
+                    [&p](const StopRequest& request) { return request.timeout == &p; })) {
+      continue;
+    }
     // A program that raised, then crashed on its way out, failed with its exception.
     const PythonTraceback* raised = raised_before_crash(context, p);
     if ((!r.exit_code || *r.exit_code == 0) && raised == nullptr) continue;

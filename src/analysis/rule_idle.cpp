@@ -64,20 +64,20 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     // before it failed is a hang; one it never left until it was stopped is why it was stopped
     // (its user gave up on it, a scheduler's time limit ran out): the root cause.
     const store::RunInfo& run = context.evidence.run;
-    const store::Event* stop = nullptr;  // the first stop request passed on during the spell
-    for (const store::Event* request : stop_requests(context.evidence)) {
-      if (resumed == nullptr && request->t_ns >= idle.t_ns) {
+    std::optional<StopRequest> stop;  // the first stop request during the spell
+    for (const StopRequest& request : stop_requests(context)) {
+      if (resumed == nullptr && request.t_ns >= idle.t_ns) {
         stop = request;
         break;
       }
     }
-    f.severity = stop != nullptr                                ? Severity::kError
+    f.severity = stop.has_value()                               ? Severity::kError
                  : resumed == nullptr && !run_finished(context) ? Severity::kWarning
                                                                 : Severity::kInfo;
     if (resumed != nullptr) {
       f.title = "the job paused" + context.when(idle.t_ns) + " for " +
                 format_seconds(resumed->t_ns - idle.t_ns);
-    } else if (stop != nullptr) {
+    } else if (stop.has_value()) {
       f.title = "the job hung" + context.when(idle.t_ns) +
                 " and did not move again until it was stopped, " +
                 format_seconds(stop->t_ns - idle.t_ns) + " later";

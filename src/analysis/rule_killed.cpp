@@ -4,6 +4,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
 
 #include "analysis/rules.h"
 
@@ -78,11 +82,6 @@ bool is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
 }
 
-// The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
-std::string request_text(const store::Event& e) {
-  return e.text.substr(0, e.text.rfind(", "));
-}
-
 // A process that a stop signal ended after the first request (`request_ns`, 0 when none): the
 // request ended it, or the launcher's teardown that the request set off.
 bool ended_by_request(const store::ProcessRecord& r, int64_t request_ns) {
@@ -90,27 +89,95 @@ bool ended_by_request(const store::ProcessRecord& r, int64_t request_ns) {
   return is_stop_signal(*r.exit_signal) || *r.exit_signal == SIGKILL;
 }
 
-int64_t first_request_ns(const store::Evidence& evidence) {
-  std::vector<const store::Event*> requests = stop_requests(evidence);
-  return requests.empty() ? 0 : requests.front()->t_ns;
+int64_t first_request_ns(const RuleContext& context) {
+  std::vector<StopRequest> requests = stop_requests(context);
+  return requests.empty() ? 0 : requests.front().t_ns;
+}
+
+struct Timeout {
+  int64_t limit_ns = 0;
+  std::string words;  // "timeout -s INT 4h"
+  bool preserve_status = false;
+};
+
+// `timeout [OPTION]... DURATION COMMAND...` (coreutils): its limit; nullopt for another program
+// or no limit (a duration of 0, or one it cannot read).
+std::optional<Timeout> timeout_of(const std::string& cmdline) {
+  std::istringstream words(cmdline);
+  std::string word;
+  if (!(words >> word) || word.substr(word.find_last_of('/') + 1) != "timeout") return std::nullopt;
+  Timeout out{.words = "timeout"};
+  while (words >> word) {
+    out.words += " " + word;
+    if (word == "-s" || word == "-k" || word == "--signal" || word == "--kill-after") {
+      if (words >> word) out.words += " " + word;  // the option's value
+      continue;
+    }
+    out.preserve_status |= word == "--preserve-status";
+    if (word.starts_with("-")) continue;  // --foreground, -v, --signal=INT, -sINT
+    char* end = nullptr;
+    double value = std::strtod(word.c_str(), &end);
+    std::string_view unit(end);
+    double scale = unit.empty() || unit == "s" ? 1
+                   : unit == "m"               ? 60
+                   : unit == "h"               ? 3600
+                   : unit == "d"               ? 86400
+                                               : 0;
+    if (end == word.c_str() || !(value > 0) || scale == 0) return std::nullopt;
+    out.limit_ns = std::llround(value * scale * 1e9);
+    return out;
+  }
+  return std::nullopt;
+}
+
+// A `timeout` in the job whose limit ran out: it exits 124 once it sent its signal, 137 when it
+// had to kill (`-k`), and as its command did under --preserve-status.
+std::optional<StopRequest> time_limit(const RuleContext& context) {
+  for (const ProcessSummary& p : context.processes) {
+    const store::ProcessRecord& r = p.record;
+    std::optional<Timeout> limit = timeout_of(r.cmdline);
+    if (!limit || !r.exit_code || *r.exit_code == 0 || r.end_ns == 0) continue;
+    bool ran_out = limit->preserve_status ? r.end_ns - r.start_ns >= limit->limit_ns
+                                          : *r.exit_code == 124 || *r.exit_code == 137;
+    if (!ran_out) continue;
+    StopRequest request;
+    request.t_ns = std::min(r.start_ns + limit->limit_ns, r.end_ns);
+    request.what =
+        "its time limit: `" + limit->words + "` ran out after " + format_seconds(limit->limit_ns);
+    if (*r.exit_code == 137 && !limit->preserve_status) {
+      request.what += ", then killed it when it did not stop in time";
+    }
+    request.evidence = "timeout (pid " + std::to_string(r.pid) + ") exited with code " +
+                       std::to_string(*r.exit_code) + ": its limit ran out";
+    request.timeout = &p;
+    return request;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
 
-std::vector<const store::Event*> stop_requests(const store::Evidence& evidence) {
-  std::vector<const store::Event*> out;
-  for (const store::Event& e : evidence.events) {
-    if (e.kind == "signal-forwarded") out.push_back(&e);
+std::vector<StopRequest> stop_requests(const RuleContext& context) {
+  std::vector<StopRequest> out;
+  for (const store::Event& e : context.evidence.events) {
+    // The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
+    if (e.kind == "signal-forwarded")
+      out.push_back({e.t_ns, e.text.substr(0, e.text.rfind(", ")), e.text});
+  }
+  if (std::optional<StopRequest> limit = time_limit(context)) {
+    auto later = std::find_if(out.begin(), out.end(),
+                              [&](const StopRequest& r) { return r.t_ns > limit->t_ns; });
+    out.insert(later, std::move(*limit));
   }
   return out;
 }
 
 bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r) {
-  return ended_by_request(r, first_request_ns(context.evidence));
+  return ended_by_request(r, first_request_ns(context));
 }
 
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
-  int64_t request_ns = first_request_ns(context.evidence);
+  int64_t request_ns = first_request_ns(context);
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     if (!r.exit_signal || has_crash(context.evidence, r) || ended_by_request(r, request_ns)) {
@@ -179,22 +246,22 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
 }
 
 void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& out) {
-  std::vector<const store::Event*> requests = stop_requests(context.evidence);
+  std::vector<StopRequest> requests = stop_requests(context);
   const store::RunInfo& run = context.evidence.run;
   // A job that went on and ended well (it ignored the signal, or finished its epoch) was not
   // stopped by it.
   bool ended = run.exit_code || run.exit_signal;
   if (requests.empty() || !ended || run_finished(context)) return;
-  const store::Event& first = *requests.front();
+  const StopRequest& first = requests.front();
   Finding f;
   f.kind = "stop-requested";
   f.severity = Severity::kInfo;
   f.confidence = 0.95;
-  f.title = "the job was stopped by " + request_text(first);
+  f.title = "the job was stopped by " + first.what;
   bool killed = false;
-  for (const store::Event* e : requests) {
-    f.evidence.push_back(e->text + context.when(e->t_ns));
-    if (e != &first && e->text.starts_with("SIGKILL")) {
+  for (const StopRequest& request : requests) {
+    f.evidence.push_back(request.evidence + context.when(request.t_ns));
+    if (&request != &first && request.what.starts_with("SIGKILL")) {
       f.title += ", then killed at the second interrupt";
       killed = true;
     }
@@ -209,7 +276,7 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   // A job stopped while idle: its user gave up waiting (rule_idle tells the spell).
   const store::Event* idle = nullptr;
   for (const store::Event& e : context.evidence.events) {
-    if (&e == &first) break;  // in the order they were recorded
+    if (e.t_ns > first.t_ns || (e.kind == "signal-forwarded" && e.t_ns == first.t_ns)) break;
     if (e.kind == "job-idle") idle = &e;
     if (e.kind == "job-resumed") idle = nullptr;
   }
@@ -226,11 +293,17 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
     if (!where.empty()) f.evidence.push_back(where);
   }
   std::sort(f.ranks.begin(), f.ranks.end());
-  f.fix = killed ? "Killed at a second interrupt, as asked: the first one did not stop it (a "
-                   "handler that catches SIGINT or KeyboardInterrupt and goes on). Not a failure "
-                   "of the job."
-                 : "A stop that was asked for, not a failure of the job. If it was not yours, the "
-                   "sender named here asked for it (a scheduler's time limit or preemption).";
+  f.fix =
+      first.timeout != nullptr
+          ? "The job's own time limit ran out, not a failure of its code: give it more time, "
+            "or save checkpoints as it goes and resume from the last one. If it should have "
+            "finished in time, compare its speed with earlier runs and look for a hang in its last "
+            "output."
+      : killed ? "Killed at a second interrupt, as asked: the first one did not stop it (a "
+                 "handler that catches SIGINT or KeyboardInterrupt and goes on). Not a failure "
+                 "of the job."
+               : "A stop that was asked for, not a failure of the job. If it was not yours, the "
+                 "sender named here asked for it (a scheduler's time limit or preemption).";
   out.push_back({std::move(f), first.t_ns, 0});
 }
 

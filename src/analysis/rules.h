@@ -56,13 +56,21 @@ std::string stuck_in_user_code(const std::string& dump);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);
-// The stop requests traindoc passed on to the job, in order: "SIGINT from the terminal, passed on
-// to 2 process(es)", then "SIGKILL at the second interrupt, sent to 2 process(es)".
-std::vector<const store::Event*> stop_requests(const store::Evidence& evidence);
+// A request to stop the job: a signal traindoc passed on to it, or the time limit of a `timeout`
+// in it that ran out.
+struct StopRequest {
+  int64_t t_ns = 0;
+  std::string what;      // "SIGINT from the terminal", "its time limit: `timeout 4h` ran out"
+  std::string evidence;  // "SIGINT from the terminal, passed on to 2 process(es)"
+  const ProcessSummary* timeout = nullptr;  // the `timeout` whose limit it was
+};
+// The stop requests, in order: "SIGINT from the terminal, passed on to 2 process(es)", then
+// "SIGKILL at the second interrupt, sent to 2 process(es)".
+std::vector<StopRequest> stop_requests(const RuleContext& context);
 // The kind of the known failure the process's last exception names; "" when none.
 std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process);
 // A process that a stop signal (or the SIGKILL of the teardown that followed) ended after a
-// stop request traindoc passed on to the job: the request ended it, not a failure of its own.
+// stop request: the request ended it, not a failure of its own.
 bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r);
 // The supervisor's record that this process was blocked on its standard input (a prompt) at or
 // after `from_ns`; nullptr when none.

@@ -165,6 +165,21 @@ def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
     assert findings[stop["consequences"][0]]["title"].endswith("got SIGTERM and stopped its ranks")
 
 
+def test_a_timeout_that_ran_out_is_the_jobs_time_limit(traindoc, tmp_path):
+    """`timeout 5 torchrun ...`: coreutils' timeout sends torchrun SIGTERM at the limit, torchrun
+    stops its ranks, and timeout exits 124. The limit is the root cause, not timeout's exit."""
+    script = tmp_path / "wait.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    run = traindoc(["timeout", "5", *torchrun("--standalone", "--nproc_per_node", 2, script)])
+    assert run.status == 124, run.stderr
+    root = run.report["findings"][0]
+    assert root["kind"] == "stop-requested" and root["root_cause"], run.report["findings"]
+    assert root["title"] == "the job was stopped by its time limit: `timeout 5` ran out after 5.0 s"
+    assert root["ranks"] == [0, 1]
+    assert "time limit ran out" in root["fix"]
+    assert all(f["kind"] != "launcher-exit" for f in run.report["findings"]), run.report
+
+
 def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
     """No CPU and no output for --stall-seconds: said on the terminal while it lasts, and in the
     report as a pause the job came out of, with the stack it waited in."""

@@ -103,6 +103,68 @@ TEST(RuleStopRequest, SecondInterruptKills) {
   EXPECT_THAT(d.findings[0].fix, HasSubstr("catches SIGINT"));
 }
 
+constexpr int kTimeout = 998;
+
+// `WORDS torchrun ...`: coreutils' timeout around the job, which started 0.1 s before torchrun.
+Evidence under_timeout(const std::string& words) {
+  Evidence e = torchrun_job();
+  ProcessRecord& launcher = process(e, kLauncher);
+  e.processes.insert(e.processes.begin(),
+                     proc(kTimeout, 999, 499'990, words + " " + launcher.cmdline));
+  process(e, kLauncher).ppid = kTimeout;
+  e.run.root_pid = kTimeout;
+  return e;
+}
+
+// The limit ran out: timeout sent SIGTERM to torchrun, which stopped its ranks, and exited 124.
+TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
+  for (int code : {124, 137}) {
+    Evidence e = under_timeout("/usr/bin/timeout -s TERM --kill-after=30 1.5m");
+    for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 90.0, SIGTERM);
+    exited(e, kLauncher, 90.1, 1);
+    exited(e, kTimeout, 90.2, code);
+    e.run.exit_code = code;
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    const Finding& root = d.findings[0];
+    EXPECT_TRUE(root.root_cause);
+    EXPECT_EQ(root.kind, "stop-requested");
+    std::string title =
+        "the job was stopped by its time limit: `timeout -s TERM --kill-after=30 1.5m` ran out "
+        "after 90.0 s";
+    EXPECT_EQ(root.title,
+              code == 124 ? title : title + ", then killed it when it did not stop in time");
+    EXPECT_THAT(root.ranks, ElementsAre(0, 1));
+    EXPECT_THAT(root.evidence, Contains(HasSubstr("rank 1 (pid 1011) ended by SIGTERM")));
+    EXPECT_THAT(root.fix, HasSubstr("time limit ran out"));
+    // timeout's own exit is no finding, and the ranks' ends are not told apart.
+    for (const Finding& f : d.findings) {
+      EXPECT_THAT(f.pids, Not(Contains(kTimeout))) << f.title;
+      EXPECT_NE(f.kind, "killed-externally") << f.title;
+    }
+  }
+}
+
+TEST(RuleStopRequest, ATimeoutIsALimitOnlyWhenItRanOut) {
+  // The job failed by itself before the limit: timeout passes its code on.
+  Evidence e = under_timeout("timeout 1h");
+  exited(e, kRank0, 5, 3);
+  exited(e, kLauncher, 6, 1);
+  exited(e, kTimeout, 6.1, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_NE(d.findings[0].kind, "stop-requested");
+  // --preserve-status passes on the code of the command it stopped (128 + SIGTERM).
+  e = under_timeout("timeout --preserve-status 10");
+  killed(e, kRank0, 10.0, SIGTERM);
+  exited(e, kLauncher, 10.1, 143);
+  exited(e, kTimeout, 10.2, 143);
+  e.run.exit_code = 143;
+  EXPECT_EQ(diagnose(e).findings.front().title,
+            "the job was stopped by its time limit: `timeout --preserve-status 10` ran out after "
+            "10.0 s");
+}
+
 TEST(RuleStopRequest, AJobThatWentOnWasNotStopped) {
   Evidence e = torchrun_job();
   e.events = {forwarded(10, "SIGTERM from pid 4242 (bash), passed on to 5 process(es)")};
