@@ -77,6 +77,21 @@ bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
   return false;
 }
 
+// A worker stopped as the process that started it ended (a multiprocessing Pool's terminate() as
+// its `with` block exits, a DataLoader's shutdown): that process's end, not a failure of its own;
+// unless the parent's error names the worker (a DataLoader's "worker (pid N) is killed by
+// signal"). nullptr when not.
+const ProcessSummary* stopping_parent(const RuleContext& context, const ProcessSummary& p) {
+  if (p.role.role != Role::kWorker) return nullptr;
+  const ProcessSummary* parent = context.process(p.record.ppid);
+  if (parent == nullptr || parent->record.end_ns == 0) return nullptr;
+  int64_t after_ns = parent->record.end_ns - p.record.end_ns;
+  if (after_ns < -kForwardSlackNs || after_ns > kAroundNs) return nullptr;
+  const PythonTraceback* tb = context.texts.final_exception(*parent);
+  bool named = tb != nullptr && tb->message.find(std::to_string(p.record.pid)) != std::string::npos;
+  return named ? nullptr : parent;
+}
+
 // The signals that ask a process to stop, from a terminal, a scheduler or a launcher.
 bool is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
@@ -223,6 +238,16 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
       f.fix = "The launcher stops the other processes once one fails: see the root cause.";
       f.confidence = 0.9;
+    } else if (const ProcessSummary* parent =
+                   is_stop_signal(sig) ? stopping_parent(context, p) : nullptr) {
+      f.kind = "killed-externally";
+      f.severity = Severity::kInfo;
+      f.title =
+          who + " was stopped by " + signal_name(sig) + " as " + context.name(*parent) + " ended";
+      f.fix =
+          "Its parent stopped it on the way out (a multiprocessing Pool's terminate(), a "
+          "DataLoader's shutdown): see that process's own finding.";
+      f.confidence = 0.8;
     } else if (is_stop_signal(sig)) {
       f.kind = "killed-externally";
       f.severity = Severity::kWarning;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -339,6 +340,37 @@ TEST(RuleKilled, SigtermIsAWarning) {
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_THAT(f.title, HasSubstr("rank 1 (pid 1011) was stopped by SIGTERM"));
+}
+
+// A multiprocessing Pool's `with` block terminates its workers as the exception leaves it: the
+// workers' SIGTERM is their parent's end, not a stop of their own; a DataLoader's error that
+// names the worker it lost is that worker's end.
+TEST(RuleKilled, AWorkerStoppedAsItsParentEndedIsItsParentsEnd) {
+  for (bool named : {false, true}) {
+    Evidence e = torchrun_job();
+    killed(e, kWorker0, 3.0, SIGTERM);
+    uint64_t number = 1;
+    print_lines(e, 3.1, number,
+                {"Traceback (most recent call last):",
+                 "  File \"/home/user/proj/prepare.py\", line 6, in <module>",
+                 named ? "RuntimeError: DataLoader worker (pid 1020) is killed by signal: "
+                         "Terminated. "
+                       : "ZeroDivisionError: integer division or modulo by zero"},
+                "[default0]:");
+    exited(e, kRank0, 3.2, 1);
+    Diagnosis d = diagnose(e);
+    auto worker = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+      return f.pids == std::vector<int>{kWorker0};
+    });
+    ASSERT_NE(worker, d.findings.end());
+    if (named) {
+      EXPECT_NE(worker->severity, Severity::kInfo) << worker->title;
+      continue;
+    }
+    EXPECT_EQ(worker->severity, Severity::kInfo);
+    EXPECT_EQ(worker->title,
+              "worker 0 of rank 0 (pid 1020) was stopped by SIGTERM as rank 0 (pid 1010) ended");
+  }
 }
 
 // --- rule_stop_request ---------------------------------------------------------------------

@@ -286,6 +286,34 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   EXPECT_THAT(d.findings[0].title, HasSubstr("did not move again before it ended, 75.0 s later"));
 }
 
+// A rank alone in init_process_group stirs for a moment as it retries its connection: the wait
+// goes on, one spell from its start.
+TEST(RuleIdle, ABriefStirBetweenTwoSpellsIsOneSpell) {
+  Evidence e = torchrun_job();
+  e.events = {{at(1), "job-idle", 0, kIdleText},
+              {at(2), "job-resumed", 0, "1.0 s after the job went idle"},
+              {at(2.5), "job-idle", 0, kIdleText},
+              {at(3.5), "stack-at-idle", kRank0,
+               stack_in("/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py", 177,
+                        "_create_c10d_store")}};
+  exited(e, kRank0, 4, 1);
+  std::vector<Finding> findings = diagnose(e).findings;
+  ASSERT_EQ(std::count_if(findings.begin(), findings.end(),
+                          [](const Finding& f) { return f.kind == "job-idle"; }),
+            1);
+  auto idle = std::find_if(findings.begin(), findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  EXPECT_THAT(idle->title, testing::StartsWith("the job went idle at +1.0 s and did not move"));
+  EXPECT_THAT(idle->title, EndsWith("waits in init_process_group for the other ranks to join"));
+  // A stir of 5 s or more ends the first spell: a pause, then a second spell.
+  e.events[2].t_ns = at(7);
+  e.events[3].t_ns = at(8);
+  findings = diagnose(e).findings;
+  EXPECT_EQ(std::count_if(findings.begin(), findings.end(),
+                          [](const Finding& f) { return f.kind == "job-idle"; }),
+            2);
+}
+
 TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
   Evidence e = torchrun_job();
   e.events = {{at(5), "job-idle", 0, kIdleText}};
