@@ -1,9 +1,19 @@
 """Tells the agent when an exception ends a thread (`traindoc_thread_died`,
-src/agent/python_abi.cpp), just before Python prints its traceback, so that the traceback is tied
-to its process even where several processes write to one output without a prefix."""
+src/agent/python_abi.cpp), with the thread's name, just before Python prints its traceback, so
+that the traceback is tied to its process even where several processes write to one output
+without a prefix."""
+import ctypes
 import threading
 
 from traindoc_hook import _agent
+
+
+def _name_words(thread):
+    """The first 16 bytes of the name Python prints ("Exception in thread NAME:"), as two
+    little-endian words."""
+    name = thread.name if thread is not None else str(threading.get_ident())
+    data = name.encode(errors="replace")[:16].ljust(16, b"\0")
+    return int.from_bytes(data[:8], "little"), int.from_bytes(data[8:], "little")
 
 
 def install():
@@ -12,12 +22,12 @@ def install():
     if died is None or previous is None or hasattr(previous, "__traindoc_recorded__"):
         return
     died.restype = None
-    died.argtypes = []
+    died.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
 
     def excepthook(args):
         try:
             if args.exc_type is not SystemExit:  # which ends a thread quietly
-                _agent.quietly(died)
+                _agent.quietly(lambda: died(*_name_words(args.thread)))
         finally:
             previous(args)
 

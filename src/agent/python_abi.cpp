@@ -43,7 +43,10 @@ extern "C" __attribute__((visibility("default"))) void traindoc_spawned(int inde
   append_keeping_errno(traindoc::common::RecordType::kSpawned, index, 0);
 }
 
-// An exception ended a thread of this process; Python prints its traceback next.
-extern "C" __attribute__((visibility("default"))) void traindoc_thread_died(void) {
-  append_keeping_errno(traindoc::common::RecordType::kThreadDied, 0, 0);
+// An exception ended a thread of this process; Python prints its traceback next. `name_low`
+// and `name_high`: the first 16 bytes of the thread's name, little-endian, NUL-padded.
+extern "C" __attribute__((visibility("default"))) void traindoc_thread_died(uint64_t name_low,
+                                                                            uint64_t name_high) {
+  append_keeping_errno(traindoc::common::RecordType::kThreadDied, static_cast<int64_t>(name_low),
+                       static_cast<int64_t>(name_high));
 }

@@ -149,13 +149,14 @@ class LineOwners {
   }
 
   // The process whose hook marked a thread's death just before this thread's traceback was read,
-  // whatever the output's interleaving: the earliest such mark not `used` by an earlier one.
+  // whatever the output's interleaving: the earliest such mark of a thread of that name (the mark
+  // holds its first 16 bytes; none from an older hook) not `used` by an earlier one.
   const ProcessSummary* of_thread(const PythonTraceback& tb,
                                   std::set<const store::Event*>& used) const {
     const store::Event* mark = nullptr;
     for (const store::Event& e : m_evidence.events) {
       if (e.kind != "thread-died" || used.contains(&e) || e.t_ns > tb.t_ns + kReadSlackNs ||
-          e.t_ns + kThreadPrintNs < tb.t_ns) {
+          e.t_ns + kThreadPrintNs < tb.t_ns || !tb.thread.starts_with(e.text)) {
         continue;
       }
       if (mark == nullptr || e.t_ns < mark->t_ns) mark = &e;

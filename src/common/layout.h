@@ -43,7 +43,7 @@ enum class RecordType : uint32_t {
                             // a = the index it gave, the process's rank by convention until
                             // init_process_group says otherwise
   kThreadDied = 8,          // an exception ended a thread (Python hook), just before Python
-                            // prints its traceback
+                            // prints its traceback; a, b: the first 16 bytes of its name
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -72,6 +72,19 @@ int64_t thread_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// The first 16 bytes of a thread's name that a kThreadDied record carries, NUL-padded.
+std::string thread_name(const AgentRecord& record) {
+  std::string out;
+  for (int64_t word : {record.a, record.b}) {
+    for (int i = 0; i < 8; ++i) {
+      char c = static_cast<char>((static_cast<uint64_t>(word) >> (8 * i)) & 0xff);
+      if (c == '\0') return out;
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string host_name() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
@@ -280,7 +293,7 @@ void Loop::read_agent() {
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
     } else if (record.type == common::RecordType::kThreadDied) {
-      m_store.add_event({record.time_ns, "thread-died", record.pid, ""});
+      m_store.add_event({record.time_ns, "thread-died", record.pid, thread_name(record)});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
       event("label-out-of-range", record.pid,
             "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes");

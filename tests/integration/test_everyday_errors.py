@@ -8,8 +8,9 @@ workers that spawn starts; torch.multiprocessing.spawn called outside `if __name
 an error printed after a progress bar's redraws; a script written for torchrun started without it;
 a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
 only warn; DDP's needless search for unused parameters; a last batch of one sample; a sample of
-None. The title says what happened and the fix names the sizes, types or keys."""
+None; the threads of two processes that die one after the other. The title says what happened and the fix names the sizes, types or keys."""
 import re
+import sqlite3
 
 from PIL import Image
 
@@ -419,6 +420,43 @@ def test_a_thread_that_died_in_a_spawned_rank(traindoc, tmp_path):
     (thread,) = [f for f in run.report["findings"] if f["title"].startswith("thread loader of ")]
     assert thread["pids"] == [pid], thread
     assert thread["severity"] == "warning"
+
+
+THREADS_DIE_ONE_AFTER_THE_OTHER = """
+import multiprocessing as mp, os, threading, time
+def child(index, name, barrier):
+    print(os.getpid(), name, flush=True)
+    def load():
+        barrier.wait()
+        time.sleep(0.5 * index)  # one traceback after the other: lines that do not interleave
+        raise KeyError(name)
+    thread = threading.Thread(target=load, name=name)
+    thread.start()
+    thread.join()
+if __name__ == "__main__":
+    barrier = mp.Barrier(2)
+    names = ("shard-reader of a long name", "prefetch")
+    children = [mp.Process(target=child, args=(i, n, barrier)) for i, n in enumerate(names)]
+    for c in children: c.start()
+    for c in children: c.join()
+"""
+
+
+def test_the_threads_of_two_processes_are_marked_by_name(traindoc):
+    """Two processes' threads die within a second, their tracebacks unprefixed on one output: the
+    hook marks each death with the thread's name (its first 16 bytes), and each traceback is the
+    process's that marked a thread of its name."""
+    run = traindoc(python_job(THREADS_DIE_ONE_AFTER_THE_OTHER))
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    pids = {name: int(pid) for pid, name in
+            re.findall(r"(\d+) (shard-reader of a long name|prefetch)\n", run.stdout.decode())}
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        marks = db.execute("SELECT pid, text FROM events WHERE kind = 'thread-died'").fetchall()
+    assert sorted(marks) == sorted([(pids["shard-reader of a long name"], "shard-reader of "),
+                                    (pids["prefetch"], "prefetch")]), marks
+    for name, pid in pids.items():
+        (thread,) = [f for f in run.report["findings"] if f["title"].startswith(f"thread {name} of ")]
+        assert thread["pids"] == [pid], thread
 
 
 def test_a_last_batch_of_one_sample_for_batch_norm(traindoc):

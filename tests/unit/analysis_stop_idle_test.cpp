@@ -496,6 +496,27 @@ TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank1));
 }
 
+// Two ranks' threads die at once, their tracebacks unprefixed and read in the other order than
+// the marks: each goes to the process that marked a thread of its name.
+TEST(RuleIdle, ThreadTracebacksGoToTheProcessThatMarkedThatName) {
+  Evidence e = torchrun_job();
+  e.events = {{at(4.80), "thread-died", kRank1, "prefetch"},
+              {at(4.81), "thread-died", kRank0, "Thread-3 (load_s"}};
+  uint64_t number = 1;
+  print_lines(e, 4.9, number,
+              {"Exception in thread Thread-3 (load_shard):", "Traceback (most recent call last):",
+               "  File \"/home/user/proj/data.py\", line 9, in load_shard", "KeyError: 'shard-7'"},
+              "");
+  prefetch_thread_died(e, 4.95, number, "");
+  for (int pid : {kLauncher, kRank0, kRank1, kWorker0, kWorker1}) exited(e, pid, 9, 0);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 2u);
+  for (const Finding& f : d.findings) {
+    EXPECT_THAT(f.pids, ElementsAre(f.title.starts_with("thread prefetch") ? kRank1 : kRank0))
+        << f.title;
+  }
+}
+
 // The process failed soon after its thread died (it gave up waiting for the thread's work): the
 // thread's exception is the cause, the process's own its consequence.
 TEST(RuleIdle, AThreadThatDiedJustBeforeItsProcessFailedIsTheCause) {
