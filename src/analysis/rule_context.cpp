@@ -192,6 +192,18 @@ std::string stuck_in_user_code(const std::string& dump) {
   return frames.empty() || is_library_file(frames.front().path) ? "" : frames.front().place();
 }
 
+const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
+                                             const ProcessSummary& process) {
+  for (const ProcessSummary& q : context.processes) {
+    if (&q == &process || q.record.ppid != process.record.ppid || q.role.role != Role::kRank) {
+      continue;
+    }
+    const PythonTraceback* tb = context.texts.final_exception(q);
+    if (tb != nullptr && tb->spawned_process) return &q;
+  }
+  return nullptr;
+}
+
 std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process) {
   const PythonTraceback* last = context.texts.final_exception(process);
   std::optional<KnownFailure> known =

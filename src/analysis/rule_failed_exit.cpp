@@ -348,6 +348,20 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       }
       f.fix = "See the process's last output in logs/.";
       f.confidence = 0.5;
+      if (const ProcessSummary* sibling =
+              p.role.role == Role::kRank ? spawn_reported_sibling(context, p) : nullptr) {
+        // Its exception went to the parent unprinted: the one printed is the failure to read,
+        // and this exit its echo (most often the same error), not a cause of its own.
+        f.severity = Severity::kWarning;
+        f.title +=
+            " as well: its exception went to torch.multiprocessing.spawn, which printed "
+            "only the exception of " +
+            context.name(*sibling);
+        f.fix = "Fix the exception printed for " + context.name(*sibling) +
+                "; run again to see whether this process fails differently (spawn prints the "
+                "first failure only).";
+        t_ns = std::max(t_ns, context.texts.final_exception(*sibling)->t_ns + 1);
+      }
     }
     out.push_back({std::move(f), t_ns, r.pid, merge_key});
   }

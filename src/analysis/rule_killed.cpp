@@ -232,7 +232,9 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
             "another failure.";
         f.confidence = 0.6;
       }
-    } else if (stopped_by_launcher(context, p)) {
+    } else if (stopped_by_launcher(context, p) ||
+               (is_stop_signal(sig) && p.role.role == Role::kRank &&
+                spawn_reported_sibling(context, p) != nullptr)) {
       f.kind = "killed-externally";
       f.severity = Severity::kInfo;
       f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";

@@ -67,6 +67,11 @@ struct StopRequest {
 // The stop requests, in order: "SIGINT from the terminal, passed on to 2 process(es)", then
 // "SIGKILL at the second interrupt, sent to 2 process(es)".
 std::vector<StopRequest> stop_requests(const RuleContext& context);
+// The rank whose exception torch.multiprocessing.spawn's parent printed, a sibling of `process`:
+// each failed process sends the parent its traceback, which raises the first one it finds,
+// prints no other, and stops the rest (SIGTERM). nullptr when it printed none of its children's.
+const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
+                                             const ProcessSummary& process);
 // The kind of the known failure the process's last exception names; "" when none.
 std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process);
 // A process that a stop signal (or the SIGKILL of the teardown that followed) ended after a

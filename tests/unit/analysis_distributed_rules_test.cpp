@@ -197,6 +197,23 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
   EXPECT_THAT(launcher->pids, ElementsAre(kLauncher));
   // Rank 0 was stopped by the launcher's teardown: it did not fail.
   EXPECT_EQ(launcher->title, "launcher (pid 1000) stopped the job after rank 1 failed");
+  const Finding* stopped = find_kind(d, "killed-externally");
+  ASSERT_NE(stopped, nullptr);
+  EXPECT_EQ(stopped->severity, Severity::kInfo);
+  EXPECT_EQ(stopped->title, "rank 0 (pid 1010) was stopped by SIGTERM from its launcher");
+
+  // Rank 0 failed too, before the parent stopped it: spawn printed rank 1's exception only.
+  process(e, kRank0).exit_signal.reset();
+  exited(e, kRank0, 2.6, 1);
+  d = diagnose(e);
+  ASSERT_GE(d.findings.size(), 2u);
+  EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) raised RuntimeError: bad batch on rank 1");
+  const Finding* echo = find_kind(d, "nonzero-exit");
+  ASSERT_NE(echo, nullptr);
+  EXPECT_EQ(echo->severity, Severity::kWarning);
+  EXPECT_EQ(echo->title,
+            "rank 0 (pid 1010) exited with code 1 as well: its exception went to "
+            "torch.multiprocessing.spawn, which printed only the exception of rank 1 (pid 1011)");
 }
 
 TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {
