@@ -277,6 +277,8 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     if (issue.aborted) {
       f.evidence.push_back("traindoc ended the job at this finding (--on-mismatch abort)");
     }
+    // A deadlock's ranks come in the order they wait for each other, which its title tells.
+    if (issue.field == "deadlock") std::sort(f.ranks.begin(), f.ranks.end());
     out.push_back(std::move(timed));
   }
 }

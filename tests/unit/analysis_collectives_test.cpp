@@ -172,10 +172,11 @@ TEST(CollectivesRule, EachKindHasItsFix) {
             std::string::npos);
   EXPECT_NE(diagnose(job_with_issue("uneven-inputs", "calls")).findings[0].fix.find("drop_last"),
             std::string::npos);
-  EXPECT_NE(diagnose(job_with_issue("collective-order", "deadlock"))
-                .findings[0]
-                .fix.find("batch_isend_irecv"),
-            std::string::npos);
+  store::Evidence deadlock = job_with_issue("collective-order", "deadlock");
+  std::swap(deadlock.collective_issues[0].ranks[0], deadlock.collective_issues[0].ranks[1]);
+  Diagnosis d = diagnose(deadlock);
+  EXPECT_NE(d.findings[0].fix.find("batch_isend_irecv"), std::string::npos);
+  EXPECT_EQ(d.findings[0].ranks, (std::vector<int>{0, 1}));
 }
 
 // T14: rank 0's monitored barrier timed out, then the launcher stopped rank 1, which never

@@ -347,6 +347,19 @@ TEST_F(ThreeRanks, APairIsNamedByItsSenderAndReceiver) {
             "ranks: rank 1: [4] at train.py:46; rank 2: [8] at train.py:49");
 }
 
+// A ring in which each rank receives from its left before it sends to its right.
+TEST_F(ThreeRanks, ARingOfReceivesIsADeadlock) {
+  for (int r = 0; r < 3; ++r) checker.add(p2p(r, (r + 2) % 3, r, 1));
+  std::vector<FoundIssue> found = checker.check(kT0 + 31 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.field, "deadlock");
+  EXPECT_THAT(found[0].issue.message,
+              HasSubstr("rank 0, rank 1 and rank 2 wait for each other in point-to-point calls "
+                        "that cannot complete, for 31.0 s: rank 0 waits in recv from rank 2 "
+                        "(recv #1 at train.py:10); rank 2 waits in recv from rank 1"));
+  EXPECT_EQ(found[0].dump_pids.size(), 3u);
+}
+
 // Rank 0 waits to receive from rank 1, which never sends: rank 1 is named, by its process.
 TEST_F(CheckerTest, ASendNeverMadeNamesTheSender) {
   checker.add(p2p(0, 1, 0, 1));
