@@ -1,6 +1,8 @@
 // Attribution of tracebacks and known texts to processes. Pure.
 #include "analysis/process_texts.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -22,6 +24,13 @@ constexpr int64_t kThreadPrintNs = 5'000'000'000;
 
 bool failed(const store::ProcessRecord& r) {
   return (r.exit_code && *r.exit_code != 0) || r.exit_signal;
+}
+
+// Ended by a signal that stops a process without a word (SIGTERM, SIGKILL, SIGHUP): not by the
+// exit that follows a traceback Python prints (SIGINT's KeyboardInterrupt prints one first).
+bool stopped_silently(const store::ProcessRecord& r) {
+  return r.exit_signal &&
+         (*r.exit_signal == SIGTERM || *r.exit_signal == SIGKILL || *r.exit_signal == SIGHUP);
 }
 
 bool alive_at(const store::ProcessRecord& r, int64_t t_ns) {
@@ -68,8 +77,10 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
         r.start_ns > t_ns + kReadSlackNs) {
       continue;
     }
-    // Ended before the stamp: ranked after every process that ended after it.
+    // Ended before the stamp: ranked after every process that ended after it; stopped silently
+    // (a DataLoader's workers as their rank shuts them down): after every other.
     int64_t distance = r.end_ns >= t_ns ? r.end_ns - t_ns : kExitAfterPrintNs + t_ns - r.end_ns;
+    if (stopped_silently(r)) distance += 4 * kExitAfterPrintNs;
     if (found == nullptr || distance < best) {
       found = &p;
       best = distance;

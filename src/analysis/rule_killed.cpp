@@ -77,19 +77,25 @@ bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
   return false;
 }
 
+// The process that started `p` (a worker), when its last exception names p's pid (a
+// DataLoader's "worker (pid(s) N) exited unexpectedly"): it failed for p's end.
+const ProcessSummary* failed_for(const RuleContext& context, const ProcessSummary& p) {
+  const ProcessSummary* parent = context.process(p.record.ppid);
+  const PythonTraceback* tb = parent ? context.texts.final_exception(*parent) : nullptr;
+  bool named = tb != nullptr && tb->message.find(std::to_string(p.record.pid)) != std::string::npos;
+  return named ? parent : nullptr;
+}
+
 // A worker stopped as the process that started it ended (a multiprocessing Pool's terminate() as
 // its `with` block exits, a DataLoader's shutdown): that process's end, not a failure of its own;
-// unless the parent's error names the worker (a DataLoader's "worker (pid N) is killed by
-// signal"). nullptr when not.
+// unless that process failed for it. nullptr when not.
 const ProcessSummary* stopping_parent(const RuleContext& context, const ProcessSummary& p) {
   if (p.role.role != Role::kWorker) return nullptr;
   const ProcessSummary* parent = context.process(p.record.ppid);
   if (parent == nullptr || parent->record.end_ns == 0) return nullptr;
   int64_t after_ns = parent->record.end_ns - p.record.end_ns;
   if (after_ns < -kForwardSlackNs || after_ns > kAroundNs) return nullptr;
-  const PythonTraceback* tb = context.texts.final_exception(*parent);
-  bool named = tb != nullptr && tb->message.find(std::to_string(p.record.pid)) != std::string::npos;
-  return named ? nullptr : parent;
+  return failed_for(context, p) == nullptr ? parent : nullptr;
 }
 
 // The signals that ask a process to stop, from a terminal, a scheduler or a launcher.
@@ -250,6 +256,17 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
           "Its parent stopped it on the way out (a multiprocessing Pool's terminate(), a "
           "DataLoader's shutdown): see that process's own finding.";
       f.confidence = 0.8;
+    } else if (const ProcessSummary* victim =
+                   is_stop_signal(sig) && worker ? failed_for(context, p) : nullptr) {
+      // A worker alone was stopped, and its process failed for it: the stop is the failure.
+      f.kind = "killed-externally";
+      f.title = who + " was stopped by " + signal_name(sig) + ", and " + context.name(*victim) +
+                " failed for it";
+      f.fix =
+          "Something outside the job stopped this DataLoader worker alone (a watchdog, a memory "
+          "or time-limit enforcer, a cleanup script, `kill`): its own code does not send it. "
+          "Find the sender (the scheduler's or the node's logs) and keep it from the job.";
+      f.confidence = 0.7;
     } else if (is_stop_signal(sig)) {
       f.kind = "killed-externally";
       f.severity = Severity::kWarning;

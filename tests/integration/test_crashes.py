@@ -1,6 +1,7 @@
 """Every crashing process gets an explained crash record: the kind of fault, the process's
 role, the blame frame and the fix, with the exit status exactly as without traindoc."""
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -158,6 +159,18 @@ def test_worker_killed_from_outside(traindoc):
     assert root["kind"] == "worker-crash"
     assert "SIGKILL" in root["title"]
     assert "OOM killer" in root["fix"] and "Out of memory: Killed process" in root["fix"]
+
+
+def test_worker_stopped_alone_is_the_cause_of_its_ranks_failure(traindoc):
+    run = traindoc(python_job(WORKER_KILLED.replace("SIGKILL", "SIGTERM")))
+    assert run.status == 1
+    root = root_cause(run.report)
+    assert root["kind"] == "killed-externally", run.report["findings"]
+    assert re.fullmatch(r"worker \d of rank 0 \(pid \d+\) was stopped by SIGTERM, and rank 0 "
+                        r"\(pid \d+\) failed for it", root["title"]), root["title"]
+    (failed,) = [run.report["findings"][i] for i in root["consequences"]
+                 if run.report["findings"][i]["kind"] == "python-exception"]
+    assert failed["title"].startswith("rank 0 (pid "), failed
 
 
 SHM_JOB = """

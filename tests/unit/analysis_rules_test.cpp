@@ -344,7 +344,7 @@ TEST(RuleKilled, SigtermIsAWarning) {
 
 // A multiprocessing Pool's `with` block terminates its workers as the exception leaves it: the
 // workers' SIGTERM is their parent's end, not a stop of their own; a DataLoader's error that
-// names the worker it lost is that worker's end.
+// names the worker it lost makes that worker's stop the failure.
 TEST(RuleKilled, AWorkerStoppedAsItsParentEndedIsItsParentsEnd) {
   for (bool named : {false, true}) {
     Evidence e = torchrun_job();
@@ -364,13 +364,38 @@ TEST(RuleKilled, AWorkerStoppedAsItsParentEndedIsItsParentsEnd) {
     });
     ASSERT_NE(worker, d.findings.end());
     if (named) {
-      EXPECT_NE(worker->severity, Severity::kInfo) << worker->title;
+      // The worker alone was stopped, and its rank failed for it: the stop is the root cause.
+      EXPECT_EQ(worker->severity, Severity::kError);
+      EXPECT_TRUE(worker->root_cause);
+      EXPECT_EQ(worker->title,
+                "worker 0 of rank 0 (pid 1020) was stopped by SIGTERM, and rank 0 (pid 1010) "
+                "failed for it");
       continue;
     }
     EXPECT_EQ(worker->severity, Severity::kInfo);
     EXPECT_EQ(worker->title,
               "worker 0 of rank 0 (pid 1020) was stopped by SIGTERM as rank 0 (pid 1010) ended");
   }
+}
+
+// An unprefixed traceback printed just before a worker was stopped silently (SIGTERM, as its rank
+// shut it down) is not that worker's: Python's exit after a traceback is an exit code.
+TEST(RuleKilled, ATracebackIsNotAWorkersThatWasStoppedSilently) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 3.1, number,
+              {"Traceback (most recent call last):",
+               "  File \"/home/user/proj/train.py\", line 7, in <module>",
+               "RuntimeError: DataLoader worker (pid(s) 1020) exited unexpectedly"},
+              "");
+  killed(e, kWorker0, 3.0, SIGTERM);
+  killed(e, kWorker1, 3.15, SIGTERM);
+  exited(e, kRank0, 3.4, 1);
+  Diagnosis d = diagnose(e);
+  auto raised = std::find_if(d.findings.begin(), d.findings.end(),
+                             [](const Finding& f) { return f.kind == "python-exception"; });
+  ASSERT_NE(raised, d.findings.end());
+  EXPECT_THAT(raised->pids, ElementsAre(kRank0));
 }
 
 // --- rule_stop_request ---------------------------------------------------------------------
