@@ -12,7 +12,8 @@ def _name_words(thread):
     """The first 16 bytes of the name Python prints ("Exception in thread NAME:"), as two
     little-endian words."""
     name = thread.name if thread is not None else str(threading.get_ident())
-    data = name.encode(errors="replace")[:16].ljust(16, b"\0")
+    # Cut on a character's boundary: the store keeps it as text.
+    data = name.encode(errors="replace")[:16].decode(errors="ignore").encode().ljust(16, b"\0")
     return int.from_bytes(data[:8], "little"), int.from_bytes(data[8:], "little")
 
 

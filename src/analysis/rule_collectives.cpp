@@ -222,8 +222,10 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
           (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
         f.kind = "peer-exited";
+        bool pair = issue.op == "send" || issue.op == "recv";
         f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +
-                  std::to_string(issue.number) + ", which the other ranks waited in";
+                  std::to_string(issue.number) + ", which " +
+                  (pair ? "its peer" : "the other ranks") + " waited in";
         f.fix = fix_for("peer-exited", "");
         // After the end it tells, and after a waiting rank's own account of the same end
         // (rule_peer_exited's lost connection, timed at that end), which then leads the merge

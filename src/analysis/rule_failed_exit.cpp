@@ -348,8 +348,10 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       }
       f.fix = "See the process's last output in logs/.";
       f.confidence = 0.5;
-      if (const ProcessSummary* sibling =
-              p.role.role == Role::kRank ? spawn_reported_sibling(context, p) : nullptr) {
+      // spawn's wrapper exits 1 after it sent the exception.
+      if (const ProcessSummary* sibling = p.role.role == Role::kRank && r.exit_code == 1
+                                              ? spawn_reported_sibling(context, p)
+                                              : nullptr) {
         // Its exception went to the parent unprinted: the one printed is the failure to read,
         // and this exit its echo (most often the same error), not a cause of its own.
         f.severity = Severity::kWarning;

@@ -34,8 +34,6 @@ std::string joining(const std::string& dump) {
   return "";
 }
 
-constexpr int64_t kStirNs = 5'000'000'000;
-
 constexpr const char* kIdleFix =
     "A job that uses no CPU and prints nothing is waiting: on a lock or a queue that nothing "
     "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
@@ -53,19 +51,11 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     const store::Event* resumed = nullptr;
     std::vector<const store::Event*> stacks;
     std::vector<const store::Event*> prompts;
-    size_t j = i + 1;
-    for (; j < events.size(); ++j) {
-      if (events[j].kind == "job-idle") {
-        // A stir too short to end the wait (a retry's burst of CPU, a line printed) between two
-        // spells: one spell.
-        if (resumed == nullptr || events[j].t_ns - resumed->t_ns >= kStirNs) break;
-        resumed = nullptr;
-      }
+    for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
       if (events[j].kind == "job-resumed" && resumed == nullptr) resumed = &events[j];
       if (events[j].kind == "stack-at-idle") stacks.push_back(&events[j]);
       if (events[j].kind == "stdin-wait") prompts.push_back(&events[j]);
     }
-    i = j - 1;  // past the spells merged into this one
     int64_t end_ns = resumed != nullptr ? resumed->t_ns : INT64_MAX;
     if (collective_hang(context, idle.t_ns, end_ns)) continue;
     Finding f;

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -77,12 +78,23 @@ bool stopped_by_launcher(const RuleContext& context, const ProcessSummary& p) {
   return false;
 }
 
-// The process that started `p` (a worker), when its last exception names p's pid (a
-// DataLoader's "worker (pid(s) N) exited unexpectedly"): it failed for p's end.
+// Whether `text` holds `number` as a whole number ("pid(s) 4217, 42" holds 42; "4217" does not).
+bool holds_number(const std::string& text, int number) {
+  std::string digits = std::to_string(number);
+  auto digit = [&](size_t i) { return i < text.size() && std::isdigit(text[i]) != 0; };
+  for (size_t at = text.find(digits); at != std::string::npos; at = text.find(digits, at + 1)) {
+    if ((at == 0 || !digit(at - 1)) && !digit(at + digits.size())) return true;
+  }
+  return false;
+}
+
+// The process that started `p` (a worker), when its last exception names p's pid as a worker's
+// (a DataLoader's "worker (pid(s) N) exited unexpectedly"): it failed for p's end.
 const ProcessSummary* failed_for(const RuleContext& context, const ProcessSummary& p) {
   const ProcessSummary* parent = context.process(p.record.ppid);
   const PythonTraceback* tb = parent ? context.texts.final_exception(*parent) : nullptr;
-  bool named = tb != nullptr && tb->message.find(std::to_string(p.record.pid)) != std::string::npos;
+  bool named = tb != nullptr && tb->message.find("worker") != std::string::npos &&
+               holds_number(tb->message, p.record.pid);
   return named ? parent : nullptr;
 }
 
@@ -118,11 +130,10 @@ int64_t first_request_ns(const RuleContext& context) {
 struct Timeout {
   int64_t limit_ns = 0;
   std::string words;  // "timeout -s INT 4h"
-  bool preserve_status = false;
 };
 
 // `timeout [OPTION]... DURATION COMMAND...` (coreutils): its limit; nullopt for another program
-// or no limit (a duration of 0, or one it cannot read).
+// or no limit (a duration of 0, one it cannot read, or beyond any job).
 std::optional<Timeout> timeout_of(const std::string& cmdline) {
   std::istringstream words(cmdline);
   std::string word;
@@ -130,12 +141,17 @@ std::optional<Timeout> timeout_of(const std::string& cmdline) {
   Timeout out{.words = "timeout"};
   while (words >> word) {
     out.words += " " + word;
-    if (word == "-s" || word == "-k" || word == "--signal" || word == "--kill-after") {
+    if (word == "--signal" || word == "--kill-after") {
       if (words >> word) out.words += " " + word;  // the option's value
       continue;
     }
-    out.preserve_status |= word == "--preserve-status";
-    if (word.starts_with("-")) continue;  // --foreground, -v, --signal=INT, -sINT
+    if (word.starts_with("--")) continue;  // --foreground, --preserve-status, --signal=INT
+    if (word.starts_with("-")) {
+      // Short options, clustered (-vk 5): -s and -k take the rest of the word, or the next one.
+      size_t valued = word.find_first_of("sk", 1);
+      if (valued == word.size() - 1 && words >> word) out.words += " " + word;
+      continue;
+    }
     char* end = nullptr;
     double value = std::strtod(word.c_str(), &end);
     std::string_view unit(end);
@@ -144,32 +160,51 @@ std::optional<Timeout> timeout_of(const std::string& cmdline) {
                    : unit == "h"               ? 3600
                    : unit == "d"               ? 86400
                                                : 0;
-    if (end == word.c_str() || !(value > 0) || scale == 0) return std::nullopt;
-    out.limit_ns = std::llround(value * scale * 1e9);
+    double seconds = value * scale;
+    constexpr double kYears = 100 * 365 * 86400.0;
+    if (end == word.c_str() || !(seconds > 0) || !(seconds < kYears)) return std::nullopt;
+    out.limit_ns = std::llround(seconds * 1e9);
     return out;
   }
   return std::nullopt;
 }
 
-// A `timeout` in the job whose limit ran out: it exits 124 once it sent its signal, 137 when it
-// had to kill (`-k`), and as its command did under --preserve-status.
+// Whether `p` runs the job: the run's root, or an ancestor of its launcher or a rank (not a
+// `timeout` a rank runs around one of its own commands).
+bool runs_the_job(const RuleContext& context, const ProcessSummary& p) {
+  if (p.record.pid == context.evidence.run.root_pid) return true;
+  for (const ProcessSummary& q : context.processes) {
+    if (q.role.role != Role::kRank && q.role.role != Role::kLauncher) continue;
+    const ProcessSummary* up = context.process(q.record.ppid);
+    for (int depth = 0; up != nullptr && depth < 64; ++depth) {
+      if (up == &p) return true;
+      up = up->record.ppid == up->record.pid ? nullptr : context.process(up->record.ppid);
+    }
+  }
+  return false;
+}
+
+// A `timeout` around the job whose limit ran out: it failed (124 once it sent its signal, 137
+// under --foreground when it had to kill, killed by the signal it sent its own process group
+// with -s KILL or -k, as its command did under --preserve-status) once its limit had passed.
 std::optional<StopRequest> time_limit(const RuleContext& context) {
+  constexpr int64_t kStartSlackNs = 500'000'000;  // start times are known to a clock tick
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     std::optional<Timeout> limit = timeout_of(r.cmdline);
-    if (!limit || !r.exit_code || *r.exit_code == 0 || r.end_ns == 0) continue;
-    bool ran_out = limit->preserve_status ? r.end_ns - r.start_ns >= limit->limit_ns
-                                          : *r.exit_code == 124 || *r.exit_code == 137;
-    if (!ran_out) continue;
+    bool failed = r.exit_signal || (r.exit_code && *r.exit_code != 0);
+    if (!limit || !failed || r.end_ns == 0 || !runs_the_job(context, p) ||
+        r.end_ns - r.start_ns + kStartSlackNs < limit->limit_ns) {
+      continue;
+    }
     StopRequest request;
     request.t_ns = std::min(r.start_ns + limit->limit_ns, r.end_ns);
     request.what =
         "its time limit: `" + limit->words + "` ran out after " + format_seconds(limit->limit_ns);
-    if (*r.exit_code == 137 && !limit->preserve_status) {
-      request.what += ", then killed it when it did not stop in time";
-    }
-    request.evidence = "timeout (pid " + std::to_string(r.pid) + ") exited with code " +
-                       std::to_string(*r.exit_code) + ": its limit ran out";
+    request.evidence = "timeout (pid " + std::to_string(r.pid) + ") " +
+                       (r.exit_signal ? "was killed by " + signal_name(*r.exit_signal)
+                                      : "exited with code " + std::to_string(*r.exit_code)) +
+                       ": its limit ran out";
     request.timeout = &p;
     return request;
   }
@@ -311,7 +346,10 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
     }
   }
   for (const ProcessSummary& p : context.processes) {
-    if (!ended_by_request(p.record, first.t_ns) || has_crash(context.evidence, p.record)) continue;
+    if (!ended_by_request(p.record, first.t_ns) || has_crash(context.evidence, p.record) ||
+        &p == first.timeout) {
+      continue;
+    }
     f.pids.push_back(p.record.pid);
     add_ranks(f.ranks, context.ranks_of(p));
     f.evidence.push_back(context.name(p) + " ended by " + signal_name(*p.record.exit_signal) +

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -22,6 +23,7 @@ constexpr size_t kFirstCalls = 200;
 constexpr size_t kRecentCalls = 64;
 constexpr size_t kMaxPendingNumbers = 4096;
 constexpr int64_t kReapSlackNs = 1'000'000'000;
+constexpr size_t kNamedMembers = 8;  // of a group, in its messages
 
 bool is_lifetime(uint16_t op) {
   return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
@@ -192,13 +194,21 @@ bool ended_normally(const store::ProcessRecord& process) {
   return process.exit_code && *process.exit_code == 0;
 }
 
+// Ended by a signal that asks a process to stop (a launcher's teardown after a waiting rank gave
+// up, a user), not by a failure of its own.
+bool stopped(const store::ProcessRecord& process) {
+  int sig = process.exit_signal.value_or(0);
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL;
+}
+
 // A group rank as the job numbers it (`names`, from CollectiveChecker::job_ranks).
 int job_rank(const std::vector<int>& names, int group_rank) {
   return names.empty() ? group_rank : names[static_cast<size_t>(group_rank)];
 }
 
+// "rank 2"; "group rank 1" where the job's ranks of the group are unknown.
 std::string rank_text(const std::vector<int>& names, int group_rank) {
-  return "rank " + std::to_string(job_rank(names, group_rank));
+  return (names.empty() ? "group rank " : "rank ") + std::to_string(job_rank(names, group_rank));
 }
 
 // "rank 0", "ranks 1, 2"
@@ -220,9 +230,12 @@ std::string where_text(const std::vector<int>& names, const CollectiveCall& call
   }
   if (!names.empty() && pair) return "from " + rank_text(names, 0) + " to " + rank_text(names, 1);
   if (!names.empty()) {
-    std::vector<int> members(names.size());
+    // A large group by its first members and size.
+    std::vector<int> members(std::min<size_t>(names.size(), kNamedMembers));
     for (size_t r = 0; r < members.size(); ++r) members[r] = static_cast<int>(r);
-    return "in the group of " + ranks_text(names, members);
+    return "in the group of " + ranks_text(names, members) +
+           (names.size() > members.size() ? ", ... (" + std::to_string(names.size()) + " ranks)"
+                                          : "");
   }
   char id[32];
   snprintf(id, sizeof(id), "%016" PRIx64, call.group);
@@ -292,6 +305,7 @@ void CollectiveChecker::add(const AgentCollective& record) {
   if (group.size == 0) {
     group.size = call.group_size;
     group.pair = is_p2p(call.op);
+    group.is_default = (call.flags & common::kCollectiveDefaultGroup) != 0 && !group.pair;
     group.ranks.resize(static_cast<size_t>(call.group_size));
   }
   if (group.size != call.group_size) return;
@@ -501,38 +515,56 @@ const CollectiveChecker::Process* CollectiveChecker::process_of(const Group& gro
   return it == m_processes.end() ? nullptr : &it->second;
 }
 
+// The job rank of one side of a pair, as the other side's Python calls name it (their peer);
+// -1 when it made none. NCCL's peer is a rank of its communicator, not of the job.
+int CollectiveChecker::peer_named(const Group& group, int group_rank) {
+  const std::deque<Held>& other = group.ranks[static_cast<size_t>(1 - group_rank)].recent;
+  return other.empty() || !is_python(other.back().call) ? -1 : other.back().call.peer;
+}
+
 // The process of a group rank: the one that made its calls; for a pair, the process of the rank
 // the other side's calls name; for a group as large as the world that the rank never used, the
-// process the launcher gave that rank.
+// process the launcher gave that rank (the latest of that rank, one still running first: a
+// restarted job's attempts reuse ranks).
 int CollectiveChecker::pid_of(const Group& group, int group_rank) const {
   const RankTrack& rank = group.ranks[static_cast<size_t>(group_rank)];
   if (rank.pid != 0) return rank.pid;
   int job_rank = group_rank;
   if (group.pair) {
-    const RankTrack& other = group.ranks[static_cast<size_t>(1 - group_rank)];
-    if (other.recent.empty()) return 0;
-    job_rank = other.recent.back().call.peer;
+    job_rank = peer_named(group, group_rank);
+    if (job_rank < 0) return 0;
   }
+  int found = 0;
+  const Process* best = nullptr;
   for (const auto& [pid, process] : m_processes) {
-    if (process.rank == job_rank && (group.pair || process.world_size == group.size)) return pid;
+    if (process.rank != job_rank || (!group.pair && process.world_size != group.size)) continue;
+    if (best == nullptr ||
+        std::pair(!process.end, process.start_ticks) > std::pair(!best->end, best->start_ticks)) {
+      best = &process;
+      found = pid;
+    }
   }
-  return 0;
+  return found;
 }
 
 // The job's rank of each member of a group, as users number ranks (a subgroup's or a pair's own
 // numbering is not theirs): its process's, else, in a pair, the peer the other side's calls
-// name; empty where one is unknown or two are the same.
+// name. The group's own numbering for the default group, which is the job's; empty where a
+// member's is unknown or two are the same.
 std::vector<int> CollectiveChecker::job_ranks(const Group& group) const {
   std::vector<int> out;
   for (int r = 0; r < group.size; ++r) {
     const Process* process = process_of(group, r);
     int rank = process != nullptr ? process->rank : -1;
-    if (rank < 0 && group.pair) {
-      const RankTrack& other = group.ranks[static_cast<size_t>(1 - r)];
-      if (!other.recent.empty()) rank = other.recent.back().call.peer;
+    if (rank < 0 && group.pair) rank = peer_named(group, r);
+    if (rank < 0 || std::find(out.begin(), out.end(), rank) != out.end()) {
+      out.clear();
+      break;
     }
-    if (rank < 0 || std::find(out.begin(), out.end(), rank) != out.end()) return {};
     out.push_back(rank);
+  }
+  if (out.empty() && group.is_default) {
+    for (int r = 0; r < group.size; ++r) out.push_back(r);
   }
   return out;
 }
@@ -559,7 +591,9 @@ bool CollectiveChecker::p2p_deadlock(uint64_t id, Group& group, int64_t now_ns,
       const RankTrack& theirs = other.ranks[static_cast<size_t>(1 - r)];
       if (mine.recent.empty() || theirs.last_number >= mine.last_number) continue;
       const Held& held = mine.recent.back();
-      if (held.end_ns != 0 || returns_early(held.call)) continue;  // not blocked in it
+      const Process* process = process_of(other, r);
+      bool gone = process != nullptr && process->end;
+      if (held.end_ns != 0 || returns_early(held.call) || gone) continue;  // not blocked in it
       waits[names[static_cast<size_t>(r)]] = {&other, r, names[static_cast<size_t>(1 - r)], &held};
       if (other_id == id) first = names[static_cast<size_t>(r)];
     }
@@ -690,7 +724,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   std::string site = site_text(waited->call);
   bool laggard_failed = std::any_of(laggards.begin(), laggards.end(), [&](int r) {
     const Process* process = process_of(group, r);
-    return process != nullptr && process->end && !ended_normally(*process->end);
+    return process != nullptr && process->end && !ended_normally(*process->end) &&
+           !stopped(*process->end);
   });
   bool alone = arrived.size() < laggards.size() && !site.empty() && !laggard_failed &&
                only_from(group, arrived, site);

@@ -73,7 +73,8 @@ class CollectiveChecker {
   };
   struct Group {
     int size = 0;
-    bool pair = false;  // a point-to-point pair: group rank 0 sends, 1 receives
+    bool pair = false;        // a point-to-point pair: group rank 0 sends, 1 receives
+    bool is_default = false;  // the default group (the job's world), as the Python hook marks it
     std::vector<RankTrack> ranks;
     std::map<uint64_t, int> arrivals;  // number -> ranks that made that call
     int64_t last_activity_ns = 0;
@@ -92,6 +93,7 @@ class CollectiveChecker {
   };
 
   static int64_t gave_up_at(const Held& held);
+  static int peer_named(const Group& group, int group_rank);
   Held* find_call(RankTrack& rank, uint64_t number);
   void compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                std::vector<FoundIssue>& out);

@@ -214,6 +214,14 @@ def test_a_prompt_nobody_answers_is_named(tmp_path):
     assert any("rank 0 (pid" in e and "pdb.py" in e for e in root["evidence"]), root
 
 
+def last_idle_spell(run):
+    """The job-idle finding of the spell that lasted until the job gave up. A process that waits
+    for its peers retries its connection, and a retry's stir of CPU may part two spells."""
+    spells = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    assert spells, run.report["findings"]
+    return spells[-1]
+
+
 def test_a_rank_that_never_joined_is_told_before_the_timeout(traindoc):  # T30's cause
     """Rank 0 of 2 alone in init_process_group: the idle spell names the wait for the other
     ranks while it lasts, and gloo's bare "Socket Timeout" after it is a rendezvous timeout."""
@@ -227,7 +235,7 @@ def test_a_rank_that_never_joined_is_told_before_the_timeout(traindoc):  # T30's
     assert root["title"].endswith("timed out in init_process_group waiting for the other ranks "
                                   "to connect"), root
     assert "--nnodes" in root["fix"]
-    (idle,) = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    idle = last_idle_spell(run)
     assert idle["title"].endswith(": rank 0 (pid %d) waits in init_process_group for the other "
                                   "ranks to join" % root["pids"][0]), idle
 
@@ -243,7 +251,7 @@ def test_a_node_that_never_joined_is_named(traindoc):
     assert root["kind"] == "rendezvous-timeout", root
     assert root["title"].endswith("torchrun's rendezvous timed out waiting for the other nodes "
                                   "to join"), root
-    (idle,) = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    idle = last_idle_spell(run)
     assert idle["title"].endswith("waits at its rendezvous for the other nodes to join"), idle
     assert idle["title"].split(": ")[-1].startswith("launcher (pid "), idle
 

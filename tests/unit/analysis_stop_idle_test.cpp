@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,22 +119,27 @@ Evidence under_timeout(const std::string& words) {
 
 // The limit ran out: timeout sent SIGTERM to torchrun, which stopped its ranks, and exited 124.
 TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
-  for (int code : {124, 137}) {
-    Evidence e = under_timeout("/usr/bin/timeout -s TERM --kill-after=30 1.5m");
+  // It exits 124 once it sent its signal; 137 under --foreground when it had to kill; with -k it
+  // kills its own process group, itself included.
+  for (std::optional<int> code :
+       {std::optional<int>(124), std::optional<int>(137), std::optional<int>()}) {
+    Evidence e = under_timeout("/usr/bin/timeout -vs TERM --kill-after=30 1.5m");
     for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 90.0, SIGTERM);
     exited(e, kLauncher, 90.1, 1);
-    exited(e, kTimeout, 90.2, code);
-    e.run.exit_code = code;
+    if (code) {
+      exited(e, kTimeout, 90.2, *code);
+    } else {
+      killed(e, kTimeout, 120.1, SIGKILL);
+    }
+    e.run.exit_code = code.value_or(128 + SIGKILL);
     Diagnosis d = diagnose(e);
     ASSERT_FALSE(d.findings.empty());
     const Finding& root = d.findings[0];
     EXPECT_TRUE(root.root_cause);
     EXPECT_EQ(root.kind, "stop-requested");
-    std::string title =
-        "the job was stopped by its time limit: `timeout -s TERM --kill-after=30 1.5m` ran out "
-        "after 90.0 s";
     EXPECT_EQ(root.title,
-              code == 124 ? title : title + ", then killed it when it did not stop in time");
+              "the job was stopped by its time limit: `timeout -vs TERM --kill-after=30 1.5m` ran "
+              "out after 90.0 s");
     EXPECT_THAT(root.ranks, ElementsAre(0, 1));
     EXPECT_THAT(root.evidence, Contains(HasSubstr("rank 1 (pid 1011) ended by SIGTERM")));
     EXPECT_THAT(root.fix, HasSubstr("time limit ran out"));
@@ -146,14 +152,33 @@ TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
 }
 
 TEST(RuleStopRequest, ATimeoutIsALimitOnlyWhenItRanOut) {
-  // The job failed by itself before the limit: timeout passes its code on.
-  Evidence e = under_timeout("timeout 1h");
-  exited(e, kRank0, 5, 3);
-  exited(e, kLauncher, 6, 1);
-  exited(e, kTimeout, 6.1, 1);
-  Diagnosis d = diagnose(e);
-  ASSERT_FALSE(d.findings.empty());
-  EXPECT_NE(d.findings[0].kind, "stop-requested");
+  // The job failed by itself before the limit: timeout passes its code on, 137 for a command
+  // the OOM killer ended.
+  for (int code : {1, 137}) {
+    Evidence e = under_timeout("timeout 1h");
+    exited(e, kRank0, 5, 3);
+    exited(e, kLauncher, 6, code);
+    exited(e, kTimeout, 6.1, code);
+    e.run.exit_code = code;
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    EXPECT_NE(d.findings[0].kind, "stop-requested") << code;
+  }
+  // No limit: a duration of 0 or beyond any job.
+  for (const char* words : {"timeout 0", "timeout inf", "timeout 1e30", "timeout --signal=KILL"}) {
+    Evidence e = under_timeout(words);
+    exited(e, kRank0, 5, 3);
+    exited(e, kLauncher, 6, 1);
+    exited(e, kTimeout, 6.1, 1);
+    e.run.exit_code = 1;
+    EXPECT_NE(diagnose(e).findings.front().kind, "stop-requested") << words;
+  }
+  // A `timeout` that a rank runs around a command of its own is not the job's limit.
+  Evidence e = torchrun_job();
+  e.processes.push_back(proc(2000, kRank0, 500'200, "timeout 1 nvidia-smi"));
+  exited(e, 2000, 3.0, 124);
+  killed(e, kRank1, 10, SIGKILL);
+  EXPECT_EQ(diagnose(e).findings.front().kind, "killed-externally");
   // --preserve-status passes on the code of the command it stopped (128 + SIGTERM).
   e = under_timeout("timeout --preserve-status 10");
   killed(e, kRank0, 10.0, SIGTERM);
@@ -284,34 +309,6 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
   EXPECT_THAT(d.findings[0].title, HasSubstr("did not move again before it ended, 75.0 s later"));
-}
-
-// A rank alone in init_process_group stirs for a moment as it retries its connection: the wait
-// goes on, one spell from its start.
-TEST(RuleIdle, ABriefStirBetweenTwoSpellsIsOneSpell) {
-  Evidence e = torchrun_job();
-  e.events = {{at(1), "job-idle", 0, kIdleText},
-              {at(2), "job-resumed", 0, "1.0 s after the job went idle"},
-              {at(2.5), "job-idle", 0, kIdleText},
-              {at(3.5), "stack-at-idle", kRank0,
-               stack_in("/usr/lib/python3/dist-packages/torch/distributed/rendezvous.py", 177,
-                        "_create_c10d_store")}};
-  exited(e, kRank0, 4, 1);
-  std::vector<Finding> findings = diagnose(e).findings;
-  ASSERT_EQ(std::count_if(findings.begin(), findings.end(),
-                          [](const Finding& f) { return f.kind == "job-idle"; }),
-            1);
-  auto idle = std::find_if(findings.begin(), findings.end(),
-                           [](const Finding& f) { return f.kind == "job-idle"; });
-  EXPECT_THAT(idle->title, testing::StartsWith("the job went idle at +1.0 s and did not move"));
-  EXPECT_THAT(idle->title, EndsWith("waits in init_process_group for the other ranks to join"));
-  // A stir of 5 s or more ends the first spell: a pause, then a second spell.
-  e.events[2].t_ns = at(7);
-  e.events[3].t_ns = at(8);
-  findings = diagnose(e).findings;
-  EXPECT_EQ(std::count_if(findings.begin(), findings.end(),
-                          [](const Finding& f) { return f.kind == "job-idle"; }),
-            2);
 }
 
 TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {

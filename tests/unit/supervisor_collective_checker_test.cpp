@@ -325,6 +325,24 @@ TEST_F(ThreeRanks, ACallTheOthersNeverReachedBecauseTheyFailedIsNotOnesAlone) {
   EXPECT_EQ(issue.message.find("alone"), std::string::npos) << issue.message;
 }
 
+// Stopped by the launcher once rank 0 gave up, ranks 1 and 2 did not fail: the call is rank 0's.
+TEST_F(ThreeRanks, OthersStoppedAfterTheWaitGaveUpLeaveTheCallOnesAlone) {
+  for (int r = 0; r < 3; ++r) add(r, 1, 10);
+  AgentCollective extra = call(0, 2, CollectiveOp::kAllReduce, {1}, 7, "train.py", 20);
+  extra.call.group_size = 3;
+  checker.add(extra);
+  AgentCollective raised = exit_of(extra, kT0 + 10 * kSecond);
+  raised.call.flags = common::kCollectiveRaised;
+  checker.add(raised);
+  checker.process_ended(ended(1, W_EXITCODE(0, SIGTERM), kT0 + 11 * kSecond));
+  checker.process_ended(ended(2, W_EXITCODE(0, SIGTERM), kT0 + 11 * kSecond));
+  std::vector<FoundIssue> found = checker.check(kT0 + 12 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.message.rfind("collective-missing: rank 0 alone made all_reduce #2", 0),
+            0u)
+      << found[0].issue.message;
+}
+
 // A subgroup of ranks 1 and 2 numbers them 0 and 1: the message names the job's ranks.
 TEST_F(ThreeRanks, ASubgroupsRanksAreTheJobsRanks) {
   for (int r = 1; r < 3; ++r) {
@@ -375,6 +393,39 @@ TEST_F(CheckerTest, ASendNeverMadeNamesTheSender) {
   EXPECT_EQ(issue.ranks[0].pid, 101);  // the sender, which made no call in the pair
   EXPECT_EQ(issue.ranks[0].state, "never called it");
   EXPECT_EQ(issue.ranks[1].pid, 100);
+}
+
+// An NCCL pair of a communicator of job ranks 2 and 3 (its ranks 0 and 1): its peer numbers
+// are the communicator's, which name no job rank. The receiver never came: it is not rank 1.
+TEST(CollectiveChecker, AnNcclPairsPeerIsNoJobRank) {
+  CollectiveChecker checker({.stall_ns = 3 * kSecond});
+  for (int r = 0; r < 4; ++r) checker.process_started(100 + r, 7, r, 4);
+  AgentCollective send = call(2, 1, CollectiveOp::kSend);
+  send.call.source = static_cast<uint8_t>(common::CollectiveSource::kNccl);
+  send.call.group = 0x77;
+  send.call.group_rank = 0;
+  send.call.peer = 1;
+  checker.add(send);
+  std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.ranks[1].pid, 0);
+  EXPECT_EQ(issue.message.rfind("collective-missing: group rank 1 never made the recv from group "
+                                "rank 0",
+                                0),
+            0u)
+      << issue.message;
+}
+
+// torchrun restarted the ranks: the missing rank is this attempt's rank 1, not the last one's.
+TEST_F(CheckerTest, AMissingRankIsTheLatestProcessOfThatRank) {
+  checker.process_ended(ended(1, W_EXITCODE(1, 0), kT0 - kSecond));
+  checker.process_started(105, 9, 1, 2);
+  checker.add(call(0, 1, CollectiveOp::kAllReduce));
+  std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-missing");
+  EXPECT_EQ(found[0].issue.ranks[1].pid, 105);
 }
 
 // Both ranks receive first: each waits for the other's send. One issue for both pairs.
