@@ -127,6 +127,10 @@ const char* to_string(Severity severity) {
   return "info";
 }
 
+bool ended_in_failure(const store::ProcessRecord& record) {
+  return (record.exit_code && *record.exit_code != 0) || record.exit_signal;
+}
+
 std::string format_seconds(int64_t ns) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);

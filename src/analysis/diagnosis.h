@@ -83,5 +83,7 @@ std::string format_seconds(int64_t ns);
 
 // "SIGSEGV", or "signal 77" for numbers without a name.
 std::string signal_name(int signal);
+// The process ended in failure: a non-zero exit code, or a signal.
+bool ended_in_failure(const store::ProcessRecord& record);
 
 }  // namespace traindoc::analysis

@@ -22,10 +22,6 @@ constexpr int64_t kFinalWithinNs = 60'000'000'000;
 // The hook marks a thread's death just before Python prints its traceback.
 constexpr int64_t kThreadPrintNs = 5'000'000'000;
 
-bool failed(const store::ProcessRecord& r) {
-  return (r.exit_code && *r.exit_code != 0) || r.exit_signal;
-}
-
 // Ended by a signal that stops a process without a word (SIGTERM, SIGKILL, SIGHUP): not by the
 // exit that follows a traceback Python prints (SIGINT's KeyboardInterrupt prints one first).
 bool stopped_silently(const store::ProcessRecord& r) {
@@ -73,8 +69,8 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
   for (const ProcessSummary& p : processes) {
     const store::ProcessRecord& r = p.record;
     if (prefixed.contains(&p) || silent.contains(&p)) continue;
-    if (!failed(r) || r.end_ns + kReadSlackNs < t_ns || r.end_ns > t_ns + kExitAfterPrintNs ||
-        r.start_ns > t_ns + kReadSlackNs) {
+    if (!ended_in_failure(r) || r.end_ns + kReadSlackNs < t_ns ||
+        r.end_ns > t_ns + kExitAfterPrintNs || r.start_ns > t_ns + kReadSlackNs) {
       continue;
     }
     // Ended before the stamp: ranked after every process that ended after it; stopped silently

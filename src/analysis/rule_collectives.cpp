@@ -88,10 +88,6 @@ bool came_late(const store::CollectiveIssue& late, int group_rank) {
                      });
 }
 
-bool died(const store::ProcessRecord& r) {
-  return r.exit_signal || (r.exit_code && *r.exit_code != 0);
-}
-
 // A rank whose own last exception says it timed out waiting in a collective: it waited too (in
 // another call, e.g. one only it makes), so its end is the hang's, not a failure of its own.
 bool gave_up_waiting(const RuleContext& context, const ProcessSummary& p) {
@@ -217,8 +213,8 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       // teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
       if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
-          died(process->record) && !finished && !stopped_on_request(context, process->record) &&
-          !gave_up_waiting(context, *process) &&
+          ended_in_failure(process->record) && !finished &&
+          !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
           (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
         f.kind = "peer-exited";
@@ -263,7 +259,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       line += "; " + std::to_string(rank.calls) + " collective(s) completed";
       f.evidence.push_back(line);
       if (!rank.stack.empty()) f.evidence.push_back(who + " stack: " + stack_excerpt(rank.stack));
-      if (named && finished && died(process->record)) {
+      if (named && finished && ended_in_failure(process->record)) {
         f.evidence.push_back(who + " finished its program" +
                              context.when(*process->script_finished_ns) + ", then " +
                              how_it_ended(process->record) + " in its teardown at exit");

@@ -192,8 +192,7 @@ std::optional<StopRequest> time_limit(const RuleContext& context) {
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     std::optional<Timeout> limit = timeout_of(r.cmdline);
-    bool failed = r.exit_signal || (r.exit_code && *r.exit_code != 0);
-    if (!limit || !failed || r.end_ns == 0 || !runs_the_job(context, p) ||
+    if (!limit || !ended_in_failure(r) || r.end_ns == 0 || !runs_the_job(context, p) ||
         r.end_ns - r.start_ns + kStartSlackNs < limit->limit_ns) {
       continue;
     }
