@@ -5,12 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdlib>
-#include <sstream>
-#include <string_view>
 
 #include "analysis/rules.h"
+#include "store/time_limit.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -127,48 +125,6 @@ int64_t first_request_ns(const RuleContext& context) {
   return requests.empty() ? 0 : requests.front().t_ns;
 }
 
-struct Timeout {
-  int64_t limit_ns = 0;
-  std::string words;  // "timeout -s INT 4h"
-};
-
-// `timeout [OPTION]... DURATION COMMAND...` (coreutils): its limit; nullopt for another program
-// or no limit (a duration of 0, one it cannot read, or beyond any job).
-std::optional<Timeout> timeout_of(const std::string& cmdline) {
-  std::istringstream words(cmdline);
-  std::string word;
-  if (!(words >> word) || word.substr(word.find_last_of('/') + 1) != "timeout") return std::nullopt;
-  Timeout out{.words = "timeout"};
-  while (words >> word) {
-    out.words += " " + word;
-    if (word == "--signal" || word == "--kill-after") {
-      if (words >> word) out.words += " " + word;  // the option's value
-      continue;
-    }
-    if (word.starts_with("--")) continue;  // --foreground, --preserve-status, --signal=INT
-    if (word.starts_with("-")) {
-      // Short options, clustered (-vk 5): -s and -k take the rest of the word, or the next one.
-      size_t valued = word.find_first_of("sk", 1);
-      if (valued == word.size() - 1 && words >> word) out.words += " " + word;
-      continue;
-    }
-    char* end = nullptr;
-    double value = std::strtod(word.c_str(), &end);
-    std::string_view unit(end);
-    double scale = unit.empty() || unit == "s" ? 1
-                   : unit == "m"               ? 60
-                   : unit == "h"               ? 3600
-                   : unit == "d"               ? 86400
-                                               : 0;
-    double seconds = value * scale;
-    constexpr double kYears = 100 * 365 * 86400.0;
-    if (end == word.c_str() || !(seconds > 0) || !(seconds < kYears)) return std::nullopt;
-    out.limit_ns = std::llround(seconds * 1e9);
-    return out;
-  }
-  return std::nullopt;
-}
-
 // Whether `p` runs the job: the run's root, or an ancestor of its launcher or a rank (not a
 // `timeout` a rank runs around one of its own commands).
 bool runs_the_job(const RuleContext& context, const ProcessSummary& p) {
@@ -191,7 +147,7 @@ std::optional<StopRequest> time_limit(const RuleContext& context) {
   constexpr int64_t kStartSlackNs = 500'000'000;  // start times are known to a clock tick
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
-    std::optional<Timeout> limit = timeout_of(r.cmdline);
+    std::optional<store::TimeLimit> limit = store::time_limit_of(r.cmdline);
     if (!limit || !ended_in_failure(r) || r.end_ns == 0 || !runs_the_job(context, p) ||
         r.end_ns - r.start_ns + kStartSlackNs < limit->limit_ns) {
       continue;
@@ -365,10 +321,11 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
     f.evidence.push_back("the job went idle" + context.when(idle->t_ns) +
                          " and was still idle then: no process used CPU or printed anything");
   }
-  // Where each rank was when the stop came (the supervisor asked for stacks then): what a hung
-  // job was doing when its user gave up on it.
+  // Where each rank was when the stop came (the supervisor asked for stacks then, or a moment
+  // before a time limit ran out): what a hung job was doing when it was given up on.
+  const char* stacks = first.timeout != nullptr ? "stack-at-limit" : "stack-at-stop";
   for (const store::Event& e : context.evidence.events) {
-    const ProcessSummary* p = e.kind == "stack-at-stop" ? context.process(e.pid) : nullptr;
+    const ProcessSummary* p = e.kind == stacks ? context.process(e.pid) : nullptr;
     if (p == nullptr || p->role.role != Role::kRank) continue;
     std::string where = where_it_was(context, *p, e.text);
     if (!where.empty()) f.evidence.push_back(where);

@@ -10,6 +10,9 @@
 namespace traindoc::supervisor {
 namespace {
 
+// Deeper trees are cycles of reused pids, not process trees.
+constexpr int kMaxDepth = 64;
+
 // How near the training code a rank's source is; a nearer one replaces a farther one. torchrun's
 // RANK is the rank the process group gets; init_process_group's answer is the truth over spawn's
 // index, which is over an outer launcher's variables (srun's SLURM_PROCID, which every process
@@ -226,6 +229,16 @@ std::vector<int> ProcessTable::live_agent_pids(bool workers) const {
     if (r.agent && (workers || !r.forked)) out.push_back(pid);
   }
   return out;
+}
+
+bool ProcessTable::descends_from(int pid, int ancestor) const {
+  for (int depth = 0; depth < kMaxDepth; ++depth) {
+    auto it = m_live.find(pid);
+    if (it == m_live.end()) return false;
+    pid = m_records[it->second].record.ppid;
+    if (pid == ancestor) return true;
+  }
+  return false;
 }
 
 bool ProcessTable::is_live(int pid) const {

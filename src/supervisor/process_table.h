@@ -51,6 +51,8 @@ class ProcessTable {
   // `workers`, only those started by exec (not DataLoader workers forked from a rank).
   std::vector<int> live_agent_pids(bool workers) const;
   bool is_live(int pid) const;
+  // Whether `ancestor` is the parent of `pid`, or its parent's, and so on.
+  bool descends_from(int pid, int ancestor) const;
 
   // Records changed since the last call, for the store.
   std::vector<store::ProcessRecord> take_changed();

@@ -26,6 +26,7 @@
 
 #include "common/clock.h"
 #include "store/store_writer.h"
+#include "store/time_limit.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
 #include "supervisor/collective_text.h"
@@ -55,6 +56,9 @@ constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the re
 constexpr size_t kMomentStacksMax = 64;
 constexpr int64_t kStopStacksHoldNs = 500'000'000;
 constexpr int64_t kMomentStacksWaitNs = 1'500'000'000;
+// How long before a `timeout` in the job sends its signal the stacks are asked for: the dumps
+// must be read while the processes still run.
+constexpr int64_t kLimitStacksLeadNs = 1'000'000'000;
 // The job is idle while none of its processes uses more than this share of one core and none
 // prints: a wait that polls (a store's client, a rendezvous, sleep(0.01) loops) takes 1 to 3 %.
 constexpr double kIdleCpuShare = 0.05;
@@ -130,6 +134,8 @@ class Loop {
   void collect_stacks(bool final);
   bool stacks_pending(const std::string& kind) const;
   void watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes);
+  void note_time_limit(int pid, uint64_t start_ticks, const std::string& cmdline);
+  void watch_time_limits(int64_t t_ns);
   uint64_t store_log_streams(const LogTap& tap);
   void report_issue(store::CollectiveIssue& issue, const std::string& prompt);
   void abort_job(const store::CollectiveIssue& issue);
@@ -165,12 +171,19 @@ class Loop {
   // Stacks asked for at a moment worth explaining, each stored as an event of `kind` once its
   // dump is complete, until the deadline.
   struct StackRequest {
-    std::string kind;  // "stack-at-stop", "stack-at-idle"
+    std::string kind;  // "stack-at-stop", "stack-at-limit", "stack-at-idle"
     std::vector<int> pids;
     int64_t deadline_ns = 0;
   };
   std::vector<StackRequest> m_stack_requests;
   bool m_stop_stacks_asked = false;
+  // Each `timeout` in the job, until its processes' stacks were asked for just before its limit.
+  struct TimeLimitWatch {
+    int pid = 0;
+    int64_t stacks_at_ns = 0;
+    int64_t limit_at_ns = 0;
+  };
+  std::vector<TimeLimitWatch> m_time_limits;
   // The idle watch: each process's CPU seconds at the last walk, the output seen, when the job
   // last used CPU or printed, and since when it is idle once told (0: not idle).
   std::map<int, double> m_cpu_seen;
@@ -402,8 +415,10 @@ double Loop::walk_and_sample(bool slow, bool final) {
     if (m_table.seen_alive(pid, stat.ppid, stat.starttime, t)) {
       std::vector<std::string> argv = read_proc_cmdline(pid).value_or(std::vector<std::string>{});
       std::optional<EnvironText> environ = read_proc_environ(pid);
-      m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0],
-                          join_cmdline(argv), environ ? environ->rank_env() : common::RankEnv{});
+      std::string cmdline = join_cmdline(argv);
+      m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0], cmdline,
+                          environ ? environ->rank_env() : common::RankEnv{});
+      note_time_limit(pid, stat.starttime, cmdline);
       if (environ) record_cuda_env(pid, stat.starttime, *environ);
     }
     if (stat.state == 'Z') {
@@ -586,6 +601,31 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   }
 }
 
+void Loop::note_time_limit(int pid, uint64_t start_ticks, const std::string& cmdline) {
+  std::optional<store::TimeLimit> limit = store::time_limit_of(cmdline);
+  if (!limit) return;
+  // A start time the clocks disagree on (a time namespace) is not before the run's.
+  int64_t limit_at =
+      std::max(m_sampler.start_realtime_ns(start_ticks), m_run.start_ns) + limit->limit_ns;
+  m_time_limits.push_back(
+      {pid, limit_at - std::min(kLimitStacksLeadNs, limit->limit_ns / 2), limit_at});
+}
+
+// Where a job was when its time limit ran out (a hang, most often): the stacks of the programs
+// that a `timeout` is about to stop, asked for a moment before it does.
+void Loop::watch_time_limits(int64_t t_ns) {
+  std::erase_if(m_time_limits, [&](const TimeLimitWatch& watch) {
+    if (!m_table.is_live(watch.pid) || t_ns >= watch.limit_at_ns) return true;
+    if (t_ns < watch.stacks_at_ns) return false;
+    std::vector<int> below;
+    for (int pid : m_table.live_agent_pids(false)) {
+      if (m_table.descends_from(pid, watch.pid)) below.push_back(pid);
+    }
+    ask_stacks("stack-at-limit", below);
+    return true;
+  });
+}
+
 // Stores each output stream's state; returns the bytes the job has written so far.
 uint64_t Loop::store_log_streams(const LogTap& tap) {
   uint64_t bytes = 0;
@@ -681,6 +721,7 @@ store::RunInfo Loop::run() {
       if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
       read_agent();
       check_collectives();
+      if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
       if (!m_stack_requests.empty()) collect_stacks(false);
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
         double cpu_s =

@@ -167,7 +167,8 @@ def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
 
 def test_a_timeout_that_ran_out_is_the_jobs_time_limit(traindoc, tmp_path):
     """`timeout 5 torchrun ...`: coreutils' timeout sends torchrun SIGTERM at the limit, torchrun
-    stops its ranks, and timeout exits 124. The limit is the root cause, not timeout's exit."""
+    stops its ranks, and timeout exits 124. The limit is the root cause, not timeout's exit, with
+    where each rank was a moment before it ran out."""
     script = tmp_path / "wait.py"
     script.write_text("import time\ntime.sleep(60)\n")
     run = traindoc(["timeout", "5", *torchrun("--standalone", "--nproc_per_node", 2, script)])
@@ -176,6 +177,9 @@ def test_a_timeout_that_ran_out_is_the_jobs_time_limit(traindoc, tmp_path):
     assert root["kind"] == "stop-requested" and root["root_cause"], run.report["findings"]
     assert root["title"] == "the job was stopped by its time limit: `timeout 5` ran out after 5.0 s"
     assert root["ranks"] == [0, 1]
+    for rank in (0, 1):
+        assert any(e.startswith(f"rank {rank} (pid ") and f" was in {script}:2 in <module>" in e
+                   for e in root["evidence"]), root
     assert "time limit ran out" in root["fix"]
     assert all(f["kind"] != "launcher-exit" for f in run.report["findings"]), run.report
 

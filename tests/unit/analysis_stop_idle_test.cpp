@@ -106,6 +106,15 @@ TEST(RuleStopRequest, SecondInterruptKills) {
 
 constexpr int kTimeout = 998;
 
+const std::string kWaitStack =
+    "python:\n"
+    "Current thread 0x00007f473c8bd680 (most recent call first):\n"
+    "  File \"/usr/lib/python3.11/threading.py\", line 324 in wait\n"
+    "  File \"/home/user/proj/train.py\", line 7 in wait_for_peer\n"
+    "  File \"/home/user/proj/train.py\", line 9 in <module>\n"
+    "native (main thread):\n"
+    "  #0 clock_nanosleep (libc.so.6+0xcf503)\n";
+
 // `WORDS torchrun ...`: coreutils' timeout around the job, which started 0.1 s before torchrun.
 Evidence under_timeout(const std::string& words) {
   Evidence e = torchrun_job();
@@ -124,6 +133,10 @@ TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
   for (std::optional<int> code :
        {std::optional<int>(124), std::optional<int>(137), std::optional<int>()}) {
     Evidence e = under_timeout("/usr/bin/timeout -vs TERM --kill-after=30 1.5m");
+    // The supervisor asked for the stacks a moment before the limit; those of a stop are not
+    // this stop's.
+    e.events = {{at(89.0), "stack-at-limit", kRank1, kWaitStack},
+                {at(89.0), "stack-at-stop", kRank0, kWaitStack}};
     for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 90.0, SIGTERM);
     exited(e, kLauncher, 90.1, 1);
     if (code) {
@@ -142,6 +155,12 @@ TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
               "out after 90.0 s");
     EXPECT_THAT(root.ranks, ElementsAre(0, 1));
     EXPECT_THAT(root.evidence, Contains(HasSubstr("rank 1 (pid 1011) ended by SIGTERM")));
+    EXPECT_THAT(root.evidence, Contains(std::string("rank 1 (pid 1011) was in "
+                                                    "/usr/lib/python3.11/threading.py:324 in "
+                                                    "wait, called from /home/user/proj/train.py:7 "
+                                                    "in wait_for_peer, called from "
+                                                    "/home/user/proj/train.py:9 in <module>")));
+    EXPECT_THAT(root.evidence, Not(Contains(HasSubstr("rank 0 (pid 1010) was in"))));
     EXPECT_THAT(root.fix, HasSubstr("time limit ran out"));
     // timeout's own exit is no finding, and the ranks' ends are not told apart.
     for (const Finding& f : d.findings) {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "supervisor/proc/proc_files.h"
 
 namespace traindoc::supervisor {
@@ -88,6 +89,18 @@ TEST(ProcSamplerTest, SamplesItself) {
   ASSERT_TRUE(stat);
   EXPECT_EQ(sample.start_ticks, stat->starttime);
   EXPECT_GT(sample.start_ticks, 0u);
+}
+
+TEST(ProcSamplerTest, StartTimeOnTheRealtimeClock) {
+  // A child started now started now, to the clock tick (10 ms) and the reading's moment.
+  int64_t before = common::realtime_ns();
+  Sleeper sleeper = Sleeper::start();
+  std::optional<ProcStat> stat = read_proc_stat(sleeper.pid);
+  sleeper.stop();
+  ASSERT_TRUE(stat);
+  int64_t started = ProcSampler().start_realtime_ns(stat->starttime);
+  EXPECT_GT(started, before - 20'000'000);
+  EXPECT_LT(started, common::realtime_ns());
 }
 
 TEST(ProcSamplerTest, FastSampleLeavesSlowFieldsEmpty) {

@@ -115,6 +115,24 @@ TEST(ProcessTable, LiveAgentProcessesWithOrWithoutWorkers) {
   EXPECT_EQ(table.live_agent_pids(true), (std::vector<int>{10, 20, 21}));
 }
 
+TEST(ProcessTable, DescendantsOfALiveProcess) {
+  ProcessTable table;
+  table.seen_alive(5, 1, 50, 5000);     // timeout
+  table.seen_alive(10, 5, 100, 5000);   // torchrun
+  table.seen_alive(20, 10, 200, 5000);  // a rank
+  table.seen_alive(30, 1, 300, 5000);   // outside
+  EXPECT_TRUE(table.descends_from(20, 10));
+  EXPECT_TRUE(table.descends_from(20, 5));
+  EXPECT_FALSE(table.descends_from(5, 20));
+  EXPECT_FALSE(table.descends_from(30, 5));
+  EXPECT_FALSE(table.descends_from(20, 20));
+  EXPECT_FALSE(table.descends_from(99, 5));  // unknown
+  // A cycle (pids reused across records) ends.
+  table.seen_alive(40, 41, 400, 5000);
+  table.seen_alive(41, 40, 410, 5000);
+  EXPECT_FALSE(table.descends_from(40, 5));
+}
+
 TEST(ProcessTable, TakeChangedReturnsOnlyChangedRecords) {
   ProcessTable table;
   table.seen_alive(10, 1, 100, 1);

@@ -125,6 +125,15 @@ void ProcSampler::children_of(int pid, std::vector<int>& out) {
   out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
+int64_t ProcSampler::start_realtime_ns(uint64_t start_ticks) const {
+  timespec boot{};
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  int64_t since_boot_ns = int64_t{boot.tv_sec} * 1'000'000'000 + boot.tv_nsec;
+  auto started_ns =
+      static_cast<int64_t>(static_cast<double>(start_ticks) * m_seconds_per_tick * 1e9);
+  return common::realtime_ns() - (since_boot_ns - started_ns);
+}
+
 std::vector<int> ProcSampler::children_of(int pid) {
   std::vector<int> out;
   children_of(pid, out);

@@ -50,6 +50,10 @@ class ProcSampler {
   // children files are missing, one scan instead of one per process.
   void scan_parents(std::vector<PidParent>& out);
 
+  // When a process started, on the realtime clock, from its stat's start time (clock ticks
+  // since boot): exact to a tick.
+  int64_t start_realtime_ns(uint64_t start_ticks) const;
+
   bool has_children_files() const { return m_children_files; }
   int last_errno() const { return m_reader.last_errno(); }
 
