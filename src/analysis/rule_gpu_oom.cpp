@@ -292,6 +292,15 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     if (caveat) f.evidence.push_back(*caveat);
     f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented, conf);
     f.confidence = 0.9;
+    // Caught and survived (a batch-size search that halves its batch until it fits): no failure.
+    if (failure.process != nullptr && failure.process->record.exit_code == 0) {
+      f.severity = Severity::kInfo;
+      f.title += ", and went on: it handled the error and exited with code 0";
+      f.fix =
+          "Nothing to do if the process meant to catch it (a search for the batch size that "
+          "fits). Otherwise: " +
+          f.fix;
+    }
     out.push_back({std::move(f), failure.t_ns, pid});
   }
 }

@@ -422,3 +422,27 @@ def test_without_nvml_a_gpu_job_is_told_its_gpu_evidence_is_missing(traindoc, tm
     env.pop("CUDA_VISIBLE_DEVICES")
     cpu_run = traindoc(job, "--interval", "0.2", env=env)
     assert not [n for n in cpu_run.report["missing_evidence"] if "GPU" in n]
+
+
+def test_an_oom_the_job_caught_and_survived_is_no_failure(traindoc, tmp_path):
+    """A search for the batch that fits: the first batch runs out of memory, the job logs the
+    exception, halves its batch and finishes. Told as information, never as the root cause."""
+    message = OOM_113.splitlines()[-1].split(": ", 1)[1]
+    path = tmp_path / "message.txt"
+    path.write_text(message)
+    code = ("import logging\n"
+            "for batch in (64, 32):\n"
+            "    try:\n"
+            "        if batch == 64:\n"
+            f"            raise RuntimeError(open({str(path)!r}).read())\n"
+            "        print('batch', batch, 'fits')\n"
+            "        break\n"
+            "    except RuntimeError:\n"
+            "        logging.exception('batch %d does not fit, halving it', batch)\n")
+    run = traindoc(python_job(code))
+    assert run.status == 0, run.stderr
+    assert b"batch 32 fits" in run.stdout
+    (oom,) = run.report["findings"]
+    assert oom["kind"] == "gpu-oom" and oom["severity"] == "info" and not oom["root_cause"], oom
+    assert oom["title"].endswith("and went on: it handled the error and exited with code 0"), oom
+    assert b"ROOT CAUSE" not in run.stderr

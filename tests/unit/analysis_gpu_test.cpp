@@ -23,6 +23,7 @@ using testing::ElementsAre;
 using testing::HasSubstr;
 using testing::IsEmpty;
 using testing::Not;
+using testing::StartsWith;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 constexpr uint64_t kGiB = 1024 * kMiB;
@@ -392,6 +393,26 @@ TEST(GpuOom, TheMessagesOtherProcessesByRole) {
                                       "process of the job) 8.0 GiB"));
   EXPECT_THAT(oom->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
   EXPECT_THAT(oom->fix, HasSubstr("pid 9 (not a process of the job)"));
+}
+
+// A search for the batch that fits catches the OOM, logs it, halves its batch and finishes.
+TEST(GpuOom, AnOomTheProcessSurvivedIsNoFailure) {
+  Evidence e = four_ranks();
+  fail(e, 110, kT0 + kSecond, "[rank0]: ",
+       with_traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                      "GPU 0 has a total capacity of 79.65 GiB of which 1.06 GiB is free."));
+  for (auto& p : e.processes) {
+    if (p.pid == 110) p.exit_code = 0;
+  }
+  Diagnosis d = diagnose(e);
+  ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
+  const Finding& oom = d.findings[0];
+  EXPECT_FALSE(oom.root_cause);
+  EXPECT_EQ(oom.severity, Severity::kInfo);
+  EXPECT_EQ(oom.title,
+            "rank 0 (pid 110) ran out of GPU memory on GPU 0 (00000000:06:00.0), and went on: it "
+            "handled the error and exited with code 0");
+  EXPECT_THAT(oom.fix, StartsWith("Nothing to do if the process meant to catch it"));
 }
 
 TEST(GpuOom, FragmentationAdviceFollowsTheVersion) {
