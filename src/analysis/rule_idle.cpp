@@ -9,6 +9,10 @@
 namespace traindoc::analysis {
 namespace {
 
+// A stop is logged once passed on; a job signalled with traindoc (its process group) may move
+// a moment before.
+constexpr int64_t kStopSlackNs = 1'000'000'000;
+
 // The stall watch tells a hang in a collective itself, with the same stacks and the call.
 bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
@@ -56,6 +60,19 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       if (events[j].kind == "stack-at-idle") stacks.push_back(&events[j]);
       if (events[j].kind == "stdin-wait") prompts.push_back(&events[j]);
     }
+    std::optional<StopRequest> stop;  // the first stop request during the spell
+    for (const StopRequest& request : stop_requests(context)) {
+      if (request.t_ns >= idle.t_ns) {
+        stop = request;
+        break;
+      }
+    }
+    // Moving as it was stopped (the traceback of a KeyboardInterrupt, a handler's goodbye) is
+    // no recovery from the hang.
+    if (resumed != nullptr && stop && resumed->t_ns + kStopSlackNs >= stop->t_ns) {
+      resumed = nullptr;
+    }
+    if (resumed != nullptr) stop.reset();
     int64_t end_ns = resumed != nullptr ? resumed->t_ns : INT64_MAX;
     if (collective_hang(context, idle.t_ns, end_ns)) continue;
     Finding f;
@@ -64,13 +81,6 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     // before it failed is a hang; one it never left until it was stopped is why it was stopped
     // (its user gave up on it, a scheduler's time limit ran out): the root cause.
     const store::RunInfo& run = context.evidence.run;
-    std::optional<StopRequest> stop;  // the first stop request during the spell
-    for (const StopRequest& request : stop_requests(context)) {
-      if (resumed == nullptr && request.t_ns >= idle.t_ns) {
-        stop = request;
-        break;
-      }
-    }
     f.severity = stop.has_value()                               ? Severity::kError
                  : resumed == nullptr && !run_finished(context) ? Severity::kWarning
                                                                 : Severity::kInfo;
