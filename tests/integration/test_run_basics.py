@@ -200,6 +200,27 @@ def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
                for e in idle["evidence"]), idle
 
 
+def test_a_hang_stopped_by_an_interrupt_stays_the_root_cause(tmp_path):
+    """The user gives up on a hung job with an interrupt: the KeyboardInterrupt traceback it
+    prints on its way out is no recovery; the hang is why it was stopped."""
+    code = "import queue\nprint('ready', flush=True)\nqueue.Queue().get()\n"
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--stall-seconds", "1", "--interval", "0.2",
+                             "--out", str(tmp_path / "r"), "--", PYTHON, "-c", code],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    while b"traindoc: the job is idle" not in (line := proc.stderr.readline()):
+        assert line, proc.communicate(timeout=30)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert b"KeyboardInterrupt" in err
+    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    root = findings[0]
+    assert root["kind"] == "job-idle" and root["root_cause"], findings
+    assert "did not move again until it was stopped" in root["title"], root
+    assert any(e.endswith("<string>:3 in <module>") for e in root["evidence"]), root
+    assert [findings[i]["kind"] for i in root["consequences"]] == ["stop-requested"], findings
+
+
 DEADLOCKED_WORKER = """
 import threading, torch
 from torch.utils.data import DataLoader, Dataset
