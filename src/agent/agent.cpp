@@ -224,6 +224,12 @@ bool active() {
 }
 
 // Async-signal-safe.
+bool in_vfork_child() {
+  const Slot* slot = g_slot;
+  return slot != nullptr && slot->pid != getpid();
+}
+
+// Async-signal-safe.
 common::Slot* current_slot() {
   return g_slot;
 }

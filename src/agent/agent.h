@@ -18,6 +18,11 @@ void note_exit(int status);
 // Whether this process has a slot, so that hooks can skip their bookkeeping otherwise.
 bool active();
 
+// Whether this is the child of a vfork (CPython's subprocess uses one), running in its parent's
+// memory until it execs: whatever it writes there, the parent would find as its own.
+// Async-signal-safe.
+bool in_vfork_child();
+
 // Finds the next definition of every hooked function; called once at start-up.
 void resolve_hooks();
 

@@ -1,7 +1,8 @@
 // Interposed sigaction, signal and their relatives, in every job process (LD_PRELOAD), called
 // from any thread and from signal handlers. For a crash signal our handler stays installed in
 // the kernel; the program's action is kept as the next one in the chain, and the program is
-// handed back the actions it set itself, never ours.
+// handed back the actions it set itself, never ours. A stop signal that the program handles
+// reaches its handler through a relay that notes the delivery first.
 #include <dlfcn.h>
 #include <sched.h>
 #include <signal.h>
@@ -91,7 +92,7 @@ bool ours_in_kernel(int sig, struct sigaction* kernel) {
 }
 
 // sigaction() as the program sees it for a crash signal that we handle. Async-signal-safe.
-int program_sigaction(int sig, const struct sigaction* act, struct sigaction* oldact) {
+int crash_sigaction(int sig, const struct sigaction* act, struct sigaction* oldact) {
   struct sigaction kernel {};
   struct sigaction previous {};
   bool ours = ours_in_kernel(sig, &kernel);
@@ -119,6 +120,81 @@ int program_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
   return 0;
 }
 
+// The stops the supervisor passes on to the job: it must know which processes had the signal
+// already (sent to the whole process group, or by a scheduler to every process), since a second
+// one interrupts the program's handler, a checkpoint being saved on the way out. Async-signal-safe.
+bool stop_watched(int sig) {
+  return (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && active();
+}
+
+// Async-signal-safe.
+bool is_handler(const struct sigaction& action) {
+  return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
+// Runs the program's handler of a stop signal, once the delivery is noted. Async-signal-safe.
+void stop_relay(int sig, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  append_record(common::RecordType::kStopSignal, sig, info != nullptr ? info->si_pid : 0);
+  struct sigaction next {};
+  load_next_action(sig, &next);
+  errno = saved_errno;
+  if (!is_handler(next)) {
+    // Set back to the default or ignored while this one was on its way.
+    if (next.sa_handler == SIG_DFL) {
+      real_sigaction(sig, &next, nullptr);
+      raise(sig);
+    }
+  } else if ((next.sa_flags & SA_SIGINFO) != 0) {
+    next.sa_sigaction(sig, info, context);
+  } else {
+    next.sa_handler(sig);
+  }
+}
+
+// sigaction() as the program sees it for a stop signal: the kernel holds the relay in place of
+// the program's handler, with the program's mask and flags. Async-signal-safe.
+int stop_sigaction(int sig, const struct sigaction* act, struct sigaction* oldact) {
+  struct sigaction kernel {};
+  if (real_sigaction(sig, nullptr, &kernel) != 0) return -1;
+  struct sigaction previous = kernel;
+  bool relayed =
+      reinterpret_cast<void*>(kernel.sa_sigaction) == reinterpret_cast<void*>(stop_relay);
+  if (relayed) load_next_action(sig, &previous);
+  if (act != nullptr) {
+    struct sigaction incoming = *act;
+    // Never relay to ourselves (an action copied out of the kernel by other means).
+    if (reinterpret_cast<void*>(incoming.sa_sigaction) == reinterpret_cast<void*>(stop_relay)) {
+      incoming = previous;
+    }
+    struct sigaction installed = incoming;
+    if (is_handler(incoming)) {
+      installed.sa_sigaction = stop_relay;
+      installed.sa_flags |= SA_SIGINFO;
+    }
+    store_next_action(sig, incoming);
+    if (real_sigaction(sig, &installed, nullptr) != 0) {
+      store_next_action(sig, previous);
+      return -1;
+    }
+  }
+  if (oldact != nullptr) *oldact = previous;
+  return 0;
+}
+
+// A vfork child's actions are its own (the kernel copies them) but the tables are its parent's:
+// it goes straight to libc. Async-signal-safe.
+bool intercepted(int sig) {
+  if (in_vfork_child()) return false;
+  return (in_table(sig) && crash_handler_installed(sig)) || stop_watched(sig);
+}
+
+// Async-signal-safe.
+int program_sigaction(int sig, const struct sigaction* act, struct sigaction* oldact) {
+  if (stop_watched(sig)) return stop_sigaction(sig, act, oldact);
+  return crash_sigaction(sig, act, oldact);
+}
+
 // Async-signal-safe.
 sighandler_t program_signal(int sig, sighandler_t handler, int flags, bool mask_self) {
   struct sigaction act {};
@@ -129,11 +205,6 @@ sighandler_t program_signal(int sig, sighandler_t handler, int flags, bool mask_
   act.sa_flags = flags;
   if (program_sigaction(sig, &act, &old) != 0) return SIG_ERR;
   return old.sa_handler;
-}
-
-// Async-signal-safe.
-bool intercepted(int sig) {
-  return in_table(sig) && crash_handler_installed(sig);
 }
 
 }  // namespace

@@ -44,6 +44,8 @@ enum class RecordType : uint32_t {
                             // init_process_group says otherwise
   kThreadDied = 8,          // an exception ended a thread (Python hook), just before Python
                             // prints its traceback; a, b: the first 16 bytes of its name
+  kStopSignal = 9,          // a stop signal (SIGINT, SIGTERM, SIGHUP) reached the program's own
+                            // handler: a = the signal, b = its sender's pid (0: the kernel)
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "supervisor/proc/proc_files.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -25,25 +26,12 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
-// Whether the process has a handler for `sig` (SigCgt of /proc/<pid>/status).
-bool catches(int pid, int sig) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with("SigCgt:")) {
-      uint64_t mask = std::strtoull(line.c_str() + 7, nullptr, 16);
-      return ((mask >> (sig - 1)) & 1) != 0;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 bool request_stack_dump(int pid) {
   // The default action of a real-time signal ends the process: only one that catches it (the
   // agent's handler, unless the program replaced it) is asked.
-  if (!catches(pid, common::stack_dump_signal())) return false;
+  if (!catches_signal(pid, common::stack_dump_signal())) return false;
   siginfo_t info{};
   info.si_signo = common::stack_dump_signal();
   info.si_code = SI_QUEUE;

@@ -56,6 +56,10 @@ constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the re
 constexpr size_t kMomentStacksMax = 64;
 constexpr int64_t kStopStacksHoldNs = 500'000'000;
 constexpr int64_t kMomentStacksWaitNs = 1'500'000'000;
+// How long a stop passed on waits for the notes of the processes that had it already, and how
+// much earlier than traindoc's their copy may have come.
+constexpr int64_t kStopNotesWaitNs = 200'000'000;
+constexpr int64_t kStopNotesSlackNs = 1'000'000'000;
 // How long before a `timeout` in the job sends its signal the stacks are asked for: the dumps
 // must be read while the processes still run.
 constexpr int64_t kLimitStacksLeadNs = 1'000'000'000;
@@ -124,6 +128,7 @@ class Loop {
   double walk_and_sample(bool slow, bool final = false);
   void reap_children();
   void forward(const signalfd_siginfo& info);
+  std::set<int> stopped_already(int sig, int64_t since_ns);
   void store_changes();
   void finish();
   void event(const std::string& kind, int pid, const std::string& text);
@@ -177,6 +182,8 @@ class Loop {
   };
   std::vector<StackRequest> m_stack_requests;
   bool m_stop_stacks_asked = false;
+  // The last stop signal each process's own handler got, and when (the agent's notes).
+  std::map<int, std::pair<int, int64_t>> m_stops_noted;
   // Each `timeout` in the job, until its processes' stacks were asked for just before its limit.
   struct TimeLimitWatch {
     int pid = 0;
@@ -305,6 +312,8 @@ void Loop::read_agent() {
       m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
+    } else if (record.type == common::RecordType::kStopSignal) {
+      m_stops_noted[record.pid] = {static_cast<int>(record.a), record.time_ns};
     } else if (record.type == common::RecordType::kThreadDied) {
       m_store.add_event({record.time_ns, "thread-died", record.pid, thread_name(record)});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
@@ -482,6 +491,7 @@ std::string sender_text(const signalfd_siginfo& info) {
 // Signals from a terminal reached every process of our process group already; signals sent to
 // us alone (kill, a scheduler) go to every process of the job, as a terminal would have sent them.
 void Loop::forward(const signalfd_siginfo& info) {
+  int64_t received_ns = common::realtime_ns();
   int sig = static_cast<int>(info.ssi_signo);
   std::string from = sender_text(info);
   read_agent();  // the processes registered since the last tick, for the stacks below
@@ -506,22 +516,54 @@ void Loop::forward(const signalfd_siginfo& info) {
     from.clear();
   }
   pid_t our_group = getpgrp();
+  std::set<int> had_it =
+      from_terminal || sig == SIGKILL ? std::set<int>{} : stopped_already(sig, received_ns);
   int sent = 0;
   for (int pid : m_table.live_pids()) {
     if (from_terminal && sig != SIGKILL && getpgid(pid) == our_group) continue;
+    if (had_it.contains(pid)) continue;
     if (kill(pid, sig) == 0) ++sent;
   }
   std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
+  std::string already =
+      had_it.empty() ? "" : " (" + std::to_string(had_it.size()) + " had it already)";
   event("signal-forwarded", static_cast<int>(info.ssi_pid),
         from.empty() ? "SIG" + name + " at the second interrupt, sent to " + std::to_string(sent) +
                            " process(es)"
                      : "SIG" + name + " from " + from + ", passed on to " + std::to_string(sent) +
-                           " process(es)");
+                           " process(es)" + already);
   if (m_options.announce && sig == SIGKILL) {
     fprintf(stderr, "traindoc: second interrupt: killing the job\n");
   } else if (m_options.announce && sig == SIGINT) {
     fprintf(stderr, "traindoc: interrupt passed to the job; interrupt again to kill it\n");
   }
+}
+
+// The processes that got `sig` themselves (a signal sent to the whole
+// process group, a scheduler's to every process): a second one would interrupt their handlers,
+// a checkpoint being saved on the way out. Those whose own handler catches it note it through
+// their agent; this waits a moment for the notes. Those that do not catch it end at the first.
+std::set<int> Loop::stopped_already(int sig, int64_t since_ns) {
+  std::vector<int> catching;
+  for (int pid : m_table.live_agent_pids(true)) {
+    if (catches_signal(pid, sig)) catching.push_back(pid);
+  }
+  std::set<int> out;
+  int64_t until = common::realtime_ns() + kStopNotesWaitNs;
+  while (!catching.empty()) {
+    read_agent();
+    std::erase_if(catching, [&](int pid) {
+      auto noted = m_stops_noted.find(pid);
+      bool had_it = noted != m_stops_noted.end() && noted->second.first == sig &&
+                    noted->second.second >= since_ns - kStopNotesSlackNs;
+      if (had_it) out.insert(pid);
+      return had_it;
+    });
+    if (catching.empty() || common::realtime_ns() >= until) break;
+    constexpr timespec kPoll{0, 10'000'000};
+    nanosleep(&kPoll, nullptr);
+  }
+  return out;
 }
 
 // A prompt nobody answers (breakpoint(), input(), a login prompt) is the one wait that a user

@@ -138,6 +138,31 @@ def test_signal_is_forwarded_to_the_job(tmp_path, sig):
         assert any(" was in <string>:" in e for e in stop["evidence"]), stop
 
 
+def test_a_signal_the_job_got_itself_is_not_sent_again(tmp_path):
+    """`timeout` signals its whole process group, traindoc and the job alike (so do schedulers,
+    to every process of a job step): a second SIGTERM would interrupt the job's handler while it
+    saves its checkpoint."""
+    checkpoint = tmp_path / "last.pt"
+    code = ("import signal, sys, time\n"
+            "def on_term(sig, frame):\n"
+            "    print('got SIGTERM', flush=True)\n"
+            "    sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, on_term)\n"
+            "try:\n"
+            "    time.sleep(60)\n"
+            "finally:\n"
+            "    time.sleep(1)\n"
+            f"    open({str(checkpoint)!r}, 'w').write('saved')\n")
+    proc = subprocess.run(["timeout", "2", str(TRAINDOC), "run", "--out", str(tmp_path / "r"),
+                           "--", PYTHON, "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == 124, proc.stderr
+    assert proc.stdout.count(b"got SIGTERM") == 1, proc.stdout
+    assert checkpoint.read_text() == "saved"
+    with sqlite3.connect(tmp_path / "r" / "run.db") as db:
+        (text,) = db.execute("SELECT text FROM events WHERE kind = 'signal-forwarded'").fetchone()
+    assert text.endswith(", passed on to 0 process(es) (1 had it already)"), text
+
+
 def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
     """A scheduler's SIGTERM: torchrun raises SignalException and exits 1, the ranks die of
     SIGTERM. The stop is the root cause and the launcher's exit its consequence, not a failure."""

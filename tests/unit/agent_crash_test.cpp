@@ -604,6 +604,24 @@ TEST(AgentCrash, SignalSentByAProcessKeepsItsSender) {
   EXPECT_EQ(r.crashes[0].fault_addr, 0u);
 }
 
+// A program's handlers of stop signals run as without the agent, which notes each delivery: the
+// supervisor then passes on no second copy of a signal the process had already.
+TEST(AgentCrash, StopSignalsReachTheProgramsHandlersAndAreNoted) {
+  CrashRun r = run_both({crasher("stop_handler")});
+  expect_same_death(r.plain, r.agent);
+  ASSERT_TRUE(WIFSIGNALED(r.agent.status)) << describe(r.agent.status);
+  EXPECT_EQ(WTERMSIG(r.agent.status), SIGINT);
+  std::vector<std::pair<int64_t, int64_t>> noted;
+  for (const auto& record : r.records) {
+    if (record.type == common::RecordType::kStopSignal) noted.emplace_back(record.a, record.b);
+  }
+  // The last SIGINT met the default action: no handler, nothing noted.
+  EXPECT_EQ(noted, (std::vector<std::pair<int64_t, int64_t>>{{SIGTERM, r.agent.pid},
+                                                             {SIGHUP, r.agent.pid},
+                                                             {SIGINT, r.agent.pid},
+                                                             {SIGTERM, r.agent.pid}}));
+}
+
 // The unwinder faults on the damaged frame chain: the capture is abandoned, not the crash.
 TEST(AgentCrash, FaultWhileUnwindingADamagedStack) {
   std::string exe = crasher("corrupt_frame");

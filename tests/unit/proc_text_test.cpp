@@ -131,6 +131,7 @@ TEST(ProcStatusTest, Recorded) {
   EXPECT_EQ(status.rss_shmem, 0u);
   EXPECT_EQ(status.vm_swap, 0u);
   EXPECT_EQ(status.threads, 1);
+  EXPECT_EQ(status.caught_signals, uint64_t{1} << (SIGINT - 1));  // Python's KeyboardInterrupt
 }
 
 TEST(ProcStatusTest, ZombieHasNoMemoryLines) {
@@ -144,13 +145,14 @@ TEST(ProcStatusTest, ZombieHasNoMemoryLines) {
 TEST(ProcStatusTest, DamagedLinesStayEmpty) {
   ProcStatus status = parse_proc_status(
       "VmRSS:\t   12 MB\nVmSwap:\tlots kB\nThreads:\t-3\nVmHWM:\t 99999999999999999999 kB\n"
-      "RssAnon:\t 4 kB\nRssFile:");
+      "RssAnon:\t 4 kB\nRssFile:\nSigCgt:\t00000000x0000002\n");
   EXPECT_FALSE(status.vm_rss);
   EXPECT_FALSE(status.vm_swap);
   EXPECT_FALSE(status.threads);
   EXPECT_FALSE(status.vm_hwm);
   EXPECT_EQ(status.rss_anon, 4096u);
   EXPECT_FALSE(status.rss_file);
+  EXPECT_FALSE(status.caught_signals);
   ProcStatus empty = parse_proc_status("");
   EXPECT_FALSE(empty.vm_rss);
 }

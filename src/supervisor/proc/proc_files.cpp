@@ -165,6 +165,11 @@ std::optional<int> count_open_fds(int pid) {
   return thread_reader().count_dir_entries(path);
 }
 
+bool catches_signal(int pid, int sig) {
+  std::optional<ProcStatus> status = read_proc_status(pid);
+  return status && status->caught_signals && ((*status->caught_signals >> (sig - 1)) & 1) != 0;
+}
+
 std::optional<std::string> stdin_wait(int pid) {
   char path[64];
   format_pid_path(path, sizeof path, pid, "task");

@@ -90,6 +90,8 @@ std::optional<EnvironText> read_proc_environ(int pid);
 std::optional<std::vector<std::string>> read_proc_cmdline(int pid);
 std::optional<MemInfo> read_meminfo();
 std::optional<int> count_open_fds(int pid);
+// Whether the process has a handler for `sig`; false when it is gone.
+bool catches_signal(int pid, int sig);
 // When a thread of the process is blocked waiting for its standard input: what that input is
 // ("a terminal, /dev/pts/2", "a pipe", a file's path; "" when unknown). nullopt when none waits
 // or the process's threads cannot be read.

@@ -110,6 +110,13 @@ ProcStatus parse_proc_status(std::string_view text) {
       status.rss_shmem = text::parse_kb_value(value);
     } else if (key == "VmHWM") {
       status.vm_hwm = text::parse_kb_value(value);
+    } else if (key == "SigCgt") {
+      std::string_view hex = text::trim(value);
+      uint64_t mask = 0;
+      auto [end, error] = std::from_chars(hex.data(), hex.data() + hex.size(), mask, 16);
+      if (error == std::errc() && end == hex.data() + hex.size() && !hex.empty()) {
+        status.caught_signals = mask;
+      }
     } else if (key == "Threads") {
       std::optional<uint64_t> threads = text::parse_u64(value);
       if (threads && *threads <= INT_MAX) status.threads = static_cast<int>(*threads);

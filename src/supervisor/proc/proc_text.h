@@ -40,6 +40,7 @@ struct ProcStatus {
   std::optional<uint64_t> rss_shmem;
   std::optional<uint64_t> vm_hwm;
   std::optional<int> threads;
+  std::optional<uint64_t> caught_signals;  // SigCgt: bit N-1 for signal N
 };
 
 // /proc/<pid>/smaps_rollup (Linux >= 4.14); bytes. Older kernels lack some lines.
