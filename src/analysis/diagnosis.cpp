@@ -35,6 +35,9 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     auto it = index.find({s.pid, s.start_ticks});
     if (it == index.end()) continue;
     ProcessSummary& p = out[it->second];
+    p.cpu_s = std::max(p.cpu_s, s.cpu_user_s + s.cpu_sys_s);
+    // A zombie's sample reads no memory: nothing of the process it was but its CPU time.
+    if (s.rss == 0) continue;
     raise_to(p.peak_rss, s.rss);
     raise_to(p.peak_swap, s.swap);
     raise_to(p.peak_threads, s.threads);
@@ -42,7 +45,6 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     if (s.uss) raise_to(p.peak_uss, *s.uss);
     if (s.fds) raise_to(p.peak_fds, *s.fds);
     if (s.fd_limit) p.fd_limit = s.fd_limit;
-    p.cpu_s = std::max(p.cpu_s, s.cpu_user_s + s.cpu_sys_s);
   }
   for (const store::StepSample& s : evidence.steps) {
     auto it = index.find({s.pid, s.start_ticks});

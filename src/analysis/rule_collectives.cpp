@@ -3,6 +3,7 @@
 // call sites, the stacks it collected and the fix. Pure.
 #include <algorithm>
 #include <csignal>
+#include <set>
 #include <sstream>
 
 #include "analysis/rules.h"
@@ -67,6 +68,21 @@ std::string fix_for(const std::string& kind, const std::string& field) {
 // A rank the others waited for: it never made the call, or ended without making it.
 bool missing(const store::CollectiveIssueRank& rank) {
   return rank.state == "never called it" || rank.state.ends_with("without calling it");
+}
+
+// An uneven-inputs issue (a rank failed soon after another exited normally) whose failed rank
+// raised an exception of its own, not one about its lost peer or collective (a checkpoint it
+// could not write after its peer was done, an error in work only it does at the end): the ranks
+// ended unevenly, which says nothing of their inputs; its own finding tells its failure.
+bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue& issue) {
+  if (issue.kind != "uneven-inputs" || issue.ranks.size() < 2) return false;
+  const store::CollectiveIssueRank& failed = issue.ranks[1];
+  const ProcessSummary* process = context.process(failed.pid, failed.start_ticks);
+  if (process == nullptr || context.texts.final_exception(*process) == nullptr) return false;
+  static const std::set<std::string> kAboutPeers = {"collective-mismatch", "collective-order",
+                                                    "collective-missing",  "uneven-inputs",
+                                                    "peer-exited",         "rendezvous-timeout"};
+  return !kAboutPeers.contains(final_exception_kind(context, *process));
 }
 
 // An issue about ranks that did not come: the checker files it as peer-exited where a missing
@@ -180,6 +196,7 @@ bool odd_call_found(const RuleContext& context) {
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     if (issue.field == "late") continue;  // told with the stall it ends
+    if (failed_on_its_own(context, issue)) continue;
     TimedFinding timed;
     Finding& f = timed.finding;
     f.kind = issue.kind;

@@ -25,6 +25,19 @@ constexpr size_t kMaxPendingNumbers = 4096;
 constexpr int64_t kReapSlackNs = 1'000'000'000;
 constexpr size_t kNamedMembers = 8;  // of a group, in its messages
 
+// Whether two processes' step counts agree: of each kind both counted, the same number.
+bool same_steps(const std::map<store::StepKind, int64_t>& a,
+                const std::map<store::StepKind, int64_t>& b) {
+  bool compared = false;
+  for (const auto& [kind, count] : a) {
+    auto other = b.find(kind);
+    if (other == b.end()) continue;
+    if (other->second != count) return false;
+    compared = true;
+  }
+  return compared;
+}
+
 bool is_lifetime(uint16_t op) {
   return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
 }
@@ -883,26 +896,34 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
 
 // A rank that fails soon after another exited normally, with no collective records to say more
 // (DDP's own all-reduces under gloo are not visible to the hook): the ranks ran different numbers
-// of steps, and the survivor's collective lost its peer.
+// of steps, and the survivor's collective lost its peer. Not when their step counts agree: the
+// survivor then failed in work of its own after the last step (saving, evaluating).
 void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out) {
   if (m_any_issue) return;
   const store::ProcessRecord* exited = nullptr;
   const store::ProcessRecord* failed = nullptr;
+  const Process* exited_process = nullptr;
+  const Process* failed_process = nullptr;
   int world = 0;
   for (const auto& [pid, process] : m_processes) {
     if (process.rank < 0 || process.world_size < 2 || !process.end) continue;
     if (now_ns - grace_ns() < process.end->end_ns) return;
     if (ended_normally(*process.end)) {
-      if (exited == nullptr || process.end->end_ns < exited->end_ns) exited = &*process.end;
+      if (exited == nullptr || process.end->end_ns < exited->end_ns) {
+        exited = &*process.end;
+        exited_process = &process;
+      }
     } else if (failed == nullptr || process.end->end_ns < failed->end_ns) {
       failed = &*process.end;
+      failed_process = &process;
     }
     world = process.world_size;
   }
   // Ends are known when a launcher reaps them, at its own pace and order: a failure reaped up
   // to a second before the normal exit may have come after it.
   if (exited == nullptr || failed == nullptr || failed->end_ns + kReapSlackNs < exited->end_ns ||
-      failed->end_ns - exited->end_ns > m_options.uneven_window_ns) {
+      failed->end_ns - exited->end_ns > m_options.uneven_window_ns ||
+      same_steps(exited_process->steps, failed_process->steps)) {
     return;
   }
   // A peer that died by a signal first is a crash, reported by its own rule.
@@ -928,6 +949,13 @@ void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& ou
                   seconds_text(std::max<int64_t>(0, failed->end_ns - exited->end_ns)) +
                   " later (world of " + std::to_string(world) + " ranks)";
   out.push_back(std::move(found));
+}
+
+void CollectiveChecker::steps_counted(int pid, store::StepKind kind, int64_t count) {
+  auto it = m_processes.find(pid);
+  if (it == m_processes.end()) return;
+  int64_t& known = it->second.steps[kind];
+  known = std::max(known, count);
 }
 
 std::vector<store::CollectiveCall> CollectiveChecker::take_calls(bool all) {

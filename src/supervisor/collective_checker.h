@@ -42,6 +42,8 @@ class CollectiveChecker {
   void process_started(int pid, uint64_t start_ticks, int rank, int world_size,
                        bool inherited = false);
   void process_ended(const store::ProcessRecord& process);
+  // A process's training steps so far (the Python hook's counts, by kind).
+  void steps_counted(int pid, store::StepKind kind, int64_t count);
   // One enter or exit record.
   void add(const AgentCollective& record);
 
@@ -90,6 +92,7 @@ class CollectiveChecker {
     int rank = -1;
     int world_size = 0;
     std::optional<store::ProcessRecord> end;
+    std::map<store::StepKind, int64_t> steps;
   };
 
   static int64_t gave_up_at(const Held& held);

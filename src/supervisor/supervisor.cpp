@@ -292,6 +292,7 @@ void Loop::read_agent() {
   for (const AgentCollective& record : poll.collectives) m_checker.add(record);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
   for (const store::StepSample& step : poll.steps) {
+    m_checker.steps_counted(step.pid, step.kind, step.count);
     store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
     if (step.count >= newest.count) newest = step;
   }

@@ -179,6 +179,16 @@ def test_a_worker_ending_well_is_no_rank_that_left_early(tmp_path):
     assert not [f for f in run.report["findings"] if f["kind"] == "uneven-inputs"]
 
 
+def test_a_rank_that_fails_after_the_last_step_is_no_uneven_inputs(tmp_path):
+    """Both ranks ran every step; rank 1 left, rank 0 then failed to save its checkpoint: its own
+    error is the root cause, and no uneven inputs are told, live or in the report."""
+    run = faults(tmp_path, "save_after_the_last_step")
+    root = assert_root(run, "python-exception", "save_after_the_last_step", ranks=[0])
+    assert "Parent directory /nonexistent-dir does not exist" in root["title"], root["title"]
+    assert not [f for f in run.report["findings"] if f["kind"] == "uneven-inputs"]
+    assert not [text for _, text in run.lines if "uneven-inputs" in text]
+
+
 def test_a_parameter_ddp_got_two_gradients_for(tmp_path):
     run = faults(tmp_path, "layer_checkpointed_twice")
     root = assert_root(run, "python-exception", "layer_checkpointed_twice")

@@ -398,6 +398,33 @@ TEST(CollectivesRule, UnevenInputsNameTheRankThatLeftFirst) {
   EXPECT_EQ(f.ranks, (std::vector<int>{1}));
 }
 
+// Rank 1 was done; rank 0 evaluated alone, then failed to save its checkpoint: its own error,
+// not uneven inputs. Its lost peer (gloo's closed connection) would have been.
+TEST(CollectivesRule, ARankThatFailedOnItsOwnAfterItsPeerLeftIsNoUnevenInputs) {
+  for (const char* error :
+       {"RuntimeError: Parent directory /ckpt does not exist.",
+        "RuntimeError: [/build/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+        "[127.0.0.1]:29500"}) {
+    store::Evidence e = job_with_issue("uneven-inputs", "calls");
+    std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
+    e.collective_issues[0].ranks[0].state = "exited 0";
+    e.collective_issues[0].ranks[1].state = "exited 1";
+    uint64_t number = 1;
+    for (const char* text : {"Traceback (most recent call last):",
+                             "  File \"train.py\", line 40, in <module>", error}) {
+      e.log_lines.push_back(
+          {kT0 + 7 * kSecond, "stderr", number++, std::string("[default0]:") + text});
+    }
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    bool own = std::string(error).find("Parent directory") != std::string::npos;
+    EXPECT_EQ(d.findings.front().kind, own ? "python-exception" : "uneven-inputs") << error;
+    if (own) {
+      for (const Finding& f : d.findings) EXPECT_NE(f.kind, "uneven-inputs");
+    }
+  }
+}
+
 TEST(CollectivesRule, AnAbortIsSaid) {
   store::Evidence e = job_with_issue("collective-mismatch", "shape");
   e.collective_issues[0].aborted = true;

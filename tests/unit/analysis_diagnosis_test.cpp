@@ -151,7 +151,9 @@ TEST(Diagnose, PeaksPerProcess) {
   EXPECT_EQ(root->peak_threads, 12);
   EXPECT_DOUBLE_EQ(root->cpu_s, 4.5);
 
-  // Without samples, nothing is made up.
+  // Without samples, nothing is made up; nor from a zombie's, which reads 0.
+  evidence.proc_samples.push_back(sample(11, 110, 4, 0));
+  d = diagnose(evidence);
   const ProcessSummary* worker = find(d, 11, 110);
   ASSERT_NE(worker, nullptr);
   EXPECT_FALSE(worker->peak_rss.has_value());

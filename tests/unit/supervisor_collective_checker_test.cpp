@@ -624,6 +624,21 @@ TEST_F(CheckerTest, ARankFailingSoonAfterAnotherExitedIsUnevenInputs) {
   EXPECT_TRUE(checker.check(kT0 + 3 * kSecond).empty());  // once
 }
 
+// Both ranks ran every step; rank 0 then failed in work of its own (a checkpoint it could not
+// save) after rank 1 was done: no uneven inputs. Had rank 1 run fewer steps, it would be.
+TEST_F(CheckerTest, RanksThatRanTheSameStepsAreNotUneven) {
+  for (int64_t rank1_steps : {5, 3}) {
+    CollectiveChecker fresh;
+    for (int rank : {0, 1}) fresh.process_started(100 + rank, 7, rank, 2);
+    fresh.steps_counted(100, store::StepKind::kBackward, 5);
+    fresh.steps_counted(101, store::StepKind::kBackward, rank1_steps);
+    fresh.steps_counted(101, store::StepKind::kBackward, 2);  // an older count, read late
+    fresh.process_ended(ended(1, 0, kT0));
+    fresh.process_ended(ended(0, 1 << 8, kT0 + kSecond));
+    EXPECT_EQ(fresh.check(kT0 + 2 * kSecond).size(), rank1_steps == 5 ? 0u : 1u) << rank1_steps;
+  }
+}
+
 // A DataLoader worker of rank 1 ends well at the end of its epoch, while rank 1 itself fails
 // (its dataset raised): the worker has its rank's environment, but it is no rank.
 TEST_F(CheckerTest, AWorkerThatEndsWellIsNoRankThatLeftEarly) {

@@ -151,6 +151,15 @@ def dataset_raises_in_a_worker(rank):  # DDP's own all-reduces are unseen; worke
         model(batch).sum().backward()
 
 
+def save_after_the_last_step(rank):  # rank 1 is done; rank 0 evaluates, then cannot save
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+    for _ in range(3):
+        model(torch.randn(4, 8)).sum().backward()
+    if rank == 0:
+        time.sleep(1.5)  # a last evaluation, on rank 0 alone
+        torch.save(model.module.state_dict(), "/nonexistent-dir/final.pt")  # fault
+
+
 def layer_checkpointed_twice(rank):  # one layer under two reentrant checkpoints, in DDP
     shared = torch.nn.Linear(8, 8)
 
