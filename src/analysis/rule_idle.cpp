@@ -38,6 +38,22 @@ std::string joining(const std::string& dump) {
   return "";
 }
 
+// The process whose wait timed out as the spell ended (gloo's or NCCL's timeout in a collective,
+// a DataLoader's, a rendezvous's): the job did not come out of the wait, it gave up on it, and
+// what it waited for is the cause. nullptr when none.
+const ProcessSummary* gave_up(const RuleContext& context, int64_t from_ns, int64_t at_ns) {
+  for (const ProcessSummary& p : context.processes) {
+    const PythonTraceback* tb =
+        ended_in_failure(p.record) ? context.texts.final_exception(p) : nullptr;
+    if (tb == nullptr || tb->t_ns < from_ns || tb->t_ns > at_ns + kStopSlackNs) continue;
+    std::string kind = final_exception_kind(context, p);
+    if (kind == "collective-missing" || kind == "worker-timeout" || kind == "rendezvous-timeout") {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
 constexpr const char* kIdleFix =
     "A job that uses no CPU and prints nothing is waiting: on a lock or a queue that nothing "
     "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
@@ -75,16 +91,21 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     if (resumed != nullptr) stop.reset();
     int64_t end_ns = resumed != nullptr ? resumed->t_ns : INT64_MAX;
     if (collective_hang(context, idle.t_ns, end_ns)) continue;
+    const ProcessSummary* timed_out =
+        resumed != nullptr ? gave_up(context, idle.t_ns, resumed->t_ns) : nullptr;
     Finding f;
     f.kind = "job-idle";
     // A pause the job came out of, or ended well after, is worth knowing; one it never left
     // before it failed is a hang; one it never left until it was stopped is why it was stopped
     // (its user gave up on it, a scheduler's time limit ran out): the root cause.
     const store::RunInfo& run = context.evidence.run;
-    f.severity = stop.has_value()                               ? Severity::kError
+    f.severity = stop.has_value() || timed_out != nullptr       ? Severity::kError
                  : resumed == nullptr && !run_finished(context) ? Severity::kWarning
                                                                 : Severity::kInfo;
-    if (resumed != nullptr) {
+    if (timed_out != nullptr) {
+      f.title = "the job hung" + context.when(idle.t_ns) + " until " + context.name(*timed_out) +
+                " gave up waiting, " + format_seconds(resumed->t_ns - idle.t_ns) + " later";
+    } else if (resumed != nullptr) {
       f.title = "the job paused" + context.when(idle.t_ns) + " for " +
                 format_seconds(resumed->t_ns - idle.t_ns);
     } else if (stop.has_value()) {

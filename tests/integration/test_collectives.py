@@ -189,6 +189,19 @@ def test_a_rank_that_fails_after_the_last_step_is_no_uneven_inputs(tmp_path):
     assert not [text for _, text in run.lines if "uneven-inputs" in text]
 
 
+def test_a_hang_a_rank_timed_out_of_is_the_root_cause(tmp_path):
+    """Rank 1's DataLoader worker stalls; rank 0 waits in DDP's all-reduce (which the stall watch
+    does not see under gloo) until gloo's timeout. The job never came out of its wait: the hang,
+    with the stalled worker's place, is the root cause, and rank 0's timeout its consequence."""
+    run = faults(tmp_path, "worker_hangs", "--stall-seconds", "2")
+    findings = run.report["findings"]
+    root = findings[0]
+    assert root["kind"] == "job-idle" and root["root_cause"], [f["title"] for f in findings]
+    assert " gave up waiting, " in root["title"], root["title"]
+    assert fault_sites("worker_hangs")[0] + " in __getitem__" in root["title"], root["title"]
+    assert "collective-missing" in [findings[i]["kind"] for i in root["consequences"]]
+
+
 def test_a_parameter_ddp_got_two_gradients_for(tmp_path):
     run = faults(tmp_path, "layer_checkpointed_twice")
     root = assert_root(run, "python-exception", "layer_checkpointed_twice")

@@ -337,6 +337,40 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   EXPECT_THAT(d.findings[0].title, HasSubstr("did not move again before it ended, 75.0 s later"));
 }
 
+// A DataLoader worker of rank 1 hangs; rank 0 waits in DDP's all-reduce (unseen by the stall
+// watch under gloo) until its timeout, whose traceback ends the spell: no recovery, a hang, and
+// the timeout its consequence.
+TEST(RuleIdle, ASpellEndedByATimeoutIsTheHang) {
+  Evidence e = torchrun_job();
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(9), "stack-at-idle", kWorker1, stack_in("/home/user/proj/data.py", 8, "__getitem__")},
+      {at(15.2), "job-resumed", 0, "10.2 s after the job went idle"}};
+  e.log_lines = {
+      stderr_line(15, 1, "[default0]:Traceback (most recent call last):"),
+      stderr_line(15, 2, "[default0]:  File \"/home/user/proj/train.py\", line 12, in <module>"),
+      stderr_line(15, 3,
+                  "[default0]:RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out "
+                  "waiting 8000ms for recv operation to complete"),
+  };
+  exited(e, kRank0, 15.1, 1);
+  killed(e, kRank1, 15.3, SIGTERM);
+  exited(e, kLauncher, 15.5, 1);
+  e.run.exit_code = 1;
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& idle = d.findings[0];
+  EXPECT_EQ(idle.kind, "job-idle");
+  EXPECT_TRUE(idle.root_cause);
+  EXPECT_EQ(idle.title,
+            "the job hung at +5.0 s until rank 0 (pid 1010) gave up waiting, 10.2 s later: no "
+            "process used CPU or printed anything; worker 0 of rank 1 (pid 1021) is at "
+            "/home/user/proj/data.py:8 in __getitem__");
+  bool timeout_caused = false;
+  for (size_t i : idle.consequences) timeout_caused |= d.findings[i].kind == "collective-missing";
+  EXPECT_TRUE(timeout_caused);
+}
+
 TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
   Evidence e = torchrun_job();
   e.events = {{at(5), "job-idle", 0, kIdleText}};

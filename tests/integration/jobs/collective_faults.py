@@ -160,6 +160,21 @@ def save_after_the_last_step(rank):  # rank 1 is done; rank 0 evaluates, then ca
         torch.save(model.module.state_dict(), "/nonexistent-dir/final.pt")  # fault
 
 
+def worker_hangs(rank):  # rank 1's DataLoader worker stalls; rank 0 times out in DDP's all-reduce
+    class Samples(torch.utils.data.Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            if rank == 1 and i == 12:
+                time.sleep(20)  # fault
+            return torch.randn(8)
+
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+    for batch in torch.utils.data.DataLoader(Samples(), batch_size=4, num_workers=2):
+        model(batch).sum().backward()
+
+
 def layer_checkpointed_twice(rank):  # one layer under two reentrant checkpoints, in DDP
     shared = torch.nn.Linear(8, 8)
 
