@@ -46,11 +46,19 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     if (s.fds) raise_to(p.peak_fds, *s.fds);
     if (s.fd_limit) p.fd_limit = s.fd_limit;
   }
+  // Each process's previous sample of each kind, in time order.
+  std::map<std::tuple<int, uint64_t, store::StepKind>, const store::StepSample*> previous;
   for (const store::StepSample& s : evidence.steps) {
     auto it = index.find({s.pid, s.start_ticks});
     if (it == index.end()) continue;
-    int64_t& count = out[it->second].steps[s.kind];
+    ProcessSummary& p = out[it->second];
+    int64_t& count = p.steps[s.kind];
     count = std::max(count, s.count);
+    const store::StepSample*& before = previous[{s.pid, s.start_ticks, s.kind}];
+    if (before != nullptr && s.count > before->count) {
+      p.trained_after_ns = std::max(p.trained_after_ns.value_or(before->t_ns), before->t_ns);
+    }
+    before = &s;
   }
   std::multimap<int, size_t> by_pid;
   for (size_t i = 0; i < out.size(); ++i) by_pid.emplace(out[i].record.pid, i);

@@ -46,6 +46,9 @@ struct ProcessSummary {
   // When its Python program (atexit handlers included) finished, as the hook saw it; what ends
   // the process after that is teardown.
   std::optional<int64_t> script_finished_ns;
+  // A moment after which it still ran training steps (the sample before its count's last rise):
+  // an exception it printed before then, it caught and went on from.
+  std::optional<int64_t> trained_after_ns;
 
   // The kind its step count comes from: optimizer steps, else backward calls, else DDP
   // forwards; and that count.

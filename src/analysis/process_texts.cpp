@@ -287,6 +287,8 @@ const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& proce
     // A spawned process's exception is printed by its parent, after the others were stopped.
     int64_t slack = tb->spawned_process ? kExitAfterPrintNs : kFinalSlackNs;
     if (end != 0 && (tb->t_ns > end + slack || tb->t_ns < end - kFinalWithinNs)) continue;
+    // It trained on after printing it (logged and caught): not what it ended with.
+    if (process.trained_after_ns && *process.trained_after_ns > tb->t_ns) continue;
     found = tb;
   }
   return found;

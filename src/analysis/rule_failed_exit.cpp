@@ -210,6 +210,10 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
 bool from_known_line(const RuleContext& context, const ProcessSummary& p, Finding& f,
                      std::string& merge_key) {
   std::vector<const TextMatch*> lines = context.texts.matches(p);
+  // An error it printed before it trained on was caught (logged), not what it ended with.
+  std::erase_if(lines, [&](const TextMatch* line) {
+    return p.trained_after_ns && *p.trained_after_ns > line->line->t_ns;
+  });
   std::vector<SignatureMatch> matches;
   matches.reserve(lines.size());
   for (const TextMatch* line : lines) matches.push_back(line->match);

@@ -237,6 +237,30 @@ def test_a_batch_of_unequal_samples_in_a_worker(traindoc):
            "stack them" in root["fix"], root["fix"]
 
 
+LOGGED_THEN_TRAINED = """
+import logging, sys, time, torch
+model = torch.nn.Linear(4, 1)
+try:
+    model.load_state_dict(torch.load("pretrained/backbone.pt"))
+except FileNotFoundError:
+    logging.exception("no pretrained weights, training from scratch")
+start = time.time()
+while time.time() - start < 2.5:
+    model(torch.randn(8, 4)).sum().backward()
+sys.exit("FAILED: val_acc below 0.50 threshold")
+"""
+
+
+def test_an_exception_logged_before_training_on_is_not_the_end(traindoc):
+    """A missing checkpoint, logged and caught; the job trains on and ends with a message of its
+    own, which is what it ended with."""
+    run = traindoc(python_job(LOGGED_THEN_TRAINED), "--interval", "0.2")
+    root = failed_root(run)
+    assert root["kind"] == "nonzero-exit", root
+    assert root["title"].endswith("exited with code 1: FAILED: val_acc below 0.50 threshold"), root
+    assert "backbone.pt" not in root["fix"]
+
+
 def test_a_layer_fed_another_number_of_features(traindoc):
     run = traindoc(python_job(WRONG_FEATURES))
     root = failed_root(run)

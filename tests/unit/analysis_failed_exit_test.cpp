@@ -62,6 +62,39 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
                                                "s: no such config: configs/run.yaml")));
 }
 
+// A missing checkpoint, logged and caught; the rank trained on, then exited with a message of its
+// own. Had it not trained on (logged, then exit), the exception would be what it ended with.
+TEST(RuleFailedExit, AnExceptionTheProcessTrainedOnFromIsNotItsEnd) {
+  for (bool trained_on : {true, false}) {
+    Evidence e = torchrun_job();
+    e.log_lines = {
+        stderr_line(1.0, 1, "[default0]:ERROR:train:no pretrained weights, training from scratch"),
+        stderr_line(1.0, 2, "[default0]:Traceback (most recent call last):"),
+        stderr_line(1.0, 3, "[default0]:  File \"/home/user/proj/train.py\", line 6, in <module>"),
+        stderr_line(1.0, 4,
+                    "[default0]:FileNotFoundError: [Errno 2] No such file or directory: "
+                    "'pretrained/backbone.pt'"),
+        stderr_line(4.0, 5, "[default0]:FAILED: val_acc below 0.50 threshold"),
+    };
+    for (auto [seconds, count] :
+         std::vector<std::pair<double, int64_t>>{{0.5, 0}, {2, 40}, {3, 80}}) {
+      e.steps.push_back({at(seconds), kRank0, process(e, kRank0).start_ticks,
+                         store::StepKind::kBackward, trained_on ? count : 0});
+    }
+    exited(e, kRank0, 4.1, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    if (trained_on) {
+      EXPECT_EQ(d.findings[0].kind, "nonzero-exit");
+      EXPECT_EQ(d.findings[0].title,
+                "rank 0 (pid 1010) exited with code 1: FAILED: val_acc below 0.50 threshold");
+    } else {
+      EXPECT_EQ(d.findings[0].kind, "python-exception");
+      EXPECT_THAT(d.findings[0].title, HasSubstr("raised FileNotFoundError"));
+    }
+  }
+}
+
 // argparse's error, from a rank or from a launcher that never started one.
 TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
   Evidence e = torchrun_job();
