@@ -196,9 +196,13 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
     std::vector<SignatureMatch> found = match_traceback(tb);
     // An exception raised from another ("direct cause") or while handling it ("during handling")
     // often only reports that one: a torch.save on a full disk ends in "unexpected pos" after
-    // "file write failed". The chain links to earlier tracebacks, whose lists are complete.
+    // "file write failed". The chain links to earlier tracebacks, whose lists are complete. One
+    // that the user's own code raised while handling another is a bug of the handler (a
+    // NameError in an `except FileNotFoundError:` block), or a failure of its own: the handled
+    // one is not its failure.
+    bool users_own = !tb.frames.empty() && !is_library_file(tb.frames.back().file);
     for (std::optional<size_t> link : {tb.cause, tb.context}) {
-      if (!link) continue;
+      if (!link || (link == tb.context && users_own)) continue;
       for (const SignatureMatch& m : m_traceback_signatures[*link]) {
         bool seen = std::any_of(found.begin(), found.end(),
                                 [&](const SignatureMatch& own) { return own.id == m.id; });

@@ -406,6 +406,33 @@ TEST(RuleFailedExit, TheLastExceptionIsCited) {
   EXPECT_THAT(d.findings[0].title, HasSubstr("Caught KeyError in DataLoader worker process 0."));
 }
 
+// A bug in an `except FileNotFoundError:` block: the missing file was expected, the NameError is
+// the failure. A library's error while cleaning up after another (torch.save's "unexpected pos"
+// after a failed write) still cites the one it handled.
+TEST(RuleFailedExit, AnErrorOfTheHandlerIsNotTheHandledOnes) {
+  for (const char* raiser : {"/home/user/proj/train.py", "/usr/lib/python3/dist-packages/x.py"}) {
+    Evidence e = torchrun_job();
+    e.log_lines = {
+        stderr_line(9.0, 1, "Traceback (most recent call last):"),
+        stderr_line(9.0, 2, "  File \"/home/user/proj/train.py\", line 3, in <module>"),
+        stderr_line(9.0, 3, "FileNotFoundError: [Errno 2] No such file or directory: 'last.pt'"),
+        stderr_line(9.0, 4, ""),
+        stderr_line(9.0, 5, "During handling of the above exception, another exception occurred:"),
+        stderr_line(9.0, 6, ""),
+        stderr_line(9.0, 7, "Traceback (most recent call last):"),
+        stderr_line(9.0, 8, std::string("  File \"") + raiser + "\", line 6, in <module>"),
+        stderr_line(9.0, 9, "NameError: name 'state' is not defined"),
+    };
+    exited(e, kRank0, 9.5, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    EXPECT_THAT(d.findings[0].title, HasSubstr("raised NameError: name 'state' is not defined"));
+    bool users = std::string(raiser).starts_with("/home/");
+    EXPECT_EQ(d.findings[0].fix.find("'last.pt' does not exist") == std::string::npos, users)
+        << raiser;
+  }
+}
+
 TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
   Evidence e = torchrun_job();
   e.log_lines = {
