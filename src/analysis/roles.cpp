@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdint>
 #include <numeric>
 #include <tuple>
 
@@ -180,12 +181,25 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     }
   }
   if (std::none_of(is_rank.begin(), is_rank.end(), [](bool b) { return b; })) {
-    // A single training process: the topmost Python process, else the job's root.
+    // A single training process: a topmost Python process, else the job's root. Of several (a
+    // script that checks its environment with one, then trains with another), the one that
+    // failed, else the one that ran longest, else the first.
+    auto failed = [](const store::ProcessRecord& p) {
+      return (p.exit_code && *p.exit_code != 0) || p.exit_signal.has_value();
+    };
+    auto ran_ns = [](const store::ProcessRecord& p) {
+      return p.end_ns == 0 ? INT64_MAX : p.end_ns - p.start_ns;
+    };
+    auto trains_rather = [&](const store::ProcessRecord& a, const store::ProcessRecord& b) {
+      if (failed(a) != failed(b)) return failed(a);
+      if (ran_ns(a) != ran_ns(b)) return ran_ns(a) > ran_ns(b);
+      return a.start_ticks < b.start_ticks;
+    };
     size_t main = procs.size();
     for (size_t i = 0; i < procs.size(); ++i) {
       if (!is_python(procs[i]) || is_launcher_command(procs[i])) continue;
       if (parent[i] == kNone || !is_python(procs[static_cast<size_t>(parent[i])])) {
-        if (main == procs.size() || procs[i].start_ticks < procs[main].start_ticks) main = i;
+        if (main == procs.size() || trains_rather(procs[i], procs[main])) main = i;
       }
     }
     if (main == procs.size()) {

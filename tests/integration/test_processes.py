@@ -1,7 +1,7 @@
 """traindoc knows every process of the job, its role and how it ended."""
 import re
 
-from conftest import JOBS, free_port, job_script, python_job, torchrun
+from conftest import JOBS, PYTHON, free_port, job_script, python_job, torchrun
 
 
 def test_torchrun_two_ranks_two_workers_roles(traindoc):
@@ -79,6 +79,18 @@ def test_single_process_is_rank_0(traindoc):
     ranks = run.processes("rank")
     assert len(ranks) == 1 and ranks[0]["rank"] == 0
     assert run.report["findings"] == []
+
+
+def test_a_script_that_checks_then_trains_names_the_python_that_failed(traindoc):
+    """A shell script runs one Python to print the versions, then another that trains and fails:
+    the one that failed is the training process, and its exception the root cause."""
+    script = (f"set -e\n{PYTHON} -c 'import sys; print(sys.version)'\n"
+              f"{PYTHON} -c 'import time; time.sleep(0.5); raise ValueError(\"bad sample 7\")'\n")
+    run = traindoc(["bash", "-c", script])
+    assert run.status == 1
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "python-exception", root
+    assert root["title"].startswith("rank 0 (pid ") and "ValueError: bad sample 7" in root["title"]
 
 
 def test_double_forked_process_is_seen_and_reaped(traindoc):

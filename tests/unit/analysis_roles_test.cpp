@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace traindoc::analysis {
@@ -405,6 +406,28 @@ TEST(Roles, EarliestTopmostPythonWins) {
   EXPECT_EQ(text_of(procs, roles, 501), "rank 0");
   EXPECT_EQ(text_of(procs, roles, 500), "launcher");
   EXPECT_EQ(text_of(procs, roles, 502), "other");
+}
+
+TEST(Roles, OfPythonsRunOneAfterAnotherTheOneThatFailedOrRanLongestTrains) {
+  // run.sh checks its environment with one Python, then trains with another.
+  auto script = [](std::optional<int> check_exit, std::optional<int> train_exit) {
+    std::vector<ProcessRecord> procs = {
+        proc(500, 1, 100, "/bin/bash run.sh"),
+        proc(501, 500, 110, "python3 -c import torch; print(torch.__version__)"),
+        proc(502, 500, 150, "python3 train.py"),
+    };
+    procs[1].end_ns = procs[1].start_ns + 300'000'000;
+    procs[1].exit_code = check_exit;
+    procs[2].end_ns = procs[2].start_ns + 60'000'000'000;
+    procs[2].exit_code = train_exit;
+    return procs;
+  };
+  for (auto [check_exit, train_exit, trainer] :
+       {std::tuple{0, 1, 502}, std::tuple{0, 0, 502}, std::tuple{1, 0, 501}}) {
+    std::vector<ProcessRecord> procs = script(check_exit, train_exit);
+    std::vector<ProcessRole> roles = assign_roles(procs, 500);
+    EXPECT_EQ(text_of(procs, roles, trainer), "rank 0") << check_exit << " " << train_exit;
+  }
 }
 
 TEST(Roles, JobWithoutPythonRootIsRankZero) {
