@@ -112,8 +112,8 @@ std::vector<std::string> forward_call(const RuleContext& context, const ProcessS
 // A known text's words where the process says more than the text: the one
 // torch.multiprocessing.spawn started must set MASTER_ADDR itself; of several ranks, one may
 // read a checkpoint another is still writing.
-void fit_to_process(const ProcessSummary& p, const SignatureMatch& m, const std::string& who,
-                    Finding& f) {
+void fit_to_process(const RuleContext& context, const ProcessSummary& p, const SignatureMatch& m,
+                    const std::string& who, Finding& f) {
   if (m.id == "torch.env-rendezvous-unset" && p.record.rank_source == "spawn") {
     f.title = who + ": " + field(m, "variable") +
               " is not set in the process torch.multiprocessing.spawn started, and "
@@ -126,6 +126,24 @@ void fit_to_process(const ProcessSummary& p, const SignatureMatch& m, const std:
     f.fix +=
         " With several ranks, one may read the file while another still writes it: load it "
         "only after the rank that saves it is done (dist.barrier() after rank 0's torch.save).";
+  } else if (f.kind == "fd-exhausted") {
+    // Descriptors are sampled now and then: a peak far below the limit missed the climb.
+    if (p.peak_fds && p.fd_limit && *p.peak_fds * 2 >= *p.fd_limit) {
+      f.evidence.push_back("its open descriptors peaked at " + std::to_string(*p.peak_fds) +
+                           ", of a limit of " + std::to_string(*p.fd_limit));
+    }
+    // Without workers, no tensors pass between processes: the sharing strategy is beside the
+    // point, and the process itself keeps what it opens.
+    bool workers = std::any_of(
+        context.processes.begin(), context.processes.end(), [&](const ProcessSummary& q) {
+          return q.role.role == Role::kWorker && q.record.ppid == p.record.pid;
+        });
+    if (m.id == "python.too-many-open-files" && !workers) {
+      f.fix =
+          "The process kept open what it opened (files, sockets) until its limit: close each "
+          "(a `with open(...)` block; a dataset that opens a file per sample closes it after "
+          "reading). Raising `ulimit -n` only delays the failure.";
+    }
   }
 }
 
@@ -164,7 +182,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
     if (f.kind == "label-out-of-range") add_class_count(context, p, f);
-    fit_to_process(p, *known->match, who, f);
+    fit_to_process(context, p, *known->match, who, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
     add_ranks(f.ranks, known->ranks);

@@ -95,6 +95,43 @@ TEST(RuleFailedExit, AnExceptionTheProcessTrainedOnFromIsNotItsEnd) {
   }
 }
 
+// Files a dataset opens per sample and never closes: the limit is reached in the rank itself;
+// with workers, descriptors of shared tensors may be what ran out.
+TEST(RuleFailedExit, DescriptorsRunOutWhereTheProcessKeepsWhatItOpens) {
+  for (bool workers : {false, true}) {
+    Evidence e = torchrun_job();
+    if (!workers) {
+      std::erase_if(e.processes, [](const store::ProcessRecord& r) {
+        return r.pid == kWorker0 || r.pid == kWorker1;
+      });
+    }
+    e.log_lines = {
+        stderr_line(9.0, 1, "[default0]:Traceback (most recent call last):"),
+        stderr_line(9.0, 2,
+                    "[default0]:  File \"/home/user/proj/data.py\", line 9, in __getitem__"),
+        stderr_line(9.0, 3,
+                    "[default0]:OSError: [Errno 24] Too many open files: '/data/img_7.jpg'"),
+    };
+    store::ProcSample sample;
+    sample.t_ns = at(8.5);
+    sample.pid = kRank0;
+    sample.start_ticks = process(e, kRank0).start_ticks;
+    sample.rss = 100 << 20;
+    sample.fds = 1000;
+    sample.fd_limit = 1024;
+    e.proc_samples.push_back(sample);
+    exited(e, kRank0, 9.5, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    const Finding& f = d.findings[0];
+    EXPECT_EQ(f.kind, "fd-exhausted");
+    EXPECT_THAT(f.evidence, Contains(std::string("its open descriptors peaked at 1000, of a limit "
+                                                 "of 1024")));
+    EXPECT_EQ(f.fix.find("set_sharing_strategy") != std::string::npos, workers) << f.fix;
+    EXPECT_EQ(f.fix.find("close each") != std::string::npos, !workers) << f.fix;
+  }
+}
+
 // argparse's error, from a rank or from a launcher that never started one.
 TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
   Evidence e = torchrun_job();
