@@ -1,9 +1,11 @@
-"""T03: a DataLoader worker ends by SIGKILL mid-epoch, as the kernel's OOM killer would end it.
+"""T03: a DataLoader worker ends by SIGKILL mid-epoch, as the kernel's OOM killer would end it:
+sent to its own thread, as no process of the job would send it (kill() is what traindoc sees a
+process of the job call).
 
     python worker_killed.py
 """
-import os
 import signal
+import threading
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -15,7 +17,7 @@ class Images(Dataset):
 
     def __getitem__(self, index):
         if index == 20:
-            os.kill(os.getpid(), signal.SIGKILL)
+            signal.pthread_kill(threading.get_ident(), signal.SIGKILL)
         return torch.randn(3, 32, 32)
 
 

@@ -1,8 +1,10 @@
-// Interposed libc wait and _exit functions, in every job process (LD_PRELOAD), called from any
-// thread and from signal handlers (SIGCHLD). When the job reaps one of its own children, the
+// Interposed libc wait, _exit and kill functions, in every job process (LD_PRELOAD), called from
+// any thread and from signal handlers (SIGCHLD). When the job reaps one of its own children, the
 // child's exact exit status is recorded, so the supervisor learns how ranks and workers ended;
-// a process that leaves with _exit (a forked worker, os._exit) records its own status too.
+// a process that leaves with _exit (a forked worker, os._exit) records its own status too, and
+// one that sends SIGKILL (to itself, a launcher to its ranks) records the target.
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -24,6 +26,7 @@ struct Hooks {
   int (*waitid)(idtype_t, id_t, siginfo_t*, int);
   void (*exit_now)(int);      // _exit
   void (*exit_now_c99)(int);  // _Exit
+  int (*kill)(pid_t, int);
 };
 
 Hooks g_next{};
@@ -72,6 +75,7 @@ void resolve_hooks() {
   g_next.waitid = reinterpret_cast<decltype(g_next.waitid)>(dlsym(RTLD_NEXT, "waitid"));
   g_next.exit_now = reinterpret_cast<decltype(g_next.exit_now)>(dlsym(RTLD_NEXT, "_exit"));
   g_next.exit_now_c99 = reinterpret_cast<decltype(g_next.exit_now_c99)>(dlsym(RTLD_NEXT, "_Exit"));
+  g_next.kill = reinterpret_cast<decltype(g_next.kill)>(dlsym(RTLD_NEXT, "kill"));
 }
 
 }  // namespace traindoc::agent
@@ -128,6 +132,16 @@ __attribute__((visibility("default"))) int waitid(idtype_t type, id_t id, siginf
     errno = saved_errno;
   }
   return result;
+}
+
+// Noted before it is sent: a process that kills itself has no after. Async-signal-safe.
+__attribute__((visibility("default"))) int kill(pid_t pid, int sig) noexcept {
+  if (sig == SIGKILL && traindoc::agent::active() && !traindoc::agent::in_vfork_child()) {
+    int saved_errno = errno;
+    traindoc::agent::append_record(traindoc::common::RecordType::kKillSent, pid, 0);
+    errno = saved_errno;
+  }
+  return g_next.kill ? g_next.kill(pid, sig) : static_cast<int>(syscall(SYS_kill, pid, sig));
 }
 
 __attribute__((visibility("default"))) void _exit(int status) {

@@ -108,6 +108,22 @@ const ProcessSummary* stopping_parent(const RuleContext& context, const ProcessS
   return failed_for(context, p) == nullptr ? parent : nullptr;
 }
 
+// The process of the job that sent `p` its SIGKILL, as its agent noted the call; nullptr when
+// none did (the OOM killer, a scheduler, anything outside the job).
+const ProcessSummary* kill_sender(const RuleContext& context, const ProcessSummary& p) {
+  const store::ProcessRecord& r = p.record;
+  std::string target = "pid " + std::to_string(r.pid);
+  const ProcessSummary* sender = nullptr;
+  for (const store::Event& e : context.evidence.events) {
+    if (e.kind != "kill-sent" || e.text != target || e.t_ns < r.start_ns ||
+        e.t_ns > r.end_ns + kForwardSlackNs) {
+      continue;
+    }
+    if (const ProcessSummary* q = context.process(e.pid)) sender = q;
+  }
+  return sender;
+}
+
 // The signals that ask a process to stop, from a terminal, a scheduler or a launcher.
 bool is_stop_signal(int sig) {
   return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
@@ -203,7 +219,26 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
     f.evidence.push_back(who + " ended by " + signal_name(sig) + " (seen by " +
                          store::to_string(r.end_source) + ")" + context.when(r.end_ns));
     if (p.peak_rss) f.evidence.push_back("its peak RSS: " + format_bytes(*p.peak_rss));
-    if (sig == SIGKILL) {
+    const ProcessSummary* sender = sig == SIGKILL ? kill_sender(context, p) : nullptr;
+    if (sender == &p) {
+      f.kind = worker ? "worker-crash" : "nonzero-exit";
+      f.title = who + " killed itself with SIGKILL";
+      f.evidence.push_back("it called kill() on its own pid with SIGKILL");
+      f.fix =
+          "Its own code, or a library in it, sent the signal (os.kill(os.getpid(), "
+          "signal.SIGKILL), a watchdog that ends the process): find the call; its last output "
+          "is in logs/.";
+      f.confidence = 0.9;
+    } else if (sender != nullptr) {
+      f.kind = "killed-externally";
+      f.severity = Severity::kInfo;
+      f.title = who + " was killed by SIGKILL from " + context.name(*sender);
+      f.evidence.push_back(context.name(*sender) + " called kill() on it with SIGKILL");
+      f.fix =
+          "Another process of the job ended it: a launcher kills what did not stop in time at "
+          "its SIGTERM, a parent its workers. See the root cause, or that process's finding.";
+      f.confidence = 0.9;
+    } else if (sig == SIGKILL) {
       std::vector<std::string> oom = oom_evidence(context.evidence, r.end_ns);
       if (!oom.empty()) {
         f.kind = "host-oom-killed";

@@ -46,6 +46,8 @@ enum class RecordType : uint32_t {
                             // prints its traceback; a, b: the first 16 bytes of its name
   kStopSignal = 9,          // a stop signal (SIGINT, SIGTERM, SIGHUP) reached the program's own
                             // handler: a = the signal, b = its sender's pid (0: the kernel)
+  kKillSent = 10,           // this process sent SIGKILL, which leaves no trace in its target:
+                            // a = the target as kill() takes it (a pid, 0, -1, -pgid)
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -80,6 +80,15 @@ int64_t thread_cpu_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Whom a kill() call's target names: "pid 4242", "process group 4240", "its own process group",
+// "every process it may signal".
+std::string kill_target(int64_t target) {
+  if (target > 0) return "pid " + std::to_string(target);
+  if (target == 0) return "its own process group";
+  if (target == -1) return "every process it may signal";
+  return "process group " + std::to_string(-target);
+}
+
 // The first 16 bytes of a thread's name that a kThreadDied record carries, NUL-padded.
 std::string thread_name(const AgentRecord& record) {
   std::string out;
@@ -313,6 +322,8 @@ void Loop::read_agent() {
       m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
+    } else if (record.type == common::RecordType::kKillSent) {
+      m_store.add_event({record.time_ns, "kill-sent", record.pid, kill_target(record.a)});
     } else if (record.type == common::RecordType::kStopSignal) {
       m_stops_noted[record.pid] = {static_cast<int>(record.a), record.time_ns};
     } else if (record.type == common::RecordType::kThreadDied) {

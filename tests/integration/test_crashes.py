@@ -139,13 +139,15 @@ def test_crash_record_is_on_disk_while_traindoc_still_runs(tmp_path):
     assert crashes == 1
 
 
+# The SIGKILL of something outside the job (the OOM killer): sent to the worker's own thread, not
+# through the kill() call the agent notes.
 WORKER_KILLED = """
-import os, signal, torch
+import signal, threading, torch
 from torch.utils.data import DataLoader, Dataset
 class Killed(Dataset):
     def __len__(self): return 10
     def __getitem__(self, i):
-        os.kill(os.getpid(), signal.SIGKILL)
+        signal.pthread_kill(threading.get_ident(), signal.SIGKILL)
 next(iter(DataLoader(Killed(), batch_size=2, num_workers=2)))
 """
 
@@ -159,6 +161,16 @@ def test_worker_killed_from_outside(traindoc):
     assert root["kind"] == "worker-crash"
     assert "SIGKILL" in root["title"]
     assert "OOM killer" in root["fix"] and "Out of memory: Killed process" in root["fix"]
+
+
+def test_a_process_that_killed_itself_is_named_as_its_own_sender(traindoc):
+    """SIGKILL runs no handler; the agent noted the kill() call that sent it."""
+    run = traindoc(python_job("import os, signal, time\ntime.sleep(0.3)\n"
+                              "os.kill(os.getpid(), signal.SIGKILL)\n"))
+    assert run.status == 128 + 9
+    root = root_cause(run.report)
+    assert root["title"].endswith(" killed itself with SIGKILL"), root
+    assert "OOM killer" not in root["fix"]
 
 
 def test_worker_stopped_alone_is_the_cause_of_its_ranks_failure(traindoc):

@@ -622,6 +622,18 @@ TEST(AgentCrash, StopSignalsReachTheProgramsHandlersAndAreNoted) {
                                                              {SIGTERM, r.agent.pid}}));
 }
 
+TEST(AgentCrash, ASigkillSentIsNotedByItsSender) {
+  CrashRun r = run_both({crasher("self_kill")});
+  expect_same_death(r.plain, r.agent);
+  ASSERT_TRUE(WIFSIGNALED(r.agent.status));
+  EXPECT_EQ(WTERMSIG(r.agent.status), SIGKILL);
+  bool noted = std::any_of(r.records.begin(), r.records.end(), [&](const auto& record) {
+    return record.type == common::RecordType::kKillSent && record.a == r.agent.pid &&
+           record.pid == r.agent.pid;
+  });
+  EXPECT_TRUE(noted);
+}
+
 // The unwinder faults on the damaged frame chain: the capture is abandoned, not the crash.
 TEST(AgentCrash, FaultWhileUnwindingADamagedStack) {
   std::string exe = crasher("corrupt_frame");

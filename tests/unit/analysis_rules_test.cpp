@@ -316,6 +316,30 @@ TEST(RuleKilled, SigkillOfARankWithoutOomEvidenceIsKilledExternally) {
   EXPECT_THAT(f.fix, HasSubstr("Out of memory: Killed process 1010"));
 }
 
+// A SIGKILL whose sender is in the job, as its agent noted the kill() call: the rank itself, or
+// the launcher tearing down.
+TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
+  for (int sender : {kRank0, kLauncher}) {
+    Evidence e = torchrun_job();
+    e.host_samples = {host(9), host(11)};
+    e.events = {{at(9.99), "kill-sent", sender, "pid 1010"}};
+    killed(e, kRank0, 10, SIGKILL);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 1u);
+    const Finding& f = d.findings[0];
+    if (sender == kRank0) {
+      EXPECT_EQ(f.kind, "nonzero-exit");
+      EXPECT_EQ(f.title, "rank 0 (pid 1010) killed itself with SIGKILL");
+      EXPECT_TRUE(f.root_cause);
+    } else {
+      EXPECT_EQ(f.kind, "killed-externally");
+      EXPECT_EQ(f.severity, Severity::kInfo);
+      EXPECT_EQ(f.title, "rank 0 (pid 1010) was killed by SIGKILL from launcher (pid 1000)");
+    }
+    EXPECT_THAT(f.fix, Not(HasSubstr("dmesg")));
+  }
+}
+
 TEST(RuleKilled, PeakRssIsCited) {
   Evidence e = torchrun_job();
   store::ProcSample s;
