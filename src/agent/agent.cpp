@@ -24,6 +24,9 @@ using common::Slot;
 
 void* g_base = nullptr;
 Slot* g_slot = nullptr;
+// This process's pid as its start-up or its fork handler saw it: a vfork child, for which
+// neither runs, has another.
+pid_t g_pid = 0;
 
 // Reads a whole small /proc file with raw syscalls. Async-signal-safe.
 ssize_t read_small_file(const char* path, char* buffer, size_t size) {
@@ -103,6 +106,7 @@ void on_fork_child() {
   if (g_base == nullptr) return;
   int saved_errno = errno;
   const Slot* parent = g_slot;
+  g_pid = getpid();
   g_slot = claim_slot();
   if (g_slot != nullptr) {
     fill_common(g_slot, common::SlotOrigin::kFork);
@@ -161,6 +165,7 @@ __attribute__((constructor)) void start_agent() {
   const char* run_dir = getenv(common::kRunDirEnv);
   if (run_dir != nullptr && *run_dir != '\0' && map_agent_file(run_dir)) {
     resolve_hooks();
+    g_pid = getpid();
     g_slot = claim_slot();
     if (g_slot != nullptr) {
       fill_common(g_slot, common::SlotOrigin::kExec);
@@ -225,8 +230,7 @@ bool active() {
 
 // Async-signal-safe.
 bool in_vfork_child() {
-  const Slot* slot = g_slot;
-  return slot != nullptr && slot->pid != getpid();
+  return g_pid != 0 && g_pid != getpid();
 }
 
 // Async-signal-safe.

@@ -103,9 +103,10 @@ int crash_sigaction(int sig, const struct sigaction* act, struct sigaction* olda
   }
   if (act != nullptr) {
     struct sigaction incoming = *act;
-    // Never chain to ourselves (an action copied out of the kernel by other means).
+    // Never chain to ourselves (an action copied out of the kernel by other means): ours
+    // stands for the action it chains to.
     if (reinterpret_cast<void*>(incoming.sa_sigaction) == crash_handler_address()) {
-      incoming = previous;
+      load_next_action(sig, &incoming);
     }
     store_next_action(sig, incoming);
     if (incoming.sa_handler != previous.sa_handler) {
@@ -120,11 +121,23 @@ int crash_sigaction(int sig, const struct sigaction* act, struct sigaction* olda
   return 0;
 }
 
+void stop_relay(int sig, siginfo_t* info, void* context);
+
+// Async-signal-safe.
+bool relay_in_kernel(int sig) {
+  struct sigaction kernel {};
+  return real_sigaction(sig, nullptr, &kernel) == 0 &&
+         reinterpret_cast<void*>(kernel.sa_sigaction) == reinterpret_cast<void*>(stop_relay);
+}
+
 // The stops the supervisor passes on to the job: it must know which processes had the signal
 // already (sent to the whole process group, or by a scheduler to every process), since a second
-// one interrupts the program's handler, a checkpoint being saved on the way out. Async-signal-safe.
+// one interrupts the program's handler, a checkpoint being saved on the way out. A process
+// without a slot (a fork child when all were taken) may have inherited the relay: it still
+// hands the program its own actions. Async-signal-safe.
 bool stop_watched(int sig) {
-  return (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && active();
+  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT) return false;
+  return active() || relay_in_kernel(sig);
 }
 
 // Async-signal-safe.
@@ -163,9 +176,10 @@ int stop_sigaction(int sig, const struct sigaction* act, struct sigaction* oldac
   if (relayed) load_next_action(sig, &previous);
   if (act != nullptr) {
     struct sigaction incoming = *act;
-    // Never relay to ourselves (an action copied out of the kernel by other means).
+    // Never relay to ourselves (an action copied out of the kernel by other means, or saved
+    // from a process without a slot): the relay stands for the action it calls.
     if (reinterpret_cast<void*>(incoming.sa_sigaction) == reinterpret_cast<void*>(stop_relay)) {
-      incoming = previous;
+      load_next_action(sig, &incoming);
     }
     struct sigaction installed = incoming;
     if (is_handler(incoming)) {

@@ -76,13 +76,21 @@ bool missing(const store::CollectiveIssueRank& rank) {
 // ended unevenly, which says nothing of their inputs; its own finding tells its failure.
 bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue& issue) {
   if (issue.kind != "uneven-inputs" || issue.ranks.size() < 2) return false;
-  const store::CollectiveIssueRank& failed = issue.ranks[1];
-  const ProcessSummary* process = context.process(failed.pid, failed.start_ticks);
-  if (process == nullptr || context.texts.final_exception(*process) == nullptr) return false;
-  static const std::set<std::string> kAboutPeers = {"collective-mismatch", "collective-order",
-                                                    "collective-missing",  "uneven-inputs",
-                                                    "peer-exited",         "rendezvous-timeout"};
-  return !kAboutPeers.contains(final_exception_kind(context, *process));
+  const ProcessSummary* left = context.process(issue.ranks[0].pid, issue.ranks[0].start_ticks);
+  const ProcessSummary* failed = context.process(issue.ranks[1].pid, issue.ranks[1].start_ticks);
+  if (left == nullptr || failed == nullptr) return false;
+  // The same number of steps: neither ran out of batches first.
+  std::optional<store::StepKind> kind = left->step_kind();
+  if (kind && failed->steps.contains(*kind) && failed->steps.at(*kind) == *left->step_count()) {
+    return true;
+  }
+  // An error known to be its own; an unknown one may be a lost peer's in words no text knows.
+  if (context.texts.final_exception(*failed) == nullptr) return false;
+  static const std::set<std::string> kAboutPeers = {
+      "collective-mismatch", "collective-order",   "collective-missing", "uneven-inputs",
+      "peer-exited",         "rendezvous-timeout", "killed-externally"};
+  std::string own = final_exception_kind(context, *failed);
+  return !own.empty() && !kAboutPeers.contains(own);
 }
 
 // An issue about ranks that did not come: the checker files it as peer-exited where a missing

@@ -292,8 +292,12 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     if (caveat) f.evidence.push_back(*caveat);
     f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented, conf);
     f.confidence = 0.9;
-    // Caught and survived (a batch-size search that halves its batch until it fits): no failure.
-    if (failure.process != nullptr && failure.process->record.exit_code == 0) {
+    // Caught and survived (a batch-size search that halves its batch until it fits): no failure,
+    // where the job then ended well or the process trained on; one that gave up, or left its
+    // peers for it, failed.
+    const ProcessSummary* p = failure.process;
+    if (p != nullptr && p->record.exit_code == 0 &&
+        (run_finished(context) || p->trained_after_ns.value_or(0) > failure.t_ns)) {
       f.severity = Severity::kInfo;
       f.title += ", and went on: it handled the error and exited with code 0";
       f.fix =

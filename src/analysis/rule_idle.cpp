@@ -9,9 +9,10 @@
 namespace traindoc::analysis {
 namespace {
 
-// A stop is logged once passed on; a job signalled with traindoc (its process group) may move
-// a moment before.
+// A stop is logged as it arrives; a job signalled with traindoc (its process group) may move a
+// moment before. What it prints on its way out comes within seconds.
 constexpr int64_t kStopSlackNs = 1'000'000'000;
+constexpr int64_t kStopOutputNs = 3'000'000'000;
 
 // The stall watch tells a hang in a collective itself, with the same stacks and the call.
 bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns) {
@@ -38,18 +39,16 @@ std::string joining(const std::string& dump) {
   return "";
 }
 
-// The process whose wait timed out as the spell ended (gloo's or NCCL's timeout in a collective,
-// a DataLoader's, a rendezvous's): the job did not come out of the wait, it gave up on it, and
-// what it waited for is the cause. nullptr when none.
+// The process whose wait in a collective timed out as the spell ended (gloo's or NCCL's timeout
+// in one the stall watch did not see, as DDP's own): the job did not come out of the wait, it
+// gave up on it, and what it waited for is the cause. nullptr when none. (A rendezvous's and a
+// DataLoader's timeouts have findings of their own that name what was waited for.)
 const ProcessSummary* gave_up(const RuleContext& context, int64_t from_ns, int64_t at_ns) {
   for (const ProcessSummary& p : context.processes) {
     const PythonTraceback* tb =
         ended_in_failure(p.record) ? context.texts.final_exception(p) : nullptr;
     if (tb == nullptr || tb->t_ns < from_ns || tb->t_ns > at_ns + kStopSlackNs) continue;
-    std::string kind = final_exception_kind(context, p);
-    if (kind == "collective-missing" || kind == "worker-timeout" || kind == "rendezvous-timeout") {
-      return &p;
-    }
+    if (final_exception_kind(context, p) == "collective-missing") return &p;
   }
   return nullptr;
 }
@@ -84,8 +83,10 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       }
     }
     // Moving as it was stopped (the traceback of a KeyboardInterrupt, a handler's goodbye) is
-    // no recovery from the hang.
-    if (resumed != nullptr && stop && resumed->t_ns + kStopSlackNs >= stop->t_ns) {
+    // no recovery from the hang; a job that went on after a stop it handled, and ended well,
+    // came out of its pause.
+    if (resumed != nullptr && stop && resumed->t_ns + kStopSlackNs >= stop->t_ns &&
+        resumed->t_ns <= stop->t_ns + kStopOutputNs && !run_finished(context)) {
       resumed = nullptr;
     }
     if (resumed != nullptr) stop.reset();
@@ -105,6 +106,9 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     if (timed_out != nullptr) {
       f.title = "the job hung" + context.when(idle.t_ns) + " until " + context.name(*timed_out) +
                 " gave up waiting, " + format_seconds(resumed->t_ns - idle.t_ns) + " later";
+      // Named, so that a launcher's restart that recovered the job tells it recovered.
+      f.pids.push_back(timed_out->record.pid);
+      add_ranks(f.ranks, context.ranks_of(*timed_out));
     } else if (resumed != nullptr) {
       f.title = "the job paused" + context.when(idle.t_ns) + " for " +
                 format_seconds(resumed->t_ns - idle.t_ns);

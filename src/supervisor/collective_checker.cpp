@@ -25,17 +25,18 @@ constexpr size_t kMaxPendingNumbers = 4096;
 constexpr int64_t kReapSlackNs = 1'000'000'000;
 constexpr size_t kNamedMembers = 8;  // of a group, in its messages
 
-// Whether two processes' step counts agree: of each kind both counted, the same number.
+// Whether two processes ran the same number of training steps, by the first kind both counted
+// of optimizer steps, backward calls, DDP forwards (an evaluation forward after the last step
+// counts among the forwards, not the steps).
 bool same_steps(const std::map<store::StepKind, int64_t>& a,
                 const std::map<store::StepKind, int64_t>& b) {
-  bool compared = false;
-  for (const auto& [kind, count] : a) {
-    auto other = b.find(kind);
-    if (other == b.end()) continue;
-    if (other->second != count) return false;
-    compared = true;
+  for (store::StepKind kind :
+       {store::StepKind::kOptimizer, store::StepKind::kBackward, store::StepKind::kDdpForward}) {
+    auto x = a.find(kind);
+    auto y = b.find(kind);
+    if (x != a.end() && y != b.end()) return x->second == y->second;
   }
-  return compared;
+  return false;
 }
 
 bool is_lifetime(uint16_t op) {

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -60,6 +61,9 @@ constexpr int64_t kMomentStacksWaitNs = 1'500'000'000;
 // much earlier than traindoc's their copy may have come.
 constexpr int64_t kStopNotesWaitNs = 200'000'000;
 constexpr int64_t kStopNotesSlackNs = 1'000'000'000;
+constexpr size_t kStopNotesKept = 8;
+// The walks after the idle watch asked for stacks, in which the dumps' CPU is not the job's.
+constexpr int kDumpWalks = 2;
 // How long before a `timeout` in the job sends its signal the stacks are asked for: the dumps
 // must be read while the processes still run.
 constexpr int64_t kLimitStacksLeadNs = 1'000'000'000;
@@ -137,7 +141,7 @@ class Loop {
   double walk_and_sample(bool slow, bool final = false);
   void reap_children();
   void forward(const signalfd_siginfo& info);
-  std::set<int> stopped_already(int sig, int64_t since_ns);
+  std::set<int> stopped_already(int sig, int sender, int64_t since_ns);
   void store_changes();
   void finish();
   void event(const std::string& kind, int pid, const std::string& text);
@@ -191,8 +195,14 @@ class Loop {
   };
   std::vector<StackRequest> m_stack_requests;
   bool m_stop_stacks_asked = false;
-  // The last stop signal each process's own handler got, and when (the agent's notes).
-  std::map<int, std::pair<int, int64_t>> m_stops_noted;
+  // The latest stop signals each process's own handler got: which, from whom, when (the agent's
+  // notes).
+  struct StopNote {
+    int sig = 0;
+    int sender = 0;
+    int64_t t_ns = 0;
+  };
+  std::map<int, std::deque<StopNote>> m_stops_noted;
   // Each `timeout` in the job, until its processes' stacks were asked for just before its limit.
   struct TimeLimitWatch {
     int pid = 0;
@@ -206,6 +216,7 @@ class Loop {
   uint64_t m_output_seen = 0;
   int64_t m_active_ns = 0;
   int64_t m_idle_since_ns = 0;
+  int m_dump_walks = 0;  // walks left whose CPU the idle stacks' dumps may have taken
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -325,7 +336,9 @@ void Loop::read_agent() {
     } else if (record.type == common::RecordType::kKillSent) {
       m_store.add_event({record.time_ns, "kill-sent", record.pid, kill_target(record.a)});
     } else if (record.type == common::RecordType::kStopSignal) {
-      m_stops_noted[record.pid] = {static_cast<int>(record.a), record.time_ns};
+      std::deque<StopNote>& notes = m_stops_noted[record.pid];
+      notes.push_back({static_cast<int>(record.a), static_cast<int>(record.b), record.time_ns});
+      if (notes.size() > kStopNotesKept) notes.pop_front();
     } else if (record.type == common::RecordType::kThreadDied) {
       m_store.add_event({record.time_ns, "thread-died", record.pid, thread_name(record)});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
@@ -528,8 +541,9 @@ void Loop::forward(const signalfd_siginfo& info) {
     from.clear();
   }
   pid_t our_group = getpgrp();
-  std::set<int> had_it =
-      from_terminal || sig == SIGKILL ? std::set<int>{} : stopped_already(sig, received_ns);
+  std::set<int> had_it = from_terminal || sig == SIGKILL
+                             ? std::set<int>{}
+                             : stopped_already(sig, static_cast<int>(info.ssi_pid), received_ns);
   int sent = 0;
   for (int pid : m_table.live_pids()) {
     if (from_terminal && sig != SIGKILL && getpgid(pid) == our_group) continue;
@@ -539,11 +553,12 @@ void Loop::forward(const signalfd_siginfo& info) {
   std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
   std::string already =
       had_it.empty() ? "" : " (" + std::to_string(had_it.size()) + " had it already)";
-  event("signal-forwarded", static_cast<int>(info.ssi_pid),
-        from.empty() ? "SIG" + name + " at the second interrupt, sent to " + std::to_string(sent) +
-                           " process(es)"
-                     : "SIG" + name + " from " + from + ", passed on to " + std::to_string(sent) +
-                           " process(es)" + already);
+  // At its arrival: the processes that had it already may have ended since.
+  m_store.add_event({received_ns, "signal-forwarded", static_cast<int>(info.ssi_pid),
+                     from.empty() ? "SIG" + name + " at the second interrupt, sent to " +
+                                        std::to_string(sent) + " process(es)"
+                                  : "SIG" + name + " from " + from + ", passed on to " +
+                                        std::to_string(sent) + " process(es)" + already});
   if (m_options.announce && sig == SIGKILL) {
     fprintf(stderr, "traindoc: second interrupt: killing the job\n");
   } else if (m_options.announce && sig == SIGINT) {
@@ -551,29 +566,37 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
 }
 
-// The processes that got `sig` themselves (a signal sent to the whole
-// process group, a scheduler's to every process): a second one would interrupt their handlers,
-// a checkpoint being saved on the way out. Those whose own handler catches it note it through
-// their agent; this waits a moment for the notes. Those that do not catch it end at the first.
-std::set<int> Loop::stopped_already(int sig, int64_t since_ns) {
+// The processes that got `sig` themselves from its sender (a signal sent to the whole process
+// group, as `timeout` does, or a scheduler's to every process): a second copy would interrupt
+// their handlers, a checkpoint being saved on the way out. A program's own handler notes each
+// delivery through its agent (also one that then set the default action back); this waits a
+// moment for the notes of those that catch it now. A sender unknown (the kernel) or traindoc
+// itself (its earlier forward) names no copy of this one.
+std::set<int> Loop::stopped_already(int sig, int sender, int64_t since_ns) {
+  std::set<int> out;
+  if (sender <= 0 || sender == getpid()) return out;
+  auto had_it = [&](int pid) {
+    auto notes = m_stops_noted.find(pid);
+    return notes != m_stops_noted.end() &&
+           std::any_of(notes->second.begin(), notes->second.end(), [&](const StopNote& note) {
+             return note.sig == sig && note.sender == sender &&
+                    note.t_ns >= since_ns - kStopNotesSlackNs;
+           });
+  };
   std::vector<int> catching;
   for (int pid : m_table.live_agent_pids(true)) {
     if (catches_signal(pid, sig)) catching.push_back(pid);
   }
-  std::set<int> out;
   int64_t until = common::realtime_ns() + kStopNotesWaitNs;
-  while (!catching.empty()) {
+  while (true) {
     read_agent();
-    std::erase_if(catching, [&](int pid) {
-      auto noted = m_stops_noted.find(pid);
-      bool had_it = noted != m_stops_noted.end() && noted->second.first == sig &&
-                    noted->second.second >= since_ns - kStopNotesSlackNs;
-      if (had_it) out.insert(pid);
-      return had_it;
-    });
+    std::erase_if(catching, had_it);
     if (catching.empty() || common::realtime_ns() >= until) break;
     constexpr timespec kPoll{0, 10'000'000};
     nanosleep(&kPoll, nullptr);
+  }
+  for (int pid : m_table.live_pids()) {
+    if (had_it(pid)) out.insert(pid);
   }
   return out;
 }
@@ -628,7 +651,10 @@ bool Loop::stacks_pending(const std::string& kind) const {
 // never come (a deadlocked DataLoader worker, a lock, storage, a peer): said once per idle spell,
 // with every process's stack (workers too); its end is recorded when the job moves again.
 void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes) {
-  bool active = busiest_cpu_s > kIdleCpuShare * m_options.interval_ms / 1000.0 ||
+  // The CPU the processes spent on the stacks asked for them is not theirs.
+  bool dumping = m_dump_walks > 0;
+  if (dumping) --m_dump_walks;
+  bool active = (!dumping && busiest_cpu_s > kIdleCpuShare * m_options.interval_ms / 1000.0) ||
                 output_bytes != m_output_seen || m_active_ns == 0;
   m_output_seen = output_bytes;
   if (active) {
@@ -649,6 +675,7 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   // Before the stack requests, whose signals take the threads out of their waits for a moment.
   std::string prompt = note_stdin_waits(m_table.live_pids());
   ask_stacks("stack-at-idle", m_table.live_agent_pids(true));
+  m_dump_walks = kDumpWalks;
   if (m_options.announce) {
     fprintf(stderr, "traindoc: the job is idle: %s%s (each process's stack goes to the report)\n",
             idle.c_str(), prompt.c_str());

@@ -138,29 +138,58 @@ def test_signal_is_forwarded_to_the_job(tmp_path, sig):
         assert any(" was in <string>:" in e for e in stop["evidence"]), stop
 
 
-def test_a_signal_the_job_got_itself_is_not_sent_again(tmp_path):
+@pytest.mark.parametrize("reset", [False, True])
+def test_a_signal_the_job_got_itself_is_not_sent_again(tmp_path, reset):
     """`timeout` signals its whole process group, traindoc and the job alike (so do schedulers,
     to every process of a job step): a second SIGTERM would interrupt the job's handler while it
-    saves its checkpoint."""
+    saves its checkpoint, or, once the handler set the default action back, kill it."""
     checkpoint = tmp_path / "last.pt"
     code = ("import signal, sys, time\n"
             "def on_term(sig, frame):\n"
+            f"    {'signal.signal(signal.SIGTERM, signal.SIG_DFL)' if reset else 'pass'}\n"
             "    print('got SIGTERM', flush=True)\n"
             "    sys.exit(0)\n"
             "signal.signal(signal.SIGTERM, on_term)\n"
+            "print('ready', flush=True)\n"
             "try:\n"
             "    time.sleep(60)\n"
             "finally:\n"
             "    time.sleep(1)\n"
             f"    open({str(checkpoint)!r}, 'w').write('saved')\n")
-    proc = subprocess.run(["timeout", "2", str(TRAINDOC), "run", "--out", str(tmp_path / "r"),
-                           "--", PYTHON, "-c", code], capture_output=True, timeout=60)
-    assert proc.returncode == 124, proc.stderr
-    assert proc.stdout.count(b"got SIGTERM") == 1, proc.stdout
+    proc = subprocess.Popen(["timeout", "-s", "TERM", "60", str(TRAINDOC), "run", "--out",
+                             str(tmp_path / "r"), "--", PYTHON, "-c", code],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    # Its limit runs out now (its alarm): it signals traindoc and then its whole process group.
+    os.kill(proc.pid, signal.SIGALRM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 124, err
+    assert out.count(b"got SIGTERM") == 1, out
     assert checkpoint.read_text() == "saved"
     with sqlite3.connect(tmp_path / "r" / "run.db") as db:
         (text,) = db.execute("SELECT text FROM events WHERE kind = 'signal-forwarded'").fetchone()
     assert text.endswith(", passed on to 0 process(es) (1 had it already)"), text
+
+
+def test_a_stop_after_one_the_job_sent_itself_is_passed_on(tmp_path):
+    """The job's own SIGTERM to itself, which its handler shrugs off, is not the copy of a
+    later one sent to traindoc alone: that one reaches the job."""
+    code = ("import os, signal, sys, time\n"
+            "count = 0\n"
+            "def on_term(sig, frame):\n"
+            "    global count\n"
+            "    count += 1\n"
+            "    if count == 2:\n"
+            "        print('stopped', flush=True)\n"
+            "        sys.exit(0)\n"
+            "signal.signal(signal.SIGTERM, on_term)\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(20)\n")
+    proc = start(tmp_path, code)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert b"stopped" in out
 
 
 def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):

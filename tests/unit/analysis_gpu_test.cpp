@@ -404,6 +404,10 @@ TEST(GpuOom, AnOomTheProcessSurvivedIsNoFailure) {
   for (auto& p : e.processes) {
     if (p.pid == 110) p.exit_code = 0;
   }
+  // The job failed, and rank 0 did not train on after it: it gave up (or left its peers).
+  e.run.exit_code = 1;
+  EXPECT_TRUE(diagnose(e).findings.at(0).root_cause);
+  e.run.exit_code = 0;
   Diagnosis d = diagnose(e);
   ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
   const Finding& oom = d.findings[0];

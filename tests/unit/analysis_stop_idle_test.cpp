@@ -327,6 +327,16 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   EXPECT_EQ(d.findings[0].severity, Severity::kInfo);
   EXPECT_EQ(d.findings[0].title,
             "the job paused at +5.0 s for 45.0 s: no process used CPU or printed anything");
+  // A stop it handled and went on from (a SIGHUP it ignores) is no end of the pause.
+  for (double resumed : {50.0, 20.5}) {
+    Evidence handled = e;
+    handled.events = {{at(5), "job-idle", 0, kIdleText},
+                      forwarded(20, "SIGHUP from pid 4242 (bash), passed on to 5 process(es)"),
+                      {at(resumed), "job-resumed", 0, ""}};
+    Diagnosis h = diagnose(handled);
+    ASSERT_FALSE(h.findings.empty());
+    EXPECT_THAT(h.findings[0].title, HasSubstr("the job paused at +5.0 s")) << resumed;
+  }
 
   // Idle until it ended well: a long wait, not a hang.
   e.events.pop_back();
