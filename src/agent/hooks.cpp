@@ -27,6 +27,7 @@ struct Hooks {
   void (*exit_now)(int);      // _exit
   void (*exit_now_c99)(int);  // _Exit
   int (*kill)(pid_t, int);
+  int (*killpg)(pid_t, int);
 };
 
 Hooks g_next{};
@@ -65,6 +66,14 @@ pid_t wait_and_note(int* status, Call&& call) {
   for (;;) syscall(SYS_exit_group, status);
 }
 
+// A SIGKILL about to be sent to `target` (as kill() takes it). Async-signal-safe.
+void note_kill(pid_t target) {
+  if (!active() || in_vfork_child()) return;
+  int saved_errno = errno;
+  append_record(common::RecordType::kKillSent, target, 0);
+  errno = saved_errno;
+}
+
 }  // namespace
 
 void resolve_hooks() {
@@ -76,12 +85,14 @@ void resolve_hooks() {
   g_next.exit_now = reinterpret_cast<decltype(g_next.exit_now)>(dlsym(RTLD_NEXT, "_exit"));
   g_next.exit_now_c99 = reinterpret_cast<decltype(g_next.exit_now_c99)>(dlsym(RTLD_NEXT, "_Exit"));
   g_next.kill = reinterpret_cast<decltype(g_next.kill)>(dlsym(RTLD_NEXT, "kill"));
+  g_next.killpg = reinterpret_cast<decltype(g_next.killpg)>(dlsym(RTLD_NEXT, "killpg"));
 }
 
 }  // namespace traindoc::agent
 
 using traindoc::agent::g_next;
 using traindoc::agent::leave_now;
+using traindoc::agent::note_kill;
 using traindoc::agent::note_reaped;
 using traindoc::agent::raw_wait4;
 using traindoc::agent::wait_and_note;
@@ -136,12 +147,16 @@ __attribute__((visibility("default"))) int waitid(idtype_t type, id_t id, siginf
 
 // Noted before it is sent: a process that kills itself has no after. Async-signal-safe.
 __attribute__((visibility("default"))) int kill(pid_t pid, int sig) noexcept {
-  if (sig == SIGKILL && traindoc::agent::active() && !traindoc::agent::in_vfork_child()) {
-    int saved_errno = errno;
-    traindoc::agent::append_record(traindoc::common::RecordType::kKillSent, pid, 0);
-    errno = saved_errno;
-  }
+  if (sig == SIGKILL) note_kill(pid);
   return g_next.kill ? g_next.kill(pid, sig) : static_cast<int>(syscall(SYS_kill, pid, sig));
+}
+
+// glibc's killpg does not go through kill(); torchrun ends a rank's process group with it.
+// Async-signal-safe.
+__attribute__((visibility("default"))) int killpg(pid_t group, int sig) noexcept {
+  if (sig == SIGKILL && group > 0) note_kill(-group);
+  return g_next.killpg ? g_next.killpg(group, sig)
+                       : static_cast<int>(syscall(SYS_kill, -group, sig));
 }
 
 __attribute__((visibility("default"))) void _exit(int status) {

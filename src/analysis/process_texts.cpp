@@ -197,12 +197,14 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
     // An exception raised from another ("direct cause") or while handling it ("during handling")
     // often only reports that one: a torch.save on a full disk ends in "unexpected pos" after
     // "file write failed". The chain links to earlier tracebacks, whose lists are complete. One
-    // that the user's own code raised while handling another is a bug of the handler (a
-    // NameError in an `except FileNotFoundError:` block), or a failure of its own: the handled
-    // one is not its failure.
-    bool users_own = !tb.frames.empty() && !is_library_file(tb.frames.back().file);
+    // that the user's own code raised while handling another, other than by a `raise` (which
+    // wraps it: `except OutOfMemoryError: raise RuntimeError("training failed")`), is a bug of
+    // the handler (a NameError in an `except FileNotFoundError:` block): the handled one is not
+    // its failure.
+    bool handler_bug = !tb.frames.empty() && !is_library_file(tb.frames.back().file) &&
+                       !tb.frames.back().code.starts_with("raise");
     for (std::optional<size_t> link : {tb.cause, tb.context}) {
-      if (!link || (link == tb.context && users_own)) continue;
+      if (!link || (link == tb.context && handler_bug)) continue;
       for (const SignatureMatch& m : m_traceback_signatures[*link]) {
         bool seen = std::any_of(found.begin(), found.end(),
                                 [&](const SignatureMatch& own) { return own.id == m.id; });
@@ -262,7 +264,8 @@ const store::LogLine* ProcessTexts::last_words(const ProcessSummary& process) co
   const std::vector<store::LogLine>& lines = m_evidence.log_lines;
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     if (it->t_ns > end + kFinalSlackNs) continue;
-    if (it->t_ns < end - kFinalWithinNs) break;
+    // Before it trained on: words of a moment it went on from.
+    if (it->t_ns < end - kFinalWithinNs || it->t_ns < process.trained_after_ns.value_or(0)) break;
     if (it->stream != "stderr") continue;
     LinePrefix prefix = strip_launcher_prefix(it->text);
     if (prefix.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;

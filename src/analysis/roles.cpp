@@ -183,12 +183,24 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   if (std::none_of(is_rank.begin(), is_rank.end(), [](bool b) { return b; })) {
     // A single training process: a topmost Python process, else the job's root. Of several (a
     // script that checks its environment with one, then trains with another), the one that
-    // failed, else the one that ran longest, else the first.
-    auto failed = [](const store::ProcessRecord& p) {
-      return (p.exit_code && *p.exit_code != 0) || p.exit_signal.has_value();
+    // failed where the job failed (not one a stop signal ended), else the one that ran longest
+    // to its end, else the first.
+    bool job_failed = std::any_of(procs.begin(), procs.end(), [&](const auto& p) {
+      return p.pid == root_pid && ((p.exit_code && *p.exit_code != 0) || p.exit_signal);
+    });
+    auto failed = [&](const store::ProcessRecord& p) {
+      bool stopped = p.exit_signal && (*p.exit_signal == SIGTERM || *p.exit_signal == SIGINT ||
+                                       *p.exit_signal == SIGHUP);
+      return job_failed && ((p.exit_code && *p.exit_code != 0) || (p.exit_signal && !stopped));
     };
     auto ran_ns = [](const store::ProcessRecord& p) {
-      return p.end_ns == 0 ? INT64_MAX : p.end_ns - p.start_ns;
+      return p.end_ns == 0 ? int64_t{0} : p.end_ns - p.start_ns;
+    };
+    auto below_python = [&](size_t i) {
+      for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
+        if (is_python(procs[static_cast<size_t>(up)])) return true;
+      }
+      return false;
     };
     auto trains_rather = [&](const store::ProcessRecord& a, const store::ProcessRecord& b) {
       if (failed(a) != failed(b)) return failed(a);
@@ -198,8 +210,8 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     size_t main = procs.size();
     for (size_t i = 0; i < procs.size(); ++i) {
       if (!is_python(procs[i]) || is_launcher_command(procs[i])) continue;
-      if (parent[i] == kNone || !is_python(procs[static_cast<size_t>(parent[i])])) {
-        if (main == procs.size() || trains_rather(procs[i], procs[main])) main = i;
+      if (!below_python(i) && (main == procs.size() || trains_rather(procs[i], procs[main]))) {
+        main = i;
       }
     }
     if (main == procs.size()) {

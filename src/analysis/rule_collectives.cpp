@@ -80,10 +80,7 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
   const ProcessSummary* failed = context.process(issue.ranks[1].pid, issue.ranks[1].start_ticks);
   if (left == nullptr || failed == nullptr) return false;
   // The same number of steps: neither ran out of batches first.
-  std::optional<store::StepKind> kind = left->step_kind();
-  if (kind && failed->steps.contains(*kind) && failed->steps.at(*kind) == *left->step_count()) {
-    return true;
-  }
+  if (store::same_step_counts(left->steps, failed->steps).value_or(false)) return true;
   // An error known to be its own; an unknown one may be a lost peer's in words no text knows.
   if (context.texts.final_exception(*failed) == nullptr) return false;
   static const std::set<std::string> kAboutPeers = {

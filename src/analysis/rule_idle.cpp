@@ -10,9 +10,14 @@ namespace traindoc::analysis {
 namespace {
 
 // A stop is logged as it arrives; a job signalled with traindoc (its process group) may move a
-// moment before. What it prints on its way out comes within seconds.
+// moment before.
 constexpr int64_t kStopSlackNs = 1'000'000'000;
-constexpr int64_t kStopOutputNs = 3'000'000'000;
+
+bool trained_since(const RuleContext& context, int64_t t_ns) {
+  return std::any_of(
+      context.processes.begin(), context.processes.end(),
+      [&](const ProcessSummary& p) { return p.trained_after_ns.value_or(0) > t_ns; });
+}
 
 // The stall watch tells a hang in a collective itself, with the same stacks and the call.
 bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns) {
@@ -82,11 +87,11 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
         break;
       }
     }
-    // Moving as it was stopped (the traceback of a KeyboardInterrupt, a handler's goodbye) is
-    // no recovery from the hang; a job that went on after a stop it handled, and ended well,
-    // came out of its pause.
+    // Moving as it was stopped (the traceback of a KeyboardInterrupt, a handler's goodbye, a
+    // checkpoint saved on the way out) is no recovery from the hang; a job that went on after a
+    // stop it handled (it trained again, or ended well) came out of its pause.
     if (resumed != nullptr && stop && resumed->t_ns + kStopSlackNs >= stop->t_ns &&
-        resumed->t_ns <= stop->t_ns + kStopOutputNs && !run_finished(context)) {
+        !run_finished(context) && !trained_since(context, stop->t_ns)) {
       resumed = nullptr;
     }
     if (resumed != nullptr) stop.reset();

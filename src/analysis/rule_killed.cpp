@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <string_view>
 
 #include "analysis/rules.h"
 #include "store/time_limit.h"
@@ -108,15 +109,36 @@ const ProcessSummary* stopping_parent(const RuleContext& context, const ProcessS
   return failed_for(context, p) == nullptr ? parent : nullptr;
 }
 
+// Whether `p` is `ancestor` or below it.
+bool at_or_below(const RuleContext& context, const ProcessSummary& p, int ancestor) {
+  const ProcessSummary* up = &p;
+  for (int depth = 0; up != nullptr && depth < 64; ++depth) {
+    if (up->record.pid == ancestor) return true;
+    up = up->record.ppid == up->record.pid ? nullptr : context.process(up->record.ppid);
+  }
+  return false;
+}
+
+// Whether a kill() target (the event's text) took in `p`: its pid, or a process group that a
+// process above it leads (processes stay in the group of the one that made it, mostly), or the
+// sender's own group.
+bool targets(const RuleContext& context, const store::Event& e, const ProcessSummary& p) {
+  constexpr std::string_view kGroup = "process group ";
+  if (e.text == "pid " + std::to_string(p.record.pid)) return true;
+  if (e.text.starts_with(kGroup)) {
+    return at_or_below(context, p, std::atoi(e.text.c_str() + kGroup.size()));
+  }
+  return e.text == "its own process group" && at_or_below(context, p, e.pid);
+}
+
 // The process of the job that sent `p` its SIGKILL, as its agent noted the call; nullptr when
 // none did (the OOM killer, a scheduler, anything outside the job).
 const ProcessSummary* kill_sender(const RuleContext& context, const ProcessSummary& p) {
   const store::ProcessRecord& r = p.record;
-  std::string target = "pid " + std::to_string(r.pid);
   const ProcessSummary* sender = nullptr;
   for (const store::Event& e : context.evidence.events) {
-    if (e.kind != "kill-sent" || e.text != target || e.t_ns < r.start_ns ||
-        e.t_ns > r.end_ns + kForwardSlackNs) {
+    if (e.kind != "kill-sent" || e.t_ns < r.start_ns || e.t_ns > r.end_ns + kForwardSlackNs ||
+        !targets(context, e, p)) {
       continue;
     }
     if (const ProcessSummary* q = context.process(e.pid)) sender = q;
@@ -220,6 +242,11 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
                          store::to_string(r.end_source) + ")" + context.when(r.end_ns));
     if (p.peak_rss) f.evidence.push_back("its peak RSS: " + format_bytes(*p.peak_rss));
     const ProcessSummary* sender = sig == SIGKILL ? kill_sender(context, p) : nullptr;
+    // The OOM killer's SIGKILL may meet a parent's own to a child that is already gone.
+    std::vector<std::string> oom = sig == SIGKILL && sender != &p
+                                       ? oom_evidence(context.evidence, r.end_ns)
+                                       : std::vector<std::string>{};
+    if (!oom.empty()) sender = nullptr;
     if (sender == &p) {
       f.kind = worker ? "worker-crash" : "nonzero-exit";
       f.title = who + " killed itself with SIGKILL";
@@ -239,7 +266,6 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
           "its SIGTERM, a parent its workers. See the root cause, or that process's finding.";
       f.confidence = 0.9;
     } else if (sig == SIGKILL) {
-      std::vector<std::string> oom = oom_evidence(context.evidence, r.end_ns);
       if (!oom.empty()) {
         f.kind = "host-oom-killed";
         f.title = who + " was killed by the out-of-memory killer";

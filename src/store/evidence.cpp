@@ -66,4 +66,14 @@ std::optional<StepKind> step_kind_from_string(const std::string& text) {
   return value_in(kStepKindNames, text);
 }
 
+std::optional<bool> same_step_counts(const std::map<StepKind, int64_t>& a,
+                                     const std::map<StepKind, int64_t>& b) {
+  for (StepKind kind : {StepKind::kBackward, StepKind::kOptimizer, StepKind::kDdpForward}) {
+    auto x = a.find(kind);
+    auto y = b.find(kind);
+    if (x != a.end() && y != b.end()) return x->second == y->second;
+  }
+  return std::nullopt;
+}
+
 }  // namespace traindoc::store

@@ -282,4 +282,11 @@ const char* to_string(StepKind kind);
 // nullopt for a name this build does not know (written by a newer traindoc).
 std::optional<StepKind> step_kind_from_string(const std::string& text);
 
+// Whether two processes ran the same number of training steps: by backward calls where both
+// counted them (counted as each begins, so a rank stuck in one is ahead), else optimizer steps
+// (counted as each ends), else DDP forwards (an evaluation forward counts too). nullopt when
+// they counted no kind in common.
+std::optional<bool> same_step_counts(const std::map<StepKind, int64_t>& a,
+                                     const std::map<StepKind, int64_t>& b);
+
 }  // namespace traindoc::store

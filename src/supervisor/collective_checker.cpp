@@ -25,20 +25,6 @@ constexpr size_t kMaxPendingNumbers = 4096;
 constexpr int64_t kReapSlackNs = 1'000'000'000;
 constexpr size_t kNamedMembers = 8;  // of a group, in its messages
 
-// Whether two processes ran the same number of training steps, by the first kind both counted
-// of optimizer steps, backward calls, DDP forwards (an evaluation forward after the last step
-// counts among the forwards, not the steps).
-bool same_steps(const std::map<store::StepKind, int64_t>& a,
-                const std::map<store::StepKind, int64_t>& b) {
-  for (store::StepKind kind :
-       {store::StepKind::kOptimizer, store::StepKind::kBackward, store::StepKind::kDdpForward}) {
-    auto x = a.find(kind);
-    auto y = b.find(kind);
-    if (x != a.end() && y != b.end()) return x->second == y->second;
-  }
-  return false;
-}
-
 bool is_lifetime(uint16_t op) {
   return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
 }
@@ -924,7 +910,7 @@ void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& ou
   // to a second before the normal exit may have come after it.
   if (exited == nullptr || failed == nullptr || failed->end_ns + kReapSlackNs < exited->end_ns ||
       failed->end_ns - exited->end_ns > m_options.uneven_window_ns ||
-      same_steps(exited_process->steps, failed_process->steps)) {
+      store::same_step_counts(exited_process->steps, failed_process->steps).value_or(false)) {
     return;
   }
   // A peer that died by a signal first is a crash, reported by its own rule.

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <optional>
 #include <string>
 #include <tuple>
@@ -425,9 +427,32 @@ TEST(Roles, OfPythonsRunOneAfterAnotherTheOneThatFailedOrRanLongestTrains) {
   for (auto [check_exit, train_exit, trainer] :
        {std::tuple{0, 1, 502}, std::tuple{0, 0, 502}, std::tuple{1, 0, 501}}) {
     std::vector<ProcessRecord> procs = script(check_exit, train_exit);
+    procs[0].end_ns = procs[2].end_ns;
+    procs[0].exit_code = check_exit != 0 ? check_exit : train_exit;  // set -e
     std::vector<ProcessRole> roles = assign_roles(procs, 500);
     EXPECT_EQ(text_of(procs, roles, trainer), "rank 0") << check_exit << " " << train_exit;
   }
+  // The job ended well: a probe that failed (and was let fail) is not what trained.
+  std::vector<ProcessRecord> procs = script(1, 0);
+  procs[0].exit_code = 0;
+  EXPECT_EQ(text_of(procs, assign_roles(procs, 500), 502), "rank 0");
+  // A monitor still running at the end, or stopped by the script's trap, is not the trainer.
+  procs = script(0, 0);
+  procs.push_back(proc(503, 500, 140, "python3 monitor.py"));
+  EXPECT_EQ(text_of(procs, assign_roles(procs, 500), 502), "rank 0");
+  procs.back().end_ns = procs[2].end_ns + 1'000'000'000;
+  procs.back().exit_signal = SIGTERM;
+  procs[0].exit_code = 1;
+  procs[2].exit_code = 1;
+  EXPECT_EQ(text_of(procs, assign_roles(procs, 500), 502), "rank 0");
+  // A Python that the trainer runs through a shell is its program, not a candidate.
+  procs = script(0, 1);
+  procs.push_back(proc(504, 502, 160, "/bin/sh -c python3 -c import apex"));
+  procs.push_back(proc(505, 504, 161, "python3 -c import apex"));
+  procs.back().end_ns = procs.back().start_ns + 1000;
+  procs.back().exit_code = 1;
+  procs[0].exit_code = 1;
+  EXPECT_EQ(text_of(procs, assign_roles(procs, 500), 502), "rank 0");
 }
 
 TEST(Roles, JobWithoutPythonRootIsRankZero) {

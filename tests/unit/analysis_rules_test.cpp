@@ -322,7 +322,9 @@ TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
   for (int sender : {kRank0, kLauncher}) {
     Evidence e = torchrun_job();
     e.host_samples = {host(9), host(11)};
-    e.events = {{at(9.99), "kill-sent", sender, "pid 1010"}};
+    // torchrun ends a rank's process group (killpg), which the rank leads.
+    e.events = {
+        {at(9.99), "kill-sent", sender, sender == kRank0 ? "pid 1010" : "process group 1010"}};
     killed(e, kRank0, 10, SIGKILL);
     Diagnosis d = diagnose(e);
     ASSERT_EQ(d.findings.size(), 1u);
@@ -338,6 +340,16 @@ TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
     }
     EXPECT_THAT(f.fix, Not(HasSubstr("dmesg")));
   }
+  // The OOM killer's SIGKILL, then the launcher's own to a rank already gone: the OOM kill.
+  Evidence e = torchrun_job();
+  HostSample before = host(9);
+  HostSample after = host(11);
+  before.cgroup_oom_kills = 0;
+  after.cgroup_oom_kills = 1;
+  e.host_samples = {before, after};
+  e.events = {{at(10.2), "kill-sent", kLauncher, "pid 1010"}};
+  killed(e, kRank0, 10, SIGKILL);
+  EXPECT_EQ(diagnose(e).findings.at(0).kind, "host-oom-killed");
 }
 
 TEST(RuleKilled, PeakRssIsCited) {

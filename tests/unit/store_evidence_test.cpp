@@ -22,6 +22,17 @@ TEST(StoreEvidence, EndSourceNamesRoundTrip) {
   }
 }
 
+TEST(StoreEvidence, StepCountsCompareByBackwardCallsFirst) {
+  using K = StepKind;
+  // Rank 0 is stuck in its 4th backward with 3 optimizer steps, as rank 1 that left.
+  EXPECT_EQ(same_step_counts({{K::kOptimizer, 3}, {K::kBackward, 4}},
+                             {{K::kOptimizer, 3}, {K::kBackward, 3}}),
+            false);
+  EXPECT_EQ(same_step_counts({{K::kOptimizer, 3}}, {{K::kOptimizer, 3}, {K::kBackward, 3}}), true);
+  EXPECT_EQ(same_step_counts({{K::kDdpForward, 2}}, {{K::kDdpForward, 2}}), true);
+  EXPECT_EQ(same_step_counts({{K::kBackward, 2}}, {{K::kOptimizer, 2}}), std::nullopt);
+}
+
 TEST(StoreEvidence, UnknownEndSourceReadsAsNone) {
   EXPECT_EQ(end_source_from_string("teleported"), EndSource::kNone);
   EXPECT_EQ(end_source_from_string(""), EndSource::kNone);

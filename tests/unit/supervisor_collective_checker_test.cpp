@@ -630,6 +630,9 @@ TEST_F(CheckerTest, RanksThatRanTheSameStepsAreNotUneven) {
   for (int64_t rank1_steps : {5, 3}) {
     CollectiveChecker fresh;
     for (int rank : {0, 1}) fresh.process_started(100 + rank, 7, rank, 2);
+    // Optimizer steps count as each ends: rank 0, stuck in its 4th backward, has as many as
+    // rank 1 when rank 1 ran out of batches. Backward calls, counted as each begins, tell.
+    for (int pid : {100, 101}) fresh.steps_counted(pid, store::StepKind::kOptimizer, 3);
     fresh.steps_counted(100, store::StepKind::kBackward, 5);
     fresh.steps_counted(101, store::StepKind::kBackward, rank1_steps);
     fresh.steps_counted(101, store::StepKind::kBackward, 2);  // an older count, read late
