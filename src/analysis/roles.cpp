@@ -248,7 +248,21 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     return std::tie(x.start_ticks, x.start_ns, x.pid) < std::tie(y.start_ticks, y.start_ns, y.pid);
   });
 
-  std::vector<int> next_worker(procs.size(), 0);
+  // Each rank's workers so far. A worker gets the lowest number that none of its rank's workers
+  // alive at its start holds, as PyTorch numbers a DataLoader's: a new epoch's workers are 0, 1
+  // again once the last epoch's ended.
+  std::vector<std::vector<size_t>> workers_of(procs.size());
+  auto free_number = [&](size_t owner, const store::ProcessRecord& worker) {
+    std::vector<bool> taken(workers_of[owner].size() + 1, false);
+    for (size_t w : workers_of[owner]) {
+      const store::ProcessRecord& other = procs[w];
+      auto number = static_cast<size_t>(*roles[w].worker);
+      if ((other.end_ns == 0 || other.end_ns > worker.start_ns) && number < taken.size()) {
+        taken[number] = true;
+      }
+    }
+    return static_cast<int>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+  };
   for (size_t i : order) {
     if (is_rank[i]) {
       roles[i].role = Role::kRank;
@@ -270,7 +284,8 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       roles[i].node_rank = roles[owner].node_rank;
       if (is_worker_of(procs[i], procs[owner])) {
         roles[i].role = Role::kWorker;
-        roles[i].worker = next_worker[owner]++;
+        roles[i].worker = free_number(owner, procs[i]);
+        workers_of[owner].push_back(i);
       }
       break;
     }

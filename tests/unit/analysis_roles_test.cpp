@@ -150,6 +150,26 @@ TEST(Roles, WorkerNumbersBreakStartTickTiesByStartTime) {
   EXPECT_EQ(text_of(procs, roles, 103), "worker 1 of rank 0");
 }
 
+// PyTorch numbers a DataLoader's workers from 0 for each iterator: the second epoch's workers,
+// started once the first epoch's ended, are workers 0 and 1 again; a worker that replaced one
+// that ended while the other lived takes the free number.
+TEST(Roles, WorkerNumbersStartAgainOnceTheEarlierWorkersEnded) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  for (ProcessRecord& p : procs) {
+    if (p.pid == 103 || p.pid == 104) p.end_ns = 12'000'000'000;
+  }
+  procs.push_back(ranked(proc(107, 101, 1300, "python3 -u train.py"), "torch", 0, 0, 0));
+  procs.push_back(ranked(proc(108, 101, 1301, "python3 -u train.py"), "torch", 0, 0, 0));
+  procs.back().end_ns = 14'000'000'000;
+  procs.push_back(ranked(proc(109, 101, 1500, "python3 -u train.py"), "torch", 0, 0, 0));
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(text_of(procs, roles, 103), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 104), "worker 1 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 107), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 108), "worker 1 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 109), "worker 1 of rank 0");  // 107 lives on
+}
+
 TEST(Roles, WorkersOfWorkersBelongToTheNearestRank) {
   std::vector<ProcessRecord> procs = torchrun_tree();
   // A worker's own child (e.g. a pin-memory helper or a subprocess it runs).
