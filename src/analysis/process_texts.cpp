@@ -105,6 +105,11 @@ const ProcessSummary* spawned_child(const std::vector<ProcessSummary>& processes
       children.push_back(&p);
     }
   }
+  // The index spawn gave it (kept as its local rank), whatever rank the program then chose
+  // (`rank = world_size - 1 - index`); else a rank equal to it.
+  for (const ProcessSummary* child : children) {
+    if (child->record.local_rank == index) return child;
+  }
   for (const ProcessSummary* child : children) {
     if (child->role.rank == index) return child;
   }

@@ -214,6 +214,12 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
   EXPECT_EQ(echo->title,
             "rank 0 (pid 1010) exited with code 1 as well: its exception went to "
             "torch.multiprocessing.spawn, which printed only the exception of rank 1 (pid 1011)");
+
+  // `rank = world_size - 1 - index`: "Process 1" is spawn's index 1 (its local rank), rank 0.
+  process(e, kRank0).rank = 1;
+  process(e, kRank1).rank = 0;
+  EXPECT_EQ(diagnose(e).findings.at(0).title,
+            "rank 0 (pid 1011) raised RuntimeError: bad batch on rank 1");
 }
 
 TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {
