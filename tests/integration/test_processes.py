@@ -57,7 +57,7 @@ def test_ranks_that_torch_multiprocessing_spawn_started(traindoc):
     assert root["kind"] == "python-exception", root
     (rank1,) = [p for p in run.processes("rank") if p["rank"] == 1]
     assert root["title"] == f"rank 1 (pid {rank1['pid']}) raised RuntimeError: bad batch on rank 1"
-    assert any("spawn_ranks.py:22 in run" in e for e in root["evidence"]), root["evidence"]
+    assert any("spawn_ranks.py:24 in run" in e for e in root["evidence"]), root["evidence"]
 
     # Rank 1 fails before init_process_group: spawn's index names it, and rank 0, which spawn
     # stopped while it waited for rank 1 to join, is rank 0.
@@ -71,6 +71,13 @@ def test_ranks_that_torch_multiprocessing_spawn_started(traindoc):
     assert rank0["exit"].get("signal_name") == "SIGTERM", rank0
     (launcher,) = run.processes("launcher")
     assert rank0["parent"] == rank1["parent"] == launcher["pid"]
+
+    # Rank 1 is spawn's process 0: the "Process 0" whose exception the parent prints.
+    run = traindoc(job_script("spawn_ranks.py", port, "reversed"), timeout=180)
+    assert run.status == 1
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    (rank1,) = [p for p in run.processes("rank") if p["rank"] == 1]
+    assert root["title"] == f"rank 1 (pid {rank1['pid']}) raised RuntimeError: bad batch on rank 1"
 
 
 def test_single_process_is_rank_0(traindoc):
