@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,9 +84,18 @@ void LogTap::finish(int grace_ms) {
   (void)ignored;
   m_thread.join();
   for (Stream& stream : m_streams) {
-    if (!stream.partial.empty())  // output ending without a newline
+    stream.unfinished = !stream.partial.empty();
+    if (stream.unfinished)  // output ending without a newline
       end_line(stream, stream.partial, common::realtime_ns());
   }
+}
+
+bool LogTap::stderr_mid_line() const {
+  struct stat out {};
+  struct stat err {};
+  bool one_file = fstat(STDOUT_FILENO, &out) == 0 && fstat(STDERR_FILENO, &err) == 0 &&
+                  out.st_dev == err.st_dev && out.st_ino == err.st_ino;
+  return m_streams[one_file ? m_last_written : 1].unfinished;
 }
 
 std::vector<store::LogStream> LogTap::streams() const {
@@ -127,6 +137,7 @@ void LogTap::pump(Stream& stream) {
     return;
   }
   auto size = static_cast<size_t>(n);
+  m_last_written = static_cast<size_t>(&stream - m_streams);
   if (stream.sink >= 0 && !write_all(stream.sink, buffer.data(), size)) {
     // Our reader is gone (`traindoc run ... | head`): close the job's pipe so the job meets the
     // same broken pipe it would have met without us.

@@ -41,6 +41,11 @@ class LogTap {
   // The last `count` lines of each stream, read back from the kept files (after finish()).
   std::vector<store::LogLine> last_lines(size_t count, int64_t t_ns) const;
 
+  // Whether the job left its last line on traindoc's stderr unfinished (no newline), so that
+  // words printed there now would run into it: its stderr's, or where stdout and stderr are one
+  // file (a terminal), the line of the stream written last. After finish().
+  bool stderr_mid_line() const;
+
  private:
   struct Stream {
     store::LogStream info;
@@ -51,6 +56,7 @@ class LogTap {
     int files_opened = 0;  // the first is the head file
     std::string partial;   // the current line so far, cut at the kept length
     uint64_t line_number = 0;
+    bool unfinished = false;  // it ended without a newline
   };
 
   void run();
@@ -63,6 +69,7 @@ class LogTap {
   std::string m_run_dir;
   LogBounds m_bounds;
   Stream m_streams[2];
+  size_t m_last_written = 1;   // the index of the stream the job wrote last
   mutable std::mutex m_mutex;  // guards the streams' info and m_lines
   std::vector<store::LogLine> m_lines;
   int m_wake[2] = {-1, -1};  // tells the thread to drain and stop

@@ -820,6 +820,8 @@ store::RunInfo Loop::run() {
   close(timer);
   close(signals);
   tap.finish(kOutputGraceMs);
+  // What traindoc says at the end starts on a line of its own.
+  if (m_options.announce && tap.stderr_mid_line()) fputc('\n', stderr);
   uint64_t output_bytes = store_log_streams(tap);
   // Output after an idle spell, up to the end (a prompt answered, then a quick finish): the job
   // moved again, though no walk saw it.

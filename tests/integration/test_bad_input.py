@@ -96,6 +96,19 @@ def test_analyze_corrupt_run_folder(tmp_path):
     assert b"not a run folder" in proc.stderr
 
 
+def test_the_summary_starts_on_a_line_of_its_own(tmp_path):
+    """A job whose last words on stderr end without a newline: traindoc's own start below them
+    (the job's bytes are kept as they are); stdout, another file here, is not stderr's line."""
+    unfinished = traindoc_cli("run", "--quiet", "--out", tmp_path / "a", "--", "sh", "-c",
+                              "printf job-out; printf 'no newline at end' >&2; exit 3")
+    assert unfinished.stdout == b"job-out"
+    assert unfinished.stderr.startswith(b"no newline at end\ntraindoc: "), unfinished.stderr
+    ended = traindoc_cli("run", "--quiet", "--out", tmp_path / "b", "--", "sh", "-c",
+                         "printf job-out; echo err >&2")
+    assert ended.stderr.startswith(b"err\ntraindoc: "), ended.stderr
+    assert (tmp_path / "a" / "logs" / "stderr.log").read_bytes() == b"no newline at end"
+
+
 def test_output_modes(tmp_path):
     """Summary by default, --json, a one-line verdict with --quiet, nothing with --silent."""
     import json
