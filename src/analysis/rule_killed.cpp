@@ -109,14 +109,21 @@ const ProcessSummary* stopping_parent(const RuleContext& context, const ProcessS
   return failed_for(context, p) == nullptr ? parent : nullptr;
 }
 
-// Whether `p` is `ancestor` or below it.
-bool at_or_below(const RuleContext& context, const ProcessSummary& p, int ancestor) {
-  const ProcessSummary* up = &p;
+// Whether `from` or a process above it is one that `is` accepts.
+template <typename Is>
+bool from_or_above(const RuleContext& context, const ProcessSummary* from, Is&& is) {
+  const ProcessSummary* up = from;
   for (int depth = 0; up != nullptr && depth < 64; ++depth) {
-    if (up->record.pid == ancestor) return true;
+    if (is(*up)) return true;
     up = up->record.ppid == up->record.pid ? nullptr : context.process(up->record.ppid);
   }
   return false;
+}
+
+// Whether `p` is the process `ancestor` or below it.
+bool at_or_below(const RuleContext& context, const ProcessSummary& p, int ancestor) {
+  return from_or_above(context, &p,
+                       [&](const ProcessSummary& up) { return up.record.pid == ancestor; });
 }
 
 // Whether a kill() target (the event's text) took in `p`: its pid, or a process group that a
@@ -168,11 +175,10 @@ int64_t first_request_ns(const RuleContext& context) {
 bool runs_the_job(const RuleContext& context, const ProcessSummary& p) {
   if (p.record.pid == context.evidence.run.root_pid) return true;
   for (const ProcessSummary& q : context.processes) {
-    if (q.role.role != Role::kRank && q.role.role != Role::kLauncher) continue;
-    const ProcessSummary* up = context.process(q.record.ppid);
-    for (int depth = 0; up != nullptr && depth < 64; ++depth) {
-      if (up == &p) return true;
-      up = up->record.ppid == up->record.pid ? nullptr : context.process(up->record.ppid);
+    if ((q.role.role == Role::kRank || q.role.role == Role::kLauncher) &&
+        from_or_above(context, context.process(q.record.ppid),
+                      [&](const ProcessSummary& up) { return &up == &p; })) {
+      return true;
     }
   }
   return false;
