@@ -9,6 +9,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "analysis/diagnosis.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -90,6 +92,14 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
   return false;
 }
 
+// Ended in failure of its own: not by a signal that asks it to stop (a launcher's teardown, a
+// parent's).
+bool failed_itself(const store::ProcessRecord& p) {
+  bool stopped = p.exit_signal && (*p.exit_signal == SIGTERM || *p.exit_signal == SIGINT ||
+                                   *p.exit_signal == SIGHUP);
+  return ended_in_failure(p) && !stopped;
+}
+
 }  // namespace
 
 const char* to_string(Role role) {
@@ -135,10 +145,7 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   // Spawn's index alone names ranks only once one of them failed: processes spawned for other
   // work (a preprocessing pool) stay workers of the process that trains.
   auto failed_spawn = [](const store::ProcessRecord& p) {
-    bool stopped = p.exit_signal && (*p.exit_signal == SIGTERM || *p.exit_signal == SIGINT ||
-                                     *p.exit_signal == SIGHUP);
-    return p.rank_source == "spawn" &&
-           ((p.exit_code && *p.exit_code != 0) || (p.exit_signal && !stopped));
+    return p.rank_source == "spawn" && failed_itself(p);
   };
   bool spawn_ranks = std::any_of(procs.begin(), procs.end(), failed_spawn);
   std::string source;
@@ -186,13 +193,9 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     // failed where the job failed (not one a stop signal ended), else the one that ran longest
     // to its end, else the first.
     bool job_failed = std::any_of(procs.begin(), procs.end(), [&](const auto& p) {
-      return p.pid == root_pid && ((p.exit_code && *p.exit_code != 0) || p.exit_signal);
+      return p.pid == root_pid && ended_in_failure(p);
     });
-    auto failed = [&](const store::ProcessRecord& p) {
-      bool stopped = p.exit_signal && (*p.exit_signal == SIGTERM || *p.exit_signal == SIGINT ||
-                                       *p.exit_signal == SIGHUP);
-      return job_failed && ((p.exit_code && *p.exit_code != 0) || (p.exit_signal && !stopped));
-    };
+    auto failed = [&](const store::ProcessRecord& p) { return job_failed && failed_itself(p); };
     auto ran_ns = [](const store::ProcessRecord& p) {
       return p.end_ns == 0 ? int64_t{0} : p.end_ns - p.start_ns;
     };
