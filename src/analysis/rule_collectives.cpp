@@ -109,12 +109,6 @@ bool came_late(const store::CollectiveIssue& late, int group_rank) {
                      });
 }
 
-// A rank whose own last exception says it timed out waiting in a collective: it waited too (in
-// another call, e.g. one only it makes), so its end is the hang's, not a failure of its own.
-bool gave_up_waiting(const RuleContext& context, const ProcessSummary& p) {
-  return final_exception_kind(context, p) == "collective-missing";
-}
-
 bool stopped_from_outside(const store::ProcessRecord& r) {
   return r.exit_signal &&
          (*r.exit_signal == SIGTERM || *r.exit_signal == SIGINT || *r.exit_signal == SIGHUP);

@@ -211,6 +211,10 @@ std::string final_exception_kind(const RuleContext& context, const ProcessSummar
   return known ? known->kind : "";
 }
 
+bool gave_up_waiting(const RuleContext& context, const ProcessSummary& process) {
+  return final_exception_kind(context, process) == "collective-missing";
+}
+
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump) {
   std::string frames = python_frames(dump);

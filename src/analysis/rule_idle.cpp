@@ -53,7 +53,7 @@ const ProcessSummary* gave_up(const RuleContext& context, int64_t from_ns, int64
     const PythonTraceback* tb =
         ended_in_failure(p.record) ? context.texts.final_exception(p) : nullptr;
     if (tb == nullptr || tb->t_ns < from_ns || tb->t_ns > at_ns + kStopSlackNs) continue;
-    if (final_exception_kind(context, p) == "collective-missing") return &p;
+    if (gave_up_waiting(context, p)) return &p;
   }
   return nullptr;
 }

@@ -74,6 +74,9 @@ const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
                                              const ProcessSummary& process);
 // The kind of the known failure the process's last exception names; "" when none.
 std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process);
+// A process whose own last exception says it timed out waiting in a collective: it waited (in
+// the call the others missed, or in another only it makes), so its end is a hang's.
+bool gave_up_waiting(const RuleContext& context, const ProcessSummary& process);
 // A process that a stop signal (or the SIGKILL of the teardown that followed) ended after a
 // stop request: the request ended it, not a failure of its own.
 bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& r);
