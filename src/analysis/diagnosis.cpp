@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -139,6 +140,15 @@ const char* to_string(Severity severity) {
 
 bool ended_in_failure(const store::ProcessRecord& record) {
   return (record.exit_code && *record.exit_code != 0) || record.exit_signal;
+}
+
+bool stopped_by_request_signal(const store::ProcessRecord& record) {
+  int sig = record.exit_signal.value_or(0);
+  return sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+}
+
+bool failed_itself(const store::ProcessRecord& record) {
+  return ended_in_failure(record) && !stopped_by_request_signal(record);
 }
 
 std::string format_seconds(int64_t ns) {

@@ -88,5 +88,10 @@ std::string format_seconds(int64_t ns);
 std::string signal_name(int signal);
 // The process ended in failure: a non-zero exit code, or a signal.
 bool ended_in_failure(const store::ProcessRecord& record);
+// Ended by a signal that asks a process to stop (SIGTERM, SIGINT, SIGHUP: a launcher's teardown,
+// a parent's, a user), not by a failure of its own.
+bool stopped_by_request_signal(const store::ProcessRecord& record);
+// Ended in failure of its own: not by a signal that asked it to stop.
+bool failed_itself(const store::ProcessRecord& record);
 
 }  // namespace traindoc::analysis

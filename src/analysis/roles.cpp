@@ -4,7 +4,6 @@
 #include "analysis/roles.h"
 
 #include <algorithm>
-#include <csignal>
 #include <cstdint>
 #include <numeric>
 #include <tuple>
@@ -90,14 +89,6 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
     }
   }
   return false;
-}
-
-// Ended in failure of its own: not by a signal that asks it to stop (a launcher's teardown, a
-// parent's).
-bool failed_itself(const store::ProcessRecord& p) {
-  bool stopped = p.exit_signal && (*p.exit_signal == SIGTERM || *p.exit_signal == SIGINT ||
-                                   *p.exit_signal == SIGHUP);
-  return ended_in_failure(p) && !stopped;
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // collective-order, collective-missing, uneven-inputs, peer-exited), with each rank's part, the
 // call sites, the stacks it collected and the fix. Pure.
 #include <algorithm>
-#include <csignal>
 #include <set>
 #include <sstream>
 
@@ -107,11 +106,6 @@ bool came_late(const store::CollectiveIssue& late, int group_rank) {
                      [&](const store::CollectiveIssueRank& r) {
                        return r.group_rank == group_rank && r.state.starts_with("made it ");
                      });
-}
-
-bool stopped_from_outside(const store::ProcessRecord& r) {
-  return r.exit_signal &&
-         (*r.exit_signal == SIGTERM || *r.exit_signal == SIGINT || *r.exit_signal == SIGHUP);
 }
 
 std::string how_it_ended(const store::ProcessRecord& r) {
@@ -231,7 +225,8 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
           ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
-          (rank.state.ends_with("without calling it") || !stopped_from_outside(process->record))) {
+          (rank.state.ends_with("without calling it") ||
+           !stopped_by_request_signal(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
         f.kind = "peer-exited";
         bool pair = issue.op == "send" || issue.op == "recv";

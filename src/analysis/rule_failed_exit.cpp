@@ -1,7 +1,5 @@
 // Rule: a process exited with a non-zero code. The finding cites the exception it ended with,
 // named by its known text where there is one, with the frame that raised it. Pure.
-#include <signal.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <string_view>
@@ -23,9 +21,7 @@ std::string failed_before(const RuleContext& context, const ProcessSummary& laun
   std::vector<std::string> ranks;  // each once, however many times the launcher restarted it
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
-    bool stopped = r.exit_signal == SIGTERM || r.exit_signal == SIGINT || r.exit_signal == SIGHUP;
-    bool failed = (r.exit_code && *r.exit_code != 0) || (r.exit_signal && !stopped);
-    if (&p == &launcher || p.role.role != Role::kRank || !failed) continue;
+    if (&p == &launcher || p.role.role != Role::kRank || !failed_itself(r)) continue;
     if (r.end_ns > launcher.record.end_ns) continue;
     std::string rank = describe(p.role);
     if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) ranks.push_back(rank);
