@@ -286,12 +286,22 @@ def _wrap(c10d, name, function, enter, leave):
     return recorded
 
 
-def _wrap_init(c10d, function, joined):
-    """init_process_group, telling the agent the rank it gave: the process's rank where no
-    launcher's variable says it (torch.multiprocessing.spawn, a rank passed in code)."""
+def _asked(function, args, kwargs):
+    """The rank and world size a call of init_process_group passes, -1 for each it leaves to the
+    launcher's variables (its default)."""
+    bound = inspect.signature(function).bind(*args, **kwargs).arguments
+    return int(bound.get("rank", -1)), int(bound.get("world_size", -1))
+
+
+def _wrap_init(c10d, function, called, joined):
+    """init_process_group, telling the agent the rank and world size the call asked for (a rank
+    that never joins is missing from a world of that size), then the rank it gave: the process's
+    rank where no launcher's variable says it (torch.multiprocessing.spawn, a rank passed in
+    code)."""
 
     @functools.wraps(function)
     def init_process_group(*args, **kwargs):
+        _agent.quietly(lambda: called(*_asked(function, args, kwargs)))
         result = function(*args, **kwargs)
         _agent.quietly(lambda: joined(c10d.get_rank(), c10d.get_world_size()))
         return result
@@ -329,12 +339,15 @@ def _patch(distributed):
         if function is None or getattr(function, "__traindoc_recorded__", False):
             continue
         _replace(distributed, c10d, name, _wrap(c10d, name, function, enter, leave), function)
+    called = getattr(lib, "traindoc_process_group_init", None)
     joined = getattr(lib, "traindoc_process_group_joined", None)
     init = getattr(c10d, "init_process_group", None)
-    if joined is not None and init is not None and not hasattr(init, "__traindoc_recorded__"):
-        joined.restype = None
-        joined.argtypes = [ctypes.c_int, ctypes.c_int]
-        _replace(distributed, c10d, "init_process_group", _wrap_init(c10d, init, joined), init)
+    if None in (called, joined, init) or hasattr(init, "__traindoc_recorded__"):
+        return
+    for entry in (called, joined):
+        entry.restype = None
+        entry.argtypes = [ctypes.c_int, ctypes.c_int]
+    _replace(distributed, c10d, "init_process_group", _wrap_init(c10d, init, called, joined), init)
 
 
 def install():

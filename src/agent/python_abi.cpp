@@ -31,6 +31,12 @@ extern "C" __attribute__((visibility("default"))) void traindoc_script_finished(
   append_keeping_errno(traindoc::common::RecordType::kScriptFinished, 0, 0);
 }
 
+// init_process_group was called with this rank and world size (-1: not passed).
+extern "C" __attribute__((visibility("default"))) void traindoc_process_group_init(int rank,
+                                                                                   int world_size) {
+  append_keeping_errno(traindoc::common::RecordType::kProcessGroupInit, rank, world_size);
+}
+
 // init_process_group returned with this rank of a world of this size.
 extern "C" __attribute__((visibility("default"))) void traindoc_process_group_joined(
     int rank, int world_size) {

@@ -143,6 +143,26 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
   }
 }
 
+bool raised_in_init_process_group(const PythonTraceback& tb) {
+  return std::any_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
+    return frame.function == "init_process_group";
+  });
+}
+
+// A rank that timed out waiting for the others to join, or that init_process_group refused,
+// where the code asked for a world the launch does not match: the mismatch is the cause, the
+// timeout (or the refusal) its evidence.
+void fit_to_init_arguments(const RuleContext& context, const std::string& who,
+                           const PythonTraceback& tb, Finding& f) {
+  if (f.kind != "rendezvous-timeout" && !raised_in_init_process_group(tb)) return;
+  std::optional<InitMismatch> mismatch = init_mismatch(context);
+  if (!mismatch) return;
+  if (f.kind == "rendezvous-timeout") f.evidence.push_back(f.title.substr(who.size() + 2));
+  f.title = who + ": " + mismatch->title;
+  f.evidence.insert(f.evidence.end(), mismatch->evidence.begin(), mismatch->evidence.end());
+  f.fix = mismatch->fix;
+}
+
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   // A thread's traceback, unprefixed, may be read as the launcher's: it is no launcher's.
@@ -197,6 +217,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     // that restarted them, is one failure.
     merge_key = "exception " + raised;
   }
+  fit_to_init_arguments(context, who, tb, f);
   std::vector<std::string> cited = traceback_evidence(context, tb);
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
   // `raise ... from` (a multiprocessing.Pool worker's exception, re-raised in its parent; a

@@ -27,6 +27,8 @@ bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns)
   return false;
 }
 
+constexpr const char* kJoiningGroup = "waits in init_process_group for the other ranks to join";
+
 // A process that waits for its peers to start: the launcher at its rendezvous for the other
 // nodes, or a rank in init_process_group for the other ranks. "" for any other wait.
 std::string joining(const std::string& dump) {
@@ -38,7 +40,7 @@ std::string joining(const std::string& dump) {
         (frame.find("/torch/distributed/distributed_c10d.py\"") != std::string::npos &&
          (frame.ends_with(" in init_process_group") ||
           frame.ends_with(" in _store_based_barrier")))) {
-      return "waits in init_process_group for the other ranks to join";
+      return kJoiningGroup;
     }
   }
   return "";
@@ -161,6 +163,13 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
                                           : "no process used CPU or printed anything");
     }
     f.fix = !prompts.empty() ? kPromptFix : !join.empty() ? kJoinFix : kIdleFix;
+    // Ranks that wait for a world the launch does not match wait for ranks never started.
+    std::optional<InitMismatch> mismatch;
+    if (join.ends_with(kJoiningGroup) && (mismatch = init_mismatch(context))) {
+      f.title += "; " + mismatch->title;
+      f.evidence.insert(f.evidence.end(), mismatch->evidence.begin(), mismatch->evidence.end());
+      f.fix = mismatch->fix;
+    }
     f.confidence = prompts.empty() && join.empty() ? 0.7 : 0.9;
     out.push_back({std::move(f), idle.t_ns, 0});
   }

@@ -2,6 +2,7 @@
 // Pure: each reads the evidence and the process summaries and appends findings.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,6 +94,16 @@ const PythonTraceback* raised_before_crash(const RuleContext& context, const Pro
 // raised (the user's frame and the last frame).
 std::vector<std::string> traceback_evidence(const RuleContext& context,
                                             const PythonTraceback& traceback);
+
+// The rank or world size the job's code passed to init_process_group, where it contradicts the
+// launch: a world larger or smaller than the ranks the launcher started (the others wait for
+// ranks that never come), a rank other than the launcher's, or two processes with one rank.
+struct InitMismatch {
+  std::string title;  // "init_process_group was asked for a world of 4 ranks, but ..."
+  std::vector<std::string> evidence;  // each process's call, beside what its launcher set
+  std::string fix;
+};
+std::optional<InitMismatch> init_mismatch(const RuleContext& context);
 
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {

@@ -48,6 +48,9 @@ enum class RecordType : uint32_t {
                             // handler: a = the signal, b = its sender's pid (0: the kernel)
   kKillSent = 10,           // this process sent SIGKILL, which leaves no trace in its target:
                             // a = the target as kill() takes it (a pid, 0, -1, -pgid)
+  kProcessGroupInit = 11,   // init_process_group was called (Python hook): a = the rank and
+                            // b = the world size the call passed, -1 where it left them to the
+                            // launcher's variables; they may disagree with what the launcher set
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

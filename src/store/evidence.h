@@ -13,7 +13,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -59,6 +59,10 @@ struct ProcessRecord {
   std::optional<int> exit_signal;
   bool core_dumped = false;
   int64_t end_ns = 0;
+  // The rank and world size the job's code passed to init_process_group, where it passed them
+  // rather than leave them to the launcher's variables.
+  std::optional<int> init_rank;
+  std::optional<int> init_world_size;
 
   bool operator==(const ProcessRecord&) const = default;
 };

@@ -230,6 +230,13 @@ CREATE TABLE collective_issue_ranks (
 );
 )sql";
 
+// Schema 5: what the job's code passed to init_process_group, beside what the launcher set.
+// tests/fixtures/store/schema_v5.sql holds schema 4 plus these.
+constexpr const char* kDdlV5 = R"sql(
+ALTER TABLE processes ADD COLUMN init_rank INTEGER;
+ALTER TABLE processes ADD COLUMN init_world_size INTEGER;
+)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -293,6 +300,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV3);
   detail::exec(db, detail::kGpuDdl);
   detail::exec(db, detail::kGpuDdlV4);
+  detail::exec(db, kDdlV5);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -305,6 +313,7 @@ void upgrade(sqlite3* db) {
   if (version < 3) detail::exec(db, kDdlV3);
   if (version < 3) detail::exec(db, detail::kGpuDdl);
   if (version < 4) detail::exec(db, detail::kGpuDdlV4);
+  if (version < 5) detail::exec(db, kDdlV5);
   set_version(db);
 }
 

@@ -140,11 +140,13 @@ void read_run(sqlite3* db, RunInfo& run) {
   while (args.step()) run.command.push_back(args.text(0));
 }
 
-void read_processes(sqlite3* db, std::vector<ProcessRecord>& out) {
-  Statement rows(db,
-                 "SELECT pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank, "
-                 "world_size, node_rank, rank_source, agent, forked, end_source, exit_code, "
-                 "exit_signal, core_dumped, end_ns FROM processes ORDER BY start_ticks, pid");
+void read_processes(sqlite3* db, int schema_version, std::vector<ProcessRecord>& out) {
+  // Schema 4 and older have no init_process_group arguments: they read as not passed.
+  Statement rows(db, std::string("SELECT pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, "
+                                 "local_rank, world_size, node_rank, rank_source, agent, forked, "
+                                 "end_source, exit_code, exit_signal, core_dumped, end_ns, ") +
+                         (schema_version >= 5 ? "init_rank, init_world_size" : "NULL, NULL") +
+                         " FROM processes ORDER BY start_ticks, pid");
   while (rows.step()) {
     ProcessRecord& r = out.emplace_back();
     r.pid = rows.int32(0);
@@ -165,6 +167,8 @@ void read_processes(sqlite3* db, std::vector<ProcessRecord>& out) {
     r.exit_signal = rows.opt_int32(15);
     r.core_dumped = rows.int64(16) != 0;
     r.end_ns = rows.int64(17);
+    r.init_rank = rows.opt_int32(18);
+    r.init_world_size = rows.opt_int32(19);
   }
 }
 
@@ -439,7 +443,7 @@ Evidence read_evidence(const std::string& db_path) {
   Evidence evidence;
   evidence.schema_version = static_cast<int>(detail::query_int(db, "PRAGMA user_version"));
   read_run(db, evidence.run);
-  read_processes(db, evidence.processes);
+  read_processes(db, evidence.schema_version, evidence.processes);
   read_proc_samples(db, evidence.proc_samples);
   read_host_samples(db, evidence.host_samples);
   read_events(db, evidence.events);

@@ -35,8 +35,8 @@ constexpr int64_t kJournalSizeLimit = 64LL * 1024 * 1024;
 constexpr const char* kUpsertProcess = R"sql(
 INSERT INTO processes (pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank,
                        world_size, node_rank, rank_source, agent, forked, end_source, exit_code,
-                       exit_signal, core_dumped, end_ns)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                       exit_signal, core_dumped, end_ns, init_rank, init_world_size)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
 ON CONFLICT (pid, start_ticks) DO UPDATE SET
   ppid = CASE WHEN excluded.ppid <> 0 THEN excluded.ppid ELSE ppid END,
   start_ns = CASE WHEN excluded.start_ns <> 0 THEN excluded.start_ns ELSE start_ns END,
@@ -55,7 +55,9 @@ ON CONFLICT (pid, start_ticks) DO UPDATE SET
   exit_signal = CASE WHEN excluded.exit_code IS NOT NULL OR excluded.exit_signal IS NOT NULL
                      THEN excluded.exit_signal ELSE exit_signal END,
   core_dumped = core_dumped OR excluded.core_dumped,
-  end_ns = CASE WHEN excluded.end_ns <> 0 THEN excluded.end_ns ELSE end_ns END
+  end_ns = CASE WHEN excluded.end_ns <> 0 THEN excluded.end_ns ELSE end_ns END,
+  init_rank = coalesce(excluded.init_rank, init_rank),
+  init_world_size = coalesce(excluded.init_world_size, init_world_size)
 )sql";
 
 // Thinning, in two passes over the same window ranking: the bucket's peak row (row 1) takes the
@@ -466,6 +468,8 @@ void StoreWriter::upsert_process(const ProcessRecord& r) {
       .bind(16, r.exit_signal)
       .bind(17, r.core_dumped)
       .bind(18, r.end_ns)
+      .bind(19, r.init_rank)
+      .bind(20, r.init_world_size)
       .run();
 }
 

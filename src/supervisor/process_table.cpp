@@ -148,6 +148,14 @@ void ProcessTable::joined_process_group(int pid, uint64_t start_ticks, int rank,
   take_rank(pid, start_ticks, common::RankSource::kProcessGroup, rank, world_size);
 }
 
+void ProcessTable::called_init_process_group(int pid, uint64_t start_ticks, int rank,
+                                             int world_size) {
+  Entry& entry = entry_for(pid, start_ticks, 0);
+  if (rank >= 0) entry.record.init_rank = rank;
+  if (world_size >= 0) entry.record.init_world_size = world_size;
+  entry.changed = true;
+}
+
 void ProcessTable::spawned(int pid, uint64_t start_ticks, int index) {
   take_rank(pid, start_ticks, common::RankSource::kSpawn, index, std::nullopt);
 }

@@ -329,6 +329,9 @@ void Loop::read_agent() {
       // A process that joins is a rank, by the rank the group gave it.
       m_checker.process_started(record.pid, record.start_ticks, static_cast<int>(record.a),
                                 static_cast<int>(record.b));
+    } else if (record.type == common::RecordType::kProcessGroupInit) {
+      m_table.called_init_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
+                                        static_cast<int>(record.b));
     } else if (record.type == common::RecordType::kSpawned) {
       m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {

@@ -12,6 +12,7 @@ None; the threads of two processes that die one after the other. The title says 
 import re
 import sqlite3
 
+import pytest
 from PIL import Image
 
 from conftest import PYTHON, free_port, python_job, torchrun
@@ -497,6 +498,62 @@ def test_a_sample_of_none(traindoc):
     assert root["title"].endswith(": the dataset returned None for a sample, which the default "
                                   "collate cannot batch"), root["title"]
     assert "s is not None" in root["fix"], root["fix"]
+
+
+# init_process_group given a world size or a rank in code, against torchrun's two ranks.
+INIT_ARGUMENTS = """
+import datetime, os, sys, torch.distributed as dist
+rank = int(os.environ["RANK"])
+world_size, rank = {"world-4": (4, rank), "world-1": (1, rank), "rank-0": (2, 0)}[sys.argv[1]]
+dist.init_process_group("gloo", rank=rank, world_size=world_size,
+                        timeout=datetime.timedelta(seconds=3))
+"""
+
+# torch.multiprocessing.spawn starts two processes for a world of four.
+SPAWN_WORLD_OF_FOUR = """
+import datetime, sys, torch.distributed as dist, torch.multiprocessing as mp
+def run(rank):
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1], rank=rank,
+                            world_size=4, timeout=datetime.timedelta(seconds=3))
+if __name__ == "__main__":
+    mp.spawn(run, nprocs=2)
+"""
+
+
+@pytest.mark.parametrize("case, kind, title", [
+    ("world-4", "rendezvous-timeout",
+     "init_process_group was asked for a world of 4 ranks, but the launcher started 2 "
+     "(WORLD_SIZE=2)"),
+    ("world-1", "python-exception",
+     "init_process_group was asked for a world of 1 rank, but the launcher started 2 "
+     "(WORLD_SIZE=2)"),
+    ("rank-0", "rendezvous-timeout", "more than one process passed rank=0 to init_process_group"),
+])
+def test_init_process_group_arguments_against_the_launch(traindoc, tmp_path, case, kind, title):
+    """A world size or rank written in code that torchrun's launch does not match: the ranks
+    wait for ranks never started (or gloo refuses a rank beyond the world), and the report says
+    why, with each rank's call beside what torchrun set."""
+    script = tmp_path / "train.py"
+    script.write_text(INIT_ARGUMENTS)
+    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script, case))
+    root = failed_root(run)
+    assert root["kind"] == kind, root
+    assert root["title"].endswith(": " + title), root["title"]
+    calls = [line for line in root["evidence"] if " called init_process_group(" in line]
+    assert calls and all("where the launcher set RANK=" in line or " did" in line
+                         for line in calls), root["evidence"]
+    assert "os.environ[\"RANK\"]" in root["fix"], root["fix"]
+
+
+def test_spawn_for_a_world_larger_than_it_started(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SPAWN_WORLD_OF_FOUR)
+    run = traindoc([PYTHON, str(script), str(free_port())])
+    root = failed_root(run)
+    assert root["kind"] == "rendezvous-timeout", root
+    assert root["title"].endswith(": init_process_group was asked for a world of 4 ranks, but "
+                                  "torch.multiprocessing.spawn started 2 processes"), root["title"]
+    assert "nprocs=world_size" in root["fix"], root["fix"]
 
 
 def test_spawned_ranks_without_master_addr(traindoc, tmp_path, monkeypatch):

@@ -147,6 +147,19 @@ def test_roots_and_peers_given_by_group_rank_are_recorded_as_global_ranks():
     assert gather.peer == 0 and gather.group_size == 4
 
 
+def test_the_rank_and_world_size_a_call_of_init_process_group_passes():
+    """Read from the real init_process_group's signature: by keyword, by position, or left to
+    the launcher's variables (-1)."""
+    import torch.distributed as dist
+
+    hook = hook_module()
+    init = dist.init_process_group
+    assert hook._asked(init, ("gloo",), {"rank": 1, "world_size": 4}) == (1, 4)
+    assert hook._asked(init, ("gloo", None, None, 8, 3), {}) == (3, 8)
+    assert hook._asked(init, ("gloo",), {}) == (-1, -1)
+    assert hook._asked(init, (), {"backend": "gloo", "world_size": 2}) == (-1, 2)
+
+
 def test_a_cuda_tensor_is_recorded_with_its_device_and_as_queued():
     """Without a GPU: a stand-in tensor that says it lives on CUDA. The record names its device
     (a CPU tensor on another rank is a mismatch) and says the call returns once queued."""

@@ -222,6 +222,136 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
             "rank 0 (pid 1011) raised RuntimeError: bad batch on rank 1");
 }
 
+// The traceback of init_process_group that timed out (PyTorch 1.13, gloo), on rank `prefix`.
+std::vector<std::string> init_timeout(const std::string& prefix, const std::string& error) {
+  const std::string c10d = "/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py";
+  return {
+      prefix + "Traceback (most recent call last):",
+      prefix + "  File \"/home/user/proj/train.py\", line 3, in <module>",
+      prefix + "    dist.init_process_group(\"gloo\", rank=rank, world_size=4)",
+      prefix + "  File \"" + c10d + "\", line 761, in init_process_group",
+      prefix + "    default_pg = _new_process_group_helper(",
+      prefix + "  File \"" + c10d + "\", line 862, in _new_process_group_helper",
+      prefix + "    pg = ProcessGroupGloo(prefix_store, group_rank, group_size, timeout=timeout)",
+      prefix + error};
+}
+
+// The code passed init_process_group a world size or rank that the launch does not match: the
+// ranks time out waiting for ranks never started, or gloo refuses a rank beyond the world. The
+// mismatch is the root cause, with each call beside what the launcher set.
+TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCause) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 20.1, number, init_timeout("[default0]:", "RuntimeError: Socket Timeout"));
+  print_lines(e, 20.1, number, init_timeout("[default1]:", "RuntimeError: Socket Timeout"));
+  exited(e, kRank0, 20.2, 1);
+  exited(e, kRank1, 20.2, 1);
+  exited(e, kLauncher, 20.5, 1);
+  // Without the hook's record of the call: a rank that never joined, in general words.
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(d.findings[0].title,
+            "rank 0 (pid 1010): timed out in init_process_group waiting for the other ranks to "
+            "connect");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("--nnodes"));
+
+  for (int pid : {kRank0, kRank1}) {
+    process(e, pid).init_rank = process(e, pid).rank;
+    process(e, pid).init_world_size = 4;
+  }
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& root = d.findings[0];
+  EXPECT_EQ(root.kind, "rendezvous-timeout");
+  EXPECT_EQ(root.title,
+            "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but the "
+            "launcher started 2 (WORLD_SIZE=2)");
+  EXPECT_THAT(root.evidence,
+              testing::IsSupersetOf(
+                  {"timed out in init_process_group waiting for the other ranks to connect",
+                   "rank 0 (pid 1010) called init_process_group(rank=0, world_size=4), where the "
+                   "launcher set RANK=0, WORLD_SIZE=2",
+                   "rank 1 (pid 1011) called init_process_group(rank=1, world_size=4), where the "
+                   "launcher set RANK=1, WORLD_SIZE=2"}));
+  EXPECT_THAT(root.fix, HasSubstr("leave out rank= and world_size="));
+  EXPECT_THAT(root.fix, HasSubstr("int(os.environ[\"WORLD_SIZE\"])"));
+
+  // Every rank passed rank=0: the world's size is right, and one rank is claimed twice.
+  for (int pid : {kRank0, kRank1}) {
+    process(e, pid).init_rank = 0;
+    process(e, pid).init_world_size.reset();
+  }
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.at(0).title,
+            "rank 0 (pid 1010): more than one process passed rank=0 to init_process_group");
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains("rank 1 (pid 1011) called init_process_group(rank=0), as rank 0 "
+                                "(pid 1010) did"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("its own rank"));
+  // A rank that ended before the other started (a launcher's restart) claimed nothing twice.
+  process(e, kRank1).start_ns = at(20.3);
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.at(0).title,
+            "rank 0 (pid 1010): init_process_group was given rank=0 where the launcher set RANK=1");
+
+  // world_size=1 under two ranks: gloo refuses rank 1, and rank 0 goes on alone.
+  e = torchrun_job();
+  number = 1;
+  print_lines(e, 1.5, number,
+              init_timeout("[default1]:",
+                           "RuntimeError: [enforce fail at ./gloo/context.cc:27] rank < size. 1 "
+                           "vs 1"));
+  exited(e, kRank1, 1.6, 1);
+  exited(e, kRank0, 1.7, 0);
+  exited(e, kLauncher, 2.0, 1);
+  for (int pid : {kRank0, kRank1}) {
+    process(e, pid).init_rank = process(e, pid).rank;
+    process(e, pid).init_world_size = 1;
+  }
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].title,
+            "rank 1 (pid 1011): init_process_group was asked for a world of 1 rank, but the "
+            "launcher started 2 (WORLD_SIZE=2)");
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains(HasSubstr("RuntimeError: [enforce fail at "
+                                          "./gloo/context.cc:27] rank < size. 1 vs 1")));
+}
+
+// torch.multiprocessing.spawn(nprocs=2) with world_size=4: the world is measured against the
+// processes spawn started.
+TEST(DistributedRules, AWorldLargerThanSpawnStartedIsTheCause) {
+  Evidence e = torchrun_job();
+  e.processes.resize(3);
+  e.processes[0].cmdline = e.processes[0].argv0 = "/usr/bin/python3";
+  e.processes[0].cmdline += " train.py";
+  for (ProcessRecord& p : e.processes) {
+    if (!p.rank) continue;
+    p.rank_source = "spawn";
+    p.world_size.reset();
+    p.init_rank = p.rank;
+    p.init_world_size = 4;
+  }
+  uint64_t number = 1;
+  print_lines(e, 20.1, number, init_timeout("", "RuntimeError: Socket Timeout"));
+  exited(e, kRank0, 20.2, 1);
+  killed(e, kRank1, 20.3, SIGTERM);
+  exited(e, kLauncher, 20.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(d.findings[0].title,
+            "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but "
+            "torch.multiprocessing.spawn started 2 processes");
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains("rank 1 (pid 1011) called init_process_group(rank=1, "
+                                "world_size=4), one of 2 processes torch.multiprocessing.spawn "
+                                "started"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("nprocs=world_size"));
+}
+
 TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {
   // `torchrun ... trian.py`: every rank's interpreter says so and exits 2 (real text).
   Evidence e = torchrun_job();

@@ -476,6 +476,21 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
   ASSERT_NE(idle, findings.end());
   EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) waits in init_process_group for the "
                                     "other ranks to join"));
+
+  // It waits for ranks the launch never started: the code asked for a world of 4.
+  for (ProcessRecord& p : e.processes) {
+    if (p.rank && !p.forked) p.init_world_size = 4;
+  }
+  findings = diagnose(e).findings;
+  idle = std::find_if(findings.begin(), findings.end(),
+                      [](const Finding& f) { return f.kind == "job-idle"; });
+  ASSERT_NE(idle, findings.end());
+  EXPECT_THAT(idle->title, EndsWith(" to join; init_process_group was asked for a world of 4 "
+                                    "ranks, but the launcher started 2 (WORLD_SIZE=2)"));
+  EXPECT_THAT(idle->evidence, Contains("rank 1 (pid 1011) called "
+                                       "init_process_group(world_size=4), where the launcher "
+                                       "set RANK=1, WORLD_SIZE=2"));
+  EXPECT_THAT(idle->fix, HasSubstr("leave out rank= and world_size="));
 }
 
 // A thread died of an exception; its process went on and waited for it, and the job hung until

@@ -431,7 +431,7 @@ TEST(StoreReader, ReadsTheAllocatorSettingsOfSchemaV4AndOfAnUpgradedV3File) {
     writer.write_cuda_env(env);
   }
   const Evidence upgraded = read_evidence(v3);
-  EXPECT_EQ(upgraded.schema_version, 4);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
   ASSERT_EQ(upgraded.gpu.cuda_env.size(), 3u);
   EXPECT_EQ(upgraded.gpu.cuda_env[1].alloc_conf, std::nullopt);
   EXPECT_EQ(upgraded.gpu.cuda_env[2], env);
@@ -453,18 +453,49 @@ TEST(StoreReader, ASchemaV2FileHasNoGpuEvidenceUntilUpgraded) {
   EXPECT_EQ(upgraded.gpu.nvml_status, "NVML not found");
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v4.sql. A change
+// Schema 5 adds what init_process_group was passed; a v4 file reads as if nothing was passed,
+// and a v4 file upgraded by a writer of this build takes it from then on.
+TEST(StoreReader, ReadsTheInitProcessGroupArgumentsOfSchemaV5AndOfAnUpgradedV4File) {
+  TempDir dir;
+  const std::string v5 = dir.file("v5.db");
+  load_sql_fixture("schema_v5.sql", v5);
+  const Evidence seen = read_evidence(v5);
+  EXPECT_EQ(seen.schema_version, 5);
+  ASSERT_EQ(seen.processes.size(), 4u);
+  EXPECT_EQ(seen.processes[0].init_world_size, std::nullopt);  // the launcher
+  EXPECT_EQ(seen.processes[2].pid, 511);
+  EXPECT_EQ(seen.processes[2].init_rank, 1);
+  EXPECT_EQ(seen.processes[2].init_world_size, 4);
+  EXPECT_EQ(seen.processes[2].world_size, 2);
+
+  const std::string v4 = dir.file("v4.db");
+  load_sql_fixture("schema_v4.sql", v4);
+  ProcessRecord rank = read_evidence(v4).processes[1];
+  EXPECT_EQ(rank.init_rank, std::nullopt);
+  EXPECT_EQ(rank.init_world_size, std::nullopt);
+  rank.init_world_size = 8;
+  {
+    StoreWriter writer = StoreWriter::open(v4);
+    writer.upsert_process(rank);
+  }
+  const Evidence upgraded = read_evidence(v4);
+  EXPECT_EQ(upgraded.schema_version, 5);
+  EXPECT_EQ(upgraded.processes[1], rank);
+  EXPECT_EQ(upgraded.processes[2].init_world_size, std::nullopt);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v5.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV4Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV5Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v4.sql", fixture);
+  load_sql_fixture("schema_v5.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 4);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 5);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);

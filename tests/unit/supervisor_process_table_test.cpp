@@ -213,6 +213,24 @@ TEST(ProcessTable, TheRankInitProcessGroupGave) {
   EXPECT_EQ(r.local_rank, 0);
 }
 
+// What the code passed to init_process_group is kept beside the launcher's rank, which stays.
+TEST(ProcessTable, TheArgumentsInitProcessGroupWasCalledWith) {
+  Table t;
+  t.table.seen_alive(20, 1, 200, 1);
+  t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(1, 1));
+  t.table.called_init_process_group(20, 200, -1, 8);  // rank left to RANK
+  ProcessRecord r = t.get(20, 200);
+  EXPECT_EQ(r.init_rank, std::nullopt);
+  EXPECT_EQ(r.init_world_size, 8);
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.world_size, 4);
+  EXPECT_EQ(r.rank_source, "torch");
+  t.table.called_init_process_group(20, 200, 0, -1);  // a second call (a retry) adds its rank
+  r = t.get(20, 200);
+  EXPECT_EQ(r.init_rank, 0);
+  EXPECT_EQ(r.init_world_size, 8);
+}
+
 TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
   Table t;
   // Under srun: spawn's index replaces SLURM_PROCID, and init_process_group's rank replaces it.
