@@ -342,7 +342,7 @@ def _patch(distributed):
     called = getattr(lib, "traindoc_process_group_init", None)
     joined = getattr(lib, "traindoc_process_group_joined", None)
     init = getattr(c10d, "init_process_group", None)
-    if None in (called, joined, init) or hasattr(init, "__traindoc_recorded__"):
+    if joined is None or called is None or init is None or hasattr(init, "__traindoc_recorded__"):
         return
     for entry in (called, joined):
         entry.restype = None

@@ -2,7 +2,6 @@
 // or rank written into the code (or a config) that the launch does not match leaves the ranks
 // waiting for peers that were never started, or two processes claiming one rank. Pure.
 #include <algorithm>
-#include <map>
 
 #include "analysis/rules.h"
 #include "common/rank_env.h"
@@ -12,24 +11,26 @@ namespace {
 
 constexpr size_t kCalls = 4;  // the calls cited as evidence
 
-// The variables the launcher that named the process set, nullptr for none (spawn, a hand-made
-// launcher that sets nothing).
-const common::RankVars* launcher_vars(const store::ProcessRecord& r) {
+// The variables of the launcher that started the process, nullptr for none. A process whose
+// parent in the job carries the same ones inherited them (torch.multiprocessing.spawn inside a
+// torchrun rank, a rank's own subprocess with a private world, a hand-made launcher in an
+// sbatch step): they do not count its world.
+const common::RankVars* launcher_vars(const RuleContext& context, const store::ProcessRecord& r) {
+  const ProcessSummary* parent = context.process(r.ppid);
+  if (parent != nullptr && parent->record.rank_source == r.rank_source &&
+      parent->record.rank == r.rank && parent->record.world_size == r.world_size) {
+    return nullptr;
+  }
   for (const common::RankVars& vars : common::kRankVars) {
     if (r.rank_source == common::rank_source_name(vars.source)) return &vars;
   }
   return nullptr;
 }
 
+// A process torch.multiprocessing.spawn started: its index is its local rank, which the rank
+// init_process_group gave ("process-group") keeps only for such a process.
 bool spawned(const store::ProcessRecord& r) {
   return r.local_rank && (r.rank_source == "spawn" || r.rank_source == "process-group");
-}
-
-// The processes torch.multiprocessing.spawn started beside `r`: spawn starts them all at once.
-int spawn_count(const RuleContext& context, const store::ProcessRecord& r) {
-  return static_cast<int>(
-      std::count_if(context.processes.begin(), context.processes.end(),
-                    [&](auto& q) { return q.record.ppid == r.ppid && spawned(q.record); }));
 }
 
 bool overlap(const store::ProcessRecord& a, const store::ProcessRecord& b) {
@@ -39,89 +40,136 @@ bool overlap(const store::ProcessRecord& a, const store::ProcessRecord& b) {
   return !ended_before(a, b) && !ended_before(b, a);
 }
 
-std::string call_text(const store::ProcessRecord& r) {
+// The processes torch.multiprocessing.spawn started beside `r` (it starts them all at once; a
+// later spawn's, after these ended, are another world).
+int spawn_count(const RuleContext& context, const store::ProcessRecord& r) {
+  return static_cast<int>(
+      std::count_if(context.processes.begin(), context.processes.end(), [&](auto& q) {
+        return q.record.ppid == r.ppid && spawned(q.record) && overlap(q.record, r);
+      }));
+}
+
+// A value the call passed; nullopt for one it left to the launcher's variables (-1) or for no
+// call seen.
+std::optional<int> passed(const std::optional<int>& value) {
+  return value && *value >= 0 ? value : std::nullopt;
+}
+
+std::string call_text(const ProcessSummary& p, const RuleContext& context) {
+  std::optional<int> rank = passed(p.record.init_rank);
+  std::optional<int> world = passed(p.record.init_world_size);
   std::string args;
-  if (r.init_rank) args = "rank=" + std::to_string(*r.init_rank);
-  if (r.init_world_size) {
-    args += (args.empty() ? "" : ", ") + std::string("world_size=") +
-            std::to_string(*r.init_world_size);
-  }
-  return "init_process_group(" + args + ")";
+  if (rank) args = "rank=" + std::to_string(*rank);
+  if (world)
+    args += (args.empty() ? "" : ", ") + std::string("world_size=") + std::to_string(*world);
+  return context.name(p) + " called init_process_group(" + args + ")";
 }
 
 std::string ranks_text(int n) {
   return std::to_string(n) + (n == 1 ? " rank" : " ranks");
 }
 
+std::string env_int(const char* variable) {
+  return std::string("int(os.environ[\"") + variable + "\"])";
+}
+
+std::string launcher_fix(const common::RankVars& vars) {
+  std::string pass = "rank=" + env_int(vars.rank) + " and world_size=" + env_int(vars.world_size);
+  std::string how =
+      vars.source == common::RankSource::kTorch
+          ? "leave out rank= and world_size= (init_method env://, the default, reads RANK and "
+            "WORLD_SIZE), or pass " +
+                pass
+          : "pass " + pass + " (env:// reads only RANK and WORLD_SIZE)";
+  return "Let init_process_group take the rank and world size the launcher set: " + how +
+         ". A number written in the code or a config goes stale when the GPUs or nodes change.";
+}
+
+// Whether two processes passed one rank to init_process_group at the same time. A world of one
+// is each process's own (a sweep of single-process jobs, a private group).
+bool same_rank(const store::ProcessRecord& a, const store::ProcessRecord& b) {
+  auto shared = [](const store::ProcessRecord& r) { return r.init_world_size != 1; };
+  return passed(a.init_rank) && a.init_rank == b.init_rank && shared(a) && shared(b) &&
+         overlap(a, b);
+}
+
+// What p's own call contradicts, with the words that say it; nullopt when nothing.
+std::optional<InitMismatch> contradiction(const RuleContext& context, const ProcessSummary& p) {
+  const store::ProcessRecord& r = p.record;
+  std::optional<int> rank = passed(r.init_rank);
+  std::optional<int> world = passed(r.init_world_size);
+  if (!rank && !world) return std::nullopt;
+  const common::RankVars* vars = launcher_vars(context, r);
+  if (vars != nullptr && r.world_size) {
+    std::string set = std::string(vars->world_size) + "=" + std::to_string(*r.world_size);
+    if (world && *world != *r.world_size) {
+      return InitMismatch{"init_process_group was asked for a world of " + ranks_text(*world) +
+                              ", but the launcher set " + set,
+                          {},
+                          launcher_fix(*vars)};
+    }
+  } else if (spawned(r) && world) {
+    int started = spawn_count(context, r);
+    const std::string title = "init_process_group was asked for a world of " + ranks_text(*world) +
+                              ", but torch.multiprocessing.spawn started " +
+                              std::to_string(started) + (started == 1 ? " process" : " processes");
+    const std::string one_number =
+        "mp.spawn and init_process_group one number: nprocs=world_size, and as rank the index "
+        "spawn passes the function";
+    // More than spawn started may be right: other machines may start the rest.
+    if (*world > started) {
+      return InitMismatch{title + " on this machine",
+                          {},
+                          "If no other machine starts the other " + ranks_text(*world - started) +
+                              ", give " + one_number +
+                              ". If others do, check that they started, with the same "
+                              "MASTER_ADDR and MASTER_PORT (or init_method)."};
+    }
+    if (*world < started) {
+      return InitMismatch{title, {}, "Give " + one_number + "."};
+    }
+  }
+  for (const ProcessSummary& q : context.processes) {
+    if (&q == &p || !same_rank(q.record, r)) continue;
+    return InitMismatch{
+        "more than one process passed rank=" + std::to_string(*rank) + " to init_process_group",
+        {},
+        std::string("Give each process its own rank, never a constant: ") +
+            (vars != nullptr ? env_int(vars->rank) + ", what the launcher set."
+                             : "the index torch.multiprocessing.spawn passes the function (plus "
+                               "the node's first rank on several nodes).")};
+  }
+  // torchrun's RANK is the rank to use; other launchers' ranks may be reordered by the code.
+  if (vars != nullptr && vars->source == common::RankSource::kTorch && rank && r.rank &&
+      *rank != *r.rank) {
+    return InitMismatch{"init_process_group was given rank=" + std::to_string(*rank) +
+                            ", but the launcher set RANK=" + std::to_string(*r.rank),
+                        {},
+                        launcher_fix(*vars)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<InitMismatch> init_mismatch(const RuleContext& context) {
-  // By what they say, most first: a world of the wrong size, one rank claimed twice, a rank other
-  // than the launcher's. Each keeps the first title and every call that shows it.
-  std::optional<InitMismatch> size, twice, other;
-  auto add = [](std::optional<InitMismatch>& kind, std::string title, std::string fix,
-                std::string call) {
-    if (!kind) kind = InitMismatch{std::move(title), {}, std::move(fix)};
-    kind->evidence.push_back(std::move(call));
-  };
-  std::map<int, const ProcessSummary*> by_rank;  // the first to pass each rank
-  for (const ProcessSummary& p : context.processes) {
-    const store::ProcessRecord& r = p.record;
-    if (!r.init_rank && !r.init_world_size) continue;
-    std::string who = context.name(p) + " called " + call_text(r);
-    const common::RankVars* vars = launcher_vars(r);
-    if (vars != nullptr && r.world_size) {
-      std::string set = std::string(vars->rank) + "=" + (r.rank ? std::to_string(*r.rank) : "?") +
-                        ", " + vars->world_size + "=" + std::to_string(*r.world_size);
-      std::string fix = std::string("Let init_process_group take the rank and world size the ") +
-                        "launcher set: leave out rank= and world_size= (init_method env://, the " +
-                        "default, reads " + vars->rank + " and " + vars->world_size +
-                        ") or pass int(os.environ[\"" + vars->rank + "\"]) and " +
-                        "int(os.environ[\"" + vars->world_size + "\"]). A number written in " +
-                        "the code or a config goes stale when the GPUs or nodes change.";
-      if (r.init_world_size && *r.init_world_size != *r.world_size) {
-        add(size,
-            "init_process_group was asked for a world of " + ranks_text(*r.init_world_size) +
-                ", but the launcher started " + std::to_string(*r.world_size) + " (" +
-                vars->world_size + "=" + std::to_string(*r.world_size) + ")",
-            fix, who + ", where the launcher set " + set);
-      } else if (r.init_rank && r.rank && *r.init_rank != *r.rank) {
-        add(other,
-            "init_process_group was given rank=" + std::to_string(*r.init_rank) +
-                " where the launcher set " + vars->rank + "=" + std::to_string(*r.rank),
-            fix, who + ", where the launcher set " + set);
-      }
-    } else if (spawned(r) && r.init_world_size) {
-      int started = spawn_count(context, r);
-      if (*r.init_world_size != started) {
-        add(size,
-            "init_process_group was asked for a world of " + ranks_text(*r.init_world_size) +
-                ", but torch.multiprocessing.spawn started " + std::to_string(started) +
-                (started == 1 ? " process" : " processes"),
-            "Give mp.spawn and init_process_group one number: nprocs=world_size, and as rank "
-            "the index spawn passes the function (plus the node's first rank on several "
-            "nodes).",
-            who + ", one of " + std::to_string(started) +
-                " processes torch.multiprocessing.spawn started");
-      }
+std::optional<InitMismatch> init_mismatch(const RuleContext& context, const ProcessSummary& p) {
+  std::optional<InitMismatch> out = contradiction(context, p);
+  if (!out) return out;
+  // The calls that show it: p's, then the others' that contradict the launch the same way (a
+  // few of them, in a world of many ranks).
+  out->evidence.push_back(call_text(p, context));
+  size_t more = 0;
+  for (const ProcessSummary& q : context.processes) {
+    if (&q == &p) continue;
+    std::optional<InitMismatch> other = contradiction(context, q);
+    if (!other || other->title != out->title) continue;
+    if (out->evidence.size() < kCalls) {
+      out->evidence.push_back(call_text(q, context));
+    } else {
+      ++more;
     }
-    if (!r.init_rank) continue;
-    auto [first, fresh] = by_rank.emplace(*r.init_rank, &p);
-    if (fresh || !overlap(first->second->record, r)) continue;
-    add(twice,
-        "more than one process passed rank=" + std::to_string(*r.init_rank) +
-            " to init_process_group",
-        "Give each process its own rank: the launcher's (int(os.environ[\"RANK\"])), or the "
-        "index torch.multiprocessing.spawn passes, never a constant.",
-        who + ", as " + context.name(*first->second) + " did");
   }
-  std::optional<InitMismatch>& out = size ? size : twice ? twice : other;
-  // A world of many ranks that all passed the same number: a few of them say it.
-  if (out && out->evidence.size() > kCalls) {
-    size_t more = out->evidence.size() - kCalls;
-    out->evidence.resize(kCalls);
-    out->evidence.push_back("... and " + std::to_string(more) + " more such calls");
-  }
+  if (more > 0) out->evidence.push_back("... and " + std::to_string(more) + " more such calls");
   return out;
 }
 

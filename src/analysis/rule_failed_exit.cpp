@@ -143,24 +143,25 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
   }
 }
 
-bool raised_in_init_process_group(const PythonTraceback& tb) {
-  return std::any_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
-    return frame.function == "init_process_group";
-  });
-}
-
-// A rank that timed out waiting for the others to join, or that init_process_group refused,
-// where the code asked for a world the launch does not match: the mismatch is the cause, the
-// timeout (or the refusal) its evidence.
-void fit_to_init_arguments(const RuleContext& context, const std::string& who,
-                           const PythonTraceback& tb, Finding& f) {
-  if (f.kind != "rendezvous-timeout" && !raised_in_init_process_group(tb)) return;
-  std::optional<InitMismatch> mismatch = init_mismatch(context);
-  if (!mismatch) return;
+// A rank that timed out waiting in torch's init_process_group for the others to join, or that
+// it refused, where its call asked for a world the launch does not match: the mismatch is the
+// cause, the timeout (or the refusal) its evidence. False when it is not.
+bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
+                           const std::string& who, const PythonTraceback& tb, Finding& f) {
+  if (f.kind != "rendezvous-timeout" && f.kind != "python-exception") return false;
+  if (std::none_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
+        return frame.function == "init_process_group" &&
+               frame.file.ends_with("/torch/distributed/distributed_c10d.py");
+      })) {
+    return false;
+  }
+  std::optional<InitMismatch> mismatch = init_mismatch(context, p);
+  if (!mismatch) return false;
   if (f.kind == "rendezvous-timeout") f.evidence.push_back(f.title.substr(who.size() + 2));
   f.title = who + ": " + mismatch->title;
   f.evidence.insert(f.evidence.end(), mismatch->evidence.begin(), mismatch->evidence.end());
   f.fix = mismatch->fix;
+  return true;
 }
 
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
@@ -217,7 +218,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     // that restarted them, is one failure.
     merge_key = "exception " + raised;
   }
-  fit_to_init_arguments(context, who, tb, f);
+  bool fitted = fit_to_init_arguments(context, p, who, tb, f);
   std::vector<std::string> cited = traceback_evidence(context, tb);
   f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
   // `raise ... from` (a multiprocessing.Pool worker's exception, re-raised in its parent; a
@@ -237,7 +238,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   if (known) f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
   std::vector<std::string> forward = forward_call(context, p, tb);
   f.evidence.insert(f.evidence.end(), forward.begin(), forward.end());
-  f.confidence = known ? 0.8 : 0.5;
+  f.confidence = known || fitted ? 0.8 : 0.5;
 }
 
 // A process that ended without a traceback but printed a known error of its own: a native

@@ -27,7 +27,17 @@ bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns)
   return false;
 }
 
-constexpr const char* kJoiningGroup = "waits in init_process_group for the other ranks to join";
+bool c10d_frame(const std::string& frame) {
+  return frame.find("/torch/distributed/distributed_c10d.py\"") != std::string::npos;
+}
+
+// Whether the dump's process waits in init_process_group itself (not in new_group's barrier).
+bool in_init_process_group(const std::string& dump) {
+  std::vector<std::string> frames = main_thread_frames(dump);
+  return std::any_of(frames.begin(), frames.end(), [](const std::string& frame) {
+    return c10d_frame(frame) && frame.ends_with(" in init_process_group");
+  });
+}
 
 // A process that waits for its peers to start: the launcher at its rendezvous for the other
 // nodes, or a rank in init_process_group for the other ranks. "" for any other wait.
@@ -37,10 +47,9 @@ std::string joining(const std::string& dump) {
       return "waits at its rendezvous for the other nodes to join";
     }
     if (frame.find("/torch/distributed/rendezvous.py\"") != std::string::npos ||
-        (frame.find("/torch/distributed/distributed_c10d.py\"") != std::string::npos &&
-         (frame.ends_with(" in init_process_group") ||
-          frame.ends_with(" in _store_based_barrier")))) {
-      return kJoiningGroup;
+        (c10d_frame(frame) && (frame.ends_with(" in init_process_group") ||
+                               frame.ends_with(" in _store_based_barrier")))) {
+      return "waits in init_process_group for the other ranks to join";
     }
   }
   return "";
@@ -137,13 +146,15 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.pids.push_back(e->pid);
       if (p != nullptr) add_ranks(f.ranks, context.ranks_of(*p));
     }
-    std::string join;   // the first process waiting for its peers to start
+    std::string join;                        // the first process waiting for its peers to start
+    const ProcessSummary* joiner = nullptr;  // the first one waiting in init_process_group
     std::string stuck;  // the first process whose innermost frame is the user's own code
     for (const store::Event* e : stacks) {
       const ProcessSummary* p = context.process(e->pid);
       if (p == nullptr) continue;
       std::string waits = joining(e->text);
       if (!waits.empty() && join.empty()) join = context.name(*p) + " " + waits;
+      if (joiner == nullptr && in_init_process_group(e->text)) joiner = p;
       std::string own = stuck_in_user_code(e->text);
       if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
       // The launcher only watches its ranks, once it has started them.
@@ -163,9 +174,9 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
                                           : "no process used CPU or printed anything");
     }
     f.fix = !prompts.empty() ? kPromptFix : !join.empty() ? kJoinFix : kIdleFix;
-    // Ranks that wait for a world the launch does not match wait for ranks never started.
+    // A rank that waits for a world the launch does not match waits for ranks never started.
     std::optional<InitMismatch> mismatch;
-    if (join.ends_with(kJoiningGroup) && (mismatch = init_mismatch(context))) {
+    if (prompts.empty() && joiner != nullptr && (mismatch = init_mismatch(context, *joiner))) {
       f.title += "; " + mismatch->title;
       f.evidence.insert(f.evidence.end(), mismatch->evidence.begin(), mismatch->evidence.end());
       f.fix = mismatch->fix;

@@ -95,15 +95,16 @@ const PythonTraceback* raised_before_crash(const RuleContext& context, const Pro
 std::vector<std::string> traceback_evidence(const RuleContext& context,
                                             const PythonTraceback& traceback);
 
-// The rank or world size the job's code passed to init_process_group, where it contradicts the
-// launch: a world larger or smaller than the ranks the launcher started (the others wait for
-// ranks that never come), a rank other than the launcher's, or two processes with one rank.
+// The rank or world size a process passed to init_process_group (its latest call), where it
+// contradicts the launch: a world other than the launcher's WORLD_SIZE (the others wait for
+// ranks never started, or one is refused), other than the processes torch.multiprocessing.spawn
+// started, a rank another process passed at the same time, a rank other than torchrun's.
 struct InitMismatch {
   std::string title;  // "init_process_group was asked for a world of 4 ranks, but ..."
-  std::vector<std::string> evidence;  // each process's call, beside what its launcher set
+  std::vector<std::string> evidence;  // its call, and the others' that contradict it alike
   std::string fix;
 };
-std::optional<InitMismatch> init_mismatch(const RuleContext& context);
+std::optional<InitMismatch> init_mismatch(const RuleContext& context, const ProcessSummary& p);
 
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {

@@ -59,8 +59,8 @@ struct ProcessRecord {
   std::optional<int> exit_signal;
   bool core_dumped = false;
   int64_t end_ns = 0;
-  // The rank and world size the job's code passed to init_process_group, where it passed them
-  // rather than leave them to the launcher's variables.
+  // The rank and world size the job's code passed to its latest init_process_group call: -1
+  // for each it left to the launcher's variables, unset where no call was seen.
   std::optional<int> init_rank;
   std::optional<int> init_world_size;
 

@@ -133,6 +133,8 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
     r.local_rank.reset();
     r.world_size.reset();
     r.node_rank.reset();
+    r.init_rank.reset();
+    r.init_world_size.reset();
   }
   common::RankEnv env;
   env.source = id.rank_source;
@@ -150,9 +152,11 @@ void ProcessTable::joined_process_group(int pid, uint64_t start_ticks, int rank,
 
 void ProcessTable::called_init_process_group(int pid, uint64_t start_ticks, int rank,
                                              int world_size) {
+  // The latest call is the one that counts (a private group destroyed, then the job's): -1, a
+  // value it did not pass, replaces an earlier call's.
   Entry& entry = entry_for(pid, start_ticks, 0);
-  if (rank >= 0) entry.record.init_rank = rank;
-  if (world_size >= 0) entry.record.init_world_size = world_size;
+  entry.record.init_rank = rank;
+  entry.record.init_world_size = world_size;
   entry.changed = true;
 }
 

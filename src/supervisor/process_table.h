@@ -32,7 +32,8 @@ class ProcessTable {
   // ranks), never torchrun's, which names the same rank.
   void joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size);
   // The rank and world size the job's code passed to init_process_group, -1 for each it left to
-  // the launcher's variables: kept beside the launcher's, which they may contradict.
+  // the launcher's variables: kept beside the launcher's, which they may contradict. A later
+  // call replaces both.
   void called_init_process_group(int pid, uint64_t start_ticks, int rank, int world_size);
   // The index torch.multiprocessing.spawn started the process as: its local rank, and its rank
   // by convention until init_process_group replaces it; it replaces an outer launcher's rank.

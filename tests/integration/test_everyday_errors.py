@@ -522,11 +522,9 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize("case, kind, title", [
     ("world-4", "rendezvous-timeout",
-     "init_process_group was asked for a world of 4 ranks, but the launcher started 2 "
-     "(WORLD_SIZE=2)"),
+     "init_process_group was asked for a world of 4 ranks, but the launcher set WORLD_SIZE=2"),
     ("world-1", "python-exception",
-     "init_process_group was asked for a world of 1 rank, but the launcher started 2 "
-     "(WORLD_SIZE=2)"),
+     "init_process_group was asked for a world of 1 rank, but the launcher set WORLD_SIZE=2"),
     ("rank-0", "rendezvous-timeout", "more than one process passed rank=0 to init_process_group"),
 ])
 def test_init_process_group_arguments_against_the_launch(traindoc, tmp_path, case, kind, title):
@@ -539,9 +537,8 @@ def test_init_process_group_arguments_against_the_launch(traindoc, tmp_path, cas
     root = failed_root(run)
     assert root["kind"] == kind, root
     assert root["title"].endswith(": " + title), root["title"]
-    calls = [line for line in root["evidence"] if " called init_process_group(" in line]
-    assert calls and all("where the launcher set RANK=" in line or " did" in line
-                         for line in calls), root["evidence"]
+    calls = [line for line in root["evidence"] if " called init_process_group(rank=" in line]
+    assert len(calls) == 2, root["evidence"]  # both ranks' calls say it
     assert "os.environ[\"RANK\"]" in root["fix"], root["fix"]
 
 
@@ -552,7 +549,8 @@ def test_spawn_for_a_world_larger_than_it_started(traindoc, tmp_path):
     root = failed_root(run)
     assert root["kind"] == "rendezvous-timeout", root
     assert root["title"].endswith(": init_process_group was asked for a world of 4 ranks, but "
-                                  "torch.multiprocessing.spawn started 2 processes"), root["title"]
+                                  "torch.multiprocessing.spawn started 2 processes on this "
+                                  "machine"), root["title"]
     assert "nprocs=world_size" in root["fix"], root["fix"]
 
 

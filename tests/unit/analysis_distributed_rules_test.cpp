@@ -266,14 +266,13 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   EXPECT_EQ(root.kind, "rendezvous-timeout");
   EXPECT_EQ(root.title,
             "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but the "
-            "launcher started 2 (WORLD_SIZE=2)");
+            "launcher set WORLD_SIZE=2");
   EXPECT_THAT(root.evidence,
               testing::IsSupersetOf(
                   {"timed out in init_process_group waiting for the other ranks to connect",
-                   "rank 0 (pid 1010) called init_process_group(rank=0, world_size=4), where the "
-                   "launcher set RANK=0, WORLD_SIZE=2",
-                   "rank 1 (pid 1011) called init_process_group(rank=1, world_size=4), where the "
-                   "launcher set RANK=1, WORLD_SIZE=2"}));
+                   "rank 0 (pid 1010) called init_process_group(rank=0, world_size=4)",
+                   "rank 1 (pid 1011) called init_process_group(rank=1, world_size=4)"}));
+  EXPECT_EQ(root.confidence, 0.8);
   EXPECT_THAT(root.fix, HasSubstr("leave out rank= and world_size="));
   EXPECT_THAT(root.fix, HasSubstr("int(os.environ[\"WORLD_SIZE\"])"));
 
@@ -286,14 +285,20 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   EXPECT_EQ(d.findings.at(0).title,
             "rank 0 (pid 1010): more than one process passed rank=0 to init_process_group");
   EXPECT_THAT(d.findings[0].evidence,
-              testing::Contains("rank 1 (pid 1011) called init_process_group(rank=0), as rank 0 "
-                                "(pid 1010) did"));
-  EXPECT_THAT(d.findings[0].fix, HasSubstr("its own rank"));
+              testing::IsSupersetOf({"rank 0 (pid 1010) called init_process_group(rank=0)",
+                                     "rank 1 (pid 1011) called init_process_group(rank=0)"}));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("its own rank, never a constant: "
+                                           "int(os.environ[\"RANK\"])"));
   // A rank that ended before the other started (a launcher's restart) claimed nothing twice.
   process(e, kRank1).start_ns = at(20.3);
   d = diagnose(e);
   EXPECT_EQ(d.findings.at(0).title,
-            "rank 0 (pid 1010): init_process_group was given rank=0 where the launcher set RANK=1");
+            "rank 0 (pid 1010): timed out in init_process_group waiting for the other ranks to "
+            "connect");
+  // Rank 1's own wait is told by what its call contradicts: torchrun's RANK.
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains("the same failure, also: rank 1 (pid 1011): init_process_group "
+                                "was given rank=0, but the launcher set RANK=1"));
 
   // world_size=1 under two ranks: gloo refuses rank 1, and rank 0 goes on alone.
   e = torchrun_job();
@@ -314,7 +319,7 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   EXPECT_EQ(d.findings[0].kind, "python-exception");
   EXPECT_EQ(d.findings[0].title,
             "rank 1 (pid 1011): init_process_group was asked for a world of 1 rank, but the "
-            "launcher started 2 (WORLD_SIZE=2)");
+            "launcher set WORLD_SIZE=2");
   EXPECT_THAT(d.findings[0].evidence,
               testing::Contains(HasSubstr("RuntimeError: [enforce fail at "
                                           "./gloo/context.cc:27] rank < size. 1 vs 1")));
@@ -344,12 +349,41 @@ TEST(DistributedRules, AWorldLargerThanSpawnStartedIsTheCause) {
   EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
   EXPECT_EQ(d.findings[0].title,
             "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but "
-            "torch.multiprocessing.spawn started 2 processes");
+            "torch.multiprocessing.spawn started 2 processes on this machine");
   EXPECT_THAT(d.findings[0].evidence,
               testing::Contains("rank 1 (pid 1011) called init_process_group(rank=1, "
-                                "world_size=4), one of 2 processes torch.multiprocessing.spawn "
-                                "started"));
-  EXPECT_THAT(d.findings[0].fix, HasSubstr("nprocs=world_size"));
+                                "world_size=4)"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("If no other machine starts the other 2 ranks, give "
+                                           "mp.spawn and init_process_group one number: "
+                                           "nprocs=world_size"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("If others do, check that they started"));
+
+  // A world smaller than spawn started is wrong wherever the others run.
+  for (ProcessRecord& p : e.processes) {
+    if (p.rank) p.init_world_size = 1;
+  }
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.at(0).title,
+            "rank 0 (pid 1010): init_process_group was asked for a world of 1 rank, but "
+            "torch.multiprocessing.spawn started 2 processes");
+  EXPECT_THAT(d.findings[0].fix, testing::StartsWith("Give mp.spawn and init_process_group one "
+                                                     "number"));
+
+  // torchrun's rank 0 ran mp.spawn itself: its processes inherited RANK and WORLD_SIZE=2, which
+  // do not count their world of 4.
+  for (ProcessRecord& p : e.processes) {
+    if (!p.rank) continue;
+    p.init_world_size = 4;
+    p.rank_source = "torch";
+    p.rank = 0;
+    p.world_size = 2;
+  }
+  e.processes[0].rank_source = "torch";
+  e.processes[0].rank = 0;
+  e.processes[0].world_size = 2;
+  for (const Finding& f : diagnose(e).findings) {
+    EXPECT_THAT(f.title, testing::Not(HasSubstr("asked for a world"))) << f.title;
+  }
 }
 
 TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {

@@ -220,15 +220,16 @@ TEST(ProcessTable, TheArgumentsInitProcessGroupWasCalledWith) {
   t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(1, 1));
   t.table.called_init_process_group(20, 200, -1, 8);  // rank left to RANK
   ProcessRecord r = t.get(20, 200);
-  EXPECT_EQ(r.init_rank, std::nullopt);
+  EXPECT_EQ(r.init_rank, -1);
   EXPECT_EQ(r.init_world_size, 8);
   EXPECT_EQ(r.rank, 1);
   EXPECT_EQ(r.world_size, 4);
   EXPECT_EQ(r.rank_source, "torch");
-  t.table.called_init_process_group(20, 200, 0, -1);  // a second call (a retry) adds its rank
+  // A later call (the job's group, after a private one it destroyed) replaces both.
+  t.table.called_init_process_group(20, 200, 0, -1);
   r = t.get(20, 200);
   EXPECT_EQ(r.init_rank, 0);
-  EXPECT_EQ(r.init_world_size, 8);
+  EXPECT_EQ(r.init_world_size, -1);
 }
 
 TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
