@@ -2,6 +2,8 @@
 // collective-order, collective-missing, uneven-inputs, peer-exited), with each rank's part, the
 // call sites, the stacks it collected and the fix. Pure.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -163,6 +165,70 @@ void as_straggler(const RuleContext& context, const store::CollectiveIssue& late
   f.evidence.push_back("the stacks below show where each rank was while the others waited");
 }
 
+// The share of a core the process used between two times, from its samples; nullopt when
+// fewer than two samples fall in that time.
+std::optional<double> cpu_share(const RuleContext& context, const store::CollectiveIssueRank& rank,
+                                int64_t from_ns, int64_t to_ns) {
+  const store::ProcSample* first = nullptr;
+  const store::ProcSample* last = nullptr;
+  for (const store::ProcSample& s : context.evidence.proc_samples) {
+    if (s.pid != rank.pid || s.start_ticks != rank.start_ticks || s.t_ns < from_ns ||
+        s.t_ns > to_ns) {
+      continue;
+    }
+    if (first == nullptr) first = &s;
+    last = &s;
+  }
+  if (first == nullptr || last->t_ns <= first->t_ns) return std::nullopt;
+  double cpu = last->cpu_user_s + last->cpu_sys_s - first->cpu_user_s - first->cpu_sys_s;
+  return cpu * 1e9 / static_cast<double>(last->t_ns - first->t_ns);
+}
+
+// Whether a stack dump's main thread waits to take a lock: a Python lock (threading.Lock,
+// Condition, Queue, Event) or a native mutex.
+bool waits_on_lock(const std::string& dump) {
+  size_t native = dump.find("native (main thread):");
+  if (native == std::string::npos) return false;
+  size_t end = dump.find("native (", native + 1);
+  std::string_view main(dump.data() + native, std::min(end, dump.size()) - native);
+  return main.find("PyThread_acquire_lock") != std::string_view::npos ||
+         main.find("pthread_mutex_lock") != std::string_view::npos ||
+         main.find("__lll_lock_wait") != std::string_view::npos;
+}
+
+constexpr double kBusyShare = 0.5;   // of a core: running, not waiting
+constexpr double kIdleShare = 0.05;  // of a core: waiting
+
+// A missing rank the others wait for that runs its own code (a loop that does not end, work only
+// it does) or waits on a lock (a deadlock of its own): the collective was not skipped, and the
+// title says what the rank does. Returns the fix, "" when the samples and the stack say neither.
+std::string what_it_does(const RuleContext& context, const store::CollectiveIssue& issue,
+                         const store::CollectiveIssueRank& rank, const std::string& place,
+                         std::string& title) {
+  std::optional<double> share = cpu_share(context, rank, issue.first_ns, issue.t_ns);
+  if (!share) return "";
+  if (*share >= kBusyShare) {
+    title +=
+        " is busy at " + place + " (" + std::to_string(std::lround(*share * 100)) + "% of a core)";
+    return "The missing rank is running its own code while the others wait (at " + place +
+           "): a loop that does not end, work that only it does or that takes it far longer "
+           "(evaluation, saving or logging on one rank), or code past a collective it skipped "
+           "(a rank-dependent branch). Make it reach the same collective: finish or share that "
+           "work, guard the collective identically on every rank, or raise the process group "
+           "timeout (init_process_group(timeout=...)) for work long by nature.";
+  }
+  if (*share < kIdleShare && waits_on_lock(rank.stack)) {
+    title += " waits on a lock or a queue at " + place;
+    return "The missing rank is blocked taking a lock, or waiting on a queue or an event, at " +
+           place +
+           ": a deadlock of its own or a producer that stopped (a lock taken twice, one a dead "
+           "thread held, a queue nothing fills, DataLoader workers that hang), not a collective "
+           "skipped. Its stack in the report shows the wait; find what holds the lock or should "
+           "fill the queue (py-spy dump --pid shows every thread live).";
+  }
+  return "";
+}
+
 std::string stack_excerpt(const std::string& stack) {
   std::istringstream lines(stack);
   std::string line;
@@ -253,7 +319,12 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         // Where the missing rank is: often another collective only it makes (a model wrapped
         // in DDP on one rank only) or work only it does.
         std::string place = user_place(rank.stack);
-        if (!place.empty()) f.title += "; " + who + " is at " + place;
+        if (!place.empty()) {
+          std::string doing = "; " + who;
+          std::string fix = what_it_does(context, issue, rank, place, doing);
+          f.title += fix.empty() ? doing + " is at " + place : doing;
+          if (!fix.empty()) f.fix = fix;
+        }
       }
       if (named && process) add_ranks(f.ranks, context.ranks_of(*process));
       if (named && rank.pid != 0) f.pids.push_back(rank.pid);

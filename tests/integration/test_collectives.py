@@ -1,6 +1,7 @@
 """Collectives across ranks, with real torchrun and gloo: the checker's findings (kind, ranks, call
 sites) in report.json, and the terminal line printed while the job still runs."""
 import json
+import re
 import sqlite3
 import subprocess
 import threading
@@ -220,6 +221,22 @@ def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
     sleep_line = SCRIPT.read_text().splitlines().index("        time.sleep(8)  # busy elsewhere") + 1
     assert f"line {sleep_line} in skip_and_work" in evidence, evidence
     assert "native (main thread)" in evidence
+
+
+@pytest.mark.parametrize("scenario, doing, marker, fix", [
+    ("loop_on_one_rank", "is busy at", "deadline:  # busy", "a loop that does not end"),
+    ("deadlock_on_one_rank", "waits on a lock or a queue at", "# deadlock", "a deadlock of its own"),
+])
+def test_a_missing_rank_busy_or_deadlocked_is_said_so(tmp_path, scenario, doing, marker, fix):
+    """The rank the others wait for runs a loop of its own (its CPU samples), or waits on a lock
+    it holds (its native stack): the title says which, at its line, with a fix for it."""
+    run = faults(tmp_path, scenario, "--stall-seconds", "2")
+    root = assert_root(run, "collective-missing", scenario, ranks=[1])
+    line = next(n for n, text in enumerate(SCRIPT.read_text().splitlines(), 1) if marker in text)
+    # The loop's frame is at its condition or its body.
+    assert re.search(r"; rank 1 \(pid \d+\) %s %s:(%d|%d) in %s" % (
+        doing, re.escape(str(SCRIPT)), line, line + 1, scenario), root["title"]), root
+    assert fix in root["fix"], root["fix"]
 
 
 def test_a_prompt_nobody_answers_is_named(tmp_path):

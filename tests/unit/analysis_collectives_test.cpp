@@ -248,6 +248,60 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
   expect_its_end_leads(diagnose(e), "killed-externally");
 }
 
+// The missing rank's samples while the others waited: `cpu_s` seconds of CPU in each second.
+void sample_cpu(store::Evidence& e, double cpu_s) {
+  for (int i = 0; i <= 2; ++i) {
+    store::ProcSample s;
+    s.pid = 12;
+    s.start_ticks = 3;
+    s.t_ns = kT0 + kSecond + i * kSecond / 2;
+    s.cpu_user_s = 1.0 + cpu_s * i / 2;
+    e.proc_samples.push_back(s);
+  }
+}
+
+// A missing rank that runs its own code (a loop) or waits on a lock while the others wait: the
+// title says which, with a fix for it; without samples, where it is. Real stacks of PyTorch 1.13.
+TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
+  missing.state = "never called it";
+  missing.stack =
+      "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
+      "  File \"/tmp/busy.py\", line 12 in <module>\n"
+      "native (main thread):\n  #0 _PyEval_EvalFrameDefault (python3.11+0x52db92)\n";
+  sample_cpu(e, 0.98);
+  Diagnosis d = diagnose(e);
+  EXPECT_EQ(d.findings.front().title,
+            "all_reduce #4 has a different missing; rank 1 (pid 12) is busy at /tmp/busy.py:12 in "
+            "<module> (98% of a core)");
+  EXPECT_THAT(d.findings.front().fix, HasSubstr("a loop that does not end"));
+
+  missing.stack =
+      "python:\nCurrent thread 0x00007fd791e19800 (most recent call first):\n"
+      "  File \"/tmp/busy.py\", line 8 in <module>\n"
+      "native (main thread):\n  #0 __futex_abstimed_wait_common (libc.so.6+0x85f14)\n"
+      "  #1 __new_sem_wait_slow64.constprop.0 (libc.so.6+0x90d90)\n"
+      "  #2 PyThread_acquire_lock_timed (python3.11+0x4f905f)\n";
+  e.proc_samples.clear();
+  sample_cpu(e, 0.0);
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.front().title,
+            "all_reduce #4 has a different missing; rank 1 (pid 12) waits on a lock or a queue at "
+            "/tmp/busy.py:8 in <module>");
+  EXPECT_THAT(d.findings.front().fix, HasSubstr("a deadlock of its own"));
+
+  // Idle without a lock (sleeping, reading a file): where it is, and the general fix.
+  missing.stack =
+      "python:\nCurrent thread 0x00007fd791e19800 (most recent call first):\n"
+      "  File \"/tmp/busy.py\", line 8 in <module>\n";
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.front().title,
+            "all_reduce #4 has a different missing; rank 1 (pid 12) is at /tmp/busy.py:8 in "
+            "<module>");
+  EXPECT_THAT(d.findings.front().fix, HasSubstr("Make the collective unconditional"));
+}
+
 // Both ranks wait, each in another call, until gloo's timeout; the missing one times out too.
 // Neither end is a failure of its own: the hang is the cause, it names the missing rank only, and
 // the timeouts are its evidence.

@@ -7,6 +7,7 @@ import ctypes
 import datetime
 import os
 import sys
+import threading
 import time
 
 import torch
@@ -53,6 +54,26 @@ def skip_and_work(rank):  # H08 (b): the rank skips the call and stays busy
         dist.all_reduce(t)  # fault
     else:
         time.sleep(8)  # busy elsewhere
+
+
+def loop_on_one_rank(rank):  # the missing rank runs a loop of its own, using CPU
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank == 1:
+        deadline = time.time() + 60  # past the others' timeout: it never arrives
+        while time.time() < deadline:  # busy
+            pass
+    dist.all_reduce(t)  # fault
+
+
+def deadlock_on_one_rank(rank):  # the missing rank takes a lock it already holds
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank == 1:
+        lock = threading.Lock()
+        lock.acquire()
+        lock.acquire()  # deadlock
+    dist.all_reduce(t)  # fault
 
 
 def skip_and_exit(rank):  # H08 (c)
