@@ -11,16 +11,13 @@ namespace {
 
 constexpr size_t kCalls = 4;  // the calls cited as evidence
 
-// The variables of the launcher that started the process, nullptr for none. A process whose
-// parent in the job carries the same ones inherited them (torch.multiprocessing.spawn inside a
-// torchrun rank, a rank's own subprocess with a private world, a hand-made launcher in an
-// sbatch step): they do not count its world.
+// The variables of the launcher that started the process, nullptr for none. Below a rank they
+// are the rank's, inherited (torch.multiprocessing.spawn inside a torchrun rank, a rank's own
+// subprocess with a private world): they do not count its world. A wrapper between launcher and
+// rank (a shell script, `conda run`) is no rank.
 const common::RankVars* launcher_vars(const RuleContext& context, const store::ProcessRecord& r) {
   const ProcessSummary* parent = context.process(r.ppid);
-  if (parent != nullptr && parent->record.rank_source == r.rank_source &&
-      parent->record.rank == r.rank && parent->record.world_size == r.world_size) {
-    return nullptr;
-  }
+  if (parent != nullptr && parent->role.role == Role::kRank) return nullptr;
   for (const common::RankVars& vars : common::kRankVars) {
     if (r.rank_source == common::rank_source_name(vars.source)) return &vars;
   }
@@ -85,12 +82,17 @@ std::string launcher_fix(const common::RankVars& vars) {
          ". A number written in the code or a config goes stale when the GPUs or nodes change.";
 }
 
-// Whether two processes passed one rank to init_process_group at the same time. A world of one
-// is each process's own (a sweep of single-process jobs, a private group).
+// The world a call joins: the size it passed, else the launcher's.
+std::optional<int> world_of(const store::ProcessRecord& r) {
+  return passed(r.init_world_size) ? r.init_world_size : r.world_size;
+}
+
+// Whether two processes passed one rank to init_process_group for one world at the same time:
+// siblings (one launcher's, one spawn's) in a world of more than one (a sweep of single-process
+// jobs each has its own).
 bool same_rank(const store::ProcessRecord& a, const store::ProcessRecord& b) {
-  auto shared = [](const store::ProcessRecord& r) { return r.init_world_size != 1; };
-  return passed(a.init_rank) && a.init_rank == b.init_rank && shared(a) && shared(b) &&
-         overlap(a, b);
+  return passed(a.init_rank) && a.init_rank == b.init_rank && a.ppid == b.ppid &&
+         world_of(a).value_or(0) > 1 && world_of(a) == world_of(b) && overlap(a, b);
 }
 
 // What p's own call contradicts, with the words that say it; nullopt when nothing.
@@ -125,7 +127,7 @@ std::optional<InitMismatch> contradiction(const RuleContext& context, const Proc
                               ". If others do, check that they started, with the same "
                               "MASTER_ADDR and MASTER_PORT (or init_method)."};
     }
-    if (*world < started) {
+    if (*world<started&& * world> 1) {  // a world of one is each process's own
       return InitMismatch{title, {}, "Give " + one_number + "."};
     }
   }
@@ -136,8 +138,9 @@ std::optional<InitMismatch> contradiction(const RuleContext& context, const Proc
         {},
         std::string("Give each process its own rank, never a constant: ") +
             (vars != nullptr ? env_int(vars->rank) + ", what the launcher set."
-                             : "the index torch.multiprocessing.spawn passes the function (plus "
-                               "the node's first rank on several nodes).")};
+             : spawned(r)    ? "the index torch.multiprocessing.spawn passes the function (plus "
+                               "the node's first rank on several nodes)."
+                             : "a number its launcher gives each process it starts.")};
   }
   // torchrun's RANK is the rank to use; other launchers' ranks may be reordered by the code.
   if (vars != nullptr && vars->source == common::RankSource::kTorch && rank && r.rank &&

@@ -3,9 +3,11 @@
 // call sites, the stacks it collected and the fix. Pure.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "analysis/rules.h"
 
@@ -165,49 +167,71 @@ void as_straggler(const RuleContext& context, const store::CollectiveIssue& late
   f.evidence.push_back("the stacks below show where each rank was while the others waited");
 }
 
-// The share of a core the process used between two times, from its samples; nullopt when
-// fewer than two samples fall in that time.
-std::optional<double> cpu_share(const RuleContext& context, const store::CollectiveIssueRank& rank,
+// The share of a core the process used from `from_ns` to `to_ns`, from the samples nearest
+// outside that time (older samples are thinned to one a minute); nullopt without two samples.
+std::optional<double> cpu_share(const RuleContext& context, int pid, uint64_t start_ticks,
                                 int64_t from_ns, int64_t to_ns) {
   const store::ProcSample* first = nullptr;
   const store::ProcSample* last = nullptr;
   for (const store::ProcSample& s : context.evidence.proc_samples) {
-    if (s.pid != rank.pid || s.start_ticks != rank.start_ticks || s.t_ns < from_ns ||
-        s.t_ns > to_ns) {
-      continue;
-    }
-    if (first == nullptr) first = &s;
-    last = &s;
+    if (s.pid != pid || s.start_ticks != start_ticks) continue;
+    if (s.t_ns <= from_ns || first == nullptr) first = &s;
+    if (last == nullptr || last->t_ns < to_ns) last = &s;
   }
   if (first == nullptr || last->t_ns <= first->t_ns) return std::nullopt;
   double cpu = last->cpu_user_s + last->cpu_sys_s - first->cpu_user_s - first->cpu_sys_s;
   return cpu * 1e9 / static_cast<double>(last->t_ns - first->t_ns);
 }
 
-// Whether a stack dump's main thread waits to take a lock: a Python lock (threading.Lock,
-// Condition, Queue, Event) or a native mutex.
-bool waits_on_lock(const std::string& dump) {
-  size_t native = dump.find("native (main thread):");
-  if (native == std::string::npos) return false;
-  size_t end = dump.find("native (", native + 1);
-  std::string_view main(dump.data() + native, std::min(end, dump.size()) - native);
-  return main.find("PyThread_acquire_lock") != std::string_view::npos ||
-         main.find("pthread_mutex_lock") != std::string_view::npos ||
-         main.find("__lll_lock_wait") != std::string_view::npos;
+// The native frames of a stack dump's main thread.
+std::string_view main_native(const std::string& dump) {
+  size_t at = dump.find("native (main thread):");
+  if (at == std::string::npos) return {};
+  size_t end = dump.find("native (", at + 1);
+  return std::string_view(dump).substr(at, end == std::string::npos ? end : end - at);
 }
 
-constexpr double kBusyShare = 0.5;   // of a core: running, not waiting
-constexpr double kIdleShare = 0.05;  // of a core: waiting
+bool has_any(std::string_view text, std::initializer_list<std::string_view> needles) {
+  return std::any_of(needles.begin(), needles.end(),
+                     [&](std::string_view n) { return text.find(n) != std::string_view::npos; });
+}
 
-// A missing rank the others wait for that runs its own code (a loop that does not end, work only
-// it does) or waits on a lock (a deadlock of its own): the collective was not skipped, and the
-// title says what the rank does. Returns the fix, "" when the samples and the stack say neither.
+// The main thread waits to take a lock: a Python lock (threading.Lock, Condition, Queue, Event;
+// a semaphore, or CPython 3.13's PyMutex) or a native mutex.
+bool waits_on_lock(const std::string& dump) {
+  return has_any(main_native(dump),
+                 {"PyThread_acquire_lock", "_PyMutex_LockTimed", "_PyParkingLot_Park", "sem_wait",
+                  "sem_timedwait", "pthread_mutex_lock", "__lll_lock_wait"});
+}
+
+// The main thread waits for the GPU, which CUDA's default schedule spins on: CPU, yet no work.
+bool waits_on_gpu(const std::string& dump) {
+  return has_any(main_native(dump),
+                 {"libcuda", "libcudart", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                  "_local_scalar_dense", "ProcessGroupNCCL"});
+}
+
+constexpr double kBusyShare = 0.5;  // of a core: running, not waiting
+
+// What a missing rank the others wait for does there: waits on a lock (its stack: a wait of its
+// own that does not end), or runs its own code (its CPU samples: a loop that does not end, work
+// only it does). Adds it to the title and returns its fix; "" when they say neither.
 std::string what_it_does(const RuleContext& context, const store::CollectiveIssue& issue,
-                         const store::CollectiveIssueRank& rank, const std::string& place,
-                         std::string& title) {
-  std::optional<double> share = cpu_share(context, rank, issue.first_ns, issue.t_ns);
-  if (!share) return "";
-  if (*share >= kBusyShare) {
+                         const store::CollectiveIssueRank& rank, const ProcessSummary& process,
+                         const std::string& place, std::string& title) {
+  // A main thread blocked on a lock does no work, whatever another thread of it burns.
+  if (waits_on_lock(rank.stack)) {
+    title += " waits on a lock or a queue at " + place;
+    return "The missing rank is blocked taking a lock, or waiting on a queue or an event, at " +
+           place +
+           ": a wait that does not end (a lock taken twice or held by a thread that died, a queue "
+           "nothing fills, a thread it joins that does not finish, DataLoader workers that "
+           "hang). Its stack in the report shows the wait; find what holds the lock or should "
+           "fill the queue (py-spy dump --pid shows every thread live).";
+  }
+  std::optional<double> share =
+      cpu_share(context, rank.pid, process.record.start_ticks, issue.first_ns, issue.t_ns);
+  if (share && *share >= kBusyShare && !waits_on_gpu(rank.stack)) {
     title +=
         " is busy at " + place + " (" + std::to_string(std::lround(*share * 100)) + "% of a core)";
     return "The missing rank is running its own code while the others wait (at " + place +
@@ -216,15 +240,6 @@ std::string what_it_does(const RuleContext& context, const store::CollectiveIssu
            "(a rank-dependent branch). Make it reach the same collective: finish or share that "
            "work, guard the collective identically on every rank, or raise the process group "
            "timeout (init_process_group(timeout=...)) for work long by nature.";
-  }
-  if (*share < kIdleShare && waits_on_lock(rank.stack)) {
-    title += " waits on a lock or a queue at " + place;
-    return "The missing rank is blocked taking a lock, or waiting on a queue or an event, at " +
-           place +
-           ": a deadlock of its own or a producer that stopped (a lock taken twice, one a dead "
-           "thread held, a queue nothing fills, DataLoader workers that hang), not a collective "
-           "skipped. Its stack in the report shows the wait; find what holds the lock or should "
-           "fill the queue (py-spy dump --pid shows every thread live).";
   }
   return "";
 }
@@ -272,6 +287,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     if (late != nullptr) as_straggler(context, *late, f);
     bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
     bool any_odd = std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
+    bool fitted = false;  // a missing rank's doing gave the fix
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
       const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
       std::string who = who_of(context, rank);
@@ -321,9 +337,12 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         std::string place = user_place(rank.stack);
         if (!place.empty()) {
           std::string doing = "; " + who;
-          std::string fix = what_it_does(context, issue, rank, place, doing);
+          std::string fix =
+              process != nullptr ? what_it_does(context, issue, rank, *process, place, doing) : "";
           f.title += fix.empty() ? doing + " is at " + place : doing;
-          if (!fix.empty()) f.fix = fix;
+          // The first missing rank's fix (the title names it first).
+          if (!fix.empty() && !fitted) f.fix = fix;
+          fitted = fitted || !fix.empty();
         }
       }
       if (named && process) add_ranks(f.ranks, context.ranks_of(*process));

@@ -144,11 +144,15 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
 }
 
 // A rank that timed out waiting in torch's init_process_group for the others to join, or that
-// it refused, where its call asked for a world the launch does not match: the mismatch is the
-// cause, the timeout (or the refusal) its evidence. False when it is not.
+// gloo refused a rank beyond the world, where its call asked for a world the launch does not
+// match: the mismatch is the cause, the timeout (or the refusal) its evidence. False when not.
 bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
                            const std::string& who, const PythonTraceback& tb, Finding& f) {
-  if (f.kind != "rendezvous-timeout" && f.kind != "python-exception") return false;
+  // Of plain exceptions, the refusals a world of another size explains (gloo's enforce).
+  if (f.kind != "rendezvous-timeout" &&
+      !(f.kind == "python-exception" && tb.message.find("rank < size") != std::string::npos)) {
+    return false;
+  }
   if (std::none_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
         return frame.function == "init_process_group" &&
                frame.file.ends_with("/torch/distributed/distributed_c10d.py");

@@ -146,15 +146,15 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.pids.push_back(e->pid);
       if (p != nullptr) add_ranks(f.ranks, context.ranks_of(*p));
     }
-    std::string join;                        // the first process waiting for its peers to start
-    const ProcessSummary* joiner = nullptr;  // the first one waiting in init_process_group
+    std::string join;                            // the first process waiting for its peers to start
+    std::vector<const ProcessSummary*> joiners;  // those waiting in init_process_group
     std::string stuck;  // the first process whose innermost frame is the user's own code
     for (const store::Event* e : stacks) {
       const ProcessSummary* p = context.process(e->pid);
       if (p == nullptr) continue;
       std::string waits = joining(e->text);
       if (!waits.empty() && join.empty()) join = context.name(*p) + " " + waits;
-      if (joiner == nullptr && in_init_process_group(e->text)) joiner = p;
+      if (in_init_process_group(e->text)) joiners.push_back(p);
       std::string own = stuck_in_user_code(e->text);
       if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
       // The launcher only watches its ranks, once it has started them.
@@ -176,7 +176,10 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     f.fix = !prompts.empty() ? kPromptFix : !join.empty() ? kJoinFix : kIdleFix;
     // A rank that waits for a world the launch does not match waits for ranks never started.
     std::optional<InitMismatch> mismatch;
-    if (prompts.empty() && joiner != nullptr && (mismatch = init_mismatch(context, *joiner))) {
+    for (size_t k = 0; prompts.empty() && !mismatch && k < joiners.size(); ++k) {
+      mismatch = init_mismatch(context, *joiners[k]);
+    }
+    if (mismatch) {
       f.title += "; " + mismatch->title;
       f.evidence.insert(f.evidence.end(), mismatch->evidence.begin(), mismatch->evidence.end());
       f.fix = mismatch->fix;

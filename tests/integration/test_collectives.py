@@ -225,7 +225,8 @@ def test_skip_and_keep_working_gives_stacks(tmp_path):  # H08 (b)
 
 @pytest.mark.parametrize("scenario, doing, marker, fix", [
     ("loop_on_one_rank", "is busy at", "deadline:  # busy", "a loop that does not end"),
-    ("deadlock_on_one_rank", "waits on a lock or a queue at", "# deadlock", "a deadlock of its own"),
+    ("deadlock_on_one_rank", "waits on a lock or a queue at", "# deadlock",
+     "a wait that does not end"),
 ])
 def test_a_missing_rank_busy_or_deadlocked_is_said_so(tmp_path, scenario, doing, marker, fix):
     """The rank the others wait for runs a loop of its own (its CPU samples), or waits on a lock

@@ -289,9 +289,26 @@ TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
   EXPECT_EQ(d.findings.front().title,
             "all_reduce #4 has a different missing; rank 1 (pid 12) waits on a lock or a queue at "
             "/tmp/busy.py:8 in <module>");
-  EXPECT_THAT(d.findings.front().fix, HasSubstr("a deadlock of its own"));
+  EXPECT_THAT(d.findings.front().fix, HasSubstr("a wait that does not end"));
+
+  // A thread of its own burns CPU while its main thread waits on the lock: the lock it is.
+  e.proc_samples.clear();
+  sample_cpu(e, 1.0);
+  EXPECT_THAT(diagnose(e).findings.front().title, HasSubstr(" waits on a lock or a queue at "));
+
+  // CUDA spins while the main thread waits for the GPU: CPU, yet no work of its own.
+  missing.stack =
+      "python:\nCurrent thread 0x00007fd791e19800 (most recent call first):\n"
+      "  File \"/tmp/train.py\", line 30 in <module>\n"
+      "native (main thread):\n  #0 ?? (libcuda.so.1+0x2f1a5e)\n"
+      "  #1 cudaStreamSynchronize (libcudart.so.12+0x4f1a0)\n";
+  EXPECT_EQ(diagnose(e).findings.front().title,
+            "all_reduce #4 has a different missing; rank 1 (pid 12) is at /tmp/train.py:30 in "
+            "<module>");
 
   // Idle without a lock (sleeping, reading a file): where it is, and the general fix.
+  e.proc_samples.clear();
+  sample_cpu(e, 0.0);
   missing.stack =
       "python:\nCurrent thread 0x00007fd791e19800 (most recent call first):\n"
       "  File \"/tmp/busy.py\", line 8 in <module>\n";

@@ -323,6 +323,51 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   EXPECT_THAT(d.findings[0].evidence,
               testing::Contains(HasSubstr("RuntimeError: [enforce fail at "
                                           "./gloo/context.cc:27] rank < size. 1 vs 1")));
+  // Another exception of init_process_group is not the mismatch's to explain.
+  e.log_lines.back().text =
+      "[default1]:RuntimeError: trying to initialize the default process "
+      "group twice!";
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_THAT(d.findings[0].title, HasSubstr("raised RuntimeError: trying to initialize"));
+}
+
+// A shell wrapper between torchrun and each rank (`torchrun --no-python bash run.sh`) carries
+// the same variables, and is no rank: the ranks' calls are still measured against WORLD_SIZE.
+// Ranks of separate worlds of one (a sweep) share no rank.
+TEST(DistributedRules, InitProcessGroupArgumentsBehindAWrapperOrInWorldsOfOne) {
+  Evidence e = torchrun_job();
+  e.processes.resize(3);
+  for (int i : {1, 2}) {
+    ProcessRecord shell = e.processes[i];
+    shell.pid += 100;
+    shell.start_ticks -= 50;
+    shell.cmdline = shell.argv0 = "/bin/bash";
+    shell.cmdline += " run.sh";
+    e.processes[i].ppid = shell.pid;
+    e.processes[i].init_rank = e.processes[i].rank;
+    e.processes[i].init_world_size = 4;
+    e.processes.push_back(shell);
+  }
+  uint64_t number = 1;
+  print_lines(e, 20.1, number, init_timeout("[default0]:", "RuntimeError: Socket Timeout"));
+  exited(e, kRank0, 20.2, 1);
+  exited(e, kLauncher, 20.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].title,
+            "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but the "
+            "launcher set WORLD_SIZE=2");
+
+  // Two single-process jobs of a sweep, each rank=0 in a world of its own.
+  for (int i : {1, 2}) {
+    e.processes[i].init_rank = 0;
+    e.processes[i].init_world_size = 1;
+    e.processes[i].world_size = 1;
+  }
+  for (const Finding& f : diagnose(e).findings) {
+    EXPECT_THAT(f.title, testing::Not(HasSubstr("more than one process"))) << f.title;
+  }
 }
 
 // torch.multiprocessing.spawn(nprocs=2) with world_size=4: the world is measured against the
@@ -359,15 +404,27 @@ TEST(DistributedRules, AWorldLargerThanSpawnStartedIsTheCause) {
   EXPECT_THAT(d.findings[0].fix, HasSubstr("If others do, check that they started"));
 
   // A world smaller than spawn started is wrong wherever the others run.
+  ProcessRecord third = e.processes[2];
+  third.pid = 1012;
+  third.rank = third.local_rank = third.init_rank = 2;
+  e.processes.push_back(third);
   for (ProcessRecord& p : e.processes) {
-    if (p.rank) p.init_world_size = 1;
+    if (p.rank) p.init_world_size = 2;
   }
   d = diagnose(e);
   EXPECT_EQ(d.findings.at(0).title,
-            "rank 0 (pid 1010): init_process_group was asked for a world of 1 rank, but "
-            "torch.multiprocessing.spawn started 2 processes");
+            "rank 0 (pid 1010): init_process_group was asked for a world of 2 ranks, but "
+            "torch.multiprocessing.spawn started 3 processes");
   EXPECT_THAT(d.findings[0].fix, testing::StartsWith("Give mp.spawn and init_process_group one "
                                                      "number"));
+  // A world of one each (a sweep): no mismatch.
+  for (ProcessRecord& p : e.processes) {
+    if (p.rank) p.init_world_size = 1;
+  }
+  for (const Finding& f : diagnose(e).findings) {
+    EXPECT_THAT(f.title, testing::Not(HasSubstr("asked for a world"))) << f.title;
+  }
+  e.processes.pop_back();
 
   // torchrun's rank 0 ran mp.spawn itself: its processes inherited RANK and WORLD_SIZE=2, which
   // do not count their world of 4.
