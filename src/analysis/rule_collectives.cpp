@@ -304,7 +304,9 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       // out waiting elsewhere. One whose program had finished skipped the call, however its
       // teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
-      if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
+      // One that came late made the call: the others gave up before it came, and what ended it
+      // then (their closed connections) is a consequence.
+      if (about_missing_ranks(issue) && missing(rank) && process != nullptr && late == nullptr &&
           ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
           (rank.state.ends_with("without calling it") ||

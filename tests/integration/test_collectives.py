@@ -342,6 +342,16 @@ def test_a_straggler_is_told_apart_from_a_desync(tmp_path):  # H14
     assert f"line {sleep_line} in straggler" in evidence, evidence
 
 
+def test_a_straggler_later_than_the_timeout_is_the_cause(tmp_path):  # H14
+    """Rank 0 gives up waiting before rank 1 comes; rank 1 then fails on the connection rank 0's
+    end closed. The straggler is the root cause, not a rank that died before the call."""
+    run = faults(tmp_path, "straggler_past_the_timeout", "--stall-seconds", "2")
+    assert run.status == 1
+    root = assert_root(run, "collective-missing", "straggler_past_the_timeout", ranks=[1])
+    assert "a straggler" in root["title"], root["title"]
+    assert "raise the process group timeout" in root["fix"]
+
+
 def test_a_late_peer_of_an_async_call_is_no_finding(tmp_path):
     """Rank 1's all_reduce(async_op=True) returns at once and rank 0 makes it 2 s later: the
     return is no sign that rank 1 gave up, and --on-mismatch abort leaves the job alone."""

@@ -426,6 +426,16 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   // A job that failed all the same (a wait timed out): the straggler is its cause.
   e.run.exit_code = 1;
   EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kError);
+  // It came after rank 0 had given up, and failed on the connection rank 0's end closed: a
+  // straggler still, not a rank that died before the call.
+  e.processes[0].exit_code = 1;
+  e.processes[1].exit_code = 1;
+  e.processes[2].exit_code = 1;
+  e.processes[2].end_ns = kT0 + 8 * kSecond + kSecond / 2;
+  e.processes[2].end_source = store::EndSource::kParent;
+  d = diagnose(e);
+  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_THAT(d.findings.front().title, HasSubstr("5.0 s after the others: a straggler"));
   // The stall took rank 0's call for one of its own; its late peer shows it was not.
   e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
   e.collective_issues[0].ranks[1].state = "never calls from there";

@@ -104,6 +104,14 @@ def straggler(rank):  # H14: rank 1 has more work, then makes the same call
     dist.all_reduce(t)  # fault
 
 
+def straggler_past_the_timeout(rank):  # H14, later than the others wait (main's timeout, 6 s)
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    if rank == 1:
+        time.sleep(8)
+    dist.all_reduce(t)  # fault
+
+
 def order_swapped(rank):  # S06: unsynchronized updates reorder two collectives
     a = torch.ones(16)
     b = torch.ones(16)
