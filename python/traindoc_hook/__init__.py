@@ -5,11 +5,11 @@ the job."""
 import atexit
 import sys
 
-from traindoc_hook import _agent, _imports, collectives, losses, spawn, steps, threads
+from traindoc_hook import _agent, _imports, collectives, losses, spawn, steps, threads, workers
 
 # Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
 # module registers its own with `_imports.when_imported` from `install`.
-_FEATURES = (steps, collectives, losses, spawn, threads)
+_FEATURES = (steps, collectives, losses, spawn, threads, workers)
 
 
 def _when_finished(mark):

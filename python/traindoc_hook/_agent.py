@@ -1,6 +1,7 @@
 """Access to the agent's C entry points (src/agent/python_abi.cpp and its siblings). The agent is
 preloaded, so its exported functions are found in the process's global symbol scope."""
 import ctypes
+import functools
 import os
 
 ABI_VERSION = 1
@@ -39,3 +40,24 @@ def quietly(function, *args):
     except Exception:
         if os.environ.get("TRAINDOC_HOOK_DEBUG"):
             raise
+
+
+def tell_before(module, name, entry, argtypes, told):
+    """Replaces `module.name` by a wrapper that first hands the agent's C entry point `entry` the
+    values `told(*args, **kwargs)` returns, then calls the function as before. The library looks
+    the function up in its module when it starts a process, and pickles it by name (which the
+    wrapper keeps) for the spawn start method. Nothing where the agent lacks `entry`."""
+    tell = getattr(_lib, entry, None) if _lib is not None else None
+    original = getattr(module, name, None)
+    if tell is None or original is None or hasattr(original, "__traindoc_recorded__"):
+        return
+    tell.restype = None
+    tell.argtypes = argtypes
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        quietly(lambda: tell(*told(*args, **kwargs)))
+        return original(*args, **kwargs)
+
+    wrapper.__traindoc_recorded__ = True
+    setattr(module, name, wrapper)

@@ -49,6 +49,12 @@ extern "C" __attribute__((visibility("default"))) void traindoc_spawned(int inde
   append_keeping_errno(traindoc::common::RecordType::kSpawned, index, 0);
 }
 
+// A DataLoader started this process as its worker number `worker_id` (the hook wraps the
+// function every worker runs first).
+extern "C" __attribute__((visibility("default"))) void traindoc_worker_started(int worker_id) {
+  append_keeping_errno(traindoc::common::RecordType::kWorkerStarted, worker_id, 0);
+}
+
 // An exception ended a thread of this process; Python prints its traceback next. `name_low`
 // and `name_high`: the first 16 bytes of the thread's name, little-endian, NUL-padded.
 extern "C" __attribute__((visibility("default"))) void traindoc_thread_died(uint64_t name_low,

@@ -242,9 +242,10 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     return std::tie(x.start_ticks, x.start_ns, x.pid) < std::tie(y.start_ticks, y.start_ns, y.pid);
   });
 
-  // Each rank's workers so far. A worker gets the lowest number that none of its rank's workers
-  // alive at its start holds, as PyTorch numbers a DataLoader's: a new epoch's workers are 0, 1
-  // again once the last epoch's ended.
+  // Each rank's workers so far. A worker gets the number its DataLoader gave it (the Python
+  // hook's record), else the lowest number that none of its rank's workers alive at its start
+  // holds, as PyTorch numbers a DataLoader's: a new epoch's workers are 0, 1 again once the last
+  // epoch's ended (two DataLoaders alive at once count on in one sequence).
   std::vector<std::vector<size_t>> workers_of(procs.size());
   auto free_number = [&](size_t owner, const store::ProcessRecord& worker) {
     std::vector<bool> taken(workers_of[owner].size() + 1, false);
@@ -278,7 +279,7 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       roles[i].node_rank = roles[owner].node_rank;
       if (is_worker_of(procs[i], procs[owner])) {
         roles[i].role = Role::kWorker;
-        roles[i].worker = free_number(owner, procs[i]);
+        roles[i].worker = procs[i].worker_id ? *procs[i].worker_id : free_number(owner, procs[i]);
         workers_of[owner].push_back(i);
       }
       break;

@@ -51,6 +51,8 @@ enum class RecordType : uint32_t {
   kProcessGroupInit = 11,   // init_process_group was called (Python hook): a = the rank and
                             // b = the world size the call passed, -1 where it left them to the
                             // launcher's variables; they may disagree with what the launcher set
+  kWorkerStarted = 12,      // a DataLoader started this process as its worker (Python hook):
+                            // a = the worker's number in its DataLoader
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

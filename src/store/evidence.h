@@ -63,6 +63,8 @@ struct ProcessRecord {
   // for each it left to the launcher's variables, unset where no call was seen.
   std::optional<int> init_rank;
   std::optional<int> init_world_size;
+  // The number a DataLoader gave the process, its worker (Python hook).
+  std::optional<int> worker_id;
 
   bool operator==(const ProcessRecord&) const = default;
 };

@@ -230,11 +230,13 @@ CREATE TABLE collective_issue_ranks (
 );
 )sql";
 
-// Schema 5: what the job's code passed to init_process_group, beside what the launcher set.
-// tests/fixtures/store/schema_v5.sql holds schema 4 plus these.
+// Schema 5: what the job's code passed to init_process_group, beside what the launcher set, and
+// the number a DataLoader gave its worker. tests/fixtures/store/schema_v5.sql holds schema 4 plus
+// these.
 constexpr const char* kDdlV5 = R"sql(
 ALTER TABLE processes ADD COLUMN init_rank INTEGER;
 ALTER TABLE processes ADD COLUMN init_world_size INTEGER;
+ALTER TABLE processes ADD COLUMN worker_id INTEGER;
 )sql";
 
 void set_version(sqlite3* db) {

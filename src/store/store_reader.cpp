@@ -141,12 +141,14 @@ void read_run(sqlite3* db, RunInfo& run) {
 }
 
 void read_processes(sqlite3* db, int schema_version, std::vector<ProcessRecord>& out) {
-  // Schema 4 and older have no init_process_group arguments: they read as not passed.
-  Statement rows(db, std::string("SELECT pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, "
-                                 "local_rank, world_size, node_rank, rank_source, agent, forked, "
-                                 "end_source, exit_code, exit_signal, core_dumped, end_ns, ") +
-                         (schema_version >= 5 ? "init_rank, init_world_size" : "NULL, NULL") +
-                         " FROM processes ORDER BY start_ticks, pid");
+  // Schema 4 and older have no init_process_group arguments and no worker numbers: they read as
+  // not passed and not told.
+  Statement rows(
+      db, std::string("SELECT pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, "
+                      "local_rank, world_size, node_rank, rank_source, agent, forked, "
+                      "end_source, exit_code, exit_signal, core_dumped, end_ns, ") +
+              (schema_version >= 5 ? "init_rank, init_world_size, worker_id" : "NULL, NULL, NULL") +
+              " FROM processes ORDER BY start_ticks, pid");
   while (rows.step()) {
     ProcessRecord& r = out.emplace_back();
     r.pid = rows.int32(0);
@@ -169,6 +171,7 @@ void read_processes(sqlite3* db, int schema_version, std::vector<ProcessRecord>&
     r.end_ns = rows.int64(17);
     r.init_rank = rows.opt_int32(18);
     r.init_world_size = rows.opt_int32(19);
+    r.worker_id = rows.opt_int32(20);
   }
 }
 

@@ -35,8 +35,9 @@ constexpr int64_t kJournalSizeLimit = 64LL * 1024 * 1024;
 constexpr const char* kUpsertProcess = R"sql(
 INSERT INTO processes (pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank,
                        world_size, node_rank, rank_source, agent, forked, end_source, exit_code,
-                       exit_signal, core_dumped, end_ns, init_rank, init_world_size)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
+                       exit_signal, core_dumped, end_ns, init_rank, init_world_size, worker_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+        ?21)
 ON CONFLICT (pid, start_ticks) DO UPDATE SET
   ppid = CASE WHEN excluded.ppid <> 0 THEN excluded.ppid ELSE ppid END,
   start_ns = CASE WHEN excluded.start_ns <> 0 THEN excluded.start_ns ELSE start_ns END,
@@ -57,7 +58,8 @@ ON CONFLICT (pid, start_ticks) DO UPDATE SET
   core_dumped = core_dumped OR excluded.core_dumped,
   end_ns = CASE WHEN excluded.end_ns <> 0 THEN excluded.end_ns ELSE end_ns END,
   init_rank = coalesce(excluded.init_rank, init_rank),
-  init_world_size = coalesce(excluded.init_world_size, init_world_size)
+  init_world_size = coalesce(excluded.init_world_size, init_world_size),
+  worker_id = coalesce(excluded.worker_id, worker_id)
 )sql";
 
 // Thinning, in two passes over the same window ranking: the bucket's peak row (row 1) takes the
@@ -470,6 +472,7 @@ void StoreWriter::upsert_process(const ProcessRecord& r) {
       .bind(18, r.end_ns)
       .bind(19, r.init_rank)
       .bind(20, r.init_world_size)
+      .bind(21, r.worker_id)
       .run();
 }
 

@@ -135,6 +135,7 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
     r.node_rank.reset();
     r.init_rank.reset();
     r.init_world_size.reset();
+    r.worker_id.reset();
   }
   common::RankEnv env;
   env.source = id.rank_source;
@@ -157,6 +158,12 @@ void ProcessTable::called_init_process_group(int pid, uint64_t start_ticks, int 
   Entry& entry = entry_for(pid, start_ticks, 0);
   entry.record.init_rank = rank;
   entry.record.init_world_size = world_size;
+  entry.changed = true;
+}
+
+void ProcessTable::worker_started(int pid, uint64_t start_ticks, int worker_id) {
+  Entry& entry = entry_for(pid, start_ticks, 0);
+  entry.record.worker_id = worker_id;
   entry.changed = true;
 }
 

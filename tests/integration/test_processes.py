@@ -80,6 +80,30 @@ def test_ranks_that_torch_multiprocessing_spawn_started(traindoc):
     assert root["title"] == f"rank 1 (pid {rank1['pid']}) raised RuntimeError: bad batch on rank 1"
 
 
+TWO_DATALOADERS = """
+import torch
+from torch.utils.data import DataLoader
+train = DataLoader(torch.zeros(64, 4), batch_size=8, num_workers=2, persistent_workers=True)
+val = DataLoader(torch.zeros(16, 4), batch_size=8, num_workers=2,
+                 multiprocessing_context=\"spawn\")
+if __name__ == "__main__":
+    for epoch in range(2):
+        for batch in train: pass
+        for batch in val: pass
+"""
+
+
+def test_two_dataloaders_number_their_workers_each_from_0(traindoc):
+    """Persistent training workers live on while validation's start, forked and spawned: each
+    DataLoader's workers are 0 and 1, as PyTorch numbers them in its errors."""
+    run = traindoc(python_job(TWO_DATALOADERS))
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    workers = [p for p in run.report["processes"] if p["role"] == "worker"]
+    by_start = sorted(workers, key=lambda p: p["pid"])
+    # Training's 2, then each epoch's validation 2 (spawn's resource tracker is no worker).
+    assert [p["worker"] for p in by_start] == [0, 1, 0, 1, 0, 1], by_start
+
+
 def test_single_process_is_rank_0(traindoc):
     run = traindoc(python_job("print('hi')"))
     assert run.status == 0

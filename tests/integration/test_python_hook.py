@@ -160,6 +160,21 @@ def test_the_rank_and_world_size_a_call_of_init_process_group_passes():
     assert hook._asked(init, (), {"backend": "gloo", "world_size": 2}) == (-1, 2)
 
 
+def test_the_number_a_dataloader_gives_its_worker():
+    """Read from the real _worker_loop's signature, as the DataLoader calls it (by position)."""
+    import inspect
+
+    from torch.utils.data._utils import worker
+
+    sys.path.insert(0, str(ROOT / "python"))
+    from traindoc_hook import workers
+
+    names = list(inspect.signature(worker._worker_loop).parameters)
+    args = [None] * len(names)
+    args[names.index("worker_id")] = 3
+    assert workers._worker_id(worker._worker_loop, args, {}) == 3
+
+
 def test_a_cuda_tensor_is_recorded_with_its_device_and_as_queued():
     """Without a GPU: a stand-in tensor that says it lives on CUDA. The record names its device
     (a CPU tensor on another rank is a mismatch) and says the call returns once queued."""

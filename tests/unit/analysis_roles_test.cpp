@@ -170,6 +170,25 @@ TEST(Roles, WorkerNumbersStartAgainOnceTheEarlierWorkersEnded) {
   EXPECT_EQ(text_of(procs, roles, 109), "worker 1 of rank 0");  // 107 lives on
 }
 
+// Two DataLoaders alive at once (persistent training workers, then validation's): each numbers
+// its own from 0, as the Python hook recorded; without the record, start order numbers them on.
+TEST(Roles, WorkerNumbersTheirDataLoaderGave) {
+  std::vector<ProcessRecord> procs = torchrun_tree();
+  procs.push_back(ranked(proc(107, 101, 1300, "python3 -u train.py"), "torch", 0, 0, 0));
+  procs.push_back(ranked(proc(108, 101, 1301, "python3 -u train.py"), "torch", 0, 0, 0));
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(text_of(procs, roles, 107), "worker 2 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 108), "worker 3 of rank 0");
+  for (ProcessRecord& p : procs) {
+    if (p.ppid == 101) p.worker_id = p.pid == 103 || p.pid == 107 ? 0 : 1;
+  }
+  roles = assign_roles(procs, 100);
+  EXPECT_EQ(text_of(procs, roles, 103), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 104), "worker 1 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 107), "worker 0 of rank 0");
+  EXPECT_EQ(text_of(procs, roles, 108), "worker 1 of rank 0");
+}
+
 TEST(Roles, WorkersOfWorkersBelongToTheNearestRank) {
   std::vector<ProcessRecord> procs = torchrun_tree();
   // A worker's own child (e.g. a pin-memory helper or a subprocess it runs).

@@ -453,8 +453,9 @@ TEST(StoreReader, ASchemaV2FileHasNoGpuEvidenceUntilUpgraded) {
   EXPECT_EQ(upgraded.gpu.nvml_status, "NVML not found");
 }
 
-// Schema 5 adds what init_process_group was passed; a v4 file reads as if nothing was passed,
-// and a v4 file upgraded by a writer of this build takes it from then on.
+// Schema 5 adds what init_process_group was passed and the worker numbers DataLoaders gave; a v4
+// file reads as if nothing was passed or told, and a v4 file upgraded by a writer of this build
+// takes them from then on.
 TEST(StoreReader, ReadsTheInitProcessGroupArgumentsOfSchemaV5AndOfAnUpgradedV4File) {
   TempDir dir;
   const std::string v5 = dir.file("v5.db");
@@ -467,12 +468,16 @@ TEST(StoreReader, ReadsTheInitProcessGroupArgumentsOfSchemaV5AndOfAnUpgradedV4Fi
   EXPECT_EQ(seen.processes[2].init_rank, 1);
   EXPECT_EQ(seen.processes[2].init_world_size, 4);
   EXPECT_EQ(seen.processes[2].world_size, 2);
+  EXPECT_EQ(seen.processes[3].pid, 520);
+  EXPECT_EQ(seen.processes[3].worker_id, 0);
+  EXPECT_EQ(seen.processes[2].worker_id, std::nullopt);
 
   const std::string v4 = dir.file("v4.db");
   load_sql_fixture("schema_v4.sql", v4);
   ProcessRecord rank = read_evidence(v4).processes[1];
   EXPECT_EQ(rank.init_rank, std::nullopt);
   EXPECT_EQ(rank.init_world_size, std::nullopt);
+  EXPECT_EQ(rank.worker_id, std::nullopt);
   rank.init_world_size = 8;
   {
     StoreWriter writer = StoreWriter::open(v4);

@@ -91,6 +91,7 @@ inline ProcessRecord full_process(int pid) {
   r.end_ns = kT0 + 80 * kSecond;
   r.init_rank = 1;
   r.init_world_size = 8;
+  r.worker_id = 2;
   return r;
 }
 

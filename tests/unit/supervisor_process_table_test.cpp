@@ -232,6 +232,18 @@ TEST(ProcessTable, TheArgumentsInitProcessGroupWasCalledWith) {
   EXPECT_EQ(r.init_world_size, -1);
 }
 
+TEST(ProcessTable, TheNumberADataLoaderGaveItsWorker) {
+  Table t;
+  t.table.from_agent(
+      identity(30, 20, 300, true, "python3 train.py", 1, 1, common::RankSource::kTorch));
+  t.table.worker_started(30, 300, 1);
+  EXPECT_EQ(t.get(30, 300).worker_id, 1);
+  // The worker exec'd another program: no worker of a DataLoader any more.
+  t.table.from_agent(
+      identity(30, 20, 300, false, "/bin/sh -c true", -1, -1, common::RankSource::kNone));
+  EXPECT_EQ(t.get(30, 300).worker_id, std::nullopt);
+}
+
 TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
   Table t;
   // Under srun: spawn's index replaces SLURM_PROCID, and init_process_group's rank replaces it.
