@@ -104,6 +104,22 @@ bool odd(const store::CollectiveIssueRank& rank) {
   return rank.state.starts_with("the odd one: ");
 }
 
+// The process of a missing rank came late to the call (the same process, not a restarted
+// attempt's), then failed on the connection the ranks that gave up waiting had closed: a
+// straggler still, not a rank that died before the call.
+bool came_late_then_lost_peers(const RuleContext& context, const store::CollectiveIssue* late,
+                               const store::CollectiveIssueRank& rank,
+                               const ProcessSummary& process) {
+  if (late == nullptr || std::none_of(late->ranks.begin(), late->ranks.end(), [&](auto& r) {
+        return r.group_rank == rank.group_rank && r.pid == rank.pid &&
+               r.start_ticks == rank.start_ticks && r.state.starts_with("made it ");
+      })) {
+    return false;
+  }
+  std::string kind = final_exception_kind(context, process);
+  return kind == "peer-exited" || kind == "collective-missing";
+}
+
 // Whether a group rank is one of the stragglers of a late arrival.
 bool came_late(const store::CollectiveIssue& late, int group_rank) {
   return std::any_of(late.ranks.begin(), late.ranks.end(),
@@ -304,9 +320,8 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       // out waiting elsewhere. One whose program had finished skipped the call, however its
       // teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
-      // One that came late made the call: the others gave up before it came, and what ended it
-      // then (their closed connections) is a consequence.
-      if (about_missing_ranks(issue) && missing(rank) && process != nullptr && late == nullptr &&
+      if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
+          !came_late_then_lost_peers(context, late, rank, *process) &&
           ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
           (rank.state.ends_with("without calling it") ||

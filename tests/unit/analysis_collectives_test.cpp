@@ -433,9 +433,26 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   e.processes[2].exit_code = 1;
   e.processes[2].end_ns = kT0 + 8 * kSecond + kSecond / 2;
   e.processes[2].end_source = store::EndSource::kParent;
+  int64_t line = 1;
+  for (const char* text :
+       {"[default1]:Traceback (most recent call last):",
+        "[default1]:  File \"train.py\", line 6, in main",
+        "[default1]:RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+        "[127.0.0.1]:61103"}) {
+    e.log_lines.push_back({kT0 + 8 * kSecond, "stderr", static_cast<uint64_t>(line++), text});
+  }
   d = diagnose(e);
   EXPECT_EQ(d.findings.front().kind, "collective-missing");
   EXPECT_THAT(d.findings.front().title, HasSubstr("5.0 s after the others: a straggler"));
+  // The call came from a restarted attempt's rank 1: this one died before it.
+  e.collective_issues[1].ranks[1].pid = 22;
+  for (const Finding& f : diagnose(e).findings) {
+    EXPECT_THAT(f.title, Not(HasSubstr("a straggler"))) << f.title;
+  }
+  e.collective_issues[1].ranks[1].pid = 12;
+  // It came, then failed of its own (no lost peer): not the straggler's failure to explain.
+  e.log_lines.back().text = "[default1]:RuntimeError: CUDA error: an illegal memory access";
+  EXPECT_NE(diagnose(e).findings.front().kind, "collective-missing");
   // The stall took rank 0's call for one of its own; its late peer shows it was not.
   e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
   e.collective_issues[0].ranks[1].state = "never calls from there";
