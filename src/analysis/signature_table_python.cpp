@@ -53,6 +53,15 @@ std::vector<Entry> python_signature_entries() {
        .example = "IndentationError: expected an indented block after 'if' statement on line 2",
        .source = "CPython"},
 
+      {.id = "python.recursion-limit",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"RecursionError: maximum recursion depth exceeded"},
+       .description = "a function called itself until Python's recursion limit",
+       .example = "RecursionError: maximum recursion depth exceeded",
+       .source = "CPython"},
+
       {.id = "python.unpicklable",
        .framework = "python",
        .kind = "python-exception",

@@ -8,7 +8,8 @@ workers that spawn starts; torch.multiprocessing.spawn called outside `if __name
 an error printed after a progress bar's redraws; a script written for torchrun started without it;
 a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
 only warn; DDP's needless search for unused parameters; a last batch of one sample; a sample of
-None; the threads of two processes that die one after the other. The title says what happened and the fix names the sizes, types or keys."""
+None; the threads of two processes that die one after the other; a __getattr__ that calls itself
+without end; init_process_group given a world or rank the launch does not match. The title says what happened and the fix names the sizes, types or keys."""
 import re
 import sqlite3
 
@@ -552,6 +553,17 @@ def test_spawn_for_a_world_larger_than_it_started(traindoc, tmp_path):
                                   "torch.multiprocessing.spawn started 2 processes on this "
                                   "machine"), root["title"]
     assert "nprocs=world_size" in root["fix"], root["fix"]
+
+
+def test_a_function_that_calls_itself_without_end(traindoc):
+    run = traindoc(python_job("class Config:\n"
+                              "    def __getattr__(self, name):\n"
+                              "        return self.defaults[name]\n"
+                              "Config().lr\n"))
+    root = failed_root(run)
+    assert root["title"].endswith(": a function called itself without end, to Python's "
+                                  "recursion limit"), root["title"]
+    assert "__getattr__" in root["fix"], root["fix"]
 
 
 def test_spawned_ranks_without_master_addr(traindoc, tmp_path, monkeypatch):
