@@ -403,7 +403,8 @@ std::string fix_for(const std::string& kind) {
        "(slower; static_graph=True when the pattern is fixed)."},
       {"ddp-model-mismatch",
        "The model differs across ranks: build it identically everywhere (same config, same "
-       "conditional layers, same vocabulary) before wrapping it in DDP."},
+       "conditional layers, same vocabulary) and freeze the same parameters on every rank (DDP "
+       "counts only those that require grad) before wrapping it in DDP."},
       {"rendezvous-timeout",
        "A store key that no rank ever wrote: a rank never reached the same rendezvous (it "
        "crashed, used another MASTER_PORT or group name). Find the rank that should have set "

@@ -45,6 +45,12 @@ std::string fix_for(const std::string& kind, const std::string& field) {
            "or the DDP join() context manager), and decide to skip a batch collectively rather "
            "than per rank.";
   }
+  if (field == "list length") {
+    return "Pass broadcast_object_list a list of the same length on every rank: it fills the "
+           "list in place, element for element ([None] * n on the receiving ranks, with the n "
+           "of the sending rank), and lists of other lengths pair the wrong bytes (an EOFError "
+           "or UnpicklingError on the receivers, or a hang).";
+  }
   if (field == "shape" || field == "count") {
     return "Pass tensors of the same shape on every rank: pad to a common size, or all-gather "
            "the sizes first and pad, then trim (or use all_gather_object).";

@@ -240,6 +240,15 @@ def test_a_missing_rank_busy_or_deadlocked_is_said_so(tmp_path, scenario, doing,
     assert fix in root["fix"], root["fix"]
 
 
+def test_broadcast_object_lists_of_other_lengths(tmp_path):
+    """gloo pairs the wrong bytes and rank 1 fails to unpickle them (EOFError: Ran out of input):
+    the lists' lengths are the cause."""
+    run = faults(tmp_path, "object_list_lengths")
+    root = assert_root(run, "collective-mismatch", "object_list_lengths")
+    assert "has a different list length across ranks: rank 0: 2 at " in root["title"], root
+    assert "[None] * n" in root["fix"], root["fix"]
+
+
 def test_a_prompt_nobody_answers_is_named(tmp_path):
     """Rank 0 stops at a breakpoint() under torchrun, its standard input a pipe that stays open:
     the rank the others wait for is named as waiting for input, live and in the report."""

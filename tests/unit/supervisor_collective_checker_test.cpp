@@ -194,6 +194,29 @@ TEST_F(CheckerTest, ReduceOpAndRootAreCompared) {
   EXPECT_EQ(found[0].issue.ranks[1].value, "max");
 }
 
+// broadcast_object_list fills its list in place: lists of other lengths pair the wrong bytes.
+// Object payloads differ by design, and are not compared.
+TEST_F(CheckerTest, BroadcastObjectListsOfOtherLengthsAreAMismatch) {
+  AgentCollective longer = call(1, 1, CollectiveOp::kBroadcastObject);
+  longer.call.count = 3;
+  AgentCollective shorter = call(0, 1, CollectiveOp::kBroadcastObject);
+  shorter.call.count = 2;
+  checker.add(shorter);
+  checker.add(longer);
+  std::vector<FoundIssue> found = checker.check(kT0);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-mismatch");
+  EXPECT_EQ(found[0].issue.field, "list length");
+  EXPECT_EQ(found[0].issue.ranks[0].value, "2");
+  EXPECT_EQ(found[0].issue.ranks[1].value, "3");
+  longer.call.count = 2;
+  longer.call.number = shorter.call.number = 2;
+  longer.call.dims[0][0] = 99;  // another payload: no matter
+  checker.add(shorter);
+  checker.add(longer);
+  EXPECT_TRUE(checker.check(kT0 + kSecond).empty());
+}
+
 TEST_F(CheckerTest, AnOpNeverMadeByTheOtherIsAMismatch) {
   checker.add(call(0, 1, CollectiveOp::kAllReduce));
   checker.add(call(1, 1, CollectiveOp::kReduce));

@@ -112,6 +112,11 @@ def straggler_past_the_timeout(rank):  # H14, later than the others wait (main's
     dist.all_reduce(t)  # fault
 
 
+def object_list_lengths(rank):  # the receivers' list is not as long as the sender's
+    objects = ["config", {"lr": 0.1}] if rank == 0 else [None] * 3
+    dist.broadcast_object_list(objects, src=0)  # fault
+
+
 def order_swapped(rank):  # S06: unsynchronized updates reorder two collectives
     a = torch.ones(16)
     b = torch.ones(16)
