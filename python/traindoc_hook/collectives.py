@@ -243,7 +243,8 @@ def _build(c10d, spec, arguments):
         tensors.extend(_tensors_of(arguments.get(name)))
     _describe(call, tensors)
     if op == BROADCAST_OBJECT:  # filled in place, element for element: lengths must agree
-        call.count = len(arguments.get("object_list") or ())
+        objects = arguments.get("object_list")
+        call.count = len(objects) if objects is not None else 0
     if queued or any(getattr(t, "is_cuda", False) for t in tensors):
         call.flags |= _QUEUED
     site, line = _call_site()

@@ -504,12 +504,14 @@ const std::map<std::string, Words>& fixed_words() {
         "Python could not compile the file cited, so nothing in it ran: fix that line. `python -m "
         "py_compile FILE` checks a file without running it."}},
       {"python.recursion-limit",
-       {"a function called itself without end, to Python's recursion limit",
-        "The frame the traceback repeats (`[Previous line repeated N more times]`) calls itself "
-        "and never meets its stopping condition: fix that condition (a base case never reached; "
-        "a __getattr__ or property that reads the attribute it defines), or write the recursion "
-        "as a loop. sys.setrecursionlimit helps only a recursion that is deep but ends (nested "
-        "data deeper than 1000 levels)."}},
+       {"calls nested past Python's recursion limit",
+        "Most often a function calls itself without end: the frames the traceback repeats "
+        "(Python prints a few, then `[Previous line repeated N more times]`) never meet their "
+        "stopping condition. Fix that condition (a base case never reached; a __getattr__ that "
+        "reads an attribute not set yet, as in a dataset unpickled in a spawned DataLoader "
+        "worker before __init__ ran), or write the recursion as a loop. Data nested deeper than "
+        "the limit (pickling, copy.deepcopy or repr of deep structures) needs a flatter "
+        "structure, or sys.setrecursionlimit for a recursion that is deep but ends."}},
       {"python.spawn-main-unguarded",
        {"a started process re-ran the main script's code that starts processes, which is not "
         "under `if __name__ == '__main__':`",

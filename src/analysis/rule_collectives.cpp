@@ -110,20 +110,25 @@ bool odd(const store::CollectiveIssueRank& rank) {
   return rank.state.starts_with("the odd one: ");
 }
 
-// The process of a missing rank came late to the call (the same process, not a restarted
-// attempt's), then failed on the connection the ranks that gave up waiting had closed: a
-// straggler still, not a rank that died before the call.
-bool came_late_then_lost_peers(const RuleContext& context, const store::CollectiveIssue* late,
-                               const store::CollectiveIssueRank& rank,
-                               const ProcessSummary& process) {
-  if (late == nullptr || std::none_of(late->ranks.begin(), late->ranks.end(), [&](auto& r) {
-        return r.group_rank == rank.group_rank && r.pid == rank.pid &&
-               r.start_ticks == rank.start_ticks && r.state.starts_with("made it ");
-      })) {
-    return false;
-  }
-  std::string kind = final_exception_kind(context, process);
-  return kind == "peer-exited" || kind == "collective-missing";
+// The process of a missing rank came late to the call: the same process, not a restarted
+// attempt's. However it ended after, it did not die before the call.
+bool made_the_late_call(const store::CollectiveIssue* late,
+                        const store::CollectiveIssueRank& rank) {
+  return late != nullptr && std::any_of(late->ranks.begin(), late->ranks.end(), [&](auto& r) {
+           return r.group_rank == rank.group_rank && r.pid == rank.pid &&
+                  r.start_ticks == rank.start_ticks && r.state.starts_with("made it ");
+         });
+}
+
+// A rank that waited for the straggler gave up before it came (its wait timed out, or it
+// ended): the straggler failed the job. One that came in time only slowed it.
+bool waited_in_vain(const RuleContext& context, const store::CollectiveIssue& late) {
+  return std::any_of(late.ranks.begin(), late.ranks.end(), [&](auto& r) {
+    const ProcessSummary* p = context.process(r.pid, r.start_ticks);
+    return !r.state.starts_with("made it ") && p != nullptr &&
+           (gave_up_waiting(context, *p) ||
+            (p->record.end_ns != 0 && p->record.end_ns <= late.t_ns));
+  });
 }
 
 // Whether a group rank is one of the stragglers of a late arrival.
@@ -172,9 +177,10 @@ const store::CollectiveIssue* late_arrival(const RuleContext& context,
   return nullptr;
 }
 
-// A straggler made the others wait: a warning when the job still finished, else the failure.
+// A straggler made the others wait: the failure when they gave up before it came, else a
+// warning (the job finished, or failed of something else).
 void as_straggler(const RuleContext& context, const store::CollectiveIssue& late, Finding& f) {
-  f.severity = run_finished(context) ? Severity::kWarning : Severity::kError;
+  f.severity = waited_in_vain(context, late) ? Severity::kError : Severity::kWarning;
   f.title = late.message.substr(late.message.find(": ") + 2);
   f.fix =
       "Balance the work across ranks (shard evaluation and generation evenly, cap sequence "
@@ -327,8 +333,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       // teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
       if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
-          !came_late_then_lost_peers(context, late, rank, *process) &&
-          ended_in_failure(process->record) && !finished &&
+          !made_the_late_call(late, rank) && ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
           (rank.state.ends_with("without calling it") ||
            !stopped_by_request_signal(process->record))) {

@@ -58,7 +58,8 @@ std::vector<Entry> python_signature_entries() {
        .kind = "python-exception",
        .failure = true,
        .needles = {"RecursionError: maximum recursion depth exceeded"},
-       .description = "a function called itself until Python's recursion limit",
+       .description = "calls nested past Python's recursion limit: most often a function that "
+                      "calls itself without end",
        .example = "RecursionError: maximum recursion depth exceeded",
        .source = "CPython"},
 

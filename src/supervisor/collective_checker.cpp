@@ -165,13 +165,14 @@ std::vector<Field> fields_of(uint16_t op) {
   } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kAllToAll) {
     out.push_back({"dtype", types_text});
     out.push_back({"device", devices_text});
-  } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kBroadcastObject) {
-    // The hook's count of a broadcast_object_list is the list's length.
-    out.push_back({"list length", [](const CollectiveCall& c) { return std::to_string(c.count); }});
   }
   out.push_back({"reduce op", [](const CollectiveCall& c) { return redop_name(c.redop); }});
   if (rooted(op)) {
     out.push_back({"root", [](const CollectiveCall& c) { return std::to_string(c.peer); }});
+  }
+  if (static_cast<CollectiveOp>(op) == CollectiveOp::kBroadcastObject) {
+    // The hook's count of a broadcast_object_list is the list's length.
+    out.push_back({"list length", [](const CollectiveCall& c) { return std::to_string(c.count); }});
   }
   return out;
 }

@@ -354,10 +354,11 @@ def test_a_straggler_is_told_apart_from_a_desync(tmp_path):  # H14
 def test_a_straggler_later_than_the_timeout_is_the_cause(tmp_path):  # H14
     """Rank 0 gives up waiting before rank 1 comes; rank 1 then fails on the connection rank 0's
     end closed. The straggler is the root cause, not a rank that died before the call."""
-    # torchrun checks its ranks every 12 s: rank 1 comes (at 7 s) before it stops rank 1 at rank
-    # 0's end (6 s), and then fails on its own.
+    # torchrun first checks its ranks 15 s after it started them: rank 1 comes (4 s after the
+    # first call) well before it would stop rank 1 at rank 0's end (3 s after it), and then
+    # fails on its own.
     cmd = torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", free_port(),
-                   "--monitor_interval", 12, "--nproc_per_node", 2, SCRIPT,
+                   "--monitor_interval", 15, "--nproc_per_node", 2, SCRIPT,
                    "straggler_past_the_timeout")
     run = LiveRun(tmp_path, cmd, "--stall-seconds", "2")
     assert run.status == 1
