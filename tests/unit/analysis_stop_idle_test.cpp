@@ -257,6 +257,13 @@ void prefetch_thread_died(Evidence& e, double seconds, uint64_t& number,
 
 const std::string kIdleText = "no process used CPU or printed for 30.0 s (told at +35.0 s)";
 
+// The job-idle finding among `findings`, nullptr when none.
+const Finding* idle_of(const std::vector<Finding>& findings) {
+  auto idle = std::find_if(findings.begin(), findings.end(),
+                           [](const Finding& f) { return f.kind == "job-idle"; });
+  return idle == findings.end() ? nullptr : &*idle;
+}
+
 std::string stack_in(const std::string& file, int line, const std::string& function) {
   return "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n  File \"" + file +
          "\", line " + std::to_string(line) + " in " + function + "\nnative (main thread):\n";
@@ -410,9 +417,8 @@ TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
   e.run.exit_signal = SIGTERM;
   e.run.end_ns = at(40.5);
   std::vector<Finding> findings = diagnose(e).findings;
-  auto idle = std::find_if(findings.begin(), findings.end(),
-                           [](const Finding& f) { return f.kind == "job-idle"; });
-  ASSERT_NE(idle, findings.end());
+  const Finding* idle = idle_of(findings);
+  ASSERT_NE(idle, nullptr);
   EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) " + prompt));
   EXPECT_THAT(idle->evidence, Contains("rank 0 (pid 1010) " + prompt));
   EXPECT_THAT(idle->pids, ElementsAre(kRank0));
@@ -458,9 +464,8 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
   e.run.exit_signal = SIGTERM;
   e.run.end_ns = at(40);
   std::vector<Finding> findings = diagnose(e).findings;
-  auto idle = std::find_if(findings.begin(), findings.end(),
-                           [](const Finding& f) { return f.kind == "job-idle"; });
-  ASSERT_NE(idle, findings.end());
+  const Finding* idle = idle_of(findings);
+  ASSERT_NE(idle, nullptr);
   EXPECT_THAT(idle->title, EndsWith(": launcher (pid 1000) waits at its rendezvous for the other "
                                     "nodes to join"));
   EXPECT_THAT(idle->evidence, Contains(HasSubstr("launcher (pid 1000) was in " + elastic +
@@ -473,9 +478,8 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
                      torch + "rendezvous.py\", line 177 in _create_c10d_store\n  File \"" + torch +
                      "distributed_c10d.py\", line 754 in init_process_group\n"};
   findings = diagnose(e).findings;
-  idle = std::find_if(findings.begin(), findings.end(),
-                      [](const Finding& f) { return f.kind == "job-idle"; });
-  ASSERT_NE(idle, findings.end());
+  idle = idle_of(findings);
+  ASSERT_NE(idle, nullptr);
   EXPECT_THAT(idle->title, EndsWith(": rank 0 (pid 1010) waits in init_process_group for the "
                                     "other ranks to join"));
 
@@ -484,9 +488,8 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
     if (p.rank && !p.forked) p.init_world_size = 4;
   }
   findings = diagnose(e).findings;
-  idle = std::find_if(findings.begin(), findings.end(),
-                      [](const Finding& f) { return f.kind == "job-idle"; });
-  ASSERT_NE(idle, findings.end());
+  idle = idle_of(findings);
+  ASSERT_NE(idle, nullptr);
   EXPECT_THAT(idle->title, EndsWith(" to join; init_process_group was asked for a world of 4 "
                                     "ranks, but the launcher set WORLD_SIZE=2"));
   EXPECT_THAT(idle->evidence,
