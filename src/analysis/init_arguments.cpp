@@ -127,7 +127,7 @@ std::optional<InitMismatch> contradiction(const RuleContext& context, const Proc
                               ". If others do, check that they started, with the same "
                               "MASTER_ADDR and MASTER_PORT (or init_method)."};
     }
-    if (*world<started&& * world> 1) {  // a world of one is each process's own
+    if (*world > 1 && *world < started) {  // a world of one is each process's own
       return InitMismatch{title, {}, "Give " + one_number + "."};
     }
   }

@@ -369,8 +369,10 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
               process != nullptr ? what_it_does(context, issue, rank, *process, place, doing) : "";
           f.title += fix.empty() ? doing + " is at " + place : doing;
           // The first missing rank's fix (the title names it first).
-          if (!fix.empty() && !fitted) f.fix = fix;
-          fitted = fitted || !fix.empty();
+          if (!fix.empty() && !fitted) {
+            f.fix = fix;
+            fitted = true;
+          }
         }
       }
       if (named && process) add_ranks(f.ranks, context.ranks_of(*process));

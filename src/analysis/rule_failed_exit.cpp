@@ -161,7 +161,10 @@ bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
   }
   std::optional<InitMismatch> mismatch = init_mismatch(context, p);
   if (!mismatch) return false;
-  if (f.kind == "rendezvous-timeout") f.evidence.push_back(f.title.substr(who.size() + 2));
+  // The wait it ended in, which the title told so far, is evidence now.
+  if (f.kind == "rendezvous-timeout" && f.title.starts_with(who + ": ")) {
+    f.evidence.push_back(f.title.substr(who.size() + 2));
+  }
   f.title = who + ": " + mismatch->title;
   f.evidence.insert(f.evidence.end(), mismatch->evidence.begin(), mismatch->evidence.end());
   f.fix = mismatch->fix;
