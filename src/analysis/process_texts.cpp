@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -133,6 +134,22 @@ class LineOwners {
       if (const ProcessSummary* p = by_prefix(processes, prefix.prefix, *prefix.rank, line.t_ns)) {
         m_prefixed.insert(p);
       }
+    }
+    // The launcher prefixes every rank it starts, and what their workers print through them,
+    // also those that printed nothing (a rank that os._exit()ed): the launcher's own unprefixed
+    // lines (torchrun's OMP_NUM_THREADS banner) are not theirs. Processes come in start order,
+    // a parent before its children.
+    std::map<int, const ProcessSummary*> by_pid;
+    for (const ProcessSummary& p : processes) {
+      auto parent = by_pid.find(p.record.ppid);
+      bool sibling = p.role.role == Role::kRank &&
+                     std::any_of(m_prefixed.begin(), m_prefixed.end(), [&](auto* q) {
+                       return q->role.role == Role::kRank && q->record.ppid == p.record.ppid;
+                     });
+      if (sibling || (parent != by_pid.end() && m_prefixed.contains(parent->second))) {
+        m_prefixed.insert(&p);
+      }
+      by_pid[p.record.pid] = &p;
     }
   }
 

@@ -387,13 +387,22 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       f.title = who + " " + exit_text(r);
       // Without a traceback, what it said last is usually why (`sys.exit("no config")`,
       // argparse's "error: unrecognized arguments").
-      if (const store::LogLine* last = context.texts.last_words(p)) {
+      const store::LogLine* last = context.texts.last_words(p);
+      if (last != nullptr) {
         std::string text(strip_launcher_prefix(last->text).text);
         f.title += ": " + title_cut(text);
         f.evidence.push_back("the last line it printed, stderr line " +
                              std::to_string(last->number) + context.when(last->t_ns) + ": " + text);
       }
-      f.fix = "See the process's last output in logs/.";
+      // Silent: an exit call with a code and no message, in the code or a library.
+      f.fix = last != nullptr
+                  ? "See the process's last output in logs/."
+                  : "It printed nothing as it ended: an exit call with that code and no "
+                    "message (sys.exit(" +
+                        std::to_string(*r.exit_code) + "), os._exit(" +
+                        std::to_string(*r.exit_code) +
+                        "), exit() in native code) in the program or a library it "
+                        "calls: search them for it.";
       f.confidence = 0.5;
       // spawn's wrapper exits 1 after it sent the exception.
       if (const ProcessSummary* sibling = p.role.role == Role::kRank && r.exit_code == 1

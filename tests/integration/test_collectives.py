@@ -249,6 +249,15 @@ def test_broadcast_object_lists_of_other_lengths(tmp_path):
     assert "[None] * n" in root["fix"], root["fix"]
 
 
+def test_a_rank_that_exits_without_a_word(tmp_path):
+    """torchrun's own unprefixed banner is not the last words of a rank it prefixes."""
+    run = faults(tmp_path, "exit_silently")
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "nonzero-exit", root
+    assert re.fullmatch(r"rank 1 \(pid \d+\) exited with code 3", root["title"]), root["title"]
+    assert "os._exit(3)" in root["fix"], root["fix"]
+
+
 def test_a_prompt_nobody_answers_is_named(tmp_path):
     """Rank 0 stops at a breakpoint() under torchrun, its standard input a pipe that stays open:
     the rank the others wait for is named as waiting for input, live and in the report."""

@@ -672,6 +672,36 @@ TEST(DistributedRules, LauncherThatFailedBeforeStartingAnyRank) {
   EXPECT_THAT(d.findings[0].ranks, IsEmpty());
 }
 
+// torchrun prefixes its ranks' output: its own unprefixed banner (OMP_NUM_THREADS) is not the
+// words of a rank that printed nothing and ended with os._exit(3) soon after, nor of its worker.
+TEST(ProcessTexts, ALaunchersOwnLinesAreNotThoseOfARankItPrefixes) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 0.8, number,
+              {"*****************************************",
+               "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
+               "to avoid your system being overloaded, please further tune the variable for "
+               "optimal performance in your application as needed.",
+               "*****************************************"});
+  print_lines(e, 1.0, number, {"[default0]:step 0"});
+  exited(e, kRank1, 1.4, 3);
+  exited(e, kRank0, 3.0, 1);
+  exited(e, kLauncher, 3.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) exited with code 3");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("os._exit(3)"));
+  // Its worker ended too, before it: it printed through the rank, prefixed, not the banner.
+  killed(e, kWorker1, 1.3, SIGKILL);
+  d = diagnose(e);
+  ProcessTexts texts(e, d.processes);
+  for (const ProcessSummary& p : d.processes) {
+    if (p.record.pid == kRank1 || p.record.pid == kWorker1) {
+      EXPECT_EQ(texts.last_words(p), nullptr) << p.record.pid;
+    }
+  }
+}
+
 TEST(ProcessTexts, UnprefixedOutputGoesToTheProcessThatFailedAfterPrintingIt) {
   // A single process whose worker crashed (seen dead just before the rank's traceback was
   // stamped) and which then raised: the traceback is the rank's, not the dead worker's.

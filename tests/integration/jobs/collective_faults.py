@@ -118,6 +118,14 @@ def object_list_lengths(rank):  # the receivers' list is not as long as the send
     dist.broadcast_object_list(objects, src=0)  # fault
 
 
+def exit_silently(rank):  # rank 1 ends with an exit code and no word
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    if rank == 1:
+        os._exit(3)
+    dist.all_reduce(t)
+
+
 def order_swapped(rank):  # S06: unsynchronized updates reorder two collectives
     a = torch.ones(16)
     b = torch.ones(16)
