@@ -128,25 +128,29 @@ class LineOwners {
  public:
   LineOwners(const store::Evidence& evidence, const std::vector<ProcessSummary>& processes)
       : m_evidence(evidence), m_processes(processes), m_root(evidence.run.root_pid) {
+    std::set<const ProcessSummary*> by_launcher;  // prefixed by their launcher, not by torch
     for (const store::LogLine& line : evidence.log_lines) {
       LinePrefix prefix = strip_launcher_prefix(line.text);
       if (!prefix.rank) continue;
       if (const ProcessSummary* p = by_prefix(processes, prefix.prefix, *prefix.rank, line.t_ns)) {
         m_prefixed.insert(p);
+        // PyTorch 2.x writes "[rank1]:" itself, on its own log lines only.
+        if (!prefix.prefix.starts_with("[rank")) by_launcher.insert(p);
       }
     }
-    // The launcher prefixes every rank it starts, and what their workers print through them,
-    // also those that printed nothing (a rank that os._exit()ed): the launcher's own unprefixed
-    // lines (torchrun's OMP_NUM_THREADS banner) are not theirs. Processes come in start order,
-    // a parent before its children.
+    // A launcher that prefixes a rank's lines (torchrun --tee) prefixes every rank it starts,
+    // and what their workers print through them, also those that printed nothing (a rank that
+    // os._exit()ed): its own unprefixed lines (torchrun's OMP_NUM_THREADS banner) are not
+    // theirs. Processes come in start order, a parent before its children.
     std::map<int, const ProcessSummary*> by_pid;
     for (const ProcessSummary& p : processes) {
       auto parent = by_pid.find(p.record.ppid);
       bool sibling = p.role.role == Role::kRank &&
-                     std::any_of(m_prefixed.begin(), m_prefixed.end(), [&](auto* q) {
+                     std::any_of(by_launcher.begin(), by_launcher.end(), [&](auto* q) {
                        return q->role.role == Role::kRank && q->record.ppid == p.record.ppid;
                      });
-      if (sibling || (parent != by_pid.end() && m_prefixed.contains(parent->second))) {
+      if (sibling || (parent != by_pid.end() && by_launcher.contains(parent->second))) {
+        by_launcher.insert(&p);
         m_prefixed.insert(&p);
       }
       by_pid[p.record.pid] = &p;

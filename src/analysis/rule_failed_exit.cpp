@@ -394,15 +394,17 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
         f.evidence.push_back("the last line it printed, stderr line " +
                              std::to_string(last->number) + context.when(last->t_ns) + ": " + text);
       }
-      // Silent: an exit call with a code and no message, in the code or a library.
-      f.fix = last != nullptr
-                  ? "See the process's last output in logs/."
-                  : "It printed nothing as it ended: an exit call with that code and no "
-                    "message (sys.exit(" +
-                        std::to_string(*r.exit_code) + "), os._exit(" +
-                        std::to_string(*r.exit_code) +
-                        "), exit() in native code) in the program or a library it "
-                        "calls: search them for it.";
+      f.fix = "See the process's last output in logs/.";
+      // A rank that printed nothing with a code of its own choosing (not 1, an uncaught
+      // exception's, whose traceback a launcher may have filtered out): an exit call.
+      if (last == nullptr && f.kind == "nonzero-exit" && *r.exit_code != 1) {
+        f.fix =
+            "It printed nothing on stderr as it ended: an exit call with that code and no "
+            "message (sys.exit(" +
+            std::to_string(*r.exit_code) + "), os._exit(" + std::to_string(*r.exit_code) +
+            "), exit() in native code) in the program or a library it calls: search them for "
+            "it, and its output on stdout (logs/stdout.log).";
+      }
       f.confidence = 0.5;
       // spawn's wrapper exits 1 after it sent the exception.
       if (const ProcessSummary* sibling = p.role.role == Role::kRank && r.exit_code == 1

@@ -691,6 +691,10 @@ TEST(ProcessTexts, ALaunchersOwnLinesAreNotThoseOfARankItPrefixes) {
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) exited with code 3");
   EXPECT_THAT(d.findings[0].fix, HasSubstr("os._exit(3)"));
+  // Prefixed by PyTorch itself ("[rank0]:", on its own log lines): rank 1 may print unprefixed.
+  e.log_lines.back().text = "[rank0]:[W socket.cpp:601] [c10d] The client socket has failed";
+  EXPECT_THAT(diagnose(e).findings.at(0).title, HasSubstr("exited with code 3: *****"));
+  e.log_lines.back().text = "[default0]:step 0";
   // Its worker ended too, before it: it printed through the rank, prefixed, not the banner.
   killed(e, kWorker1, 1.3, SIGKILL);
   d = diagnose(e);
