@@ -70,6 +70,14 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
           "left to be destroyed with the interpreter; for torch.distributed, call "
           "dist.destroy_process_group() at the end of the program. " +
           f.fix;
+      // A worker shut down in the teardown of a rank that failed of its own exception: a
+      // consequence of that failure, which leads, however late its traceback was printed
+      // (torch.multiprocessing.spawn's parent prints it after the others ended).
+      const ProcessSummary* rank = worker ? context.process(process->record.ppid) : nullptr;
+      if (rank != nullptr && ended_in_failure(rank->record) &&
+          context.texts.final_exception(*rank) != nullptr) {
+        f.severity = Severity::kWarning;
+      }
     }
     // An abort whose message is a known failure (gloo's size check in a collective) is that
     // failure; the abort is only how it ended the process.
