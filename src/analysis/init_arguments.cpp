@@ -62,8 +62,13 @@ std::string call_text(const ProcessSummary& p, const RuleContext& context) {
   return context.name(p) + " called init_process_group(" + args + ")";
 }
 
+// "1 rank", "4 ranks".
+std::string counted(int n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string ranks_text(int n) {
-  return std::to_string(n) + (n == 1 ? " rank" : " ranks");
+  return counted(n, "rank", "ranks");
 }
 
 std::string env_int(const char* variable) {
@@ -114,7 +119,7 @@ std::optional<InitMismatch> contradiction(const RuleContext& context, const Proc
     int started = spawn_count(context, r);
     const std::string title = "init_process_group was asked for a world of " + ranks_text(*world) +
                               ", but torch.multiprocessing.spawn started " +
-                              std::to_string(started) + (started == 1 ? " process" : " processes");
+                              counted(started, "process", "processes");
     const std::string one_number =
         "mp.spawn and init_process_group one number: nprocs=world_size, and as rank the index "
         "spawn passes the function";
