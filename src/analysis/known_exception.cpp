@@ -98,6 +98,49 @@ void unpicklable(const SignatureMatch& m, KnownFailure& f) {
       "model.state_dict() rather than the model.";
 }
 
+// The module a pickle names tells who saved it: a spawned process's copy of the main script
+// (__mp_main__), a script's own classes (__main__), or a module whose names changed.
+void missing_class(const SignatureMatch& m, KnownFailure& f) {
+  std::string name = field(m, "name");
+  std::string module = field(m, "module");
+  if (module == "__mp_main__") {
+    f.title = "a process that spawn started could not find " + name + " in the main script";
+    f.fix =
+        "A process that spawn or forkserver starts (the workers of a DataLoader with that "
+        "context, torch.multiprocessing.spawn, multiprocessing.Pool) imports the main script as "
+        "__mp_main__, without running its `if __name__ == '__main__':` block, then looks up by "
+        "name what it was sent: define " +
+        name +
+        " at the main script's top level, not inside that block or a function (nor in a "
+        "notebook or the interactive interpreter), or better in a module of its own that the "
+        "main script imports.";
+  } else if (module == "__main__") {
+    f.title = "the file names " + name +
+              " of the main script that saved it, which the loading program's main script lacks";
+    f.fix =
+        "Pickle stores a class by its module and name, and a class of the script that ran is "
+        "__main__." +
+        name +
+        ": a model saved whole (torch.save(model)) loads only where the main script "
+        "defines " +
+        name +
+        " too. Save model.state_dict() instead, and load it into a model built from the class "
+        "(model.load_state_dict(torch.load(path))). For a file saved already, import the class "
+        "into the loading script before torch.load (`from train import " +
+        name + "`), and move it into a module of its own.";
+  } else {
+    f.title = "the file names " + module + "." + name + ", which the loading program's " + module +
+              " lacks";
+    f.fix = "Pickle stores a class or function by its module and name: " + name +
+            " was renamed, moved or removed from " + module +
+            " since the file was saved, or the loading program imports another version of it. "
+            "Restore the name (an alias `" +
+            name + " = NewName` in " + module +
+            " is enough), or load the file with the code that saved it and save its "
+            "state_dict.";
+  }
+}
+
 void launcher_variable_missing(const SignatureMatch& m, KnownFailure& f) {
   std::string variable = field(m, "variable");
   std::string fallback =
@@ -245,6 +288,38 @@ bool names(const std::string& type, std::initializer_list<const char*> words) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return std::any_of(words.begin(), words.end(),
                      [&](const char* w) { return lower.find(w) != std::string::npos; });
+}
+
+// Which fix depends on the type: float16 lacks most CPU kernels; integers reach operations that
+// need floating point, or loss targets need int64.
+void dtype_unsupported(const SignatureMatch& m, KnownFailure& f) {
+  std::string kernel = field(m, "kernel");
+  std::string dtype = field(m, "dtype");
+  f.title = "the operation " + kernel + " does not take " + dtype + " tensors";
+  bool integer = dtype == "Bool" || dtype == "Byte" || dtype == "Char" || dtype == "Short" ||
+                 dtype == "Int" || dtype == "Long";
+  if ((dtype == "Half" || dtype == "BFloat16") && !names(kernel, {"cuda"})) {
+    f.fix =
+        "Many operations have no half-precision kernel on the CPU: the model or its inputs are "
+        "float16 on the CPU (model.half(), or a float16 checkpoint, without moving it to the "
+        "GPU). Compute in float32 on the CPU (model.float()), or use torch.autocast('cpu', "
+        "dtype=torch.bfloat16), which casts only where it is supported; on the GPU, keep "
+        "float32 weights under torch.autocast('cuda') rather than .half().";
+  } else if (integer && names(kernel, {"nll_loss", "cross_entropy"})) {
+    f.fix =
+        "Class targets of cross_entropy and nll_loss must be int64: .long() them where they "
+        "are made (NumPy gives int32 on some platforms, and from uint8 masks).";
+  } else if (integer) {
+    f.fix =
+        "An integer tensor reached an operation that needs floating point: data read as "
+        "integers (uint8 pixels, int64 arrays from NumPy) or a tensor built from Python ints "
+        "(torch.tensor([1, 2])). Convert it with .float() where it is made (pixels: "
+        ".float() / 255).";
+  } else {
+    f.fix =
+        "Convert the tensor with .to(dtype) to a type the operation supports on its device "
+        "(float32 is supported everywhere).";
+  }
 }
 
 void type_mismatch(const SignatureMatch& m, KnownFailure& f) {
@@ -464,6 +539,7 @@ const std::map<std::string, Describer>& describers() {
       {"python.file-not-found", file_not_found},
       {"python.script-not-found", script_not_found},
       {"python.unpicklable", unpicklable},
+      {"python.unpickle-missing-class", missing_class},
       {"pil.unreadable-image", unreadable_image},
       {"torch.batchnorm-one-sample", batchnorm_one_sample},
       {"torch.view-size-mismatch", view_size_mismatch},
@@ -480,6 +556,7 @@ const std::map<std::string, Describer>& describers() {
       {"torch.conv-input-dims", conv_dims},
       {"torch.device-mismatch", device_mismatch},
       {"torch.tensor-type-mismatch", type_mismatch},
+      {"torch.dtype-unsupported", dtype_unsupported},
       {"torch.batch-size-mismatch", batch_size_mismatch},
       {"torch.autograd-inplace", autograd_inplace},
       {"torch.autograd-nan", autograd_nan},
@@ -525,6 +602,20 @@ const std::map<std::string, Words>& fixed_words() {
         "hidden state, a running total of losses, a cached output): .detach() it at the end of "
         "each step (`total += loss.item()` for a running total). If two backward passes through "
         "one graph are meant, pass retain_graph=True to the first."}},
+      {"torch.autograd-non-scalar",
+       {"backward() on a loss of more than one value",
+        "backward() without arguments needs a loss of one element: reduce it first with .mean() "
+        "or .sum() (a loss built with reduction='none' has one value per sample). Under "
+        "nn.DataParallel, a loss computed inside the model comes back with one value per GPU: "
+        ".mean() it. To back-propagate a tensor on purpose, pass gradient= of its shape "
+        "(torch.ones_like(out))."}},
+      {"torch.autograd-leaf-inplace",
+       {"a tensor that requires grad, as a parameter, was changed in place while autograd "
+        "recorded",
+        "Changing a leaf tensor that requires grad in place (w -= lr * w.grad, w.add_(), w[0] = "
+        "0, w.fill_()) must not be recorded: do it under `with torch.no_grad():`, as optimizers "
+        "and torch.nn.init do. To compute with a changed copy, use an out-of-place operation (w "
+        "+ 1 makes a new tensor)."}},
       {"torch.autograd-no-grad",
        {"backward() on a loss that no parameter requiring grad contributed to",
         "The loss was computed without autograd: under torch.no_grad() or "

@@ -9,9 +9,12 @@ an error printed after a progress bar's redraws; a script written for torchrun s
 a dataset file that is no image; a loss that broadcasts its targets and softmax without dim, which
 only warn; DDP's needless search for unused parameters; a last batch of one sample; a sample of
 None; the threads of two processes that die one after the other; a __getattr__ that calls itself
-without end; init_process_group given a world or rank the launch does not match. The title says what happened and the fix names the sizes, types or keys."""
+without end; init_process_group given a world or rank the launch does not match; a class that
+spawned workers or torch.load cannot find; float16 on the CPU; backward() on a loss not reduced.
+The title says what happened and the fix names the sizes, types or keys."""
 import re
 import sqlite3
+import subprocess
 
 import pytest
 from PIL import Image
@@ -575,3 +578,63 @@ def test_spawned_ranks_without_master_addr(traindoc, tmp_path, monkeypatch):
                                   "torch.multiprocessing.spawn started, and init_process_group's "
                                   "env:// reads it"), root["title"]
     assert "before mp.spawn" in root["fix"], root["fix"]
+
+
+# A dataset class defined under the main guard, for workers that spawn starts: each imports the
+# script as __mp_main__ without running that block.
+DATASET_UNDER_MAIN_GUARD = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+if __name__ == "__main__":
+    class Squares(Dataset):
+        def __len__(self): return 8
+        def __getitem__(self, i): return torch.tensor([float(i * i)])
+    for x in DataLoader(Squares(), batch_size=2, num_workers=2, multiprocessing_context="spawn"):
+        pass
+"""
+
+# A whole model saved by a script whose own class it is, loaded by another script.
+SAVE_WHOLE_MODEL = """
+import sys, torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(2, 2)
+torch.save(Net(), sys.argv[1])
+"""
+
+
+def test_a_class_that_spawned_workers_cannot_find(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(DATASET_UNDER_MAIN_GUARD)
+    root = failed_root(traindoc([PYTHON, str(script)]))
+    assert root["title"].endswith(": a process that spawn started could not find Squares in the "
+                                  "main script"), root["title"]
+    assert "define Squares at the main script's top level" in root["fix"], root["fix"]
+
+
+def test_a_whole_model_loaded_by_another_script(traindoc, tmp_path):
+    saver, path = tmp_path / "train.py", tmp_path / "model.pt"
+    saver.write_text(SAVE_WHOLE_MODEL)
+    assert subprocess.run([PYTHON, str(saver), str(path)]).returncode == 0
+    root = failed_root(traindoc(python_job(f"import torch\ntorch.load({str(path)!r})\n")))
+    assert root["title"].endswith(": the file names Net of the main script that saved it, which "
+                                  "the loading program's main script lacks"), root["title"]
+    assert "`from train import Net`" in root["fix"], root["fix"]
+
+
+@pytest.mark.parametrize("code, title, fix", [
+    ("torch.nn.Linear(3, 2).half()(torch.randn(4, 3).half())",
+     "the operation addmm_impl_cpu_ does not take Half tensors", "model.float()"),
+    ("torch.nn.functional.softmax(torch.tensor([1, 2]), 0)",
+     "the operation softmax_lastdim_kernel_impl does not take Long tensors", ".float() / 255"),
+    ("torch.nn.functional.cross_entropy(torch.nn.Linear(2, 3)(torch.randn(4, 2)), "
+     "torch.tensor([0, 1, 2, 1]), reduction='none').backward()",
+     "backward() on a loss of more than one value", "reduction='none'"),
+    ("w = torch.zeros(3, requires_grad=True)\nw -= 0.1",
+     "was changed in place while autograd recorded", "`with torch.no_grad():`"),
+])
+def test_types_and_losses_autograd_cannot_take(traindoc, code, title, fix):
+    root = failed_root(traindoc(python_job("import torch\n" + code + "\n")))
+    assert root["title"].endswith(title), root["title"]
+    assert fix in root["fix"], root["fix"]

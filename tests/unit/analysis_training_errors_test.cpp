@@ -154,6 +154,11 @@ TEST(TrainingSignatures, ObjectsPickleCannotSerialize) {
   expect_fields(m, {{"type", "_io.BufferedReader"}});
   EXPECT_THAT(ids("        An attempt has been made to start a new process before the"),
               testing::ElementsAre("python.spawn-main-unguarded"));
+  m = match(
+      "AttributeError: Can't get attribute 'Squares' on <module '__mp_main__' from "
+      "'/tmp/proj/train.py'>",
+      "python.unpickle-missing-class");
+  expect_fields(m, {{"name", "Squares"}, {"module", "__mp_main__"}});
 }
 
 // A script written for torchrun, started without it.
@@ -389,6 +394,30 @@ TEST(TrainingRules, AnObjectThatCannotBePickledIsNamed) {
   EXPECT_THAT(f.fix, HasSubstr("functools.partial instead of a lambda"));
 }
 
+// The module a pickle names tells which fix: a spawned process's copy of the main script, the
+// main script of a program that saved a whole model, or a module whose names changed.
+TEST(TrainingRules, AClassThatUnpicklingCannotFindSaysWhereItShouldBe) {
+  Finding f = exception_finding(
+      "AttributeError: Can't get attribute 'Squares' on <module '__mp_main__' from "
+      "'/tmp/proj/train.py'>");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): a process that spawn started could not find Squares in the main "
+            "script");
+  EXPECT_THAT(f.fix, HasSubstr("define Squares at the main script's top level"));
+  f = exception_finding(
+      "AttributeError: Can't get attribute 'Net' on <module '__main__' from '/tmp/proj/eval.py'>");
+  EXPECT_THAT(f.title, HasSubstr("the file names Net of the main script that saved it"));
+  EXPECT_THAT(f.fix, HasSubstr("`from train import Net`"));
+  EXPECT_THAT(f.fix, HasSubstr("model.state_dict()"));
+  f = exception_finding(
+      "AttributeError: Can't get attribute 'ResBlock' on <module 'models.resnet' from "
+      "'/tmp/proj/models/resnet.py'>");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): the file names models.resnet.ResBlock, which the loading "
+            "program's models.resnet lacks");
+  EXPECT_THAT(f.fix, HasSubstr("`ResBlock = NewName`"));
+}
+
 TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
   Finding f = exception_finding(
       "RuntimeError: one of the variables needed for gradient computation has been modified by "
@@ -407,6 +436,12 @@ TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
   f = exception_finding(
       "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn");
   EXPECT_THAT(f.fix, HasSubstr("torch.no_grad()"));
+  f = exception_finding("RuntimeError: grad can be implicitly created only for scalar outputs");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): backward() on a loss of more than one value");
+  EXPECT_THAT(f.fix, HasSubstr("reduction='none'"));
+  f = exception_finding(
+      "RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.");
+  EXPECT_THAT(f.fix, HasSubstr("`with torch.no_grad():`"));
   f = exception_finding(
       "RuntimeError: Function 'LogBackward0' returned nan values in its 0th output.");
   EXPECT_EQ(f.title,
@@ -489,6 +524,18 @@ TEST(TrainingRules, ATypeMismatchTellsADeviceFromADtype) {
   f = exception_finding("RuntimeError: expected scalar type Long but found Int");
   EXPECT_EQ(f.title, "rank 0 (pid 1010): a tensor of type Int where Long is expected");
   EXPECT_THAT(f.fix, HasSubstr(".long()"));
+  // An operation without a kernel for the type: which fix, by the type and the operation.
+  f = exception_finding("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): the operation addmm_impl_cpu_ does not take Half tensors");
+  EXPECT_THAT(f.fix, HasSubstr("model.float()"));
+  f = exception_finding(
+      "RuntimeError: \"nll_loss_forward_reduce_cuda_kernel_2d_index\" not implemented for 'Int'");
+  EXPECT_THAT(f.fix, HasSubstr("must be int64: .long() them"));
+  f = exception_finding("RuntimeError: \"softmax_lastdim_kernel_impl\" not implemented for 'Long'");
+  EXPECT_THAT(f.fix, HasSubstr("needs floating point"));
+  EXPECT_THAT(f.fix, Not(HasSubstr(".long()")));
+  f = exception_finding("RuntimeError: \"baddbmm_with_gemm\" not implemented for 'ComplexHalf'");
+  EXPECT_THAT(f.fix, HasSubstr("float32 is supported everywhere"));
   f = exception_finding("RuntimeError: mat1 and mat2 must have the same dtype");
   EXPECT_THAT(f.fix, HasSubstr("NumPy arrays are float64"));
   f = exception_finding(
