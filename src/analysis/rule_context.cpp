@@ -135,12 +135,19 @@ std::optional<DumpFrame> parse_frame(std::string_view text) {
       ":" + rest.substr(0, in) + (in == std::string::npos ? "" : " in " + rest.substr(in + 4))};
 }
 
-// The main thread's frames, innermost first, without the hook's wrappers.
+// The main thread's frames, innermost first, without the hook's wrappers, and without the frames
+// below multiprocessing's start of a forked process (a DataLoader worker's): its parent's, copied
+// at fork, where the process never returns.
 std::vector<DumpFrame> frames_of(const std::string& dump) {
   std::vector<DumpFrame> out;
   for (const std::string& line : main_thread_frames(dump)) {
     std::optional<DumpFrame> frame = parse_frame(line);
-    if (frame && !is_hook_file(frame->path)) out.push_back(std::move(*frame));
+    if (!frame || is_hook_file(frame->path)) continue;
+    out.push_back(std::move(*frame));
+    if (out.back().path.ends_with("/multiprocessing/process.py") &&
+        out.back().at.ends_with(" in _bootstrap")) {
+      break;
+    }
   }
   return out;
 }

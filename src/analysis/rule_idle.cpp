@@ -2,6 +2,8 @@
 // supervisor's idle watch): job-idle, with where each process was then. Pure.
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <string_view>
 
 #include "analysis/known_failure.h"
 #include "analysis/rules.h"
@@ -29,6 +31,31 @@ bool collective_hang(const RuleContext& context, int64_t from_ns, int64_t to_ns)
 
 bool c10d_frame(const std::string& frame) {
   return frame.find("/torch/distributed/distributed_c10d.py\"") != std::string::npos;
+}
+
+// Whether the dump's main thread runs code of `file` ("/torch/utils/data/dataloader.py").
+bool runs_file(const std::string& dump, std::string_view file) {
+  std::vector<std::string> frames = main_thread_frames(dump);
+  return std::any_of(frames.begin(), frames.end(), [&](const std::string& frame) {
+    return frame.find(std::string(file) + "\"") != std::string::npos;
+  });
+}
+
+// "rank 0 (pid A) waits for a batch from worker 1 of rank 0 (pid B), which is at X" when a
+// DataLoader worker is in the middle of a sample (its frames pass through the fetcher) while its
+// rank waits for the batch; "" otherwise.
+std::string batch_wait(const RuleContext& context, const ProcessSummary& worker,
+                       const std::string& dump, const std::map<int, std::string>& dumps) {
+  auto parent = dumps.find(worker.record.ppid);
+  const ProcessSummary* rank = context.process(worker.record.ppid);
+  if (worker.role.role != Role::kWorker || rank == nullptr || parent == dumps.end() ||
+      !runs_file(dump, "/torch/utils/data/_utils/fetch.py") ||
+      !runs_file(parent->second, "/torch/utils/data/dataloader.py")) {
+    return "";
+  }
+  std::string place = user_place(dump);
+  return context.name(*rank) + " waits for a batch from " + context.name(worker) +
+         ", which is at " + (place.empty() ? python_frames(dump) : place);
 }
 
 // Whether the dump's process waits in init_process_group itself (not in new_group's barrier).
@@ -74,6 +101,15 @@ constexpr const char* kIdleFix =
     "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
     "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, on "
     "input, or on a rank or node that never came. The stacks say where each process waits.";
+
+constexpr const char* kWorkerStuckFix =
+    "A DataLoader worker that never finishes its sample holds up its rank, which waits for that "
+    "batch. See what the worker waits for where it is: a read from network storage or a remote "
+    "service without a timeout, a lock, a subprocess, a sleep or a retry loop; give such reads "
+    "a timeout. Pass timeout=SECONDS to the DataLoader, so that a worker that takes longer "
+    "raises an error naming it instead of hanging the job. A worker stuck in a library its "
+    "parent used from threads before fork (OpenCV, OpenMP) needs cv2.setNumThreads(0) in the "
+    "parent, or the spawn start method (multiprocessing_context='spawn').";
 
 }  // namespace
 
@@ -148,7 +184,10 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     }
     std::string join;                            // the first process waiting for its peers to start
     std::vector<const ProcessSummary*> joiners;  // those waiting in init_process_group
-    std::string stuck;  // the first process whose innermost frame is the user's own code
+    std::string stuck;     // the first process whose innermost frame is the user's own code
+    std::string fetching;  // the first worker its rank waits for, in the middle of a sample
+    std::map<int, std::string> dumps;
+    for (const store::Event* e : stacks) dumps.emplace(e->pid, e->text);
     for (const store::Event* e : stacks) {
       const ProcessSummary* p = context.process(e->pid);
       if (p == nullptr) continue;
@@ -157,6 +196,7 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       if (in_init_process_group(e->text)) joiners.push_back(p);
       std::string own = stuck_in_user_code(e->text);
       if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
+      if (fetching.empty()) fetching = batch_wait(context, *p, e->text, dumps);
       // The launcher only watches its ranks, once it has started them.
       if (p->role.role == Role::kLauncher && waits.empty()) continue;
       std::string where = where_it_was(context, *p, e->text);
@@ -169,11 +209,16 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     }
     std::sort(f.ranks.begin(), f.ranks.end());
     if (prompts.empty()) {
-      f.title += ": " + (!join.empty()    ? join
-                         : !stuck.empty() ? "no process used CPU or printed anything; " + stuck
-                                          : "no process used CPU or printed anything");
+      std::string quiet = "no process used CPU or printed anything";
+      f.title += ": " + (!join.empty()       ? join
+                         : !fetching.empty() ? quiet + "; " + fetching
+                         : !stuck.empty()    ? quiet + "; " + stuck
+                                             : quiet);
     }
-    f.fix = !prompts.empty() ? kPromptFix : !join.empty() ? kJoinFix : kIdleFix;
+    f.fix = !prompts.empty()    ? kPromptFix
+            : !join.empty()     ? kJoinFix
+            : !fetching.empty() ? kWorkerStuckFix
+                                : kIdleFix;
     // A rank that waits for a world the launch does not match waits for ranks never started.
     std::optional<InitMismatch> mismatch;
     for (size_t k = 0; prompts.empty() && !mismatch && k < joiners.size(); ++k) {

@@ -311,14 +311,17 @@ def stopped_when_idle(tmp_path, code, first_line):
 
 def test_a_hang_its_user_stopped_is_the_root_cause(tmp_path):
     """A DataLoader worker deadlocks; the job sits idle until its user stops it. The hang is why
-    it was stopped: the root cause, naming the worker stuck in the user's code."""
+    it was stopped: the root cause, naming the worker stuck in the user's code that its rank
+    waits for, and the DataLoader's timeout."""
     findings = stopped_when_idle(tmp_path, DEADLOCKED_WORKER, b"ready\n")
     root = findings[0]
     assert root["kind"] == "job-idle" and root["root_cause"], findings
     assert root["severity"] == "error"
     assert re.search(r"^the job hung at \+[0-9.]+ s and did not move again until it was stopped, "
-                     r"[0-9.]+ s later: no process used CPU or printed anything; worker [01] of "
-                     r"rank 0 \(pid \d+\) is at <string>:9 in __getitem__$", root["title"]), root
+                     r"[0-9.]+ s later: no process used CPU or printed anything; rank 0 \(pid \d+\) "
+                     r"waits for a batch from worker [01] of rank 0 \(pid \d+\), which is at "
+                     r"<string>:9 in __getitem__$", root["title"]), root
+    assert "Pass timeout=SECONDS to the DataLoader" in root["fix"], root["fix"]
     assert [findings[i]["kind"] for i in root["consequences"]] == ["stop-requested"]
 
 

@@ -327,6 +327,75 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
   }
 }
 
+// A worker's dump as a DataLoader's worker started by fork has it: the parent's frames, copied
+// at fork, below multiprocessing's _bootstrap. `inner`: its own frames, innermost first.
+std::string worker_stack(const std::string& inner) {
+  return "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n" + inner +
+         "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302 "
+         "in _worker_loop\n"
+         "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 108 in run\n"
+         "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314 in _bootstrap\n"
+         "  File \"/usr/lib/python3.11/multiprocessing/popen_fork.py\", line 71 in _launch\n"
+         "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1034 in "
+         "__init__\n"
+         "  File \"/home/user/proj/train.py\", line 30 in <module>\n"
+         "native (main thread):\n";
+}
+
+const std::string kWaitsForBatch =
+    "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n"
+    "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
+    "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113 in get\n"
+    "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120 in "
+    "_try_get_data\n"
+    "  File \"/home/user/proj/train.py\", line 30 in <module>\n";
+
+// The rank waits for a batch, and its worker is in the middle of a sample (in the fetcher),
+// where a read without a timeout never returns: the worker, and the DataLoader's timeout.
+TEST(RuleIdle, AWorkerInTheMiddleOfASampleIsWhatItsRankWaitsFor) {
+  Evidence e = torchrun_job();
+  const std::string fetching = worker_stack(
+      "  File \"/usr/lib/python3.11/socket.py\", line 706 in readinto\n"
+      "  File \"/home/user/proj/data.py\", line 12 in __getitem__\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58 in "
+      "fetch\n");
+  const std::string idle_worker = worker_stack(
+      "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113 in get\n");
+  e.events = {
+      {at(5), "job-idle", 0, kIdleText},
+      {at(35.1), "stack-at-idle", kRank0, kWaitsForBatch},
+      {at(35.1), "stack-at-idle", kWorker0, fetching},
+      {at(35.1), "stack-at-idle", kWorker1, idle_worker},
+      forwarded(40, "SIGINT from the terminal, passed on to 0 process(es)"),
+  };
+  every_process_stopped(e, 40.1, SIGINT);
+  Diagnosis d = diagnose(e);
+  const Finding* idle = idle_of(d.findings);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_THAT(idle->title,
+              testing::EndsWith("no process used CPU or printed anything; rank 0 (pid 1010) waits "
+                                "for a batch from worker 0 of rank 0 (pid 1020), which is at "
+                                "/home/user/proj/data.py:12 in __getitem__, in "
+                                "/usr/lib/python3.11/socket.py:706 in readinto"));
+  EXPECT_THAT(idle->fix, HasSubstr("Pass timeout=SECONDS to the DataLoader"));
+  // The frames below a forked worker's start are its parent's: not where the worker is.
+  EXPECT_THAT(idle->evidence,
+              Contains(std::string("worker 0 of rank 1 (pid 1021) was in "
+                                   "/usr/lib/python3.11/selectors.py:415 in select, called from "
+                                   "/usr/lib/python3.11/multiprocessing/queues.py:113 in get, "
+                                   "called from /usr/lib/python3/dist-packages/torch/utils/data/"
+                                   "_utils/worker.py:302 in _worker_loop")));
+
+  // A rank that waits elsewhere does not wait for its worker's sample.
+  e.events[1].text = stack_in("/home/user/proj/train.py", 44, "<module>");
+  d = diagnose(e);
+  idle = idle_of(d.findings);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_THAT(idle->title, Not(HasSubstr("waits for a batch")));
+  EXPECT_THAT(idle->fix, Not(HasSubstr("timeout=SECONDS")));
+}
+
 TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   Evidence e = torchrun_job();
   e.events = {{at(5), "job-idle", 0, kIdleText},
