@@ -83,6 +83,8 @@ Diagnosis diagnose(const store::Evidence& evidence);
 std::string format_bytes(uint64_t bytes);
 // "12.3 s"
 std::string format_seconds(int64_t ns);
+// "1 rank", "4 ranks"
+std::string counted(int n, const std::string& one, const std::string& many);
 
 // "SIGSEGV", or "signal 77" for numbers without a name.
 std::string signal_name(int signal);

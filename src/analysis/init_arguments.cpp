@@ -62,11 +62,6 @@ std::string call_text(const ProcessSummary& p, const RuleContext& context) {
   return context.name(p) + " called init_process_group(" + args + ")";
 }
 
-// "1 rank", "4 ranks".
-std::string counted(int n, const std::string& one, const std::string& many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 std::string ranks_text(int n) {
   return counted(n, "rank", "ranks");
 }

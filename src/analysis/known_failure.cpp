@@ -288,6 +288,13 @@ void checkpoint_corrupt(const SignatureMatch& m, KnownFailure& f) {
   }
 }
 
+void process_limit(const SignatureMatch& m, KnownFailure& f) {
+  f.title = m.id == "libgomp.thread-create-failed" ? "OpenMP could not start its threads"
+            : m.id.ends_with("fork-failed")        ? "could not start a process"
+                                                   : "could not start a thread";
+  f.title += ": the limit on processes and threads was reached";
+}
+
 const std::map<std::string, Describer>& describers() {
   static const std::map<std::string, Describer> kDescribers = {
       {"label-out-of-range", label},
@@ -307,6 +314,7 @@ const std::map<std::string, Describer>& describers() {
       {"port-in-use", port_in_use},
       {"disk-full", disk_full},
       {"checkpoint-corrupt", checkpoint_corrupt},
+      {"process-limit", process_limit},
   };
   return kDescribers;
 }
@@ -436,6 +444,13 @@ std::string fix_for(const std::string& kind) {
        "of the file (`git lfs pull`). Load an earlier checkpoint or save this one again, and "
        "compare its size with the original. Save to a temporary name then os.replace() it, so "
        "that a checkpoint is whole or absent."},
+      {"process-limit",
+       "Every thread counts against the limit on processes: the user's (`ulimit -u`, across all "
+       "of that user's processes on the machine) and the container's (`cat "
+       "/sys/fs/cgroup/pids.max`; docker --pids-limit, a Kubernetes pod's pid limit). Each rank "
+       "and each DataLoader worker starts OpenMP and BLAS threads as many as the machine has "
+       "cores: set OMP_NUM_THREADS and MKL_NUM_THREADS to a few (torchrun sets "
+       "OMP_NUM_THREADS=1 unless told), use fewer num_workers, or raise the limit."},
       {"shm-exhausted",
        "/dev/shm is too small for what the workers pass: run the container with --shm-size "
        "(or --ipc=host), or lower batch size, num_workers or prefetch_factor."},

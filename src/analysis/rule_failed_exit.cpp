@@ -2,6 +2,7 @@
 // named by its known text where there is one, with the frame that raised it. Pure.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string_view>
 
 #include "analysis/known_failure.h"
@@ -105,6 +106,21 @@ std::vector<std::string> forward_call(const RuleContext& context, const ProcessS
   return {};
 }
 
+// "the job's processes held 812 threads at once (in 34 processes), as sampled", from the round
+// of samples with the most; "" without samples. Samples of one round share their time.
+std::string thread_peak(const RuleContext& context) {
+  std::map<int64_t, std::pair<int, int>> rounds;  // time -> threads, processes
+  for (const store::ProcSample& s : context.evidence.proc_samples) {
+    rounds[s.t_ns].first += s.threads;
+    ++rounds[s.t_ns].second;
+  }
+  std::pair<int, int> peak{0, 0};
+  for (const auto& [t, round] : rounds) peak = std::max(peak, round);
+  if (peak.first == 0) return "";
+  return "the job's processes held " + counted(peak.first, "thread", "threads") + " at once (in " +
+         counted(peak.second, "process", "processes") + "), as sampled";
+}
+
 // A known text's words where the process says more than the text: the one
 // torch.multiprocessing.spawn started must set MASTER_ADDR itself; of several ranks, one may
 // read a checkpoint another is still writing.
@@ -122,6 +138,8 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
     f.fix +=
         " With several ranks, one may read the file while another still writes it: load it "
         "only after the rank that saves it is done (dist.barrier() after rank 0's torch.save).";
+  } else if (f.kind == "process-limit") {
+    if (std::string peak = thread_peak(context); !peak.empty()) f.evidence.push_back(peak);
   } else if (f.kind == "fd-exhausted") {
     // Descriptors are sampled now and then: a peak far below the limit missed the climb.
     if (p.peak_fds && p.fd_limit && *p.peak_fds * 2 >= *p.fd_limit) {
@@ -270,6 +288,7 @@ bool from_known_line(const RuleContext& context, const ProcessSummary& p, Findin
                        std::to_string(line.number) + context.when(line.t_ns) + ": " + text);
   f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
   f.fix = known->fix;
+  fit_to_process(context, p, *known->match, context.name(p), f);
   f.confidence = 0.7;
   merge_key = analysis::merge_key(f.kind, known->match->id);
   return true;

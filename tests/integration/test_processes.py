@@ -1,7 +1,16 @@
-"""traindoc knows every process of the job, its role and how it ended."""
+"""traindoc knows every process of the job, its role and how it ended, and names the limit on
+processes and threads when the job reaches it."""
+import json
+import os
 import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
-from conftest import JOBS, PYTHON, free_port, job_script, python_job, torchrun
+import pytest
+
+from conftest import JOBS, PYTHON, TRAINDOC, free_port, job_script, python_job, torchrun
 
 
 def test_torchrun_two_ranks_two_workers_roles(traindoc):
@@ -198,3 +207,38 @@ def test_program_a_rank_ran_is_not_the_root_cause(traindoc):
     assert [(f["kind"], f["root_cause"]) for f in run.report["findings"]] == [
         ("python-exception", True)]
     assert len(run.report["processes"]) == 2
+
+
+# 30 threads, long enough to be sampled, then more than the limit allows.
+STARTS_200_THREADS = """
+import threading, time
+for i in range(200):
+    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+    if i == 30:
+        time.sleep(1.5)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="ulimit -u binds only an unprivileged user, which root can become")
+def test_threads_refused_by_the_limit_on_processes():
+    """traindoc and its job run as nobody under `ulimit -u 60`: Python's `can't start new
+    thread` is the limit, with the most threads the job held."""
+    work = Path(tempfile.mkdtemp())
+    try:
+        work.chmod(0o777)
+        out = work / "run"
+        proc = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "bash", "-c",
+             'ulimit -u 60 && exec "$0" run --out "$1" -- "$2" -c "$3"', str(TRAINDOC), str(out),
+             PYTHON, STARTS_200_THREADS], capture_output=True, timeout=120)
+        assert proc.returncode == 1, proc.stderr.decode()[-2000:]
+        root = json.loads((out / "report.json").read_text())["findings"][0]
+        assert root["kind"] == "process-limit", root
+        assert root["title"].endswith(": could not start a thread: the limit on processes and "
+                                      "threads was reached"), root["title"]
+        peak = [e for e in root["evidence"] if e.startswith("the job's processes held ")]
+        assert peak and int(peak[0].split()[4]) > 30, root["evidence"]
+        assert "ulimit -u" in root["fix"], root["fix"]
+    finally:
+        shutil.rmtree(work)

@@ -454,17 +454,17 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   EXPECT_THAT(d.findings.front().title, HasSubstr("5.0 s after the others: a straggler"));
   // The call came from a restarted attempt's rank 1: this one died before it.
   e.collective_issues[1].ranks[1].pid = 22;
-  for (const Finding& f : diagnose(e).findings) {
-    EXPECT_THAT(f.title, Not(HasSubstr("a straggler"))) << f.title;
+  for (const Finding& later : diagnose(e).findings) {
+    EXPECT_THAT(later.title, Not(HasSubstr("a straggler"))) << later.title;
   }
   e.collective_issues[1].ranks[1].pid = 12;
   // It came, then failed of its own: its own finding, and never "before the call".
   e.log_lines.back().text = "[default1]:RuntimeError: CUDA error: an illegal memory access";
   d = diagnose(e);
   bool straggler = false;
-  for (const Finding& f : d.findings) {
-    EXPECT_THAT(f.title, Not(HasSubstr("before all_reduce #4"))) << f.title;
-    straggler = straggler || f.title.find("a straggler") != std::string::npos;
+  for (const Finding& later : d.findings) {
+    EXPECT_THAT(later.title, Not(HasSubstr("before all_reduce #4"))) << later.title;
+    straggler = straggler || later.title.find("a straggler") != std::string::npos;
   }
   EXPECT_TRUE(straggler);
   // The stall took rank 0's call for one of its own; its late peer shows it was not.

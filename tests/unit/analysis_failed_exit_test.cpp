@@ -135,6 +135,49 @@ TEST(RuleFailedExit, DescriptorsRunOutWhereTheProcessKeepsWhatItOpens) {
   }
 }
 
+// A thread refused: the limit on processes and threads, with the most threads the job's
+// processes held in one round of samples.
+TEST(RuleFailedExit, AThreadRefusedNamesTheLimitAndTheJobsThreads) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(9.0, 1, "[default0]:Traceback (most recent call last):"),
+      stderr_line(9.0, 2, "[default0]:  File \"/home/user/proj/train.py\", line 9, in <module>"),
+      stderr_line(9.0, 3, "[default0]:RuntimeError: can't start new thread"),
+  };
+  for (double seconds : {7.0, 8.0}) {
+    for (int pid : {kRank0, kRank1, kWorker0}) {
+      store::ProcSample sample;
+      sample.t_ns = at(seconds);
+      sample.pid = pid;
+      sample.start_ticks = process(e, pid).start_ticks;
+      sample.threads = seconds == 8.0 ? 300 : 10;
+      e.proc_samples.push_back(sample);
+    }
+  }
+  exited(e, kRank0, 9.5, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "process-limit");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): could not start a thread: the limit on processes and threads was "
+            "reached");
+  EXPECT_THAT(f.evidence, Contains(std::string("the job's processes held 900 threads at once (in "
+                                               "3 processes), as sampled")));
+  EXPECT_THAT(f.fix, HasSubstr("OMP_NUM_THREADS"));
+
+  // OpenMP's own line, without a traceback, says the same.
+  e.log_lines = {stderr_line(9.0, 1,
+                             "[default0]:libgomp: Thread creation failed: Resource temporarily "
+                             "unavailable")};
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].title,
+            "rank 0 (pid 1010): OpenMP could not start its threads: the limit on processes and "
+            "threads was reached");
+  EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("held 900 threads at once")));
+}
+
 // argparse's error, from a rank or from a launcher that never started one.
 TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
   Evidence e = torchrun_job();

@@ -411,6 +411,24 @@ TEST(SignatureDataLoader, SharedMemoryAndDescriptors) {
   expect_fields(m, {{"items", "0"}});
 }
 
+// Threads and processes refused by the limit on them; EAGAIN of a fork only where the traceback
+// shows the fork (a non-blocking socket raises the same).
+TEST(MemorySignatures, ThreadsAndProcessesOverTheLimit) {
+  EXPECT_THAT(ids("RuntimeError: can't start new thread"),
+              testing::ElementsAre("python.thread-start-failed"));
+  SignatureMatch m = match("libgomp: Thread creation failed: Resource temporarily unavailable",
+                           "libgomp.thread-create-failed");
+  EXPECT_EQ(m.kind, "process-limit");
+  expect_fields(m, {{"error", "Resource temporarily unavailable"}});
+  const std::string eagain = "BlockingIOError: [Errno 11] Resource temporarily unavailable";
+  EXPECT_TRUE(ids(eagain).empty());
+  EXPECT_TRUE(ids(eagain, {{"/usr/lib/python3.11/socket.py", "recv_into"}}).empty());
+  EXPECT_THAT(ids(eagain, {{"/usr/lib/python3.11/multiprocessing/popen_fork.py", "_launch"}}),
+              testing::ElementsAre("python.fork-failed"));
+  EXPECT_THAT(ids(eagain, {{"/usr/lib/python3.11/subprocess.py", "_execute_child"}}),
+              testing::ElementsAre("python.subprocess-fork-failed"));
+}
+
 // ---- labels, indices, device asserts ---------------------------------------------------------
 
 TEST(SignatureIndex, LabelOutOfRange) {

@@ -41,7 +41,7 @@ const std::set<std::string> known_kinds = {
     "cuda-illegal-access", "hardware-fault", "python-exception",
     // added by the catalog (DESIGN.md: "add new ones freely")
     "port-in-use", "launcher-bug", "killed-externally", "cuda-unavailable", "disk-full",
-    "checkpoint-corrupt", "bad-arguments", "framework-warning",
+    "checkpoint-corrupt", "bad-arguments", "framework-warning", "process-limit",
     // supporting evidence only
     ""};
 
