@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "analysis/match_fields.h"
 
@@ -99,21 +100,34 @@ void unpicklable(const SignatureMatch& m, KnownFailure& f) {
 }
 
 // The module a pickle names tells who saved it: a spawned process's copy of the main script
-// (__mp_main__), a script's own classes (__main__), or a module whose names changed.
+// (__mp_main__), a script's own classes (__main__ from a file), a notebook's or the interactive
+// interpreter's (__main__ from no file), or a module whose names changed.
 void missing_class(const SignatureMatch& m, KnownFailure& f) {
   std::string name = field(m, "name");
   std::string module = field(m, "module");
+  const std::string spawn =
+      "A process that spawn or forkserver starts (the workers of a DataLoader with that context, "
+      "torch.multiprocessing.spawn, multiprocessing.Pool; spawn is the default on macOS and "
+      "Windows) imports the main script as __mp_main__, without running its `if __name__ == "
+      "'__main__':` block, then looks up by name what it was sent";
+  const std::string whole_model =
+      "Save model.state_dict() instead, and load it into a model built from the class "
+      "(model.load_state_dict(torch.load(path))). For a model saved whole already, import " +
+      name + " into the loading program before torch.load (`from <its module> import " + name +
+      "`; PyTorch 2.6 and later also need weights_only=False for a whole model).";
   if (module == "__mp_main__") {
     f.title = "a process that spawn started could not find " + name + " in the main script";
-    f.fix =
-        "A process that spawn or forkserver starts (the workers of a DataLoader with that "
-        "context, torch.multiprocessing.spawn, multiprocessing.Pool) imports the main script as "
-        "__mp_main__, without running its `if __name__ == '__main__':` block, then looks up by "
-        "name what it was sent: define " +
-        name +
-        " at the main script's top level, not inside that block or a function (nor in a "
-        "notebook or the interactive interpreter), or better in a module of its own that the "
-        "main script imports.";
+    f.fix = spawn + ": define " + name +
+            " at the main script's top level, not inside that block or a function, or better in "
+            "a module of its own that the main script imports.";
+  } else if (module == "__main__" && field(m, "origin").empty()) {
+    f.title = "unpickling could not find " + name +
+              " in the main module, which is no file (a notebook, the interactive interpreter, "
+              "python -c)";
+    f.fix = spawn + ", which a notebook is not: define " + name +
+            " in a .py module that the notebook imports. Loading a model that a script saved "
+            "whole (torch.save(model)) needs " +
+            name + " too. " + whole_model;
   } else if (module == "__main__") {
     f.title = "the file names " + name +
               " of the main script that saved it, which the loading program's main script lacks";
@@ -123,11 +137,7 @@ void missing_class(const SignatureMatch& m, KnownFailure& f) {
         name +
         ": a model saved whole (torch.save(model)) loads only where the main script "
         "defines " +
-        name +
-        " too. Save model.state_dict() instead, and load it into a model built from the class "
-        "(model.load_state_dict(torch.load(path))). For a file saved already, import the class "
-        "into the loading script before torch.load (`from train import " +
-        name + "`), and move it into a module of its own.";
+        name + " too. " + whole_model;
   } else {
     f.title = "the file names " + module + "." + name + ", which the loading program's " + module +
               " lacks";
@@ -290,21 +300,28 @@ bool names(const std::string& type, std::initializer_list<const char*> words) {
                      [&](const char* w) { return lower.find(w) != std::string::npos; });
 }
 
-// Which fix depends on the type: float16 lacks most CPU kernels; integers reach operations that
-// need floating point, or loss targets need int64.
+// Which fix depends on the type: float16 and bfloat16 lack CPU kernels; integers reach
+// operations that need floating point, or loss targets need int64.
 void dtype_unsupported(const SignatureMatch& m, KnownFailure& f) {
   std::string kernel = field(m, "kernel");
   std::string dtype = field(m, "dtype");
   f.title = "the operation " + kernel + " does not take " + dtype + " tensors";
-  bool integer = dtype == "Bool" || dtype == "Byte" || dtype == "Char" || dtype == "Short" ||
-                 dtype == "Int" || dtype == "Long";
-  if ((dtype == "Half" || dtype == "BFloat16") && !names(kernel, {"cuda"})) {
+  static const std::set<std::string> kIntegers = {"Bool", "Byte",   "Char",   "Short", "Int",
+                                                  "Long", "UInt16", "UInt32", "UInt64"};
+  bool integer = kIntegers.contains(dtype);
+  bool cpu = !names(kernel, {"cuda"});
+  if (dtype == "Half" && cpu) {
     f.fix =
-        "Many operations have no half-precision kernel on the CPU: the model or its inputs are "
-        "float16 on the CPU (model.half(), or a float16 checkpoint, without moving it to the "
-        "GPU). Compute in float32 on the CPU (model.float()), or use torch.autocast('cpu', "
-        "dtype=torch.bfloat16), which casts only where it is supported; on the GPU, keep "
-        "float32 weights under torch.autocast('cuda') rather than .half().";
+        "Many operations have no float16 kernel on the CPU: the model or its inputs are float16 "
+        "on the CPU (model.half(), or a float16 checkpoint, without moving it to the GPU). "
+        "Compute in float32 on the CPU (model.float()), or in bfloat16 under "
+        "torch.autocast('cpu', dtype=torch.bfloat16), which casts only where it is supported; "
+        "on the GPU, keep float32 weights under torch.autocast('cuda') rather than .half().";
+  } else if (dtype == "BFloat16" && cpu) {
+    f.fix =
+        "This PyTorch has no bfloat16 kernel for the operation on the CPU: keep the model in "
+        "float32 (model.float()) and let torch.autocast('cpu', dtype=torch.bfloat16) pick the "
+        "operations that take bfloat16, or use a newer PyTorch, which has more of them.";
   } else if (integer && names(kernel, {"nll_loss", "cross_entropy"})) {
     f.fix =
         "Class targets of cross_entropy and nll_loss must be int64: .long() them where they "

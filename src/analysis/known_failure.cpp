@@ -288,11 +288,56 @@ void checkpoint_corrupt(const SignatureMatch& m, KnownFailure& f) {
   }
 }
 
+// EAGAIN is a limit on processes and threads; a thread's stack may also lack memory, which
+// Python's text does not tell apart.
 void process_limit(const SignatureMatch& m, KnownFailure& f) {
-  f.title = m.id == "libgomp.thread-create-failed" ? "OpenMP could not start its threads"
-            : m.id.ends_with("fork-failed")        ? "could not start a process"
-                                                   : "could not start a thread";
-  f.title += ": the limit on processes and threads was reached";
+  if (m.id == "libgomp.thread-create-failed") {
+    f.title = "OpenMP could not start its threads: " +
+              std::string(field(m, "error") == "Cannot allocate memory"
+                              ? "no memory for their stacks"
+                              : "the limit on processes and threads was reached");
+  } else if (m.id.ends_with("fork-failed")) {
+    f.title = "could not start a process: the limit on processes and threads was reached";
+  } else {
+    f.title =
+        "could not start a thread: the limit on processes and threads, or memory for its stack";
+  }
+}
+
+// What the error number says of the network: no name service, no route, a firewall.
+std::string network_error(const SignatureMatch& m) {
+  std::string error = field(m, "error");
+  int number = int_field(m, "errno").value_or(0);
+  if (number == -2 || number == -3 || number == -5) {
+    return "the host name could not be resolved (" + error + ")";
+  }
+  if (number == 101) return "the network is unreachable";
+  if (number == 110 || error.find("timed out") != std::string::npos) {
+    return "the connection timed out";
+  }
+  if (error.find("CERTIFICATE_VERIFY_FAILED") != std::string::npos) {
+    return "its TLS certificate is not trusted here";
+  }
+  return error;
+}
+
+void network_unreachable(const SignatureMatch& m, KnownFailure& f) {
+  if (m.id == "huggingface.unreachable") {
+    std::string model = field(m, "model");
+    f.title = "could not reach the Hugging Face Hub" + (model.empty() ? "" : " for " + model) +
+              ", and the file is not in the local cache";
+    return;
+  }
+  std::string host = field(m, "host");
+  std::string why = network_error(m);
+  f.title = (host.empty() ? std::string("a download failed") : "could not reach " + host) +
+            (why.empty() ? "" : ": " + why);
+  if (field(m, "error").find("CERTIFICATE_VERIFY_FAILED") != std::string::npos) {
+    f.fix =
+        "This Python does not trust the server's TLS certificate: a proxy that inspects traffic "
+        "presents its own. Point the job at the site's CA bundle (SSL_CERT_FILE, and "
+        "REQUESTS_CA_BUNDLE for requests) rather than turning verification off.";
+  }
 }
 
 const std::map<std::string, Describer>& describers() {
@@ -315,6 +360,7 @@ const std::map<std::string, Describer>& describers() {
       {"disk-full", disk_full},
       {"checkpoint-corrupt", checkpoint_corrupt},
       {"process-limit", process_limit},
+      {"network-unreachable", network_unreachable},
   };
   return kDescribers;
 }
@@ -346,8 +392,13 @@ std::string frame_text(const PythonFrame& f) {
 // The innermost frame of the user's code (outside libraries), nullptr when none was printed.
 const PythonFrame* user_frame(const PythonTraceback& traceback) {
   const PythonFrame* user = nullptr;
-  for (const PythonFrame& frame : traceback.frames) {
-    if (!is_library_file(frame.file)) user = &frame;
+  const std::vector<PythonFrame>& frames = traceback.frames;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    // spawn and forkserver start a process with `python -c "from multiprocessing.spawn import
+    // spawn_main; ..."`: that <string> is theirs, not the user's.
+    bool bootstrap = frames[i].file == "<string>" && i + 1 < frames.size() &&
+                     frames[i + 1].file.find("/multiprocessing/") != std::string::npos;
+    if (!is_library_file(frames[i].file) && !bootstrap) user = &frames[i];
   }
   return user;
 }
@@ -446,11 +497,22 @@ std::string fix_for(const std::string& kind) {
        "that a checkpoint is whole or absent."},
       {"process-limit",
        "Every thread counts against the limit on processes: the user's (`ulimit -u`, across all "
-       "of that user's processes on the machine) and the container's (`cat "
-       "/sys/fs/cgroup/pids.max`; docker --pids-limit, a Kubernetes pod's pid limit). Each rank "
-       "and each DataLoader worker starts OpenMP and BLAS threads as many as the machine has "
-       "cores: set OMP_NUM_THREADS and MKL_NUM_THREADS to a few (torchrun sets "
-       "OMP_NUM_THREADS=1 unless told), use fewer num_workers, or raise the limit."},
+       "of that user's processes on the machine), the container's (`cat "
+       "/sys/fs/cgroup/pids.max`; docker --pids-limit, a Kubernetes pod's pid limit) and the "
+       "kernel's (kernel.threads-max). Each rank starts OpenMP threads as many as the machine "
+       "has cores unless OMP_NUM_THREADS says fewer (torchrun sets 1 when it starts several "
+       "ranks per node), and NumPy's, OpenCV's and BLAS pools add their own, in DataLoader "
+       "workers too: set OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS to a few, "
+       "use fewer num_workers, or raise the limit. A thread also needs memory for its stack: "
+       "check `ulimit -v` and `ulimit -s`."},
+      {"network-unreachable",
+       "The job downloads as it runs, and this node cannot reach the server: compute nodes "
+       "often have no internet access. Fetch once on a machine that has it (a login node) into "
+       "the cache the job reads, on a filesystem the nodes share: torch.hub and torchvision "
+       "weights in $TORCH_HOME/hub/checkpoints (~/.cache/torch), Hugging Face models and "
+       "datasets in $HF_HOME (~/.cache/huggingface), then run with HF_HUB_OFFLINE=1 so that it "
+       "reads only the cache; or pass a local path instead of a URL or a model name. Where the "
+       "site has a proxy, set HTTPS_PROXY for the job."},
       {"shm-exhausted",
        "/dev/shm is too small for what the workers pass: run the container with --shm-size "
        "(or --ipc=host), or lower batch size, num_workers or prefetch_factor."},

@@ -199,6 +199,12 @@ std::string stuck_in_user_code(const std::string& dump) {
   return frames.empty() || is_library_file(frames.front().path) ? "" : frames.front().place();
 }
 
+bool runs_file(const std::string& dump, std::string_view file) {
+  std::vector<DumpFrame> frames = frames_of(dump);
+  return std::any_of(frames.begin(), frames.end(),
+                     [&](const DumpFrame& frame) { return frame.path.ends_with(file); });
+}
+
 const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
                                              const ProcessSummary& process) {
   for (const ProcessSummary& q : context.processes) {

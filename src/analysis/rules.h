@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,6 +55,9 @@ std::string user_place(const std::string& dump);
 // process busy or stuck there, not waiting in a library): "/tmp/train.py:8 in __getitem__";
 // "" otherwise.
 std::string stuck_in_user_code(const std::string& dump);
+// Whether the dump's main thread runs code of a file whose path ends with `file`
+// ("/torch/utils/data/dataloader.py"), below the frames a forked process copied from its parent.
+bool runs_file(const std::string& dump, std::string_view file);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);

@@ -200,6 +200,54 @@ std::vector<Entry> memory_entries() {
        .example = "RuntimeError: CUDA error: invalid device ordinal",
        .source = "CUDA runtime (cudaErrorInvalidDevice, 101), as PyTorch and NCCL print it"},
 
+      // ---- downloads on a node without the network --------------------------------------------
+      {.id = "python.urlopen-error",
+       .framework = "python",
+       .kind = "network-unreachable",
+       .failure = true,
+       .needles = {"<urlopen error "},
+       .parts = {{R"(<urlopen error (?:\[Errno (-?[0-9]+)\] )?([^>]*)>)",
+                  {{1, "errno", C::kInt}, {2, "error"}},
+                  true}},
+       .description = "urllib (torch.hub, torchvision's pretrained weights) could not reach the "
+                      "server it downloads from",
+       .example = "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
+       .source = "CPython's urllib, verified with torch.hub.load_state_dict_from_url offline"},
+      {.id = "requests.connection-failed",
+       .framework = "python",
+       .kind = "network-unreachable",
+       .failure = true,
+       .needles = {"Max retries exceeded with url: "},
+       .parts = {{R"(\(host='([^']+)', port=([0-9]+)\))",
+                  {{1, "host"}, {2, "port", C::kInt}},
+                  true},
+                 {R"(\[Errno (-?[0-9]+)\] ([^'"()]+))", {{1, "errno", C::kInt}, {2, "error"}}},
+                 {R"((CERTIFICATE_VERIFY_FAILED))", {{1, "error"}}}},
+       .description = "requests (Hugging Face Hub, wandb, a dataset's download) could not reach "
+                      "its server",
+       .example =
+           "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', "
+           "port=443): Max retries exceeded with url: /bert-base-uncased/resolve/main/"
+           "config.json (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection "
+           "object at 0x7f96d9cf4f10>: Failed to establish a new connection: [Errno -2] Name "
+           "or service not known'))",
+       .source = "requests and urllib3, verified offline"},
+      {.id = "huggingface.unreachable",
+       .framework = "huggingface",
+       .kind = "network-unreachable",
+       .failure = true,
+       .needles = {"We couldn't connect to '",
+                   "we cannot find the requested files in the local cache",
+                   "we cannot find the requested files in the disk cache"},
+       .parts = {{"We couldn't connect to '([^']+)'", {{1, "url"}}},
+                 {R"(it looks like (\S+) is not the path to a directory)", {{1, "model"}}}},
+       .description = "transformers or huggingface_hub could not reach the Hub, and the file is "
+                      "not in the local cache",
+       .example = "OSError: We couldn't connect to 'https://huggingface.co' to load this file, "
+                  "couldn't find it in the cached files and it looks like bert-base-uncased is "
+                  "not the path to a directory containing a file named config.json.",
+       .source = "transformers' utils/hub.py, huggingface_hub's LocalEntryNotFoundError"},
+
       // ---- disks and checkpoints
       // -----------------------------------------------------------------
       {.id = "python.no-space",
@@ -435,11 +483,22 @@ std::vector<Entry> memory_entries() {
        .kind = "process-limit",
        .failure = true,
        .needles = {"[Errno 11] Resource temporarily unavailable"},
-       .description = "multiprocessing (a DataLoader's workers) could not fork a process: the "
-                      "limit on processes and threads",
+       .description = "multiprocessing's fork start (a DataLoader's workers) could not fork a "
+                      "process: the limit on processes and threads",
        .example = "BlockingIOError: [Errno 11] Resource temporarily unavailable",
        .source = "errno EAGAIN of fork, verified under ulimit -u",
        .frame_file = "multiprocessing/popen_fork.py"},
+      {.id = "python.spawn-fork-failed",
+       .framework = "python",
+       .kind = "process-limit",
+       .failure = true,
+       .needles = {"[Errno 11] Resource temporarily unavailable"},
+       .description = "multiprocessing's spawn or forkserver start (torch.multiprocessing.spawn) "
+                      "could not fork a process: the limit on processes and threads",
+       .example = "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+       .source = "errno EAGAIN of fork, in multiprocessing/util.py spawnv_passfds",
+       .frame_file = "multiprocessing/util.py",
+       .frame_function = "spawnv_passfds"},
       {.id = "python.subprocess-fork-failed",
        .framework = "python",
        .kind = "process-limit",

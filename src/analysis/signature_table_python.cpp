@@ -80,8 +80,8 @@ std::vector<Entry> python_signature_entries() {
        .kind = "python-exception",
        .failure = true,
        .needles = {"Can't get attribute '"},
-       .parts = {{R"(Can't get attribute '([^']+)' on <module '([^']+)')",
-                  {{1, "name"}, {2, "module"}},
+       .parts = {{R"(Can't get attribute '([^']+)' on <module '([^']+)'(?: from '([^']*)')?)",
+                  {{1, "name"}, {2, "module"}, {3, "origin"}},
                   true}},
        .description = "unpickling (torch.load, a process that spawn started) named a class or "
                       "function that the loading process's module lacks: one defined in the "

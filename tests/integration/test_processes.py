@@ -236,7 +236,7 @@ def test_threads_refused_by_the_limit_on_processes():
         root = json.loads((out / "report.json").read_text())["findings"][0]
         assert root["kind"] == "process-limit", root
         assert root["title"].endswith(": could not start a thread: the limit on processes and "
-                                      "threads was reached"), root["title"]
+                                      "threads, or memory for its stack"), root["title"]
         peak = [e for e in root["evidence"] if e.startswith("the job's processes held ")]
         assert peak and int(peak[0].split()[4]) > 30, root["evidence"]
         assert "ulimit -u" in root["fix"], root["fix"]

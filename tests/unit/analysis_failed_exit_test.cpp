@@ -160,8 +160,8 @@ TEST(RuleFailedExit, AThreadRefusedNamesTheLimitAndTheJobsThreads) {
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.kind, "process-limit");
   EXPECT_EQ(f.title,
-            "rank 0 (pid 1010): could not start a thread: the limit on processes and threads was "
-            "reached");
+            "rank 0 (pid 1010): could not start a thread: the limit on processes and threads, or "
+            "memory for its stack");
   EXPECT_THAT(f.evidence, Contains(std::string("the job's processes held 900 threads at once (in "
                                                "3 processes), as sampled")));
   EXPECT_THAT(f.fix, HasSubstr("OMP_NUM_THREADS"));
@@ -176,6 +176,11 @@ TEST(RuleFailedExit, AThreadRefusedNamesTheLimitAndTheJobsThreads) {
             "rank 0 (pid 1010): OpenMP could not start its threads: the limit on processes and "
             "threads was reached");
   EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("held 900 threads at once")));
+  e.log_lines[0].text = "[default0]:libgomp: Thread creation failed: Cannot allocate memory";
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_THAT(d.findings[0].title, testing::EndsWith("OpenMP could not start its threads: no "
+                                                     "memory for their stacks"));
 }
 
 // argparse's error, from a rank or from a launcher that never started one.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/diagnosis.h"
 #include "store/evidence.h"
 
 namespace traindoc::analysis::job {
@@ -115,6 +116,21 @@ inline void print_lines(Evidence& e, double seconds, uint64_t& number,
   for (const std::string& text : texts) {
     e.log_lines.push_back(stderr_line(seconds, number++, prefix + text));
   }
+}
+
+// The finding a one-line exception of rank 0 gets, raised at its train.py:52.
+inline Finding exception_finding(const std::string& exception) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 2.0, number,
+              {"[default0]:Traceback (most recent call last):",
+               "[default0]:  File \"/home/user/proj/train.py\", line 52, in <module>",
+               "[default0]:    loss.backward()"});
+  e.log_lines.push_back(stderr_line(2.0, number++, "[default0]:" + exception));
+  exited(e, kRank0, 2.2, 1);
+  Diagnosis d = diagnose(e);
+  EXPECT_FALSE(d.findings.empty());
+  return d.findings.empty() ? Finding{} : d.findings.front();
 }
 
 }  // namespace traindoc::analysis::job

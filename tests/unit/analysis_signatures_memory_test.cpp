@@ -427,6 +427,8 @@ TEST(MemorySignatures, ThreadsAndProcessesOverTheLimit) {
               testing::ElementsAre("python.fork-failed"));
   EXPECT_THAT(ids(eagain, {{"/usr/lib/python3.11/subprocess.py", "_execute_child"}}),
               testing::ElementsAre("python.subprocess-fork-failed"));
+  EXPECT_THAT(ids(eagain, {{"/usr/lib/python3.11/multiprocessing/util.py", "spawnv_passfds"}}),
+              testing::ElementsAre("python.spawn-fork-failed"));
 }
 
 // ---- labels, indices, device asserts ---------------------------------------------------------

@@ -42,6 +42,7 @@ const std::set<std::string> known_kinds = {
     // added by the catalog (DESIGN.md: "add new ones freely")
     "port-in-use", "launcher-bug", "killed-externally", "cuda-unavailable", "disk-full",
     "checkpoint-corrupt", "bad-arguments", "framework-warning", "process-limit",
+    "network-unreachable",
     // supporting evidence only
     ""};
 

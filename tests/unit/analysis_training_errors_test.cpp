@@ -17,6 +17,7 @@ namespace {
 using namespace job;             // NOLINT(google-build-using-namespace): the shared job fixture
 using namespace signature_test;  // NOLINT(google-build-using-namespace): ids, match, fields
 
+using testing::Contains;
 using testing::HasSubstr;
 using testing::Not;
 
@@ -326,21 +327,6 @@ TEST(TrainingRules, ACheckpointThatWeightsOnlyLoadingRefusesNamesTheType) {
   expect_fields(m, {{"global", "argparse.Namespace"}});
 }
 
-// The finding a one-line exception of rank 0 gets.
-Finding exception_finding(const std::string& exception) {
-  Evidence e = torchrun_job();
-  uint64_t number = 1;
-  print_lines(e, 2.0, number,
-              {"[default0]:Traceback (most recent call last):",
-               "[default0]:  File \"/home/user/proj/train.py\", line 52, in <module>",
-               "[default0]:    loss.backward()"});
-  e.log_lines.push_back(stderr_line(2.0, number++, "[default0]:" + exception));
-  exited(e, kRank0, 2.2, 1);
-  Diagnosis d = diagnose(e);
-  EXPECT_FALSE(d.findings.empty());
-  return d.findings.empty() ? Finding{} : d.findings.front();
-}
-
 // Sizes that fail on the last, smaller batch of an epoch, as PyTorch 1.13 words them.
 TEST(TrainingRules, SizesThatFailOnTheLastBatch) {
   Finding f = exception_finding(
@@ -407,8 +393,16 @@ TEST(TrainingRules, AClassThatUnpicklingCannotFindSaysWhereItShouldBe) {
   f = exception_finding(
       "AttributeError: Can't get attribute 'Net' on <module '__main__' from '/tmp/proj/eval.py'>");
   EXPECT_THAT(f.title, HasSubstr("the file names Net of the main script that saved it"));
-  EXPECT_THAT(f.fix, HasSubstr("`from train import Net`"));
+  EXPECT_THAT(f.fix, HasSubstr("`from <its module> import Net`"));
   EXPECT_THAT(f.fix, HasSubstr("model.state_dict()"));
+  // A notebook's main module comes from no file: spawn's processes cannot import it.
+  f = exception_finding(
+      "AttributeError: Can't get attribute 'Squares' on <module '__main__' "
+      "(built-in)>");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): unpickling could not find Squares in the main module, which is "
+            "no file (a notebook, the interactive interpreter, python -c)");
+  EXPECT_THAT(f.fix, HasSubstr("define Squares in a .py module that the notebook imports"));
   f = exception_finding(
       "AttributeError: Can't get attribute 'ResBlock' on <module 'models.resnet' from "
       "'/tmp/proj/models/resnet.py'>");
@@ -416,6 +410,34 @@ TEST(TrainingRules, AClassThatUnpicklingCannotFindSaysWhereItShouldBe) {
             "rank 0 (pid 1010): the file names models.resnet.ResBlock, which the loading "
             "program's models.resnet lacks");
   EXPECT_THAT(f.fix, HasSubstr("`ResBlock = NewName`"));
+}
+
+// A process that spawn started fails in its bootstrap, before any code of the user's: the
+// `python -c` command spawn runs it with is not the user's line.
+TEST(TrainingRules, SpawnsBootstrapCommandIsNotTheUsersCode) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 2.0, number,
+              {"Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+               "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 120, in spawn_main",
+               "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 130, in _main",
+               "AttributeError: Can't get attribute 'Squares' on <module '__mp_main__' from "
+               "'/home/user/proj/train.py'>"},
+              "[default0]:");
+  exited(e, kRank0, 2.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  for (const std::string& line : d.findings[0].evidence) {
+    EXPECT_THAT(line, Not(HasSubstr("at <string>:1"))) << line;
+  }
+  EXPECT_THAT(d.findings[0].evidence,
+              Contains(HasSubstr("raised in /usr/lib/python3.11/multiprocessing/spawn.py:130")));
+  // `python -c` is the user's own code.
+  e.log_lines[2].text = "[default0]:  File \"<string>\", line 3, in <module>";
+  e.log_lines[3].text = "[default0]:  File \"/home/user/proj/data.py\", line 7, in load";
+  d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("at /home/user/proj/data.py:7 in load")));
 }
 
 TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
@@ -528,6 +550,9 @@ TEST(TrainingRules, ATypeMismatchTellsADeviceFromADtype) {
   f = exception_finding("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'");
   EXPECT_EQ(f.title, "rank 0 (pid 1010): the operation addmm_impl_cpu_ does not take Half tensors");
   EXPECT_THAT(f.fix, HasSubstr("model.float()"));
+  f = exception_finding("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'BFloat16'");
+  EXPECT_THAT(f.fix, HasSubstr("no bfloat16 kernel"));
+  EXPECT_THAT(f.fix, Not(HasSubstr("model.half()")));
   f = exception_finding(
       "RuntimeError: \"nll_loss_forward_reduce_cuda_kernel_2d_index\" not implemented for 'Int'");
   EXPECT_THAT(f.fix, HasSubstr("must be int64: .long() them"));
