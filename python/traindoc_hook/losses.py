@@ -2,7 +2,12 @@
 bounds", the error says the label but not how many classes the model has. When such an error
 ends the process, the hook reads the count from the loss's input in the traceback's frames and
 hands both to the agent (`traindoc_label_out_of_range`, src/agent/label_abi.cpp). Nothing wraps
-the loss functions, so the job's tracebacks and speed stay as they are."""
+the loss functions, so the job's tracebacks and speed stay as they are. It reads the error at
+exit, from what Python keeps of the exception that ended the program (sys.last_value), not in a
+sys.excepthook: a second interrupt (Ctrl-C reaches torchrun and its ranks, then torchrun passes
+one on) lands in the first Python code after the traceback, and in an excepthook Python would
+blame the hook for it."""
+import atexit
 import ctypes
 import re
 import sys
@@ -36,15 +41,14 @@ def _report(error, traceback):
         _record(int(match.group(1)), classes)
 
 
-def _excepthook(previous):
-    def hook(kind, error, traceback):
-        try:
-            _report(error, traceback)
-        except Exception:  # the job's error matters, not ours
-            pass
-        previous(kind, error, traceback)
-
-    return hook
+def _at_exit():
+    error = getattr(sys, "last_value", None)
+    if error is None:
+        return
+    try:
+        _report(error, error.__traceback__)
+    except Exception:  # the job's error matters, not ours
+        pass
 
 
 def install():
@@ -55,4 +59,4 @@ def install():
         return
     _record.restype = None
     _record.argtypes = [ctypes.c_int64, ctypes.c_int64]
-    sys.excepthook = _excepthook(sys.excepthook)
+    atexit.register(_at_exit)
