@@ -244,9 +244,32 @@ constexpr double kBusyShare = 0.5;  // of a core: running, not waiting
 // What a missing rank the others wait for does there: waits on a lock (its stack: a wait of its
 // own that does not end), or runs its own code (its CPU samples: a loop that does not end, work
 // only it does). Adds it to the title and returns its fix; "" when they say neither.
+// The missing rank's DataLoader workers in the middle of a sample while it waits for a batch,
+// from the stacks the stall watch asked of them.
+Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIssue& issue,
+                          const store::CollectiveIssueRank& rank) {
+  Fetchers out;
+  for (const store::Event& e : context.evidence.events) {
+    if (e.kind != "stack-at-stall" || e.t_ns < issue.first_ns) continue;
+    const ProcessSummary* worker = context.process(e.pid);
+    if (worker == nullptr || worker->record.ppid != rank.pid ||
+        !fetching_for_rank(context, *worker, e.text, rank.stack) ||
+        std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.first == worker; })) {
+      continue;
+    }
+    out.emplace_back(worker, e.text);
+  }
+  return out;
+}
+
 std::string what_it_does(const RuleContext& context, const store::CollectiveIssue& issue,
                          const store::CollectiveIssueRank& rank, const ProcessSummary& process,
                          const std::string& place, std::string& title) {
+  // Its data does not come: what the worker it waits for is doing is the cause.
+  if (Fetchers fetchers = stalled_fetchers(context, issue, rank); !fetchers.empty()) {
+    title += " " + batch_wait(context, fetchers);
+    return kWorkerStuckFix;
+  }
   // A main thread blocked on a lock does no work, whatever another thread of it burns.
   if (waits_on_lock(rank.stack)) {
     title += " waits on a lock or a queue at " + place;

@@ -205,6 +205,28 @@ bool runs_file(const std::string& dump, std::string_view file) {
                      [&](const DumpFrame& frame) { return frame.path.ends_with(file); });
 }
 
+bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,
+                       const std::string& dump, const std::string& rank_dump) {
+  const ProcessSummary* rank = context.process(worker.record.ppid);
+  return worker.role.role == Role::kWorker && rank != nullptr && rank->role.role == Role::kRank &&
+         runs_file(dump, "/torch/utils/data/_utils/fetch.py") &&
+         runs_file(rank_dump, "/torch/utils/data/dataloader.py");
+}
+
+std::string batch_wait(const RuleContext& context, const Fetchers& fetchers) {
+  if (fetchers.empty()) return "";
+  const auto& [worker, dump] = fetchers.front();
+  std::string place = user_place(dump);
+  std::string text = "waits for a batch from " + context.name(*worker) + ", which is at " +
+                     (place.empty() ? python_frames(dump) : place);
+  if (fetchers.size() > 1) {
+    text += " (" +
+            counted(static_cast<int>(fetchers.size()) - 1, "other worker is", "other workers are") +
+            " in the middle of a sample too)";
+  }
+  return text;
+}
+
 const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
                                              const ProcessSummary& process) {
   for (const ProcessSummary& q : context.processes) {
@@ -240,6 +262,15 @@ const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from
   }
   return nullptr;
 }
+
+const char* const kWorkerStuckFix =
+    "A DataLoader worker that never finishes its sample holds up its rank, which waits for that "
+    "batch. See what the worker waits for where it is: a read from network storage or a remote "
+    "service without a timeout, a lock, a subprocess, a sleep or a retry loop; give such reads "
+    "a timeout. Pass timeout=SECONDS to the DataLoader, longer than its slowest good batch, so "
+    "that the rank raises an error instead of hanging the job. A worker stuck in a library its "
+    "parent used from threads before fork (OpenCV, OpenMP) needs cv2.setNumThreads(0) in the "
+    "parent, or the spawn start method (multiprocessing_context='spawn').";
 
 const char* const kPromptFix =
     "A process waits for an answer on its standard input, which under a launcher or a scheduler "

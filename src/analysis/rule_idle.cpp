@@ -33,36 +33,6 @@ bool c10d_frame(const std::string& frame) {
   return frame.find("/torch/distributed/distributed_c10d.py\"") != std::string::npos;
 }
 
-// Whether `worker` is a DataLoader worker in the middle of a sample (its frames pass through the
-// fetcher) while its rank waits for a batch.
-bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,
-                       const std::string& dump, const std::map<int, std::string>& dumps) {
-  auto parent = dumps.find(worker.record.ppid);
-  const ProcessSummary* rank = context.process(worker.record.ppid);
-  return worker.role.role == Role::kWorker && rank != nullptr && rank->role.role == Role::kRank &&
-         parent != dumps.end() && runs_file(dump, "/torch/utils/data/_utils/fetch.py") &&
-         runs_file(parent->second, "/torch/utils/data/dataloader.py");
-}
-
-// "rank 0 (pid A) waits for a batch from worker 1 of rank 0 (pid B), which is at X" for the
-// first of `fetchers` (with the count of the others: which one the rank waits for depends on
-// the order of the batches); "" for none.
-std::string batch_wait(const RuleContext& context,
-                       const std::vector<std::pair<const ProcessSummary*, std::string>>& fetchers) {
-  if (fetchers.empty()) return "";
-  const auto& [worker, dump] = fetchers.front();
-  std::string place = user_place(dump);
-  std::string text = context.name(*context.process(worker->record.ppid)) +
-                     " waits for a batch from " + context.name(*worker) + ", which is at " +
-                     (place.empty() ? python_frames(dump) : place);
-  if (fetchers.size() > 1) {
-    text += " (" +
-            counted(static_cast<int>(fetchers.size()) - 1, "other worker is", "other workers are") +
-            " in the middle of a sample too)";
-  }
-  return text;
-}
-
 // Whether the dump's process waits in init_process_group itself (not in new_group's barrier).
 bool in_init_process_group(const std::string& dump) {
   std::vector<std::string> frames = main_thread_frames(dump);
@@ -106,15 +76,6 @@ constexpr const char* kIdleFix =
     "will fill (a DataLoader worker deadlocked after fork by OpenCV or OpenMP threads of its "
     "parent: cv2.setNumThreads(0), or the spawn start method), on storage or the network, on "
     "input, or on a rank or node that never came. The stacks say where each process waits.";
-
-constexpr const char* kWorkerStuckFix =
-    "A DataLoader worker that never finishes its sample holds up its rank, which waits for that "
-    "batch. See what the worker waits for where it is: a read from network storage or a remote "
-    "service without a timeout, a lock, a subprocess, a sleep or a retry loop; give such reads "
-    "a timeout. Pass timeout=SECONDS to the DataLoader, longer than its slowest good batch, so "
-    "that the rank raises an error instead of hanging the job. A worker stuck in a library its "
-    "parent used from threads before fork (OpenCV, OpenMP) needs cv2.setNumThreads(0) in the "
-    "parent, or the spawn start method (multiprocessing_context='spawn').";
 
 }  // namespace
 
@@ -191,7 +152,7 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     std::vector<const ProcessSummary*> joiners;  // those waiting in init_process_group
     std::string stuck;  // the first process whose innermost frame is the user's own code
     // Workers in the middle of a sample that their rank waits for, with their dumps.
-    std::vector<std::pair<const ProcessSummary*, std::string>> fetchers;
+    Fetchers fetchers;
     std::map<int, std::string> dumps;
     for (const store::Event* e : stacks) dumps.emplace(e->pid, e->text);
     for (const store::Event* e : stacks) {
@@ -202,7 +163,10 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       if (in_init_process_group(e->text)) joiners.push_back(p);
       std::string own = stuck_in_user_code(e->text);
       if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
-      if (fetching_for_rank(context, *p, e->text, dumps)) fetchers.emplace_back(p, e->text);
+      auto parent = dumps.find(p->record.ppid);
+      if (parent != dumps.end() && fetching_for_rank(context, *p, e->text, parent->second)) {
+        fetchers.emplace_back(p, e->text);
+      }
       // The launcher only watches its ranks, once it has started them.
       if (p->role.role == Role::kLauncher && waits.empty()) continue;
       std::string where = where_it_was(context, *p, e->text);
@@ -214,7 +178,10 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       add_ranks(f.ranks, context.ranks_of(*p));
     }
     std::sort(f.ranks.begin(), f.ranks.end());
-    std::string fetching = batch_wait(context, fetchers);
+    std::string fetching =
+        fetchers.empty() ? ""
+                         : context.name(*context.process(fetchers.front().first->record.ppid)) +
+                               " " + batch_wait(context, fetchers);
     if (prompts.empty()) {
       std::string quiet = "no process used CPU or printed anything";
       f.title += ": " + (!join.empty()       ? join

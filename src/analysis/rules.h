@@ -58,6 +58,16 @@ std::string stuck_in_user_code(const std::string& dump);
 // Whether the dump's main thread runs code of a file whose path ends with `file`
 // ("/torch/utils/data/dataloader.py"), below the frames a forked process copied from its parent.
 bool runs_file(const std::string& dump, std::string_view file);
+// Whether `worker` is a DataLoader worker whose dump shows it in the middle of a sample (its
+// frames pass through the fetcher) while its rank's dump (`rank_dump`) waits for a batch.
+bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,
+                       const std::string& dump, const std::string& rank_dump);
+// Workers in the middle of a sample, with their dumps.
+using Fetchers = std::vector<std::pair<const ProcessSummary*, std::string>>;
+// "waits for a batch from worker 1 of rank 0 (pid B), which is at X" for the first of
+// `fetchers`, with the count of the others (which one the rank waits for depends on the order
+// of the batches); "" for none.
+std::string batch_wait(const RuleContext& context, const Fetchers& fetchers);
 // "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);
@@ -90,6 +100,8 @@ bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& 
 const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from_ns);
 // The fix for a prompt that nobody answers.
 extern const char* const kPromptFix;
+// For a rank that waits on a DataLoader worker that never finishes its sample.
+extern const char* const kWorkerStuckFix;
 // The uncaught exception a Python program printed before a crash ended its process: the crash
 // came in the interpreter's teardown, and the exception is the failure. nullptr when the
 // process did not crash, is a DataLoader worker (its rank re-raises) or printed none.

@@ -250,6 +250,15 @@ std::vector<int> ProcessTable::live_agent_pids(bool workers) const {
   return out;
 }
 
+std::vector<int> ProcessTable::live_forked_children(int pid) const {
+  std::vector<int> out;
+  for (int child : live_pids()) {
+    const store::ProcessRecord& r = m_records[m_live.at(child)].record;
+    if (r.ppid == pid && r.agent && r.forked) out.push_back(child);
+  }
+  return out;
+}
+
 bool ProcessTable::descends_from(int pid, int ancestor) const {
   for (int depth = 0; depth < kMaxDepth; ++depth) {
     auto it = m_live.find(pid);

@@ -56,6 +56,8 @@ class ProcessTable {
   // Those that run the agent, the processes whose stacks say where the job was; without
   // `workers`, only those started by exec (not DataLoader workers forked from a rank).
   std::vector<int> live_agent_pids(bool workers) const;
+  // Live processes forked from `pid` (not exec'd) that run the agent: its DataLoader workers.
+  std::vector<int> live_forked_children(int pid) const;
   bool is_live(int pid) const;
   // Whether `ancestor` is the parent of `pid`, or its parent's, and so on.
   bool descends_from(int pid, int ancestor) const;

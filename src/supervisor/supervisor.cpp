@@ -189,7 +189,7 @@ class Loop {
   // Stacks asked for at a moment worth explaining, each stored as an event of `kind` once its
   // dump is complete, until the deadline.
   struct StackRequest {
-    std::string kind;  // "stack-at-stop", "stack-at-limit", "stack-at-idle"
+    std::string kind;  // "stack-at-stop", "stack-at-limit", "stack-at-idle", "stack-at-stall"
     std::vector<int> pids;
     int64_t deadline_ns = 0;
   };
@@ -373,6 +373,15 @@ void Loop::check_collectives(bool final) {
     std::string prompt =
         found.issue.kind == "collective-missing" ? note_stdin_waits(found.dump_pids) : "";
     for (int pid : found.dump_pids) request_stack_dump(pid);
+    // A rank that waits for a batch waits on its DataLoader workers: their stacks say where.
+    if (found.issue.kind == "collective-missing") {
+      std::vector<int> workers;
+      for (int pid : found.dump_pids) {
+        std::vector<int> children = m_table.live_forked_children(pid);
+        workers.insert(workers.end(), children.begin(), children.end());
+      }
+      if (!workers.empty()) ask_stacks("stack-at-stall", workers);
+    }
     m_pending_issues.push_back({std::move(found), now + kStackWaitNs, std::move(prompt)});
   }
   for (auto it = m_pending_issues.begin(); it != m_pending_issues.end();) {

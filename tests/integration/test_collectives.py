@@ -203,6 +203,18 @@ def test_a_hang_a_rank_timed_out_of_is_the_root_cause(tmp_path):
     assert "collective-missing" in [findings[i]["kind"] for i in root["consequences"]]
 
 
+def test_a_missing_rank_that_waits_on_its_stalled_worker(tmp_path):
+    """Rank 1's DataLoader worker stalls in the dataset; rank 0 waits in the all_reduce that
+    rank 1 never reaches: the stall watch also asks the workers for their stacks, and the title
+    names the worker and its line, with the DataLoader's timeout as the fix."""
+    run = faults(tmp_path, "worker_hangs_before_all_reduce", "--stall-seconds", "2")
+    root = assert_root(run, "collective-missing", "worker_hangs_before_all_reduce", ranks=[1])
+    assert re.search(r"; rank 1 \(pid \d+\) waits for a batch from worker [01] of rank 1 \(pid "
+                     r"\d+\), which is at %s in __getitem__$" % re.escape(
+                         fault_sites("worker_hangs_before_all_reduce")[0]), root["title"]), root
+    assert "Pass timeout=SECONDS to the DataLoader" in root["fix"], root["fix"]
+
+
 def test_a_parameter_ddp_got_two_gradients_for(tmp_path):
     run = faults(tmp_path, "layer_checkpointed_twice")
     root = assert_root(run, "python-exception", "layer_checkpointed_twice")

@@ -248,6 +248,55 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
   expect_its_end_leads(diagnose(e), "killed-externally");
 }
 
+// The missing rank waits for a batch its DataLoader worker never finishes: the stall watch's
+// stack of the worker names it and its line, with the worker fix; a worker idle between samples
+// does not.
+TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
+  missing.state = "never called it";
+  missing.stack =
+      "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120 in "
+      "_try_get_data\n"
+      "  File \"/home/user/proj/train.py\", line 12 in <module>\n"
+      "native (main thread):\n  #0 __poll (libc.so.6+0xfc26f)\n";
+  store::ProcessRecord worker = rank(13, 1, 4);
+  worker.ppid = 12;
+  worker.forked = true;
+  worker.worker_id = 0;
+  e.processes.push_back(worker);
+  const std::string worker_frames =
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302 in "
+      "_worker_loop\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314 in _bootstrap\n"
+      "  File \"/home/user/proj/train.py\", line 12 in <module>\n";
+  store::Event stall;
+  stall.kind = "stack-at-stall";
+  stall.t_ns = kT0 + kSecond + kSecond / 2;
+  stall.pid = 13;
+  stall.text =
+      "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
+      "  File \"/home/user/proj/data.py\", line 9 in __getitem__\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58 in "
+      "fetch\n" +
+      worker_frames;
+  e.events = {stall};
+  Diagnosis d = diagnose(e);
+  EXPECT_EQ(d.findings.front().title,
+            "all_reduce #4 has a different missing; rank 1 (pid 12) waits for a batch from worker "
+            "0 of rank 1 (pid 13), which is at /home/user/proj/data.py:9 in __getitem__");
+  EXPECT_THAT(d.findings.front().fix, HasSubstr("Pass timeout=SECONDS to the DataLoader"));
+
+  e.events[0].text =
+      "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113 in get\n" +
+      worker_frames;
+  d = diagnose(e);
+  EXPECT_THAT(d.findings.front().title, Not(HasSubstr("waits for a batch")));
+}
+
 // The missing rank's samples while the others waited: `cpu_s` seconds of CPU in each second.
 void sample_cpu(store::Evidence& e, double cpu_s) {
   for (int i = 0; i <= 2; ++i) {

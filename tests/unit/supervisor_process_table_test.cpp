@@ -103,7 +103,7 @@ TEST(ProcessTable, SeenAliveFirstTimeOnly) {
   EXPECT_EQ(table.live_pids(), (std::vector<int>{10, 11}));
 }
 
-TEST(ProcessTable, LiveAgentProcessesWithOrWithoutWorkers) {
+TEST(ProcessTable, LiveAgentProcessesWithOrWithoutWorkersAndARanksWorkers) {
   ProcessTable table;
   table.seen_alive(5, 1, 50, 5000);  // no agent: a shell
   table.from_agent(identity(10, 5, 100, false, "python3 -m torch.distributed.run train.py"));
@@ -113,6 +113,10 @@ TEST(ProcessTable, LiveAgentProcessesWithOrWithoutWorkers) {
   table.ended(22, 0, EndSource::kSupervisor, 9000);
   EXPECT_EQ(table.live_agent_pids(false), (std::vector<int>{10, 20}));
   EXPECT_EQ(table.live_agent_pids(true), (std::vector<int>{10, 20, 21}));
+  // A rank's workers: forked from it, not the ranks its launcher exec'd.
+  EXPECT_EQ(table.live_forked_children(20), (std::vector<int>{21}));
+  EXPECT_TRUE(table.live_forked_children(10).empty());
+  EXPECT_TRUE(table.live_forked_children(21).empty());
 }
 
 TEST(ProcessTable, DescendantsOfALiveProcess) {

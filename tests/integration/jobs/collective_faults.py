@@ -218,6 +218,23 @@ def worker_hangs(rank):  # rank 1's DataLoader worker stalls; rank 0 times out i
         model(batch).sum().backward()
 
 
+def worker_hangs_before_all_reduce(rank):  # the same stall, before a collective the watch sees
+    class Samples(torch.utils.data.Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            if rank == 1 and i == 12:
+                time.sleep(20)  # fault
+            return torch.randn(8)
+
+    model = torch.nn.Linear(8, 1)
+    for batch in torch.utils.data.DataLoader(Samples(), batch_size=4, num_workers=2):
+        loss = model(batch).sum()
+        loss.backward()
+        dist.all_reduce(loss.detach())  # the mean loss, to log
+
+
 def layer_checkpointed_twice(rank):  # one layer under two reentrant checkpoints, in DDP
     shared = torch.nn.Linear(8, 8)
 
