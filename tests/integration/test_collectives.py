@@ -80,6 +80,11 @@ def faults(tmp_path, scenario, *options):
     return LiveRun(tmp_path, ranks(2, SCRIPT, scenario), *options)
 
 
+def marked_line(marker):
+    """The number of the line of collective_faults.py that holds `marker`."""
+    return next(n for n, text in enumerate(SCRIPT.read_text().splitlines(), 1) if marker in text)
+
+
 def assert_root(run, kind, scenario, ranks=(0, 1)):
     """The root cause: its kind, the ranks it names (for collective-missing, the missing one; the
     ranks that waited are in its evidence) and the scenario's call sites."""
@@ -199,7 +204,7 @@ def test_a_hang_a_rank_timed_out_of_is_the_root_cause(tmp_path):
     root = findings[0]
     assert root["kind"] == "job-idle" and root["root_cause"], [f["title"] for f in findings]
     assert " gave up waiting, " in root["title"], root["title"]
-    assert fault_sites("worker_hangs")[0] + " in __getitem__" in root["title"], root["title"]
+    assert f"{SCRIPT}:{marked_line('# stall')} in __getitem__" in root["title"], root["title"]
     assert "collective-missing" in [findings[i]["kind"] for i in root["consequences"]]
 
 
@@ -209,9 +214,9 @@ def test_a_missing_rank_that_waits_on_its_stalled_worker(tmp_path):
     names the worker and its line, with the DataLoader's timeout as the fix."""
     run = faults(tmp_path, "worker_hangs_before_all_reduce", "--stall-seconds", "2")
     root = assert_root(run, "collective-missing", "worker_hangs_before_all_reduce", ranks=[1])
+    stall = re.escape(f"{SCRIPT}:{marked_line('# stall')}")
     assert re.search(r"; rank 1 \(pid \d+\) waits for a batch from worker [01] of rank 1 \(pid "
-                     r"\d+\), which is at %s in __getitem__$" % re.escape(
-                         fault_sites("worker_hangs_before_all_reduce")[0]), root["title"]), root
+                     r"\d+\), which is at %s in __getitem__$" % stall, root["title"]), root
     assert "Pass timeout=SECONDS to the DataLoader" in root["fix"], root["fix"]
 
 
@@ -245,7 +250,7 @@ def test_a_missing_rank_busy_or_deadlocked_is_said_so(tmp_path, scenario, doing,
     it holds (its native stack): the title says which, at its line, with a fix for it."""
     run = faults(tmp_path, scenario, "--stall-seconds", "2")
     root = assert_root(run, "collective-missing", scenario, ranks=[1])
-    line = next(n for n, text in enumerate(SCRIPT.read_text().splitlines(), 1) if marker in text)
+    line = marked_line(marker)
     # The loop's frame is at its condition or its body.
     assert re.search(r"; rank 1 \(pid \d+\) %s %s:(%d|%d) in %s" % (
         doing, re.escape(str(SCRIPT)), line, line + 1, scenario), root["title"]), root

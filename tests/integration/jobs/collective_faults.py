@@ -203,33 +203,28 @@ def save_after_the_last_step(rank):  # rank 1 is done; rank 0 evaluates, then ca
         torch.save(model.module.state_dict(), "/nonexistent-dir/final.pt")  # fault
 
 
+class StallingSamples(torch.utils.data.Dataset):  # rank 1's DataLoader worker stalls on one
+    def __init__(self, rank):
+        self.rank = rank
+
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        if self.rank == 1 and i == 12:
+            time.sleep(20)  # stall
+        return torch.randn(8)
+
+
 def worker_hangs(rank):  # rank 1's DataLoader worker stalls; rank 0 times out in DDP's all-reduce
-    class Samples(torch.utils.data.Dataset):
-        def __len__(self):
-            return 64
-
-        def __getitem__(self, i):
-            if rank == 1 and i == 12:
-                time.sleep(20)  # fault
-            return torch.randn(8)
-
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
-    for batch in torch.utils.data.DataLoader(Samples(), batch_size=4, num_workers=2):
+    for batch in torch.utils.data.DataLoader(StallingSamples(rank), batch_size=4, num_workers=2):
         model(batch).sum().backward()
 
 
 def worker_hangs_before_all_reduce(rank):  # the same stall, before a collective the watch sees
-    class Samples(torch.utils.data.Dataset):
-        def __len__(self):
-            return 64
-
-        def __getitem__(self, i):
-            if rank == 1 and i == 12:
-                time.sleep(20)  # fault
-            return torch.randn(8)
-
     model = torch.nn.Linear(8, 1)
-    for batch in torch.utils.data.DataLoader(Samples(), batch_size=4, num_workers=2):
+    for batch in torch.utils.data.DataLoader(StallingSamples(rank), batch_size=4, num_workers=2):
         loss = model(batch).sum()
         loss.backward()
         dist.all_reduce(loss.detach())  # the mean loss, to log
