@@ -42,12 +42,11 @@ def _report(error, traceback):
 
 
 def _at_exit():
-    error = getattr(sys, "last_value", None)
-    if error is None:
-        return
     try:
-        _report(error, error.__traceback__)
-    except Exception:  # the job's error matters, not ours
+        error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)  # 3.12 / before
+        if error is not None:
+            _report(error, error.__traceback__)
+    except BaseException:  # the job's error matters, not ours (nor an interrupt landing here)
         pass
 
 

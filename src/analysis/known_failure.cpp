@@ -304,21 +304,61 @@ void process_limit(const SignatureMatch& m, KnownFailure& f) {
   }
 }
 
-// What the error number says of the network: no name service, no route, a firewall.
+// What the error says of the way to the server: no name service, no route, a firewall that
+// drops the connection, a server that answers too slowly or refuses.
 std::string network_error(const SignatureMatch& m) {
   std::string error = field(m, "error");
+  std::string cause = field(m, "cause");  // urllib3's, under requests' text
   int number = int_field(m, "errno").value_or(0);
   if (number == -2 || number == -3 || number == -5) {
     return "the host name could not be resolved (" + error + ")";
   }
   if (number == 101) return "the network is unreachable";
-  if (number == 110 || error.find("timed out") != std::string::npos) {
+  if (number == 111) return "nothing listens there (Connection refused)";
+  if (cause == "ReadTimeoutError") return "it did not answer in time";
+  if (number == 110 || cause == "ConnectTimeoutError" ||
+      error.find("timed out") != std::string::npos) {
     return "the connection timed out";
   }
   if (error.find("CERTIFICATE_VERIFY_FAILED") != std::string::npos) {
     return "its TLS certificate is not trusted here";
   }
+  if (error == "unknown url type: https") return "this Python has no SSL support (" + error + ")";
   return error;
+}
+
+// The fix where the server or the way to it says more than "work offline".
+std::string network_fix(const SignatureMatch& m, const std::string& host) {
+  std::string error = field(m, "error");
+  if (error.find("CERTIFICATE_VERIFY_FAILED") != std::string::npos) {
+    return "This Python does not trust the server's TLS certificate: a proxy that inspects "
+           "traffic presents its own. Point the job at the site's CA bundle (SSL_CERT_FILE, and "
+           "REQUESTS_CA_BUNDLE for requests) rather than turning verification off.";
+  }
+  if (error == "unknown url type: https") {
+    return "This Python was built without the ssl module (OpenSSL missing when it was built): "
+           "use an interpreter that has it (`python -c 'import ssl'` tells).";
+  }
+  if (field(m, "cause") == "ProxyError") {
+    return "The proxy that HTTPS_PROXY (or HTTP_PROXY, ALL_PROXY) names did not answer: check "
+           "its address and port on this node, or unset it where the node reaches the server "
+           "directly (NO_PROXY for the site's own hosts).";
+  }
+  if (error.find("429") != std::string::npos) {
+    return "The server limits how often it is asked, and every rank and worker that downloads "
+           "at once multiplies the requests: download once (rank 0 first, then a barrier, or "
+           "beforehand into a cache the nodes share) and log in (HF_TOKEN) for a higher limit.";
+  }
+  if (host == "api.wandb.ai") {
+    return "wandb cannot reach its server from this node: run with WANDB_MODE=offline and "
+           "`wandb sync` the run's folder later from a machine that can.";
+  }
+  if ((host == "localhost" || host.starts_with("127.")) && int_field(m, "errno") == 111) {
+    return "Nothing listens at that port on this machine: the service the job talks to (a "
+           "tracking server such as MLflow, a local model server) is not running, or listens "
+           "on another port. Start it first, or point the job at where it runs.";
+  }
+  return "";
 }
 
 void network_unreachable(const SignatureMatch& m, KnownFailure& f) {
@@ -330,14 +370,13 @@ void network_unreachable(const SignatureMatch& m, KnownFailure& f) {
   }
   std::string host = field(m, "host");
   std::string why = network_error(m);
-  f.title = (host.empty() ? std::string("a download failed") : "could not reach " + host) +
-            (why.empty() ? "" : ": " + why);
-  if (field(m, "error").find("CERTIFICATE_VERIFY_FAILED") != std::string::npos) {
-    f.fix =
-        "This Python does not trust the server's TLS certificate: a proxy that inspects traffic "
-        "presents its own. Point the job at the site's CA bundle (SSL_CERT_FILE, and "
-        "REQUESTS_CA_BUNDLE for requests) rather than turning verification off.";
+  if (field(m, "cause") == "ProxyError") {
+    f.title = "could not reach the proxy on the way to " + host;
+  } else {
+    f.title = (host.empty() ? std::string("a download failed") : "could not reach " + host) +
+              (why.empty() ? "" : ": " + why);
   }
+  f.fix = network_fix(m, host);
 }
 
 const std::map<std::string, Describer>& describers() {
@@ -397,7 +436,8 @@ const PythonFrame* user_frame(const PythonTraceback& traceback) {
     // spawn and forkserver start a process with `python -c "from multiprocessing.spawn import
     // spawn_main; ..."`: that <string> is theirs, not the user's.
     bool bootstrap = frames[i].file == "<string>" && i + 1 < frames.size() &&
-                     frames[i + 1].file.find("/multiprocessing/") != std::string::npos;
+                     (frames[i + 1].file.ends_with("multiprocessing/spawn.py") ||
+                      frames[i + 1].file.ends_with("multiprocessing/forkserver.py"));
     if (!is_library_file(frames[i].file) && !bootstrap) user = &frames[i];
   }
   return user;

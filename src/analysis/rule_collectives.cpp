@@ -241,16 +241,30 @@ bool waits_on_gpu(const std::string& dump) {
 
 constexpr double kBusyShare = 0.5;  // of a core: running, not waiting
 
-// What a missing rank the others wait for does there: waits on a lock (its stack: a wait of its
-// own that does not end), or runs its own code (its CPU samples: a loop that does not end, work
-// only it does). Adds it to the title and returns its fix; "" when they say neither.
+std::string stack_excerpt(const std::string& stack) {
+  std::istringstream lines(stack);
+  std::string line;
+  std::string out;
+  for (size_t n = 0; n < kStackLines && std::getline(lines, line);) {
+    // The hook's wrapper around the collective: the user's call is the frame below it.
+    if (is_hook_file(line)) continue;
+    out += (out.empty() ? "" : " | ") + line;
+    ++n;
+  }
+  return out;
+}
+
 // The missing rank's DataLoader workers in the middle of a sample while it waits for a batch,
-// from the stacks the stall watch asked of them.
+// from the stacks the stall watch asked of them when it found the issue (and read within the
+// moment it waits for dumps).
 Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIssue& issue,
                           const store::CollectiveIssueRank& rank) {
+  constexpr int64_t kDumpsReadNs = 5'000'000'000;
   Fetchers out;
   for (const store::Event& e : context.evidence.events) {
-    if (e.kind != "stack-at-stall" || e.t_ns < issue.first_ns) continue;
+    if (e.kind != "stack-at-stall" || e.t_ns < issue.t_ns || e.t_ns > issue.t_ns + kDumpsReadNs) {
+      continue;
+    }
     const ProcessSummary* worker = context.process(e.pid);
     if (worker == nullptr || worker->record.ppid != rank.pid ||
         !fetching_for_rank(context, *worker, e.text, rank.stack) ||
@@ -262,12 +276,21 @@ Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIss
   return out;
 }
 
+// What a missing rank the others wait for does at `place`: waits for a batch from a DataLoader
+// worker stuck in a sample (the worker's stack), waits on a lock (its stack: a wait of its own
+// that does not end), or runs its own code (its CPU samples: a loop that does not end, work only
+// it does). Adds it to the title (and the workers' stacks to `evidence`) and returns its fix;
+// "" when they say none.
 std::string what_it_does(const RuleContext& context, const store::CollectiveIssue& issue,
                          const store::CollectiveIssueRank& rank, const ProcessSummary& process,
-                         const std::string& place, std::string& title) {
+                         const std::string& place, std::string& title,
+                         std::vector<std::string>& evidence) {
   // Its data does not come: what the worker it waits for is doing is the cause.
   if (Fetchers fetchers = stalled_fetchers(context, issue, rank); !fetchers.empty()) {
     title += " " + batch_wait(context, fetchers);
+    for (const auto& [worker, dump] : fetchers) {
+      evidence.push_back(context.name(*worker) + " stack: " + stack_excerpt(dump));
+    }
     return kWorkerStuckFix;
   }
   // A main thread blocked on a lock does no work, whatever another thread of it burns.
@@ -293,19 +316,6 @@ std::string what_it_does(const RuleContext& context, const store::CollectiveIssu
            "timeout (init_process_group(timeout=...)) for work long by nature.";
   }
   return "";
-}
-
-std::string stack_excerpt(const std::string& stack) {
-  std::istringstream lines(stack);
-  std::string line;
-  std::string out;
-  for (size_t n = 0; n < kStackLines && std::getline(lines, line);) {
-    // The hook's wrapper around the collective: the user's call is the frame below it.
-    if (is_hook_file(line)) continue;
-    out += (out.empty() ? "" : " | ") + line;
-    ++n;
-  }
-  return out;
 }
 
 }  // namespace
@@ -388,8 +398,9 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         std::string place = user_place(rank.stack);
         if (!place.empty()) {
           std::string doing = "; " + who;
-          std::string fix =
-              process != nullptr ? what_it_does(context, issue, rank, *process, place, doing) : "";
+          std::string fix = process != nullptr ? what_it_does(context, issue, rank, *process, place,
+                                                              doing, f.evidence)
+                                               : "";
           f.title += fix.empty() ? doing + " is at " + place : doing;
           // The first missing rank's fix (the title names it first).
           if (!fix.empty() && !fitted) {

@@ -53,13 +53,17 @@ std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSumm
 }
 
 // The class count that "Target 255 is out of bounds." does not say, from the Python hook's record
-// of the loss that rejected the label.
-void add_class_count(const RuleContext& context, const ProcessSummary& p, Finding& f) {
-  for (const store::Event& event : context.evidence.events) {
+// of the loss that rejected the label: the latest of this process for that label (`text`, "" when
+// the text did not say it).
+void add_class_count(const RuleContext& context, const ProcessSummary& p, const std::string& text,
+                     Finding& f) {
+  for (auto event = context.evidence.events.rbegin(); event != context.evidence.events.rend();
+       ++event) {
     long long label = 0;
     long long classes = 0;
-    if (event.kind != "label-out-of-range" || event.pid != p.record.pid ||
-        std::sscanf(event.text.c_str(), "label %lld, %lld classes", &label, &classes) != 2) {
+    if (event->kind != "label-out-of-range" || event->pid != p.record.pid ||
+        std::sscanf(event->text.c_str(), "label %lld, %lld classes", &label, &classes) != 2 ||
+        (!text.empty() && text != std::to_string(label))) {
       continue;
     }
     std::string range = "[0, " + std::to_string(classes) + ")";
@@ -223,7 +227,9 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     f.fix = known->fix;
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
     if (f.kind == "killed-externally") f.severity = Severity::kWarning;
-    if (f.kind == "label-out-of-range") add_class_count(context, p, f);
+    if (f.kind == "label-out-of-range") {
+      add_class_count(context, p, field(*known->match, "label"), f);
+    }
     fit_to_process(context, p, *known->match, who, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
     if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();

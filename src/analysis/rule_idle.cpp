@@ -178,6 +178,10 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       add_ranks(f.ranks, context.ranks_of(*p));
     }
     std::sort(f.ranks.begin(), f.ranks.end());
+    // The first such rank, with its own workers.
+    std::erase_if(fetchers, [&](const auto& worker) {
+      return worker.first->record.ppid != fetchers.front().first->record.ppid;
+    });
     std::string fetching =
         fetchers.empty() ? ""
                          : context.name(*context.process(fetchers.front().first->record.ppid)) +

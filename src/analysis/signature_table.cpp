@@ -222,7 +222,9 @@ std::vector<Entry> memory_entries() {
                   {{1, "host"}, {2, "port", C::kInt}},
                   true},
                  {R"(\[Errno (-?[0-9]+)\] ([^'"()]+))", {{1, "errno", C::kInt}, {2, "error"}}},
-                 {R"((CERTIFICATE_VERIFY_FAILED))", {{1, "error"}}}},
+                 {R"(Caused by (\w+)\()", {{1, "cause"}}},
+                 {R"((CERTIFICATE_VERIFY_FAILED))", {{1, "error"}}},
+                 {R"(ResponseError\('([^']+)'\))", {{1, "error"}}}},
        .description = "requests (Hugging Face Hub, wandb, a dataset's download) could not reach "
                       "its server",
        .example =

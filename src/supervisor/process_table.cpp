@@ -250,11 +250,11 @@ std::vector<int> ProcessTable::live_agent_pids(bool workers) const {
   return out;
 }
 
-std::vector<int> ProcessTable::live_forked_children(int pid) const {
+std::vector<int> ProcessTable::live_workers_of(int pid) const {
   std::vector<int> out;
   for (int child : live_pids()) {
     const store::ProcessRecord& r = m_records[m_live.at(child)].record;
-    if (r.ppid == pid && r.agent && r.forked) out.push_back(child);
+    if (r.worker_id && descends_from(child, pid)) out.push_back(child);
   }
   return out;
 }

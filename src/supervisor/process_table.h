@@ -56,8 +56,9 @@ class ProcessTable {
   // Those that run the agent, the processes whose stacks say where the job was; without
   // `workers`, only those started by exec (not DataLoader workers forked from a rank).
   std::vector<int> live_agent_pids(bool workers) const;
-  // Live processes forked from `pid` (not exec'd) that run the agent: its DataLoader workers.
-  std::vector<int> live_forked_children(int pid) const;
+  // Live DataLoader workers (the hook told their number) that `pid` started, however: forked
+  // from it, or exec'd by spawn or a forkserver below it.
+  std::vector<int> live_workers_of(int pid) const;
   bool is_live(int pid) const;
   // Whether `ancestor` is the parent of `pid`, or its parent's, and so on.
   bool descends_from(int pid, int ancestor) const;

@@ -62,7 +62,8 @@ constexpr int64_t kMomentStacksWaitNs = 1'500'000'000;
 constexpr int64_t kStopNotesWaitNs = 200'000'000;
 constexpr int64_t kStopNotesSlackNs = 1'000'000'000;
 constexpr size_t kStopNotesKept = 8;
-// The walks after the idle watch asked for stacks, in which the dumps' CPU is not the job's.
+// The walks after the idle or stall watch asked for stacks, in which the dumps' CPU is not the
+// job's.
 constexpr int kDumpWalks = 2;
 // How long before a `timeout` in the job sends its signal the stacks are asked for: the dumps
 // must be read while the processes still run.
@@ -148,6 +149,8 @@ class Loop {
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
   std::string note_stdin_waits(const std::vector<int>& pids);
+  // Asks `pid` for its stacks, once its last dump is gone. False where it cannot be asked.
+  bool request_fresh_dump(int pid);
   void ask_stacks(const std::string& kind, const std::vector<int>& pids);
   void collect_stacks(bool final);
   bool stacks_pending(const std::string& kind) const;
@@ -216,7 +219,7 @@ class Loop {
   uint64_t m_output_seen = 0;
   int64_t m_active_ns = 0;
   int64_t m_idle_since_ns = 0;
-  int m_dump_walks = 0;  // walks left whose CPU the idle stacks' dumps may have taken
+  int m_dump_walks = 0;  // walks left whose CPU the stacks' dumps may have taken
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -372,16 +375,17 @@ void Loop::check_collectives(bool final) {
   for (FoundIssue& found : m_checker.check(now, final)) {
     std::string prompt =
         found.issue.kind == "collective-missing" ? note_stdin_waits(found.dump_pids) : "";
-    for (int pid : found.dump_pids) request_stack_dump(pid);
-    // A rank that waits for a batch waits on its DataLoader workers: their stacks say where.
-    if (found.issue.kind == "collective-missing") {
-      std::vector<int> workers;
-      for (int pid : found.dump_pids) {
-        std::vector<int> children = m_table.live_forked_children(pid);
-        workers.insert(workers.end(), children.begin(), children.end());
-      }
-      if (!workers.empty()) ask_stacks("stack-at-stall", workers);
+    for (int pid : found.dump_pids) request_fresh_dump(pid);
+    // A missing rank that waits for a batch waits on its DataLoader workers: their stacks say
+    // where.
+    std::vector<int> workers;
+    for (const store::CollectiveIssueRank& rank : found.issue.ranks) {
+      if (found.issue.kind != "collective-missing" || rank.state != "never called it") continue;
+      std::vector<int> mine = m_table.live_workers_of(rank.pid);
+      workers.insert(workers.end(), mine.begin(), mine.end());
     }
+    if (!workers.empty()) ask_stacks("stack-at-stall", workers);
+    if (!found.dump_pids.empty()) m_dump_walks = kDumpWalks;
     m_pending_issues.push_back({std::move(found), now + kStackWaitNs, std::move(prompt)});
   }
   for (auto it = m_pending_issues.begin(); it != m_pending_issues.end();) {
@@ -633,13 +637,17 @@ std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
   return told;
 }
 
+bool Loop::request_fresh_dump(int pid) {
+  // An earlier dump must not pass for this one.
+  unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
+  return request_stack_dump(pid);
+}
+
 void Loop::ask_stacks(const std::string& kind, const std::vector<int>& pids) {
   StackRequest request{kind, {}, common::realtime_ns() + kMomentStacksWaitNs};
   for (int pid : pids) {
     if (request.pids.size() == kMomentStacksMax) break;
-    // An earlier dump must not pass for this one.
-    unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
-    if (request_stack_dump(pid)) request.pids.push_back(pid);
+    if (request_fresh_dump(pid)) request.pids.push_back(pid);
   }
   m_stack_requests.push_back(std::move(request));
 }

@@ -653,6 +653,7 @@ def test_weights_downloaded_where_no_name_resolves(traindoc, monkeypatch):
                               "torch.hub.load_state_dict_from_url('http://weights.invalid/r.pth')\n"))
     root = failed_root(run)
     assert root["kind"] == "network-unreachable", root
-    assert root["title"].endswith(": a download failed: the host name could not be resolved "
-                                  "(Name or service not known)"), root["title"]
+    # "Name or service not known", or without a name server "Temporary failure in name
+    # resolution".
+    assert ": a download failed: the host name could not be resolved (" in root["title"], root
     assert "$TORCH_HOME/hub/checkpoints" in root["fix"], root["fix"]

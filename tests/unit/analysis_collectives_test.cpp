@@ -274,7 +274,7 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
       "  File \"/home/user/proj/train.py\", line 12 in <module>\n";
   store::Event stall;
   stall.kind = "stack-at-stall";
-  stall.t_ns = kT0 + kSecond + kSecond / 2;
+  stall.t_ns = kT0 + 2 * kSecond + kSecond / 2;  // read a moment after the issue was found
   stall.pid = 13;
   stall.text =
       "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
@@ -289,6 +289,11 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
             "0 of rank 1 (pid 13), which is at /home/user/proj/data.py:9 in __getitem__");
   EXPECT_THAT(d.findings.front().fix, HasSubstr("Pass timeout=SECONDS to the DataLoader"));
 
+  // A dump of an earlier stall is not this one's.
+  e.events[0].t_ns = kT0 + kSecond + kSecond / 2;
+  d = diagnose(e);
+  EXPECT_THAT(d.findings.front().title, Not(HasSubstr("waits for a batch")));
+  e.events[0].t_ns = kT0 + 2 * kSecond + kSecond / 2;
   e.events[0].text =
       "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
       "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113 in get\n" +

@@ -559,6 +559,18 @@ TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
             "rank 0 (pid 1010): target label 255 is outside [0, 19): the loss's input has 19 "
             "classes");
   EXPECT_THAT(f.fix, HasSubstr("ignore_index=255"));
+
+  // An earlier record of the process for another label (an interactive session's error it went
+  // on from) is not this error's.
+  e.events.insert(e.events.begin(), {at(5.0), "label-out-of-range", kRank0, "label 3, 2 classes"});
+  e.events.back().text = "label 9, 4 classes";
+  e.events.back().pid = kRank0;
+  d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_THAT(d.findings[0].title, testing::EndsWith("input has 19 classes"));
+  e.events[1].text = "label 3, 2 classes";
+  d = diagnose(e);
+  EXPECT_EQ(d.findings[0].title, "rank 0 (pid 1010): target label 255 is outside [0, classes)");
 }
 
 // Texts whose numbers say what went wrong give them in the title; MemoryError has none and is

@@ -88,5 +88,52 @@ TEST(NetworkRules, ADownloadThatFailedSaysWhyAndHowToWorkOffline) {
   EXPECT_THAT(f.fix, Not(HasSubstr("HF_HUB_OFFLINE")));
 }
 
+// urllib3's cause, under requests' text, says how far the connection got.
+TEST(NetworkRules, TheCauseUnderRequestsTextSaysHowFarItGot) {
+  const std::string pool =
+      "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): "
+      "Max retries exceeded with url: /api/models (Caused by ";
+  Finding f = exception_finding(
+      pool +
+      "ConnectTimeoutError(<urllib3.connection.HTTPSConnection object at 0x7f0>, 'Connection to "
+      "huggingface.co timed out. (connect timeout=10)'))");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): could not reach huggingface.co: the connection timed out");
+  f = exception_finding(pool +
+                        "ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
+                        "Read timed out. (read timeout=10)\"))");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): could not reach huggingface.co: it did not answer in time");
+  f = exception_finding(pool +
+                        "ProxyError('Cannot connect to proxy.', NewConnectionError('<urllib3."
+                        "connection.HTTPSConnection object at 0x7f0>: Failed to establish a new "
+                        "connection: [Errno 111] Connection refused')))");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): could not reach the proxy on the way to huggingface.co");
+  EXPECT_THAT(f.fix, HasSubstr("NO_PROXY"));
+  f = exception_finding(pool + "ResponseError('too many 429 error responses'))");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): could not reach huggingface.co: too many 429 error responses");
+  EXPECT_THAT(f.fix, HasSubstr("rank 0 first, then a barrier"));
+  f = exception_finding(
+      "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.wandb.ai', port=443): "
+      "Max retries exceeded with url: /graphql (Caused by NewConnectionError('<urllib3.connection."
+      "HTTPSConnection object at 0x7f0>: Failed to establish a new connection: [Errno -3] "
+      "Temporary failure in name resolution'))");
+  EXPECT_THAT(f.fix, HasSubstr("WANDB_MODE=offline"));
+  f = exception_finding(
+      "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', port=5000): Max "
+      "retries exceeded with url: /api/2.0/mlflow/runs/create (Caused by NewConnectionError('<"
+      "urllib3.connection.HTTPConnection object at 0x7f0>: Failed to establish a new connection: "
+      "[Errno 111] Connection refused'))");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): could not reach localhost: nothing listens there (Connection "
+            "refused)");
+  EXPECT_THAT(f.fix, HasSubstr("MLflow"));
+  f = exception_finding("urllib.error.URLError: <urlopen error unknown url type: https>");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): a download failed: this Python has no SSL support (unknown url "
+            "type: https)");
+  EXPECT_THAT(f.fix, HasSubstr("import ssl"));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis

@@ -387,24 +387,31 @@ TEST(RuleIdle, AWorkerInTheMiddleOfASampleIsWhatItsRankWaitsFor) {
                                    "called from /usr/lib/python3/dist-packages/torch/utils/data/"
                                    "_utils/worker.py:302 in _worker_loop")));
 
-  // Two workers in the middle of a sample: which one the rank waits for depends on the order of
-  // the batches. A process that a worker forked runs the fetcher only in its parent's copied
-  // frames, and its parent is no rank.
+  // Two workers of rank 0 in the middle of a sample: which one it waits for depends on the order
+  // of the batches. Rank 1's worker is rank 1's matter, and a process that a worker forked runs
+  // the fetcher only in its parent's copied frames.
   Evidence two = e;
   two.events[3].text = fetching;
-  two.processes.push_back(proc(1030, kWorker0, 500'400, two.processes.back().cmdline));
-  two.events.insert(two.events.begin() + 4, {at(35.1), "stack-at-idle", kRank1, kWaitsForBatch});
-  two.events.insert(
-      two.events.begin() + 5,
-      {at(35.1), "stack-at-idle", 1030,
-       worker_stack(
-           "  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line 114 in worker\n"
-           "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314 in _bootstrap\n"
-           "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py\", line 58 in "
-           "fetch\n")});
+  const std::string worker_cmdline = process(two, kWorker0).cmdline;
+  two.processes.push_back(proc(1022, kRank0, 500'302, worker_cmdline));
+  two.processes.back().forked = true;
+  two.processes.push_back(proc(1030, kWorker0, 500'400, worker_cmdline));
+  two.processes.back().forked = true;
+  two.events.insert(two.events.begin() + 4,
+                    {{at(35.1), "stack-at-idle", kRank1, kWaitsForBatch},
+                     {at(35.1), "stack-at-idle", 1022, fetching},
+                     {at(35.1), "stack-at-idle", 1030,
+                      worker_stack("  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line "
+                                   "114 in worker\n"
+                                   "  File \"/usr/lib/python3.11/multiprocessing/process.py\", "
+                                   "line 314 in _bootstrap\n"
+                                   "  File \"/usr/lib/python3/dist-packages/torch/utils/data/"
+                                   "_utils/fetch.py\", line 58 in fetch\n")}});
   d = diagnose(two);
   idle = idle_of(d.findings);
   ASSERT_NE(idle, nullptr);
+  EXPECT_THAT(idle->title, HasSubstr("rank 0 (pid 1010) waits for a batch from worker 0 of rank 0 "
+                                     "(pid 1020)"));
   EXPECT_THAT(idle->title, testing::EndsWith("(1 other worker is in the middle of a sample too)"));
 
   // A rank that waits elsewhere does not wait for its worker's sample.

@@ -113,10 +113,15 @@ TEST(ProcessTable, LiveAgentProcessesWithOrWithoutWorkersAndARanksWorkers) {
   table.ended(22, 0, EndSource::kSupervisor, 9000);
   EXPECT_EQ(table.live_agent_pids(false), (std::vector<int>{10, 20}));
   EXPECT_EQ(table.live_agent_pids(true), (std::vector<int>{10, 20, 21}));
-  // A rank's workers: forked from it, not the ranks its launcher exec'd.
-  EXPECT_EQ(table.live_forked_children(20), (std::vector<int>{21}));
-  EXPECT_TRUE(table.live_forked_children(10).empty());
-  EXPECT_TRUE(table.live_forked_children(21).empty());
+  // A rank's DataLoader workers: those below it that a DataLoader numbered, however started.
+  table.worker_started(21, 210, 0);
+  table.seen_alive(23, 20, 230, 6000);  // a forkserver, then its worker
+  table.from_agent(identity(24, 23, 240, false, "python3 -c from multiprocessing...", 0));
+  table.worker_started(24, 240, 1);
+  table.from_agent(identity(25, 20, 250, true, "python3 train.py", 0));  // a forked Pool's
+  EXPECT_EQ(table.live_workers_of(20), (std::vector<int>{21, 24}));
+  EXPECT_EQ(table.live_workers_of(10), (std::vector<int>{21, 24}));
+  EXPECT_TRUE(table.live_workers_of(21).empty());
 }
 
 TEST(ProcessTable, DescendantsOfALiveProcess) {

@@ -227,7 +227,7 @@ def worker_hangs_before_all_reduce(rank):  # the same stall, before a collective
     for batch in torch.utils.data.DataLoader(StallingSamples(rank), batch_size=4, num_workers=2):
         loss = model(batch).sum()
         loss.backward()
-        dist.all_reduce(loss.detach())  # the mean loss, to log
+        dist.all_reduce(loss.detach())  # fault
 
 
 def layer_checkpointed_twice(rank):  # one layer under two reentrant checkpoints, in DDP
