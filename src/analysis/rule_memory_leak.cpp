@@ -34,18 +34,24 @@ constexpr double kMinMinutes = 2;
 class Axis {
  public:
   Axis() = default;  // minutes
-  Axis(const store::Evidence& evidence, const ProcessSummary& p) {
-    m_kind = p.step_kind();
-    for (const store::StepSample& s : evidence.steps) {
-      if (s.kind == m_kind && s.pid == p.record.pid && s.start_ticks == p.record.start_ticks) {
+  // The steps `counter` counted: `p` itself, or the rank a DataLoader worker makes batches for.
+  Axis(const RuleContext& context, const ProcessSummary& p, const ProcessSummary& counter) {
+    m_kind = counter.step_kind();
+    for (const store::StepSample& s : context.evidence.steps) {
+      if (s.kind == m_kind && s.pid == counter.record.pid &&
+          s.start_ticks == counter.record.start_ticks) {
         m_counts.emplace_back(s.t_ns, static_cast<double>(s.count));
       }
     }
     std::stable_sort(m_counts.begin(), m_counts.end());
+    if (&counter != &p)
+      m_of = " of its rank, " + context.name(counter) + ", whose batches it makes";
   }
 
   bool per_step() const { return m_counts.size() >= 2; }
   const char* unit() const { return per_step() ? "step" : "minute"; }
+  // Whose steps they are: "" for the process's own, or " of its rank, ..." for a worker.
+  const std::string& of() const { return m_of; }
   // What a step is: "optimizer steps", "backward calls", "DDP forwards".
   const char* steps() const {
     switch (m_kind.value_or(store::StepKind::kOptimizer)) {
@@ -86,7 +92,16 @@ class Axis {
  private:
   std::optional<store::StepKind> m_kind;
   std::vector<std::pair<int64_t, double>> m_counts;
+  std::string m_of;
 };
+
+// The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
+// none, its rank's: the worker makes the rank's batches, one per step.
+const ProcessSummary& step_counter(const RuleContext& context, const ProcessSummary& p) {
+  if (p.role.role != Role::kWorker || p.step_kind()) return p;
+  const ProcessSummary* parent = context.process(p.record.ppid);
+  return parent != nullptr && parent->step_kind() ? *parent : p;
+}
 
 // One process's series of one measure, with the sample times beside the points.
 struct Series {
@@ -236,6 +251,15 @@ constexpr const char* kLeakFix =
     "the steps (bound them, clear them each epoch). To see what grows, compare "
     "`len(gc.get_objects())` or tracemalloc snapshots between steps.";
 
+constexpr const char* kWorkerLeakFix =
+    "A DataLoader worker keeps what the dataset's code holds on to between samples: a cache that "
+    "grows with every sample read (each worker fills a copy of its own, num_workers times the "
+    "memory: bound it, with functools.lru_cache(maxsize=...), or fill it before the DataLoader "
+    "starts its workers), lists or dicts appended to in __getitem__, a transform or collate_fn, "
+    "files or images opened and never closed. With persistent_workers=True the workers, and "
+    "what they keep, live from epoch to epoch. To see what grows, take tracemalloc snapshots in "
+    "the dataset's code, or run with num_workers=0 and watch the main process.";
+
 // A leak in `series` of process `p`, appended to `out`; whether one was found.
 bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& axis,
              const Series& series, const Measure& measure, std::vector<TimedFinding>& out) {
@@ -258,8 +282,8 @@ bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& ax
       mib(g->slope), unit, g->points, g->growing_quarters));
   f.evidence.push_back(
       axis.per_step()
-          ? std::string("a step is one of the process's ") + axis.steps() +
-                ", counted by traindoc's Python hook"
+          ? std::string("a step is one of the ") + (axis.of().empty() ? "process's " : "") +
+                axis.steps() + axis.of() + ", counted by traindoc's Python hook"
           : "no training steps were counted in this process (the Python hook counts PyTorch "
             "optimizer steps, backward calls and DDP forwards): growth per minute instead");
   int64_t start_ns = series.time_at(g->from_x);
@@ -287,8 +311,11 @@ bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& ax
                                        headroom->second, when));
     }
   }
-  f.fix = kLeakFix;
-  out.push_back({std::move(f), start_ns, p.record.pid});
+  // A rank's workers run the same dataset code: one finding for them all.
+  bool worker = p.role.role == Role::kWorker;
+  f.fix = worker ? kWorkerLeakFix : kLeakFix;
+  out.push_back({std::move(f), start_ns, p.record.pid,
+                 worker ? "memory-leak in the workers of " + std::to_string(p.record.ppid) : ""});
   return true;
 }
 
@@ -376,7 +403,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
   };
   std::vector<WorkerGrowth> workers;
   for (const ProcessSummary& p : context.processes) {
-    Axis axis(context.evidence, p);
+    Axis axis(context, p, step_counter(context, p));
     Measure gpu{
         "GPU memory",
         "GPU memory held (NVML, all its GPUs)",

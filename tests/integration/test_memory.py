@@ -1,13 +1,14 @@
 """Memory leaks under `traindoc run` with real PyTorch on CPU (CASES.md S04, H01, H02): growth per
-step against the job's own measure of it, DataLoader workers copying their dataset, and clean
-runs (allocator warm-up and a one-off cache included) that must say nothing."""
+step against the job's own measure of it, DataLoader workers copying their dataset or filling a
+cache per sample, and clean runs (allocator warm-up and a one-off cache included) that must say
+nothing."""
 import os
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import fault_script, job_script
+from conftest import fault_script, job_script, python_job
 
 STEPS = 100
 
@@ -111,3 +112,41 @@ def test_a_leak_that_ends_in_an_oom_kill_is_the_root_cause(traindoc):
     kill = [f for f in rest if f["kind"] == "host-oom-killed"]
     assert [f["pids"] for f in kill] == [[rank["pid"]]], rest
     assert 1 + rest.index(kill[0]) in first["consequences"]
+
+
+# Each sample read is cached in the worker that read it: 16 KiB a sample, 64 samples a batch, each
+# of the two workers making every other batch.
+CACHING_DATASET = """
+import time, numpy, torch
+from torch.utils.data import DataLoader, Dataset
+class Cached(Dataset):
+    def __init__(self):
+        self.cache = {}
+    def __len__(self):
+        return 64 * 400
+    def __getitem__(self, i):
+        if i not in self.cache:
+            self.cache[i] = numpy.random.rand(64, 64).astype(numpy.float32)
+        return torch.from_numpy(self.cache[i])
+model = torch.nn.Linear(64 * 64, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for x in DataLoader(Cached(), batch_size=64, num_workers=2):
+    model(x.flatten(1)).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    time.sleep(0.02)
+"""
+
+
+def test_workers_filling_a_cache_leak_per_step_of_their_rank(traindoc):
+    """The workers have no steps of their own: their growth is per step of the rank they make
+    batches for, one finding for both, with the fix for what a dataset keeps."""
+    run = traindoc(python_job(CACHING_DATASET), "--interval", "0.2", timeout=180)
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    workers = run.processes("worker")
+    (leak,) = leaks(run)
+    assert sorted(leak["pids"]) == sorted(w["pid"] for w in workers), leak
+    reported = float(re.search(r"grows ([0-9.]+) MiB per step", leak["title"]).group(1))
+    expected = 64 * 64 * 64 * 4 / 2 / 2**20  # a batch's samples, every other batch
+    assert abs(reported - expected) <= 0.2 * expected, (reported, expected, leak)
+    assert "functools.lru_cache" in leak["fix"], leak["fix"]

@@ -1,6 +1,7 @@
 // Tests of the memory-leak rule through diagnose(): growth per step from the hook's step counts,
-// per minute without them, the projection of exhaustion, the leak as the root cause of the OOM
-// kill it led to, DataLoader workers copying their dataset (USS up, RSS flat), clean runs.
+// per minute without them (a DataLoader worker's per its rank's steps), the projection of
+// exhaustion, the leak as the root cause of the OOM kill it led to, DataLoader workers copying
+// their dataset (USS up, RSS flat), clean runs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -362,6 +363,27 @@ TEST(RuleMemoryLeak, AWorkerWhoseRssGrowsTooIsAnOrdinaryLeak) {
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].title,
             "worker 1 of rank 0 (pid 2011): host memory grows 600 MiB per minute");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("a cache that grows with every sample read"));
+}
+
+// Workers make their rank's batches, one per step: their growth is per rank step, where the
+// rank counts steps, and both workers' growth is one finding.
+TEST(RuleMemoryLeak, WorkersGrowingWithTheirRanksStepsAreOneFinding) {
+  Evidence e = job();
+  add_steps(e);
+  set_rss(e, kWorker0, leaking);
+  set_rss(e, kWorker1, leaking);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.title, "worker 0 of rank 0 (pid 2010): host memory grows 5.00 MiB per step");
+  EXPECT_THAT(f.pids, ElementsAre(kWorker0, kWorker1));
+  EXPECT_THAT(f.evidence, Contains(std::string("a step is one of the optimizer steps of its rank, "
+                                               "rank 0 (pid 2000), whose batches it makes, "
+                                               "counted by traindoc's Python hook")));
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("the same failure, also: worker 1 of rank 0 (pid "
+                                             "2011): host memory grows 5.00 MiB per step")));
+  EXPECT_THAT(f.fix, HasSubstr("functools.lru_cache(maxsize=...)"));
 }
 
 }  // namespace
