@@ -241,13 +241,20 @@ bool waits_on_gpu(const std::string& dump) {
 
 constexpr double kBusyShare = 0.5;  // of a core: running, not waiting
 
+// The dump's main thread, its Python frames then its native ones: the other threads (a
+// DataLoader's queue feeders, a logger) wait where they always wait. A dump without threads
+// marked is taken whole.
 std::string stack_excerpt(const std::string& stack) {
+  bool marked = stack.find("Current thread ") != std::string::npos;
   std::istringstream lines(stack);
   std::string line;
   std::string out;
+  bool main = !marked;
   for (size_t n = 0; n < kStackLines && std::getline(lines, line);) {
+    if (line.starts_with("Current thread ") || line.starts_with("native")) main = true;
+    if (line.starts_with("Thread ")) main = !marked;
     // The hook's wrapper around the collective: the user's call is the frame below it.
-    if (is_hook_file(line)) continue;
+    if (!main || line.empty() || is_hook_file(line)) continue;
     out += (out.empty() ? "" : " | ") + line;
     ++n;
   }

@@ -256,7 +256,9 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
   missing.state = "never called it";
   missing.stack =
-      "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
+      "python:\nThread 0x00007fab4a5d26c0 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 231 in _feed\n\n"
+      "Current thread 0x00007f4c79e2e800 (most recent call first):\n"
       "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
       "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120 in "
       "_try_get_data\n"
@@ -288,6 +290,16 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
             "all_reduce #4 has a different missing; rank 1 (pid 12) waits for a batch from worker "
             "0 of rank 1 (pid 13), which is at /home/user/proj/data.py:9 in __getitem__");
   EXPECT_THAT(d.findings.front().fix, HasSubstr("Pass timeout=SECONDS to the DataLoader"));
+  // The stacks in the evidence are the main threads': a queue's feeder thread waits as always.
+  EXPECT_THAT(d.findings.front().evidence,
+              Contains(HasSubstr("worker 0 of rank 1 (pid 13) stack: Current thread "
+                                 "0x00007f4c79e2e800 (most recent call first): |   File "
+                                 "\"/home/user/proj/data.py\", line 9 in __getitem__")));
+  EXPECT_THAT(d.findings.front().evidence,
+              Contains(HasSubstr("rank 1 (pid 12) stack: Current thread 0x00007f4c79e2e800")));
+  for (const std::string& line : d.findings.front().evidence) {
+    EXPECT_THAT(line, Not(HasSubstr("_feed"))) << line;
+  }
 
   // A dump of an earlier stall is not this one's.
   e.events[0].t_ns = kT0 + kSecond + kSecond / 2;
