@@ -340,11 +340,13 @@ std::string network_fix(const SignatureMatch& m, const std::string& host) {
            "use an interpreter that has it (`python -c 'import ssl'` tells).";
   }
   if (field(m, "cause") == "ProxyError") {
-    return "The proxy that HTTPS_PROXY (or HTTP_PROXY, ALL_PROXY) names did not answer: check "
-           "its address and port on this node, or unset it where the node reaches the server "
-           "directly (NO_PROXY for the site's own hosts).";
+    return "The proxy that HTTPS_PROXY (or HTTP_PROXY, ALL_PROXY) names did not let the "
+           "request through: it did not answer (check its address and port on this node), or "
+           "refused it (407: it wants credentials, in the proxy's URL; 403: the site is not "
+           "allowed). Unset it where the node reaches the server directly (NO_PROXY for the "
+           "site's own hosts).";
   }
-  if (error.find("429") != std::string::npos) {
+  if (error.find("too many 429") != std::string::npos) {
     return "The server limits how often it is asked, and every rank and worker that downloads "
            "at once multiplies the requests: download once (rank 0 first, then a barrier, or "
            "beforehand into a cache the nodes share) and log in (HF_TOKEN) for a higher limit.";
@@ -370,10 +372,14 @@ void network_unreachable(const SignatureMatch& m, KnownFailure& f) {
   }
   std::string host = field(m, "host");
   std::string why = network_error(m);
+  // A server that answered slowly or refused too many requests was reached.
+  bool reached = field(m, "cause") == "ReadTimeoutError" ||
+                 field(m, "error").find("too many 429") != std::string::npos;
   if (field(m, "cause") == "ProxyError") {
-    f.title = "could not reach the proxy on the way to " + host;
+    f.title = "could not get through the proxy to " + host;
   } else {
-    f.title = (host.empty() ? std::string("a download failed") : "could not reach " + host) +
+    f.title = (host.empty() ? std::string("a download failed")
+                            : (reached ? "could not download from " : "could not reach ") + host) +
               (why.empty() ? "" : ": " + why);
   }
   f.fix = network_fix(m, host);

@@ -266,6 +266,7 @@ std::string stack_excerpt(const std::string& stack) {
 // moment it waits for dumps).
 Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIssue& issue,
                           const store::CollectiveIssueRank& rank) {
+  // The supervisor reads the dumps it asks for within 1.5 s (kMomentStacksWaitNs).
   constexpr int64_t kDumpsReadNs = 5'000'000'000;
   Fetchers out;
   for (const store::Event& e : context.evidence.events) {
@@ -273,7 +274,8 @@ Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIss
       continue;
     }
     const ProcessSummary* worker = context.process(e.pid);
-    if (worker == nullptr || worker->record.ppid != rank.pid ||
+    const ProcessSummary* above = worker != nullptr ? rank_above(context, *worker) : nullptr;
+    if (above == nullptr || above->record.pid != rank.pid ||
         !fetching_for_rank(context, *worker, e.text, rank.stack) ||
         std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.first == worker; })) {
       continue;

@@ -205,10 +205,19 @@ bool runs_file(const std::string& dump, std::string_view file) {
                      [&](const DumpFrame& frame) { return frame.path.ends_with(file); });
 }
 
+const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummary& p) {
+  constexpr int kMaxDepth = 8;
+  const ProcessSummary* at = &p;
+  for (int depth = 0; depth < kMaxDepth && at != nullptr; ++depth) {
+    at = context.process(at->record.ppid);
+    if (at != nullptr && at->role.role == Role::kRank) return at;
+  }
+  return nullptr;
+}
+
 bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,
                        const std::string& dump, const std::string& rank_dump) {
-  const ProcessSummary* rank = context.process(worker.record.ppid);
-  return worker.role.role == Role::kWorker && rank != nullptr && rank->role.role == Role::kRank &&
+  return worker.role.role == Role::kWorker && rank_above(context, worker) != nullptr &&
          runs_file(dump, "/torch/utils/data/_utils/fetch.py") &&
          runs_file(rank_dump, "/torch/utils/data/dataloader.py");
 }

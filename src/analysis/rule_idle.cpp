@@ -163,8 +163,9 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       if (in_init_process_group(e->text)) joiners.push_back(p);
       std::string own = stuck_in_user_code(e->text);
       if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
-      auto parent = dumps.find(p->record.ppid);
-      if (parent != dumps.end() && fetching_for_rank(context, *p, e->text, parent->second)) {
+      const ProcessSummary* rank = rank_above(context, *p);
+      auto rank_dump = rank != nullptr ? dumps.find(rank->record.pid) : dumps.end();
+      if (rank_dump != dumps.end() && fetching_for_rank(context, *p, e->text, rank_dump->second)) {
         fetchers.emplace_back(p, e->text);
       }
       // The launcher only watches its ranks, once it has started them.
@@ -179,13 +180,13 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     }
     std::sort(f.ranks.begin(), f.ranks.end());
     // The first such rank, with its own workers.
+    const ProcessSummary* waiting =
+        fetchers.empty() ? nullptr : rank_above(context, *fetchers.front().first);
     std::erase_if(fetchers, [&](const auto& worker) {
-      return worker.first->record.ppid != fetchers.front().first->record.ppid;
+      return rank_above(context, *worker.first) != waiting;
     });
     std::string fetching =
-        fetchers.empty() ? ""
-                         : context.name(*context.process(fetchers.front().first->record.ppid)) +
-                               " " + batch_wait(context, fetchers);
+        waiting == nullptr ? "" : context.name(*waiting) + " " + batch_wait(context, fetchers);
     if (prompts.empty()) {
       std::string quiet = "no process used CPU or printed anything";
       f.title += ": " + (!join.empty()       ? join

@@ -82,6 +82,15 @@ class Axis {
     return before->second + part * (after->second - before->second);
   }
 
+  // The steps counted between two times (each kept within the counted span).
+  double counted_between(int64_t from_ns, int64_t to_ns) const {
+    if (!per_step()) return 0;
+    auto clamp = [&](int64_t t) {
+      return *at(std::clamp(t, m_counts.front().first, m_counts.back().first), 0);
+    };
+    return clamp(to_ns) - clamp(from_ns);
+  }
+
   // Steps per minute over the counted span, for turning steps into time.
   double steps_per_minute() const {
     if (!per_step() || m_counts.back().first == m_counts.front().first) return 0;
@@ -96,11 +105,12 @@ class Axis {
 };
 
 // The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
-// none, its rank's: the worker makes the rank's batches, one per step.
+// none, its rank's: the worker makes the rank's batches, about one per step (gradient
+// accumulation takes several).
 const ProcessSummary& step_counter(const RuleContext& context, const ProcessSummary& p) {
   if (p.role.role != Role::kWorker || p.step_kind()) return p;
-  const ProcessSummary* parent = context.process(p.record.ppid);
-  return parent != nullptr && parent->step_kind() ? *parent : p;
+  const ProcessSummary* rank = rank_above(context, p);
+  return rank != nullptr && rank->step_kind() ? *rank : p;
 }
 
 // One process's series of one measure, with the sample times beside the points.
@@ -260,34 +270,68 @@ constexpr const char* kWorkerLeakFix =
     "what they keep, live from epoch to epoch. To see what grows, take tracemalloc snapshots in "
     "the dataset's code, or run with num_workers=0 and watch the main process.";
 
-// A leak in `series` of process `p`, appended to `out`; whether one was found.
-bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& axis,
-             const Series& series, const Measure& measure, std::vector<TimedFinding>& out) {
+// A process's steady growth in one measure.
+struct Grown {
+  const ProcessSummary* process;
+  Growth growth;
+  int64_t start_ns;  // when the growth was first seen
+  int64_t last_ns;   // the last sample
+};
+
+std::optional<Grown> grown_in(const ProcessSummary& p, const Axis& axis, const Series& series) {
   std::optional<Growth> g = steady_growth(series.points, axis.limits());
-  if (!g) return false;
-  const std::string who = context.name(p);
+  if (!g) return std::nullopt;
+  return Grown{&p, *g, series.time_at(g->from_x), series.t_ns.back()};
+}
+
+// The leak of `grown`, one process or the DataLoader workers of one rank (the same dataset code
+// in each), appended to `out`.
+void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, const Axis& axis,
+                  const Measure& measure, std::vector<TimedFinding>& out) {
+  const ProcessSummary& first = *grown.front().process;
   const std::string unit = axis.unit();
   Finding f;
   f.kind = "memory-leak";
-  f.pids = {p.record.pid};
-  f.ranks = context.ranks_of(p);
-  f.title = fmt::format("{}: {} grows {} per {}", who, measure.memory, mib(g->slope), unit);
-  std::string span =
-      axis.per_step() ? fmt::format("steps {} and {}", amount(g->from_x), amount(g->to_x))
-                      : fmt::format("minutes {:.1f} and {:.1f} of the process", g->from_x, g->to_x);
-  f.evidence.push_back(fmt::format(
-      "{} of {} grew from {} to {} between {} (+{}): {} per {}, a robust (Theil-Sen) fit of {} "
-      "samples after warm-up, growing in {} of 4 quarters",
-      measure.name, who, mib(g->from_bytes), mib(g->to_bytes), span, mib(g->growth_bytes()),
-      mib(g->slope), unit, g->points, g->growing_quarters));
+  double slope = 0;
+  double to_x = 0;
+  int64_t start_ns = grown.front().start_ns;
+  int64_t last_ns = 0;
+  const TimedFinding* end = nullptr;
+  for (const Grown& one : grown) {
+    const ProcessSummary& p = *one.process;
+    const Growth& g = one.growth;
+    slope += g.slope;
+    to_x = std::max(to_x, g.to_x);
+    start_ns = std::min(start_ns, one.start_ns);
+    last_ns = std::max(last_ns, one.last_ns);
+    f.pids.push_back(p.record.pid);
+    add_ranks(f.ranks, context.ranks_of(p));
+    std::string span =
+        axis.per_step() ? fmt::format("steps {} and {}", amount(g.from_x), amount(g.to_x))
+                        : fmt::format("minutes {:.1f} and {:.1f} of the process", g.from_x, g.to_x);
+    f.evidence.push_back(fmt::format(
+        "{} of {} grew from {} to {} between {} (+{}): {} per {}, a robust (Theil-Sen) fit of {} "
+        "samples after warm-up, growing in {} of 4 quarters",
+        measure.name, context.name(p), mib(g.from_bytes), mib(g.to_bytes), span,
+        mib(g.growth_bytes()), mib(g.slope), unit, g.points, g.growing_quarters));
+    if (end == nullptr) end = exhaustion_of(context, out, p, one.start_ns, measure.exhausted_kinds);
+  }
+  if (grown.size() == 1) {
+    f.title = fmt::format("{}: {} grows {} per {}", context.name(first), measure.memory, mib(slope),
+                          unit);
+  } else {
+    const ProcessSummary* rank = rank_above(context, first);
+    f.title = fmt::format("{} DataLoader workers of {}: {} grows {} per {} together", grown.size(),
+                          rank != nullptr ? context.name(*rank) : "a rank", measure.memory,
+                          mib(slope), unit);
+  }
   f.evidence.push_back(
       axis.per_step()
           ? std::string("a step is one of the ") + (axis.of().empty() ? "process's " : "") +
                 axis.steps() + axis.of() + ", counted by traindoc's Python hook"
           : "no training steps were counted in this process (the Python hook counts PyTorch "
             "optimizer steps, backward calls and DDP forwards): growth per minute instead");
-  int64_t start_ns = series.time_at(g->from_x);
-  if (const TimedFinding* end = exhaustion_of(context, out, p, start_ns, measure.exhausted_kinds)) {
+  if (end != nullptr) {
     // The leak came first and the failure is its consequence: the rules order errors by time,
     // and the leak's time is when the growth was first seen.
     f.severity = Severity::kError;
@@ -296,11 +340,11 @@ bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& ax
   } else {
     f.severity = Severity::kWarning;
     f.confidence = axis.per_step() ? 0.8 : 0.7;
-    if (auto headroom = measure.headroom(series.t_ns.back())) {
-      double units_left = headroom->first / g->slope;
+    if (auto headroom = measure.headroom(last_ns)) {
+      double units_left = headroom->first / slope;
       std::string when = fmt::format("after about {} more {}s", amount(units_left), unit);
       if (axis.per_step()) {
-        when += fmt::format(", near step {}", amount(g->to_x + units_left));
+        when += fmt::format(", near step {}", amount(to_x + units_left));
         if (double rate = axis.steps_per_minute(); rate > 0) {
           when += fmt::format(" (about {:.0f} minutes at {:.0f} steps per minute)",
                               units_left / rate, rate);
@@ -311,12 +355,8 @@ bool leak_in(const RuleContext& context, const ProcessSummary& p, const Axis& ax
                                        headroom->second, when));
     }
   }
-  // A rank's workers run the same dataset code: one finding for them all.
-  bool worker = p.role.role == Role::kWorker;
-  f.fix = worker ? kWorkerLeakFix : kLeakFix;
-  out.push_back({std::move(f), start_ns, p.record.pid,
-                 worker ? "memory-leak in the workers of " + std::to_string(p.record.ppid) : ""});
-  return true;
+  f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix : kLeakFix;
+  out.push_back({std::move(f), start_ns, first.record.pid});
 }
 
 // A DataLoader worker's private memory (USS) growing while its RSS stays flat: pages it shares
@@ -392,31 +432,71 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
   out.push_back({std::move(f), start_ns, first.record.pid});
 }
 
+// How to measure `p`'s growth: by its steps, its rank's (a DataLoader worker), or its minutes;
+// a worker that made no training batches (a validation loader's, between the rank's steps)
+// grows by its own minutes.
+Axis axis_for(const RuleContext& context, const ProcessSummary& p) {
+  const ProcessSummary& counter = step_counter(context, p);
+  Axis axis(context, p, counter);
+  if (&counter == &p) return axis;
+  std::optional<int64_t> first;
+  int64_t last = 0;
+  for (const store::ProcSample& s : context.evidence.proc_samples) {
+    if (s.pid != p.record.pid || s.start_ticks != p.record.start_ticks) continue;
+    if (!first) first = s.t_ns;
+    last = s.t_ns;
+  }
+  if (first && axis.counted_between(*first, last) >= kMinSteps) return axis;
+  return Axis(context, p, p);
+}
+
 }  // namespace
 
 void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out) {
+  // A dataset read through np.memmap or Arrow fills RSS with pages of its file, which the kernel
+  // drops and reads again as it needs: growth, but no leak. Runs before schema 6 did not say.
+  const std::vector<store::ProcSample>& samples = context.evidence.proc_samples;
+  bool file_pages = std::any_of(samples.begin(), samples.end(),
+                                [](const store::ProcSample& s) { return s.rss_file.has_value(); });
   Measure host{
       "host memory",
-      "RSS",
+      file_pages ? "RSS without the pages of mapped files" : "RSS",
       {"host-oom-killed", "host-alloc-failed"},
       [&](int64_t t_ns) { return host_headroom(context.evidence, t_ns); },
   };
   std::vector<WorkerGrowth> workers;
+  // The growing DataLoader workers of each rank, by the rank's pid and their unit of growth.
+  std::map<std::pair<int, std::string>, std::pair<Axis, std::vector<Grown>>> worker_leaks;
   for (const ProcessSummary& p : context.processes) {
-    Axis axis(context, p, step_counter(context, p));
+    Axis axis = axis_for(context, p);
     Measure gpu{
         "GPU memory",
         "GPU memory held (NVML, all its GPUs)",
         {"gpu-oom", "gpu-fragmentation"},
         [&](int64_t t_ns) { return gpu_headroom(context.evidence.gpu, p, t_ns); },
     };
-    leak_in(context, p, axis, gpu_series_of(context, p, axis), gpu, out);
+    if (std::optional<Grown> g = grown_in(p, axis, gpu_series_of(context, p, axis))) {
+      leak_finding(context, {*g}, axis, gpu, out);
+    }
     Series rss = series_of(context, p, axis, [](const store::ProcSample& s) {
-      return std::optional<uint64_t>(s.rss);
+      return std::optional<uint64_t>(s.rss - std::min(s.rss, s.rss_file.value_or(0)));
     });
-    if (leak_in(context, p, axis, rss, host, out)) continue;
+    const ProcessSummary* rank = rank_above(context, p);
+    if (std::optional<Grown> g = grown_in(p, axis, rss)) {
+      if (p.role.role == Role::kWorker && rank != nullptr) {
+        auto& [group_axis, group] = worker_leaks[{rank->record.pid, axis.unit()}];
+        group_axis = axis;
+        group.push_back(*g);
+      } else {
+        leak_finding(context, {*g}, axis, host, out);
+      }
+      continue;
+    }
     if (p.role.role != Role::kWorker) continue;
     if (std::optional<WorkerGrowth> w = copy_on_access(context, p)) workers.push_back(*w);
+  }
+  for (const auto& [key, group] : worker_leaks) {
+    leak_finding(context, group.second, group.first, host, out);
   }
   copy_on_access_finding(context, workers, out);
 }

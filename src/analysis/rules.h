@@ -58,6 +58,9 @@ std::string stuck_in_user_code(const std::string& dump);
 // Whether the dump's main thread runs code of a file whose path ends with `file`
 // ("/torch/utils/data/dataloader.py"), below the frames a forked process copied from its parent.
 bool runs_file(const std::string& dump, std::string_view file);
+// The nearest rank above `p`: a DataLoader worker's, whether its rank forked it or a
+// forkserver below the rank started it. nullptr when none.
+const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummary& p);
 // Whether `worker` is a DataLoader worker whose dump shows it in the middle of a sample (its
 // frames pass through the fetcher) while its rank's dump (`rank_dump`) waits for a batch.
 bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,

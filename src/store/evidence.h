@@ -13,7 +13,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -82,6 +82,9 @@ struct ProcSample {
   std::optional<int> fd_limit;
   double cpu_user_s = 0;
   double cpu_sys_s = 0;
+  // Of `rss`, the pages of mapped files (RssFile: libraries, np.memmap and Arrow datasets), which
+  // the kernel can drop and read again: no leak when they grow.
+  std::optional<uint64_t> rss_file;
 
   bool operator==(const ProcSample&) const = default;
 };

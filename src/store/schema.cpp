@@ -239,6 +239,12 @@ ALTER TABLE processes ADD COLUMN init_world_size INTEGER;
 ALTER TABLE processes ADD COLUMN worker_id INTEGER;
 )sql";
 
+// Schema 6: of each process sample's RSS, the pages of mapped files. tests/fixtures/store/
+// schema_v6.sql holds schema 5 plus this.
+constexpr const char* kDdlV6 = R"sql(
+ALTER TABLE proc_samples ADD COLUMN rss_file INTEGER;
+)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -303,6 +309,7 @@ void create(sqlite3* db) {
   detail::exec(db, detail::kGpuDdl);
   detail::exec(db, detail::kGpuDdlV4);
   detail::exec(db, kDdlV5);
+  detail::exec(db, kDdlV6);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -316,6 +323,7 @@ void upgrade(sqlite3* db) {
   if (version < 3) detail::exec(db, detail::kGpuDdl);
   if (version < 4) detail::exec(db, detail::kGpuDdlV4);
   if (version < 5) detail::exec(db, kDdlV5);
+  if (version < 6) detail::exec(db, kDdlV6);
   set_version(db);
 }
 

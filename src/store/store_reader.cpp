@@ -175,10 +175,13 @@ void read_processes(sqlite3* db, int schema_version, std::vector<ProcessRecord>&
   }
 }
 
-void read_proc_samples(sqlite3* db, std::vector<ProcSample>& out) {
+void read_proc_samples(sqlite3* db, int schema_version, std::vector<ProcSample>& out) {
+  // Schema 5 and older did not keep the pages of mapped files: read as not sampled.
   Statement rows(db,
-                 "SELECT t_ns, pid, start_ticks, rss, swap, pss, uss, threads, fds, fd_limit, "
-                 "cpu_user_s, cpu_sys_s FROM proc_samples ORDER BY t_ns, rowid");
+                 std::string("SELECT t_ns, pid, start_ticks, rss, swap, pss, uss, threads, fds, "
+                             "fd_limit, cpu_user_s, cpu_sys_s, ") +
+                     (schema_version >= 6 ? "rss_file" : "NULL") +
+                     " FROM proc_samples ORDER BY t_ns, rowid");
   while (rows.step()) {
     ProcSample& s = out.emplace_back();
     s.t_ns = rows.int64(0);
@@ -193,6 +196,7 @@ void read_proc_samples(sqlite3* db, std::vector<ProcSample>& out) {
     s.fd_limit = rows.opt_int32(9);
     s.cpu_user_s = rows.real(10);
     s.cpu_sys_s = rows.real(11);
+    s.rss_file = rows.opt_uint64(12);
   }
 }
 
@@ -447,7 +451,7 @@ Evidence read_evidence(const std::string& db_path) {
   evidence.schema_version = static_cast<int>(detail::query_int(db, "PRAGMA user_version"));
   read_run(db, evidence.run);
   read_processes(db, evidence.schema_version, evidence.processes);
-  read_proc_samples(db, evidence.proc_samples);
+  read_proc_samples(db, evidence.schema_version, evidence.proc_samples);
   read_host_samples(db, evidence.host_samples);
   read_events(db, evidence.events);
   read_logs(db, evidence.logs);

@@ -214,8 +214,8 @@ struct StoreWriter::Impl {
     insert_proc_sample =
         Statement(d,
                   "INSERT INTO proc_samples (t_ns, pid, start_ticks, rss, swap, pss, uss, threads, "
-                  "fds, fd_limit, cpu_user_s, cpu_sys_s) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+                  "fds, fd_limit, cpu_user_s, cpu_sys_s, rss_file) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     insert_host_sample = Statement(
         d,
         "INSERT INTO host_samples (t_ns, mem_total, mem_available, swap_total, swap_free, "
@@ -493,6 +493,7 @@ void StoreWriter::add_proc_samples(const std::vector<ProcSample>& samples) {
         .bind(10, p.fd_limit)
         .bind(11, p.cpu_user_s)
         .bind(12, p.cpu_sys_s)
+        .bind(13, p.rss_file)
         .run();
   }
 }

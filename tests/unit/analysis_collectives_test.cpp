@@ -264,10 +264,18 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
       "_try_get_data\n"
       "  File \"/home/user/proj/train.py\", line 12 in <module>\n"
       "native (main thread):\n  #0 __poll (libc.so.6+0xfc26f)\n";
-  store::ProcessRecord worker = rank(13, 1, 4);
-  worker.ppid = 12;
+  // Started by a forkserver of the rank, as in Python 3.14's default and the forkserver context.
+  store::ProcessRecord forkserver = rank(14, 1, 4);
+  forkserver.ppid = 12;
+  forkserver.cmdline = "python -c from multiprocessing.forkserver import main; main(8, 9)";
+  forkserver.rank.reset();
+  store::ProcessRecord worker = forkserver;
+  worker.pid = 13;
+  worker.ppid = 14;
+  worker.start_ticks = 5;
   worker.forked = true;
   worker.worker_id = 0;
+  e.processes.push_back(forkserver);
   e.processes.push_back(worker);
   const std::string worker_frames =
       "  File \"/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py\", line 302 in "

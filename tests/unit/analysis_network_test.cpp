@@ -102,16 +102,17 @@ TEST(NetworkRules, TheCauseUnderRequestsTextSaysHowFarItGot) {
                         "ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): "
                         "Read timed out. (read timeout=10)\"))");
   EXPECT_EQ(f.title,
-            "rank 0 (pid 1010): could not reach huggingface.co: it did not answer in time");
+            "rank 0 (pid 1010): could not download from huggingface.co: it did not answer in time");
   f = exception_finding(pool +
                         "ProxyError('Cannot connect to proxy.', NewConnectionError('<urllib3."
                         "connection.HTTPSConnection object at 0x7f0>: Failed to establish a new "
                         "connection: [Errno 111] Connection refused')))");
-  EXPECT_EQ(f.title, "rank 0 (pid 1010): could not reach the proxy on the way to huggingface.co");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): could not get through the proxy to huggingface.co");
   EXPECT_THAT(f.fix, HasSubstr("NO_PROXY"));
   f = exception_finding(pool + "ResponseError('too many 429 error responses'))");
   EXPECT_EQ(f.title,
-            "rank 0 (pid 1010): could not reach huggingface.co: too many 429 error responses");
+            "rank 0 (pid 1010): could not download from huggingface.co: too many 429 error "
+            "responses");
   EXPECT_THAT(f.fix, HasSubstr("rank 0 first, then a barrier"));
   f = exception_finding(
       "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='api.wandb.ai', port=443): "

@@ -70,6 +70,10 @@ TEST(ProcSamplerTest, SamplesItself) {
   EXPECT_EQ(sample.pid, getpid());
   EXPECT_GT(sample.t_ns, 0);
   EXPECT_GT(sample.rss, 0u);
+  // Its own binary and libraries are mapped files.
+  ASSERT_TRUE(sample.rss_file);
+  EXPECT_GT(*sample.rss_file, 0u);
+  EXPECT_LE(*sample.rss_file, sample.rss);
   EXPECT_GE(sample.threads, 1);
   EXPECT_GE(sample.cpu_user_s, 0.0);
   EXPECT_GE(sample.cpu_sys_s, 0.0);

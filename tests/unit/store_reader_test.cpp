@@ -484,23 +484,52 @@ TEST(StoreReader, ReadsTheInitProcessGroupArgumentsOfSchemaV5AndOfAnUpgradedV4Fi
     writer.upsert_process(rank);
   }
   const Evidence upgraded = read_evidence(v4);
-  EXPECT_EQ(upgraded.schema_version, 5);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
   EXPECT_EQ(upgraded.processes[1], rank);
   EXPECT_EQ(upgraded.processes[2].init_world_size, std::nullopt);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v5.sql. A change
+// Schema 6 adds the pages of mapped files of each process sample's RSS; a v5 file reads as not
+// sampled, and a v5 file upgraded by a writer of this build takes them from then on.
+TEST(StoreReader, ReadsTheFilePagesOfSchemaV6AndOfAnUpgradedV5File) {
+  TempDir dir;
+  const std::string v6 = dir.file("v6.db");
+  load_sql_fixture("schema_v6.sql", v6);
+  const Evidence seen = read_evidence(v6);
+  EXPECT_EQ(seen.schema_version, 6);
+  ASSERT_EQ(seen.proc_samples.size(), 2u);
+  EXPECT_EQ(seen.proc_samples[0].rss_file, 150000000u);
+  EXPECT_EQ(seen.proc_samples[1].rss_file, std::nullopt);
+  EXPECT_EQ(seen.processes[3].worker_id, 0);  // what schema 5 had still reads
+
+  const std::string v5 = dir.file("v5.db");
+  load_sql_fixture("schema_v5.sql", v5);
+  ASSERT_FALSE(read_evidence(v5).proc_samples.empty());
+  EXPECT_EQ(read_evidence(v5).proc_samples[0].rss_file, std::nullopt);
+  ProcSample later = read_evidence(v5).proc_samples[0];
+  later.t_ns += 1'000'000'000;
+  later.rss_file = 4096;
+  {
+    StoreWriter writer = StoreWriter::open(v5);
+    writer.add_proc_samples({later});
+  }
+  const Evidence upgraded = read_evidence(v5);
+  EXPECT_EQ(upgraded.schema_version, 6);
+  EXPECT_EQ(upgraded.proc_samples.back(), later);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v6.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV5Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV6Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v5.sql", fixture);
+  load_sql_fixture("schema_v6.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 5);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 6);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);

@@ -109,6 +109,7 @@ inline ProcSample full_proc_sample(int pid, int64_t t_ns) {
   s.fd_limit = 1024;
   s.cpu_user_s = 12.5;
   s.cpu_sys_s = 0.25;
+  s.rss_file = 1ULL << 28;
   return s;
 }
 

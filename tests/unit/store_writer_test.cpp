@@ -53,7 +53,7 @@ TEST(StoreWriter, RoundTripsEveryField) {
     expected.processes = {all_set, none_set, huge_ticks};
     for (const auto& p : expected.processes) writer.upsert_process(p);
 
-    ProcSample sparse;  // pss, uss, fds, fd_limit not measured
+    ProcSample sparse;  // pss, uss, fds, fd_limit, rss_file not measured
     sparse.t_ns = kT0 + 2 * kSecond;
     sparse.pid = 101;
     sparse.start_ticks = 20;

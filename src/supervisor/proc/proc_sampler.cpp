@@ -67,6 +67,7 @@ std::optional<ProcSnapshot> ProcSampler::sample(int pid, bool slow) {
     if (status.vm_rss) sample.rss = *status.vm_rss;
     if (status.vm_swap) sample.swap = *status.vm_swap;
     if (status.threads) sample.threads = *status.threads;
+    sample.rss_file = status.rss_file;
   }
 
   if (slow && !st.dead()) {
