@@ -185,7 +185,7 @@ def work(rank):
         thread = threading.Thread(target=load, name="loader")
         thread.start()
         thread.join()
-    print("rank", rank, "pid", os.getpid(), flush=True)
+    print(f"rank {rank} pid {os.getpid()}", flush=True)  # one write: print's parts interleave
 if __name__ == "__main__":
     mp.spawn(work, nprocs=2)
 """
@@ -454,7 +454,7 @@ def test_a_thread_that_died_in_a_spawned_rank(traindoc, tmp_path):
 THREADS_DIE_ONE_AFTER_THE_OTHER = """
 import multiprocessing as mp, os, threading, time
 def child(index, name, barrier):
-    print(os.getpid(), name, flush=True)
+    os.write(1, f"{os.getpid()} {name}\\n".encode())  # one write: print's parts interleave
     def load():
         barrier.wait()
         time.sleep(0.5 * index)  # one traceback after the other: lines that do not interleave
