@@ -372,9 +372,11 @@ void network_unreachable(const SignatureMatch& m, KnownFailure& f) {
   }
   std::string host = field(m, "host");
   std::string why = network_error(m);
-  // A server that answered slowly or refused too many requests was reached.
+  // A server that answered slowly, or with errors until urllib3's retries ran out ("too many 429
+  // error responses", 500, 503), was reached.
+  std::string error = field(m, "error");
   bool reached = field(m, "cause") == "ReadTimeoutError" ||
-                 field(m, "error").find("too many 429") != std::string::npos;
+                 (error.starts_with("too many ") && error.ends_with(" error responses"));
   if (field(m, "cause") == "ProxyError") {
     f.title = "could not get through the proxy to " + host;
   } else {

@@ -1,8 +1,9 @@
 // Rule: memory that grows steadily with the training steps (or, without step counts, with time)
 // in a process: a leak; and DataLoader workers whose private memory grows while their RSS stays
 // flat: copy-on-access of the parent's Python objects. Pure.
-// Every per-process memory series goes through leak_in(): host RSS, and the GPU memory NVML saw
-// the process hold (all its devices together).
+// Every per-process memory series goes through grown_in() and leak_finding(): host RSS (without
+// the pages of mapped files), and the GPU memory NVML saw the process hold (all its devices
+// together).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -44,14 +45,13 @@ class Axis {
       }
     }
     std::stable_sort(m_counts.begin(), m_counts.end());
-    if (&counter != &p)
-      m_of = " of its rank, " + context.name(counter) + ", whose batches it makes";
+    if (&counter != &p) m_rank = context.name(counter);
   }
 
   bool per_step() const { return m_counts.size() >= 2; }
   const char* unit() const { return per_step() ? "step" : "minute"; }
-  // Whose steps they are: "" for the process's own, or " of its rank, ..." for a worker.
-  const std::string& of() const { return m_of; }
+  // The rank whose steps they are, for a DataLoader worker; "" for the process's own steps.
+  const std::string& rank() const { return m_rank; }
   // What a step is: "optimizer steps", "backward calls", "DDP forwards".
   const char* steps() const {
     switch (m_kind.value_or(store::StepKind::kOptimizer)) {
@@ -101,7 +101,7 @@ class Axis {
  private:
   std::optional<store::StepKind> m_kind;
   std::vector<std::pair<int64_t, double>> m_counts;
-  std::string m_of;
+  std::string m_rank;
 };
 
 // The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
@@ -233,7 +233,9 @@ const TimedFinding* exhaustion_of(const RuleContext& context,
   for (const TimedFinding& f : found) {
     if (!kinds.contains(f.finding.kind) || f.t_ns < since_ns) continue;
     const ProcessSummary* failed = context.process(f.pid);
+    const ProcessSummary* rank = rank_above(context, p);
     if (f.pid == p.record.pid || f.pid == p.record.ppid ||
+        (rank != nullptr && f.pid == rank->record.pid) ||
         (failed != nullptr && failed->record.ppid == p.record.pid)) {
       return &f;
     }
@@ -316,19 +318,29 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
         mib(g.growth_bytes()), mib(g.slope), unit, g.points, g.growing_quarters));
     if (end == nullptr) end = exhaustion_of(context, out, p, one.start_ns, measure.exhausted_kinds);
   }
+  // An epoch's workers long gone did not run the memory out of a kill that came later.
+  constexpr int64_t kEndSlackNs = 10'000'000'000;
+  if (end != nullptr && grown.size() > 1 && end->t_ns > last_ns + kEndSlackNs &&
+      std::find(f.pids.begin(), f.pids.end(), end->pid) == f.pids.end()) {
+    end = nullptr;
+  }
   if (grown.size() == 1) {
     f.title = fmt::format("{}: {} grows {} per {}", context.name(first), measure.memory, mib(slope),
                           unit);
   } else {
-    const ProcessSummary* rank = rank_above(context, first);
-    f.title = fmt::format("{} DataLoader workers of {}: {} grows {} per {} together", grown.size(),
-                          rank != nullptr ? context.name(*rank) : "a rank", measure.memory,
-                          mib(slope), unit);
+    f.title =
+        fmt::format("{} DataLoader workers of {}: {} grows {} per {} together", grown.size(),
+                    context.name(*rank_above(context, first)), measure.memory, mib(slope), unit);
   }
   f.evidence.push_back(
       axis.per_step()
-          ? std::string("a step is one of the ") + (axis.of().empty() ? "process's " : "") +
-                axis.steps() + axis.of() + ", counted by traindoc's Python hook"
+          ? std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
+                axis.steps() +
+                (axis.rank().empty() ? ""
+                 : grown.size() == 1
+                     ? " of its rank, " + axis.rank() + ", whose batches it makes"
+                     : " of their rank, " + axis.rank() + ", whose batches they make") +
+                ", counted by traindoc's Python hook"
           : "no training steps were counted in this process (the Python hook counts PyTorch "
             "optimizer steps, backward calls and DDP forwards): growth per minute instead");
   if (end != nullptr) {
@@ -465,8 +477,9 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
       [&](int64_t t_ns) { return host_headroom(context.evidence, t_ns); },
   };
   std::vector<WorkerGrowth> workers;
-  // The growing DataLoader workers of each rank, by the rank's pid and their unit of growth.
-  std::map<std::pair<int, std::string>, std::pair<Axis, std::vector<Grown>>> worker_leaks;
+  // The growing DataLoader workers of each rank, by the rank's pid and the process whose steps
+  // measure them (0: minutes).
+  std::map<std::pair<int, int>, std::pair<Axis, std::vector<Grown>>> worker_leaks;
   for (const ProcessSummary& p : context.processes) {
     Axis axis = axis_for(context, p);
     Measure gpu{
@@ -478,13 +491,17 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
     if (std::optional<Grown> g = grown_in(p, axis, gpu_series_of(context, p, axis))) {
       leak_finding(context, {*g}, axis, gpu, out);
     }
-    Series rss = series_of(context, p, axis, [](const store::ProcSample& s) {
-      return std::optional<uint64_t>(s.rss - std::min(s.rss, s.rss_file.value_or(0)));
+    // A sample whose status read failed (the process was ending) has no file pages to take off.
+    Series rss = series_of(context, p, axis, [&](const store::ProcSample& s) {
+      return s.rss_file || !file_pages
+                 ? std::optional<uint64_t>(s.rss - std::min(s.rss, s.rss_file.value_or(0)))
+                 : std::nullopt;
     });
     const ProcessSummary* rank = rank_above(context, p);
     if (std::optional<Grown> g = grown_in(p, axis, rss)) {
       if (p.role.role == Role::kWorker && rank != nullptr) {
-        auto& [group_axis, group] = worker_leaks[{rank->record.pid, axis.unit()}];
+        int counter = axis.per_step() ? step_counter(context, p).record.pid : 0;
+        auto& [group_axis, group] = worker_leaks[{rank->record.pid, counter}];
         group_axis = axis;
         group.push_back(*g);
       } else {
@@ -495,8 +512,23 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
     if (p.role.role != Role::kWorker) continue;
     if (std::optional<WorkerGrowth> w = copy_on_access(context, p)) workers.push_back(*w);
   }
-  for (const auto& [key, group] : worker_leaks) {
-    leak_finding(context, group.second, group.first, host, out);
+  // One finding for the workers alive together: each epoch's, when the DataLoader starts new
+  // ones.
+  for (auto& [key, group] : worker_leaks) {
+    auto& [axis, grown] = group;
+    std::sort(grown.begin(), grown.end(),
+              [](const Grown& a, const Grown& b) { return a.start_ns < b.start_ns; });
+    std::vector<Grown> together;
+    for (const Grown& g : grown) {
+      bool overlaps = std::any_of(together.begin(), together.end(),
+                                  [&](const Grown& t) { return g.start_ns <= t.last_ns; });
+      if (!together.empty() && !overlaps) {
+        leak_finding(context, together, axis, host, out);
+        together.clear();
+      }
+      together.push_back(g);
+    }
+    leak_finding(context, together, axis, host, out);
   }
   copy_on_access_finding(context, workers, out);
 }

@@ -64,7 +64,8 @@ ON CONFLICT (pid, start_ticks) DO UPDATE SET
 
 // Thinning, in two passes over the same window ranking: the bucket's peak row (row 1) takes the
 // bucket's maxima of the measures sampled at a lower rate or that peak on their own (fds, swap,
-// pss, uss), then every other row of the bucket goes. ?1..?2: time range, ?3: bucket width.
+// pss, uss), then every other row of the bucket goes. rss_file stays the peak row's own: it is a
+// part of that row's rss. ?1..?2: time range, ?3: bucket width.
 constexpr const char* kThinProcUpdate = R"sql(
 UPDATE proc_samples
 SET swap = peak.max_swap, pss = peak.max_pss, uss = peak.max_uss, fds = peak.max_fds,

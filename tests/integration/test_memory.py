@@ -5,6 +5,7 @@ memory-mapped dataset) that must say nothing."""
 import os
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -154,8 +155,8 @@ def test_workers_filling_a_cache_leak_per_step_of_their_rank(traindoc):
     assert "functools.lru_cache" in leak["fix"], leak["fix"]
 
 
-# 12800 rows of 16 KiB read through np.memmap by two workers, 32 rows a batch: each worker's RSS
-# grows by the 100 MiB of file pages it reads, which the kernel may drop again.
+# 19200 rows of 16 KiB read through np.memmap by two workers, 32 rows a batch: each worker's RSS
+# grows by the 150 MiB of file pages it reads, which the kernel may drop again.
 MEMMAP_DATASET = """
 import sys, time, numpy, torch
 from torch.utils.data import DataLoader, Dataset
@@ -188,12 +189,18 @@ def test_workers_reading_a_memory_mapped_dataset_do_not_leak(traindoc, tmp_path)
     data = folder / "rows.f32"
     try:
         with open(data, "wb") as out:
-            for _ in range(100):
+            for _ in range(150):
                 out.write(os.urandom(2 * 2**20))
         run = traindoc(python_job(MEMMAP_DATASET) + [str(data)], "--interval", "0.2",
                        timeout=180)
         assert run.status == 0, run.stderr.decode()[-2000:]
         assert leaks(run) == [], leaks(run)
+        # The workers' RSS did grow, by file pages, well past what a leak must grow by (64 MiB).
+        with sqlite3.connect(run.run_dir / "run.db") as db:
+            for (pid,) in db.execute("SELECT pid FROM processes WHERE forked = 1"):
+                grew = db.execute("SELECT max(rss) - min(rss), max(rss_file) - min(rss_file) "
+                                  "FROM proc_samples WHERE pid = ?", (pid,)).fetchone()
+                assert grew[0] > 100 * 2**20 and grew[1] > 100 * 2**20, (pid, grew)
     finally:
         data.unlink()
         if folder != tmp_path:

@@ -396,12 +396,56 @@ TEST(RuleMemoryLeak, WorkersGrowingWithTheirRanksStepsAreOneFinding) {
             "together");
   EXPECT_THAT(f.pids, ElementsAre(kWorker0, kWorker1));
   EXPECT_THAT(f.evidence, Contains(HasSubstr("RSS of worker 1 of rank 0 (pid 2011) grew from")));
-  EXPECT_THAT(f.evidence, Contains(std::string("a step is one of the optimizer steps of its rank, "
-                                               "rank 0 (pid 2000), whose batches it makes, "
+  EXPECT_THAT(f.evidence, Contains(std::string("a step is one of the optimizer steps of their "
+                                               "rank, rank 0 (pid 2000), whose batches they make, "
                                                "counted by traindoc's Python hook")));
   // 10 GiB left at 10 MiB a step.
   EXPECT_THAT(f.evidence, Contains(HasSubstr("runs out after about 1024 more steps")));
   EXPECT_THAT(f.fix, HasSubstr("functools.lru_cache(maxsize=...)"));
+
+  // One worker alone is named, per its rank's steps.
+  Evidence one = job();
+  add_steps(one);
+  set_rss(one, kWorker1, leaking);
+  d = diagnose(one);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  EXPECT_EQ(leaks(d)[0]->title,
+            "worker 1 of rank 0 (pid 2011): host memory grows 5.00 MiB per step");
+  EXPECT_THAT(leaks(d)[0]->evidence,
+              Contains(std::string("a step is one of the optimizer steps of its rank, rank 0 (pid "
+                                   "2000), whose batches it makes, counted by traindoc's Python "
+                                   "hook")));
+
+  // A new epoch's workers (the DataLoader starts new ones) are not alive with the last epoch's:
+  // a finding for each pair, whose growth together is theirs.
+  Evidence epochs = job(300);
+  for (int s = 10; s < 300; ++s) {
+    epochs.steps.push_back(
+        {kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kOptimizer, 2 * (s - 10)});
+  }
+  for (int pid : {kWorker1 + 1, kWorker1 + 2}) {
+    store::ProcessRecord next = epochs.processes[1];
+    next.pid = pid;
+    next.start_ticks += 1000 + static_cast<uint64_t>(pid);
+    next.start_ns = kT0 + 150 * kSecond;
+    epochs.processes.push_back(next);
+    for (store::ProcSample sample : e.proc_samples) {
+      if (sample.pid != kWorker0) continue;
+      sample.pid = pid;
+      sample.start_ticks = next.start_ticks;
+      sample.t_ns += 150 * kSecond;
+      epochs.proc_samples.push_back(sample);
+    }
+  }
+  std::erase_if(epochs.proc_samples, [](const store::ProcSample& sample) {
+    return (sample.pid == kWorker0 || sample.pid == kWorker1) && sample.t_ns >= kT0 + 150 * kSecond;
+  });
+  for (int pid : {kWorker0, kWorker1}) set_rss(epochs, pid, leaking);
+  d = diagnose(epochs);
+  ASSERT_EQ(leaks(d).size(), 2u);
+  EXPECT_THAT(leaks(d)[0]->pids, ElementsAre(kWorker0, kWorker1));
+  EXPECT_THAT(leaks(d)[1]->pids, ElementsAre(kWorker1 + 1, kWorker1 + 2));
+  EXPECT_THAT(leaks(d)[1]->title, HasSubstr("host memory grows 10.0 MiB per step together"));
 
   // A worker alive while its rank trained no steps (a validation loader's) grows per minute.
   Evidence validation = job(300);
