@@ -124,7 +124,7 @@ void missing_class(const SignatureMatch& m, KnownFailure& f) {
     f.title = "unpickling could not find " + name +
               " in the main module, which is no file (a notebook, the interactive interpreter, "
               "python -c)";
-    f.fix = spawn + ", which a notebook is not: define " + name +
+    f.fix = spawn + "; a notebook is no script it can import: define " + name +
             " in a .py module that the notebook imports. Loading a model that a script saved "
             "whole (torch.save(model)) needs " +
             name + " too. " + whole_model;
