@@ -276,7 +276,7 @@ Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIss
     const ProcessSummary* worker = context.process(e.pid);
     const ProcessSummary* above = worker != nullptr ? rank_above(context, *worker) : nullptr;
     if (above == nullptr || above->record.pid != rank.pid ||
-        !fetching_for_rank(context, *worker, e.text, rank.stack) ||
+        !fetching_for_rank(*worker, e.text, rank.stack) ||
         std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.first == worker; })) {
       continue;
     }

@@ -215,9 +215,9 @@ const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummar
   return nullptr;
 }
 
-bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,
-                       const std::string& dump, const std::string& rank_dump) {
-  return worker.role.role == Role::kWorker && rank_above(context, worker) != nullptr &&
+bool fetching_for_rank(const ProcessSummary& worker, const std::string& dump,
+                       const std::string& rank_dump) {
+  return worker.role.role == Role::kWorker &&
          runs_file(dump, "/torch/utils/data/_utils/fetch.py") &&
          runs_file(rank_dump, "/torch/utils/data/dataloader.py");
 }

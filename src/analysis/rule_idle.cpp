@@ -165,7 +165,7 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
       if (!own.empty() && stuck.empty()) stuck = context.name(*p) + " is at " + own;
       const ProcessSummary* rank = rank_above(context, *p);
       auto rank_dump = rank != nullptr ? dumps.find(rank->record.pid) : dumps.end();
-      if (rank_dump != dumps.end() && fetching_for_rank(context, *p, e->text, rank_dump->second)) {
+      if (rank_dump != dumps.end() && fetching_for_rank(*p, e->text, rank_dump->second)) {
         fetchers.emplace_back(p, e->text);
       }
       // The launcher only watches its ranks, once it has started them.

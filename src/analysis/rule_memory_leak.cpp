@@ -230,10 +230,10 @@ std::optional<std::pair<double, std::string>> gpu_headroom(const store::GpuEvide
 const TimedFinding* exhaustion_of(const RuleContext& context,
                                   const std::vector<TimedFinding>& found, const ProcessSummary& p,
                                   int64_t since_ns, const std::set<std::string>& kinds) {
+  const ProcessSummary* rank = rank_above(context, p);
   for (const TimedFinding& f : found) {
     if (!kinds.contains(f.finding.kind) || f.t_ns < since_ns) continue;
     const ProcessSummary* failed = context.process(f.pid);
-    const ProcessSummary* rank = rank_above(context, p);
     if (f.pid == p.record.pid || f.pid == p.record.ppid ||
         (rank != nullptr && f.pid == rank->record.pid) ||
         (failed != nullptr && failed->record.ppid == p.record.pid)) {

@@ -62,9 +62,10 @@ bool runs_file(const std::string& dump, std::string_view file);
 // forkserver below the rank started it. nullptr when none.
 const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummary& p);
 // Whether `worker` is a DataLoader worker whose dump shows it in the middle of a sample (its
-// frames pass through the fetcher) while its rank's dump (`rank_dump`) waits for a batch.
-bool fetching_for_rank(const RuleContext& context, const ProcessSummary& worker,
-                       const std::string& dump, const std::string& rank_dump);
+// frames pass through the fetcher) while the dump of its rank (rank_above, which the caller
+// found), `rank_dump`, waits for a batch.
+bool fetching_for_rank(const ProcessSummary& worker, const std::string& dump,
+                       const std::string& rank_dump);
 // Workers in the middle of a sample, with their dumps.
 using Fetchers = std::vector<std::pair<const ProcessSummary*, std::string>>;
 // "waits for a batch from worker 1 of rank 0 (pid B), which is at X" for the first of
