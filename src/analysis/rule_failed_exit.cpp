@@ -154,7 +154,7 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
     // point, and the process itself keeps what it opens.
     bool workers = std::any_of(
         context.processes.begin(), context.processes.end(), [&](const ProcessSummary& q) {
-          return q.role.role == Role::kWorker && q.record.ppid == p.record.pid;
+          return q.role.role == Role::kWorker && rank_above(context, q) == &p;
         });
     if (m.id == "python.too-many-open-files" && !workers) {
       f.fix =

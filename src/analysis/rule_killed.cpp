@@ -87,26 +87,26 @@ bool holds_number(const std::string& text, int number) {
   return false;
 }
 
-// The process that started `p` (a worker), when its last exception names p's pid as a worker's
-// (a DataLoader's "worker (pid(s) N) exited unexpectedly"): it failed for p's end.
+// The rank of worker `p`, when its last exception names p's pid as a worker's (a DataLoader's
+// "worker (pid(s) N) exited unexpectedly"): it failed for p's end.
 const ProcessSummary* failed_for(const RuleContext& context, const ProcessSummary& p) {
-  const ProcessSummary* parent = context.process(p.record.ppid);
-  const PythonTraceback* tb = parent ? context.texts.final_exception(*parent) : nullptr;
+  const ProcessSummary* rank = rank_above(context, p);
+  const PythonTraceback* tb = rank ? context.texts.final_exception(*rank) : nullptr;
   bool named = tb != nullptr && tb->message.find("worker") != std::string::npos &&
                holds_number(tb->message, p.record.pid);
-  return named ? parent : nullptr;
+  return named ? rank : nullptr;
 }
 
-// A worker stopped as the process that started it ended (a multiprocessing Pool's terminate() as
-// its `with` block exits, a DataLoader's shutdown): that process's end, not a failure of its own;
-// unless that process failed for it. nullptr when not.
-const ProcessSummary* stopping_parent(const RuleContext& context, const ProcessSummary& p) {
+// A worker stopped as its rank ended (a multiprocessing Pool's terminate() as its `with` block
+// exits, a DataLoader's shutdown; through a forkserver too, whose workers the rank stops): that
+// rank's end, not a failure of its own; unless the rank failed for it. nullptr when not.
+const ProcessSummary* stopping_rank(const RuleContext& context, const ProcessSummary& p) {
   if (p.role.role != Role::kWorker) return nullptr;
-  const ProcessSummary* parent = context.process(p.record.ppid);
-  if (parent == nullptr || parent->record.end_ns == 0) return nullptr;
-  int64_t after_ns = parent->record.end_ns - p.record.end_ns;
+  const ProcessSummary* rank = rank_above(context, p);
+  if (rank == nullptr || rank->record.end_ns == 0) return nullptr;
+  int64_t after_ns = rank->record.end_ns - p.record.end_ns;
   if (after_ns < -kForwardSlackNs || after_ns > kAroundNs) return nullptr;
-  return failed_for(context, p) == nullptr ? parent : nullptr;
+  return failed_for(context, p) == nullptr ? rank : nullptr;
 }
 
 // Whether `from` or a process above it is one that `is` accepts.
@@ -303,14 +303,14 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
       f.fix = "The launcher stops the other processes once one fails: see the root cause.";
       f.confidence = 0.9;
-    } else if (const ProcessSummary* parent =
-                   is_stop_signal(sig) ? stopping_parent(context, p) : nullptr) {
+    } else if (const ProcessSummary* rank =
+                   is_stop_signal(sig) ? stopping_rank(context, p) : nullptr) {
       f.kind = "killed-externally";
       f.severity = Severity::kInfo;
       f.title =
-          who + " was stopped by " + signal_name(sig) + " as " + context.name(*parent) + " ended";
+          who + " was stopped by " + signal_name(sig) + " as " + context.name(*rank) + " ended";
       f.fix =
-          "Its parent stopped it on the way out (a multiprocessing Pool's terminate(), a "
+          "Its rank stopped it on the way out (a multiprocessing Pool's terminate(), a "
           "DataLoader's shutdown): see that process's own finding.";
       f.confidence = 0.8;
     } else if (const ProcessSummary* victim =

@@ -402,9 +402,9 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
   f.confidence = 0.75;
   double total = 0;
   int64_t start_ns = 0;
-  std::map<int, int> workers_of;  // rank pid -> its workers
+  std::map<const ProcessSummary*, int> workers_of;  // rank -> its workers
   for (const ProcessSummary& p : context.processes) {
-    if (p.role.role == Role::kWorker) ++workers_of[p.record.ppid];
+    if (p.role.role == Role::kWorker) ++workers_of[rank_above(context, p)];
   }
   for (const WorkerGrowth& w : workers) {
     const ProcessSummary& p = *w.process;
@@ -426,7 +426,7 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
     }
   }
   const ProcessSummary& first = *workers.front().process;
-  int num_workers = workers_of[first.record.ppid];
+  int num_workers = workers_of[rank_above(context, first)];
   f.title = fmt::format(
       "DataLoader workers copy the Python objects they read: private memory grows in {} "
       "worker(s), +{} together",

@@ -73,7 +73,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
       // A worker shut down in the teardown of a rank that failed of its own exception: a
       // consequence of that failure, which leads, however late its traceback was printed
       // (torch.multiprocessing.spawn's parent prints it after the others ended).
-      const ProcessSummary* rank = worker ? context.process(process->record.ppid) : nullptr;
+      const ProcessSummary* rank = worker ? rank_above(context, *process) : nullptr;
       if (rank != nullptr && ended_in_failure(rank->record) &&
           context.texts.final_exception(*rank) != nullptr) {
         f.severity = Severity::kWarning;

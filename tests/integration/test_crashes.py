@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, python_job
+from conftest import PYTHON, ROOT, python_job
 
 CRASHERS = Path(os.environ.get("TRAINDOC_CRASHERS", ROOT / "build" / "tests" / "crashers"))
 
@@ -118,7 +118,7 @@ def test_crash_record_is_on_disk_while_traindoc_still_runs(tmp_path):
     """The raw record is committed as soon as it is read, before the job ends."""
     import sqlite3
     import time
-    from conftest import TRAINDOC, PYTHON
+    from conftest import TRAINDOC
     code = ("import os, time, ctypes\n"
             "if os.fork() == 0: ctypes.string_at(0)\n"
             "os.wait(); time.sleep(5)\n")
@@ -140,7 +140,7 @@ def test_crash_record_is_on_disk_while_traindoc_still_runs(tmp_path):
 
 
 # The SIGKILL of something outside the job (the OOM killer): sent to the worker's own thread, not
-# through the kill() call the agent notes.
+# through the kill() call the agent notes. Workers forked by the rank, or by a forkserver below it.
 WORKER_KILLED = """
 import signal, threading, torch
 from torch.utils.data import DataLoader, Dataset
@@ -148,12 +148,20 @@ class Killed(Dataset):
     def __len__(self): return 10
     def __getitem__(self, i):
         signal.pthread_kill(threading.get_ident(), signal.SIGKILL)
-next(iter(DataLoader(Killed(), batch_size=2, num_workers=2)))
+if __name__ == "__main__":
+    next(iter(DataLoader(Killed(), batch_size=2, num_workers=2, multiprocessing_context=CONTEXT)))
 """
 
 
-def test_worker_killed_from_outside(traindoc):
-    run = traindoc(python_job(WORKER_KILLED))
+def worker_killed(tmp_path, signal, context):
+    """A script file: a forkserver's workers import the main module to find the dataset."""
+    script = tmp_path / "train.py"
+    script.write_text(WORKER_KILLED.replace("SIGKILL", signal).replace("CONTEXT", repr(context)))
+    return [PYTHON, str(script)]
+
+
+def test_worker_killed_from_outside(traindoc, tmp_path):
+    run = traindoc(worker_killed(tmp_path, "SIGKILL", "fork"))
     assert run.status == 1
     root = root_cause(run.report)
     # No OOM kill was counted here, so it is a SIGKILL from outside, with the OOM killer named
@@ -173,8 +181,9 @@ def test_a_process_that_killed_itself_is_named_as_its_own_sender(traindoc):
     assert "OOM killer" not in root["fix"]
 
 
-def test_worker_stopped_alone_is_the_cause_of_its_ranks_failure(traindoc):
-    run = traindoc(python_job(WORKER_KILLED.replace("SIGKILL", "SIGTERM")))
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
+def test_worker_stopped_alone_is_the_cause_of_its_ranks_failure(traindoc, tmp_path, context):
+    run = traindoc(worker_killed(tmp_path, "SIGTERM", context))
     assert run.status == 1
     root = root_cause(run.report)
     assert root["kind"] == "killed-externally", run.report["findings"]
@@ -198,7 +207,7 @@ for batch in DataLoader(Big(), batch_size=4, num_workers=2):
 
 def test_shm_exhaustion_in_a_small_dev_shm(tmp_path):
     """CASES.md T08: a 16 MiB /dev/shm in a private mount namespace."""
-    from conftest import TRAINDOC, PYTHON
+    from conftest import TRAINDOC
     probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16m tmpfs /dev/shm"],
                            capture_output=True)
     if probe.returncode != 0:

@@ -333,31 +333,35 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
 }
 
 // A rank's DataLoader worker aborted at exit, in its teardown, before spawn's parent printed the
-// rank's exception: the exception leads, and the worker's crash is a warning of its own.
+// rank's exception: the exception leads, and the worker's crash is a warning of its own; a
+// forkserver's worker too.
 TEST(DistributedRules, AWorkersCrashInItsFailedRanksTeardownIsNoRootCause) {
-  Evidence e = torchrun_job();
-  uint64_t number = 1;
-  print_lines(
-      e, 4.0, number,
-      {"Traceback (most recent call last):", "  File \"/home/user/proj/train.py\", line 24, in run",
-       "RuntimeError: bad batch on rank 1"},
-      "[default1]:");
-  e.events.push_back({at(3.2), "script-finished", kWorker1, ""});
-  store::Crash crash;
-  crash.pid = kWorker1;
-  crash.start_ticks = process(e, kWorker1).start_ticks;
-  crash.signo = SIGABRT;
-  crash.time_ns = at(3.3);
-  e.crashes = {crash};
-  killed(e, kWorker1, 3.3, SIGABRT);
-  exited(e, kRank1, 4.1, 1);
-  exited(e, kLauncher, 4.5, 1);
-  Diagnosis d = diagnose(e);
-  ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) raised RuntimeError: bad batch on rank 1");
-  // Without the rank's exception, the crash is the failure.
-  e.log_lines.clear();
-  EXPECT_THAT(diagnose(e).findings.at(0).title, HasSubstr("died of SIGABRT"));
+  for (bool forkserver : {false, true}) {
+    Evidence e = torchrun_job();
+    if (forkserver) through_forkserver(e, kWorker1);
+    uint64_t number = 1;
+    print_lines(e, 4.0, number,
+                {"Traceback (most recent call last):",
+                 "  File \"/home/user/proj/train.py\", line 24, in run",
+                 "RuntimeError: bad batch on rank 1"},
+                "[default1]:");
+    e.events.push_back({at(3.2), "script-finished", kWorker1, ""});
+    store::Crash crash;
+    crash.pid = kWorker1;
+    crash.start_ticks = process(e, kWorker1).start_ticks;
+    crash.signo = SIGABRT;
+    crash.time_ns = at(3.3);
+    e.crashes = {crash};
+    killed(e, kWorker1, 3.3, SIGABRT);
+    exited(e, kRank1, 4.1, 1);
+    exited(e, kLauncher, 4.5, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) raised RuntimeError: bad batch on rank 1");
+    // Without the rank's exception, the crash is the failure.
+    e.log_lines.clear();
+    EXPECT_THAT(diagnose(e).findings.at(0).title, HasSubstr("died of SIGABRT"));
+  }
 }
 
 // A shell wrapper between torchrun and each rank (`torchrun --no-python bash run.sh`) carries

@@ -99,15 +99,16 @@ TEST(RuleFailedExit, AnExceptionTheProcessTrainedOnFromIsNotItsEnd) {
 }
 
 // Files a dataset opens per sample and never closes: the limit is reached in the rank itself;
-// with workers, descriptors of shared tensors may be what ran out.
+// with workers, descriptors of shared tensors may be what ran out (a forkserver's workers too).
 TEST(RuleFailedExit, DescriptorsRunOutWhereTheProcessKeepsWhatItOpens) {
-  for (bool workers : {false, true}) {
+  for (auto [workers, forkserver] : {std::pair{false, false}, {true, false}, {true, true}}) {
     Evidence e = torchrun_job();
     if (!workers) {
       std::erase_if(e.processes, [](const store::ProcessRecord& r) {
         return r.pid == kWorker0 || r.pid == kWorker1;
       });
     }
+    if (forkserver) through_forkserver(e, kWorker0);
     e.log_lines = {
         stderr_line(9.0, 1, "[default0]:Traceback (most recent call last):"),
         stderr_line(9.0, 2,

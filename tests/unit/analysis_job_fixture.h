@@ -91,6 +91,19 @@ inline ProcessRecord& process(Evidence& e, int pid) {
   return e.processes.front();
 }
 
+// Starts `worker` through a forkserver of its rank (multiprocessing_context="forkserver"), as
+// the agent tells it: the forkserver (pid: the worker's + 10) runs multiprocessing's main with
+// the rank's variables, and the worker is its fork.
+inline void through_forkserver(Evidence& e, int worker) {
+  const std::string server =
+      "/usr/bin/python3.11 -B -c from multiprocessing.forkserver import main; main(8, 9)";
+  ProcessRecord& w = process(e, worker);
+  ProcessRecord forkserver = ranked(proc(worker + 10, w.ppid, w.start_ticks - 50, server), *w.rank);
+  w.ppid = forkserver.pid;
+  w.cmdline = server;
+  e.processes.push_back(forkserver);
+}
+
 inline void exited(Evidence& e, int pid, double seconds, int code) {
   ProcessRecord& p = process(e, pid);
   p.exit_code = code;

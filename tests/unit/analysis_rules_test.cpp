@@ -379,11 +379,14 @@ TEST(RuleKilled, SigtermIsAWarning) {
 }
 
 // A multiprocessing Pool's `with` block terminates its workers as the exception leaves it: the
-// workers' SIGTERM is their parent's end, not a stop of their own; a DataLoader's error that
-// names the worker it lost makes that worker's stop the failure.
-TEST(RuleKilled, AWorkerStoppedAsItsParentEndedIsItsParentsEnd) {
-  for (bool named : {false, true}) {
+// workers' SIGTERM is their rank's end, not a stop of their own; a DataLoader's error that names
+// the worker it lost makes that worker's stop the failure.
+// Through a forkserver, the rank that stops the worker is above the forkserver.
+TEST(RuleKilled, AWorkerStoppedAsItsRankEndedIsItsRanksEnd) {
+  for (auto [named, forkserver] :
+       {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
     Evidence e = torchrun_job();
+    if (forkserver) through_forkserver(e, kWorker0);
     killed(e, kWorker0, 3.0, SIGTERM);
     uint64_t number = 1;
     print_lines(e, 3.1, number,
