@@ -57,14 +57,18 @@ const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
-// Unprefixed output: the process that failed soonest after printing it (one seen dead just
-// before the line was stamped only when none ended after); else the only non-worker alive then,
-// preferring the job's root. Processes whose output the launcher prefixes (`prefixed`) did not
-// print it, nor did those in `silent`.
+// Unprefixed output read from `from_ns` to `t_ns`: the process that failed soonest after it began
+// (one seen dead before then only when none ended after: the reader may stamp lines late); else
+// the only non-worker alive then, preferring the job's root. Processes whose output the launcher
+// prefixes (`prefixed`) did not print it, nor did those in `silent`. Those that printed the same
+// exception before (`repeated`) come after the others that failed: processes failing alike
+// (DataLoader workers that cannot unpickle their dataset, ranks without a prefix) each print it
+// once as they die.
 const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
                               const std::set<const ProcessSummary*>& prefixed,
-                              const std::set<const ProcessSummary*>& silent, int root_pid,
-                              int64_t t_ns) {
+                              const std::set<const ProcessSummary*>& silent,
+                              const std::set<const ProcessSummary*>& repeated, int root_pid,
+                              int64_t from_ns, int64_t t_ns) {
   const ProcessSummary* found = nullptr;
   int64_t best = 0;
   for (const ProcessSummary& p : processes) {
@@ -74,9 +78,12 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
         r.end_ns > t_ns + kExitAfterPrintNs || r.start_ns > t_ns + kReadSlackNs) {
       continue;
     }
-    // Ended before the stamp: ranked after every process that ended after it; stopped silently
-    // (a DataLoader's workers as their rank shuts them down): after every other.
-    int64_t distance = r.end_ns >= t_ns ? r.end_ns - t_ns : kExitAfterPrintNs + t_ns - r.end_ns;
+    // Ended before it began: ranked after every process that ended after; one that printed the
+    // same exception before: after those; stopped silently (a DataLoader's workers as their
+    // rank shuts them down): after every other.
+    int64_t distance =
+        r.end_ns >= from_ns ? r.end_ns - from_ns : kExitAfterPrintNs + from_ns - r.end_ns;
+    if (repeated.contains(&p)) distance += 2 * kExitAfterPrintNs;
     if (stopped_silently(r)) distance += 4 * kExitAfterPrintNs;
     if (found == nullptr || distance < best) {
       found = &p;
@@ -120,6 +127,16 @@ const ProcessSummary* spawned_child(const std::vector<ProcessSummary>& processes
              : nullptr;
 }
 
+// Whether two unprefixed tracebacks tell the same exception, raised at the same places.
+bool same_exception(const PythonTraceback& a, const PythonTraceback& b) {
+  auto place = [](const PythonFrame& x, const PythonFrame& y) {
+    return x.file == y.file && x.line == y.line;
+  };
+  return !a.prefix_rank && !b.prefix_rank && a.exception_type == b.exception_type &&
+         a.message == b.message &&
+         std::equal(a.frames.begin(), a.frames.end(), b.frames.begin(), b.frames.end(), place);
+}
+
 }  // namespace
 
 // Attribution of one run's output, which learns from the prefixed lines which processes the
@@ -160,13 +177,15 @@ class LineOwners {
   const ProcessSummary* of(std::string_view prefix, std::optional<int> prefix_rank,
                            int64_t t_ns) const {
     if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
-    return by_time(m_processes, m_prefixed, {}, m_root, t_ns);
+    return by_time(m_processes, m_prefixed, {}, {}, m_root, t_ns, t_ns);
   }
 
   // A Python traceback that ended at `t_ns`: as of(), but not a DataLoader worker whose crash
   // handler ran before then. It runs no Python after its crash, and while its crash is
-  // captured its rank reports another worker's death: the rank printed that traceback.
-  const ProcessSummary* of_traceback(const PythonTraceback& tb) const {
+  // captured its rank reports another worker's death: the rank printed that traceback. Those in
+  // `repeated` printed the same one before.
+  const ProcessSummary* of_traceback(const PythonTraceback& tb,
+                                     const std::set<const ProcessSummary*>& repeated) const {
     if (tb.prefix_rank) return of(tb.prefix, tb.prefix_rank, tb.t_ns);
     std::set<const ProcessSummary*> crashed;
     for (const store::Crash& crash : m_evidence.crashes) {
@@ -178,7 +197,7 @@ class LineOwners {
         }
       }
     }
-    return by_time(m_processes, m_prefixed, crashed, m_root, tb.t_ns);
+    return by_time(m_processes, m_prefixed, crashed, repeated, m_root, tb.start_t_ns, tb.t_ns);
   }
 
   // The process whose hook marked a thread's death just before this thread's traceback was read,
@@ -238,7 +257,11 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
       }
     }
     m_traceback_signatures.push_back(std::move(found));
-    const ProcessSummary* owner = owners.of_traceback(tb);
+    std::set<const ProcessSummary*> repeated;
+    for (size_t i = 0; i < m_traceback_owner.size(); ++i) {
+      if (same_exception(m_tracebacks[i], tb)) repeated.insert(m_traceback_owner[i]);
+    }
+    const ProcessSummary* owner = owners.of_traceback(tb, repeated);
     // A chain is printed in one go, by the process that printed its first traceback.
     std::optional<size_t> link = tb.cause ? tb.cause : tb.context;
     if (link && !tb.prefix_rank) {

@@ -193,7 +193,7 @@ class Parser {
     PythonTraceback tb;
     tb.first_line = line.number;
     tb.last_line = line.number;
-    tb.t_ns = line.t_ns;
+    tb.t_ns = tb.start_t_ns = line.t_ns;
     tb.stream = line.stream;
     tb.prefix = std::string(p.prefix);
     tb.prefix_rank = p.rank;

@@ -45,9 +45,10 @@ struct PythonTraceback {
   std::string thread;
   uint64_t first_line = 0;  // log line numbers spanned
   uint64_t last_line = 0;
-  int64_t t_ns = 0;    // time of its last line
-  std::string stream;  // "stdout" or "stderr"
-  std::string prefix;  // launcher prefix of its lines ("[default0]:"), "" if none
+  int64_t t_ns = 0;        // time of its last line
+  int64_t start_t_ns = 0;  // time of its first line
+  std::string stream;      // "stdout" or "stderr"
+  std::string prefix;      // launcher prefix of its lines ("[default0]:"), "" if none
   std::optional<int> prefix_rank;
   // Lines are missing inside it (a gap in line numbers), or it was cut before its exception
   // line, or it starts without its "Traceback" header.

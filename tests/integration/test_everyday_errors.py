@@ -614,6 +614,17 @@ def test_a_class_that_spawned_workers_cannot_find(traindoc, tmp_path):
     assert not any("<string>" in e for e in root["evidence"]), root["evidence"]  # spawn's
 
 
+def test_workers_that_cannot_find_a_class_of_python_c(traindoc):
+    """Both forkserver workers print the same traceback as each dies: each is its own."""
+    code = DATASET_UNDER_MAIN_GUARD.replace('if __name__ == "__main__":\n', "if True:\n")
+    run = traindoc(python_job(code.replace('"spawn"', '"forkserver"')))
+    root = failed_root(run)
+    assert re.fullmatch(r"worker \d of rank 0 \(pid \d+\): unpickling could not find Squares in "
+                        r"the main module, which is no file \(.*\)", root["title"]), root["title"]
+    kinds = [f["kind"] for f in run.report["findings"]]
+    assert "worker-exit" not in kinds, run.report["findings"]
+
+
 def test_a_whole_model_loaded_by_another_script(traindoc, tmp_path):
     saver, loader, path = tmp_path / "train.py", tmp_path / "evaluate.py", tmp_path / "model.pt"
     saver.write_text(SAVE_WHOLE_MODEL)
