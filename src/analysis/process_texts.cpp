@@ -78,11 +78,13 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
         r.end_ns > t_ns + kExitAfterPrintNs || r.start_ns > t_ns + kReadSlackNs) {
       continue;
     }
-    // Ended before it began: ranked after every process that ended after; one that printed the
-    // same exception before: after those; stopped silently (a DataLoader's workers as their
-    // rank shuts them down): after every other.
-    int64_t distance =
-        r.end_ns >= from_ns ? r.end_ns - from_ns : kExitAfterPrintNs + from_ns - r.end_ns;
+    // Ended before it began: ranked after every process that ended after, unless it exited
+    // with a code as Python does after a traceback (a signal's death prints none), which the
+    // reaper can see before the reader stamps the lines; one that printed the same exception
+    // before: after those; stopped silently (a DataLoader's workers as their rank shuts them
+    // down): after every other.
+    int64_t distance = r.end_ns - from_ns;
+    if (distance < 0) distance = r.exit_code ? -distance : kExitAfterPrintNs - distance;
     if (repeated.contains(&p)) distance += 2 * kExitAfterPrintNs;
     if (stopped_silently(r)) distance += 4 * kExitAfterPrintNs;
     if (found == nullptr || distance < best) {

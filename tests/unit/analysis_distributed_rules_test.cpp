@@ -766,32 +766,40 @@ TEST(ProcessTexts, UnprefixedOutputGoesToTheProcessThatFailedAfterPrintingIt) {
 }
 
 // Two forkserver workers that cannot unpickle their dataset print the same traceback as each
-// dies; the reader stamps the first one's last lines after that worker was seen dead. Each
-// traceback is its own worker's, by the time each began.
+// dies; the reader stamps a traceback's lines after its worker was seen dead (its last lines, or
+// all of them), while the other worker and the rank end after. Each traceback is its own
+// worker's, by the time each began.
 TEST(ProcessTexts, WorkersFailingAlikeEachOwnTheirTraceback) {
-  Evidence e = torchrun_job();
-  const int kWorker2 = 1022;
-  e.processes.push_back(ranked(proc(kWorker2, kRank0, 500'302, "python3 train.py"), 0, true));
   const std::vector<std::string> traceback = {
       "Traceback (most recent call last):",
       "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 130, in _main",
       "AttributeError: Can't get attribute 'Killed' on <module '__main__' (built-in)>"};
-  uint64_t number = 1;
-  print_lines(e, 4.2175, number, {traceback[0]});
-  print_lines(e, 4.2221, number, {traceback[1], traceback[2]});
-  exited(e, kWorker0, 4.2179, 1);
-  print_lines(e, 4.2244, number, traceback);
-  exited(e, kWorker2, 4.2247, 1);
-  exited(e, kRank0, 8.8, 1);
-  std::vector<ProcessSummary> processes = diagnose(e).processes;
-  ProcessTexts texts(e, processes);
-  for (const ProcessSummary& p : processes) {
-    const PythonTraceback* tb = texts.final_exception(p);
-    if (p.record.pid == kWorker0 || p.record.pid == kWorker2) {
-      ASSERT_NE(tb, nullptr) << p.record.pid;
-      EXPECT_EQ(tb->first_line, p.record.pid == kWorker0 ? 1u : 4u);
-    } else {
-      EXPECT_EQ(tb, nullptr) << p.record.pid;
+  const int kWorker2 = 1022;
+  struct Times {
+    double first_begins, first_ends, first_dies, second_begins, second_ends, second_dies;
+  };
+  for (const Times& at : {Times{4.2175, 4.2221, 4.2179, 4.2244, 4.2244, 4.2247},
+                          Times{4.2500, 4.2500, 4.24991, 4.2710, 4.2790, 4.2750}}) {
+    Evidence e = torchrun_job();
+    e.processes.push_back(ranked(proc(kWorker2, kRank0, 500'302, "python3 train.py"), 0, true));
+    uint64_t number = 1;
+    print_lines(e, at.first_begins, number, {traceback[0]});
+    print_lines(e, at.first_ends, number, {traceback[1], traceback[2]});
+    exited(e, kWorker0, at.first_dies, 1);
+    print_lines(e, at.second_begins, number, {traceback[0]});
+    print_lines(e, at.second_ends, number, {traceback[1], traceback[2]});
+    exited(e, kWorker2, at.second_dies, 1);
+    exited(e, kRank0, 8.8, 1);
+    std::vector<ProcessSummary> processes = diagnose(e).processes;
+    ProcessTexts texts(e, processes);
+    for (const ProcessSummary& p : processes) {
+      const PythonTraceback* tb = texts.final_exception(p);
+      if (p.record.pid == kWorker0 || p.record.pid == kWorker2) {
+        ASSERT_NE(tb, nullptr) << p.record.pid;
+        EXPECT_EQ(tb->first_line, p.record.pid == kWorker0 ? 1u : 4u);
+      } else {
+        EXPECT_EQ(tb, nullptr) << p.record.pid;
+      }
     }
   }
 }
