@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
+#include <string_view>
 
 namespace traindoc::analysis {
 namespace {
@@ -57,36 +59,61 @@ const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
+// Whether `r` runs the code of a traceback's outermost frame (`file`): the script it names
+// (`python train.py`, a launcher's script), code given to Python by `-c` ("<string>"), or a
+// module run by `-m` (runpy's frame).
+bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
+  if (file == "<string>") return is_python(r) && r.cmdline.find(" -c ") != std::string::npos;
+  if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) {
+    return is_python(r) && r.cmdline.find(" -m ") != std::string::npos;
+  }
+  std::string_view base = file.substr(file.find_last_of('/') + 1);
+  return !base.empty() && r.cmdline.find(base) != std::string::npos;
+}
+
+bool may_have_printed(const ProcessSummary& p, const std::set<const ProcessSummary*>& prefixed,
+                      const std::set<const ProcessSummary*>& silent, int64_t t_ns) {
+  const store::ProcessRecord& r = p.record;
+  return !prefixed.contains(&p) && !silent.contains(&p) && ended_in_failure(r) &&
+         r.end_ns + kReadSlackNs >= t_ns && r.end_ns <= t_ns + kExitAfterPrintNs &&
+         r.start_ns <= t_ns + kReadSlackNs;
+}
+
 // Unprefixed output read from `from_ns` to `t_ns`: the process that failed soonest after it began
 // (one seen dead before then only when none ended after: the reader may stamp lines late); else
 // the only non-worker alive then, preferring the job's root. Processes whose output the launcher
 // prefixes (`prefixed`) did not print it, nor did those in `silent`. Those that printed the same
 // exception before (`repeated`) come after the others that failed: processes failing alike
 // (DataLoader workers that cannot unpickle their dataset, ranks without a prefix) each print it
-// once as they die.
+// once as they die. A traceback whose outermost frame is in `outer_file` ("" for other output)
+// was printed by a process running that code, where one that failed does.
 const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
                               const std::set<const ProcessSummary*>& prefixed,
                               const std::set<const ProcessSummary*>& silent,
                               const std::set<const ProcessSummary*>& repeated, int root_pid,
-                              int64_t from_ns, int64_t t_ns) {
+                              std::string_view outer_file, int64_t from_ns, int64_t t_ns) {
+  bool any_runs_frame = false;
+  for (const ProcessSummary& p : processes) {
+    if (may_have_printed(p, prefixed, silent, t_ns) && runs_frame(p.record, outer_file)) {
+      any_runs_frame = true;
+    }
+  }
   const ProcessSummary* found = nullptr;
   int64_t best = 0;
   for (const ProcessSummary& p : processes) {
     const store::ProcessRecord& r = p.record;
-    if (prefixed.contains(&p) || silent.contains(&p)) continue;
-    if (!ended_in_failure(r) || r.end_ns + kReadSlackNs < t_ns ||
-        r.end_ns > t_ns + kExitAfterPrintNs || r.start_ns > t_ns + kReadSlackNs) {
-      continue;
-    }
+    if (!may_have_printed(p, prefixed, silent, t_ns)) continue;
     // Ended before it began: ranked after every process that ended after, unless it exited
     // with a code as Python does after a traceback (a signal's death prints none), which the
-    // reaper can see before the reader stamps the lines; one that printed the same exception
-    // before: after those; stopped silently (a DataLoader's workers as their rank shuts them
-    // down): after every other.
+    // reaper can see before the reader stamps the lines; stopped silently (a DataLoader's
+    // workers as their rank shuts them down): after those; one that printed the same exception
+    // before: after those (spawn's parent stops the other processes once one failed, whether
+    // or not they printed theirs); running other code than the traceback's: after every other.
     int64_t distance = r.end_ns - from_ns;
     if (distance < 0) distance = r.exit_code ? -distance : kExitAfterPrintNs - distance;
-    if (repeated.contains(&p)) distance += 2 * kExitAfterPrintNs;
-    if (stopped_silently(r)) distance += 4 * kExitAfterPrintNs;
+    if (stopped_silently(r)) distance += 2 * kExitAfterPrintNs;
+    if (repeated.contains(&p)) distance += 4 * kExitAfterPrintNs;
+    if (any_runs_frame && !runs_frame(r, outer_file)) distance += 8 * kExitAfterPrintNs;
     if (found == nullptr || distance < best) {
       found = &p;
       best = distance;
@@ -179,7 +206,7 @@ class LineOwners {
   const ProcessSummary* of(std::string_view prefix, std::optional<int> prefix_rank,
                            int64_t t_ns) const {
     if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
-    return by_time(m_processes, m_prefixed, {}, {}, m_root, t_ns, t_ns);
+    return by_time(m_processes, m_prefixed, {}, {}, m_root, {}, t_ns, t_ns);
   }
 
   // A Python traceback that ended at `t_ns`: as of(), but not a DataLoader worker whose crash
@@ -199,7 +226,9 @@ class LineOwners {
         }
       }
     }
-    return by_time(m_processes, m_prefixed, crashed, repeated, m_root, tb.start_t_ns, tb.t_ns);
+    std::string_view outer_file = tb.frames.empty() ? std::string_view() : tb.frames.front().file;
+    return by_time(m_processes, m_prefixed, crashed, repeated, m_root, outer_file, tb.start_t_ns,
+                   tb.t_ns);
   }
 
   // The process whose hook marked a thread's death just before this thread's traceback was read,

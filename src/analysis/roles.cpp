@@ -31,17 +31,6 @@ std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
   return parent;
 }
 
-// The program itself is a Python interpreter (python, python3, python3.11), whatever its
-// arguments say: `sh -c "python3 train.py"` is a shell.
-bool is_python(const store::ProcessRecord& proc) {
-  std::string program =
-      proc.argv0.empty() ? proc.cmdline.substr(0, proc.cmdline.find(' ')) : proc.argv0;
-  program = program.substr(program.find_last_of('/') + 1);
-  if (!program.starts_with("python")) return false;
-  return std::all_of(program.begin() + 6, program.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
-}
-
 // A worker of a rank: a fork of it, or a Python process that multiprocessing started (spawn,
 // forkserver). A program the rank runs (git, a shell command, a compiler) is not its worker.
 // Without the agent, whether a process forked or exec'd is unknown: Python or the rank's own
@@ -92,6 +81,15 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
 }
 
 }  // namespace
+
+bool is_python(const store::ProcessRecord& proc) {
+  std::string program =
+      proc.argv0.empty() ? proc.cmdline.substr(0, proc.cmdline.find(' ')) : proc.argv0;
+  program = program.substr(program.find_last_of('/') + 1);
+  if (!program.starts_with("python")) return false;
+  return std::all_of(program.begin() + 6, program.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+}
 
 const char* to_string(Role role) {
   switch (role) {

@@ -22,6 +22,10 @@ struct ProcessRole {
 
 const char* to_string(Role role);
 
+// The program itself is a Python interpreter (python, python3, python3.11), whatever its
+// arguments say: `sh -c "python3 train.py"` is a shell.
+bool is_python(const store::ProcessRecord& proc);
+
 // "launcher", "rank 1", "worker 0 of rank 1", "program of rank 1", "other"
 std::string describe(const ProcessRole& role);
 

@@ -804,5 +804,45 @@ TEST(ProcessTexts, WorkersFailingAlikeEachOwnTheirTraceback) {
   }
 }
 
+// torch.multiprocessing.spawn outside the main guard, as recorded: both children raise as they
+// start; spawn's parent stops the second after the first ended, then raises itself. Each
+// traceback's outermost frame tells which code printed it.
+TEST(ProcessTexts, SpawnedProcessesOwnTheTracebacksOfTheirCode) {
+  const std::string child =
+      "/usr/bin/python3 -B -c from multiprocessing.spawn import spawn_main; spawn_main(8, 9)";
+  const int kParent = 300, kChild0 = 303, kChild1 = 304;
+  Evidence e;
+  e.run.command = {"python3", "train.py"};
+  e.run.root_pid = kParent;
+  e.run.supervisor_pid = 299;
+  e.run.start_ns = kT0;
+  e.processes = {proc(kParent, 299, 500'000, "/usr/bin/python3 train.py"),
+                 proc(kChild0, kParent, 500'010, child), proc(kChild1, kParent, 500'011, child)};
+  const std::vector<std::string> not_guarded = {
+      "Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+      "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 138, in "
+      "_check_not_importing_main",
+      "RuntimeError: An attempt has been made to start a new process before the"};
+  uint64_t number = 1;
+  print_lines(e, 0.188, number, not_guarded);
+  print_lines(e, 0.512, number, not_guarded);
+  exited(e, kChild0, 0.586, 1);
+  killed(e, kChild1, 0.623, SIGTERM);
+  print_lines(
+      e, 0.624, number,
+      {"Traceback (most recent call last):", "  File \"/tmp/job/train.py\", line 4, in <module>",
+       "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with "
+       "exit code 1"});
+  exited(e, kParent, 1.134, 1);
+  std::vector<ProcessSummary> processes = diagnose(e).processes;
+  ProcessTexts texts(e, processes);
+  std::map<int, uint64_t> first_line;
+  for (const ProcessSummary& p : processes) {
+    if (const PythonTraceback* tb = texts.final_exception(p))
+      first_line[p.record.pid] = tb->first_line;
+  }
+  EXPECT_EQ(first_line, (std::map<int, uint64_t>{{kChild0, 1}, {kChild1, 5}, {kParent, 9}}));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis
