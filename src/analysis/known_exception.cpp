@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analysis/match_fields.h"
+#include "store/symbol_name.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -204,6 +205,98 @@ void worker_exception(const SignatureMatch& m, KnownFailure& f) {
           "stop at the exception.";
 }
 
+// ---- native libraries --------------------------------------------------------------------------
+
+// Whether a library's file name ("libcudart.so.11.0") starts with one of `names`.
+bool library_of(const std::string& file, std::initializer_list<std::string_view> names) {
+  return std::any_of(names.begin(), names.end(), [&](std::string_view name) {
+    return file.starts_with(name) && file.size() > name.size() &&
+           (file[name.size()] == '.' || file[name.size()] == '-');
+  });
+}
+
+void shared_library_missing(const SignatureMatch& m, KnownFailure& f) {
+  std::string library = field(m, "library");
+  std::string file = library.substr(library.find_last_of('/') + 1);
+  f.title = "the native library " + library +
+            " could not be loaded: it is not installed, or not on the loader's path";
+  if (library_of(file, {"libcuda"})) {
+    f.fix =
+        "libcuda.so.1 is the NVIDIA driver's own library: this machine, or this container, has "
+        "no driver. Run on a GPU node; start a container with the GPU runtime (docker run "
+        "--gpus all with the NVIDIA container toolkit, apptainer --nv).";
+  } else if (library_of(file, {"libcudart", "libcublas", "libcublasLt", "libcudnn", "libcufft",
+                               "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvrtc",
+                               "libnvJitLink", "libcupti", "libnvToolsExt"})) {
+    f.fix = "A CUDA library of the version its name carries (" + file +
+            ") is missing: the package that loads it was built for that CUDA version, which "
+            "this environment lacks. Install the package's build for the CUDA that PyTorch uses "
+            "(python -c 'import torch; print(torch.version.cuda)'; PyTorch's pip wheels bring "
+            "their CUDA libraries as nvidia-* packages), or install that CUDA runtime and add "
+            "its lib64 folder to LD_LIBRARY_PATH.";
+  } else if (library_of(file, {"libGL", "libEGL", "libOpenGL", "libgthread-2.0", "libglib-2.0",
+                               "libSM", "libICE", "libXext", "libXrender", "libX11"})) {
+    f.fix = file +
+            " is one of the desktop (OpenGL, X11) libraries that opencv-python needs, which "
+            "servers and slim containers lack: install opencv-python-headless in place of "
+            "opencv-python (pip uninstall opencv-python, then pip install "
+            "opencv-python-headless), or the system packages (Debian and Ubuntu: apt-get install "
+            "libgl1 libglib2.0-0).";
+  } else {
+    f.fix = "Install the system package that provides " + file +
+            " (Debian and Ubuntu: apt-file search " + file +
+            "; conda: the package of that name), or add the folder that holds it to "
+            "LD_LIBRARY_PATH. `ldd` on the module's .so file lists every library it needs and "
+            "those not found.";
+  }
+}
+
+// Which build a missing symbol names: PyTorch's C++ namespaces, Python's C API, CUDA's.
+void undefined_symbol(const SignatureMatch& m, KnownFailure& f) {
+  std::string module = field(m, "module");
+  std::string symbol = store::demangle(field(m, "symbol"));
+  size_t dir = module.find_last_of('/');
+  size_t above =
+      dir == std::string::npos || dir == 0 ? std::string::npos : module.find_last_of('/', dir - 1);
+  std::string name = above == std::string::npos ? module : module.substr(above + 1);
+  auto starts = [&](std::initializer_list<std::string_view> prefixes) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](std::string_view p) { return symbol.starts_with(p); });
+  };
+  std::string built;
+  if (starts({"c10::", "at::", "torch::", "caffe2::", "THP"})) {
+    built = "PyTorch";
+    f.fix =
+        "An extension compiled against one PyTorch version does not load in another: its C++ "
+        "symbols change between versions, most often after torch was upgraded. Install the "
+        "package's build made for this PyTorch and CUDA (python -c 'import torch; "
+        "print(torch.__version__, torch.version.cuda)'; mmcv, torch-scatter, flash-attn and "
+        "others publish one per pair), or rebuild it against the installed PyTorch: pip install "
+        "--no-build-isolation --no-cache-dir --force-reinstall PACKAGE, or its setup again in "
+        "its source tree after removing the build/ folder.";
+  } else if (starts({"Py", "_Py"})) {
+    built = "Python";
+    f.fix =
+        "The module was built for another Python than the one running it (the tag in its "
+        "file name, cpython-3XX, names the one it was built for): reinstall the package with "
+        "this interpreter (python -m pip install --force-reinstall PACKAGE).";
+  } else if (starts({"cuda", "__cuda", "cublas", "cudnn", "cufft", "curand", "cusparse", "nccl"})) {
+    built = "CUDA";
+    f.fix =
+        "The module was built against another CUDA version than the libraries loaded with it: "
+        "install its build for the CUDA that PyTorch uses (python -c 'import torch; "
+        "print(torch.version.cuda)'), or rebuild it with that CUDA toolkit.";
+  } else {
+    f.fix =
+        "The module was built against another version of the library that defines the symbol: "
+        "reinstall or rebuild the package against the installed libraries. `ldd -r` on the "
+        "module's file lists its unresolved symbols and the libraries it loads.";
+  }
+  f.title = "the compiled module " + name + " was built against " +
+            (built.empty() ? std::string("another version of a library") : "another " + built) +
+            ": it needs " + symbol + ", which the loaded libraries lack";
+}
+
 // ---- shapes and types --------------------------------------------------------------------------
 
 void collate_unequal(const SignatureMatch& m, KnownFailure& f) {
@@ -358,10 +451,15 @@ void type_mismatch(const SignatureMatch& m, KnownFailure& f) {
   // Without the types (PyTorch 1.13's "mat1 and mat2 must have the same dtype"), the usual one.
   std::string both = input.empty() ? std::string("double") : input + " " + param;
   f.fix = "Convert one side with .to(dtype) where the tensor is made, so both are the same type.";
-  if (names(both, {"long", "int"})) {
+  if (names(input.empty() ? both : param, {"long", "int"})) {
     f.fix +=
         " Class targets of cross_entropy and nll_loss, and the indices of nn.Embedding, must be "
         "int64: .long() them.";
+  } else if (names(input, {"long", "int"})) {
+    f.fix +=
+        " Inputs of layers and targets of regression and binary losses (mse_loss, l1_loss, "
+        "binary_cross_entropy_with_logits) must be floating point, of the predictions' type: "
+        ".float() them.";
   }
   if (names(both, {"double"})) {
     f.fix +=
@@ -383,6 +481,15 @@ void batch_size_mismatch(const SignatureMatch& m, KnownFailure& f) {
       "folds features into the batch (x.view(-1, K) with the wrong K: use x.flatten(1) or "
       "x.view(x.size(0), -1)), targets of another shape (one-hot, or with an extra dimension), "
       "or outputs and targets of different batches.";
+}
+
+void numpy_not_cpu(const SignatureMatch& m, KnownFailure& f) {
+  f.title = "numpy() on a tensor on " + field(m, "device") + ": NumPy reads host memory only";
+  f.fix =
+      "Copy it to host memory first: tensor.detach().cpu().numpy(); for one number, .item(). "
+      "Libraries that take NumPy arrays (scikit-learn's metrics, matplotlib, np.array of a list "
+      "of tensors) need that copy too; keep per-step GPU work in torch, and copy once for "
+      "logging.";
 }
 
 // ---- autograd ----------------------------------------------------------------------------------
@@ -444,6 +551,18 @@ void device_unsupported(const SignatureMatch& m, KnownFailure& f) {
       "device=torch.device('cuda', local_rank)), or .cuda() after torch.cuda.set_device). For "
       "values that stay on the CPU, use a gloo group (dist.new_group(backend='gloo')) or "
       "init_process_group('cpu:gloo,cuda:nccl'), which sends CPU tensors through gloo.";
+}
+
+void ddp_attribute(const SignatureMatch& m, KnownFailure& f) {
+  std::string wrapper = field(m, "wrapper");
+  f.title = "the model is wrapped in " + wrapper + ", which does not pass on `" +
+            field(m, "attribute") + "`";
+  f.fix = wrapper +
+          " passes on calls of the model (model(x)) only: the model's own methods and "
+          "attributes are on model.module (model.module." +
+          field(m, "attribute") +
+          "), or keep a reference to the model before wrapping it. Save model.module.state_dict(), "
+          "so that the checkpoint loads into the model without the wrapper's 'module.' prefix.";
 }
 
 // ---- checkpoints -------------------------------------------------------------------------------
@@ -580,6 +699,10 @@ const std::map<std::string, Describer>& describers() {
       {"torch.state-dict-mismatch", state_dict},
       {"torch.load-weights-only", weights_only},
       {"torch.ddp-ready-twice", ddp_ready_twice},
+      {"torch.ddp-attribute", ddp_attribute},
+      {"python.shared-library-missing", shared_library_missing},
+      {"python.undefined-symbol", undefined_symbol},
+      {"torch.numpy-not-cpu", numpy_not_cpu},
       {"torch.collective-device-unsupported", device_unsupported},
   };
   return kDescribers;
@@ -633,6 +756,18 @@ const std::map<std::string, Words>& fixed_words() {
         "0, w.fill_()) must not be recorded: do it under `with torch.no_grad():`, as optimizers "
         "and torch.nn.init do. To compute with a changed copy, use an out-of-place operation (w "
         "+ 1 makes a new tensor)."}},
+      {"torch.loss-multi-target",
+       {"cross_entropy or nll_loss got a target with more than one value per sample",
+        "CrossEntropyLoss and NLLLoss take one class index per sample: an int64 tensor of shape "
+        "[N], without a class dimension. A target of shape [N, 1] needs target.squeeze(1); "
+        "one-hot targets need target.argmax(1) (or, as soft labels, .float() probabilities of "
+        "shape [N, C], on PyTorch 1.10 and later). For several labels per sample, use "
+        "BCEWithLogitsLoss with float targets of shape [N, C]."}},
+      {"torch.numpy-requires-grad",
+       {"numpy() on a tensor that autograd records (it requires grad)",
+        "Take the values out of the graph first: tensor.detach().cpu().numpy(), or compute "
+        "metrics and plots under torch.no_grad(); for one number, loss.item(). A conversion to "
+        "NumPy inside the model's forward cuts the graph: keep that computation in torch."}},
       {"torch.autograd-no-grad",
        {"backward() on a loss that no parameter requiring grad contributed to",
         "The loss was computed without autograd: under torch.no_grad() or "

@@ -105,6 +105,19 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "RuntimeError: No backend type associated with device type cpu",
        .source = "torch/csrc/distributed/c10d/ProcessGroup.hpp getBackend (2.x); "
                  "ProcessGroupNCCL.cpp check_gpu_single_tensor (1.x)"},
+      {.id = "torch.ddp-attribute",
+       .framework = "pytorch-distributed",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"DataParallel' object has no attribute '"},
+       .parts = {{R"('((?:Distributed)?DataParallel)' object has no attribute '(\w+)')",
+                  {{1, "wrapper"}, {2, "attribute"}},
+                  true}},
+       .description = "an attribute or method of the model asked of its DistributedDataParallel "
+                      "(or DataParallel) wrapper, which passes on calls of the model only",
+       .example = "AttributeError: 'DistributedDataParallel' object has no attribute 'generate'",
+       .source = "torch/nn/modules/module.py __getattr__, verified with DDP on gloo and "
+                 "DataParallel"},
       {.id = "torch.ddp-model-mismatch",
        .framework = "pytorch-distributed",
        .kind = "ddp-model-mismatch",

@@ -22,6 +22,33 @@ std::vector<Entry> python_signature_entries() {
        .description = "an import of a module that the process's Python environment lacks",
        .example = "ModuleNotFoundError: No module named 'wandb'",
        .source = "CPython"},
+      {.id = "python.shared-library-missing",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {": cannot open shared object file"},
+       .parts = {{R"re(([^\s:'"]+): cannot open shared object file)re", {{1, "library"}}, true}},
+       .description = "a native library that a module (or ctypes) loads is not installed or not "
+                      "on the loader's path: OpenCV's libGL in a slim container, a CUDA runtime "
+                      "of another version than a package was built for",
+       .example = "ImportError: libGL.so.1: cannot open shared object file: No such file or "
+                  "directory",
+       .source = "glibc's dynamic loader; verified with an extension module whose library was "
+                 "removed, and with ctypes"},
+      {.id = "python.undefined-symbol",
+       .framework = "python",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {": undefined symbol: "},
+       .parts = {{R"((\S+\.so[\w.]*): undefined symbol: (\S+))",
+                  {{1, "module"}, {2, "symbol"}},
+                  true}},
+       .description = "a compiled extension module needs a symbol that the libraries loaded with "
+                      "it lack: it was built against another version of PyTorch, CUDA or Python",
+       .example = "ImportError: /opt/venv/lib/python3.11/site-packages/mmcv/_ext.cpython-311-"
+                  "x86_64-linux-gnu.so: undefined symbol: _ZN3c1015SmallVectorBase8grow_podEPvmm",
+       .source = "glibc's dynamic loader; verified with an extension module built against a "
+                 "symbol that no loaded library defines"},
       {.id = "python.file-not-found",
        .framework = "python",
        .kind = "python-exception",
@@ -306,6 +333,35 @@ std::vector<Entry> python_signature_entries() {
        .example = "RuntimeError: a leaf Variable that requires grad is being used in an in-place "
                   "operation.",
        .source = "torch/csrc/autograd/VariableTypeUtils.h, verified"},
+      {.id = "torch.loss-multi-target",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"multi-target not supported"},
+       .description = "cross_entropy or nll_loss got targets with a dimension per sample ([N, "
+                      "1], one-hot integers) instead of one class index per sample",
+       .example = "RuntimeError: 0D or 1D target tensor expected, multi-target not supported",
+       .source = "aten/src/ATen/native/LossNLL.cpp, verified"},
+      {.id = "torch.numpy-requires-grad",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {"Can't call numpy() on Tensor that requires grad"},
+       .description = "numpy() on a tensor that autograd records (a model's output, a loss)",
+       .example = "RuntimeError: Can't call numpy() on Tensor that requires grad. Use "
+                  "tensor.detach().numpy() instead.",
+       .source = "torch/csrc/utils/tensor_numpy.cpp, verified"},
+      {.id = "torch.numpy-not-cpu",
+       .framework = "pytorch",
+       .kind = "python-exception",
+       .failure = true,
+       .needles = {" device type tensor to numpy"},
+       .parts = {{R"(can't convert (\S+) device type tensor to numpy)", {{1, "device"}}, true}},
+       .description = "numpy() on a tensor in GPU memory (or another device's): NumPy reads host "
+                      "memory only",
+       .example = "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
+                  "to copy the tensor to host memory first.",
+       .source = "torch/csrc/utils/tensor_numpy.cpp, verified with the meta device"},
       {.id = "torch.autograd-no-grad",
        .framework = "pytorch",
        .kind = "python-exception",
@@ -395,12 +451,15 @@ std::vector<Entry> python_signature_entries() {
        .framework = "pytorch",
        .kind = "python-exception",
        .failure = true,
-       .needles = {") should be the same", "must have the same dtype", "expected scalar type "},
+       .needles = {") should be the same", "must have the same dtype", "expected scalar type ",
+                   "Found dtype "},
        .parts =
            {{R"(Input type \(([\w.]+)\) and (weight|bias) type \(([\w.]+)\) should be the same)",
              {{1, "input_type"}, {2, "param"}, {3, "param_type"}}},
             {R"(expected scalar type (\w+) but found (\w+))",
              {{1, "param_type"}, {2, "input_type"}}},
+            // The backward of a loss whose target's type is not its input's.
+            {R"(Found dtype (\w+) but expected (\w+))", {{1, "input_type"}, {2, "param_type"}}},
             {R"(must have the same dtype(?:, but got (\w+) and (\w+))?)",
              {{1, "input_type"}, {2, "param_type"}}}},
        .description = "a layer or an operation fed tensors of different types: float64 from "

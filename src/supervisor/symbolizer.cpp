@@ -3,7 +3,6 @@
 // Supervisor process, any one thread per Symbolizer.
 #include "supervisor/symbolizer.h"
 
-#include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
@@ -27,6 +26,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "store/symbol_name.h"
+
 namespace traindoc::supervisor {
 
 namespace {
@@ -36,24 +37,6 @@ constexpr size_t kMaxDescribedPerFile = 8192;
 constexpr size_t kMaxDiesVisited = 4'000'000;
 
 // ---- names -----------------------------------------------------------------------------------
-
-// Demangles C++ names; drops the symbol version that .symtab names carry ("fclose@@GLIBC_2.2.5").
-std::string demangle(const char* raw) {
-  if (raw == nullptr) return {};
-  std::string name(raw);
-  if (size_t at = name.find('@'); at != std::string::npos && at > 0) name.resize(at);
-  if (name.starts_with("_Z")) {
-    int status = 0;
-    char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-    if (status == 0 && out != nullptr) {
-      std::string text(out);
-      std::free(out);
-      return text;
-    }
-    std::free(out);
-  }
-  return name;
-}
 
 // A DWARF function's name: its demangled linkage name where there is one (it says the namespace,
 // class and parameters), else its plain name qualified by the namespaces and classes around its
@@ -65,7 +48,7 @@ std::string die_function_name(Dwarf_Die* die) {
       dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr) != nullptr) {
     linkage = dwarf_formstring(&attr);
   }
-  if (linkage != nullptr) return demangle(linkage);
+  if (linkage != nullptr) return store::demangle(linkage);
   const char* name = nullptr;
   if (dwarf_attr_integrate(die, DW_AT_name, &attr) != nullptr) name = dwarf_formstring(&attr);
   if (name == nullptr) return {};
@@ -509,7 +492,7 @@ struct Symbolizer::Impl {
     GElf_Sym sym;
     if (const char* name =
             dwfl_module_addrinfo(mod, vaddr, &offset, &sym, nullptr, nullptr, nullptr)) {
-      frame.function = demangle(name);
+      frame.function = store::demangle(name);
       frame.function_offset = offset + delta;
     }
     if (Dwfl_Line* line = dwfl_module_getsrc(mod, vaddr)) {

@@ -13,6 +13,7 @@ without end; init_process_group given a world or rank the launch does not match;
 spawned workers or torch.load cannot find; float16 on the CPU; backward() on a loss not reduced;
 pretrained weights downloaded where no name resolves. The title says what happened and the fix names the sizes, types or keys."""
 import re
+import shutil
 import sqlite3
 import subprocess
 
@@ -647,11 +648,63 @@ def test_a_whole_model_loaded_by_another_script(traindoc, tmp_path):
      "backward() on a loss of more than one value", "reduction='none'"),
     ("w = torch.zeros(3, requires_grad=True)\nw -= 0.1",
      "was changed in place while autograd recorded", "`with torch.no_grad():`"),
+    ("torch.nn.functional.cross_entropy(torch.randn(4, 3), torch.tensor([[0], [1], [2], [1]]))",
+     "cross_entropy or nll_loss got a target with more than one value per sample",
+     "target.squeeze(1)"),
+    ("torch.nn.functional.mse_loss(torch.nn.Linear(2, 1)(torch.randn(4, 2)).squeeze(1), "
+     "torch.tensor([1, 0, 1, 0])).backward()",
+     "a tensor of type Long where Float is expected", "mse_loss"),
+    ("torch.nn.Linear(2, 2)(torch.randn(3, 2)).numpy()",
+     "numpy() on a tensor that autograd records (it requires grad)", ".detach().cpu().numpy()"),
+    # The meta device takes the path of a GPU tensor's numpy().
+    ("torch.empty(2, device='meta').numpy()",
+     "numpy() on a tensor on meta: NumPy reads host memory only", ".detach().cpu().numpy()"),
+    ("class Net(torch.nn.Module):\n"
+     "    def __init__(self):\n"
+     "        super().__init__()\n"
+     "        self.fc = torch.nn.Linear(2, 2)\n"
+     "torch.nn.DataParallel(Net()).fc",
+     "the model is wrapped in DataParallel, which does not pass on `fc`", "model.module.fc"),
 ])
-def test_types_and_losses_autograd_cannot_take(traindoc, code, title, fix):
+def test_types_losses_and_conversions_torch_rejects(traindoc, code, title, fix):
     root = failed_root(traindoc(python_job("import torch\n" + code + "\n")))
     assert root["title"].endswith(title), root["title"]
     assert fix in root["fix"], root["fix"]
+
+
+def test_native_modules_that_do_not_load(traindoc, tmp_path):
+    """Extension modules built here as a package builds them: one whose library was removed
+    since, and one built against a PyTorch symbol that the loaded libraries lack."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    suffix = subprocess.run([PYTHON, "-c", "import sysconfig; "
+                             "print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    sources = {
+        "fastdep": "int fast_value(void) { return 1; }",
+        "fastops": "extern int fast_value(void);\n"
+                   "void* PyInit_fastops(void) { return (void*)(long)fast_value(); }",
+        "oldops": "extern int _ZN3c1015SmallVectorBase8grow_podEPvmm(void);\n"
+                  "void* PyInit_oldops(void) { return (void*)(long)"
+                  "_ZN3c1015SmallVectorBase8grow_podEPvmm(); }",
+    }
+    for name, source in sources.items():
+        (tmp_path / f"{name}.c").write_text(source + "\n")
+    build = [compiler, "-shared", "-fPIC"]
+    subprocess.run(build + ["fastdep.c", "-o", "libfastdep.so"], cwd=tmp_path, check=True)
+    subprocess.run(build + ["fastops.c", "-L.", "-lfastdep", "-o", "fastops" + suffix],
+                   cwd=tmp_path, check=True)
+    subprocess.run(build + ["oldops.c", "-o", "oldops" + suffix], cwd=tmp_path, check=True)
+    (tmp_path / "libfastdep.so").unlink()
+    for module, title in [
+        ("fastops", ": the native library libfastdep.so could not be loaded: it is not "
+                    "installed, or not on the loader's path"),
+        ("oldops", f": the compiled module {tmp_path.name}/oldops{suffix} was built against "
+                   "another PyTorch: it needs c10::SmallVectorBase::grow_pod(void*, unsigned "
+                   "long, unsigned long), which the loaded libraries lack"),
+    ]:
+        root = failed_root(traindoc(python_job(f"import sys\nsys.path.insert(0, "
+                                               f"{str(tmp_path)!r})\nimport {module}\n")))
+        assert root["title"].endswith(title), root["title"]
 
 
 def test_weights_downloaded_where_no_name_resolves(traindoc, monkeypatch):

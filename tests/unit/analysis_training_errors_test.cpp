@@ -440,6 +440,77 @@ TEST(TrainingRules, SpawnsBootstrapCommandIsNotTheUsersCode) {
   EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("at /home/user/proj/data.py:7 in load")));
 }
 
+// A native library that does not load: which one, and the build or package that brings it.
+TEST(TrainingRules, NativeLibrariesThatDoNotLoadSayWhatToInstall) {
+  const std::string kNotFound = ": cannot open shared object file: No such file or directory";
+  Finding f = exception_finding("ImportError: libGL.so.1" + kNotFound);
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): the native library libGL.so.1 could not be loaded: it is not "
+            "installed, or not on the loader's path");
+  EXPECT_THAT(f.fix, HasSubstr("pip install opencv-python-headless"));
+  f = exception_finding("OSError: libcudart.so.11.0" + kNotFound);
+  EXPECT_THAT(f.fix, HasSubstr("(libcudart.so.11.0) is missing"));
+  f = exception_finding("ImportError: libcuda.so.1" + kNotFound);
+  EXPECT_THAT(f.fix, HasSubstr("has no driver"));
+  // libcurl is no CUDA library.
+  for (const char* library : {"libcurl.so.4", "/opt/x/lib/libcurl.so.4"}) {
+    f = exception_finding(std::string("OSError: ") + library + kNotFound);
+    EXPECT_THAT(f.fix, HasSubstr("apt-file search libcurl.so.4;")) << library;
+  }
+  const std::string module =
+      "ImportError: /opt/venv/lib/python3.11/site-packages/mmcv/_ext.cpython-311-x86_64-linux-"
+      "gnu.so: undefined symbol: ";
+  f = exception_finding(module + "_ZN3c1015SmallVectorBase8grow_podEPvmm");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): the compiled module mmcv/_ext.cpython-311-x86_64-linux-gnu.so was "
+            "built against another PyTorch: it needs c10::SmallVectorBase::grow_pod(void*, "
+            "unsigned long, unsigned long), which the loaded libraries lack");
+  EXPECT_THAT(f.fix, HasSubstr("--no-build-isolation"));
+  f = exception_finding(module + "PyFrame_GetCode");
+  EXPECT_THAT(f.title, HasSubstr("built against another Python: it needs PyFrame_GetCode,"));
+  f = exception_finding(module + "cudaGetDriverEntryPointByVersion");
+  EXPECT_THAT(f.title, HasSubstr("built against another CUDA:"));
+  f = exception_finding(module + "png_create_read_struct");
+  EXPECT_THAT(f.title, HasSubstr("built against another version of a library:"));
+}
+
+// Conversions to NumPy, loss targets and wrapped models: what the call got, and the fix.
+TEST(TrainingRules, ConversionsTargetsAndWrappersSayWhatTheCallGot) {
+  Finding f = exception_finding(
+      "RuntimeError: Can't call numpy() on Tensor that requires grad. Use "
+      "tensor.detach().numpy() instead.");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): numpy() on a tensor that autograd records (it requires "
+            "grad)");
+  f = exception_finding(
+      "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
+      "the tensor to host memory first.");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): numpy() on a tensor on cuda:0: NumPy reads host memory "
+            "only");
+  EXPECT_THAT(f.fix, HasSubstr("tensor.detach().cpu().numpy()"));
+  f = exception_finding(
+      "RuntimeError: 0D or 1D target tensor expected, multi-target not supported");
+  EXPECT_THAT(f.fix, HasSubstr("target.squeeze(1)"));
+  // A regression loss's integer target, found in the backward pass; class targets the reverse.
+  f = exception_finding("RuntimeError: Found dtype Long but expected Float");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010): a tensor of type Long where Float is expected");
+  EXPECT_THAT(f.fix, HasSubstr("mse_loss"));
+  EXPECT_THAT(f.fix, Not(HasSubstr(".long() them")));
+  f = exception_finding("RuntimeError: expected scalar type Long but found Float");
+  EXPECT_THAT(f.fix, HasSubstr(".long() them"));
+  EXPECT_THAT(f.fix, Not(HasSubstr("mse_loss")));
+  f = exception_finding(
+      "AttributeError: 'DistributedDataParallel' object has no attribute 'generate'");
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 1010): the model is wrapped in DistributedDataParallel, which does not "
+            "pass on `generate`");
+  EXPECT_THAT(f.fix, HasSubstr("model.module.generate"));
+  // A class of the user's own, however named, is no wrapper.
+  f = exception_finding("AttributeError: 'MyDataParallel' object has no attribute 'generate'");
+  EXPECT_THAT(f.title, HasSubstr("raised AttributeError"));
+}
+
 TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
   Finding f = exception_finding(
       "RuntimeError: one of the variables needed for gradient computation has been modified by "
