@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "analysis/match_fields.h"
 #include "store/symbol_name.h"
@@ -215,33 +218,59 @@ bool library_of(const std::string& file, std::initializer_list<std::string_view>
   });
 }
 
+// The Debian and Ubuntu package of a desktop library that opencv-python loads; nullptr for
+// others.
+const char* desktop_package(const std::string& file) {
+  static constexpr std::pair<std::string_view, const char*> kPackages[] = {
+      {"libGL", "libgl1"},
+      {"libEGL", "libegl1"},
+      {"libOpenGL", "libopengl0"},
+      {"libgthread-2.0", "libglib2.0-0"},
+      {"libglib-2.0", "libglib2.0-0"},
+      {"libSM", "libsm6"},
+      {"libICE", "libice6"},
+      {"libXext", "libxext6"},
+      {"libXrender", "libxrender1"},
+      {"libX11", "libx11-6"}};
+  for (const auto& [library, package] : kPackages) {
+    if (library_of(file, {library})) return package;
+  }
+  return nullptr;
+}
+
 void shared_library_missing(const SignatureMatch& m, KnownFailure& f) {
   std::string library = field(m, "library");
   std::string file = library.substr(library.find_last_of('/') + 1);
   f.title = "the native library " + library +
             " could not be loaded: it is not installed, or not on the loader's path";
-  if (library_of(file, {"libcuda"})) {
+  if (file.starts_with("libcuda.so.")) {
     f.fix =
         "libcuda.so.1 is the NVIDIA driver's own library: this machine, or this container, has "
         "no driver. Run on a GPU node; start a container with the GPU runtime (docker run "
         "--gpus all with the NVIDIA container toolkit, apptainer --nv).";
+  } else if (file == "libcuda.so") {
+    f.fix =
+        "libcuda.so, without a version, is the name that compiling against the driver looks for "
+        "(Triton, an extension built at run time); the driver installs libcuda.so.1. Install "
+        "the driver's development package, or link libcuda.so to libcuda.so.1 in the driver's "
+        "library folder (ldconfig -p | grep libcuda shows it).";
   } else if (library_of(file, {"libcudart", "libcublas", "libcublasLt", "libcudnn", "libcufft",
                                "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvrtc",
-                               "libnvJitLink", "libcupti", "libnvToolsExt"})) {
-    f.fix = "A CUDA library of the version its name carries (" + file +
-            ") is missing: the package that loads it was built for that CUDA version, which "
-            "this environment lacks. Install the package's build for the CUDA that PyTorch uses "
-            "(python -c 'import torch; print(torch.version.cuda)'; PyTorch's pip wheels bring "
-            "their CUDA libraries as nvidia-* packages), or install that CUDA runtime and add "
-            "its lib64 folder to LD_LIBRARY_PATH.";
-  } else if (library_of(file, {"libGL", "libEGL", "libOpenGL", "libgthread-2.0", "libglib-2.0",
-                               "libSM", "libICE", "libXext", "libXrender", "libX11"})) {
+                               "libnvJitLink", "libcupti"})) {
+    f.fix = "The package that loads " + file +
+            " was built against that library, which this environment lacks (CUDA's runtime and "
+            "math libraries carry CUDA's major version in their names, cuDNN and NCCL their "
+            "own). Install the package's build for the CUDA that PyTorch uses (python -c "
+            "'import torch; print(torch.version.cuda)'; PyTorch's pip wheels bring these "
+            "libraries as nvidia-* packages, as nvidia-cudnn-cu12), or install that library and "
+            "add its folder to LD_LIBRARY_PATH.";
+  } else if (const char* package = desktop_package(file)) {
     f.fix = file +
             " is one of the desktop (OpenGL, X11) libraries that opencv-python needs, which "
             "servers and slim containers lack: install opencv-python-headless in place of "
             "opencv-python (pip uninstall opencv-python, then pip install "
-            "opencv-python-headless), or the system packages (Debian and Ubuntu: apt-get install "
-            "libgl1 libglib2.0-0).";
+            "opencv-python-headless), or the system package (Debian and Ubuntu: apt-get install " +
+            package + ").";
   } else {
     f.fix = "Install the system package that provides " + file +
             " (Debian and Ubuntu: apt-file search " + file +
@@ -280,7 +309,8 @@ void undefined_symbol(const SignatureMatch& m, KnownFailure& f) {
         "The module was built for another Python than the one running it (the tag in its "
         "file name, cpython-3XX, names the one it was built for): reinstall the package with "
         "this interpreter (python -m pip install --force-reinstall PACKAGE).";
-  } else if (starts({"cuda", "__cuda", "cublas", "cudnn", "cufft", "curand", "cusparse", "nccl"})) {
+  } else if (starts({"cuda", "__cuda", "cublas", "cudnn", "cufft", "curand", "cusparse", "nccl",
+                     "__nvJitLink", "nvJitLink"})) {
     built = "CUDA";
     f.fix =
         "The module was built against another CUDA version than the libraries loaded with it: "

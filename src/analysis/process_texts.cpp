@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace traindoc::analysis {
 namespace {
@@ -59,16 +60,38 @@ const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
-// Whether `r` runs the code of a traceback's outermost frame (`file`): the script it names
-// (`python train.py`, a launcher's script), code given to Python by `-c` ("<string>"), or a
-// module run by `-m` (runpy's frame).
-bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
-  if (file == "<string>") return is_python(r) && r.cmdline.find(" -c ") != std::string::npos;
-  if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) {
-    return is_python(r) && r.cmdline.find(" -m ") != std::string::npos;
+// The last part of a path: "train.py" of "/job/train.py" and of "./train.py".
+std::string_view base_name(std::string_view path) {
+  return path.substr(path.find_last_of('/') + 1);
+}
+
+// What a Python process runs: "-c" for code given to it, "-m" for a module, else its script as
+// its command line names it ("train.py", "/usr/bin/torchrun"); "" for no Python process.
+std::string_view python_program(const store::ProcessRecord& r) {
+  if (!is_python(r)) return "";
+  std::string_view args = r.cmdline;
+  bool value_next = true;  // the interpreter itself, then an option's value (-W ignore)
+  while (!args.empty()) {
+    size_t end = std::min(args.find(' '), args.size());
+    std::string_view arg = args.substr(0, end);
+    args.remove_prefix(std::min(end + 1, args.size()));
+    if (std::exchange(value_next, false) || arg.empty()) continue;
+    if (arg == "-c" || arg == "-m" || !arg.starts_with('-')) return arg;
+    value_next = arg == "-W" || arg == "-X";
   }
-  std::string_view base = file.substr(file.find_last_of('/') + 1);
-  return !base.empty() && r.cmdline.find(base) != std::string::npos;
+  return "";
+}
+
+// Whether `r` runs the code of a traceback's outermost frame (`file`): the script Python runs
+// (`python train.py`; a launcher's script, not the one it starts), code given by `-c`
+// ("<string>"), or a module run by `-m` (runpy's frame). A process whose command line is
+// unknown may.
+bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
+  if (r.cmdline.empty()) return true;
+  std::string_view program = python_program(r);
+  if (file == "<string>") return program == "-c";
+  if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) return program == "-m";
+  return !program.empty() && base_name(program) == base_name(file);
 }
 
 bool may_have_printed(const ProcessSummary& p, const std::set<const ProcessSummary*>& prefixed,
@@ -79,19 +102,27 @@ bool may_have_printed(const ProcessSummary& p, const std::set<const ProcessSumma
          r.start_ns <= t_ns + kReadSlackNs;
 }
 
-// Unprefixed output read from `from_ns` to `t_ns`: the process that failed soonest after it began
-// (one seen dead before then only when none ended after: the reader may stamp lines late); else
-// the only non-worker alive then, preferring the job's root. Processes whose output the launcher
-// prefixes (`prefixed`) did not print it, nor did those in `silent`. Those that printed the same
-// exception before (`repeated`) come after the others that failed: processes failing alike
-// (DataLoader workers that cannot unpickle their dataset, ranks without a prefix) each print it
-// once as they die. A traceback whose outermost frame is in `outer_file` ("" for other output)
-// was printed by a process running that code, where one that failed does.
+// The owners of the tracebacks before one: all of them, and those of the same exception.
+struct EarlierOwners {
+  std::set<const ProcessSummary*> any;
+  std::set<const ProcessSummary*> same_exception;
+};
+
+// Unprefixed output read at `t_ns`, or the traceback `tb` that ended then: the process that
+// failed soonest after it began; else the only non-worker alive then, preferring the job's root.
+// Processes whose output the launcher prefixes (`prefixed`) did not print it, nor did those in
+// `silent`. A traceback goes to a process running the code of its outermost frame, where one
+// that failed does; those that printed the same exception before (`earlier`) come after the
+// others that failed: processes failing alike (DataLoader workers that cannot unpickle their
+// dataset, ranks without a prefix) each print it once as they die.
 const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
                               const std::set<const ProcessSummary*>& prefixed,
-                              const std::set<const ProcessSummary*>& silent,
-                              const std::set<const ProcessSummary*>& repeated, int root_pid,
-                              std::string_view outer_file, int64_t from_ns, int64_t t_ns) {
+                              const std::set<const ProcessSummary*>& silent, int root_pid,
+                              int64_t t_ns, const PythonTraceback* tb = nullptr,
+                              const EarlierOwners& earlier = {}) {
+  int64_t from_ns = tb != nullptr ? tb->start_t_ns : t_ns;
+  std::string_view outer_file =
+      tb != nullptr && !tb->frames.empty() ? std::string_view(tb->frames.front().file) : "";
   bool any_runs_frame = false;
   for (const ProcessSummary& p : processes) {
     if (may_have_printed(p, prefixed, silent, t_ns) && runs_frame(p.record, outer_file)) {
@@ -103,16 +134,21 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
   for (const ProcessSummary& p : processes) {
     const store::ProcessRecord& r = p.record;
     if (!may_have_printed(p, prefixed, silent, t_ns)) continue;
-    // Ended before it began: ranked after every process that ended after, unless it exited
-    // with a code as Python does after a traceback (a signal's death prints none), which the
-    // reaper can see before the reader stamps the lines; stopped silently (a DataLoader's
-    // workers as their rank shuts them down): after those; one that printed the same exception
-    // before: after those (spawn's parent stops the other processes once one failed, whether
-    // or not they printed theirs); running other code than the traceback's: after every other.
+    // Ended before the output began: ranked after every process that ended after (the reader
+    // may stamp lines late), unless it exited with a code after a traceback, as Python does,
+    // which the reaper can see before the reader stamps the traceback's lines, and printed none
+    // before (that one was its last words). Stopped
+    // silently (a DataLoader's workers as their rank shuts them down): after those; printed
+    // the same exception before: after those (spawn's parent stops the other processes once
+    // one failed, whether or not they printed theirs); running other code than the
+    // traceback's: after every other.
     int64_t distance = r.end_ns - from_ns;
-    if (distance < 0) distance = r.exit_code ? -distance : kExitAfterPrintNs - distance;
+    if (distance < 0) {
+      bool just_exited = tb && r.exit_code && !earlier.any.contains(&p);
+      distance = just_exited ? -distance : kExitAfterPrintNs - distance;
+    }
     if (stopped_silently(r)) distance += 2 * kExitAfterPrintNs;
-    if (repeated.contains(&p)) distance += 4 * kExitAfterPrintNs;
+    if (earlier.same_exception.contains(&p)) distance += 4 * kExitAfterPrintNs;
     if (any_runs_frame && !runs_frame(r, outer_file)) distance += 8 * kExitAfterPrintNs;
     if (found == nullptr || distance < best) {
       found = &p;
@@ -206,15 +242,15 @@ class LineOwners {
   const ProcessSummary* of(std::string_view prefix, std::optional<int> prefix_rank,
                            int64_t t_ns) const {
     if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
-    return by_time(m_processes, m_prefixed, {}, {}, m_root, {}, t_ns, t_ns);
+    return by_time(m_processes, m_prefixed, {}, m_root, t_ns);
   }
 
   // A Python traceback that ended at `t_ns`: as of(), but not a DataLoader worker whose crash
   // handler ran before then. It runs no Python after its crash, and while its crash is
   // captured its rank reports another worker's death: the rank printed that traceback. Those in
-  // `repeated` printed the same one before.
+  // `earlier` printed one before.
   const ProcessSummary* of_traceback(const PythonTraceback& tb,
-                                     const std::set<const ProcessSummary*>& repeated) const {
+                                     const EarlierOwners& earlier) const {
     if (tb.prefix_rank) return of(tb.prefix, tb.prefix_rank, tb.t_ns);
     std::set<const ProcessSummary*> crashed;
     for (const store::Crash& crash : m_evidence.crashes) {
@@ -226,9 +262,7 @@ class LineOwners {
         }
       }
     }
-    std::string_view outer_file = tb.frames.empty() ? std::string_view() : tb.frames.front().file;
-    return by_time(m_processes, m_prefixed, crashed, repeated, m_root, outer_file, tb.start_t_ns,
-                   tb.t_ns);
+    return by_time(m_processes, m_prefixed, crashed, m_root, tb.t_ns, &tb, earlier);
   }
 
   // The process whose hook marked a thread's death just before this thread's traceback was read,
@@ -288,11 +322,13 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
       }
     }
     m_traceback_signatures.push_back(std::move(found));
-    std::set<const ProcessSummary*> repeated;
+    EarlierOwners earlier;
     for (size_t i = 0; i < m_traceback_owner.size(); ++i) {
-      if (same_exception(m_tracebacks[i], tb)) repeated.insert(m_traceback_owner[i]);
+      if (m_traceback_owner[i] == nullptr) continue;
+      earlier.any.insert(m_traceback_owner[i]);
+      if (same_exception(m_tracebacks[i], tb)) earlier.same_exception.insert(m_traceback_owner[i]);
     }
-    const ProcessSummary* owner = owners.of_traceback(tb, repeated);
+    const ProcessSummary* owner = owners.of_traceback(tb, earlier);
     // A chain is printed in one go, by the process that printed its first traceback.
     std::optional<size_t> link = tb.cause ? tb.cause : tb.context;
     if (link && !tb.prefix_rank) {

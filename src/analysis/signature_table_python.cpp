@@ -27,7 +27,11 @@ std::vector<Entry> python_signature_entries() {
        .kind = "python-exception",
        .failure = true,
        .needles = {": cannot open shared object file"},
-       .parts = {{R"re(([^\s:'"]+): cannot open shared object file)re", {{1, "library"}}, true}},
+       // The exception, not a warning that names one (torchvision's image extension, NCCL's
+       // network plugin, TensorFlow's optional libraries), which the program goes on without.
+       .parts = {{R"re((?:ImportError|OSError): ([^\s:'"=]+): cannot open shared object file)re",
+                  {{1, "library"}},
+                  true}},
        .description = "a native library that a module (or ctypes) loads is not installed or not "
                       "on the loader's path: OpenCV's libGL in a slim container, a CUDA runtime "
                       "of another version than a package was built for",
@@ -40,7 +44,8 @@ std::vector<Entry> python_signature_entries() {
        .kind = "python-exception",
        .failure = true,
        .needles = {": undefined symbol: "},
-       .parts = {{R"((\S+\.so[\w.]*): undefined symbol: (\S+))",
+       // A versioned symbol ends at its ", version LIB".
+       .parts = {{R"((?:ImportError|OSError): (\S+\.so[\w.]*): undefined symbol: ([^\s,']+))",
                   {{1, "module"}, {2, "symbol"}},
                   true}},
        .description = "a compiled extension module needs a symbol that the libraries loaded with "

@@ -804,20 +804,45 @@ TEST(ProcessTexts, WorkersFailingAlikeEachOwnTheirTraceback) {
   }
 }
 
+// A job of one process, `pid`, started by the supervisor (pid - 1) as `command`.
+Evidence job_of(int pid, const std::vector<std::string>& command, const std::string& cmdline) {
+  Evidence e;
+  e.run.command = command;
+  e.run.root_pid = pid;
+  e.run.supervisor_pid = pid - 1;
+  e.run.start_ns = kT0;
+  e.processes = {proc(pid, pid - 1, 500'000, cmdline)};
+  return e;
+}
+
+// `python3 train.py` (pid `parent`) and the two processes it started with spawn (parent + 1
+// and + 2): torch.multiprocessing.spawn's, or a DataLoader's workers.
+Evidence spawning_job(int parent) {
+  const std::string child =
+      "/usr/bin/python3 -B -c from multiprocessing.spawn import spawn_main; spawn_main(8, 9)";
+  Evidence e = job_of(parent, {"python3", "train.py"}, "/usr/bin/python3 train.py");
+  e.processes.push_back(proc(parent + 1, parent, 500'010, child));
+  e.processes.push_back(proc(parent + 2, parent, 500'011, child));
+  return e;
+}
+
+// Each process's final exception, by the line its traceback began on.
+std::map<int, uint64_t> final_lines(const Evidence& e) {
+  std::vector<ProcessSummary> processes = diagnose(e).processes;
+  ProcessTexts texts(e, processes);
+  std::map<int, uint64_t> lines;
+  for (const ProcessSummary& p : processes) {
+    if (const PythonTraceback* tb = texts.final_exception(p)) lines[p.record.pid] = tb->first_line;
+  }
+  return lines;
+}
+
 // torch.multiprocessing.spawn outside the main guard, as recorded: both children raise as they
 // start; spawn's parent stops the second after the first ended, then raises itself. Each
 // traceback's outermost frame tells which code printed it.
 TEST(ProcessTexts, SpawnedProcessesOwnTheTracebacksOfTheirCode) {
-  const std::string child =
-      "/usr/bin/python3 -B -c from multiprocessing.spawn import spawn_main; spawn_main(8, 9)";
-  const int kParent = 300, kChild0 = 303, kChild1 = 304;
-  Evidence e;
-  e.run.command = {"python3", "train.py"};
-  e.run.root_pid = kParent;
-  e.run.supervisor_pid = 299;
-  e.run.start_ns = kT0;
-  e.processes = {proc(kParent, 299, 500'000, "/usr/bin/python3 train.py"),
-                 proc(kChild0, kParent, 500'010, child), proc(kChild1, kParent, 500'011, child)};
+  const int kParent = 300, kChild0 = 301, kChild1 = 302;
+  Evidence e = spawning_job(kParent);
   const std::vector<std::string> not_guarded = {
       "Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
       "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\", line 138, in "
@@ -834,14 +859,47 @@ TEST(ProcessTexts, SpawnedProcessesOwnTheTracebacksOfTheirCode) {
        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with "
        "exit code 1"});
   exited(e, kParent, 1.134, 1);
-  std::vector<ProcessSummary> processes = diagnose(e).processes;
-  ProcessTexts texts(e, processes);
-  std::map<int, uint64_t> first_line;
-  for (const ProcessSummary& p : processes) {
-    if (const PythonTraceback* tb = texts.final_exception(p))
-      first_line[p.record.pid] = tb->first_line;
-  }
-  EXPECT_EQ(first_line, (std::map<int, uint64_t>{{kChild0, 1}, {kChild1, 5}, {kParent, 9}}));
+  EXPECT_EQ(final_lines(e), (std::map<int, uint64_t>{{kChild0, 1}, {kChild1, 5}, {kParent, 9}}));
+}
+
+// `except Exception: logger.exception("failed"); raise` prints the same traceback twice; the
+// launcher, whose command line names the script too, printed neither.
+TEST(ProcessTexts, ALoggedAndReraisedExceptionIsItsOwnersBothTimes) {
+  const int kMpirun = 400, kRank = 401;
+  Evidence e = job_of(kMpirun, {"mpirun", "-np", "1", "python3", "train.py"},
+                      "mpirun -np 1 python3 train.py");
+  e.processes.push_back(ranked(proc(kRank, kMpirun, 500'010, "python3 train.py"), 0));
+  const std::vector<std::string> logged = {
+      "Traceback (most recent call last):", "  File \"/job/train.py\", line 9, in <module>",
+      "ValueError: bad config"};
+  uint64_t number = 1;
+  print_lines(e, 1.0, number, logged);
+  print_lines(e, 1.01, number, logged);
+  exited(e, kRank, 1.2, 1);
+  exited(e, kMpirun, 1.5, 1);
+  EXPECT_EQ(final_lines(e), (std::map<int, uint64_t>{{kRank, 4}}));
+}
+
+// A spawn DataLoader whose workers cannot unpickle their dataset, as recorded: the worker that
+// exited just before its rank's traceback began had printed its own; the rank printed that one.
+TEST(ProcessTexts, AWorkerThatPrintedItsTracebackDoesNotTakeItsRanks) {
+  const int kRank = 500, kWorkerA = 501, kWorkerB = 502;
+  Evidence e = spawning_job(kRank);
+  const std::vector<std::string> cannot_unpickle = {
+      "Traceback (most recent call last):", "  File \"<string>\", line 1, in <module>",
+      "AttributeError: Can't get attribute 'Squares' on <module '__mp_main__'>"};
+  uint64_t number = 1;
+  print_lines(e, 2.107, number, cannot_unpickle);
+  print_lines(e, 2.512, number, cannot_unpickle);
+  exited(e, kWorkerB, 2.516, 1);
+  print_lines(e, 2.538, number,
+              {"Traceback (most recent call last):",
+               "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line "
+               "1120, in _try_get_data",
+               "RuntimeError: DataLoader worker (pid 502) exited unexpectedly with exit code 1."});
+  killed(e, kWorkerA, 2.572, SIGTERM);
+  exited(e, kRank, 3.105, 1);
+  EXPECT_EQ(final_lines(e), (std::map<int, uint64_t>{{kWorkerB, 1}, {kWorkerA, 4}, {kRank, 7}}));
 }
 
 }  // namespace

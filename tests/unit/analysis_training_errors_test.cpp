@@ -449,9 +449,23 @@ TEST(TrainingRules, NativeLibrariesThatDoNotLoadSayWhatToInstall) {
             "installed, or not on the loader's path");
   EXPECT_THAT(f.fix, HasSubstr("pip install opencv-python-headless"));
   f = exception_finding("OSError: libcudart.so.11.0" + kNotFound);
-  EXPECT_THAT(f.fix, HasSubstr("(libcudart.so.11.0) is missing"));
+  EXPECT_THAT(f.fix, HasSubstr("loads libcudart.so.11.0 was built against that library"));
   f = exception_finding("ImportError: libcuda.so.1" + kNotFound);
   EXPECT_THAT(f.fix, HasSubstr("has no driver"));
+  f = exception_finding("ImportError: libcuda.so" + kNotFound);
+  EXPECT_THAT(f.fix, HasSubstr("development package"));
+  f = exception_finding("ImportError: libSM.so.6" + kNotFound);
+  EXPECT_THAT(f.fix, HasSubstr("apt-get install libsm6)"));
+  // Warnings that name a library the program goes on without are no failure.
+  for (const char* warning :
+       {"/venv/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: "
+        "'/venv/torchvision/image.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev'If you "
+        "don't plan on using image functionality from `torchvision.io`, you can ignore this",
+        "node1:42:42 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object "
+        "file: No such file or directory No plugin found (libnccl-net.so), using internal "
+        "implementation"}) {
+    EXPECT_THAT(ids(warning), Not(Contains(testing::StartsWith("python.")))) << warning;
+  }
   // libcurl is no CUDA library.
   for (const char* library : {"libcurl.so.4", "/opt/x/lib/libcurl.so.4"}) {
     f = exception_finding(std::string("OSError: ") + library + kNotFound);
@@ -466,6 +480,13 @@ TEST(TrainingRules, NativeLibrariesThatDoNotLoadSayWhatToInstall) {
             "built against another PyTorch: it needs c10::SmallVectorBase::grow_pod(void*, "
             "unsigned long, unsigned long), which the loaded libraries lack");
   EXPECT_THAT(f.fix, HasSubstr("--no-build-isolation"));
+  // A versioned symbol: its version is no part of its name.
+  f = exception_finding(module + "_ZN15TracebackLoggerC1EPKc, version libcudnn_ops_infer.so.8");
+  EXPECT_THAT(f.title, HasSubstr("it needs TracebackLogger::TracebackLogger(char const*), which"));
+  f = exception_finding(
+      "ImportError: /venv/nvidia/cusparse/lib/libcusparse.so.12: undefined symbol: "
+      "__nvJitLinkAddData_12_1, version libnvJitLink.so.12");
+  EXPECT_THAT(f.title, HasSubstr("built against another CUDA: it needs __nvJitLinkAddData_12_1,"));
   f = exception_finding(module + "PyFrame_GetCode");
   EXPECT_THAT(f.title, HasSubstr("built against another Python: it needs PyFrame_GetCode,"));
   f = exception_finding(module + "cudaGetDriverEntryPointByVersion");
