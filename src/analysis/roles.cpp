@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -47,6 +48,39 @@ bool is_worker_of(const store::ProcessRecord& proc, const store::ProcessRecord& 
   if (proc.cmdline.find("multiprocessing") != std::string::npos) return true;
   if (proc.agent) return proc.forked;
   return is_python(proc) || proc.cmdline == rank.cmdline;
+}
+
+// The number torch.multiprocessing.spawn gave each process it started that was stopped before
+// it learnt it (while it imported the main script): its place in start order, where the numbers
+// its siblings learnt agree with theirs (spawn starts them in order) and are their ranks.
+std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRecord>& procs,
+                                             const std::vector<int>& parent) {
+  std::map<int, std::vector<size_t>> children;  // by parent, in start order
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (parent[i] != kNone && procs[i].cmdline.find("multiprocessing.spawn") != std::string::npos) {
+      children[parent[i]].push_back(i);
+    }
+  }
+  std::vector<std::optional<int>> places(procs.size());
+  for (auto& [up, kids] : children) {
+    std::sort(kids.begin(), kids.end(), [&](size_t a, size_t b) {
+      return std::tie(procs[a].start_ticks, procs[a].pid) <
+             std::tie(procs[b].start_ticks, procs[b].pid);
+    });
+    bool known = false;
+    bool agree = true;
+    for (size_t k = 0; k < kids.size(); ++k) {
+      const store::ProcessRecord& kid = procs[kids[k]];
+      if (kid.rank_source.empty()) continue;
+      known = true;
+      agree = agree && kid.local_rank == static_cast<int>(k) && kid.rank == kid.local_rank;
+    }
+    if (!known || !agree) continue;
+    for (size_t k = 0; k < kids.size(); ++k) {
+      if (procs[kids[k]].rank_source.empty()) places[kids[k]] = static_cast<int>(k);
+    }
+  }
+  return places;
 }
 
 // A launcher by its command line, for a job whose launcher failed before it started any rank.
@@ -146,8 +180,11 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       break;
     }
   }
+  std::vector<std::optional<int>> places(procs.size());
+  if (spawn_ranks) places = spawn_places(procs, parent);
   auto rank_of = [&](size_t i) -> std::optional<int> {
     const std::string& own = procs[i].rank_source;
+    if (places[i] && (source == "spawn" || source == "process-group")) return places[i];
     if (source.empty() || (own != source && !(source == "process-group" && own == "spawn"))) {
       return std::nullopt;
     }

@@ -319,6 +319,27 @@ TEST(Roles, RanksThatDiedBeforeJoiningTheirGroupKeepSpawnsIndex) {
   EXPECT_EQ(text_of(procs, roles, 702), "worker 0 of rank 0");
 }
 
+// Spawn stopped process 0 while it still imported the main script, before it learnt its
+// number, once process 1 failed: its place in spawn's start order names it, where the numbers
+// its siblings learnt agree with theirs.
+TEST(Roles, ASpawnedProcessStoppedBeforeItLearntItsNumberHasItsPlace) {
+  std::vector<ProcessRecord> procs = spawn_tree();
+  procs[2] = proc(702, 700, 181, procs[2].cmdline);
+  procs[2].exit_signal = SIGTERM;
+  procs[3] = ranked(procs[3], "spawn", 1, 1);
+  procs[3].exit_code = 1;
+  std::vector<ProcessRole> roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 700), "launcher");
+  EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
+  EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
+  EXPECT_EQ(text_of(procs, roles, 704), "worker 0 of rank 1");
+  // A number that is not its place: some other process came first; nothing is guessed.
+  procs[3] = ranked(procs[3], "spawn", 0, 0);
+  roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 703), "rank 0");
+  EXPECT_NE(roles[2].role, Role::kRank);
+}
+
 // multiprocessing's resource tracker and forkserver, which a rank starts with the spawn and
 // forkserver start methods, are no workers: the DataLoader's worker 0 stays worker 0.
 TEST(Roles, MultiprocessingServersAreNotWorkers) {
