@@ -256,7 +256,7 @@ void shared_library_missing(const SignatureMatch& m, KnownFailure& f) {
         "library folder (ldconfig -p | grep libcuda shows it).";
   } else if (library_of(file, {"libcudart", "libcublas", "libcublasLt", "libcudnn", "libcufft",
                                "libcurand", "libcusparse", "libcusolver", "libnccl", "libnvrtc",
-                               "libnvJitLink", "libcupti"})) {
+                               "libnvJitLink", "libcupti", "libnvToolsExt"})) {
     f.fix = "The package that loads " + file +
             " was built against that library, which this environment lacks (CUDA's runtime and "
             "math libraries carry CUDA's major version in their names, cuDNN and NCCL their "

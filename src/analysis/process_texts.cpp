@@ -21,6 +21,8 @@ constexpr int64_t kReadSlackNs = 1'000'000'000;
 // A process may take a while to exit after printing its exception (gloo and NCCL shut down).
 constexpr int64_t kExitAfterPrintNs = 30'000'000'000;
 constexpr int64_t kFinalSlackNs = 2'000'000'000;
+// How long before the reader stamps a plain line the reaper may see its process end.
+constexpr int64_t kPlainLineLagNs = 50'000'000;
 // An exception printed long before the end was handled (logged) rather than fatal.
 constexpr int64_t kFinalWithinNs = 60'000'000'000;
 // The hook marks a thread's death just before Python prints its traceback.
@@ -65,8 +67,9 @@ std::string_view base_name(std::string_view path) {
   return path.substr(path.find_last_of('/') + 1);
 }
 
-// What a Python process runs: "-c" for code given to it, "-m" for a module, else its script as
-// its command line names it ("train.py", "/usr/bin/torchrun"); "" for no Python process.
+// What a Python process runs: "-c" for code given to it, "-m" for a module, else its command
+// line from its script on ("train.py --lr 0.1", "/usr/bin/torchrun --nproc_per_node 2 x.py");
+// "" for no Python process.
 std::string_view python_program(const store::ProcessRecord& r) {
   if (!is_python(r)) return "";
   std::string_view args = r.cmdline;
@@ -74,24 +77,47 @@ std::string_view python_program(const store::ProcessRecord& r) {
   while (!args.empty()) {
     size_t end = std::min(args.find(' '), args.size());
     std::string_view arg = args.substr(0, end);
+    std::string_view from_here = args;
     args.remove_prefix(std::min(end + 1, args.size()));
     if (std::exchange(value_next, false) || arg.empty()) continue;
-    if (arg == "-c" || arg == "-m" || !arg.starts_with('-')) return arg;
-    value_next = arg == "-W" || arg == "-X";
+    if (!arg.starts_with('-')) return from_here;
+    if (arg.starts_with("--")) {
+      value_next = arg == "--check-hash-based-pycs";
+      continue;
+    }
+    // One-letter options, alone or together (-u, -uB, -uc): -c and -m end them; -W and -X take
+    // the rest of the argument, or the next one, as their value.
+    for (size_t i = 1; i < arg.size(); ++i) {
+      if (arg[i] == 'c') return "-c";
+      if (arg[i] == 'm') return "-m";
+      if (arg[i] == 'W' || arg[i] == 'X') {
+        value_next = i + 1 == arg.size();
+        break;
+      }
+    }
   }
   return "";
 }
 
 // Whether `r` runs the code of a traceback's outermost frame (`file`): the script Python runs
 // (`python train.py`; a launcher's script, not the one it starts), code given by `-c`
-// ("<string>"), or a module run by `-m` (runpy's frame). A process whose command line is
-// unknown may.
+// ("<string>"), or a module run by `-m` (runpy's frame).
 bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
-  if (r.cmdline.empty()) return true;
   std::string_view program = python_program(r);
   if (file == "<string>") return program == "-c";
   if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) return program == "-m";
-  return !program.empty() && base_name(program) == base_name(file);
+  std::string_view script = base_name(file);
+  if (program.empty() || script.empty()) return false;
+  if (base_name(program.substr(0, program.find(' '))) == script) return true;
+  // A path with spaces ("my proj/train.py"), which the frame's path ends with.
+  for (size_t at = program.find(script); at != std::string_view::npos;
+       at = program.find(script, at + 1)) {
+    size_t end = at + script.size();
+    if ((end == program.size() || program[end] == ' ') && file.ends_with(program.substr(0, end))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool may_have_printed(const ProcessSummary& p, const std::set<const ProcessSummary*>& prefixed,
@@ -102,9 +128,10 @@ bool may_have_printed(const ProcessSummary& p, const std::set<const ProcessSumma
          r.start_ns <= t_ns + kReadSlackNs;
 }
 
-// The owners of the tracebacks before one: all of them, and those of the same exception.
+// The owners of the tracebacks before one: when each printed its last, and those that printed
+// the same exception.
 struct EarlierOwners {
-  std::set<const ProcessSummary*> any;
+  std::map<const ProcessSummary*, int64_t> last_printed_ns;
   std::set<const ProcessSummary*> same_exception;
 };
 
@@ -135,16 +162,20 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
     const store::ProcessRecord& r = p.record;
     if (!may_have_printed(p, prefixed, silent, t_ns)) continue;
     // Ended before the output began: ranked after every process that ended after (the reader
-    // may stamp lines late), unless it exited with a code after a traceback, as Python does,
-    // which the reaper can see before the reader stamps the traceback's lines, and printed none
-    // before (that one was its last words). Stopped
-    // silently (a DataLoader's workers as their rank shuts them down): after those; printed
-    // the same exception before: after those (spawn's parent stops the other processes once
-    // one failed, whether or not they printed theirs); running other code than the
-    // traceback's: after every other.
+    // may stamp lines late), unless it exited with a code, as Python does after a traceback or
+    // sys.exit's message, which the reaper can see before the reader stamps the lines (a plain
+    // line only just before: a launcher reports a rank's end in its own words), and printed no
+    // traceback in the time before its end (that one was its last words). Stopped silently (a
+    // DataLoader's workers as their rank shuts them down): after those; printed the same
+    // exception before: after those (spawn's parent stops the other processes once one failed,
+    // whether or not they printed theirs); running other code than the traceback's: after
+    // every other.
     int64_t distance = r.end_ns - from_ns;
     if (distance < 0) {
-      bool just_exited = tb && r.exit_code && !earlier.any.contains(&p);
+      auto last = earlier.last_printed_ns.find(&p);
+      bool had_last_words =
+          last != earlier.last_printed_ns.end() && last->second + kFinalSlackNs >= r.end_ns;
+      bool just_exited = r.exit_code && !had_last_words && (tb || -distance <= kPlainLineLagNs);
       distance = just_exited ? -distance : kExitAfterPrintNs - distance;
     }
     if (stopped_silently(r)) distance += 2 * kExitAfterPrintNs;
@@ -325,7 +356,8 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
     EarlierOwners earlier;
     for (size_t i = 0; i < m_traceback_owner.size(); ++i) {
       if (m_traceback_owner[i] == nullptr) continue;
-      earlier.any.insert(m_traceback_owner[i]);
+      int64_t& last = earlier.last_printed_ns[m_traceback_owner[i]];
+      last = std::max(last, m_tracebacks[i].t_ns);
       if (same_exception(m_tracebacks[i], tb)) earlier.same_exception.insert(m_traceback_owner[i]);
     }
     const ProcessSummary* owner = owners.of_traceback(tb, earlier);

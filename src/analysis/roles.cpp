@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -15,6 +16,8 @@ namespace traindoc::analysis {
 namespace {
 
 constexpr int kNone = -1;
+// Spawn starts its processes one after another at once.
+constexpr int64_t kSpawnBurstNs = 1'000'000'000;
 
 // Parent index of each process: the latest process with the parent's pid that started first.
 std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
@@ -52,7 +55,9 @@ bool is_worker_of(const store::ProcessRecord& proc, const store::ProcessRecord& 
 
 // The number torch.multiprocessing.spawn gave each process it started that was stopped before
 // it learnt it (while it imported the main script): its place in start order, where the numbers
-// its siblings learnt agree with theirs (spawn starts them in order) and are their ranks.
+// its siblings learnt agree with theirs (spawn starts them in order) and are their ranks, and
+// it started with them (not a process the parent started for other work after, or a later
+// call's).
 std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRecord>& procs,
                                              const std::vector<int>& parent) {
   std::map<int, std::vector<size_t>> children;  // by parent, in start order
@@ -76,8 +81,15 @@ std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRec
       agree = agree && kid.local_rank == static_cast<int>(k) && kid.rank == kid.local_rank;
     }
     if (!known || !agree) continue;
+    auto with_known = [&](const store::ProcessRecord& kid) {
+      return std::any_of(kids.begin(), kids.end(), [&](size_t j) {
+        return !procs[j].rank_source.empty() &&
+               std::abs(procs[j].start_ns - kid.start_ns) <= kSpawnBurstNs;
+      });
+    };
     for (size_t k = 0; k < kids.size(); ++k) {
-      if (procs[kids[k]].rank_source.empty()) places[kids[k]] = static_cast<int>(k);
+      const store::ProcessRecord& kid = procs[kids[k]];
+      if (kid.rank_source.empty() && with_known(kid)) places[kids[k]] = static_cast<int>(k);
     }
   }
   return places;

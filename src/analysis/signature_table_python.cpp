@@ -27,11 +27,13 @@ std::vector<Entry> python_signature_entries() {
        .kind = "python-exception",
        .failure = true,
        .needles = {": cannot open shared object file"},
-       // The exception, not a warning that names one (torchvision's image extension, NCCL's
-       // network plugin, TensorFlow's optional libraries), which the program goes on without.
-       .parts = {{R"re((?:ImportError|OSError): ([^\s:'"=]+): cannot open shared object file)re",
-                  {{1, "library"}},
-                  true}},
+       // An exception's message from its start (ATen's "Error in dlopen: " too), not a warning
+       // that names one (torchvision's image extension, NCCL's network plugin), which the
+       // program goes on without.
+       .parts =
+           {{R"re(^[\w.]+: (?:Error in dlopen(?: or dlsym)?: )?([^\s:'"=]+): cannot open shared object file)re",
+             {{1, "library"}},
+             true}},
        .description = "a native library that a module (or ctypes) loads is not installed or not "
                       "on the loader's path: OpenCV's libGL in a slim container, a CUDA runtime "
                       "of another version than a package was built for",
@@ -45,9 +47,10 @@ std::vector<Entry> python_signature_entries() {
        .failure = true,
        .needles = {": undefined symbol: "},
        // A versioned symbol ends at its ", version LIB".
-       .parts = {{R"((?:ImportError|OSError): (\S+\.so[\w.]*): undefined symbol: ([^\s,']+))",
-                  {{1, "module"}, {2, "symbol"}},
-                  true}},
+       .parts =
+           {{R"(^[\w.]+: (?:Error in dlopen(?: or dlsym)?: )?(\S+\.so[\w.]*): undefined symbol: ([^\s,']+))",
+             {{1, "module"}, {2, "symbol"}},
+             true}},
        .description = "a compiled extension module needs a symbol that the libraries loaded with "
                       "it lack: it was built against another version of PyTorch, CUDA or Python",
        .example = "ImportError: /opt/venv/lib/python3.11/site-packages/mmcv/_ext.cpython-311-"

@@ -866,18 +866,52 @@ TEST(ProcessTexts, SpawnedProcessesOwnTheTracebacksOfTheirCode) {
 // launcher, whose command line names the script too, printed neither.
 TEST(ProcessTexts, ALoggedAndReraisedExceptionIsItsOwnersBothTimes) {
   const int kMpirun = 400, kRank = 401;
-  Evidence e = job_of(kMpirun, {"mpirun", "-np", "1", "python3", "train.py"},
-                      "mpirun -np 1 python3 train.py");
-  e.processes.push_back(ranked(proc(kRank, kMpirun, 500'010, "python3 train.py"), 0));
-  const std::vector<std::string> logged = {
-      "Traceback (most recent call last):", "  File \"/job/train.py\", line 9, in <module>",
-      "ValueError: bad config"};
+  struct Launch {
+    std::string rank, script;
+  };
+  // Python's options and their values, and a path with a space, come before the script.
+  for (const Launch& launch : {Launch{"python3 train.py", "/job/train.py"},
+                               Launch{"python3 -W ignore train.py --lr 0.1", "/job/train.py"},
+                               Launch{"python3 -uX dev train.py", "/job/train.py"},
+                               Launch{"python3 --check-hash-based-pycs never train.py", "train.py"},
+                               Launch{"python3 -u /my job/train.py", "/my job/train.py"}}) {
+    Evidence e = job_of(kMpirun, {"mpirun", "-np", "1"}, "mpirun -np 1 " + launch.rank);
+    e.processes.push_back(ranked(proc(kRank, kMpirun, 500'010, launch.rank), 0));
+    const std::vector<std::string> logged = {
+        "Traceback (most recent call last):",
+        "  File \"" + launch.script + "\", line 9, in <module>", "ValueError: bad config"};
+    uint64_t number = 1;
+    print_lines(e, 1.0, number, logged);
+    print_lines(e, 1.01, number, logged);
+    exited(e, kRank, 1.2, 1);
+    exited(e, kMpirun, 1.5, 1);
+    EXPECT_EQ(final_lines(e), (std::map<int, uint64_t>{{kRank, 4}})) << launch.rank;
+  }
+}
+
+// A rank's last words, read just after the reaper saw it exit (argparse's error, exit 2), are
+// its own; the launcher's report of that end, a moment later, is the launcher's.
+TEST(ProcessTexts, LastWordsReadJustAfterTheirProcessEndedAreItsOwn) {
+  Evidence e = torchrun_job();
+  process(e, kLauncher).cmdline = "/usr/bin/python3.11 /usr/bin/torchrun --nproc_per_node 2 x.py";
   uint64_t number = 1;
-  print_lines(e, 1.0, number, logged);
-  print_lines(e, 1.01, number, logged);
-  exited(e, kRank, 1.2, 1);
-  exited(e, kMpirun, 1.5, 1);
-  EXPECT_EQ(final_lines(e), (std::map<int, uint64_t>{{kRank, 4}}));
+  exited(e, kRank1, 3.0, 2);
+  print_lines(e, 3.003, number, {"train.py: error: unrecognized arguments: --bacth-size 16"});
+  print_lines(e, 3.1, number, {"ERROR:torch.distributed.elastic.multiprocessing.api:failed"});
+  killed(e, kRank0, 3.2, SIGTERM);
+  exited(e, kLauncher, 4.0, 1);
+  std::vector<ProcessSummary> processes = diagnose(e).processes;
+  ProcessTexts texts(e, processes);
+  for (const ProcessSummary& p : processes) {
+    const store::LogLine* words = texts.last_words(p);
+    if (p.record.pid == kRank1) {
+      ASSERT_NE(words, nullptr);
+      EXPECT_THAT(words->text, HasSubstr("unrecognized arguments"));
+    } else if (p.record.pid == kLauncher) {
+      ASSERT_NE(words, nullptr);
+      EXPECT_THAT(words->text, HasSubstr("elastic"));
+    }
+  }
 }
 
 // A spawn DataLoader whose workers cannot unpickle their dataset, as recorded: the worker that

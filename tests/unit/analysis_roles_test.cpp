@@ -333,6 +333,11 @@ TEST(Roles, ASpawnedProcessStoppedBeforeItLearntItsNumberHasItsPlace) {
   EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
   EXPECT_EQ(text_of(procs, roles, 703), "rank 1");
   EXPECT_EQ(text_of(procs, roles, 704), "worker 0 of rank 1");
+  // A process the parent started with spawn 5 s later did other work.
+  procs.push_back(proc(705, 700, 681, procs[2].cmdline));
+  roles = assign_roles(procs, 700);
+  EXPECT_EQ(text_of(procs, roles, 702), "rank 0");
+  EXPECT_NE(roles[5].role, Role::kRank);
   // A number that is not its place: some other process came first; nothing is guessed.
   procs[3] = ranked(procs[3], "spawn", 0, 0);
   roles = assign_roles(procs, 700);

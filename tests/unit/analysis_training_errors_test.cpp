@@ -456,6 +456,11 @@ TEST(TrainingRules, NativeLibrariesThatDoNotLoadSayWhatToInstall) {
   EXPECT_THAT(f.fix, HasSubstr("development package"));
   f = exception_finding("ImportError: libSM.so.6" + kNotFound);
   EXPECT_THAT(f.fix, HasSubstr("apt-get install libsm6)"));
+  // ATen's own loader, and a launcher's prefix.
+  f = exception_finding("RuntimeError: Error in dlopen: libnvrtc.so.12" + kNotFound);
+  EXPECT_THAT(f.fix, HasSubstr("loads libnvrtc.so.12 was built against"));
+  EXPECT_THAT(ids("[default0]:ImportError: libGL.so.1" + kNotFound),
+              Contains("python.shared-library-missing"));
   // Warnings that name a library the program goes on without are no failure.
   for (const char* warning :
        {"/venv/torchvision/io/image.py:13: UserWarning: Failed to load image Python extension: "
