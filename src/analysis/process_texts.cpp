@@ -103,6 +103,7 @@ std::string_view python_program(const store::ProcessRecord& r) {
 // (`python train.py`; a launcher's script, not the one it starts), code given by `-c`
 // ("<string>"), or a module run by `-m` (runpy's frame).
 bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
+  if (file.empty()) return false;
   std::string_view program = python_program(r);
   if (file == "<string>") return program == "-c";
   if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) return program == "-m";
@@ -150,17 +151,22 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
   int64_t from_ns = tb != nullptr ? tb->start_t_ns : t_ns;
   std::string_view outer_file =
       tb != nullptr && !tb->frames.empty() ? std::string_view(tb->frames.front().file) : "";
+  struct Candidate {
+    const ProcessSummary* process;
+    bool runs_frame;
+  };
+  std::vector<Candidate> candidates;
   bool any_runs_frame = false;
   for (const ProcessSummary& p : processes) {
-    if (may_have_printed(p, prefixed, silent, t_ns) && runs_frame(p.record, outer_file)) {
-      any_runs_frame = true;
-    }
+    if (!may_have_printed(p, prefixed, silent, t_ns)) continue;
+    candidates.push_back({&p, runs_frame(p.record, outer_file)});
+    any_runs_frame = any_runs_frame || candidates.back().runs_frame;
   }
   const ProcessSummary* found = nullptr;
   int64_t best = 0;
-  for (const ProcessSummary& p : processes) {
+  for (const auto& [candidate, runs] : candidates) {
+    const ProcessSummary& p = *candidate;
     const store::ProcessRecord& r = p.record;
-    if (!may_have_printed(p, prefixed, silent, t_ns)) continue;
     // Ended before the output began: ranked after every process that ended after (the reader
     // may stamp lines late), unless it exited with a code, as Python does after a traceback or
     // sys.exit's message, which the reaper can see before the reader stamps the lines (a plain
@@ -180,7 +186,7 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
     }
     if (stopped_silently(r)) distance += 2 * kExitAfterPrintNs;
     if (earlier.same_exception.contains(&p)) distance += 4 * kExitAfterPrintNs;
-    if (any_runs_frame && !runs_frame(r, outer_file)) distance += 8 * kExitAfterPrintNs;
+    if (any_runs_frame && !runs) distance += 8 * kExitAfterPrintNs;
     if (found == nullptr || distance < best) {
       found = &p;
       best = distance;
