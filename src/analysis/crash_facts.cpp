@@ -9,6 +9,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "analysis/file_name.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -22,10 +24,6 @@ std::string hex(uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof(text), "0x%" PRIx64, value);
   return text;
-}
-
-std::string basename(const std::string& path) {
-  return path.substr(path.find_last_of('/') + 1);
 }
 
 // The modules a crash is rarely the fault of: the C and C++ runtimes, the loader, the Python
@@ -244,10 +242,12 @@ int blame_frame(const std::vector<store::NativeFrame>& frames) {
 }
 
 std::string describe_frame(const store::NativeFrame& frame) {
-  std::string module = frame.module.empty() ? hex(frame.address) : basename(frame.module);
+  std::string module =
+      frame.module.empty() ? hex(frame.address) : std::string(file_name(frame.module));
   if (frame.function.empty()) return module + "+" + hex(frame.module_offset);
   std::string out = frame.function + " (" + module + ")";
-  if (!frame.file.empty()) out += " at " + basename(frame.file) + ":" + std::to_string(frame.line);
+  if (!frame.file.empty())
+    out += " at " + std::string(file_name(frame.file)) + ":" + std::to_string(frame.line);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "analysis/file_name.h"
 #include "analysis/match_fields.h"
 #include "store/symbol_name.h"
 
@@ -240,7 +241,7 @@ const char* desktop_package(const std::string& file) {
 
 void shared_library_missing(const SignatureMatch& m, KnownFailure& f) {
   std::string library = field(m, "library");
-  std::string file = library.substr(library.find_last_of('/') + 1);
+  std::string file(file_name(library));
   f.title = "the native library " + library +
             " could not be loaded: it is not installed, or not on the loader's path";
   if (file.starts_with("libcuda.so.")) {

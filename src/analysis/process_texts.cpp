@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "analysis/file_name.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -62,11 +64,6 @@ const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
-// The last part of a path: "train.py" of "/job/train.py" and of "./train.py".
-std::string_view base_name(std::string_view path) {
-  return path.substr(path.find_last_of('/') + 1);
-}
-
 // What a Python process runs: "-c" for code given to it, "-m" for a module, else its command
 // line from its script on ("train.py --lr 0.1", "/usr/bin/torchrun --nproc_per_node 2 x.py");
 // "" for no Python process.
@@ -107,9 +104,9 @@ bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
   std::string_view program = python_program(r);
   if (file == "<string>") return program == "-c";
   if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) return program == "-m";
-  std::string_view script = base_name(file);
+  std::string_view script = file_name(file);
   if (program.empty() || script.empty()) return false;
-  if (base_name(program.substr(0, program.find(' '))) == script) return true;
+  if (file_name(program.substr(0, program.find(' '))) == script) return true;
   // A path with spaces ("my proj/train.py"), which the frame's path ends with.
   for (size_t at = program.find(script); at != std::string_view::npos;
        at = program.find(script, at + 1)) {

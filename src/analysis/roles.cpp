@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "analysis/diagnosis.h"
+#include "analysis/file_name.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -110,7 +111,7 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
     }
   }
   std::string first = proc.cmdline.substr(0, proc.cmdline.find(' '));
-  std::string_view program = std::string_view(first).substr(first.find_last_of('/') + 1);
+  std::string_view program = file_name(first);
   for (std::string_view name : kPrograms) {
     if (program == name) return true;
   }
@@ -118,7 +119,7 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
   if (is_python(proc)) {
     std::string rest = proc.cmdline.substr(std::min(first.size() + 1, proc.cmdline.size()));
     std::string script = rest.substr(0, rest.find(' '));
-    std::string_view base = std::string_view(script).substr(script.find_last_of('/') + 1);
+    std::string_view base = file_name(script);
     for (std::string_view name : kPrograms) {
       if (base == name) return true;
     }
@@ -129,9 +130,9 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
 }  // namespace
 
 bool is_python(const store::ProcessRecord& proc) {
-  std::string program =
+  std::string path =
       proc.argv0.empty() ? proc.cmdline.substr(0, proc.cmdline.find(' ')) : proc.argv0;
-  program = program.substr(program.find_last_of('/') + 1);
+  std::string_view program = file_name(path);
   if (!program.starts_with("python")) return false;
   return std::all_of(program.begin() + 6, program.end(),
                      [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
