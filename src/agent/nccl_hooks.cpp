@@ -3,6 +3,7 @@
 // records the call into the collective ring, then calls the real NCCL with the same arguments and
 // returns its result untouched. The NCCL declarations are our own (no build dependency on NCCL).
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -156,14 +157,52 @@ void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
   write_collective_enter(base_call(op, comm), common::CollectiveSource::kNccl, numbered);
 }
 
-// The next definition of `name` (the real NCCL), found on first use: NCCL is loaded after the
-// agent starts (with the framework), so it cannot be resolved in the constructor.
+// The loaded objects' names (the loader's own strings, valid while they stay loaded).
+struct Loaded {
+  static constexpr size_t kMax = 1024;
+  const char* names[kMax];
+  size_t count = 0;
+};
+
+int add_loaded(dl_phdr_info* info, size_t /*size*/, void* data) {
+  auto* loaded = static_cast<Loaded*>(data);
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0' && loaded->count < Loaded::kMax) {
+    loaded->names[loaded->count++] = info->dlpi_name;
+  }
+  return 0;
+}
+
+// The real NCCL's `name`: the next definition after the agent where NCCL is in the global scope
+// (the program links it, or it was opened RTLD_GLOBAL); else the one a loaded object reaches
+// through its own dependencies. PyTorch's NCCL is a dependency of its extension module, which
+// Python opens RTLD_LOCAL: out of RTLD_NEXT's sight, yet its callers' lookups still find ours.
+void* real_nccl(const char* name) {
+  if (void* fn = dlsym(RTLD_NEXT, name)) return fn;
+  Loaded loaded;
+  dl_iterate_phdr(add_loaded, &loaded);  // names first: no dlopen under the loader's list lock
+  Dl_info agent{};
+  dladdr(reinterpret_cast<void*>(&add_loaded), &agent);
+  void* found = nullptr;
+  for (size_t i = 0; i < loaded.count && found == nullptr; ++i) {
+    void* handle = dlopen(loaded.names[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* fn = dlsym(handle, name);
+    Dl_info where{};
+    if (fn != nullptr && dladdr(fn, &where) != 0 && where.dli_fbase != agent.dli_fbase) found = fn;
+    dlclose(handle);
+  }
+  dlerror();  // the program's next dlerror() is about its own calls
+  return found;
+}
+
+// The real definition of `name`, found on first use: NCCL is loaded after the agent starts (with
+// the framework), so it cannot be resolved in the constructor.
 template <typename Fn>
 Fn next_nccl(std::atomic<void*>& slot, const char* name) {
   void* fn = slot.load(std::memory_order_acquire);
   if (fn == nullptr) {
     int saved_errno = errno;
-    fn = dlsym(RTLD_NEXT, name);
+    fn = real_nccl(name);
     slot.store(fn, std::memory_order_release);
     errno = saved_errno;
   }

@@ -10,15 +10,19 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-JOB = ROOT / "build" / "tests" / "fakes" / "nccl" / "nccl_job"
+FAKES = ROOT / "build" / "tests" / "fakes" / "nccl"
+JOB = FAKES / "nccl_job"
+# The same job in a module opened RTLD_LOCAL, with NCCL as its dependency: PyTorch's layout.
+LOCAL_JOB = [FAKES / "nccl_job_loader", FAKES / "libnccl_job_module.so"]
 AGENT = ROOT / "build" / "lib" / "libtraindoc_agent.so"
 
 
-def ranks(tmp_path, count, fault):
+def ranks(tmp_path, count, fault, job=(JOB,)):
     """A shell that starts `count` ranks (RANK and WORLD_SIZE as a launcher sets them)."""
     id_file = tmp_path / "nccl.id"
-    starts = " ".join(
-        f"RANK={r} WORLD_SIZE={count} {JOB} {r} {count} {id_file} {fault} &" for r in range(count))
+    program = " ".join(map(str, job))
+    starts = " ".join(f"RANK={r} WORLD_SIZE={count} {program} {r} {count} {id_file} {fault} &"
+                      for r in range(count))
     return ["sh", "-c", f"{starts} wait"]
 
 
@@ -64,6 +68,16 @@ def test_clean_calls_are_recorded_once_each(traindoc, tmp_path):
     sends = {(r["pid"], r["peer"]): r["group_id"] for r in by_op["send"]}
     recvs = {(r["pid"], r["peer"]): r["group_id"] for r in by_op["recv"]}
     assert len(sends) == 2 and sorted(sends.values()) == sorted(recvs.values())
+
+
+def test_nccl_out_of_the_global_scope_is_found(traindoc, tmp_path):
+    """NCCL loaded as a dependency of a module opened RTLD_LOCAL (as Python opens PyTorch's):
+    the interposers still reach it, the calls succeed and are recorded, the mismatch is named."""
+    run = traindoc(ranks(tmp_path, 2, "count", LOCAL_JOB))
+    assert run.status == 0, run.stderr
+    assert [r["count"] for r in calls(run) if r["op"] == "all_reduce"] == [1024, 2048]
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "collective-mismatch" and "different count" in root["title"], root
 
 
 @pytest.mark.parametrize("fault,field,values", [

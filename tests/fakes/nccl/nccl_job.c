@@ -1,7 +1,8 @@
 /* One rank of a job that uses NCCL's C API (the stand-in library here): rank 0 writes the unique
  * id to a file, the others read it; then every rank makes the same calls, except for the fault
  * named on the command line. Usage: nccl_job RANK NRANKS ID_FILE FAULT, FAULT one of none,
- * count, dtype, redop, root, skip. Ends with code 0 unless NCCL fails. */
+ * count, dtype, redop, root, skip. Ends with code 0 unless NCCL fails. Built as a program, and
+ * as a module (NCCL_JOB_MODULE) that nccl_job_loader opens the way Python opens a framework. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ static void share_id(ncclUniqueId* id, int rank, const char* path) {
     }                                                       \
   } while (0)
 
-int main(int argc, char** argv) {
+__attribute__((visibility("default"))) int nccl_job(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: nccl_job RANK NRANKS ID_FILE FAULT\n");
     return 2;
@@ -106,3 +107,9 @@ int main(int argc, char** argv) {
   CHECK(ncclCommDestroy(comm));
   return 0;
 }
+
+#ifndef NCCL_JOB_MODULE
+int main(int argc, char** argv) {
+  return nccl_job(argc, argv);
+}
+#endif
