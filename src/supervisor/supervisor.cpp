@@ -763,7 +763,6 @@ void Loop::finish() {
 }
 
 store::RunInfo Loop::run() {
-  block_supervisor_signals();
   // Orphans of the job (double forks, a launcher that died first) become our children.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   open_agent();
@@ -822,6 +821,8 @@ store::RunInfo Loop::run() {
     if (fds[1].revents & POLLIN) {
       uint64_t expirations = 0;
       if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
+      reap_children();  // a SIGCHLD that a library's own thread took (one that unblocks all)
+      if (m_root_done) break;
       read_agent();
       check_collectives();
       if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
@@ -859,6 +860,9 @@ store::RunInfo Loop::run() {
 }  // namespace
 
 store::RunInfo supervise(const SupervisorOptions& options) {
+  // Before anything starts a thread (NVML starts one at init): a thread inherits the mask, and a
+  // signal the kernel gives a thread that does not block it never reaches the signalfd.
+  block_supervisor_signals();
   Loop loop(options);
   return loop.run();
 }

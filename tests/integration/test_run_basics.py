@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, TRAINDOC, python_job, torchrun
+from conftest import PYTHON, ROOT, TRAINDOC, python_job, torchrun
 
 
 def test_exit_code_passes_through(traindoc):
@@ -107,9 +107,10 @@ time.sleep(60)
 """
 
 
-def start(tmp_path, code):
+def start(tmp_path, code, env=None):
     proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--",
-                             PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             PYTHON, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
     assert proc.stdout.readline() == b"ready\n"
     return proc
 
@@ -122,9 +123,15 @@ def stop_finding(tmp_path):
     return root, [findings[i]["kind"] for i in root["consequences"]]
 
 
+# NVML starts a thread of its own when loaded (the stand-in too): a signal must not go there.
+WITH_NVML = {**os.environ, "TRAINDOC_NVML_LIBRARY": str(
+    ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1")}
+
+
+@pytest.mark.parametrize("env", [None, WITH_NVML], ids=["", "nvml"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_is_forwarded_to_the_job(tmp_path, sig):
-    proc = start(tmp_path, TRAP_JOB)
+def test_signal_is_forwarded_to_the_job(tmp_path, sig, env):
+    proc = start(tmp_path, TRAP_JOB, env)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3

@@ -32,6 +32,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,7 +375,23 @@ static void deliver_due_losses(void) {
   }
 }
 
+/* The real library starts a thread of its own at init that waits in the kernel for good, with the
+   signal mask of the thread that loaded it: a signal its loader has not yet blocked may go there
+   and be lost (SIGCHLD: ignored) or end the process (SIGTERM). The same here. */
+static void* driver_thread(void* unused) {
+  (void)unused;
+  for (;;) pause();
+  return NULL;
+}
+
+static void start_driver_thread(void) {
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, driver_thread, NULL) == 0) pthread_detach(thread);
+}
+
 EXPORT nvmlReturn_t nvmlInit_v2(void) {
+  static pthread_once_t started = PTHREAD_ONCE_INIT;
+  pthread_once(&started, start_driver_thread);
   memset(&g, 0, sizeof(g));
   g.stride = sizeof(nvmlProcessInfo_v2_t);
   snprintf(g.driver, sizeof(g.driver), "%s", "580.65.06");
