@@ -789,7 +789,8 @@ store::RunInfo Loop::run() {
 
   sigset_t set;
   pthread_sigmask(SIG_BLOCK, nullptr, &set);
-  int signals = signalfd(-1, &set, SFD_CLOEXEC);
+  // Non-blocking: a signal that poll saw and another thread took leaves nothing to wait for.
+  int signals = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
   itimerspec tick{{0, long{kTickMs} * 1'000'000}, {0, 1'000'000}};
   timerfd_settime(timer, 0, &tick, nullptr);
@@ -814,7 +815,6 @@ store::RunInfo Loop::run() {
           forward(info);
         }
         if (m_root_done) break;
-        if (poll(fds, 1, 0) <= 0) break;
       }
     }
     if (m_root_done) break;
