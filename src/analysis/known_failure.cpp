@@ -203,6 +203,11 @@ void cuda_unavailable(const SignatureMatch& m, KnownFailure& f) {
         "driver.";
     return;
   }
+  if (m.id == "cuda.unknown-error") {
+    f.title = "CUDA could not start in the process (CUDA unknown error)";
+    f.fix = kCudaUnknownErrorFix;
+    return;
+  }
   if (m.id == "cuda.invalid-device-ordinal") {
     f.title = "the process asked for a GPU it cannot see (invalid device ordinal)";
     f.fix =
@@ -460,6 +465,14 @@ const char* const kJoinFix =
     "ranks started), that each node reaches that address and port (a firewall, or the wrong "
     "network interface: GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME), and that no other job holds "
     "the port.";
+
+const char* const kCudaUnknownErrorFix =
+    "CUDA could not open the GPU's unified-memory device, /dev/nvidia-uvm, most often: its "
+    "kernel module (nvidia_uvm) is not loaded, or stopped working after a suspend, while "
+    "nvidia-smi, which does not use it, still works. Reload it (sudo rmmod nvidia_uvm; sudo "
+    "modprobe nvidia_uvm) or reboot; in a container, make sure /dev/nvidia-uvm is passed in "
+    "(--gpus, or --device /dev/nvidia-uvm). CUDA_VISIBLE_DEVICES changed after CUDA started in "
+    "the process gives the same error.";
 
 bool reports_another_process(const std::string& kind) {
   static const std::set<std::string> kAboutAnother = {"worker-crash", "worker-exit", "peer-exited",

@@ -37,6 +37,8 @@ std::string merge_key(const std::string& kind, const std::string& signature_id);
 std::string fix_for(const std::string& kind);
 // The fix for ranks or nodes that never joined the rendezvous.
 extern const char* const kJoinFix;
+// The fix for CUDA that could not start with "CUDA unknown error" (cudaErrorUnknown).
+extern const char* const kCudaUnknownErrorFix;
 
 // The fix for an exception no known text explains: where the user's code raised it, or called
 // the library that did.

@@ -3,6 +3,7 @@
 // not start): a warning each, one for all the ranks that printed it. The job runs on and learns
 // the wrong thing, or on the CPU; this is the only place it says so. Hints about speed alone are
 // info. Pure.
+#include "analysis/known_failure.h"
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
 #include "analysis/traceback.h"
@@ -35,6 +36,10 @@ void describe(const SignatureMatch& m, Finding& f) {
     f.title = "CUDA failed to start (" + field(m, "reason") +
               "): torch.cuda.is_available() is False, and code that falls back to the CPU "
               "trains there";
+    if (field(m, "reason").starts_with("CUDA unknown error")) {
+      f.fix = kCudaUnknownErrorFix;
+      return;
+    }
     f.fix =
         "Run nvidia-smi in the job's environment. A driver updated without a reboot (its "
         "kernel module no longer matches its libraries), CUDA_VISIBLE_DEVICES changed after "

@@ -189,6 +189,20 @@ std::vector<Entry> memory_entries() {
                   "with your version of the CUDA driver.",
        .source = "torch/cuda/__init__.py _check_driver; cudaErrorInsufficientDriver (35), as "
                  "NCCL prints it"},
+      {.id = "cuda.unknown-error",
+       .framework = "cuda",
+       .kind = "cuda-unavailable",
+       .failure = true,
+       .needles = {"CUDA unknown error"},
+       .description = "CUDA could not start in the process (cudaErrorUnknown): most often the "
+                      "unified-memory device /dev/nvidia-uvm missing or unusable (its module "
+                      "not loaded, or broken by a suspend)",
+       .example = "RuntimeError: CUDA unknown error - this may be due to an incorrectly set up "
+                  "environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program "
+                  "start. Setting the available devices to be zero.",
+       .source = "c10/cuda/CUDAFunctions.cpp device_count_impl (cudaErrorUnknown); verified "
+                 "with PyTorch 2.11 on an H100 whose /dev/nvidia-uvm was made unusable",
+       .unless = "CUDA initialization: "},
       {.id = "cuda.invalid-device-ordinal",
        .framework = "cuda",
        .kind = "cuda-unavailable",

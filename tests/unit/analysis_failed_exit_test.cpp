@@ -324,6 +324,8 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
        "a cu128 wheel for a 12.8 driver"},
       {"KeyError: 'LOCAL_RANK'", "defaults (int(os.environ.get('LOCAL_RANK', 0)))"},
       {"RuntimeError: CUDA error: invalid device ordinal", "--nproc_per_node at most"},
+      // PyTorch 2.11's words on an H100, for a GPU number past the last.
+      {"torch.AcceleratorError: CUDA error: invalid device ordinal", "--nproc_per_node at most"},
       {"ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
        "variable MASTER_ADDR expected, but not set",
        "os.environ.setdefault('MASTER_ADDR', '127.0.0.1')"},

@@ -98,6 +98,30 @@ TEST(SignatureTorchCudaOom, Format2xFragmentation) {
   expect_no_field(m, "other_pids");
 }
 
+// As PyTorch 2.11 printed it on an H100 80GB, for the demo at 1024x2048 with a batch of 64.
+TEST(SignatureTorchCudaOom, Format211SeenOnAnH100) {
+  const std::string line =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 368.00 MiB. GPU 0 has a "
+      "total capacity of 79.18 GiB of which 94.19 MiB is free. Including non-PyTorch memory, "
+      "this process has 79.07 GiB memory in use. Of the allocated memory 78.45 GiB is allocated "
+      "by PyTorch, and 17.47 MiB is reserved by PyTorch but unallocated. If reserved but "
+      "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+      "to avoid fragmentation.  See documentation for Memory Management  "
+      "(https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-"
+      "pytorch-cuda-alloc-conf)";
+  EXPECT_THAT(ids(line), UnorderedElementsAre("torch.cuda-oom"));
+  SignatureMatch m = match(line, "torch.cuda-oom");
+  EXPECT_EQ(m.kind, "gpu-oom");  // 17 MiB unusable: the batch is too large, not fragmented
+  expect_fields(m, {{"exception_type", "torch.OutOfMemoryError"},
+                    {"requested_bytes", "385875968"},
+                    {"gpu", "0"},
+                    {"capacity_bytes", "85018877624"},
+                    {"free_bytes", "98765373"},
+                    {"process_bytes", "84900766024"},
+                    {"allocated_bytes", "84235046093"},
+                    {"reserved_unallocated_bytes", "18318623"}});
+}
+
 // Fragmentation is memory reserved but unallocated that is large against the request (with the
 // free memory it would have held it) and against the capacity (2% of the GPU at least).
 TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) {

@@ -721,5 +721,41 @@ TEST(TrainingRules, ASpeedHintIsInfo) {
   EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("also rank 1 (pid 1011) printed it")));
 }
 
+// As PyTorch 2.11 warned on an H100 whose /dev/nvidia-uvm was made unusable, then failed at the
+// first use of CUDA: the warning says why the job may train on the CPU, the error is the failure;
+// each names the unified-memory device.
+TEST(TrainingRules, CudaThatCannotStartNamesTheUnifiedMemoryDevice) {
+  const std::string reason =
+      "CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing "
+      "env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to "
+      "be zero.";
+  const std::string warning =
+      "/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/__init__.py:180: UserWarning: "
+      "CUDA initialization: " +
+      reason + " (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:119.)";
+  EXPECT_THAT(ids(warning), testing::ElementsAre("torch.cuda-init-warning"));
+  Evidence e = torchrun_job();
+  e.log_lines = {stderr_line(3.6, 1, warning)};
+  exited(e, kRank0, 4, 0);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  EXPECT_EQ(d.findings[0].kind, "framework-warning");
+  EXPECT_THAT(d.findings[0].title, HasSubstr("CUDA failed to start (CUDA unknown error - "));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("sudo rmmod nvidia_uvm; sudo modprobe nvidia_uvm"));
+
+  e.log_lines.push_back(stderr_line(3.7, 2, "Traceback (most recent call last):"));
+  e.log_lines.push_back(stderr_line(3.7, 3, "  File \"<string>\", line 1, in <module>"));
+  e.log_lines.push_back(stderr_line(3.7, 4, "RuntimeError: " + reason));
+  exited(e, kRank0, 4, 1);
+  d = diagnose(e);
+  const Finding& root = d.findings[0];
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_EQ(root.kind, "cuda-unavailable");
+  EXPECT_EQ(root.title,
+            "rank 0 (pid 1010): CUDA could not start in the process (CUDA unknown "
+            "error)");
+  EXPECT_THAT(root.fix, HasSubstr("/dev/nvidia-uvm"));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis
