@@ -27,6 +27,23 @@ DEMO = [sys.executable, str(ROOT / "examples" / "demo" / "train.py"), "--device"
 TOO_BIG = ["--image-size", "1024x2048", "--batch-size", "64"]
 HOLD = ("import torch, time; x = torch.empty({gib} << 30, dtype=torch.uint8, device='cuda'); "
         "print('holding', flush=True); time.sleep({seconds})")
+# Rank 1 waits seconds for a kernel of its own in torch.cuda.synchronize(), which CUDA's default
+# schedule spins in, while rank 0 waits in the next all_reduce: a full core, yet no work of its own.
+SYNC_WAIT = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.ones(4)
+dist.all_reduce(t)
+if dist.get_rank() == 1:
+    torch.cuda._sleep(int(3e10))  # some seconds of GPU clock cycles
+    torch.cuda.synchronize()  # waits on the GPU
+dist.all_reduce(t)
+dist.destroy_process_group()
+"""
+# CUDA cannot start where the driver's unified-memory device is not usable (the nvidia_uvm module
+# gone after a suspend): PyTorch warns and sees no GPU.
+NO_UVM = ["unshare", "--mount", "sh", "-c", 'mount --bind /dev/null /dev/nvidia-uvm && exec "$@"',
+          "sh", sys.executable, "-c", "import torch; print(torch.cuda.is_available())"]
 
 
 # The lines of a job's output worth a fixture: the frameworks' GPU error texts.
@@ -93,9 +110,21 @@ class Keeper:
 KEEP = Keeper(None)
 
 
-def traindoc_run(traindoc, out, cmd, name=None):
-    done = subprocess.run([traindoc, "run", "--out", str(out), "--interval", "0.2", "--", *cmd],
-                          capture_output=True, timeout=600)
+def torchrun(ranks):
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks)]
+
+
+# Each job here ends within a minute: one still running then is a hang, kept as such.
+RUN_LIMIT_S = 120
+
+
+def traindoc_run(traindoc, out, cmd, name=None, options=("--interval", "0.2")):
+    try:
+        done = subprocess.run([traindoc, "run", "--out", str(out), *options, "--", *cmd],
+                              capture_output=True, timeout=RUN_LIMIT_S)
+    except subprocess.TimeoutExpired as hung:
+        KEEP.run(name or out.name, out, hung.stdout, hung.stderr)
+        raise
     KEEP.run(name or out.name, out, done.stdout, done.stderr)
     return json.loads((out / "report.json").read_text())
 
@@ -118,7 +147,8 @@ def check_real_oom(traindoc, work):
 
 
 def check_label_255(traindoc, work):
-    f = root(traindoc_run(traindoc, work / "label", DEMO + ["--fault", "label-255"], "label-255"))
+    f = root(traindoc_run(traindoc, work / "label", DEMO + ["--fault", "label-255",
+                                                          "--fault-step", "1"], "label-255"))
     assert f["kind"] == "label-out-of-range", f
     assert "t >= 0 && t < n_classes" in f["title"], f["title"]
     assert "ignore_index=255" in f["fix"]
@@ -173,8 +203,36 @@ def check_nvml_vs_smi(traindoc, work):
     print(f"  {status}")
 
 
+def check_more_ranks_than_gpus(traindoc, work):
+    """torchrun starts a rank per GPU asked for, and this machine has fewer: the rank past the
+    last GPU fails in torch.cuda.set_device(local_rank)."""
+    count = int(subprocess.check_output([sys.executable, "-c",
+                                         "import torch; print(torch.cuda.device_count())"]))
+    report = traindoc_run(traindoc, work / "ranks", torchrun(count + 1) + DEMO[1:], "more-ranks")
+    f = root(report)
+    assert f["kind"] == "cuda-unavailable", f
+    assert "invalid device ordinal" in f["title"] and count in f["ranks"], f
+
+
+def check_sync_wait(traindoc, work):
+    script = work / "sync_wait.py"
+    script.write_text(SYNC_WAIT)
+    f = root(traindoc_run(traindoc, work / "sync", torchrun(2) + [str(script)], "sync-wait",
+                          ("--stall-seconds", "3")))
+    assert f["kind"] == "collective-missing" and f["ranks"] == [1], f
+    assert "is busy" not in f["title"], f["title"]
+
+
+def check_cuda_init(traindoc, work):
+    f = [f for f in traindoc_run(traindoc, work / "init", NO_UVM, "cuda-init")["findings"]
+         if f["title"].startswith("CUDA failed to start")]
+    assert f, "no finding of CUDA's start"
+
+
 CHECKS = {"real-oom": check_real_oom, "label-255": check_label_255,
-          "second-process": check_second_process, "nvml-vs-smi": check_nvml_vs_smi}
+          "second-process": check_second_process, "nvml-vs-smi": check_nvml_vs_smi,
+          "more-ranks": check_more_ranks_than_gpus, "sync-wait": check_sync_wait,
+          "cuda-init": check_cuda_init}
 
 
 def main():

@@ -1,6 +1,8 @@
 """GPU evidence with the stand-in libnvidia-ml of tests/fakes/nvml: real job processes (a
 launcher and its ranks, processes outside the job) reported on fake GPUs, and the frameworks'
 real GPU error texts printed by those processes. report.json must name the cause."""
+import json
+import sqlite3
 import subprocess
 import time
 
@@ -173,6 +175,28 @@ def test_torchrun_ranks_on_gpu0(gpu_run):
     assert finding(run, "gpu-imbalance")["ranks"] == [1, 2, 3]
     launcher = [p for p in run.processes("launcher")]
     assert launcher and all(p["pid"] not in foreign["pids"] for p in launcher)
+
+
+def test_the_stand_in_reads_as_a_real_h100_did(gpu_run, tmp_path):
+    """tests/fixtures/gpu/h100-nvml.json: what traindoc read from a real H100's NVML (driver
+    580.159.04) while a process held 2 GiB. The stand-in playing those numbers reads the same."""
+    seen = json.loads((ROOT / "tests" / "fixtures" / "gpu" / "h100-nvml.json").read_text())
+    gpu = seen["gpus"][0]
+    held = gpu["processes"][0]["peak"] >> 20
+    driver = seen["gpu_nvml_status"].split()[3]
+    scenario = (f"driver {driver}\nstruct 24\n"
+                f"device {gpu['uuid']} {gpu['pci_bus_id']} {gpu['memory_total'] >> 20} "
+                f"{seen['idle_memory_used'] >> 20} {gpu['name']}\nprocess 0 rank=0 {held}\n")
+    run = gpu_run(ranks_job(tmp_path, 1, 1.5), scenario)
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    got = run.report["gpus"][0]
+    for key in ("index", "uuid", "pci_bus_id", "name", "memory_total"):
+        assert got[key] == gpu[key], key
+    assert [{k: p[k] for k in ("who", "in_job", "peak")} for p in got["processes"]] == \
+        gpu["processes"]
+    status = sqlite3.connect(run.run_dir / "run.db").execute(
+        "SELECT value FROM meta WHERE key = 'gpu_nvml_status'").fetchone()[0]
+    assert status == seen["gpu_nvml_status"].replace("libnvidia-ml.so.1", str(FAKE_NVML))
 
 
 def test_balanced_gpus_give_no_placement_finding(gpu_run, tmp_path):
