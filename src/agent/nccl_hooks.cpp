@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "agent/collectives.h"
@@ -157,19 +159,22 @@ void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
   write_collective_enter(base_call(op, comm), common::CollectiveSource::kNccl, numbered);
 }
 
-// The loaded objects' names (the loader's own strings, valid while they stay loaded).
-struct Loaded {
-  static constexpr size_t kMax = 1024;
-  const char* names[kMax];
-  size_t count = 0;
-};
+// The library whose dependencies gave a real NCCL definition: the next ones are looked up there.
+std::atomic<void*> g_nccl_library{nullptr};
 
-int add_loaded(dl_phdr_info* info, size_t /*size*/, void* data) {
-  auto* loaded = static_cast<Loaded*>(data);
-  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0' && loaded->count < Loaded::kMax) {
-    loaded->names[loaded->count++] = info->dlpi_name;
+// The loaded objects' names, copied: an object may be unloaded before its name is used.
+int add_loaded(dl_phdr_info* info, size_t /*size*/, void* names) {
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+    static_cast<std::vector<std::string>*>(names)->emplace_back(info->dlpi_name);
   }
   return 0;
+}
+
+// `name` as `handle`'s object or its dependencies define it, unless that is the agent's own.
+void* not_ours(void* handle, const char* name, const void* agent_base) {
+  void* fn = dlsym(handle, name);
+  Dl_info where{};
+  return fn != nullptr && dladdr(fn, &where) != 0 && where.dli_fbase != agent_base ? fn : nullptr;
 }
 
 // The real NCCL's `name`: the next definition after the agent where NCCL is in the global scope
@@ -178,18 +183,26 @@ int add_loaded(dl_phdr_info* info, size_t /*size*/, void* data) {
 // Python opens RTLD_LOCAL: out of RTLD_NEXT's sight, yet its callers' lookups still find ours.
 void* real_nccl(const char* name) {
   if (void* fn = dlsym(RTLD_NEXT, name)) return fn;
-  Loaded loaded;
-  dl_iterate_phdr(add_loaded, &loaded);  // names first: no dlopen under the loader's list lock
   Dl_info agent{};
-  dladdr(reinterpret_cast<void*>(&add_loaded), &agent);
+  if (dladdr(reinterpret_cast<void*>(&add_loaded), &agent) == 0) return nullptr;  // ours unknown
   void* found = nullptr;
-  for (size_t i = 0; i < loaded.count && found == nullptr; ++i) {
-    void* handle = dlopen(loaded.names[i], RTLD_LAZY | RTLD_NOLOAD);
-    if (handle == nullptr) continue;
-    void* fn = dlsym(handle, name);
-    Dl_info where{};
-    if (fn != nullptr && dladdr(fn, &where) != 0 && where.dli_fbase != agent.dli_fbase) found = fn;
-    dlclose(handle);
+  if (void* library = g_nccl_library.load(std::memory_order_acquire)) {
+    found = not_ours(library, name, agent.dli_fbase);
+  }
+  if (found == nullptr) {
+    std::vector<std::string> loaded;
+    dl_iterate_phdr(add_loaded, &loaded);  // names first: no dlopen under the loader's list lock
+    for (const std::string& path : loaded) {
+      void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      if (handle == nullptr) continue;
+      found = not_ours(handle, name, agent.dli_fbase);
+      void* none = nullptr;
+      // Kept open where NCCL was found, for the other entry points.
+      if (found == nullptr || !g_nccl_library.compare_exchange_strong(none, handle)) {
+        dlclose(handle);
+      }
+      if (found != nullptr) break;
+    }
   }
   dlerror();  // the program's next dlerror() is about its own calls
   return found;

@@ -21,9 +21,10 @@ def ranks(tmp_path, count, fault, job=(JOB,)):
     """A shell that starts `count` ranks (RANK and WORLD_SIZE as a launcher sets them)."""
     id_file = tmp_path / "nccl.id"
     program = " ".join(map(str, job))
-    starts = " ".join(f"RANK={r} WORLD_SIZE={count} {program} {r} {count} {id_file} {fault} &"
-                      for r in range(count))
-    return ["sh", "-c", f"{starts} wait"]
+    starts = " ".join(f"RANK={r} WORLD_SIZE={count} {program} {r} {count} {id_file} {fault} & "
+                      f'pids="$pids $!";' for r in range(count))
+    # Exits 1 when a rank failed.
+    return ["sh", "-c", f'{starts} for p in $pids; do wait $p || exit 1; done']
 
 
 def calls(run):
@@ -75,7 +76,7 @@ def test_nccl_out_of_the_global_scope_is_found(traindoc, tmp_path):
     the interposers still reach it, the calls succeed and are recorded, the mismatch is named."""
     run = traindoc(ranks(tmp_path, 2, "count", LOCAL_JOB))
     assert run.status == 0, run.stderr
-    assert [r["count"] for r in calls(run) if r["op"] == "all_reduce"] == [1024, 2048]
+    assert sorted(r["count"] for r in calls(run) if r["op"] == "all_reduce") == [1024, 2048]
     root = next(f for f in run.report["findings"] if f["root_cause"])
     assert root["kind"] == "collective-mismatch" and "different count" in root["title"], root
 
