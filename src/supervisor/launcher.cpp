@@ -107,6 +107,17 @@ void block_supervisor_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+void end_if_stopped_before_launch() {
+  sigset_t pending;
+  sigpending(&pending);
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    if (sigismember(&pending, sig) == 1) sigaddset(&stops, sig);
+  }
+  pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);  // delivered at once: its default action
+}
+
 LaunchedJob launch(const LaunchSpec& spec) {
   if (spec.argv.empty()) throw std::runtime_error("no command to run");
   LaunchedJob job;

@@ -38,6 +38,10 @@ struct LaunchError {
 // The signals the supervisor takes through its signalfd: blocked here, restored in the child.
 void block_supervisor_signals();
 
+// A stop signal that came while traindoc started, before the job exists: it ends traindoc now, as
+// it would have unblocked (nothing to forward it to). Returns when none is pending.
+void end_if_stopped_before_launch();
+
 // Forks and execs the job. Throws LaunchError when exec fails (the child is reaped).
 LaunchedJob launch(const LaunchSpec& spec);
 

@@ -771,6 +771,7 @@ store::RunInfo Loop::run() {
   m_store.write_run(m_run);
   m_store.flush();
 
+  end_if_stopped_before_launch();  // NVML's start can take seconds
   LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : "",
                   m_agent ? m_options.python_path : ""};
   try {

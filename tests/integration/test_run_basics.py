@@ -128,7 +128,36 @@ WITH_NVML = {**os.environ, "TRAINDOC_NVML_LIBRARY": str(
     ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1")}
 
 
-@pytest.mark.parametrize("env", [None, WITH_NVML], ids=["", "nvml"])
+def nvml_playing(tmp_path, scenario):
+    script = tmp_path / "nvml.txt"
+    script.write_text(scenario)
+    return {**WITH_NVML, "TRAINDOC_FAKE_NVML_SCRIPT": str(script)}
+
+
+def test_a_child_signal_another_thread_took_still_ends_the_run(tmp_path):
+    """NVML's thread unblocks SIGCHLD and takes the job's: the loop learns of the end anyway."""
+    env = nvml_playing(tmp_path, "thread takes SIGCHLD\n")
+    for attempt in range(5):
+        done = subprocess.run([str(TRAINDOC), "run", "--silent", "--out",
+                               str(tmp_path / f"r{attempt}"), "--", "sh", "-c", "exit 2"],
+                              env=env, timeout=30)
+        assert done.returncode == 2
+
+
+def test_a_stop_while_traindoc_starts_ends_it_before_the_job(tmp_path):
+    """Ctrl-C while NVML starts (seconds without persistence mode): no job is started."""
+    marker = tmp_path / "started"
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--", "touch",
+                             str(marker)], env=nvml_playing(tmp_path, "init 2000\n"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGINT
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("env", [None, WITH_NVML], ids=["plain", "nvml"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_is_forwarded_to_the_job(tmp_path, sig, env):
     proc = start(tmp_path, TRAP_JOB, env)

@@ -24,6 +24,8 @@
                                 {status,stat} for each listed one, NSpid giving both pids
      hostpids proc <dir>        the lists give each pid as the /proc mounted at <dir>, that of an
                                 outer pid namespace, numbers it (its NSpid and start time there)
+     init <ms>            nvmlInit takes that long (a driver without persistence mode)
+     thread takes SIGCHLD       the library's own thread unblocks SIGCHLD, whatever its loader did
 
    Built twice: libnvidia-ml.so.1 exports nvmlEventSetWait_v2; old_events/libnvidia-ml.so.1 is a
    driver from before CUDA 11 that exports only nvmlEventSetWait (24-byte events).
@@ -98,6 +100,8 @@ static struct {
   long long init_ms;
   long long resolved_ms;
   int initialized;
+  long long init_delay_ms;
+  int thread_takes_sigchld;
 } g;
 
 struct nvmlEventSet_st {
@@ -171,6 +175,10 @@ static void load_script(const char* path) {
       }
     } else if (strcmp(word, "grow") == 0) {
       g.grow = atoi(rest);
+    } else if (strcmp(word, "init") == 0) {
+      g.init_delay_ms = atoll(rest);
+    } else if (strcmp(word, "thread") == 0) {
+      g.thread_takes_sigchld = strcmp(rest, "takes SIGCHLD") == 0;
     } else if (strcmp(word, "ecc") == 0) {
       int device = 0;
       unsigned long long corrected = 0, uncorrected = 0;
@@ -375,28 +383,38 @@ static void deliver_due_losses(void) {
   }
 }
 
-/* The real library starts a thread of its own at init that waits in the kernel for good, with the
-   signal mask of the thread that loaded it: a signal its loader has not yet blocked may go there
-   and be lost (SIGCHLD: ignored) or end the process (SIGTERM). The same here. */
-static void* driver_thread(void* unused) {
-  (void)unused;
+/* The real library starts a thread of its own at init that waits in the kernel, with the signal
+   mask of the thread that loaded it: a signal its loader has not yet blocked may go there and be
+   lost (SIGCHLD: ignored) or end the process (SIGTERM). The same here, or with SIGCHLD unblocked
+   whatever the loader did (`thread takes SIGCHLD`). It never ends: the library is built
+   -z nodelete so that its code stays mapped after dlclose. */
+static void* driver_thread(void* takes_sigchld) {
+  if (takes_sigchld != NULL) {
+    sigset_t child;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
+    pthread_sigmask(SIG_UNBLOCK, &child, NULL);
+  }
   for (;;) pause();
   return NULL;
 }
 
 static void start_driver_thread(void) {
   pthread_t thread;
-  if (pthread_create(&thread, NULL, driver_thread, NULL) == 0) pthread_detach(thread);
+  if (pthread_create(&thread, NULL, driver_thread, g.thread_takes_sigchld ? &g : NULL) == 0) {
+    pthread_detach(thread);
+  }
 }
 
 EXPORT nvmlReturn_t nvmlInit_v2(void) {
   static pthread_once_t started = PTHREAD_ONCE_INIT;
-  pthread_once(&started, start_driver_thread);
   memset(&g, 0, sizeof(g));
   g.stride = sizeof(nvmlProcessInfo_v2_t);
   snprintf(g.driver, sizeof(g.driver), "%s", "580.65.06");
   const char* script = getenv("TRAINDOC_FAKE_NVML_SCRIPT");
   if (script != NULL) load_script(script);
+  pthread_once(&started, start_driver_thread);
+  if (g.init_delay_ms > 0) usleep((useconds_t)(g.init_delay_ms * 1000));
   g.init_ms = now_ms();
   g.resolved_ms = -1000;
   if (g.host_dir[0] != '\0') {
