@@ -467,7 +467,7 @@ const char* const kJoinFix =
     "the port.";
 
 const char* const kCudaUnknownErrorFix =
-    "CUDA could not open the GPU's unified-memory device, /dev/nvidia-uvm, most often: its "
+    "Most often CUDA could not use the GPU's unified-memory device, /dev/nvidia-uvm: its "
     "kernel module (nvidia_uvm) is not loaded, or stopped working after a suspend, while "
     "nvidia-smi, which does not use it, still works. Reload it (sudo rmmod nvidia_uvm; sudo "
     "modprobe nvidia_uvm) or reboot; in a container, make sure /dev/nvidia-uvm is passed in "

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -118,14 +119,28 @@ def torchrun(ranks):
 RUN_LIMIT_S = 120
 
 
-def traindoc_run(traindoc, out, cmd, name=None, options=("--interval", "0.2")):
+def finish(job, name, out):
+    """Waits for a `traindoc run` started with start_new_session; past RUN_LIMIT_S it is asked to
+    stop (it stops the job and writes its report), then killed with all it started. Keeps what it
+    wrote either way; raises TimeoutExpired for a hang."""
     try:
-        done = subprocess.run([traindoc, "run", "--out", str(out), *options, "--", *cmd],
-                              capture_output=True, timeout=RUN_LIMIT_S)
-    except subprocess.TimeoutExpired as hung:
-        KEEP.run(name or out.name, out, hung.stdout, hung.stderr)
+        stdout, stderr = job.communicate(timeout=RUN_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        job.terminate()
+        try:
+            stdout, stderr = job.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            stdout, stderr = job.communicate()
+        KEEP.run(name, out, stdout, stderr)
         raise
-    KEEP.run(name or out.name, out, done.stdout, done.stderr)
+    KEEP.run(name, out, stdout, stderr)
+
+
+def traindoc_run(traindoc, out, cmd, name=None, options=("--interval", "0.2")):
+    job = subprocess.Popen([traindoc, "run", "--out", str(out), *options, "--", *cmd],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    finish(job, name or out.name, out)
     return json.loads((out / "report.json").read_text())
 
 
@@ -178,15 +193,14 @@ def check_nvml_vs_smi(traindoc, work):
     out = work / "smi"
     job = subprocess.Popen([traindoc, "run", "--out", str(out), "--interval", "0.2", "--",
                             sys.executable, "-c", HOLD.format(gib=2, seconds=8)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     time.sleep(6)
     smi = subprocess.check_output(["nvidia-smi", "--query-compute-apps=pid,used_memory",
                                    "--format=csv,noheader,nounits"], text=True)
     gpus = subprocess.check_output(["nvidia-smi", "--query-gpu=index,pci.bus_id,uuid",
                                     "--format=csv,noheader"], text=True)
     KEEP.smi("nvml-vs-smi", "holding")
-    stdout, stderr = job.communicate()
-    KEEP.run("nvml-vs-smi", out, stdout, stderr)
+    finish(job, "nvml-vs-smi", out)
     used = {int(p): int(m) << 20 for p, m in (l.split(",") for l in smi.strip().splitlines())}
     db = sqlite3.connect(out / "run.db")
     devices = db.execute("SELECT nvml_index, pci_bus_id, uuid FROM gpu_devices").fetchall()
@@ -227,6 +241,7 @@ def check_cuda_init(traindoc, work):
     f = [f for f in traindoc_run(traindoc, work / "init", NO_UVM, "cuda-init")["findings"]
          if f["title"].startswith("CUDA failed to start")]
     assert f, "no finding of CUDA's start"
+    assert "/dev/nvidia-uvm" in f[0]["fix"], f[0]["fix"]
 
 
 CHECKS = {"real-oom": check_real_oom, "label-255": check_label_255,
