@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <vector>
+#include <cstdlib>
+#include <cstring>
 
 #include "agent/agent.h"
 #include "agent/collectives.h"
@@ -162,11 +162,31 @@ void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
 // The library whose dependencies gave a real NCCL definition: the next ones are looked up there.
 std::atomic<void*> g_nccl_library{nullptr};
 
-// The loaded objects' names, copied: an object may be unloaded before its name is used.
-int add_loaded(dl_phdr_info* info, size_t /*size*/, void* names) {
-  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
-    static_cast<std::vector<std::string>*>(names)->emplace_back(info->dlpi_name);
+// The loaded objects' names, copied one after another ('\0'-ended): an object may be unloaded
+// before its name is used. Plain malloc, as the agent carries no C++ runtime.
+struct Names {
+  char* text = nullptr;
+  size_t used = 0;
+  size_t capacity = 0;
+  Names() = default;
+  Names(const Names&) = delete;
+  Names& operator=(const Names&) = delete;
+  ~Names() { free(text); }
+};
+
+int add_loaded(dl_phdr_info* info, size_t /*size*/, void* data) {
+  auto* names = static_cast<Names*>(data);
+  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+  size_t length = strlen(info->dlpi_name) + 1;
+  if (names->used + length > names->capacity) {
+    size_t capacity = names->capacity * 2 + length + 4096;
+    auto* grown = static_cast<char*>(realloc(names->text, capacity));
+    if (grown == nullptr) return 1;  // the names so far
+    names->text = grown;
+    names->capacity = capacity;
   }
+  memcpy(names->text + names->used, info->dlpi_name, length);
+  names->used += length;
   return 0;
 }
 
@@ -190,10 +210,10 @@ void* real_nccl(const char* name) {
     found = not_ours(library, name, agent.dli_fbase);
   }
   if (found == nullptr) {
-    std::vector<std::string> loaded;
+    Names loaded;
     dl_iterate_phdr(add_loaded, &loaded);  // names first: no dlopen under the loader's list lock
-    for (const std::string& path : loaded) {
-      void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    for (size_t at = 0; at < loaded.used; at += strlen(loaded.text + at) + 1) {
+      void* handle = dlopen(loaded.text + at, RTLD_LAZY | RTLD_NOLOAD);
       if (handle == nullptr) continue;
       found = not_ours(handle, name, agent.dli_fbase);
       void* none = nullptr;

@@ -157,10 +157,27 @@ NOT_COMMUNICATION = {
 }
 
 
-def exported(library):
+def exported(library, prefix="nccl"):
     out = subprocess.run(["nm", "-D", "--defined-only", str(library)], check=True,
                          capture_output=True, text=True).stdout
-    return {line.split()[-1] for line in out.splitlines() if line.split()[-1].startswith("nccl")}
+    return {line.split()[-1] for line in out.splitlines() if line.split()[-1].startswith(prefix)}
+
+
+# The libc entry points the agent interposes: the stop, exit and wait calls and thread starts.
+LIBC_HOOKS = {
+    "_Exit", "_exit", "__sigaction", "__sysv_signal", "bsd_signal", "kill", "killpg",
+    "pthread_create", "sigaction", "sigignore", "signal", "sigset", "ssignal", "sysv_signal",
+    "wait", "wait3", "wait4", "waitid", "waitpid",
+}
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="no nm")
+def test_the_agent_exports_its_entry_points_alone():
+    """Preloaded, anything else the agent exported would take the place of the job's own: its
+    static C++ runtime's __cxa_throw or _Unwind_* broke every C++ exception (gloo's, when a peer
+    left: the rank aborted)."""
+    others = {name for name in exported(AGENT, "") if not name.startswith(("nccl", "traindoc_"))}
+    assert others == LIBC_HOOKS
 
 
 @pytest.mark.skipif(real_nccl() is None or shutil.which("nm") is None,
