@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -148,9 +149,12 @@ def test_a_stop_while_traindoc_starts_ends_it_before_the_job(tmp_path):
     """Ctrl-C while NVML starts (seconds without persistence mode): no job is started."""
     marker = tmp_path / "started"
     proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--", "touch",
-                             str(marker)], env=nvml_playing(tmp_path, "init 2000\n"),
+                             str(marker)], env=nvml_playing(tmp_path, "init 3000\n"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.5)
+    # NVML loaded: traindoc is in its 3 s start.
+    maps = Path(f"/proc/{proc.pid}/maps")
+    while "libnvidia-ml" not in maps.read_text():
+        time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGINT
