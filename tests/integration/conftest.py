@@ -3,6 +3,7 @@ processes and real PyTorch, then read report.json, run.db and the exit status.""
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +16,11 @@ TRAINDOC = Path(os.environ.get("TRAINDOC_BIN", ROOT / "build" / "bin" / "traindo
 JOBS = Path(__file__).resolve().parent / "jobs"
 # The interpreter that has torch: the one running these tests (scripts/test picks it).
 PYTHON = os.environ.get("TRAINDOC_PYTHON", sys.executable)
+
+# Tests interrupt traindoc as a terminal would. A harness that started this run in the background
+# left SIGINT ignored, which traindoc and its jobs would inherit: they get Python's default instead.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Run:
