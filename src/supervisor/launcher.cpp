@@ -21,7 +21,8 @@ extern char** environ;
 namespace traindoc::supervisor {
 namespace {
 
-constexpr int kSupervisorSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
+// The requests to stop that the supervisor forwards; it also takes SIGCHLD and SIGWINCH.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 constexpr int kPipeSize = 1 << 20;  // absorbs bursts while the tap writes to a slow terminal
 
 [[noreturn]] void fail(const std::string& what) {
@@ -101,7 +102,9 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 void block_supervisor_signals() {
   sigset_t set;
   sigemptyset(&set);
-  for (int sig : kSupervisorSignals) sigaddset(&set, sig);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGWINCH);
+  for (int sig : kStopSignals) sigaddset(&set, sig);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   // A broken terminal pipe must not kill the supervisor: the tap sees EPIPE and passes it on.
   signal(SIGPIPE, SIG_IGN);
@@ -112,7 +115,7 @@ void end_if_stopped_before_launch() {
   sigpending(&pending);
   sigset_t stops;
   sigemptyset(&stops);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+  for (int sig : kStopSignals) {
     if (sigismember(&pending, sig) == 1) sigaddset(&stops, sig);
   }
   pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);  // delivered at once: its default action
