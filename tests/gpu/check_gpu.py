@@ -137,10 +137,14 @@ def finish(job, name, out):
     KEEP.run(name, out, stdout, stderr)
 
 
+def start(traindoc, out, cmd, options=("--interval", "0.2")):
+    """`traindoc run` in a session of its own, for finish()."""
+    return subprocess.Popen([traindoc, "run", "--out", str(out), *options, "--", *cmd],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
 def traindoc_run(traindoc, out, cmd, name=None, options=("--interval", "0.2")):
-    job = subprocess.Popen([traindoc, "run", "--out", str(out), *options, "--", *cmd],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    finish(job, name or out.name, out)
+    finish(start(traindoc, out, cmd, options), name or out.name, out)
     return json.loads((out / "report.json").read_text())
 
 
@@ -191,9 +195,7 @@ def check_second_process(traindoc, work):
 
 def check_nvml_vs_smi(traindoc, work):
     out = work / "smi"
-    job = subprocess.Popen([traindoc, "run", "--out", str(out), "--interval", "0.2", "--",
-                            sys.executable, "-c", HOLD.format(gib=2, seconds=8)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    job = start(traindoc, out, [sys.executable, "-c", HOLD.format(gib=2, seconds=8)])
     time.sleep(6)
     smi = subprocess.check_output(["nvidia-smi", "--query-compute-apps=pid,used_memory",
                                    "--format=csv,noheader,nounits"], text=True)

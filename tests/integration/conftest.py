@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,20 @@ TRAINDOC = Path(os.environ.get("TRAINDOC_BIN", ROOT / "build" / "bin" / "traindo
 JOBS = Path(__file__).resolve().parent / "jobs"
 # The interpreter that has torch: the one running these tests (scripts/test picks it).
 PYTHON = os.environ.get("TRAINDOC_PYTHON", sys.executable)
+
+# The stand-in libnvidia-ml of tests/fakes/nvml.
+FAKE_NVML = ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
+
+
+def nvml_env(tmp_path, scenario=None, **extra):
+    """The environment in which traindoc loads the stand-in NVML, playing `scenario` if given."""
+    env = {**os.environ, "TRAINDOC_NVML_LIBRARY": str(FAKE_NVML), **extra}
+    if scenario is not None:
+        script = tmp_path / f"nvml-{time.monotonic_ns()}.txt"
+        script.write_text(scenario)
+        env["TRAINDOC_FAKE_NVML_SCRIPT"] = str(script)
+    return env
+
 
 # Tests interrupt traindoc as a terminal would. A harness that started this run in the background
 # left SIGINT ignored, which traindoc and its jobs would inherit: they get Python's default instead.

@@ -4,13 +4,12 @@ real GPU error texts printed by those processes. report.json must name the cause
 import json
 import sqlite3
 import subprocess
-import time
 
 import pytest
 
-from conftest import JOBS, ROOT, TRAINDOC, Run, job_script, python_job, torchrun
+from conftest import (FAKE_NVML, JOBS, ROOT, TRAINDOC, Run, job_script, nvml_env, python_job,
+                      torchrun)
 
-FAKE_NVML = ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
 
 FOUR_GPUS = """
 device GPU-5f1c0000-aaaa 00000000:06:00.0 81559 400 NVIDIA H100 80GB HBM3
@@ -102,10 +101,7 @@ def gpu_run(traindoc, tmp_path):
     assert FAKE_NVML.exists(), f"build first: {FAKE_NVML} is missing"
 
     def run(cmd, scenario, *options, env_extra=None):
-        script = tmp_path / f"nvml-{time.monotonic_ns()}.txt"
-        script.write_text(scenario)
-        env = dict(__import__("os").environ, TRAINDOC_NVML_LIBRARY=str(FAKE_NVML),
-                   TRAINDOC_FAKE_NVML_SCRIPT=str(script), **(env_extra or {}))
+        env = nvml_env(tmp_path, scenario, **(env_extra or {}))
         return traindoc(cmd, "--interval", "0.2", *options, env=env)
 
     return run
@@ -276,11 +272,8 @@ def test_a_real_pid_namespace(tmp_path, mapped):
     probe = subprocess.run(as_in_a_container(host_proc, ["true"]), capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"no unprivileged pid namespaces here: {probe.stderr.decode()[-200:]}")
-    script = tmp_path / "nvml.txt"
-    script.write_text(f"hostpids proc {host_proc}\n" + FOREIGN)
-    env = dict(__import__("os").environ, TRAINDOC_NVML_LIBRARY=str(FAKE_NVML),
-               TRAINDOC_FAKE_NVML_SCRIPT=str(script),
-               TRAINDOC_HOST_PROC=str(host_proc if mapped else tmp_path / "none"))
+    env = nvml_env(tmp_path, f"hostpids proc {host_proc}\n" + FOREIGN,
+                   TRAINDOC_HOST_PROC=str(host_proc if mapped else tmp_path / "none"))
     run_dir = tmp_path / "run"
     argv = [TRAINDOC, "run", "--out", run_dir, "--interval", "0.2", "--",
             *ranks_job(tmp_path, 4, 2.0)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, ROOT, TRAINDOC, python_job, torchrun
+from conftest import PYTHON, TRAINDOC, nvml_env, python_job, torchrun
 
 
 def test_exit_code_passes_through(traindoc):
@@ -124,20 +124,9 @@ def stop_finding(tmp_path):
     return root, [findings[i]["kind"] for i in root["consequences"]]
 
 
-# NVML starts a thread of its own when loaded (the stand-in too): a signal must not go there.
-WITH_NVML = {**os.environ, "TRAINDOC_NVML_LIBRARY": str(
-    ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1")}
-
-
-def nvml_playing(tmp_path, scenario):
-    script = tmp_path / "nvml.txt"
-    script.write_text(scenario)
-    return {**WITH_NVML, "TRAINDOC_FAKE_NVML_SCRIPT": str(script)}
-
-
 def test_a_child_signal_another_thread_took_still_ends_the_run(tmp_path):
     """NVML's thread unblocks SIGCHLD and takes the job's: the loop learns of the end anyway."""
-    env = nvml_playing(tmp_path, "thread takes SIGCHLD\n")
+    env = nvml_env(tmp_path, "thread takes SIGCHLD\n")
     for attempt in range(5):
         done = subprocess.run([str(TRAINDOC), "run", "--silent", "--out",
                                str(tmp_path / f"r{attempt}"), "--", "sh", "-c", "exit 2"],
@@ -149,7 +138,7 @@ def test_a_stop_while_traindoc_starts_ends_it_before_the_job(tmp_path):
     """Ctrl-C while NVML starts (seconds without persistence mode): no job is started."""
     marker = tmp_path / "started"
     proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--", "touch",
-                             str(marker)], env=nvml_playing(tmp_path, "init 3000\n"),
+                             str(marker)], env=nvml_env(tmp_path, "init 3000\n"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # NVML loaded: traindoc is in its 3 s start.
     maps = Path(f"/proc/{proc.pid}/maps")
@@ -161,10 +150,11 @@ def test_a_stop_while_traindoc_starts_ends_it_before_the_job(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("env", [None, WITH_NVML], ids=["plain", "nvml"])
+# NVML starts a thread of its own when loaded (the stand-in too): a signal must not go there.
+@pytest.mark.parametrize("nvml", [False, True], ids=["plain", "nvml"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_is_forwarded_to_the_job(tmp_path, sig, env):
-    proc = start(tmp_path, TRAP_JOB, env)
+def test_signal_is_forwarded_to_the_job(tmp_path, sig, nvml):
+    proc = start(tmp_path, TRAP_JOB, nvml_env(tmp_path) if nvml else None)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3
