@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -29,7 +30,7 @@ struct OpenResult {
 };
 
 // Opens and reads the schema once, which is when SQLite first touches the WAL and its index.
-OpenResult try_open(const std::string& target, int flags) {
+OpenResult try_open(const std::string& target, int flags, bool wal_holds_commits) {
   OpenResult result;
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(target.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -46,9 +47,10 @@ OpenResult try_open(const std::string& target, int flags) {
   // The file may come from anywhere: no schema-defined functions or views run with our rights.
   sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
-  // The last connection to close would otherwise checkpoint and delete the WAL: reading must
-  // leave the evidence files as they were.
-  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  // The last connection to close checkpoints the WAL into the main file and deletes it: reading
+  // must leave evidence files as they were, so only a WAL with nothing in it may go (as the
+  // one SQLite makes for this very read of a finished run, which would otherwise stay behind).
+  if (wal_holds_commits) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   sqlite3_exec(db, "PRAGMA query_only = 1", nullptr, nullptr, nullptr);
   // Catches damaged b-tree pages early instead of reading nonsense from them.
   sqlite3_exec(db, "PRAGMA cell_size_check = 1", nullptr, nullptr, nullptr);
@@ -103,7 +105,9 @@ std::string immutable_uri(const std::string& path) {
 // needs write access to the -shm file. Read-only next (a folder we may not write). Immutable
 // last: it ignores the WAL (and so the commits not yet checkpointed) but opens anything.
 DbHandle open_for_reading(const std::string& path) {
-  OpenResult first = try_open(path, SQLITE_OPEN_READWRITE);
+  std::error_code no_wal;
+  const bool wal_holds_commits = std::filesystem::file_size(path + "-wal", no_wal) > 0 && !no_wal;
+  OpenResult first = try_open(path, SQLITE_OPEN_READWRITE, wal_holds_commits);
   if (first.db) return std::move(first.db);
   const auto fail = [&path](const OpenResult& result) {
     const bool cannot_open = (result.error_code & 0xff) == SQLITE_CANTOPEN;
@@ -112,10 +116,11 @@ DbHandle open_for_reading(const std::string& path) {
                      result.message);
   };
   if (!worth_another_mode(first.error_code)) fail(first);
-  OpenResult read_only = try_open(path, SQLITE_OPEN_READONLY);
+  OpenResult read_only = try_open(path, SQLITE_OPEN_READONLY, wal_holds_commits);
   if (read_only.db) return std::move(read_only.db);
   if (!worth_another_mode(read_only.error_code)) fail(read_only);
-  OpenResult immutable = try_open(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  OpenResult immutable =
+      try_open(immutable_uri(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, wal_holds_commits);
   if (immutable.db) return std::move(immutable.db);
   fail(first);
   return nullptr;  // not reached

@@ -117,9 +117,11 @@ TEST(StoreReader, ReadsTheDatabaseOfAWriterKilledWithSigkill) {
   ASSERT_EQ(WTERMSIG(status), SIGKILL);
   // The commits are still in the WAL, not yet in the main file: reading them needs recovery.
   ASSERT_TRUE(std::filesystem::exists(path + "-wal"));
-  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  const auto wal_size = std::filesystem::file_size(path + "-wal");
+  ASSERT_GT(wal_size, 0u);
   check_survivors(path);
   check_survivors(path);  // reading changed nothing
+  EXPECT_EQ(std::filesystem::file_size(path + "-wal"), wal_size);
 
   // A new writer on the same file recovers too, and appends.
   {
@@ -151,6 +153,17 @@ TEST(StoreReader, ReadsInAFolderItCannotWrite) {
   std::filesystem::permissions(path + "-shm", std::filesystem::perms::owner_read);
   // Every commit is still in the WAL: a read-only open must use it, not ignore it.
   check_survivors(path);
+}
+
+TEST(StoreReader, LeavesAFinishedRunsFolderAsItFoundIt) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  { StoreWriter::open(path).write_run(full_run()); }
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_EQ(read_evidence(path).run, full_run());
+  // SQLite makes an empty WAL and its index for the read; they must not stay behind.
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
 }
 
 // Builds a database from a SQL text fixture, as the sqlite3 CLI would from a .dump.
