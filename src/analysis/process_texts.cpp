@@ -64,48 +64,19 @@ const ProcessSummary* by_prefix(const std::vector<ProcessSummary>& processes,
   return found;
 }
 
-// What a Python process runs: "-c" for code given to it, "-m" for a module, else its command
-// line from its script on ("train.py --lr 0.1", "/usr/bin/torchrun --nproc_per_node 2 x.py");
-// "" for no Python process.
-std::string_view python_program(const store::ProcessRecord& r) {
-  if (!is_python(r)) return "";
-  std::string_view args = r.cmdline;
-  bool value_next = true;  // the interpreter itself, then an option's value (-W ignore)
-  while (!args.empty()) {
-    size_t end = std::min(args.find(' '), args.size());
-    std::string_view arg = args.substr(0, end);
-    std::string_view from_here = args;
-    args.remove_prefix(std::min(end + 1, args.size()));
-    if (std::exchange(value_next, false) || arg.empty()) continue;
-    if (!arg.starts_with('-')) return from_here;
-    if (arg.starts_with("--")) {
-      value_next = arg == "--check-hash-based-pycs";
-      continue;
-    }
-    // One-letter options, alone or together (-u, -uB, -uc): -c and -m end them; -W and -X take
-    // the rest of the argument, or the next one, as their value.
-    for (size_t i = 1; i < arg.size(); ++i) {
-      if (arg[i] == 'c') return "-c";
-      if (arg[i] == 'm') return "-m";
-      if (arg[i] == 'W' || arg[i] == 'X') {
-        value_next = i + 1 == arg.size();
-        break;
-      }
-    }
-  }
-  return "";
-}
-
 // Whether `r` runs the code of a traceback's outermost frame (`file`): the script Python runs
 // (`python train.py`; a launcher's script, not the one it starts), code given by `-c`
 // ("<string>"), or a module run by `-m` (runpy's frame).
 bool runs_frame(const store::ProcessRecord& r, std::string_view file) {
   if (file.empty()) return false;
-  std::string_view program = python_program(r);
-  if (file == "<string>") return program == "-c";
-  if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) return program == "-m";
+  const PythonMain main = python_main(r);
+  if (file == "<string>") return main.kind == PythonMain::Kind::kCode;
+  if (file == "<frozen runpy>" || file.ends_with("/runpy.py")) {
+    return main.kind == PythonMain::Kind::kModule;
+  }
   std::string_view script = file_name(file);
-  if (program.empty() || script.empty()) return false;
+  if (main.kind != PythonMain::Kind::kScript || script.empty()) return false;
+  const std::string_view program = main.from;
   if (file_name(program.substr(0, program.find(' '))) == script) return true;
   // A path with spaces ("my proj/train.py"), which the frame's path ends with.
   for (size_t at = program.find(script); at != std::string_view::npos;

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include "analysis/diagnosis.h"
 #include "analysis/file_name.h"
@@ -102,29 +103,17 @@ bool is_launcher_command(const store::ProcessRecord& proc) {
                                                   "torch.distributed.launch"};
   static constexpr std::string_view kPrograms[] = {"torchrun", "mpirun",    "mpiexec",
                                                    "srun",     "deepspeed", "accelerate"};
-  // `python -m torch.distributed.run`, not a wrapper whose arguments name it (`timeout 600
-  // python -m ...`).
-  for (std::string_view module : kModules) {
-    if (is_python(proc) &&
-        proc.cmdline.find(std::string(" -m ") + std::string(module)) != std::string::npos) {
-      return true;
-    }
+  const auto first_word = [](std::string_view text) { return text.substr(0, text.find(' ')); };
+  // `python -m torch.distributed.run`, or `python3 -u /usr/bin/torchrun` (the script is the
+  // launcher); not a wrapper whose arguments name one (`timeout 600 torchrun ...`).
+  const PythonMain main = python_main(proc);
+  std::string_view program = file_name(first_word(proc.cmdline));
+  if (main.kind == PythonMain::Kind::kModule) {
+    program = first_word(main.from);
+    return std::find(std::begin(kModules), std::end(kModules), program) != std::end(kModules);
   }
-  std::string first = proc.cmdline.substr(0, proc.cmdline.find(' '));
-  std::string_view program = file_name(first);
-  for (std::string_view name : kPrograms) {
-    if (program == name) return true;
-  }
-  // `python3 /usr/bin/torchrun ...`: the script is the launcher.
-  if (is_python(proc)) {
-    std::string rest = proc.cmdline.substr(std::min(first.size() + 1, proc.cmdline.size()));
-    std::string script = rest.substr(0, rest.find(' '));
-    std::string_view base = file_name(script);
-    for (std::string_view name : kPrograms) {
-      if (base == name) return true;
-    }
-  }
-  return false;
+  if (main.kind == PythonMain::Kind::kScript) program = file_name(first_word(main.from));
+  return std::find(std::begin(kPrograms), std::end(kPrograms), program) != std::end(kPrograms);
 }
 
 }  // namespace
@@ -136,6 +125,38 @@ bool is_python(const store::ProcessRecord& proc) {
   if (!program.starts_with("python")) return false;
   return std::all_of(program.begin() + 6, program.end(),
                      [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+}
+
+PythonMain python_main(const store::ProcessRecord& proc) {
+  if (!is_python(proc)) return {};
+  std::string_view args = proc.cmdline;
+  bool value_next = true;  // the interpreter itself, then an option's value (-W ignore)
+  while (!args.empty()) {
+    size_t end = std::min(args.find(' '), args.size());
+    std::string_view arg = args.substr(0, end);
+    std::string_view from_here = args;
+    args.remove_prefix(std::min(end + 1, args.size()));
+    if (std::exchange(value_next, false) || arg.empty()) continue;
+    if (!arg.starts_with('-')) return {PythonMain::Kind::kScript, from_here};
+    if (arg.starts_with("--")) {
+      value_next = arg == "--check-hash-based-pycs";
+      continue;
+    }
+    // One-letter options, alone or together (-u, -uB, -uc): -c and -m end them, the module in
+    // the same argument or the next (-mtorch.distributed.run); -W and -X take the rest of the
+    // argument, or the next one, as their value.
+    for (size_t i = 1; i < arg.size(); ++i) {
+      if (arg[i] == 'c') return {PythonMain::Kind::kCode, {}};
+      if (arg[i] == 'm') {
+        return {PythonMain::Kind::kModule, i + 1 < arg.size() ? from_here.substr(i + 1) : args};
+      }
+      if (arg[i] == 'W' || arg[i] == 'X') {
+        value_next = i + 1 == arg.size();
+        break;
+      }
+    }
+  }
+  return {};
 }
 
 const char* to_string(Role role) {

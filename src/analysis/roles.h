@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "store/evidence.h"
@@ -25,6 +26,18 @@ const char* to_string(Role role);
 // The program itself is a Python interpreter (python, python3, python3.11), whatever its
 // arguments say: `sh -c "python3 train.py"` is a shell.
 bool is_python(const store::ProcessRecord& proc);
+
+// What a Python interpreter runs, read past its own options (-u, -X dev, -W ignore): code given
+// by -c, a module by -m, or a script. `from` is the command line from the module or script on
+// ("torch.distributed.run --nproc_per_node 2 x.py", "train.py --lr 0.1"); empty for -c.
+struct PythonMain {
+  enum class Kind { kNone, kCode, kModule, kScript };
+  Kind kind = Kind::kNone;
+  std::string_view from;
+};
+
+// kNone for a process that is not Python, or one that runs nothing (`python3 -u`: a REPL).
+PythonMain python_main(const store::ProcessRecord& proc);
 
 // "launcher", "rank 1", "worker 0 of rank 1", "program of rank 1", "other"
 std::string describe(const ProcessRole& role);

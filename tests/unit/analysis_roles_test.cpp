@@ -426,6 +426,39 @@ TEST(Roles, ALauncherThatStartedNoRankUnderAWrapper) {
   EXPECT_EQ(text_of(procs, roles, 901), "launcher");
 }
 
+// The launcher is known by what Python runs past the interpreter's own options; a script whose
+// arguments name a launcher is not one.
+TEST(Roles, ALauncherThatStartedNoRankRunByPythonWithOptions) {
+  for (const char* cmdline : {"/usr/bin/python3 -u /usr/bin/torchrun --nproc_per_node 2 train.py",
+                              "python3 -X faulthandler -W ignore -m torch.distributed.run train.py",
+                              "python3.11 -uB -mtorch.distributed.launch train.py"}) {
+    std::vector<ProcessRecord> procs = {proc(900, 1, 100, cmdline)};
+    EXPECT_EQ(text_of(procs, assign_roles(procs, 900), 900), "launcher") << cmdline;
+  }
+  std::vector<ProcessRecord> procs = {
+      proc(900, 1, 100, "python3 train.py -m torch.distributed.run")};
+  EXPECT_EQ(text_of(procs, assign_roles(procs, 900), 900), "rank 0");
+}
+
+TEST(Roles, WhatPythonRuns) {
+  using Kind = PythonMain::Kind;
+  const auto main_of = [](const std::string& cmdline) {
+    const ProcessRecord record = proc(1, 0, 1, cmdline);
+    const PythonMain main = python_main(record);
+    return std::make_tuple(main.kind, std::string(main.from));
+  };
+  EXPECT_EQ(main_of("python3 -u train.py --lr 0.1"),
+            std::make_tuple(Kind::kScript, std::string("train.py --lr 0.1")));
+  EXPECT_EQ(main_of("python3 -W ignore -X dev -m pkg.mod -x"),
+            std::make_tuple(Kind::kModule, std::string("pkg.mod -x")));
+  EXPECT_EQ(main_of("python3 -Wignore -Xdev -mpkg.mod"),
+            std::make_tuple(Kind::kModule, std::string("pkg.mod")));
+  EXPECT_EQ(main_of("python3 --check-hash-based-pycs never -c print(1)"),
+            std::make_tuple(Kind::kCode, std::string()));
+  EXPECT_EQ(main_of("python3 -u"), std::make_tuple(Kind::kNone, std::string()));
+  EXPECT_EQ(main_of("bash train.py"), std::make_tuple(Kind::kNone, std::string()));
+}
+
 TEST(Roles, ShellWrappingPythonIsALauncher) {
   // `traindoc run -- bash run.sh`, where run.sh starts python: the shell is not the trainer.
   std::vector<ProcessRecord> procs = {
