@@ -1,7 +1,8 @@
 // What recording one collective costs the job's thread (target: at most 100 ns): the ring append
-// alone, and the agent's whole entry point (number in its group, clock, append) as the Python
-// hook and the NCCL interposers reach it, in the real libtraindoc_agent.so loaded on a real
-// slots file. Runs in one process standing in for a job process; Google Benchmark.
+// alone, the agent's whole entry point (number in its group, clock, append) as the Python hook
+// reaches it, and an NCCL call through the agent's interposer against the same call made
+// directly, in the real libtraindoc_agent.so loaded on a real slots file and the stand-in
+// libnccl. Runs in one process standing in for a job process; Google Benchmark.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -56,6 +57,7 @@ using ExitFn = void (*)(const CollectiveCall*, uint64_t);
 struct LoadedAgent {
   std::string dir;
   std::unique_ptr<traindoc::supervisor::AgentReader> reader;
+  void* handle = nullptr;
   EnterFn enter = nullptr;
   ExitFn leave = nullptr;
 
@@ -64,10 +66,10 @@ struct LoadedAgent {
     dir = mkdtemp(pattern);
     reader = std::make_unique<traindoc::supervisor::AgentReader>(dir);
     setenv("TRAINDOC_RUN_DIR", dir.c_str(), 1);
-    void* agent = dlopen(TRAINDOC_AGENT_PATH, RTLD_NOW | RTLD_GLOBAL);
-    if (agent == nullptr) return;
-    enter = reinterpret_cast<EnterFn>(dlsym(agent, "traindoc_collective_enter"));
-    leave = reinterpret_cast<ExitFn>(dlsym(agent, "traindoc_collective_exit"));
+    handle = dlopen(TRAINDOC_AGENT_PATH, RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr) return;
+    enter = reinterpret_cast<EnterFn>(dlsym(handle, "traindoc_collective_enter"));
+    leave = reinterpret_cast<ExitFn>(dlsym(handle, "traindoc_collective_exit"));
   }
   ~LoadedAgent() { std::filesystem::remove_all(dir); }
 };
@@ -91,6 +93,50 @@ void BM_AgentEnterAndExit(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AgentEnterAndExit);
+
+// NCCL's C ABI for the calls below (the stand-in libnccl has it exactly).
+struct NcclUniqueId {
+  char internal[128];
+};
+using InitRankFn = int (*)(void**, int, NcclUniqueId, int);
+using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
+
+// The stand-in libnccl after the agent, in the global scope (a program linked with NCCL), and a
+// one-rank communicator made through the agent, which registers it.
+struct LoadedNccl {
+  AllReduceFn interposed = nullptr;
+  AllReduceFn direct = nullptr;
+  void* comm = nullptr;
+
+  LoadedNccl() {
+    LoadedAgent& loaded = agent();
+    void* nccl = dlopen(TRAINDOC_FAKE_NCCL_PATH, RTLD_NOW | RTLD_GLOBAL);
+    if (loaded.handle == nullptr || nccl == nullptr) return;
+    auto init = reinterpret_cast<InitRankFn>(dlsym(loaded.handle, "ncclCommInitRank"));
+    if (init == nullptr || init(&comm, 1, NcclUniqueId{}, 0) != 0) return;
+    interposed = reinterpret_cast<AllReduceFn>(dlsym(loaded.handle, "ncclAllReduce"));
+    direct = reinterpret_cast<AllReduceFn>(dlsym(nccl, "ncclAllReduce"));
+  }
+};
+
+// One ncclAllReduce of 4096 x 1024 float32 (sum): `interposed` through the agent's entry point
+// (record, then the real function looked up for its caller), else the stand-in alone.
+void BM_NcclAllReduce(benchmark::State& state) {
+  static LoadedNccl nccl;
+  AllReduceFn all_reduce = state.range(0) != 0 ? nccl.interposed : nccl.direct;
+  if (all_reduce == nullptr) {
+    state.SkipWithError("the agent or the stand-in libnccl did not load");
+    return;
+  }
+  float buffer[1];
+  for (auto _ : state) {
+    if (all_reduce(buffer, buffer, 4096 * 1024, 7, 0, nccl.comm, nullptr) != 0) {
+      state.SkipWithError("ncclAllReduce failed");
+      return;
+    }
+  }
+}
+BENCHMARK(BM_NcclAllReduce)->ArgName("interposed")->Arg(0)->Arg(1);
 
 }  // namespace
 

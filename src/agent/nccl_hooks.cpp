@@ -159,11 +159,34 @@ void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
   write_collective_enter(base_call(op, comm), common::CollectiveSource::kNccl, numbered);
 }
 
-// The library whose dependencies gave a real NCCL definition: the next ones are looked up there.
+// The code that called the interposer running on this thread: the real function is the one that
+// caller would have reached without the agent.
+__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_caller = 0;
+
+// Depth guard for one interposed call, given its caller (the hook's return address); errno is
+// kept across our own work.
+struct Enter {
+  int saved_errno = errno;
+  uintptr_t outer_caller = t_caller;
+  explicit Enter(const void* caller) {
+    ++t_depth;
+    t_caller = reinterpret_cast<uintptr_t>(caller);
+  }
+  ~Enter() {
+    --t_depth;
+    t_caller = outer_caller;
+  }
+  Enter(const Enter&) = delete;
+  Enter& operator=(const Enter&) = delete;
+  void done() { errno = saved_errno; }
+};
+
+// The library whose dependencies gave a real NCCL definition to a caller that could not be
+// placed: the next ones for such callers are looked up there first.
 std::atomic<void*> g_nccl_library{nullptr};
 
-// The loaded objects' names, copied one after another ('\0'-ended): an object may be unloaded
-// before its name is used. Plain malloc, as the agent carries no C++ runtime.
+// A growing '\0'-separated copy of names: an object may be unloaded before its name is used.
+// Plain malloc, as the agent carries no C++ runtime.
 struct Names {
   char* text = nullptr;
   size_t used = 0;
@@ -172,22 +195,56 @@ struct Names {
   Names(const Names&) = delete;
   Names& operator=(const Names&) = delete;
   ~Names() { free(text); }
+  bool add(const char* name) {
+    size_t length = strlen(name) + 1;
+    if (used + length > capacity) {
+      size_t grown_capacity = capacity * 2 + length + 4096;
+      auto* grown = static_cast<char*>(realloc(text, grown_capacity));
+      if (grown == nullptr) return false;
+      text = grown;
+      capacity = grown_capacity;
+    }
+    memcpy(text + used, name, length);
+    used += length;
+    return true;
+  }
 };
 
 int add_loaded(dl_phdr_info* info, size_t /*size*/, void* data) {
-  auto* names = static_cast<Names*>(data);
   if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
-  size_t length = strlen(info->dlpi_name) + 1;
-  if (names->used + length > names->capacity) {
-    size_t capacity = names->capacity * 2 + length + 4096;
-    auto* grown = static_cast<char*>(realloc(names->text, capacity));
-    if (grown == nullptr) return 1;  // the names so far
-    names->text = grown;
-    names->capacity = capacity;
+  return static_cast<Names*>(data)->add(info->dlpi_name) ? 0 : 1;  // else the names so far
+}
+
+// The loaded object whose segments hold an address: its name and their span.
+struct Caller {
+  uintptr_t address = 0;
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+  Names name;
+};
+
+int find_caller(dl_phdr_info* info, size_t /*size*/, void* data) {
+  auto* caller = static_cast<Caller*>(data);
+  uintptr_t lo = UINTPTR_MAX;
+  uintptr_t hi = 0;
+  bool holds = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD) continue;
+    uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    uintptr_t end = start + segment.p_memsz;
+    lo = start < lo ? start : lo;
+    hi = end > hi ? end : hi;
+    holds = holds || (caller->address >= start && caller->address < end);
   }
-  memcpy(names->text + names->used, info->dlpi_name, length);
-  names->used += length;
-  return 0;
+  if (!holds) return 0;
+  // The main program has no name to open it by; its lookups are the global scope's.
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0' &&
+      caller->name.add(info->dlpi_name)) {
+    caller->lo = lo;
+    caller->hi = hi;
+  }
+  return 1;
 }
 
 // `name` as `handle`'s object or its dependencies define it, unless that is the agent's own.
@@ -197,60 +254,121 @@ void* not_ours(void* handle, const char* name, const void* agent_base) {
   return fn != nullptr && dladdr(fn, &where) != 0 && where.dli_fbase != agent_base ? fn : nullptr;
 }
 
-// The real NCCL's `name`: the next definition after the agent where NCCL is in the global scope
-// (the program links it, or it was opened RTLD_GLOBAL); else the one a loaded object reaches
-// through its own dependencies. PyTorch's NCCL is a dependency of its extension module, which
-// Python opens RTLD_LOCAL: out of RTLD_NEXT's sight, yet its callers' lookups still find ours.
-void* real_nccl(const char* name) {
-  if (void* fn = dlsym(RTLD_NEXT, name)) return fn;
-  Dl_info agent{};
-  if (dladdr(reinterpret_cast<void*>(&add_loaded), &agent) == 0) return nullptr;  // ours unknown
-  void* found = nullptr;
+// `name` as the loaded object `path` and its dependencies define it.
+void* defined_from(const char* path, const char* name, const void* agent_base) {
+  void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return nullptr;
+  void* fn = not_ours(handle, name, agent_base);
+  dlclose(handle);  // the calling object keeps it loaded
+  return fn;
+}
+
+// The first loaded object that reaches a definition of `name` other than ours.
+void* any_loaded_nccl(const char* name, const void* agent_base) {
   if (void* library = g_nccl_library.load(std::memory_order_acquire)) {
-    found = not_ours(library, name, agent.dli_fbase);
+    if (void* fn = not_ours(library, name, agent_base)) return fn;
   }
-  if (found == nullptr) {
-    Names loaded;
-    dl_iterate_phdr(add_loaded, &loaded);  // names first: no dlopen under the loader's list lock
-    for (size_t at = 0; at < loaded.used; at += strlen(loaded.text + at) + 1) {
-      void* handle = dlopen(loaded.text + at, RTLD_LAZY | RTLD_NOLOAD);
-      if (handle == nullptr) continue;
-      found = not_ours(handle, name, agent.dli_fbase);
-      void* none = nullptr;
-      // Kept open where NCCL was found, for the other entry points.
-      if (found == nullptr || !g_nccl_library.compare_exchange_strong(none, handle)) {
-        dlclose(handle);
-      }
-      if (found != nullptr) break;
+  Names loaded;
+  dl_iterate_phdr(add_loaded, &loaded);  // names first: no dlopen under the loader's list lock
+  for (size_t at = 0; at < loaded.used; at += strlen(loaded.text + at) + 1) {
+    void* handle = dlopen(loaded.text + at, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* found = not_ours(handle, name, agent_base);
+    void* none = nullptr;
+    // Kept open where NCCL was found, for the other entry points.
+    if (found == nullptr || !g_nccl_library.compare_exchange_strong(none, handle)) {
+      dlclose(handle);
+    }
+    if (found != nullptr) return found;
+  }
+  return nullptr;
+}
+
+// Where one entry point leads for the callers in [lo, hi): every caller where the global scope
+// defines it, else those of one loaded object.
+struct Binding {
+  std::atomic<uintptr_t> lo{0};
+  std::atomic<uintptr_t> hi{0};
+  std::atomic<void*> fn{nullptr};
+};
+
+// The NCCLs one process reaches are few (PyTorch's libnccl, a framework that bundles its own);
+// callers past this many objects are looked up at every call.
+constexpr int kBindings = 4;
+
+struct Slot {
+  std::atomic<int> used{0};
+  Binding bindings[kBindings];
+};
+
+void* bound(Slot& slot, uintptr_t caller) {
+  int used = slot.used.load(std::memory_order_acquire);
+  for (int i = 0; i < used && i < kBindings; ++i) {
+    Binding& binding = slot.bindings[i];
+    void* fn = binding.fn.load(std::memory_order_acquire);
+    if (fn != nullptr && caller >= binding.lo.load(std::memory_order_relaxed) &&
+        caller < binding.hi.load(std::memory_order_relaxed)) {
+      return fn;
     }
   }
-  dlerror();  // the program's next dlerror() is about its own calls
-  return found;
+  return nullptr;
 }
 
-// The real definition of `name`, found on first use: NCCL is loaded after the agent starts (with
-// the framework), so it cannot be resolved in the constructor.
-template <typename Fn>
-Fn next_nccl(std::atomic<void*>& slot, const char* name) {
-  void* fn = slot.load(std::memory_order_acquire);
+void bind(Slot& slot, uintptr_t lo, uintptr_t hi, void* fn) {
+  if (slot.used.load(std::memory_order_relaxed) >= kBindings) return;
+  int i = slot.used.fetch_add(1, std::memory_order_acq_rel);
+  if (i >= kBindings) return;
+  slot.bindings[i].lo.store(lo, std::memory_order_relaxed);
+  slot.bindings[i].hi.store(hi, std::memory_order_relaxed);
+  slot.bindings[i].fn.store(fn, std::memory_order_release);
+}
+
+// The real NCCL's `name` for `caller`, as the loader would have bound it: the next definition
+// after the agent where NCCL is in the global scope (the program links it, or it was opened
+// RTLD_GLOBAL); else the one the calling object reaches through its own dependencies. PyTorch's
+// NCCL is a dependency of its extension module, which Python opens RTLD_LOCAL: out of
+// RTLD_NEXT's sight, yet its callers' lookups still find ours. A framework that bundles another
+// NCCL and exports it reaches its own, never PyTorch's. (A caller that jumps to NCCL as its last
+// act, a tail call, is known by its own caller's address.)
+void* real_nccl(Slot& slot, const char* name, uintptr_t caller) {
+  if (void* fn = dlsym(RTLD_NEXT, name)) {
+    bind(slot, 0, UINTPTR_MAX, fn);
+    return fn;
+  }
+  Dl_info agent{};
+  if (dladdr(reinterpret_cast<void*>(&add_loaded), &agent) == 0) return nullptr;  // ours unknown
+  Caller object;
+  object.address = caller;
+  if (caller != 0) dl_iterate_phdr(find_caller, &object);  // names first, as below
+  void* fn = nullptr;
+  if (object.name.used > 0) {
+    fn = defined_from(object.name.text, name, agent.dli_fbase);
+    if (fn != nullptr) bind(slot, object.lo, object.hi, fn);
+  }
+  if (fn == nullptr) {
+    // A caller outside every named object (the main program, generated code) keeps, call site
+    // by call site, what the first loaded NCCL gave it.
+    fn = any_loaded_nccl(name, agent.dli_fbase);
+    if (fn != nullptr && caller != 0) bind(slot, caller, caller + 1, fn);
+  }
+  dlerror();  // the program's next dlerror() is about its own calls
+  return fn;
+}
+
+// The real definition of `name` for this thread's caller, found at its first call: NCCL is
+// loaded after the agent starts (with the framework), so it cannot be resolved in the
+// constructor.
+template <typename F>
+F next_nccl(Slot& slot, const char* name) {
+  uintptr_t caller = t_caller;
+  void* fn = bound(slot, caller);
   if (fn == nullptr) {
     int saved_errno = errno;
-    fn = real_nccl(name);
-    slot.store(fn, std::memory_order_release);
+    fn = real_nccl(slot, name, caller);
     errno = saved_errno;
   }
-  return reinterpret_cast<Fn>(fn);
+  return reinterpret_cast<F>(fn);
 }
-
-// Depth guard for one interposed call; errno is kept across our own work.
-struct Enter {
-  int saved_errno = errno;
-  Enter() { ++t_depth; }
-  ~Enter() { --t_depth; }
-  Enter(const Enter&) = delete;
-  Enter& operator=(const Enter&) = delete;
-  void done() { errno = saved_errno; }
-};
 
 // One table of interposed functions: name and the slot of its next definition.
 enum Fn : int {
@@ -308,7 +426,7 @@ constexpr const char* kNames[kFnCount] = {"ncclAllReduce",
                                           "ncclCommCount",
                                           "ncclCommGetAsyncError"};
 
-std::atomic<void*> g_next[kFnCount];
+Slot g_next[kFnCount];
 
 // Calls the real function, or fails as NCCL would on an internal error when there is none (the
 // program called our symbol without NCCL loaded).
@@ -408,7 +526,7 @@ namespace fn = traindoc::agent;
 
 TRAINDOC_EXPORT ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, int dtype,
                                            int op, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kAllReduce, comm, count, dtype, op, -1);
   guard.done();
   return call_next<decltype(&ncclAllReduce)>(fn::kAllReduce, send, recv, count, dtype, op, comm,
@@ -417,7 +535,7 @@ TRAINDOC_EXPORT ncclResult_t ncclAllReduce(const void* send, void* recv, size_t 
 
 TRAINDOC_EXPORT ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, int dtype,
                                            int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kBroadcast, comm, count, dtype, -1, root);
   guard.done();
   return call_next<decltype(&ncclBroadcast)>(fn::kBroadcast, send, recv, count, dtype, root, comm,
@@ -426,7 +544,7 @@ TRAINDOC_EXPORT ncclResult_t ncclBroadcast(const void* send, void* recv, size_t 
 
 TRAINDOC_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, int dtype, int root,
                                        ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kBroadcast, comm, count, dtype, -1, root);
   guard.done();
   return call_next<decltype(&ncclBcast)>(fn::kBcast, buff, count, dtype, root, comm, stream);
@@ -434,7 +552,7 @@ TRAINDOC_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, int dtype, int 
 
 TRAINDOC_EXPORT ncclResult_t ncclReduce(const void* send, void* recv, size_t count, int dtype,
                                         int op, int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kReduce, comm, count, dtype, op, root);
   guard.done();
   return call_next<decltype(&ncclReduce)>(fn::kReduce, send, recv, count, dtype, op, root, comm,
@@ -443,7 +561,7 @@ TRAINDOC_EXPORT ncclResult_t ncclReduce(const void* send, void* recv, size_t cou
 
 TRAINDOC_EXPORT ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount,
                                            int dtype, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kAllGather, comm, sendcount, dtype, -1, -1);
   guard.done();
   return call_next<decltype(&ncclAllGather)>(fn::kAllGather, send, recv, sendcount, dtype, comm,
@@ -453,7 +571,7 @@ TRAINDOC_EXPORT ncclResult_t ncclAllGather(const void* send, void* recv, size_t 
 TRAINDOC_EXPORT ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount,
                                                int dtype, int op, ncclComm_t comm,
                                                cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kReduceScatter, comm, recvcount, dtype, op, -1);
   guard.done();
   return call_next<decltype(&ncclReduceScatter)>(fn::kReduceScatter, send, recv, recvcount, dtype,
@@ -462,7 +580,7 @@ TRAINDOC_EXPORT ncclResult_t ncclReduceScatter(const void* send, void* recv, siz
 
 TRAINDOC_EXPORT ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, int dtype,
                                           ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kAllToAll, comm, count, dtype, -1, -1);
   guard.done();
   return call_next<decltype(&ncclAlltoAll)>(fn::kAlltoAll, send, recv, count, dtype, comm, stream);
@@ -470,7 +588,7 @@ TRAINDOC_EXPORT ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t c
 
 TRAINDOC_EXPORT ncclResult_t ncclGather(const void* send, void* recv, size_t count, int dtype,
                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kGather, comm, count, dtype, -1, root);
   guard.done();
   return call_next<decltype(&ncclGather)>(fn::kGather, send, recv, count, dtype, root, comm,
@@ -479,7 +597,7 @@ TRAINDOC_EXPORT ncclResult_t ncclGather(const void* send, void* recv, size_t cou
 
 TRAINDOC_EXPORT ncclResult_t ncclScatter(const void* send, void* recv, size_t count, int dtype,
                                          int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record(CollectiveOp::kScatter, comm, count, dtype, -1, root);
   guard.done();
   return call_next<decltype(&ncclScatter)>(fn::kScatter, send, recv, count, dtype, root, comm,
@@ -488,7 +606,7 @@ TRAINDOC_EXPORT ncclResult_t ncclScatter(const void* send, void* recv, size_t co
 
 TRAINDOC_EXPORT ncclResult_t ncclSend(const void* send, size_t count, int dtype, int peer,
                                       ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record_p2p(true, comm, count, dtype, peer);
   guard.done();
   return call_next<decltype(&ncclSend)>(fn::kSend, send, count, dtype, peer, comm, stream);
@@ -496,35 +614,35 @@ TRAINDOC_EXPORT ncclResult_t ncclSend(const void* send, size_t count, int dtype,
 
 TRAINDOC_EXPORT ncclResult_t ncclRecv(void* recv, size_t count, int dtype, int peer,
                                       ncclComm_t comm, cudaStream_t stream) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   record_p2p(false, comm, count, dtype, peer);
   guard.done();
   return call_next<decltype(&ncclRecv)>(fn::kRecv, recv, count, dtype, peer, comm, stream);
 }
 
 TRAINDOC_EXPORT ncclResult_t ncclGroupStart() {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   ++t_group;
   guard.done();
   return call_next<decltype(&ncclGroupStart)>(fn::kGroupStart);
 }
 
 TRAINDOC_EXPORT ncclResult_t ncclGroupEnd() {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   if (t_group > 0) --t_group;
   guard.done();
   return call_next<decltype(&ncclGroupEnd)>(fn::kGroupEnd);
 }
 
 TRAINDOC_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   guard.done();
   return call_next<decltype(&ncclGetUniqueId)>(fn::kGetUniqueId, id);
 }
 
 TRAINDOC_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id,
                                               int rank) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   ncclResult_t result =
       call_next<decltype(&ncclCommInitRank)>(fn::kCommInitRank, comm, nranks, id, rank);
   guard.saved_errno = errno;
@@ -535,7 +653,7 @@ TRAINDOC_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, nccl
 
 TRAINDOC_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id,
                                                     int rank, ncclConfig_t* config) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   ncclResult_t result = call_next<decltype(&ncclCommInitRankConfig)>(fn::kCommInitRankConfig, comm,
                                                                      nranks, id, rank, config);
   guard.saved_errno = errno;
@@ -548,7 +666,7 @@ TRAINDOC_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks
 TRAINDOC_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
                                                       int nids, ncclUniqueId* ids,
                                                       ncclConfig_t* config) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   ncclResult_t result = call_next<decltype(&ncclCommInitRankScalable)>(
       fn::kCommInitRankScalable, comm, nranks, rank, nids, ids, config);
   guard.saved_errno = errno;
@@ -560,7 +678,7 @@ TRAINDOC_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nran
 // One process drives every device: the clique exists in this process only, so its identity is
 // this process's and the call's ordinal.
 TRAINDOC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   ncclResult_t result =
       call_next<decltype(&ncclCommInitAll)>(fn::kCommInitAll, comms, ndev, devlist);
   guard.saved_errno = errno;
@@ -578,7 +696,7 @@ TRAINDOC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const 
 // (which every parent rank advances, NOCOLOR included) and the color.
 TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                            ncclConfig_t* config) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   fn::Comm* parent = find_comm(comm);
   uint32_t split = fn::begin_child(parent, CollectiveOp::kCommSplit);
   guard.done();
@@ -595,7 +713,7 @@ TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, 
 // color no split takes.
 TRAINDOC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int exclude_count,
                                             ncclComm_t* newcomm, ncclConfig_t* config, int flags) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   fn::Comm* parent = find_comm(comm);
   uint32_t split = fn::begin_child(parent, CollectiveOp::kCommShrink);
   guard.done();
@@ -608,14 +726,14 @@ TRAINDOC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int e
 }
 
 TRAINDOC_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   if (fn::Comm* c = find_comm(comm)) record_event(CollectiveOp::kCommDestroy, *c, false);
   guard.done();
   return call_next<decltype(&ncclCommDestroy)>(fn::kCommDestroy, comm);
 }
 
 TRAINDOC_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  Enter guard;
+  Enter guard(__builtin_return_address(0));
   if (fn::Comm* c = find_comm(comm)) record_event(CollectiveOp::kCommAbort, *c, false);
   guard.done();
   return call_next<decltype(&ncclCommAbort)>(fn::kCommAbort, comm);

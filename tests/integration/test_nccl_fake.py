@@ -14,6 +14,9 @@ FAKES = ROOT / "build" / "tests" / "fakes" / "nccl"
 JOB = FAKES / "nccl_job"
 # The same job in a module opened RTLD_LOCAL, with NCCL as its dependency: PyTorch's layout.
 LOCAL_JOB = [FAKES / "nccl_job_loader", FAKES / "libnccl_job_module.so"]
+# PyTorch's layout beside a framework that bundles a copy of NCCL and exports it, in one process.
+TWO_NCCLS = [FAKES / "nccl_job_loader",
+             f"{FAKES / 'libnccl_job_module.so'},{FAKES / 'libnccl_job_bundled.so'}"]
 AGENT = ROOT / "build" / "lib" / "libtraindoc_agent.so"
 
 
@@ -79,6 +82,19 @@ def test_nccl_out_of_the_global_scope_is_found(traindoc, tmp_path):
     assert sorted(r["count"] for r in calls(run) if r["op"] == "all_reduce") == [1024, 2048]
     root = next(f for f in run.report["findings"] if f["root_cause"])
     assert root["kind"] == "collective-mismatch" and "different count" in root["title"], root
+
+
+def test_each_caller_reaches_its_own_nccl(traindoc, tmp_path):
+    """Two NCCLs out of the global scope in one process: each module's calls go to the NCCL it
+    would reach without traindoc (each job asks its own stand-in how many calls it served)."""
+    run = traindoc(ranks(tmp_path, 2, "none", TWO_NCCLS))
+    assert run.status == 0, run.stderr
+    assert b"another NCCL library" not in run.stderr
+    assert run.report["findings"] == []
+    all_reduces = [r for r in calls(run) if r["op"] == "all_reduce"]
+    # Per rank, one all_reduce through each NCCL, on two communicators each rank shares.
+    assert len(all_reduces) == 4 and len({r["group_id"] for r in all_reduces}) == 2
+    assert len({r["pid"] for r in all_reduces}) == 2
 
 
 @pytest.mark.parametrize("fault,field,values", [
