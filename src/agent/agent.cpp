@@ -123,6 +123,7 @@ void on_fork_child() {
     }
     publish(g_slot);
   }
+  note_output_files(nullptr);
   reset_crash_capture_after_fork();
   errno = saved_errno;
 }
@@ -178,6 +179,7 @@ __attribute__((constructor)) void start_agent() {
       read_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline));
       publish(g_slot);
     }
+    note_output_files(run_dir);
     pthread_atfork(nullptr, nullptr, on_fork_child);
     on_exit(exit_handler, nullptr);
     start_crash_capture(run_dir);

@@ -29,6 +29,12 @@ void resolve_hooks();
 // This process's slot; nullptr without one. Async-signal-safe.
 common::Slot* current_slot();
 
+// Tells the supervisor which of this process's stdout and stderr are files (a shell's
+// `2> err.log`, a launcher's redirect), so that it reads what the process writes there: at
+// start-up (the run folder given) and in a fork child (nullptr: the one given at start-up).
+// Async-signal-safe.
+void note_output_files(const char* run_dir);
+
 // This process's collective ring; nullptr without a slot. Async-signal-safe.
 common::CollectiveRing* current_collective_ring();
 

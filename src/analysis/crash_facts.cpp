@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "analysis/file_name.h"
+#include "analysis/process_texts.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -59,7 +60,7 @@ std::vector<const store::LogLine*> abort_messages(const store::Crash& crash,
                                                   const ProcessSummary* process) {
   std::vector<const store::LogLine*> out;
   for (const store::LogLine& line : evidence.log_lines) {
-    if (line.stream != "stderr" || line.t_ns < crash.time_ns - kMessageBeforeNs ||
+    if (!is_error_stream(evidence, line.stream) || line.t_ns < crash.time_ns - kMessageBeforeNs ||
         line.t_ns > crash.time_ns + kMessageAfterNs) {
       continue;
     }

@@ -11,6 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
+#include <string>
+#include <string_view>
 #include <tuple>
 
 namespace traindoc::analysis {
@@ -320,7 +323,38 @@ std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
   return out;
 }
 
-Diagnosis diagnose(const store::Evidence& evidence) {
+namespace {
+
+// The files whose lines a launcher also printed on the job's own output (torchrun --tee copies
+// each rank's file there, prefixed): the copy the user saw is the one to tell, attributed as
+// before; the file's would only tell each line twice. Known by at least half of the file's
+// non-blank kept lines printed there too.
+std::set<std::string> copied_files(const store::Evidence& evidence) {
+  std::set<std::string_view> printed;
+  for (const store::LogLine& line : evidence.log_lines) {
+    if (line.stream == "stdout" || line.stream == "stderr") {
+      printed.insert(strip_launcher_prefix(line.text).text);
+    }
+  }
+  std::map<std::string, std::pair<size_t, size_t>> seen;  // by file: lines, and those printed
+  for (const store::LogLine& line : evidence.log_lines) {
+    if (line.stream == "stdout" || line.stream == "stderr" ||
+        line.text.find_first_not_of(" \t\r") == std::string::npos) {
+      continue;
+    }
+    auto& [lines, copied] = seen[line.stream];
+    ++lines;
+    copied += printed.contains(line.text) ? 1 : 0;
+  }
+  std::set<std::string> out;
+  for (const auto& [file, counts] : seen) {
+    if (counts.second > 0 && 2 * counts.second >= counts.first) out.insert(file);
+  }
+  return out;
+}
+
+// Every rule, on the evidence as the analysis reads it.
+Diagnosis diagnose_evidence(const store::Evidence& evidence) {
   Diagnosis out;
   out.run = evidence.run;
   out.processes = summarize(evidence);
@@ -351,6 +385,20 @@ Diagnosis diagnose(const store::Evidence& evidence) {
   mark_repeated(context, found);
   out.findings = order_by_cause(std::move(found));
   return out;
+}
+
+}  // namespace
+
+Diagnosis diagnose(const store::Evidence& evidence) {
+  std::set<std::string> copied = copied_files(evidence);
+  if (copied.empty()) return diagnose_evidence(evidence);
+  store::Evidence own = evidence;
+  std::erase_if(own.log_lines,
+                [&](const store::LogLine& line) { return copied.contains(line.stream); });
+  for (store::LogStream& stream : own.logs) {
+    if (copied.contains(stream.name)) stream.writers.clear();
+  }
+  return diagnose_evidence(own);
 }
 
 }  // namespace traindoc::analysis

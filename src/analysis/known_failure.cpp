@@ -480,7 +480,8 @@ bool reports_another_process(const std::string& kind) {
   return kAboutAnother.contains(kind);
 }
 
-std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& matches) {
+std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& matches,
+                                           const PythonTraceback* from) {
   const SignatureMatch* best = nullptr;
   for (const SignatureMatch& m : matches) {
     if (weight(m) >= 0 && (best == nullptr || weight(m) > weight(*best))) best = &m;
@@ -492,6 +493,9 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
   auto it = describers().find(best->kind);
   if (it != describers().end()) it->second(*best, f);
   if (f.fix.empty()) f.fix = fix_for(f.kind);
+  if (f.fix.empty()) {
+    f.fix = "Read the traceback in " + (from ? traceback_place(*from) : "logs/stderr.log") + ".";
+  }
   std::string values;
   for (const auto& [name, value] : best->fields) {
     if (name != "prefix" && name != "prefix_rank" && name != "exception_type") {
@@ -579,14 +583,20 @@ std::string fix_for(const std::string& kind) {
        "(or --ipc=host), or lower batch size, num_workers or prefetch_factor."},
   };
   auto it = kFixes.find(kind);
-  return it == kFixes.end() ? "Read the traceback in logs/stderr.log." : it->second;
+  return it == kFixes.end() ? "" : it->second;
+}
+
+std::string traceback_place(const PythonTraceback& traceback) {
+  const std::string& stream = traceback.stream;
+  return stream == "stdout" || stream == "stderr" ? "logs/" + stream + ".log" : stream;
 }
 
 std::string unknown_exception_fix(const PythonTraceback& traceback) {
   const PythonFrame* user = user_frame(traceback);
   const PythonFrame* last = traceback.last_frame();
-  std::string whole = "The whole traceback is in logs/stderr.log.";
-  if (user == nullptr) return "Read the traceback in logs/stderr.log.";
+  std::string place = traceback_place(traceback);
+  std::string whole = "The whole traceback is in " + place + ".";
+  if (user == nullptr) return "Read the traceback in " + place + ".";
   if (user == last) return "Your code raised it at " + location(*user) + ": fix it there. " + whole;
   return "A library raised it (" + location(*last) + "), called from your code at " +
          location(*user) + ": check what that line passes it. " + whole;

@@ -22,8 +22,14 @@ struct KnownFailure {
 
 // The failure a traceback's (or a line's) signatures describe; nullopt when none of them is a
 // failure of a known kind. Texts about another process's end (a worker killed, a peer gone)
-// are chosen only when nothing else matched.
-std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& matches);
+// are chosen only when nothing else matched. A kind without advice of its own points to where
+// the traceback `from` was printed.
+std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& matches,
+                                           const PythonTraceback* from = nullptr);
+
+// Where to read a traceback whole: the run folder's copy of the job's stream, or the file a
+// process wrote it to.
+std::string traceback_place(const PythonTraceback& traceback);
 
 // Kinds whose text reports another process's end: the other process's own finding is the cause.
 bool reports_another_process(const std::string& kind);
@@ -33,7 +39,7 @@ bool reports_another_process(const std::string& kind);
 // rank's error text describe one event; others by the signature.
 std::string merge_key(const std::string& kind, const std::string& signature_id);
 
-// The fix for a kind when no text says more.
+// The fix for a kind when no text says more; "" for a kind without advice of its own.
 std::string fix_for(const std::string& kind);
 // The fix for ranks or nodes that never joined the rendezvous.
 extern const char* const kJoinFix;

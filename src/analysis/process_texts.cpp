@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -197,6 +198,20 @@ const ProcessSummary* spawned_child(const std::vector<ProcessSummary>& processes
              : nullptr;
 }
 
+// The process that told it wrote to a file: its pid, alive when it told (the latest such, where
+// the pid was reused).
+const ProcessSummary* writer_process(std::span<const ProcessSummary> processes,
+                                     const store::LogWriter& writer) {
+  const ProcessSummary* found = nullptr;
+  for (const ProcessSummary& p : processes) {
+    if (p.record.pid == writer.pid && p.record.start_ns <= writer.t_ns + kReadSlackNs &&
+        (found == nullptr || p.record.start_ns > found->record.start_ns)) {
+      found = &p;
+    }
+  }
+  return found;
+}
+
 // Whether two unprefixed tracebacks tell the same exception, raised at the same places.
 bool same_exception(const PythonTraceback& a, const PythonTraceback& b) {
   auto place = [](const PythonFrame& x, const PythonFrame& y) {
@@ -242,12 +257,33 @@ class LineOwners {
       }
       by_pid[p.record.pid] = &p;
     }
+    // Output written to a file is its writers' alone, and they did not print on the job's
+    // stream of that descriptor.
+    std::map<std::string, std::set<const ProcessSummary*>> writing;
+    for (const store::LogStream& stream : evidence.logs) {
+      for (const store::LogWriter& writer : stream.writers) {
+        const ProcessSummary* p = writer_process(processes, writer);
+        if (p == nullptr) continue;
+        writing[stream.name].insert(p);
+        m_excluded[writer.fd == 1 ? "stdout" : "stderr"].insert(p);
+      }
+    }
+    for (auto& [stream, writers] : writing) {
+      std::set<const ProcessSummary*>& others = m_excluded[stream];
+      for (const ProcessSummary& p : processes) {
+        if (!writers.contains(&p)) others.insert(&p);
+      }
+      if (writers.size() == 1) m_sole_writer[stream] = *writers.begin();
+    }
+    for (auto& [stream, excluded] : m_excluded)
+      excluded.insert(m_prefixed.begin(), m_prefixed.end());
   }
 
-  const ProcessSummary* of(std::string_view prefix, std::optional<int> prefix_rank,
-                           int64_t t_ns) const {
+  const ProcessSummary* of(const std::string& stream, std::string_view prefix,
+                           std::optional<int> prefix_rank, int64_t t_ns) const {
     if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
-    return by_time(m_processes, m_prefixed, {}, m_root, t_ns);
+    if (auto sole = m_sole_writer.find(stream); sole != m_sole_writer.end()) return sole->second;
+    return by_time(m_processes, excluded(stream), {}, m_root, t_ns);
   }
 
   // A Python traceback that ended at `t_ns`: as of(), but not a DataLoader worker whose crash
@@ -256,7 +292,10 @@ class LineOwners {
   // `earlier` printed one before.
   const ProcessSummary* of_traceback(const PythonTraceback& tb,
                                      const EarlierOwners& earlier) const {
-    if (tb.prefix_rank) return of(tb.prefix, tb.prefix_rank, tb.t_ns);
+    if (tb.prefix_rank) return of(tb.stream, tb.prefix, tb.prefix_rank, tb.t_ns);
+    if (auto sole = m_sole_writer.find(tb.stream); sole != m_sole_writer.end()) {
+      return sole->second;
+    }
     std::set<const ProcessSummary*> crashed;
     for (const store::Crash& crash : m_evidence.crashes) {
       if (crash.time_ns == 0 || crash.time_ns >= tb.t_ns) continue;
@@ -267,7 +306,7 @@ class LineOwners {
         }
       }
     }
-    return by_time(m_processes, m_prefixed, crashed, m_root, tb.t_ns, &tb, earlier);
+    return by_time(m_processes, excluded(tb.stream), crashed, m_root, tb.t_ns, &tb, earlier);
   }
 
   // The process whose hook marked a thread's death just before this thread's traceback was read,
@@ -293,11 +332,41 @@ class LineOwners {
   }
 
  private:
+  // Those that did not print on `stream`: prefixed by their launcher, or writing elsewhere.
+  const std::set<const ProcessSummary*>& excluded(const std::string& stream) const {
+    auto found = m_excluded.find(stream);
+    return found != m_excluded.end() ? found->second : m_prefixed;
+  }
+
   const store::Evidence& m_evidence;
   const std::vector<ProcessSummary>& m_processes;
   int m_root;
   std::set<const ProcessSummary*> m_prefixed;
+  std::map<std::string, std::set<const ProcessSummary*>> m_excluded;  // by stream
+  std::map<std::string, const ProcessSummary*> m_sole_writer;         // of a file stream
 };
+
+bool is_error_stream(const store::Evidence& evidence, std::string_view stream) {
+  if (stream == "stderr") return true;
+  for (const store::LogStream& file : evidence.logs) {
+    if (file.name != stream) continue;
+    return std::any_of(file.writers.begin(), file.writers.end(),
+                       [](const store::LogWriter& w) { return w.fd == 2; });
+  }
+  return false;
+}
+
+const store::LogStream* output_file(const store::Evidence& evidence, const ProcessSummary& process,
+                                    int fd) {
+  for (const store::LogStream& file : evidence.logs) {
+    for (const store::LogWriter& writer : file.writers) {
+      if (writer.fd == fd && writer_process(std::span(&process, 1), writer) == &process) {
+        return &file;
+      }
+    }
+  }
+  return nullptr;
+}
 
 ProcessTexts::ProcessTexts(const store::Evidence& evidence,
                            const std::vector<ProcessSummary>& processes)
@@ -369,7 +438,7 @@ ProcessTexts::ProcessTexts(const store::Evidence& evidence,
     }
     if (who == nullptr) {
       LinePrefix prefix = strip_launcher_prefix(line.text);
-      who = owners.of(prefix.prefix, prefix.rank, line.t_ns);
+      who = owners.of(line.stream, prefix.prefix, prefix.rank, line.t_ns);
     }
     for (SignatureMatch& match : found) {
       m_matches.push_back({std::move(match), &line});
@@ -388,10 +457,10 @@ const store::LogLine* ProcessTexts::last_words(const ProcessSummary& process) co
     if (it->t_ns > end + kFinalSlackNs) continue;
     // Before it trained on: words of a moment it went on from.
     if (it->t_ns < end - kFinalWithinNs || it->t_ns < process.trained_after_ns.value_or(0)) break;
-    if (it->stream != "stderr") continue;
+    if (!is_error_stream(m_evidence, it->stream)) continue;
     LinePrefix prefix = strip_launcher_prefix(it->text);
     if (prefix.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    if (m_owners->of(prefix.prefix, prefix.rank, it->t_ns) == &process) return &*it;
+    if (m_owners->of(it->stream, prefix.prefix, prefix.rank, it->t_ns) == &process) return &*it;
   }
   return nullptr;
 }
@@ -409,7 +478,7 @@ const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& proce
   int64_t end = process.record.end_ns;
   for (const PythonTraceback* tb : tracebacks(process)) {
     // A thread's exception ended the thread; the process went on.
-    if (tb->embedded || tb->exception_type.empty() || tb->stream != "stderr" ||
+    if (tb->embedded || tb->exception_type.empty() || !is_error_stream(m_evidence, tb->stream) ||
         !tb->thread.empty()) {
       continue;
     }

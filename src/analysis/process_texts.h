@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "analysis/diagnosis.h"
@@ -19,6 +20,14 @@ struct TextMatch {
 };
 
 class LineOwners;
+
+// Whether a stream is one that errors go to: the job's stderr, or a file some process wrote its
+// stderr to (a shell's `2> err.log`, `> log 2>&1`).
+bool is_error_stream(const store::Evidence& evidence, std::string_view stream);
+
+// The file this process wrote its stdout (fd 1) or stderr (fd 2) to; nullptr for the job's own.
+const store::LogStream* output_file(const store::Evidence& evidence, const ProcessSummary& process,
+                                    int fd);
 
 class ProcessTexts {
  public:

@@ -199,7 +199,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   std::string who = tb.thread.empty()  ? context.name(p)
                     : runs_job_code(p) ? "thread " + tb.thread + " of " + context.name(p)
                                        : "thread " + tb.thread;
-  std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb));
+  std::optional<KnownFailure> known = describe_known(context.texts.signatures(tb), &tb);
   std::string exception = exception_summary(tb);
   std::string raised = " raised " + exception;
   const PythonTraceback& first = innermost_cause(context, tb);  // of a `raise ... from` chain
@@ -210,7 +210,9 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     std::string index = known ? field(*known->match, "worker") : "";
     raised = ": DataLoader worker " + (index.empty() ? "" : index + " ") + "raised " +
              exception_summary(worker);
-    if (auto inner = describe_known(context.texts.signatures(worker))) known = std::move(inner);
+    if (auto inner = describe_known(context.texts.signatures(worker), &tb)) {
+      known = std::move(inner);
+    }
   }
   if (known && !reports_another_process(known->kind)) {
     f.kind = known->kind;
@@ -416,10 +418,14 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       if (last != nullptr) {
         std::string text(strip_launcher_prefix(last->text).text);
         f.title += ": " + title_cut(text);
-        f.evidence.push_back("the last line it printed, stderr line " +
+        f.evidence.push_back("the last line it printed, " + last->stream + " line " +
                              std::to_string(last->number) + context.when(last->t_ns) + ": " + text);
       }
       f.fix = "See the process's last output in logs/.";
+      if (const store::LogStream* file = output_file(context.evidence, p, 2)) {
+        f.fix = "See the process's last output in " + file->name +
+                (file->files.empty() ? "" : " (kept in " + file->files.front() + ")") + ".";
+      }
       // A rank that printed nothing with a code of its own choosing (not 1, an uncaught
       // exception's, whose traceback a launcher may have filtered out): an exit call.
       if (last == nullptr && f.kind == "nonzero-exit" && *r.exit_code != 1) {

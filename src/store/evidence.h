@@ -13,7 +13,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -115,12 +115,24 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
+// A job process whose stdout (fd 1) or stderr (fd 2) was a file, as its agent found it at start.
+struct LogWriter {
+  int pid = 0;
+  int fd = 0;
+  int64_t t_ns = 0;  // when the process started with it
+
+  bool operator==(const LogWriter&) const = default;
+};
+
+// The job's stdout or stderr, or a file that job processes wrote their output to (a shell's
+// `2> err.log`, a launcher's redirect): its name is then the file's path.
 struct LogStream {
-  std::string name;  // "stdout" or "stderr"
+  std::string name;  // "stdout", "stderr", or a file's absolute path
   uint64_t bytes = 0;
   uint64_t lines = 0;
   uint64_t bytes_not_kept = 0;     // beyond the run folder's bound
   std::vector<std::string> files;  // relative to the run folder, in order
+  std::vector<LogWriter> writers;  // of a file (schema 7); none for the job's own streams
 
   bool operator==(const LogStream&) const = default;
 };

@@ -245,6 +245,18 @@ constexpr const char* kDdlV6 = R"sql(
 ALTER TABLE proc_samples ADD COLUMN rss_file INTEGER;
 )sql";
 
+// Schema 7: the job processes that wrote a stream of the `logs` table, for a file their stdout or
+// stderr was. tests/fixtures/store/schema_v7.sql holds schema 6 plus this.
+constexpr const char* kDdlV7 = R"sql(
+CREATE TABLE log_writers (
+  stream TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  fd INTEGER NOT NULL,
+  t_ns INTEGER NOT NULL,
+  PRIMARY KEY (stream, pid, fd)
+);
+)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -310,6 +322,7 @@ void create(sqlite3* db) {
   detail::exec(db, detail::kGpuDdlV4);
   detail::exec(db, kDdlV5);
   detail::exec(db, kDdlV6);
+  detail::exec(db, kDdlV7);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -324,6 +337,7 @@ void upgrade(sqlite3* db) {
   if (version < 4) detail::exec(db, detail::kGpuDdlV4);
   if (version < 5) detail::exec(db, kDdlV5);
   if (version < 6) detail::exec(db, kDdlV6);
+  if (version < 7) detail::exec(db, kDdlV7);
   set_version(db);
 }
 

@@ -237,9 +237,13 @@ void read_events(sqlite3* db, std::vector<Event>& out) {
   }
 }
 
-void read_logs(sqlite3* db, std::vector<LogStream>& out) {
+void read_logs(sqlite3* db, int schema_version, std::vector<LogStream>& out) {
   Statement rows(db, "SELECT name, bytes, lines, bytes_not_kept FROM logs ORDER BY rowid");
   Statement files(db, "SELECT path FROM log_files WHERE stream = ?1 ORDER BY position");
+  std::optional<Statement> writers;
+  if (schema_version >= 7) {
+    writers.emplace(db, "SELECT pid, fd, t_ns FROM log_writers WHERE stream = ?1 ORDER BY t_ns");
+  }
   while (rows.step()) {
     LogStream& l = out.emplace_back();
     l.name = rows.text(0);
@@ -249,6 +253,13 @@ void read_logs(sqlite3* db, std::vector<LogStream>& out) {
     files.bind(1, l.name);
     while (files.step()) l.files.push_back(files.text(0));
     files.reset();
+    if (!writers) continue;
+    writers->bind(1, l.name);
+    while (writers->step()) {
+      l.writers.push_back({static_cast<int>(writers->int64(0)), static_cast<int>(writers->int64(1)),
+                           writers->int64(2)});
+    }
+    writers->reset();
   }
 }
 
@@ -459,7 +470,7 @@ Evidence read_evidence(const std::string& db_path) {
   read_proc_samples(db, evidence.schema_version, evidence.proc_samples);
   read_host_samples(db, evidence.host_samples);
   read_events(db, evidence.events);
-  read_logs(db, evidence.logs);
+  read_logs(db, evidence.schema_version, evidence.logs);
   // Schema 1 has no crashes and no log lines: a v1 file reads with both empty.
   if (evidence.schema_version >= 2) {
     read_crashes(db, evidence.crashes);

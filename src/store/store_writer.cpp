@@ -169,6 +169,7 @@ struct StoreWriter::Impl {
   Statement upsert_log;
   Statement delete_log_files;
   Statement insert_log_file;
+  Statement insert_log_writer;
   Statement thin_proc_update;
   Statement thin_proc_delete;
   Statement thin_host_update;
@@ -238,6 +239,9 @@ struct StoreWriter::Impl {
     delete_log_files = Statement(d, "DELETE FROM log_files WHERE stream = ?1");
     insert_log_file =
         Statement(d, "INSERT INTO log_files (stream, position, path) VALUES (?1, ?2, ?3)");
+    insert_log_writer = Statement(d,
+                                  "INSERT OR IGNORE INTO log_writers (stream, pid, fd, t_ns) "
+                                  "VALUES (?1, ?2, ?3, ?4)");
     thin_proc_update = Statement(d, kThinProcUpdate);
     thin_proc_delete = Statement(d, kThinProcDelete);
     thin_host_update = Statement(d, kThinHostUpdate);
@@ -564,6 +568,13 @@ void StoreWriter::write_log_stream(const LogStream& stream) {
     s.insert_log_file.bind(1, stream.name)
         .bind(2, static_cast<int64_t>(i))
         .bind(3, stream.files[i])
+        .run();
+  }
+  for (const LogWriter& writer : stream.writers) {
+    s.insert_log_writer.bind(1, stream.name)
+        .bind(2, writer.pid)
+        .bind(3, writer.fd)
+        .bind(4, writer.t_ns)
         .run();
   }
 }

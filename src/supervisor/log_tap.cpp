@@ -3,6 +3,7 @@
 #include "supervisor/log_tap.h"
 
 #include "common/clock.h"
+#include "common/layout.h"
 #include "supervisor/log_anchors.h"
 
 #include <fcntl.h>
@@ -12,7 +13,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -25,6 +28,10 @@ constexpr size_t kChunk = size_t{256} * 1024;
 constexpr size_t kLineKept = 4096;
 constexpr uint64_t kFirstLines = 100;
 constexpr std::streamoff kTailRead = std::streamoff{1} << 20;  // of each log file, at the end
+constexpr int kReadFilesEveryMs = 200;
+constexpr size_t kFileChunksPerRead = 32;  // a file written fast never holds up the pipes long
+// Files beyond these are not read: a job that gives every process a log file of its own.
+constexpr size_t kMaxFiles = 16;
 
 // False when the sink broke (EPIPE: our reader went away).
 bool write_all(int fd, const char* data, size_t size) {
@@ -51,14 +58,63 @@ int64_t now_ms() {
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
+// The next space-separated number of `line`, consumed.
+std::optional<int64_t> next_number(std::string_view& line) {
+  int64_t value = 0;
+  const char* end = line.data() + line.size();
+  auto [stop, error] = std::from_chars(line.data(), end, value);
+  if (error != std::errc() || stop == end || *stop != ' ') return std::nullopt;
+  line.remove_prefix(static_cast<size_t>(stop - line.data()) + 1);
+  return value;
+}
+
 }  // namespace
 
+std::optional<OutputFile> parse_output_file(std::string_view line) {
+  std::optional<int64_t> numbers[4];
+  for (std::optional<int64_t>& number : numbers) {
+    number = next_number(line);
+    if (!number || *number < 0) return std::nullopt;
+  }
+  if (!line.starts_with('/') || *numbers[0] > INT32_MAX || (*numbers[1] != 1 && *numbers[1] != 2)) {
+    return std::nullopt;
+  }
+  return OutputFile{{static_cast<int>(*numbers[0]), static_cast<int>(*numbers[1]), *numbers[2]},
+                    static_cast<uint64_t>(*numbers[3]),
+                    std::string(line)};
+}
+
+OutputFilesReader::OutputFilesReader(const std::string& run_dir)
+    : m_path(run_dir + "/" + common::kOutputsFileName) {}
+
+std::vector<OutputFile> OutputFilesReader::take() {
+  std::vector<OutputFile> out;
+  int fd = open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;  // no process told one yet
+  char buffer[8192];
+  ssize_t n = 0;
+  while ((n = pread(fd, buffer, sizeof(buffer), static_cast<off_t>(m_offset))) > 0) {
+    m_offset += static_cast<uint64_t>(n);
+    m_partial.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  size_t start = 0;
+  for (size_t end; (end = m_partial.find('\n', start)) != std::string::npos; start = end + 1) {
+    if (auto file = parse_output_file(std::string_view(m_partial).substr(start, end - start))) {
+      out.push_back(std::move(*file));
+    }
+  }
+  m_partial.erase(0, start);
+  return out;
+}
+
 LogTap::LogTap(const std::string& run_dir, const LaunchedJob& job, LogBounds bounds)
-    : m_run_dir(run_dir), m_bounds(bounds) {
+    : m_run_dir(run_dir), m_bounds(bounds), m_streams(2) {
   const OutputChannel* channels[2] = {&job.out, &job.err};
   const char* names[2] = {"stdout", "stderr"};
   for (int i = 0; i < 2; ++i) {
     m_streams[i].info.name = names[i];
+    m_streams[i].log_name = names[i];
     m_streams[i].source = channels[i]->read_fd;
     m_streams[i].sink = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
     open_next_file(m_streams[i]);
@@ -72,6 +128,7 @@ LogTap::~LogTap() {
   for (Stream& stream : m_streams) {
     if (stream.source >= 0) close(stream.source);
     if (stream.file >= 0) close(stream.file);
+    if (stream.tailed >= 0) close(stream.tailed);
   }
   close(m_wake[0]);
   close(m_wake[1]);
@@ -83,6 +140,9 @@ void LogTap::finish(int grace_ms) {
   ssize_t ignored = write(m_wake[1], &byte, 1);
   (void)ignored;
   m_thread.join();
+  // Files told at the end, and what the others got since the thread's last read.
+  adopt_files();
+  for (size_t i = 2; i < m_streams.size(); ++i) tail(m_streams[i], SIZE_MAX);
   for (Stream& stream : m_streams) {
     stream.unfinished = !stream.partial.empty();
     if (stream.unfinished)  // output ending without a newline
@@ -100,16 +160,87 @@ bool LogTap::stderr_mid_line() const {
 
 std::vector<store::LogStream> LogTap::streams() const {
   std::lock_guard lock(m_mutex);
-  return {m_streams[0].info, m_streams[1].info};
+  std::vector<store::LogStream> out;
+  for (const Stream& stream : m_streams) out.push_back(stream.info);
+  return out;
+}
+
+void LogTap::add_file(const OutputFile& file) {
+  std::lock_guard lock(m_mutex);
+  m_added.push_back(file);
+}
+
+// Takes the files told since the last call: a new path becomes a stream, a known one gains a
+// writer. The thread's (or, after it, finish()'s) alone.
+void LogTap::adopt_files() {
+  std::vector<OutputFile> added;
+  {
+    std::lock_guard lock(m_mutex);
+    added.swap(m_added);
+  }
+  for (const OutputFile& file : added) {
+    auto known = std::find_if(m_streams.begin() + 2, m_streams.end(),
+                              [&](const Stream& s) { return s.info.name == file.path; });
+    if (known == m_streams.end()) {
+      if (m_streams.size() - 2 >= kMaxFiles) continue;
+      int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) continue;  // gone, or not ours to read
+      {
+        std::lock_guard lock(m_mutex);
+        known = m_streams.emplace(m_streams.end());
+        known->info.name = file.path;
+      }
+      known->log_name = "file-" + std::to_string(m_streams.size() - 2);
+      known->tailed = fd;
+      known->offset = file.offset;
+      open_next_file(*known);
+    }
+    std::lock_guard lock(m_mutex);
+    known->info.writers.push_back(file.writer);
+  }
+}
+
+// Reads what was written to a file since the last read, up to `max_chunks` chunks.
+void LogTap::tail(Stream& stream, size_t max_chunks) {
+  static thread_local std::vector<char> buffer(kChunk);
+  struct stat file {};
+  if (fstat(stream.tailed, &file) == 0) {
+    auto size = static_cast<uint64_t>(file.st_size);
+    // Cut short since (a writer that truncated it): what comes next is written from its end.
+    stream.offset = std::min(stream.offset, size);
+    if (size - stream.offset > m_bounds.file_lag_bytes) {
+      uint64_t passed = size - stream.offset - m_bounds.file_lag_bytes;
+      stream.offset += passed;
+      stream.partial.clear();
+      std::lock_guard lock(m_mutex);
+      stream.info.bytes += passed;
+      stream.info.bytes_not_kept += passed;
+    }
+  }
+  for (size_t chunk = 0; chunk < max_chunks; ++chunk) {
+    ssize_t n =
+        pread(stream.tailed, buffer.data(), buffer.size(), static_cast<off_t>(stream.offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    auto size = static_cast<size_t>(n);
+    stream.offset += size;
+    uint64_t lines = scan_lines(stream, buffer.data(), size, common::realtime_ns());
+    keep(stream, buffer.data(), size, lines);
+  }
 }
 
 void LogTap::run() {
   int64_t deadline = -1;
-  while (m_streams[0].source >= 0 || m_streams[1].source >= 0) {
+  // Until both pipes ended and the job's end was told: files are read also while the job writes
+  // only to them (a shell's `exec > log 2>&1`).
+  while (m_streams[0].source >= 0 || m_streams[1].source >= 0 || deadline < 0) {
     pollfd fds[3] = {{m_streams[0].source, POLLIN, 0},
                      {m_streams[1].source, POLLIN, 0},
                      {deadline < 0 ? m_wake[0] : -1, POLLIN, 0}};
-    int timeout = deadline < 0 ? -1 : static_cast<int>(std::max<int64_t>(0, deadline - now_ms()));
+    int timeout = kReadFilesEveryMs;
+    if (deadline >= 0) {
+      timeout = static_cast<int>(std::clamp<int64_t>(deadline - now_ms(), 0, timeout));
+    }
     int ready = poll(fds, 3, timeout);
     if (ready < 0 && errno == EINTR) continue;
     if (fds[2].revents != 0) {
@@ -121,6 +252,8 @@ void LogTap::run() {
     for (int i = 0; i < 2; ++i) {
       if (fds[i].revents != 0) pump(m_streams[i]);
     }
+    adopt_files();
+    for (size_t i = 2; i < m_streams.size(); ++i) tail(m_streams[i], kFileChunksPerRead);
     // Past the deadline, stop even if an orphan still writes: it could write forever.
     if (deadline >= 0 && now_ms() >= deadline) break;
   }
@@ -137,7 +270,7 @@ void LogTap::pump(Stream& stream) {
     return;
   }
   auto size = static_cast<size_t>(n);
-  m_last_written = static_cast<size_t>(&stream - m_streams);
+  m_last_written = &stream == &m_streams[0] ? 0 : 1;
   if (stream.sink >= 0 && !write_all(stream.sink, buffer.data(), size)) {
     // Our reader is gone (`traindoc run ... | head`): close the job's pipe so the job meets the
     // same broken pipe it would have met without us.
@@ -262,8 +395,8 @@ void LogTap::keep(Stream& stream, const char* data, size_t size, uint64_t lines)
 // The head file first, then numbered tail files of which the last two are kept.
 void LogTap::open_next_file(Stream& stream) {
   if (stream.file >= 0) close(stream.file);
-  std::string name = stream.files_opened == 0 ? "logs/" + stream.info.name + ".log"
-                                              : "logs/" + stream.info.name + ".tail-" +
+  std::string name = stream.files_opened == 0 ? "logs/" + stream.log_name + ".log"
+                                              : "logs/" + stream.log_name + ".tail-" +
                                                     std::to_string(stream.files_opened) + ".log";
   stream.file = open((m_run_dir + "/" + name).c_str(),
                      O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);

@@ -1,10 +1,13 @@
 // Passes the job's stdout and stderr to ours byte for byte and keeps a bounded copy in
-// <run>/logs. Supervisor process, its own thread, so that sampling never delays the job's output.
+// <run>/logs; also reads, and keeps alike, the files that job processes wrote their output to
+// instead. Supervisor process, its own thread, so that sampling never delays the job's output.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -15,9 +18,34 @@
 
 namespace traindoc::supervisor {
 
+// A process's stdout or stderr that was a file when it started, as its agent told.
+struct OutputFile {
+  store::LogWriter writer;
+  uint64_t offset = 0;  // where the process started writing
+  std::string path;
+};
+
+// One line of <run>/agent/outputs (common/layout.h); nullopt for a malformed one.
+std::optional<OutputFile> parse_output_file(std::string_view line);
+
+// Reads the lines the agents appended to <run>/agent/outputs since the last call.
+class OutputFilesReader {
+ public:
+  explicit OutputFilesReader(const std::string& run_dir);
+  std::vector<OutputFile> take();
+
+ private:
+  std::string m_path;
+  uint64_t m_offset = 0;
+  std::string m_partial;
+};
+
 struct LogBounds {
   uint64_t head_bytes = 64ull << 20;  // the start of the output, kept whole
   uint64_t tail_bytes = 32ull << 20;  // per tail file; the last two are kept
+  // Of a file written faster than it is read, what is further behind is passed over: the latest
+  // output is what explains a failure, and the end of the run must not wait for gigabytes.
+  uint64_t file_lag_bytes = 64ull << 20;
 };
 
 class LogTap {
@@ -33,6 +61,10 @@ class LogTap {
   void finish(int grace_ms);
 
   std::vector<store::LogStream> streams() const;
+
+  // Reads the file a job process writes its output to from where that process started, as a
+  // stream of its own named by the path (one stream per path, with each writer), until finish().
+  void add_file(const OutputFile& file);
 
   // Lines worth citing since the last call: each stream's first lines and those that look like
   // errors, with the time they were read. Every byte is in logs/ regardless.
@@ -57,9 +89,14 @@ class LogTap {
     std::string partial;   // the current line so far, cut at the kept length
     uint64_t line_number = 0;
     bool unfinished = false;  // it ended without a newline
+    std::string log_name;     // of its copies in logs/: "stdout", "stderr", "file-1"
+    int tailed = -1;          // a file read from `offset` on, instead of a pipe
+    uint64_t offset = 0;
   };
 
   void run();
+  void adopt_files();
+  void tail(Stream& stream, size_t max_chunks);
   void pump(Stream& stream);
   void keep(Stream& stream, const char* data, size_t size, uint64_t lines);
   void open_next_file(Stream& stream);
@@ -68,11 +105,12 @@ class LogTap {
 
   std::string m_run_dir;
   LogBounds m_bounds;
-  Stream m_streams[2];
-  size_t m_last_written = 1;   // the index of the stream the job wrote last
-  mutable std::mutex m_mutex;  // guards the streams' info and m_lines
+  std::deque<Stream> m_streams;  // stdout, stderr, then the files; grown by the thread alone
+  size_t m_last_written = 1;     // the index of the pipe the job wrote last
+  mutable std::mutex m_mutex;    // guards m_streams' growth, the streams' info, m_lines, m_added
   std::vector<store::LogLine> m_lines;
-  int m_wake[2] = {-1, -1};  // tells the thread to drain and stop
+  std::vector<OutputFile> m_added;  // files told, not yet adopted by the thread
+  int m_wake[2] = {-1, -1};         // tells the thread to drain and stop
   std::atomic<int> m_grace_ms{0};
   std::thread m_thread;
 };

@@ -118,6 +118,7 @@ class Loop {
   explicit Loop(const SupervisorOptions& options)
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
+        m_outputs(options.run_dir),
         m_gpu(options.nvml_library),
         m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}),
         m_smaps(int64_t{options.interval_ms} * options.slow_every * 1'000'000,
@@ -170,6 +171,7 @@ class Loop {
 
   const SupervisorOptions& m_options;
   store::StoreWriter m_store;
+  OutputFilesReader m_outputs;  // the files job processes write their output to
   store::RunInfo m_run;
   std::unique_ptr<AgentReader> m_agent;
   ProcessTable m_table;
@@ -829,6 +831,7 @@ store::RunInfo Loop::run() {
       if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
       if (!m_stack_requests.empty()) collect_stacks(false);
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
+        for (const OutputFile& file : m_outputs.take()) tap.add_file(file);
         double cpu_s =
             walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
         watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
@@ -843,6 +846,7 @@ store::RunInfo Loop::run() {
   }
   close(timer);
   close(signals);
+  for (const OutputFile& file : m_outputs.take()) tap.add_file(file);
   tap.finish(kOutputGraceMs);
   // What traindoc says at the end starts on a line of its own.
   if (m_options.announce && tap.stderr_mid_line()) fputc('\n', stderr);

@@ -62,6 +62,83 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
                                                "s: no such config: configs/run.yaml")));
 }
 
+// torchrun --redirects 2: each rank wrote its stderr to a file of its own, read when traindoc
+// read it (here after both ranks had ended), which only its writer printed.
+Evidence redirected_job() {
+  Evidence e = torchrun_job();
+  for (int rank : {kRank0, kRank1}) {
+    std::string path = "/tmp/torchelastic_x/attempt_0/" + std::to_string(rank - kRank0) + "/err";
+    e.logs.push_back({.name = path,
+                      .files = {"logs/file-" + std::to_string(rank - kRank0 + 1) + ".log"},
+                      .writers = {{rank, 2, process(e, rank).start_ns + 1}}});
+  }
+  return e;
+}
+
+TEST(RuleFailedExit, OutputInAFileIsItsWritersWhenEverItWasRead) {
+  Evidence e = redirected_job();
+  const std::string file = e.logs[1].name;
+  e.log_lines = {
+      {at(12.0), file, 1, "Traceback (most recent call last):"},
+      {at(12.0), file, 2, "  File \"/home/user/proj/train.py\", line 77, in <module>"},
+      {at(12.0), file, 3, kDataLoaderError},
+  };
+  exited(e, kRank1, 10.3, 1);
+  exited(e, kRank0, 11.9, 1);  // as it lost its peer, saying nothing; just before the read
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.title, "rank 1 (pid 1011) raised " + kDataLoaderError);
+  EXPECT_THAT(f.evidence, Contains(file + " lines 1-3 at +12.0 s: " + kDataLoaderError));
+  EXPECT_EQ(f.fix, "Read the traceback in " + file + ".");
+}
+
+TEST(RuleFailedExit, LastWordsInAFileNameTheFile) {
+  Evidence e = redirected_job();
+  const std::string file = e.logs[0].name;
+  e.log_lines = {
+      {at(10.0), file, 1, "no such config: configs/run.yaml"},
+      // On the job's stderr as rank 0 ended: the launcher's, never rank 0's.
+      stderr_line(10.1, 1, "Traceback (most recent call last):"),
+      stderr_line(10.1, 2, "  File \"/usr/bin/torchrun\", line 33, in <module>"),
+      stderr_line(10.1, 3, "RuntimeError: rank 0 failed"),
+  };
+  exited(e, kRank0, 10.1, 3);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "nonzero-exit");
+  EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 3: no such config: configs/run.yaml");
+  EXPECT_THAT(f.evidence, Contains("the last line it printed, " + file +
+                                   " line 1 at +10.0 s: no such config: configs/run.yaml"));
+  EXPECT_EQ(f.fix, "See the process's last output in " + file + " (kept in logs/file-1.log).");
+}
+
+// torchrun --tee 2 prints each rank's file on its own stderr, prefixed: that copy is told, once.
+TEST(RuleFailedExit, AFileTheLauncherCopiedToTheTerminalIsToldFromThere) {
+  Evidence e = redirected_job();
+  const std::string file = e.logs[1].name;
+  const std::vector<std::string> texts = {
+      "Traceback (most recent call last):",
+      "  File \"/home/user/proj/train.py\", line 77, in <module>", kDataLoaderError};
+  for (uint64_t i = 0; i < texts.size(); ++i) {
+    e.log_lines.push_back(stderr_line(10.3, i + 40, "[default1]:" + texts[i]));
+  }
+  for (uint64_t i = 0; i < texts.size(); ++i) {
+    e.log_lines.push_back({at(10.4), file, i + 1, texts[i]});  // read after the copy
+  }
+  exited(e, kRank1, 10.3, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) raised " + kDataLoaderError);
+  EXPECT_THAT(d.findings[0].evidence,
+              Contains("stderr lines 40-42 ([default1]:) at +10.3 s: " + kDataLoaderError));
+  for (const Finding& f : d.findings) {
+    EXPECT_THAT(f.evidence, Not(Contains(HasSubstr(file)))) << f.title;
+  }
+}
+
 // A missing checkpoint, logged and caught; the rank trained on, then exited with a message of its
 // own. Had it not trained on (logged, then exit), the exception would be what it ended with.
 TEST(RuleFailedExit, AnExceptionTheProcessTrainedOnFromIsNotItsEnd) {

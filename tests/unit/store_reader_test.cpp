@@ -527,22 +527,57 @@ TEST(StoreReader, ReadsTheFilePagesOfSchemaV6AndOfAnUpgradedV5File) {
     writer.add_proc_samples({later});
   }
   const Evidence upgraded = read_evidence(v5);
-  EXPECT_EQ(upgraded.schema_version, 6);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
   EXPECT_EQ(upgraded.proc_samples.back(), later);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v6.sql. A change
+// Schema 7 adds the writers of a file the job wrote its output to; a v6 file's streams have
+// none, and a v6 file upgraded by a writer of this build keeps them from then on.
+TEST(StoreReader, ReadsTheWritersOfSchemaV7AndOfAnUpgradedV6File) {
+  TempDir dir;
+  const std::string v7 = dir.file("v7.db");
+  load_sql_fixture("schema_v7.sql", v7);
+  const Evidence seen = read_evidence(v7);
+  EXPECT_EQ(seen.schema_version, 7);
+  ASSERT_EQ(seen.logs.size(), 3u);
+  EXPECT_TRUE(seen.logs[0].writers.empty());
+  EXPECT_EQ(seen.logs[2].name, "/home/user/run/rank1.err");
+  EXPECT_EQ(seen.logs[2].files, std::vector<std::string>{"logs/file-1.log"});
+  EXPECT_EQ(seen.logs[2].writers, (std::vector<LogWriter>{{511, 2, 1700000001500000000}}));
+  EXPECT_EQ(seen.proc_samples[0].rss_file, 150000000u);  // what schema 6 had still reads
+
+  const std::string v6 = dir.file("v6.db");
+  load_sql_fixture("schema_v6.sql", v6);
+  ASSERT_EQ(read_evidence(v6).logs.size(), 2u);
+  EXPECT_TRUE(read_evidence(v6).logs[1].writers.empty());
+  LogStream file{.name = "/tmp/job/out.txt",
+                 .bytes = 10,
+                 .lines = 1,
+                 .files = {"logs/file-1.log"},
+                 .writers = {{510, 1, 5}, {510, 2, 5}}};
+  {
+    StoreWriter writer = StoreWriter::open(v6);
+    writer.write_log_stream(file);
+    writer.write_log_stream(file);  // written again at every sample: the same rows
+  }
+  const Evidence upgraded = read_evidence(v6);
+  EXPECT_EQ(upgraded.schema_version, 7);
+  ASSERT_EQ(upgraded.logs.size(), 3u);
+  EXPECT_EQ(upgraded.logs[2], file);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v7.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV6Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV7Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v6.sql", fixture);
+  load_sql_fixture("schema_v7.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 6);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 7);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);

@@ -1,6 +1,6 @@
 // Tests of the log tap: the job's output passes to our stdout/stderr unchanged (captured here by
 // pointing fds 1 and 2 at files), the copy in <run>/logs, counters, the head and tail bounds,
-// binary data, and finish() with writers that never close.
+// binary data, finish() with writers that never close, and the files job processes write to.
 #include "supervisor/log_tap.h"
 
 #include <fcntl.h>
@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/layout.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -575,6 +577,150 @@ TEST(LogTap, StreamsCanBeReadWhileRunning) {
   capture.restore();
   EXPECT_EQ(seen, 4u);
   EXPECT_EQ(capture.err(), "abc\n");
+}
+
+void append(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::app) << text;
+}
+
+// Waits until the tap's stream `index` has `bytes`; false when it never does.
+bool wait_for_bytes(const LogTap& tap, size_t index, uint64_t bytes) {
+  for (int i = 0; i < 400; ++i) {
+    std::vector<store::LogStream> streams = tap.streams();
+    if (streams.size() > index && streams[index].bytes >= bytes) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(LogTap, ReadsTheFilesJobProcessesWriteFromWhereEachStarted) {
+  TempRun run;
+  const std::string path = run.path() + "/job.log";
+  append(path, "an earlier run's line\n");
+  JobPipes pipes;
+  StdioCapture capture(run.path());
+  bool seen_while_running = false;
+  std::vector<store::LogStream> streams;
+  std::vector<store::LogLine> lines;
+  {
+    LogTap tap(run.path(), pipes.job);
+    tap.add_file({{42, 2, 1000}, 22, path});
+    append(path, "Traceback (most recent call last):\n  File \"t.py\", line 1");
+    append(path, ", in <module>\nValueError: bad\n");
+    seen_while_running = wait_for_bytes(tap, 2, 86);
+    tap.add_file({{43, 1, 2000}, 86, path});  // a second writer of the same file
+    append(path, "no newline at the end");
+    pipes.close_out();
+    pipes.close_err();
+    tap.finish(1000);
+    streams = tap.streams();
+    lines = tap.take_lines();
+  }
+  capture.restore();
+  EXPECT_TRUE(seen_while_running);
+  ASSERT_EQ(streams.size(), 3u);
+  EXPECT_EQ(streams[2].name, path);
+  EXPECT_EQ(streams[2].bytes, 86u + 21u);
+  EXPECT_EQ(streams[2].lines, 3u);  // ended by a newline
+  EXPECT_EQ(streams[2].files, std::vector<std::string>{"logs/file-1.log"});
+  EXPECT_EQ(streams[2].writers, (std::vector<store::LogWriter>{{42, 2, 1000}, {43, 1, 2000}}));
+  EXPECT_EQ(run.file("logs/file-1.log"), read_file(path).substr(22));
+  std::vector<std::string> kept;
+  for (const store::LogLine& line : lines) {
+    if (line.stream == path) kept.push_back(std::to_string(line.number) + " " + line.text);
+  }
+  EXPECT_EQ(kept, (std::vector<std::string>{"1 Traceback (most recent call last):",
+                                            "2   File \"t.py\", line 1, in <module>",
+                                            "3 ValueError: bad", "4 no newline at the end"}));
+}
+
+TEST(LogTap, AFileCutShortIsReadOnFromItsNewEnd) {
+  TempRun run;
+  const std::string path = run.path() + "/job.log";
+  JobPipes pipes;
+  StdioCapture capture(run.path(), true);
+  std::vector<store::LogLine> lines;
+  {
+    LogTap tap(run.path(), pipes.job);
+    tap.add_file({{42, 2, 1000}, 0, path + ".missing"});  // gone before it was read: no stream
+    append(path, "first run\n");
+    tap.add_file({{42, 2, 1000}, 0, path});
+    bool first = wait_for_bytes(tap, 2, 10);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << "x\n";  // `> job.log` again
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    append(path, "second run\n");
+    pipes.close_out();
+    pipes.close_err();
+    tap.finish(1000);
+    EXPECT_TRUE(first);
+    EXPECT_EQ(tap.streams().size(), 3u);
+    lines = tap.take_lines();
+  }
+  capture.restore();
+  std::vector<std::string> texts;
+  for (const store::LogLine& line : lines) texts.push_back(line.text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"first run", "second run"}));
+}
+
+TEST(LogTap, AFileWrittenFasterThanItIsReadKeepsItsLatestOutput) {
+  TempRun run;
+  const std::string path = run.path() + "/job.log";
+  std::string early;
+  for (int i = 0; i < 20000; ++i) early += "step " + std::to_string(i) + " loss 0.5\n";
+  append(path, early);
+  JobPipes pipes;
+  StdioCapture capture(run.path(), true);
+  std::vector<store::LogStream> streams;
+  std::vector<store::LogLine> lines;
+  LogBounds bounds;
+  bounds.file_lag_bytes = 4096;
+  {
+    LogTap tap(run.path(), pipes.job, bounds);
+    append(path, "RuntimeError: the end\n");
+    tap.add_file({{42, 2, 1000}, 0, path});
+    pipes.close_out();
+    pipes.close_err();
+    tap.finish(1000);
+    streams = tap.streams();
+    lines = tap.take_lines();
+  }
+  capture.restore();
+  const uint64_t size = fs::file_size(path);
+  ASSERT_EQ(streams.size(), 3u);
+  EXPECT_EQ(streams[2].bytes, size);
+  EXPECT_EQ(streams[2].bytes_not_kept, size - 4096);
+  EXPECT_EQ(run.file("logs/file-1.log"), read_file(path).substr(size - 4096));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back().text, "RuntimeError: the end");
+}
+
+TEST(OutputFiles, ParsesTheAgentsLines) {
+  std::optional<OutputFile> file = parse_output_file("4242 2 1700000000000000000 17 /a b/err.log");
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->writer, (store::LogWriter{4242, 2, 1700000000000000000}));
+  EXPECT_EQ(file->offset, 17u);
+  EXPECT_EQ(file->path, "/a b/err.log");
+  for (const char* bad : {"4242 3 1 0 /x", "4242 2 1 0 x", "4242 2 1 /x", "-1 2 1 0 /x",
+                          "4242 2 1 0 ", "99999999999 1 1 0 /x", ""}) {
+    EXPECT_FALSE(parse_output_file(bad)) << bad;
+  }
+}
+
+TEST(OutputFiles, TakesEachWholeLineOnce) {
+  TempRun run;
+  const std::string path = run.path() + "/" + common::kOutputsFileName;
+  OutputFilesReader reader(run.path());
+  EXPECT_TRUE(reader.take().empty());  // no process told one yet
+  fs::create_directories(run.path() + "/agent");
+  append(path, "1 1 5 0 /one\n2 2 6 0 /tw");
+  std::vector<OutputFile> first = reader.take();
+  append(path, "o\n");
+  std::vector<OutputFile> second = reader.take();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].path, "/one");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].path, "/two");
+  EXPECT_TRUE(reader.take().empty());
 }
 
 }  // namespace
