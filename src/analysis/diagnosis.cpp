@@ -204,6 +204,13 @@ void merge_same(std::vector<TimedFinding>& found) {
       out.push_back(std::move(timed));
       continue;
     }
+    // The checker compared every rank's calls: its account (who never came, what differs) tells
+    // the failure, and a rank's error text about it, however early it was stamped, is evidence.
+    if (timed.from_checker && !same->from_checker) {
+      int64_t first_ns = same->t_ns;
+      std::swap(*same, timed);
+      same->t_ns = first_ns;
+    }
     Finding& into = same->finding;
     // A hang names the ranks that were missing; another rank's timeout, the same hang seen
     // from where it waited, is evidence and adds no one to look at.

@@ -353,6 +353,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     timed.t_ns = issue.first_ns;
     // The text rules may see the same failure in the ranks' errors: one finding.
     timed.merge_key = issue.kind;
+    timed.from_checker = true;
     const store::CollectiveIssue* late = late_arrival(context, issue);
     if (late != nullptr) as_straggler(context, *late, f);
     bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);

@@ -140,6 +140,7 @@ struct TimedFinding {
   // are merged into the earliest.
   std::string merge_key;
   bool from_crash_record = false;  // rule_native_crash's, from the agent's record
+  bool from_checker = false;       // rule_collectives's, from the supervisor's collective checker
 };
 
 // Crash records of the agent: native-crash, stack-overflow, abort, fpe, illegal-instruction,

@@ -397,36 +397,42 @@ TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
 // Neither end is a failure of its own: the hang is the cause, it names the missing rank only, and
 // the timeouts are its evidence.
 TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
-  e.collective_issues[0].ranks[1].state = "never called it";
-  e.collective_issues[0].ranks[0].state = "waiting in it";
-  for (int r = 0; r < 2; ++r) {
-    std::string prefix = "[default" + std::to_string(r) + "]:";
-    e.processes[static_cast<size_t>(r) + 1].local_rank = r;
-    e.processes[static_cast<size_t>(r) + 1].exit_code = 1;
-    e.processes[static_cast<size_t>(r) + 1].end_ns = kT0 + (7 + r) * kSecond;
-    e.processes[static_cast<size_t>(r) + 1].end_source = store::EndSource::kParent;
-    for (std::string text :
-         {prefix + "Traceback (most recent call last):",
-          prefix + "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
-                   "Timed out waiting 6000ms for recv operation to complete"}) {
-      store::LogLine line;
-      line.stream = "stderr";
-      line.number = e.log_lines.size() + 1;
-      line.t_ns = kT0 + (7 + r) * kSecond - kSecond / 10;
-      line.text = text;
-      e.log_lines.push_back(line);
+  // The waits the checker saw began before the ranks' timeouts, or, stamped from a rank's own
+  // idea of its wait, after: the checker's account leads either way.
+  for (int64_t first_ns : {kT0 + kSecond, kT0 + 7 * kSecond + kSecond / 2}) {
+    store::Evidence e = job_with_issue("collective-missing", "missing");
+    e.collective_issues[0].first_ns = first_ns;
+    e.collective_issues[0].ranks[1].state = "never called it";
+    e.collective_issues[0].ranks[0].state = "waiting in it";
+    for (int r = 0; r < 2; ++r) {
+      std::string prefix = "[default" + std::to_string(r) + "]:";
+      e.processes[static_cast<size_t>(r) + 1].local_rank = r;
+      e.processes[static_cast<size_t>(r) + 1].exit_code = 1;
+      e.processes[static_cast<size_t>(r) + 1].end_ns = kT0 + (7 + r) * kSecond;
+      e.processes[static_cast<size_t>(r) + 1].end_source = store::EndSource::kParent;
+      for (std::string text :
+           {prefix + "Traceback (most recent call last):",
+            prefix + "RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] "
+                     "Timed out waiting 6000ms for recv operation to complete"}) {
+        store::LogLine line;
+        line.stream = "stderr";
+        line.number = e.log_lines.size() + 1;
+        line.t_ns = kT0 + (7 + r) * kSecond - kSecond / 10;
+        line.text = text;
+        e.log_lines.push_back(line);
+      }
     }
+    Diagnosis d = diagnose(e);
+    const Finding& root = d.findings.front();
+    EXPECT_EQ(root.kind, "collective-missing");
+    EXPECT_EQ(root.ranks, (std::vector<int>{1}));
+    EXPECT_EQ(root.title, e.collective_issues[0].message.substr(20));
+    EXPECT_EQ(std::count_if(root.evidence.begin(), root.evidence.end(),
+                            [](const std::string& line) {
+                              return line.starts_with("the same failure, also: ");
+                            }),
+              2);
   }
-  Diagnosis d = diagnose(e);
-  const Finding& root = d.findings.front();
-  EXPECT_EQ(root.kind, "collective-missing");
-  EXPECT_EQ(root.ranks, (std::vector<int>{1}));
-  EXPECT_EQ(std::count_if(root.evidence.begin(), root.evidence.end(),
-                          [](const std::string& line) {
-                            return line.starts_with("the same failure, also: ");
-                          }),
-            2);
 }
 
 // H08 (c) with a teardown abort: rank 1 skipped the call, finished its program, then aborted at
