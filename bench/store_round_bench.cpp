@@ -67,8 +67,8 @@ void BM_StoreRound(benchmark::State& state) {
   int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
-  LogStream out{"stdout", 0, 0, 0, {"logs/stdout.log"}};
-  LogStream err{"stderr", 0, 0, 0, {"logs/stderr.log"}};
+  LogStream out{"stdout", 0, 0, 0, {"logs/stdout.log"}, {}};
+  LogStream err{"stderr", 0, 0, 0, {"logs/stderr.log"}, {}};
   int round = 0;
   for (auto _ : state) {
     t += kSecondNs;

@@ -204,9 +204,10 @@ void merge_same(std::vector<TimedFinding>& found) {
       out.push_back(std::move(timed));
       continue;
     }
-    // The checker compared every rank's calls: its account (who never came, what differs) tells
-    // the failure, and a rank's error text about it, however early it was stamped, is evidence.
-    if (timed.from_checker && !same->from_checker) {
+    // A hang the checker saw names who never came; a rank's timeout text of it, however early
+    // it was stamped, names the one that waited, and is evidence. (For a peer that left, the
+    // texts' account, with each rank's steps, stays first.)
+    if (timed.from_checker && !same->from_checker && timed.finding.kind == "collective-missing") {
       int64_t first_ns = same->t_ns;
       std::swap(*same, timed);
       same->t_ns = first_ns;

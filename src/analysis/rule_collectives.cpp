@@ -99,6 +99,17 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
   return !own.empty() && !kAboutPeers.contains(own);
 }
 
+// A rank that waited in the call gave up and failed before this missing one ended: the missing
+// one's failure (its connection to the rank that left, lost) came of the hang, not before it.
+bool outlived_a_waiting_rank(const RuleContext& context, const store::CollectiveIssue& issue,
+                             const ProcessSummary& process) {
+  return std::any_of(issue.ranks.begin(), issue.ranks.end(), [&](const auto& rank) {
+    const ProcessSummary* waited = context.process(rank.pid, rank.start_ticks);
+    return !missing(rank) && waited != nullptr && ended_in_failure(waited->record) &&
+           waited->record.end_ns < process.record.end_ns;
+  });
+}
+
 // An issue about ranks that did not come: the checker files it as peer-exited where a missing
 // rank's failed end was seen before any waiting rank gave up, else as collective-missing.
 bool about_missing_ranks(const store::CollectiveIssue& issue) {
@@ -371,13 +382,14 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
                        : !about_missing_ranks(issue) || !any_missing || missing(rank);
       // A missing rank that ended while the others waited, or died of its own failure. One
       // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence,
-      // and so are one a stop request ended (the user gave up on the hang) and one that timed
-      // out waiting elsewhere. One whose program had finished skipped the call, however its
-      // teardown then ended.
+      // and so are one a stop request ended (the user gave up on the hang), one that timed
+      // out waiting elsewhere, and one that failed after a waiting rank had given up and left. One
+      // whose program had finished skipped the call, however its teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
       if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
           !made_the_late_call(late, rank) && ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
+          !outlived_a_waiting_rank(context, issue, *process) &&
           (rank.state.ends_with("without calling it") ||
            !stopped_by_request_signal(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.

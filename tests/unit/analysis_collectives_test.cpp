@@ -195,6 +195,23 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
 }
 
+// The missing rank waited elsewhere (a collective only it makes); rank 0, waiting in the call,
+// timed out first and left, and the missing rank then failed on the lost connection: the hang is
+// the cause, whichever rank's timeout came first.
+TEST(CollectivesRule, AMissingRankThatFailedAfterAWaitingRankLeftStaysMissing) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.collective_issues[0].ranks[1].state = "never called it";
+  e.processes[2].exit_code = 1;
+  e.processes[2].end_ns = kT0 + 9 * kSecond;  // after rank 0's, at 8 s
+  e.processes[2].end_source = store::EndSource::kParent;
+  Diagnosis d = diagnose(e);
+  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
+  // Ended before rank 0 gave up: it left the others waiting, its end is the cause.
+  e.processes[2].end_ns = kT0 + 7 * kSecond;
+  EXPECT_EQ(diagnose(e).findings.front().kind, "nonzero-exit");
+}
+
 // The checker files a missing rank's failed end as peer-exited when it saw that end before any
 // waiting rank gave up (under load, the waiting rank's error comes late): the same story.
 TEST(CollectivesRule, AMissingRanksEndSeenFirstIsItsOwnFinding) {

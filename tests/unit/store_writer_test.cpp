@@ -72,8 +72,8 @@ TEST(StoreWriter, RoundTripsEveryField) {
                        {kT0 + 2 * kSecond, "sampling-failed", 0, "smaps_rollup: EACCES"}};
     for (const auto& e : expected.events) writer.add_event(e);
 
-    expected.logs = {{"stdout", 1000, 10, 0, {"logs/stdout.log"}},
-                     {"stderr", 1ULL << 40, 77, 5, {"logs/stderr.log", "logs/stderr.1.log"}}};
+    expected.logs = {{"stdout", 1000, 10, 0, {"logs/stdout.log"}, {}},
+                     {"stderr", 1ULL << 40, 77, 5, {"logs/stderr.log", "logs/stderr.1.log"}, {}}};
     for (const auto& l : expected.logs) writer.write_log_stream(l);
 
     expected.steps = {
@@ -208,9 +208,9 @@ TEST(StoreWriter, LogStreamUpsertReplacesFiles) {
   TempDir dir;
   const std::string path = dir.file("run.db");
   StoreWriter writer = StoreWriter::open(path);
-  writer.write_log_stream({"stdout", 10, 1, 0, {"logs/stdout.log", "logs/stdout.1.log"}});
-  writer.write_log_stream({"stderr", 5, 1, 0, {}});
-  const LogStream grown{"stdout", 1000, 50, 7, {"logs/stdout.log"}};
+  writer.write_log_stream({"stdout", 10, 1, 0, {"logs/stdout.log", "logs/stdout.1.log"}, {}});
+  writer.write_log_stream({"stderr", 5, 1, 0, {}, {}});
+  const LogStream grown{"stdout", 1000, 50, 7, {"logs/stdout.log"}, {}};
   writer.write_log_stream(grown);
   writer.flush();
   const Evidence evidence = read_evidence(path);
