@@ -99,10 +99,12 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
   return !own.empty() && !kAboutPeers.contains(own);
 }
 
-// A rank that waited in the call gave up and failed before this missing one ended: the missing
-// one's failure (its connection to the rank that left, lost) came of the hang, not before it.
-bool outlived_a_waiting_rank(const RuleContext& context, const store::CollectiveIssue& issue,
-                             const ProcessSummary& process) {
+// The missing rank failed on a lost peer, and a rank that waited in the call had given up and
+// ended before: its failure came of the hang, not before it. (One that crashed is held by its
+// crash capture, so its end may come after a waiting rank's.)
+bool lost_a_waiting_rank(const RuleContext& context, const store::CollectiveIssue& issue,
+                         const ProcessSummary& process) {
+  if (final_exception_kind(context, process) != "peer-exited") return false;
   return std::any_of(issue.ranks.begin(), issue.ranks.end(), [&](const auto& rank) {
     const ProcessSummary* waited = context.process(rank.pid, rank.start_ticks);
     return !missing(rank) && waited != nullptr && ended_in_failure(waited->record) &&
@@ -383,13 +385,13 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       // A missing rank that ended while the others waited, or died of its own failure. One
       // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence,
       // and so are one a stop request ended (the user gave up on the hang), one that timed
-      // out waiting elsewhere, and one that failed after a waiting rank had given up and left. One
+      // out waiting elsewhere, and one that lost a waiting rank that had given up and left. One
       // whose program had finished skipped the call, however its teardown then ended.
       bool finished = process != nullptr && process->script_finished_ns.has_value();
       if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
           !made_the_late_call(late, rank) && ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
-          !outlived_a_waiting_rank(context, issue, *process) &&
+          !lost_a_waiting_rank(context, issue, *process) &&
           (rank.state.ends_with("without calling it") ||
            !stopped_by_request_signal(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.

@@ -198,18 +198,33 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
 // The missing rank waited elsewhere (a collective only it makes); rank 0, waiting in the call,
 // timed out first and left, and the missing rank then failed on the lost connection: the hang is
 // the cause, whichever rank's timeout came first.
-TEST(CollectivesRule, AMissingRankThatFailedAfterAWaitingRankLeftStaysMissing) {
+TEST(CollectivesRule, AMissingRankThatLostAWaitingRankThatLeftStaysMissing) {
   store::Evidence e = job_with_issue("collective-missing", "missing");
   e.collective_issues[0].ranks[1].state = "never called it";
   e.processes[2].exit_code = 1;
   e.processes[2].end_ns = kT0 + 9 * kSecond;  // after rank 0's, at 8 s
   e.processes[2].end_source = store::EndSource::kParent;
+  for (std::string text : {"Traceback (most recent call last):",
+                           "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by "
+                           "peer [127.0.0.1]:61103"}) {
+    e.log_lines.push_back(
+        {kT0 + 9 * kSecond - kSecond / 10, "stderr", e.log_lines.size() + 1, "[default1]:" + text});
+  }
   Diagnosis d = diagnose(e);
   EXPECT_EQ(d.findings.front().kind, "collective-missing");
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
-  // Ended before rank 0 gave up: it left the others waiting, its end is the cause.
-  e.processes[2].end_ns = kT0 + 7 * kSecond;
-  EXPECT_EQ(diagnose(e).findings.front().kind, "nonzero-exit");
+  // Ended before rank 0 gave up, or of a failure of its own (a crash held it past rank 0's
+  // end): it left the others waiting, and its end is the cause.
+  for (bool own_failure : {false, true}) {
+    store::Evidence before = e;
+    if (own_failure) {
+      before.log_lines.back().text = "[default1]:ValueError: bad batch";
+    } else {
+      before.processes[2].end_ns = kT0 + 7 * kSecond;
+      for (store::LogLine& line : before.log_lines) line.t_ns -= 2 * kSecond;
+    }
+    EXPECT_NE(diagnose(before).findings.front().kind, "collective-missing") << own_failure;
+  }
 }
 
 // The checker files a missing rank's failed end as peer-exited when it saw that end before any
