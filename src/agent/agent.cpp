@@ -130,14 +130,7 @@ void on_fork_child() {
 
 bool map_agent_file(const char* run_dir) {
   char path[4096];
-  size_t dir_len = strlen(run_dir);
-  size_t name_len = strlen(common::kAgentFileName);
-  if (dir_len + 1 + name_len + 1 > sizeof(path)) return false;
-  memcpy(path, run_dir, dir_len);
-  path[dir_len] = '/';
-  memcpy(path + dir_len + 1, common::kAgentFileName, name_len);
-  path[dir_len + 1 + name_len] = '\0';
-
+  if (run_file_path(path, sizeof(path), run_dir, common::kAgentFileName) == 0) return false;
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return false;
   void* base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -189,6 +182,16 @@ __attribute__((constructor)) void start_agent() {
 }
 
 }  // namespace
+
+size_t run_file_path(char* out, size_t size, const char* run_dir, const char* name, size_t tail) {
+  size_t dir_len = strlen(run_dir);
+  size_t name_len = strlen(name);
+  if (dir_len + 1 + name_len + (tail > 0 ? tail : 1) > size) return 0;
+  memcpy(out, run_dir, dir_len);
+  out[dir_len] = '/';
+  memcpy(out + dir_len + 1, name, name_len + 1);
+  return dir_len + 1 + name_len;
+}
 
 void note_exit(int status) {
   Slot* slot = g_slot;

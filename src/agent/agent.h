@@ -2,6 +2,7 @@
 // the table of interposed libc functions. Everything callable from hooks is async-signal-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/layout.h"
@@ -28,6 +29,12 @@ void resolve_hooks();
 
 // This process's slot; nullptr without one. Async-signal-safe.
 common::Slot* current_slot();
+
+// Writes "<run_dir>/<name>" into `out` (`size` bytes) with `tail` bytes free after the name, its
+// NUL among them (a pid and an extension may be written there later); returns the length up to
+// the end of the name, 0 when that does not fit. Async-signal-safe.
+size_t run_file_path(char* out, size_t size, const char* run_dir, const char* name,
+                     size_t tail = 1);
 
 // Tells the supervisor which of this process's stdout and stderr are files (a shell's
 // `2> err.log`, a launcher's redirect), so that it reads what the process writes there: at

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "agent/agent.h"
 #include "agent/crash.h"
 
 namespace traindoc::agent {
@@ -142,16 +143,9 @@ void prepare_crash_record(const char* run_dir) {
   g_py_dump = reinterpret_cast<DumpThreadsFn>(dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads"));
   g_py_initialized = reinterpret_cast<IsInitializedFn>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
 
-  static constexpr char kSuffix[] = "/agent/python-";
-  size_t dir_len = strlen(run_dir);
-  if (dir_len + sizeof(kSuffix) - 1 + kPathTail <= sizeof(g_python_path)) {
-    // Completed with the pid, ".txt" and the NUL at crash time.
-    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
-    memcpy(g_python_path, run_dir, dir_len);
-    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
-    memcpy(g_python_path + dir_len, kSuffix, sizeof(kSuffix) - 1);
-    g_python_prefix = dir_len + sizeof(kSuffix) - 1;
-  }
+  // Completed with the pid, ".txt" and the NUL at crash time.
+  g_python_prefix =
+      run_file_path(g_python_path, sizeof(g_python_path), run_dir, "agent/python-", kPathTail);
 }
 
 // Async-signal-safe.

@@ -21,13 +21,9 @@ char g_outputs_path[4096] = {};
 
 void note_output_files(const char* run_dir) {
   int saved_errno = errno;
-  if (run_dir != nullptr) {
-    size_t dir_len = strlen(run_dir);
-    size_t name_len = strlen(common::kOutputsFileName);
-    if (dir_len + 1 + name_len + 1 > sizeof(g_outputs_path)) return;
-    memcpy(g_outputs_path, run_dir, dir_len);
-    g_outputs_path[dir_len] = '/';
-    memcpy(g_outputs_path + dir_len + 1, common::kOutputsFileName, name_len + 1);
+  if (run_dir != nullptr && run_file_path(g_outputs_path, sizeof(g_outputs_path), run_dir,
+                                          common::kOutputsFileName) == 0) {
+    return;
   }
   if (g_outputs_path[0] == '\0') return;
   for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {

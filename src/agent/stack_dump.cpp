@@ -86,15 +86,9 @@ void stack_dump_handler(int sig, siginfo_t* info, void* /*context*/) {
 
 // A program that already handles the signal keeps it: then this process gives no stack dumps.
 void start_stack_dumps(const char* run_dir) {
-  static constexpr char kSuffix[] = "/agent/stack-";
-  size_t dir_len = strlen(run_dir);
-  if (dir_len + sizeof(kSuffix) + 32 > sizeof(g_path)) return;
-  // NOLINTNEXTLINE(bugprone-not-null-terminated-result): the suffix follows
-  memcpy(g_path, run_dir, dir_len);
-  // With its NUL; the pid and ".txt" are written over it in the handler.
-  // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
-  memcpy(g_path + dir_len, kSuffix, sizeof(kSuffix));
-  g_prefix = dir_len + sizeof(kSuffix) - 1;
+  // The pid and ".txt" are written after the name in the handler.
+  g_prefix = run_file_path(g_path, sizeof(g_path), run_dir, "agent/stack-", 1 + 32);
+  if (g_prefix == 0) return;
   int sig = common::stack_dump_signal();
   struct sigaction previous {};
   if (real_sigaction(sig, nullptr, &previous) != 0 || previous.sa_handler != SIG_DFL) return;
