@@ -340,13 +340,13 @@ namespace {
 std::set<std::string> copied_files(const store::Evidence& evidence) {
   std::set<std::string_view> printed;
   for (const store::LogLine& line : evidence.log_lines) {
-    if (line.stream == "stdout" || line.stream == "stderr") {
+    if (store::is_job_stream(line.stream)) {
       printed.insert(strip_launcher_prefix(line.text).text);
     }
   }
   std::map<std::string, std::pair<size_t, size_t>> seen;  // by file: lines, and those printed
   for (const store::LogLine& line : evidence.log_lines) {
-    if (line.stream == "stdout" || line.stream == "stderr" ||
+    if (store::is_job_stream(line.stream) ||
         line.text.find_first_not_of(" \t\r") == std::string::npos) {
       continue;
     }

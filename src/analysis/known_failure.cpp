@@ -588,7 +588,7 @@ std::string fix_for(const std::string& kind) {
 
 std::string traceback_place(const PythonTraceback& traceback) {
   const std::string& stream = traceback.stream;
-  return stream == "stdout" || stream == "stderr" ? "logs/" + stream + ".log" : stream;
+  return store::is_job_stream(stream) ? "logs/" + stream + ".log" : stream;
 }
 
 std::string unknown_exception_fix(const PythonTraceback& traceback) {

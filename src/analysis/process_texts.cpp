@@ -282,7 +282,7 @@ class LineOwners {
   const ProcessSummary* of(const std::string& stream, std::string_view prefix,
                            std::optional<int> prefix_rank, int64_t t_ns) const {
     if (prefix_rank) return by_prefix(m_processes, prefix, *prefix_rank, t_ns);
-    if (auto sole = m_sole_writer.find(stream); sole != m_sole_writer.end()) return sole->second;
+    if (const ProcessSummary* sole = sole_writer(stream)) return sole;
     return by_time(m_processes, excluded(stream), {}, m_root, t_ns);
   }
 
@@ -293,9 +293,7 @@ class LineOwners {
   const ProcessSummary* of_traceback(const PythonTraceback& tb,
                                      const EarlierOwners& earlier) const {
     if (tb.prefix_rank) return of(tb.stream, tb.prefix, tb.prefix_rank, tb.t_ns);
-    if (auto sole = m_sole_writer.find(tb.stream); sole != m_sole_writer.end()) {
-      return sole->second;
-    }
+    if (const ProcessSummary* sole = sole_writer(tb.stream)) return sole;
     std::set<const ProcessSummary*> crashed;
     for (const store::Crash& crash : m_evidence.crashes) {
       if (crash.time_ns == 0 || crash.time_ns >= tb.t_ns) continue;
@@ -332,6 +330,12 @@ class LineOwners {
   }
 
  private:
+  // The one process that wrote the file `stream`; nullptr for the job's streams, or several.
+  const ProcessSummary* sole_writer(const std::string& stream) const {
+    auto found = m_sole_writer.find(stream);
+    return found != m_sole_writer.end() ? found->second : nullptr;
+  }
+
   // Those that did not print on `stream`: prefixed by their launcher, or writing elsewhere.
   const std::set<const ProcessSummary*>& excluded(const std::string& stream) const {
     auto found = m_excluded.find(stream);

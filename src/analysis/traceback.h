@@ -47,7 +47,7 @@ struct PythonTraceback {
   uint64_t last_line = 0;
   int64_t t_ns = 0;        // time of its last line
   int64_t start_t_ns = 0;  // time of its first line
-  std::string stream;      // "stdout" or "stderr"
+  std::string stream;      // LogStream::name
   std::string prefix;      // launcher prefix of its lines ("[default0]:"), "" if none
   std::optional<int> prefix_rank;
   // Lines are missing inside it (a gap in line numbers), or it was cut before its exception

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "store/gpu_evidence.h"
@@ -137,6 +138,11 @@ struct LogStream {
   bool operator==(const LogStream&) const = default;
 };
 
+// The job's own stdout or stderr, as opposed to a file its processes wrote to.
+inline bool is_job_stream(std::string_view name) {
+  return name == "stdout" || name == "stderr";
+}
+
 // One native frame of a crash, symbolized by the supervisor where the files allow it.
 struct NativeFrame {
   uint64_t address = 0;
@@ -182,7 +188,7 @@ struct Crash {
 // the lines worth citing: the first and last ones and those that look like errors).
 struct LogLine {
   int64_t t_ns = 0;
-  std::string stream;   // "stdout" or "stderr"
+  std::string stream;   // LogStream::name
   uint64_t number = 0;  // 1-based line number within the stream
   std::string text;     // without the newline, cut at 4 KiB
 
