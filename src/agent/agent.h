@@ -42,6 +42,11 @@ size_t run_file_path(char* out, size_t size, const char* run_dir, const char* na
 // Async-signal-safe.
 void note_output_files(const char* run_dir);
 
+// Tells the supervisor that this process writes its output to the regular file open as `fd`
+// (nothing for another kind of file, or before note_output_files knew the run folder).
+// Async-signal-safe.
+void note_output_file(int fd);
+
 // This process's collective ring; nullptr without a slot. Async-signal-safe.
 common::CollectiveRing* current_collective_ring();
 

@@ -62,3 +62,8 @@ extern "C" __attribute__((visibility("default"))) void traindoc_thread_died(uint
   append_keeping_errno(traindoc::common::RecordType::kThreadDied, static_cast<int64_t>(name_low),
                        static_cast<int64_t>(name_high));
 }
+
+// The program opened a log file as `fd` (logging.FileHandler): what it logs there is its output.
+extern "C" __attribute__((visibility("default"))) void traindoc_log_file_opened(int fd) {
+  traindoc::agent::note_output_file(fd);
+}

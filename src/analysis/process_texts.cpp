@@ -265,7 +265,8 @@ class LineOwners {
         const ProcessSummary* p = writer_process(processes, writer);
         if (p == nullptr) continue;
         writing[stream.name].insert(p);
-        m_excluded[writer.fd == 1 ? "stdout" : "stderr"].insert(p);
+        // A log file it opened leaves its own stdout and stderr where they were.
+        if (writer.fd <= 2) m_excluded[writer.fd == 1 ? "stdout" : "stderr"].insert(p);
       }
     }
     for (auto& [stream, writers] : writing) {
@@ -350,14 +351,26 @@ class LineOwners {
   std::map<std::string, const ProcessSummary*> m_sole_writer;         // of a file stream
 };
 
-bool is_error_stream(const store::Evidence& evidence, std::string_view stream) {
-  if (stream == "stderr") return true;
+namespace {
+
+// Whether some writer of the file `stream` has it as `fd`, or above 2 when `fd` is 0.
+bool written_as(const store::Evidence& evidence, std::string_view stream, int fd) {
   for (const store::LogStream& file : evidence.logs) {
     if (file.name != stream) continue;
     return std::any_of(file.writers.begin(), file.writers.end(),
-                       [](const store::LogWriter& w) { return w.fd == 2; });
+                       [&](const store::LogWriter& w) { return fd == 0 ? w.fd > 2 : w.fd == fd; });
   }
   return false;
+}
+
+}  // namespace
+
+bool is_error_stream(const store::Evidence& evidence, std::string_view stream) {
+  return stream == "stderr" || written_as(evidence, stream, 2);
+}
+
+bool is_log_file(const store::Evidence& evidence, std::string_view stream) {
+  return written_as(evidence, stream, 0);
 }
 
 const store::LogStream* output_file(const store::Evidence& evidence, const ProcessSummary& process,
@@ -479,11 +492,13 @@ std::vector<const PythonTraceback*> ProcessTexts::tracebacks(const ProcessSummar
 
 const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& process) const {
   const PythonTraceback* found = nullptr;
+  const PythonTraceback* logged = nullptr;  // only in a log file (`logger.exception`)
   int64_t end = process.record.end_ns;
   for (const PythonTraceback* tb : tracebacks(process)) {
+    bool error_stream = is_error_stream(m_evidence, tb->stream);
     // A thread's exception ended the thread; the process went on.
-    if (tb->embedded || tb->exception_type.empty() || !is_error_stream(m_evidence, tb->stream) ||
-        !tb->thread.empty()) {
+    if (tb->embedded || tb->exception_type.empty() || !tb->thread.empty() ||
+        (!error_stream && !is_log_file(m_evidence, tb->stream))) {
       continue;
     }
     // A spawned process's exception is printed by its parent, after the others were stopped.
@@ -491,9 +506,10 @@ const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& proce
     if (end != 0 && (tb->t_ns > end + slack || tb->t_ns < end - kFinalWithinNs)) continue;
     // It trained on after printing it (logged and caught): not what it ended with.
     if (process.trained_after_ns && *process.trained_after_ns > tb->t_ns) continue;
-    found = tb;
+    (error_stream ? found : logged) = tb;
   }
-  return found;
+  // Logged and then raised, the copy it printed on stderr is the one it ended with.
+  return found != nullptr ? found : logged;
 }
 
 std::vector<const TextMatch*> ProcessTexts::matches(const ProcessSummary& process) const {

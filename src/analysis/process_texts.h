@@ -25,6 +25,9 @@ class LineOwners;
 // stderr to (a shell's `2> err.log`, `> log 2>&1`).
 bool is_error_stream(const store::Evidence& evidence, std::string_view stream);
 
+// Whether a stream is a log file some process opened itself (Python's logging.FileHandler).
+bool is_log_file(const store::Evidence& evidence, std::string_view stream);
+
 // The file this process wrote its stdout (fd 1) or stderr (fd 2) to; nullptr for the job's own.
 const store::LogStream* output_file(const store::Evidence& evidence, const ProcessSummary& process,
                                     int fd);
@@ -40,7 +43,8 @@ class ProcessTexts {
   // worker's "Original Traceback", included).
   std::vector<const PythonTraceback*> tracebacks(const ProcessSummary& process) const;
   // The exception this process ended with: its last top-level traceback printed no later than
-  // shortly after its end; nullptr when none was seen.
+  // shortly after its end, on stderr (a log file's when only a log file has one); nullptr when
+  // none was seen.
   const PythonTraceback* final_exception(const ProcessSummary& process) const;
   // Known texts on lines attributed to this process, in output order.
   std::vector<const TextMatch*> matches(const ProcessSummary& process) const;

@@ -17,7 +17,8 @@ inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
 inline constexpr const char* kAgentFileName = "agent/slots";
-// Where each process that starts with a file as its stdout or stderr says so, a line each:
+// Where each process that starts with a file as its stdout or stderr, or opens a log file, says
+// so, a line each:
 // "<pid> <fd> <realtime ns> <offset at start> <absolute path>\n", appended by the agent.
 inline constexpr const char* kOutputsFileName = "agent/outputs";
 inline constexpr const char* kRunDirEnv = "TRAINDOC_RUN_DIR";

@@ -116,7 +116,8 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
-// A job process whose stdout (fd 1) or stderr (fd 2) was a file, as its agent found it at start.
+// A job process whose stdout (fd 1) or stderr (fd 2) was a file, as its agent found it at start,
+// or that opened a log file (its descriptor, above 2).
 struct LogWriter {
   int pid = 0;
   int fd = 0;
@@ -126,7 +127,8 @@ struct LogWriter {
 };
 
 // The job's stdout or stderr, or a file that job processes wrote their output to (a shell's
-// `2> err.log`, a launcher's redirect): its name is then the file's path.
+// `2> err.log`, a launcher's redirect, a log file Python's logging opened): its name is then the
+// file's path.
 struct LogStream {
   std::string name;  // "stdout", "stderr", or a file's absolute path
   uint64_t bytes = 0;

@@ -76,7 +76,8 @@ std::optional<OutputFile> parse_output_file(std::string_view line) {
     number = next_number(line);
     if (!number || *number < 0) return std::nullopt;
   }
-  if (!line.starts_with('/') || *numbers[0] > INT32_MAX || (*numbers[1] != 1 && *numbers[1] != 2)) {
+  if (!line.starts_with('/') || *numbers[0] > INT32_MAX || *numbers[1] < 1 ||
+      *numbers[1] > INT32_MAX) {
     return std::nullopt;
   }
   return OutputFile{{static_cast<int>(*numbers[0]), static_cast<int>(*numbers[1]), *numbers[2]},
@@ -194,10 +195,35 @@ void LogTap::adopt_files() {
       known->tailed = fd;
       known->offset = file.offset;
       open_next_file(*known);
+    } else {
+      follow_replaced(*known, file);
     }
     std::lock_guard lock(m_mutex);
     known->info.writers.push_back(file.writer);
   }
+}
+
+// A path told again that names another file than the one read (a rotated log: the old one
+// renamed, a new one opened in its place): the old one is read to its end, then the new one from
+// where its writer begins, as the same stream.
+void LogTap::follow_replaced(Stream& stream, const OutputFile& file) {
+  int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return;
+  struct stat now {};
+  struct stat read {};
+  if (fstat(fd, &now) != 0 || fstat(stream.tailed, &read) != 0 ||
+      (now.st_dev == read.st_dev && now.st_ino == read.st_ino)) {
+    close(fd);
+    return;
+  }
+  tail(stream, SIZE_MAX);
+  if (!stream.partial.empty()) {  // its last line, never ended
+    end_line(stream, stream.partial, common::realtime_ns());
+    stream.partial.clear();
+  }
+  close(stream.tailed);
+  stream.tailed = fd;
+  stream.offset = file.offset;
 }
 
 // Reads what was written to a file since the last read, up to `max_chunks` chunks.

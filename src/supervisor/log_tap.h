@@ -18,7 +18,8 @@
 
 namespace traindoc::supervisor {
 
-// A process's stdout or stderr that was a file when it started, as its agent told.
+// A process's stdout or stderr that was a file when it started, or a log file it opened, as its
+// agent told.
 struct OutputFile {
   store::LogWriter writer;
   uint64_t offset = 0;  // where the process started writing
@@ -63,7 +64,8 @@ class LogTap {
   std::vector<store::LogStream> streams() const;
 
   // Reads the file a job process writes its output to from where that process started, as a
-  // stream of its own named by the path (one stream per path, with each writer), until finish().
+  // stream of its own named by the path (one stream per path, with each writer; a new file told
+  // at a known path goes on that stream), until finish().
   void add_file(const OutputFile& file);
 
   // Lines worth citing since the last call: each stream's first lines and those that look like
@@ -96,6 +98,7 @@ class LogTap {
 
   void run();
   void adopt_files();
+  void follow_replaced(Stream& stream, const OutputFile& file);
   void tail(Stream& stream, size_t max_chunks);
   void pump(Stream& stream);
   void keep(Stream& stream, const char* data, size_t size, uint64_t lines);

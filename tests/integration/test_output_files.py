@@ -76,3 +76,77 @@ def test_torchrun_redirects_each_rank_to_its_file(traindoc, tmp_path):
     streams = {s for s, _, fd in writers(run) if fd == 2}
     assert len(streams) == 2 and all(s.endswith("/stderr.log") for s in streams), streams
 
+
+
+LOGS_AND_EXITS = """import logging, logging.handlers, sys, time
+handler = {handler}
+handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+logging.basicConfig(level=logging.INFO, handlers=[handler])
+log = logging.getLogger("train")
+
+
+def train():
+    for step in range(20):
+        log.info("step %d loss 0.5", step)
+    raise ValueError("learning rate must be positive, got -0.1")
+
+
+time.sleep(0.5)
+try:
+    train()
+except Exception:
+    log.exception("training failed")
+    sys.exit(1)
+"""
+
+
+def logged_only(traindoc, tmp_path, handler):
+    log = tmp_path / "train.log"
+    log.write_text("ERROR an earlier run's failure\nRuntimeError: an earlier run's failure\n")
+    script = tmp_path / "train.py"
+    script.write_text(LOGS_AND_EXITS.format(handler=handler.format(log=str(log))))
+    run = traindoc([PYTHON, str(script)])
+    assert run.status == 1, run.stderr
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "python-exception", root
+    assert root["title"].endswith(
+        "raised ValueError: learning rate must be positive, got -0.1"), root
+    assert f"{log} lines " in "\n".join(root["evidence"]), root
+    assert root["fix"] == (f"Your code raised it at {script}:11: fix it there. The whole "
+                           f"traceback is in {log}."), root
+    rank = run.processes("rank")[0]
+    assert [(s, p) for s, p, fd in writers(run) if fd > 2] == [(str(log), rank["pid"])]
+    return run
+
+
+def test_an_exception_logged_only_to_a_log_file_is_the_root_cause(traindoc, tmp_path):
+    """logging.FileHandler, then `logger.exception(...)` and `sys.exit(1)`: the terminal shows
+    nothing of it, yet its exception is the root cause, read from where this run began."""
+    run = logged_only(traindoc, tmp_path, "logging.FileHandler({log!r})")
+    assert b"learning rate" not in run.stderr.split(b"traindoc:")[0]
+    assert "earlier run" not in (run.run_dir / "logs" / "file-1.log").read_text()
+
+
+def test_a_rotated_log_is_read_on_in_the_file_opened_in_its_place(traindoc, tmp_path):
+    """RotatingFileHandler renames train.log every few lines and opens a new one: the exception
+    logged after the rotations is read all the same."""
+    logged_only(traindoc, tmp_path,
+                "logging.handlers.RotatingFileHandler({log!r}, maxBytes=300, backupCount=2)")
+    assert (tmp_path / "train.log.2").exists()
+
+
+def test_an_exception_logged_and_printed_is_cited_from_the_terminal(traindoc, tmp_path):
+    """Logged to the console and to a file, then raised: the copy on stderr is the one cited."""
+    log = tmp_path / "train.log"
+    code = ("import logging; logging.basicConfig(level=logging.INFO, handlers=["
+            f"logging.StreamHandler(), logging.FileHandler({str(log)!r})]); "
+            "log = logging.getLogger('train'); log.info('step 0')\n"
+            "try:\n    {}['optimizer']\n"
+            "except KeyError:\n    log.exception('no optimizer'); raise")
+    run = traindoc([PYTHON, "-c", code])
+    assert run.status == 1, run.stderr
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "python-exception", root
+    assert root["title"].endswith("raised KeyError: 'optimizer'"), root
+    evidence = "\n".join(root["evidence"])
+    assert "stderr lines " in evidence and str(log) not in evidence, root

@@ -75,6 +75,27 @@ Evidence redirected_job() {
   return e;
 }
 
+// diagnose(e), whose root cause is that `who` raised the DataLoader error, cited as `cited`.
+Diagnosis expect_raised(const Evidence& e, const std::string& who, const std::string& cited) {
+  Diagnosis d = diagnose(e);
+  EXPECT_FALSE(d.findings.empty());
+  if (d.findings.empty()) return d;
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.title, who + " raised " + kDataLoaderError);
+  EXPECT_THAT(f.evidence, Contains(cited + ": " + kDataLoaderError));
+  return d;
+}
+
+// As expect_raised, cited from `file` (`where` in it), whose traceback the fix names.
+void expect_raised_in_file(const Evidence& e, const std::string& who, const std::string& file,
+                           const std::string& where) {
+  Diagnosis d = expect_raised(e, who, file + " " + where);
+  if (!d.findings.empty()) {
+    EXPECT_EQ(d.findings[0].fix, "Read the traceback in " + file + ".");
+  }
+}
+
 TEST(RuleFailedExit, OutputInAFileIsItsWritersWhenEverItWasRead) {
   Evidence e = redirected_job();
   const std::string file = e.logs[1].name;
@@ -85,13 +106,7 @@ TEST(RuleFailedExit, OutputInAFileIsItsWritersWhenEverItWasRead) {
   };
   exited(e, kRank1, 10.3, 1);
   exited(e, kRank0, 11.9, 1);  // as it lost its peer, saying nothing; just before the read
-  Diagnosis d = diagnose(e);
-  ASSERT_FALSE(d.findings.empty());
-  const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
-  EXPECT_EQ(f.title, "rank 1 (pid 1011) raised " + kDataLoaderError);
-  EXPECT_THAT(f.evidence, Contains(file + " lines 1-3 at +12.0 s: " + kDataLoaderError));
-  EXPECT_EQ(f.fix, "Read the traceback in " + file + ".");
+  expect_raised_in_file(e, "rank 1 (pid 1011)", file, "lines 1-3 at +12.0 s");
 }
 
 TEST(RuleFailedExit, LastWordsInAFileNameTheFile) {
@@ -115,6 +130,64 @@ TEST(RuleFailedExit, LastWordsInAFileNameTheFile) {
   EXPECT_EQ(f.fix, "See the process's last output in " + file + " (kept in logs/file-1.log).");
 }
 
+// Rank 0 logs to a file of its own (logging.FileHandler, its descriptor 3), read later than its
+// stderr, and prints on the job's stderr as before.
+Evidence logging_job() {
+  Evidence e = torchrun_job();
+  e.logs.push_back({.name = "/home/user/proj/train.log",
+                    .files = {"logs/file-1.log"},
+                    .writers = {{kRank0, 3, process(e, kRank0).start_ns + 1}}});
+  return e;
+}
+
+const std::vector<std::string> kLoggedTraceback = {
+    "2026-11-27 10:00:00,001 ERROR training failed", "Traceback (most recent call last):",
+    "  File \"/home/user/proj/train.py\", line 77, in <module>", kDataLoaderError};
+
+TEST(RuleFailedExit, AnExceptionLoggedOnlyInALogFileIsTheOneItEndedWith) {
+  Evidence e = logging_job();
+  const std::string file = e.logs[0].name;
+  for (uint64_t i = 0; i < kLoggedTraceback.size(); ++i) {
+    e.log_lines.push_back({at(10.4), file, i + 20, kLoggedTraceback[i]});
+  }
+  exited(e, kRank0, 10.3, 1);  // sys.exit(1) after logger.exception
+  expect_raised_in_file(e, "rank 0 (pid 1010)", file, "lines 21-23 at +10.4 s");
+}
+
+TEST(RuleFailedExit, AnExceptionLoggedAndRaisedIsCitedFromStderr) {
+  Evidence e = logging_job();
+  const std::string file = e.logs[0].name;
+  // Mostly what it logged alone: not a copy of the terminal's output.
+  for (uint64_t i = 0; i < 4; ++i) {
+    e.log_lines.push_back({at(5.0), file, i + 1, "INFO step " + std::to_string(i)});
+  }
+  for (uint64_t i = 1; i < kLoggedTraceback.size(); ++i) {
+    e.log_lines.push_back(stderr_line(10.2, i + 40, "[default0]:" + kLoggedTraceback[i]));
+  }
+  for (uint64_t i = 0; i < kLoggedTraceback.size(); ++i) {
+    e.log_lines.push_back({at(10.4), file, i + 20, kLoggedTraceback[i]});  // read after it
+  }
+  exited(e, kRank0, 10.3, 1);
+  expect_raised(e, "rank 0 (pid 1010)", "stderr lines 41-43 ([default0]:) at +10.2 s");
+}
+
+// Its log file takes nothing from what it prints on stderr without a prefix (rank 1's stderr
+// goes to a file: rank 0 is the one rank that prints there).
+TEST(RuleFailedExit, AProcessWithALogFileStillOwnsItsStderr) {
+  Evidence e = logging_job();
+  e.logs.push_back(
+      {.name = "/tmp/err-1.log", .files = {"logs/file-2.log"}, .writers = {{kRank1, 2, at(0.1)}}});
+  e.log_lines = {
+      stderr_line(10.0, 8, "no such config: configs/run.yaml"),
+      {at(10.1), e.logs[0].name, 1, "2026-11-27 10:00:00,001 INFO loading configs"},
+  };
+  exited(e, kRank0, 10.1, 2);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].title,
+            "rank 0 (pid 1010) exited with code 2: no such config: configs/run.yaml");
+}
+
 // torchrun --tee 2 prints each rank's file on its own stderr, prefixed: that copy is told, once.
 TEST(RuleFailedExit, AFileTheLauncherCopiedToTheTerminalIsToldFromThere) {
   Evidence e = redirected_job();
@@ -129,11 +202,8 @@ TEST(RuleFailedExit, AFileTheLauncherCopiedToTheTerminalIsToldFromThere) {
     e.log_lines.push_back({at(10.4), file, i + 1, texts[i]});  // read after the copy
   }
   exited(e, kRank1, 10.3, 1);
-  Diagnosis d = diagnose(e);
-  ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) raised " + kDataLoaderError);
-  EXPECT_THAT(d.findings[0].evidence,
-              Contains("stderr lines 40-42 ([default1]:) at +10.3 s: " + kDataLoaderError));
+  Diagnosis d =
+      expect_raised(e, "rank 1 (pid 1011)", "stderr lines 40-42 ([default1]:) at +10.3 s");
   for (const Finding& f : d.findings) {
     EXPECT_THAT(f.evidence, Not(Contains(HasSubstr(file)))) << f.title;
   }

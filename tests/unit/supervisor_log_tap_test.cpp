@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -634,32 +635,57 @@ TEST(LogTap, ReadsTheFilesJobProcessesWriteFromWhereEachStarted) {
                                             "3 ValueError: bad", "4 no newline at the end"}));
 }
 
-TEST(LogTap, AFileCutShortIsReadOnFromItsNewEnd) {
-  TempRun run;
-  const std::string path = run.path() + "/job.log";
+// The texts of the lines a tap kept of the file at `path`, which pid 42 writes as `fd` from its
+// start: `then` runs once the tap read what the file held, before the job ends.
+std::vector<std::string> tapped_texts(const TempRun& run, const std::string& path, int fd,
+                                      const std::function<void(LogTap&)>& then) {
   JobPipes pipes;
   StdioCapture capture(run.path(), true);
   std::vector<store::LogLine> lines;
   {
     LogTap tap(run.path(), pipes.job);
-    tap.add_file({{42, 2, 1000}, 0, path + ".missing"});  // gone before it was read: no stream
-    append(path, "first run\n");
-    tap.add_file({{42, 2, 1000}, 0, path});
-    bool first = wait_for_bytes(tap, 2, 10);
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << "x\n";  // `> job.log` again
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    append(path, "second run\n");
+    tap.add_file({{42, fd, 1000}, 0, path + ".missing"});  // gone before it was read: no stream
+    tap.add_file({{42, fd, 1000}, 0, path});
+    EXPECT_TRUE(wait_for_bytes(tap, 2, fs::file_size(path)));
+    then(tap);
     pipes.close_out();
     pipes.close_err();
     tap.finish(1000);
-    EXPECT_TRUE(first);
     EXPECT_EQ(tap.streams().size(), 3u);
     lines = tap.take_lines();
   }
   capture.restore();
   std::vector<std::string> texts;
   for (const store::LogLine& line : lines) texts.push_back(line.text);
+  return texts;
+}
+
+TEST(LogTap, AFileCutShortIsReadOnFromItsNewEnd) {
+  TempRun run;
+  const std::string path = run.path() + "/job.log";
+  append(path, "first run\n");
+  std::vector<std::string> texts = tapped_texts(run, path, 2, [&](LogTap&) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << "x\n";  // `> job.log` again
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    append(path, "second run\n");
+  });
   EXPECT_EQ(texts, (std::vector<std::string>{"first run", "second run"}));
+}
+
+TEST(LogTap, ARotatedLogGoesOnInTheFileOpenedInItsPlace) {
+  TempRun run;
+  const std::string path = run.path() + "/train.log";
+  append(path, "step 1\n");
+  std::vector<std::string> texts = tapped_texts(run, path, 3, [&](LogTap& tap) {
+    append(path, "step 2\n");  // written before the rotation, read after it
+    fs::rename(path, path + ".1");
+    append(path, "");
+    tap.add_file({{42, 3, 2000}, 0, path});  // RotatingFileHandler opened it again
+    append(path, "RuntimeError: after the rotation\n");
+  });
+  EXPECT_EQ(texts,
+            (std::vector<std::string>{"step 1", "step 2", "RuntimeError: after the rotation"}));
+  EXPECT_EQ(run.file("logs/file-1.log"), "step 1\nstep 2\nRuntimeError: after the rotation\n");
 }
 
 TEST(LogTap, AFileWrittenFasterThanItIsReadKeepsItsLatestOutput) {
@@ -700,7 +726,9 @@ TEST(OutputFiles, ParsesTheAgentsLines) {
   EXPECT_EQ(file->writer, (store::LogWriter{4242, 2, 1700000000000000000}));
   EXPECT_EQ(file->offset, 17u);
   EXPECT_EQ(file->path, "/a b/err.log");
-  for (const char* bad : {"4242 3 1 0 /x", "4242 2 1 0 x", "4242 2 1 /x", "-1 2 1 0 /x",
+  // A log file the process opened itself has a descriptor of its own.
+  EXPECT_EQ(parse_output_file("4242 7 1 0 /x")->writer.fd, 7);
+  for (const char* bad : {"4242 0 1 0 /x", "4242 2 1 0 x", "4242 2 1 /x", "-1 2 1 0 /x",
                           "4242 2 1 0 ", "99999999999 1 1 0 /x", ""}) {
     EXPECT_FALSE(parse_output_file(bad)) << bad;
   }
