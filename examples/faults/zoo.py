@@ -188,10 +188,11 @@ def problems(case, status, report):
 
 
 def misnamed_processes(finding, processes):
-    """Every "(pid N)" of a finding's title must be a process of the run, named by its role."""
+    """Every "(pid N)" of a finding's title must be a process of the run, named by its role;
+    PyTorch's own words ("DataLoader worker (pid N) is killed") name it their way."""
     roles = {p["pid"]: p["role_text"] for p in processes}
     found = []
-    for pid in map(int, re.findall(r"\(pid (\d+)\)", finding["title"])):
+    for pid in map(int, re.findall(r"(?<!DataLoader worker )\(pid (\d+)\)", finding["title"])):
         if pid not in roles:
             found.append(f"pid {pid} is no process of the run: {finding['title']}")
         elif f"{roles[pid]} (pid {pid})" not in finding["title"]:
