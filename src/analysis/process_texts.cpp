@@ -233,7 +233,8 @@ class LineOwners {
     std::set<const ProcessSummary*> by_launcher;  // prefixed by their launcher, not by torch
     for (const store::LogLine& line : evidence.log_lines) {
       LinePrefix prefix = strip_launcher_prefix(line.text);
-      if (!prefix.rank) continue;
+      // A prefix alone is no rank's line: torchrun's error summary heads each failure "[0]:".
+      if (!prefix.rank || prefix.text.empty()) continue;
       if (const ProcessSummary* p = by_prefix(processes, prefix.prefix, *prefix.rank, line.t_ns)) {
         m_prefixed.insert(p);
         // PyTorch 2.x writes "[rank1]:" itself, on its own log lines only.
@@ -276,8 +277,10 @@ class LineOwners {
       }
       if (writers.size() == 1) m_sole_writer[stream] = *writers.begin();
     }
-    for (auto& [stream, excluded] : m_excluded)
-      excluded.insert(m_prefixed.begin(), m_prefixed.end());
+    // A prefix marks what a launcher copied to the job's streams, not what went to a file.
+    for (auto& [stream, excluded] : m_excluded) {
+      if (store::is_job_stream(stream)) excluded.insert(m_prefixed.begin(), m_prefixed.end());
+    }
   }
 
   const ProcessSummary* of(const std::string& stream, std::string_view prefix,

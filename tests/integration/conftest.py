@@ -89,9 +89,11 @@ def fault_script(name, *args):
     return [PYTHON, str(ROOT / "examples" / "faults" / name), *map(str, args)]
 
 
-def torchrun(*args):
-    """torchrun of Debian's PyTorch, with the redirects that its Python 3.11 build needs."""
-    return [PYTHON, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", *map(str, args)]
+def torchrun(*args, redirects=2, tee=2):
+    """torchrun of Debian's PyTorch, with the redirects that its Python 3.11 build needs (any
+    but 0): by default the ranks' stderr, printed with a prefix."""
+    return [PYTHON, "-m", "torch.distributed.run", "--redirects", str(redirects), "--tee", str(tee),
+            *map(str, args)]
 
 
 def free_port():

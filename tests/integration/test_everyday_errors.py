@@ -721,3 +721,34 @@ def test_weights_downloaded_where_no_name_resolves(traindoc, monkeypatch):
     # resolution".
     assert ": a download failed: the host name could not be resolved (" in root["title"], root
     assert "$TORCH_HOME/hub/checkpoints" in root["fix"], root["fix"]
+
+
+LOGGED_AND_RAISED = """import logging, os, time
+import torch.distributed as dist
+logging.basicConfig(level=logging.INFO)
+dist.init_process_group("gloo")
+time.sleep(1)
+try:
+    if os.environ["RANK"] == "1":
+        {}["optimizer"]
+    time.sleep(30)
+except Exception:
+    logging.getLogger("train").exception("training failed")
+    raise
+"""
+
+
+def test_ranks_printing_without_a_prefix_are_told_apart(traindoc, tmp_path):
+    """torchrun's stderr without --tee, as torchrun 2.x prints by default: rank 1 logs its
+    exception and raises it again, rank 0 is stopped, and torchrun's error summary heads the
+    failure with a bare "[0]:". Rank 1 raised, and rank 0 printed none of it."""
+    script = tmp_path / "train.py"
+    script.write_text(LOGGED_AND_RAISED)
+    # Only stdout goes through torchrun's files, and gets a prefix.
+    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script,
+                            redirects=1, tee=1))
+    root = failed_root(run)
+    assert root["kind"] == "python-exception", root
+    assert root["ranks"] == [1] and root["title"].endswith("raised KeyError: 'optimizer'"), root
+    assert f"at {script}:8 in <module>" in "\n".join(root["evidence"]), root
+    assert not [f for f in run.report["findings"] if 0 in f["ranks"] and "KeyError" in f["title"]]

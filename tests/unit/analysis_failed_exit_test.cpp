@@ -171,6 +171,34 @@ TEST(RuleFailedExit, AnExceptionLoggedAndRaisedIsCitedFromStderr) {
   expect_raised(e, "rank 0 (pid 1010)", "stderr lines 41-43 ([default0]:) at +10.2 s");
 }
 
+// Both ranks log to one file, while torchrun prefixes what they print: the file's lines are
+// still theirs, and rank 1's exception, logged as it failed, is the one it ended with.
+TEST(RuleFailedExit, ALogFileOfPrefixedRanksIsTheirs) {
+  Evidence e = logging_job();
+  e.logs[0].writers.push_back({kRank1, 3, process(e, kRank1).start_ns + 1});
+  e.log_lines.push_back(stderr_line(5.0, 1, "[default0]:step 0"));
+  for (uint64_t i = 0; i < kLoggedTraceback.size(); ++i) {
+    e.log_lines.push_back({at(10.0), e.logs[0].name, i + 20, kLoggedTraceback[i]});
+  }
+  exited(e, kRank1, 10.3, 1);
+  killed(e, kRank0, 10.8, 15);  // stopped by torchrun
+  expect_raised_in_file(e, "rank 1 (pid 1011)", e.logs[0].name, "lines 21-23 at +10.0 s");
+}
+
+// torchrun without --tee: the ranks print on its stderr as they are, and its error summary heads
+// each failure with a bare "[0]:", which prefixes no rank's output.
+TEST(RuleFailedExit, TorchrunsErrorSummaryPrefixesNoRank) {
+  Evidence e = torchrun_job();
+  uint64_t number = 10;
+  print_lines(e, 10.0, number, {kLoggedTraceback.begin() + 1, kLoggedTraceback.end()});
+  number = 30;
+  print_lines(e, 10.6, number,
+              {"Root Cause (first observed failure):", "[0]:", "  rank      : 1 (local_rank: 1)"});
+  exited(e, kRank1, 10.1, 1);
+  killed(e, kRank0, 10.5, 15);
+  expect_raised(e, "rank 1 (pid 1011)", "stderr lines 10-12 at +10.0 s");
+}
+
 // Its log file takes nothing from what it prints on stderr without a prefix (rank 1's stderr
 // goes to a file: rank 0 is the one rank that prints there).
 TEST(RuleFailedExit, AProcessWithALogFileStillOwnsItsStderr) {
