@@ -198,8 +198,14 @@ void LogTap::adopt_files() {
     } else {
       follow_replaced(*known, file);
     }
-    std::lock_guard lock(m_mutex);
-    known->info.writers.push_back(file.writer);
+    // A process that opens its log again and again (a handler added per step) is one writer.
+    std::vector<store::LogWriter>& writers = known->info.writers;
+    if (std::none_of(writers.begin(), writers.end(), [&](const store::LogWriter& w) {
+          return w.pid == file.writer.pid && w.fd == file.writer.fd;
+        })) {
+      std::lock_guard lock(m_mutex);
+      writers.push_back(file.writer);
+    }
   }
 }
 

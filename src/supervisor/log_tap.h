@@ -64,8 +64,8 @@ class LogTap {
   std::vector<store::LogStream> streams() const;
 
   // Reads the file a job process writes its output to from where that process started, as a
-  // stream of its own named by the path (one stream per path, with each writer; a new file told
-  // at a known path goes on that stream), until finish().
+  // stream of its own named by the path (one stream per path, with each writer once; a new file
+  // told at a known path goes on that stream), until finish().
   void add_file(const OutputFile& file);
 
   // Lines worth citing since the last call: each stream's first lines and those that look like

@@ -651,7 +651,9 @@ std::vector<std::string> tapped_texts(const TempRun& run, const std::string& pat
     pipes.close_out();
     pipes.close_err();
     tap.finish(1000);
-    EXPECT_EQ(tap.streams().size(), 3u);
+    std::vector<store::LogStream> streams = tap.streams();
+    EXPECT_EQ(streams.size(), 3u);
+    EXPECT_EQ(streams.back().writers.size(), 1u);  // told once or more
     lines = tap.take_lines();
   }
   capture.restore();
@@ -681,6 +683,7 @@ TEST(LogTap, ARotatedLogGoesOnInTheFileOpenedInItsPlace) {
     fs::rename(path, path + ".1");
     append(path, "");
     tap.add_file({{42, 3, 2000}, 0, path});  // RotatingFileHandler opened it again
+    tap.add_file({{42, 3, 3000}, 0, path});  // and again: the same writer
     append(path, "RuntimeError: after the rotation\n");
   });
   EXPECT_EQ(texts,
