@@ -19,6 +19,8 @@ constexpr std::string_view kContextMarker =
     "During handling of the above exception, another exception occurred:";
 // Python writes a traceback in one go; a longer pause means the next line is something else.
 constexpr int64_t kMessagePauseNs = 200'000'000;
+// Tracebacks taken for printed at once (consecutive headers), at most: a worker pool's.
+constexpr int kMaxParallel = 64;
 
 std::string_view rtrim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
@@ -174,7 +176,10 @@ class Parser {
     Link pending = Link::kNone;
     std::optional<int> spawned;  // the line before was mp.spawn's "-- Process N terminated ..."
     std::string thread;          // the line before was "Exception in thread NAME:"
-    bool after_frame = false;    // the previous line was a frame: its code may follow
+    // Headers that came right after this traceback's own: other processes printing theirs at the
+    // same moment, whose lines interleave with its lines and go on after its exception.
+    int parallel = 0;
+    bool after_frame = false;  // the previous line was a frame: its code may follow
     int64_t last_t = 0;
     std::vector<std::string> message;           // the exception line's message, then more lines
     std::vector<store::LogLine> message_lines;  // the same, for an embedded traceback
@@ -235,6 +240,7 @@ class Parser {
     track.state = State::kIdle;
     track.last_closed = index;
     track.pending = Link::kNone;
+    track.parallel = 0;
     parse_original(index, track.message_lines);
     track.message.clear();
     track.message_lines.clear();
@@ -274,8 +280,15 @@ class Parser {
     bool is_context = text == kContextMarker;
 
     if (track.state == State::kMessage) {
-      if (text.empty() || is_header || is_cause || is_context || ends_message(text) ||
-          spawned_process(text) || thread_name(text)) {
+      if (track.parallel > 0 && indented(text)) {
+        // A frame, its code or its carets after the exception: the next traceback printed at
+        // the same moment, without the header it shared with this one.
+        int parallel = track.parallel - 1;
+        close(track, false);
+        start(track, line, p);
+        track.parallel = parallel;
+      } else if (text.empty() || is_header || is_cause || is_context || ends_message(text) ||
+                 spawned_process(text) || thread_name(text)) {
         close(track, false);
       } else {
         track.message.emplace_back(text);
@@ -288,6 +301,11 @@ class Parser {
     }
 
     if (track.state == State::kFrames) {
+      if (is_header && m_out[track.current].frames.empty() && track.parallel < kMaxParallel) {
+        ++track.parallel;
+        touch(track, line);
+        return;
+      }
       if (std::optional<PythonFrame> frame = parse_frame(text)) {
         frame->log_line = line.number;
         m_out[track.current].frames.push_back(std::move(*frame));

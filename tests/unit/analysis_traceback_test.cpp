@@ -666,5 +666,52 @@ TEST(TracebackParse, SyntaxErrorOfTheScriptIsComplete) {
   EXPECT_FALSE(found[0].incomplete);
 }
 
+// Two forkserver workers failing alike print their tracebacks at the same moment, line by line
+// into one another (as read from a real run): two tracebacks, each with its exception.
+TEST(TracebackParse, TwoPrintedAtOnceAreTwo) {
+  const std::string forkserver = "  File \"/usr/lib/python3.11/multiprocessing/forkserver.py\"";
+  const std::string spawn = "  File \"/usr/lib/python3.11/multiprocessing/spawn.py\"";
+  const std::string error =
+      "AttributeError: Can't get attribute 'Squares' on <module '__main__' (built-in)>";
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "Traceback (most recent call last):",
+      forkserver + ", line 274, in main",
+      "    code = _serve_one(child_r, fds,",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^",
+      forkserver + ", line 313, in _serve_one",
+      forkserver + ", line 274, in main",
+      "    code = spawn._main(child_r, parent_sentinel)",
+      "    code = _serve_one(child_r, fds,",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^",
+      forkserver + ", line 313, in _serve_one",
+      "     code = spawn._main(child_r, parent_sentinel)",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+      spawn + ", line 130, in _main",
+      "      self = reduction.pickle.load(from_parent)",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+      error,
+      "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+      spawn + ", line 130, in _main",
+      "    self = reduction.pickle.load(from_parent)",
+      "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+      error,
+      "Traceback (most recent call last):",
+      "  File \"<string>\", line 8, in <module>",
+      "RuntimeError: DataLoader worker (pid(s) 8323, 8324) exited unexpectedly",
+  }));
+  ASSERT_EQ(tbs.size(), 3u);
+  for (size_t i : {0, 1}) {
+    EXPECT_EQ(tbs[i].exception_type, "AttributeError") << i;
+    EXPECT_EQ(tbs[i].message, error.substr(error.find(": ") + 2)) << i;
+    EXPECT_EQ(tbs[i].frames.back().file, "/usr/lib/python3.11/multiprocessing/spawn.py") << i;
+  }
+  EXPECT_EQ(tbs[0].first_line, 1u);
+  EXPECT_EQ(tbs[0].last_line, 17u);
+  EXPECT_EQ(tbs[1].first_line, 18u);
+  EXPECT_EQ(tbs[1].last_line, 22u);
+  EXPECT_EQ(tbs[2].exception_type, "RuntimeError");
+}
+
 }  // namespace
 }  // namespace traindoc::analysis
