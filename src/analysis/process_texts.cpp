@@ -356,12 +356,12 @@ class LineOwners {
 
 namespace {
 
-// Whether some writer of the file `stream` has it as `fd`, or above 2 when `fd` is 0.
-bool written_as(const store::Evidence& evidence, std::string_view stream, int fd) {
+// Whether some writer of the file `stream` has it as a descriptor `fd_is` accepts.
+bool written_as(const store::Evidence& evidence, std::string_view stream, bool (*fd_is)(int)) {
   for (const store::LogStream& file : evidence.logs) {
     if (file.name != stream) continue;
     return std::any_of(file.writers.begin(), file.writers.end(),
-                       [&](const store::LogWriter& w) { return fd == 0 ? w.fd > 2 : w.fd == fd; });
+                       [&](const store::LogWriter& w) { return fd_is(w.fd); });
   }
   return false;
 }
@@ -369,11 +369,11 @@ bool written_as(const store::Evidence& evidence, std::string_view stream, int fd
 }  // namespace
 
 bool is_error_stream(const store::Evidence& evidence, std::string_view stream) {
-  return stream == "stderr" || written_as(evidence, stream, 2);
+  return stream == "stderr" || written_as(evidence, stream, [](int fd) { return fd == 2; });
 }
 
 bool is_log_file(const store::Evidence& evidence, std::string_view stream) {
-  return written_as(evidence, stream, 0);
+  return written_as(evidence, stream, [](int fd) { return fd > 2; });
 }
 
 const store::LogStream* output_file(const store::Evidence& evidence, const ProcessSummary& process,
