@@ -125,6 +125,7 @@ void on_fork_child() {
   }
   note_output_files(nullptr);
   reset_crash_capture_after_fork();
+  reset_stack_dumps_after_fork();
   errno = saved_errno;
 }
 

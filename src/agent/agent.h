@@ -60,4 +60,8 @@ void reset_crash_capture_after_fork();
 // Stack dumps on request (stack_dump.cpp): installs the handler of kStackDumpSignal at start-up.
 void start_stack_dumps(const char* run_dir);
 
+// In the child of a fork without exec: its main thread is the one that forked.
+// Async-signal-safe.
+void reset_stack_dumps_after_fork();
+
 }  // namespace traindoc::agent

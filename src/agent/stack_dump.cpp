@@ -3,7 +3,9 @@
 // addresses into <run>/agent/stack-<pid>.txt. Runs in a signal handler: async-signal-safe only.
 #include <execinfo.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +22,9 @@ constexpr int kNativeFrames = 64;
 // "<run>/agent/stack-", completed with the pid and ".txt" in the handler.
 char g_path[4096];
 size_t g_prefix = 0;
+// The main thread's id as Python names threads (pthread_self), for the supervisor to find its
+// Python stack when another thread takes the request.
+pthread_t g_main_thread{};
 
 // Async-signal-safe.
 void write_text(int fd, const char* text, size_t length) {
@@ -54,6 +59,15 @@ void dump_stacks() {
   memcpy(tail + n, ".txt", 5);
   int fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
+  static constexpr char kThread[] = "thread: ";
+  write_text(fd, kThread, sizeof(kThread) - 1);
+  char tid[24];
+  size_t tid_length = format_decimal(tid, static_cast<uint64_t>(syscall(SYS_gettid)));
+  tid[tid_length++] = '\n';
+  write_text(fd, tid, tid_length);
+  static constexpr char kMain[] = "main thread: ";
+  write_text(fd, kMain, sizeof(kMain) - 1);
+  write_hex_line(fd, static_cast<uint64_t>(g_main_thread));
   static constexpr char kPython[] = "python:\n";
   write_text(fd, kPython, sizeof(kPython) - 1);
   write_python_traceback(fd);
@@ -89,6 +103,7 @@ void start_stack_dumps(const char* run_dir) {
   // The pid and ".txt" are written after the name in the handler.
   g_prefix = run_file_path(g_path, sizeof(g_path), run_dir, "agent/stack-", 1 + 32);
   if (g_prefix == 0) return;
+  g_main_thread = pthread_self();
   int sig = common::stack_dump_signal();
   struct sigaction previous {};
   if (real_sigaction(sig, nullptr, &previous) != 0 || previous.sa_handler != SIG_DFL) return;
@@ -97,6 +112,10 @@ void start_stack_dumps(const char* run_dir) {
   action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
   real_sigaction(sig, &action, nullptr);
+}
+
+void reset_stack_dumps_after_fork() {
+  g_main_thread = pthread_self();
 }
 
 }  // namespace traindoc::agent

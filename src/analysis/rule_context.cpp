@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "analysis/known_failure.h"
+#include "common/layout.h"
 
 namespace traindoc::analysis {
 
@@ -262,6 +263,9 @@ bool gave_up_waiting(const RuleContext& context, const ProcessSummary& process) 
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump) {
   std::string frames = python_frames(dump);
+  if (frames.empty() && dump.starts_with(common::kStackSpared)) {
+    return context.name(process) + " was " + dump;
+  }
   return frames.empty() ? "" : context.name(process) + " was in " + frames;
 }
 

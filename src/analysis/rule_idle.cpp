@@ -7,6 +7,7 @@
 
 #include "analysis/known_failure.h"
 #include "analysis/rules.h"
+#include "common/layout.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -35,6 +36,7 @@ bool c10d_frame(const std::string& frame) {
 
 // Whether the dump's process waits in init_process_group itself (not in new_group's barrier).
 bool in_init_process_group(const std::string& dump) {
+  if (dump.starts_with(common::kStackSpared)) return dump.ends_with(common::kStackSparedInInit);
   std::vector<std::string> frames = main_thread_frames(dump);
   return std::any_of(frames.begin(), frames.end(), [](const std::string& frame) {
     return c10d_frame(frame) && frame.ends_with(" in init_process_group");
@@ -44,6 +46,8 @@ bool in_init_process_group(const std::string& dump) {
 // A process that waits for its peers to start: the launcher at its rendezvous for the other
 // nodes, or a rank in init_process_group for the other ranks. "" for any other wait.
 std::string joining(const std::string& dump) {
+  constexpr const char* kInit = "waits in init_process_group for the other ranks to join";
+  if (dump.starts_with(common::kStackSpared)) return in_init_process_group(dump) ? kInit : "";
   for (const std::string& frame : main_thread_frames(dump)) {
     if (frame.find("/torch/distributed/elastic/rendezvous/") != std::string::npos) {
       return "waits at its rendezvous for the other nodes to join";
@@ -51,7 +55,7 @@ std::string joining(const std::string& dump) {
     if (frame.find("/torch/distributed/rendezvous.py\"") != std::string::npos ||
         (c10d_frame(frame) && (frame.ends_with(" in init_process_group") ||
                                frame.ends_with(" in _store_based_barrier")))) {
-      return "waits in init_process_group for the other ranks to join";
+      return kInit;
     }
   }
   return "";

@@ -72,7 +72,8 @@ using Fetchers = std::vector<std::pair<const ProcessSummary*, std::string>>;
 // `fetchers`, with the count of the others (which one the rank waits for depends on the order
 // of the batches); "" for none.
 std::string batch_wait(const RuleContext& context, const Fetchers& fetchers);
-// "rank 0 (pid 4242) was in <python_frames of its dump>"; "" when the dump has no frames.
+// "rank 0 (pid 4242) was in <python_frames of its dump>", or "was not asked for its stack: ..."
+// (layout.h, kStackSpared); "" when the dump has no frames.
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,
                          const std::string& dump);
 // A request to stop the job: a signal traindoc passed on to it, or the time limit of a `timeout`

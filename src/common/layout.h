@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace traindoc::common {
 
@@ -166,13 +167,19 @@ struct AgentHeader {
 static_assert(sizeof(AgentHeader) == 64);
 
 // Stack dumps on request: the supervisor queues this real-time signal (sigqueue, to the main
-// thread) with kStackDumpValue; the agent writes <run>/agent/stack-<pid>.txt: "python:", every
-// thread's Python stack, "native:", the receiving thread's return addresses in hex, then "end".
+// thread, or another whose wait it spares) with kStackDumpValue; the agent writes
+// <run>/agent/stack-<pid>.txt: "thread: <receiving tid>", "main thread: 0x<its pthread_self>",
+// "python:", every thread's Python stack, "native:", the receiving thread's return addresses in
+// hex, then "end".
 // SIGRTMAX - 3: glibc takes the lowest ones, and libraries that use one take SIGRTMIN + n.
 inline int stack_dump_signal() {
   return SIGRTMAX - 3;
 }
 inline constexpr int kStackDumpValue = 0x54445354;  // "TDST"
+// How the stack of a process the supervisor did not ask, so as not to cut its wait short, begins;
+// it ends so where the Python hook told that the process waits in init_process_group.
+inline constexpr std::string_view kStackSpared = "not asked for its stack: ";
+inline constexpr std::string_view kStackSparedInInit = ", inside init_process_group";
 
 // --- Collectives ---------------------------------------------------------------------------------
 // Every collective and point-to-point call of a process (Python hook or NCCL interposer) goes into

@@ -148,6 +148,7 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
 }
 
 void ProcessTable::joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size) {
+  entry_for(pid, start_ticks, 0).in_init_process_group = false;
   take_rank(pid, start_ticks, common::RankSource::kProcessGroup, rank, world_size);
 }
 
@@ -158,6 +159,7 @@ void ProcessTable::called_init_process_group(int pid, uint64_t start_ticks, int 
   Entry& entry = entry_for(pid, start_ticks, 0);
   entry.record.init_rank = rank;
   entry.record.init_world_size = world_size;
+  entry.in_init_process_group = true;
   entry.changed = true;
 }
 
@@ -272,6 +274,11 @@ bool ProcessTable::descends_from(int pid, int ancestor) const {
 bool ProcessTable::is_live(int pid) const {
   auto it = m_live.find(pid);
   return it != m_live.end() && m_records[it->second].record.end_source == store::EndSource::kNone;
+}
+
+bool ProcessTable::in_init_process_group(int pid) const {
+  auto it = m_live.find(pid);
+  return it != m_live.end() && m_records[it->second].in_init_process_group;
 }
 
 std::vector<store::ProcessRecord> ProcessTable::take_changed() {

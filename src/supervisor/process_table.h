@@ -60,6 +60,8 @@ class ProcessTable {
   // from it, or exec'd by spawn or a forkserver below it.
   std::vector<int> live_workers_of(int pid) const;
   bool is_live(int pid) const;
+  // Whether the process called init_process_group and has not returned from it (Python hook).
+  bool in_init_process_group(int pid) const;
   // Whether `ancestor` is the parent of `pid`, or its parent's, and so on.
   bool descends_from(int pid, int ancestor) const;
 
@@ -77,6 +79,7 @@ class ProcessTable {
     bool changed = true;
     int missing_walks = 0;
     bool walked = false;
+    bool in_init_process_group = false;  // called it, not returned yet
   };
   Entry* live_entry(int pid);
   // The record of the process holding `pid` with `start_ticks`, known alive at `seen_ns` (a

@@ -26,29 +26,73 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// The Python stacks with the main thread's marked "Current thread", as when it takes the request
+// itself, where CPython marked another thread (or none: the thread that took it runs no Python).
+std::string mark_main_thread(std::string_view python, uint64_t main_thread) {
+  static constexpr std::string_view kCurrent = "Current thread 0x";
+  static constexpr std::string_view kOther = "Thread 0x";
+  std::string out;
+  while (!python.empty()) {
+    std::string_view line = python.substr(0, python.find('\n') + 1);
+    if (line.empty()) line = python;
+    python.remove_prefix(line.size());
+    bool current = line.starts_with(kCurrent);
+    if (current || line.starts_with(kOther)) {
+      line.remove_prefix((current ? kCurrent : kOther).size());
+      out += std::strtoull(line.data(), nullptr, 16) == main_thread ? kCurrent : kOther;
+    }
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace
 
-bool request_stack_dump(int pid) {
+DumpRequest request_stack_dump(int pid, bool stopping) {
   // The default action of a real-time signal ends the process: only one that catches it (the
   // agent's handler, unless the program replaced it) is asked.
-  if (!catches_signal(pid, common::stack_dump_signal())) return false;
+  if (!catches_signal(pid, common::stack_dump_signal())) return {};
+  DumpRequest request;
+  // The main thread runs Python's main loop and usually is the one that waits.
+  std::optional<int> tid = pid;
+  if (!stopping) tid = thread_to_interrupt(pid, request.spared);
+  if (!tid) return request;
+  request.spared.clear();
   siginfo_t info{};
   info.si_signo = common::stack_dump_signal();
   info.si_code = SI_QUEUE;
   info.si_pid = getpid();
   info.si_uid = getuid();
   info.si_value.sival_int = common::kStackDumpValue;
-  // The main thread (tid = pid): the one that runs Python's main loop and usually waits.
-  return syscall(SYS_rt_tgsigqueueinfo, pid, pid, info.si_signo, &info) == 0;
+  request.asked = syscall(SYS_rt_tgsigqueueinfo, pid, *tid, info.si_signo, &info) == 0;
+  return request;
+}
+
+std::string spared_stack(const std::string& call, bool in_init) {
+  return std::string(common::kStackSpared) +
+         "every thread waits in a system call that a signal would cut short, the main thread in " +
+         call + (in_init ? std::string(common::kStackSparedInInit) : "");
 }
 
 std::optional<std::string> read_stack_dump(const std::string& run_dir, int pid,
                                            Symbolizer& symbolizer) {
   std::string text = read_file(run_dir + "/agent/stack-" + std::to_string(pid) + ".txt");
   if (!text.ends_with("\nend\n")) return std::nullopt;
+  size_t python = text.find("python:\n");
   size_t native = text.find("native:\n");
-  if (native == std::string::npos) return std::nullopt;
-  std::string out = text.substr(0, native);
+  if (python == std::string::npos || native == std::string::npos || native < python) {
+    return std::nullopt;
+  }
+  std::string out = text.substr(python, native - python);
+  // "thread: <tid>\nmain thread: 0x<id>\n" come before "python:".
+  unsigned long long tid = 0;
+  unsigned long long main_thread = 0;
+  if (std::sscanf(text.c_str(), "thread: %llu main thread: %llx", &tid, &main_thread) == 2 &&
+      tid != static_cast<unsigned long long>(pid)) {
+    return mark_main_thread(out, main_thread) +
+           "native (main thread): not taken, another thread took the request so as not to cut "
+           "short the call the main thread waited in\n";
+  }
   std::vector<uint64_t> addresses;
   std::istringstream lines(text.substr(native + 8));
   std::string line;

@@ -150,8 +150,10 @@ class Loop {
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
   std::string note_stdin_waits(const std::vector<int>& pids);
-  // Asks `pid` for its stacks, once its last dump is gone. False where it cannot be asked.
-  bool request_fresh_dump(int pid);
+  // Asks `pid` for its stacks, once its last dump is gone (request_stack_dump).
+  DumpRequest request_fresh_dump(int pid, bool stopping);
+  // What stands for the stack of `pid`, not asked for it to spare its wait in `call`.
+  std::string spared(int pid, const std::string& call) const;
   void ask_stacks(const std::string& kind, const std::vector<int>& pids);
   void collect_stacks(bool final);
   bool stacks_pending(const std::string& kind) const;
@@ -377,7 +379,12 @@ void Loop::check_collectives(bool final) {
   for (FoundIssue& found : m_checker.check(now, final)) {
     std::string prompt =
         found.issue.kind == "collective-missing" ? note_stdin_waits(found.dump_pids) : "";
-    for (int pid : found.dump_pids) request_fresh_dump(pid);
+    for (int pid : found.dump_pids) {
+      DumpRequest request = request_fresh_dump(pid, false);
+      for (store::CollectiveIssueRank& rank : found.issue.ranks) {
+        if (rank.pid == pid && !request.spared.empty()) rank.stack = spared(pid, request.spared);
+      }
+    }
     // A missing rank that waits for a batch waits on its DataLoader workers: their stacks say
     // where.
     std::vector<int> workers;
@@ -639,17 +646,25 @@ std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
   return told;
 }
 
-bool Loop::request_fresh_dump(int pid) {
+DumpRequest Loop::request_fresh_dump(int pid, bool stopping) {
   // An earlier dump must not pass for this one.
   unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
-  return request_stack_dump(pid);
+  return request_stack_dump(pid, stopping);
+}
+
+std::string Loop::spared(int pid, const std::string& call) const {
+  return spared_stack(call, m_table.in_init_process_group(pid));
 }
 
 void Loop::ask_stacks(const std::string& kind, const std::vector<int>& pids) {
   StackRequest request{kind, {}, common::realtime_ns() + kMomentStacksWaitNs};
   for (int pid : pids) {
     if (request.pids.size() == kMomentStacksMax) break;
-    if (request_fresh_dump(pid)) request.pids.push_back(pid);
+    // At a stop or a time limit, the signal that follows cuts the same waits short.
+    DumpRequest asked =
+        request_fresh_dump(pid, kind == "stack-at-stop" || kind == "stack-at-limit");
+    if (asked.asked) request.pids.push_back(pid);
+    if (!asked.spared.empty()) event(kind, pid, spared(pid, asked.spared));
   }
   m_stack_requests.push_back(std::move(request));
 }

@@ -284,6 +284,35 @@ def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
                for e in idle["evidence"]), idle
 
 
+STORE_CLIENT = """
+import datetime, socket, threading
+import torch.distributed as dist
+if {thread}:
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+print("connecting", flush=True)
+dist.TCPStore("127.0.0.1", port, 2, False, timeout=datetime.timedelta(seconds=5))
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_an_idle_spell_spares_a_wait_that_a_signal_would_cut_short(traindoc, thread):
+    """A rank waits for a store nobody has started yet: PyTorch sleeps between its connect
+    attempts in C++, which a signal handler's run would cut short for good ("Interrupted system
+    call"). The stack request goes to another thread, or to none: the wait ends as it would
+    without traindoc, at its own timeout."""
+    run = traindoc(python_job(STORE_CLIENT.format(thread=thread)), "--stall-seconds", "1",
+                   "--interval", "0.2")
+    assert b"traindoc: the job is idle" in run.stderr, run.stderr
+    assert b"Interrupted system call" not in run.stderr, run.stderr
+    assert b"The client socket has timed out after 5s" in run.stderr, run.stderr
+    (idle,) = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    where = "was in <string>:8 in <module>" if thread else (
+        "was not asked for its stack: every thread waits in a system call that a signal would "
+        "cut short, the main thread in clock_nanosleep, called from libtorch_cpu.so")
+    assert any(e.startswith("rank 0 (pid ") and where in e for e in idle["evidence"]), idle
+
+
 def test_a_hang_stopped_by_an_interrupt_stays_the_root_cause(tmp_path):
     """The user gives up on a hung job with an interrupt: the KeyboardInterrupt traceback it
     prints on its way out is no recovery; the hang is why it was stopped."""

@@ -247,5 +247,22 @@ TEST(ThreadSyscallTest, WaitsOnStdin) {
   EXPECT_FALSE(parse_thread_syscall("0"));
 }
 
+TEST(ThreadSyscallTest, CallsASignalCutsShort) {
+  auto cut = [](std::string_view text) -> std::string {
+    std::optional<ThreadSyscall> call = parse_thread_syscall(text);
+    const char* name = call ? call->cut_short_by_signal() : nullptr;
+    return name != nullptr ? name : "";
+  };
+  // A sleep between connect attempts, poll with a timeout, a socket's recv.
+  EXPECT_EQ(cut("230 0x1 0x0 0x7ffc 0x7ffc 0x0 0x0 0x7ffc 0x7f50\n"), "clock_nanosleep");
+  EXPECT_EQ(cut("7 0x7fde14ffede0 0x3 0xffffffff 0x8 0x3 0x19 0x7ffd 0x7f50\n"), "poll");
+  EXPECT_EQ(cut("45 0x9 0x7ffc 0x2000 0x0 0x0 0x0 0x7ffd 0x7f50\n"), "recvfrom");
+  // futex (glibc's locks and condition variables wait again), read, a running thread, none.
+  EXPECT_EQ(cut("202 0x26eef6c8 0x189 0x0 0x0 0x0 0xffffffff 0x7ffd 0x7f50\n"), "");
+  EXPECT_EQ(cut("0 0x7 0x3da425d0 0x2000 0x1 0x0 0x0 0x7ffded18f348 0x7fd3641dd2ad\n"), "");
+  EXPECT_EQ(cut("running\n"), "");
+  EXPECT_EQ(cut("-1 0x7ffd7d5e7850 0x7fe500b13954\n"), "");
+}
+
 }  // namespace
 }  // namespace traindoc::supervisor

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
+
+#include "store/memory_map.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -170,20 +173,102 @@ bool catches_signal(int pid, int sig) {
   return status && status->caught_signals && ((*status->caught_signals >> (sig - 1)) & 1) != 0;
 }
 
-std::optional<std::string> stdin_wait(int pid) {
+namespace {
+
+// Calls `fn(tid, call)` for each thread of `pid`, with the system call it is blocked in (nullopt
+// when unreadable: gone, or not ours to read).
+template <typename Fn>
+void for_each_thread_call(int pid, Fn fn) {
   char path[64];
   format_pid_path(path, sizeof path, pid, "task");
   ProcFileReader& reader = thread_reader();
-  bool waits = false;
   reader.list_dir(path, [&](std::string_view tid) {
     char file[96];
     std::snprintf(file, sizeof file, "%s/%.*s/syscall", path, static_cast<int>(tid.size()),
                   tid.data());
     std::optional<std::string_view> text = reader.read(file, ReadUntil::kShortRead);
-    auto call = text ? parse_thread_syscall(*text) : std::nullopt;
+    int number = 0;
+    std::from_chars(tid.data(), tid.data() + tid.size(), number);
+    fn(number, text ? parse_thread_syscall(*text) : std::nullopt);
+  });
+}
+
+// The file of the code that made the call `call` of a thread of `pid` waits in: the first return
+// address above the stack pointer that lies outside the C library (whose wrappers keep small
+// frames). "" when unknown.
+std::string caller_of(int pid, const ThreadSyscall& call,
+                      const std::vector<store::MemoryMapping>& maps) {
+  const store::MemoryMapping* libc = store::find_mapping(maps, call.pc);
+  if (libc == nullptr) return "";
+  char path[64];
+  format_pid_path(path, sizeof path, pid, "mem");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  uint64_t words[512];
+  ssize_t got = pread(fd, words, sizeof words, static_cast<off_t>(call.sp));
+  close(fd);
+  for (ssize_t i = 0; i < got / static_cast<ssize_t>(sizeof(uint64_t)); ++i) {
+    const store::MemoryMapping* code = store::find_mapping(maps, words[i]);
+    if (code != nullptr && code->perms.find('x') != std::string::npos && code->path != libc->path &&
+        code->path != "[vdso]") {
+      return code->path;
+    }
+  }
+  return "";
+}
+
+// Whether the file is CPython's (the interpreter, libpython, a module of its lib-dynload): it
+// makes its calls again after a signal handler ran (PEP 475).
+bool is_python_code(const std::string& path) {
+  std::string_view name = std::string_view(path).substr(path.rfind('/') + 1);
+  return name.starts_with("python") || name.starts_with("libpython") ||
+         path.find("/lib-dynload/") != std::string::npos;
+}
+
+}  // namespace
+
+std::optional<int> thread_to_interrupt(int pid, std::string& main_call) {
+  // Best first: blocked in a call the handler leaves alone; running (it may enter any call
+  // before the signal lands: a thread of a library that retries in a loop runs a moment between
+  // its waits), or not readable; none when each waits in a call the handler would cut short.
+  enum Fit { kBlockedSafe, kRunning, kNone };
+  auto better = [](std::pair<Fit, int> a, std::pair<Fit, int> b) { return a.first < b.first; };
+  std::pair<Fit, int> main_fit{kNone, pid};
+  std::pair<Fit, int> other_fit{kNone, 0};
+  std::optional<std::vector<store::MemoryMapping>> maps;  // read once, when needed
+  for_each_thread_call(pid, [&](int tid, const std::optional<ThreadSyscall>& call) {
+    if (tid != pid && other_fit.first == kBlockedSafe) return;
+    Fit fit = !call || call->number < 0 ? kRunning : kBlockedSafe;
+    const char* cut = fit == kBlockedSafe ? call->cut_short_by_signal() : nullptr;
+    if (cut != nullptr) {
+      if (!maps) {
+        char path[64];
+        format_pid_path(path, sizeof path, pid, "maps");
+        std::optional<std::string_view> text = thread_reader().read(path, ReadUntil::kEof);
+        maps = text ? store::parse_maps(*text) : std::vector<store::MemoryMapping>{};
+      }
+      std::string caller = caller_of(pid, *call, *maps);
+      if (!is_python_code(caller)) fit = kNone;
+      if (tid == pid && fit == kNone) {
+        main_call = cut;
+        if (!caller.empty()) main_call += ", called from " + caller.substr(caller.rfind('/') + 1);
+      }
+    }
+    if (tid == pid) main_fit.first = fit;
+    if (tid != pid && better({fit, tid}, other_fit)) other_fit = {fit, tid};
+  });
+  std::pair<Fit, int> best = better(other_fit, main_fit) ? other_fit : main_fit;
+  if (best.first == kNone) return std::nullopt;
+  return best.second;
+}
+
+std::optional<std::string> stdin_wait(int pid) {
+  bool waits = false;
+  for_each_thread_call(pid, [&](int, const std::optional<ThreadSyscall>& call) {
     waits = waits || (call && call->waits_on_stdin());
   });
   if (!waits) return std::nullopt;
+  char path[64];
   format_pid_path(path, sizeof path, pid, "fd/0");
   char target[256];
   ssize_t size = readlink(path, target, sizeof target - 1);

@@ -92,6 +92,12 @@ std::optional<MemInfo> read_meminfo();
 std::optional<int> count_open_fds(int pid);
 // Whether the process has a handler for `sig`; false when it is gone.
 bool catches_signal(int pid, int sig);
+// The thread of `pid` to send a signal whose handler must not cut a wait short
+// (cut_short_by_signal, unless CPython made the call: it makes it again): the main thread when it
+// is blocked in another call, else another thread that is, else a running one (or one that cannot
+// be read), the main thread first. nullopt when each waits in such a call; `main_call` then names
+// the main thread's call and its caller ("clock_nanosleep, called from libtorch_cpu.so").
+std::optional<int> thread_to_interrupt(int pid, std::string& main_call);
 // When a thread of the process is blocked waiting for its standard input: what that input is
 // ("a terminal, /dev/pts/2", "a pipe", a file's path; "" when unknown). nullopt when none waits
 // or the process's threads cannot be read.

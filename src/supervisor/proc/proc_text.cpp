@@ -7,6 +7,7 @@
 
 #include <charconv>
 #include <climits>
+#include <vector>
 
 #include "supervisor/proc/text_scan.h"
 
@@ -197,18 +198,78 @@ bool ThreadSyscall::waits_on_stdin() const {
   return number == SYS_pselect6 && arg0 == 1;
 }
 
+const char* ThreadSyscall::cut_short_by_signal() const {
+  struct Call {
+    long number;
+    const char* name;
+  };
+  static constexpr Call kCalls[] = {
+#ifdef SYS_poll
+      {SYS_poll, "poll"},
+#endif
+#ifdef SYS_select
+      {SYS_select, "select"},
+#endif
+#ifdef SYS_epoll_wait
+      {SYS_epoll_wait, "epoll_wait"},
+#endif
+#ifdef SYS_pause
+      {SYS_pause, "pause"},
+#endif
+#ifdef SYS_epoll_pwait2
+      {SYS_epoll_pwait2, "epoll_pwait2"},
+#endif
+#ifdef SYS_io_pgetevents
+      {SYS_io_pgetevents, "io_pgetevents"},
+#endif
+      {SYS_ppoll, "ppoll"},
+      {SYS_pselect6, "pselect6"},
+      {SYS_epoll_pwait, "epoll_pwait"},
+      {SYS_nanosleep, "nanosleep"},
+      {SYS_clock_nanosleep, "clock_nanosleep"},
+      {SYS_rt_sigsuspend, "rt_sigsuspend"},
+      {SYS_rt_sigtimedwait, "rt_sigtimedwait"},
+      {SYS_io_getevents, "io_getevents"},
+      {SYS_semop, "semop"},
+      {SYS_semtimedop, "semtimedop"},
+      {SYS_msgrcv, "msgrcv"},
+      {SYS_msgsnd, "msgsnd"},
+      {SYS_connect, "connect"},
+      {SYS_accept, "accept"},
+      {SYS_accept4, "accept4"},
+      {SYS_recvfrom, "recvfrom"},
+      {SYS_recvmsg, "recvmsg"},
+      {SYS_recvmmsg, "recvmmsg"},
+      {SYS_sendto, "sendto"},
+      {SYS_sendmsg, "sendmsg"},
+      {SYS_sendmmsg, "sendmmsg"},
+  };
+  for (const Call& call : kCalls) {
+    if (call.number == number) return call.name;
+  }
+  return nullptr;
+}
+
 std::optional<ThreadSyscall> parse_thread_syscall(std::string_view text) {
   text = text::trim(text);
   if (text == "running") return ThreadSyscall{};
   int64_t number = 0;
   if (!text::take_i64(text, number)) return std::nullopt;
   ThreadSyscall call{static_cast<long>(number), 0};
-  if (number < 0) return call;
-  // " 0x1f": the first argument.
-  if (!text.starts_with(" 0x")) return std::nullopt;
-  text.remove_prefix(3);
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), call.arg0, 16);
-  if (error != std::errc() || end == text.data()) return std::nullopt;
+  // " 0x1f" each: the arguments (none outside a call), then the stack pointer and the pc.
+  std::vector<uint64_t> values;
+  while (text.starts_with(" 0x")) {
+    text.remove_prefix(3);
+    uint64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+    if (error != std::errc() || end == text.data()) return std::nullopt;
+    values.push_back(value);
+    text.remove_prefix(static_cast<size_t>(end - text.data()));
+  }
+  if (!text.empty() || values.size() < (number < 0 ? 2u : 3u)) return std::nullopt;
+  if (number >= 0) call.arg0 = values.front();
+  call.sp = values[values.size() - 2];
+  call.pc = values.back();
   return call;
 }
 

@@ -77,14 +77,22 @@ struct MemInfo {
 };
 
 // /proc/<pid>/task/<tid>/syscall: the system call a blocked thread is in, with its first
-// argument. number -1: running, or blocked outside a system call.
+// argument and where the thread's user stack and code were. number -1: running, or blocked outside
+// a system call.
 struct ThreadSyscall {
   long number = -1;
   uint64_t arg0 = 0;
+  uint64_t sp = 0;  // 0 while running
+  uint64_t pc = 0;
 
   // Blocked until its standard input gives something: read(0, ...), or select()/pselect6() on
   // fd 0 alone (nfds 1), as Python's readline waits at a pdb prompt on a terminal.
   bool waits_on_stdin() const;
+  // The call, when a signal handler that runs in this thread would make it fail with EINTR even
+  // under SA_RESTART (signal(7)): a wait with a timeout (poll, select, epoll, a sleep, System V
+  // IPC, AIO) or a socket call, which libraries rarely retry (PyTorch 1.13's TCPStore gives up
+  // its connect with "Interrupted system call"). nullptr for any other call, or none.
+  const char* cut_short_by_signal() const;
 };
 
 // nullopt unless every field up to rss (24) is present and well formed.

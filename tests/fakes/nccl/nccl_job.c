@@ -3,9 +3,12 @@
  * named on the command line. Usage: nccl_job RANK NRANKS ID_FILE FAULT, FAULT one of none,
  * count, dtype, redop, root, skip. Ends with code 0 unless NCCL fails. Built as a program, and
  * as a module (NCCL_JOB_MODULE) that nccl_job_loader opens the way Python opens a framework. */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_nccl.h"
@@ -72,8 +75,16 @@ __attribute__((visibility("default"))) int nccl_job(int argc, char** argv) {
   /* A skipped call leaves the others waiting: a real NCCL would hang in their next
    * synchronisation; the skipping rank is busy elsewhere. */
   if (strcmp(fault, "skip") == 0) {
-    unsigned left = 6;
-    while (left > 0) left = sleep(left); /* a stack-dump request interrupts it */
+    /* 6 s in a condition wait, which a stack-dump request does not cut short (a sleep it would). */
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 6;
+    pthread_mutex_lock(&lock);
+    while (pthread_cond_timedwait(&never, &lock, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&lock);
   }
   /* Point-to-point in a group, ring-wise, and a split off the world. */
   CHECK(ncclGroupStart());
