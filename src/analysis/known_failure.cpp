@@ -62,6 +62,18 @@ void store_timeout(const SignatureMatch& m, KnownFailure& f) {
     f.fix = kJoinFix;
     return;
   }
+  if (m.id == "torch.store-connect-timeout") {
+    f.title = "could not connect to the store at " + field(m, "host") + ":" + field(m, "port") +
+              " in " + millis(field(m, "timeout_ms"));
+    f.fix =
+        "Nothing accepted a connection at the store's address: the process that hosts the store "
+        "(rank 0, or torchrun's agent on the first node) had not started yet, had already "
+        "failed, or listens at another address. Check that MASTER_ADDR and MASTER_PORT (or "
+        "--rdzv-endpoint, init_method) are the same on every node and name that host, that it "
+        "runs, and that this node reaches that address and port (a firewall, or the wrong "
+        "network interface).";
+    return;
+  }
   std::string key = field(m, "key");
   f.title = key.empty() ? "timed out waiting on the store"
                         : "waited " + millis(field(m, "timeout_ms")) + " for store key '" + key +

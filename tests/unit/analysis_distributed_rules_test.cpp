@@ -236,6 +236,24 @@ std::vector<std::string> init_timeout(const std::string& prefix, const std::stri
       prefix + error};
 }
 
+// A rank that could not connect to the store: nothing listened at the address it was given,
+// which is no store key left unwritten.
+TEST(DistributedRules, AStoreNothingListensAtIsNamedWithItsAddress) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 20.1, number,
+              {"[default1]:[E1127 17:13:41.211609 19889 socket.cpp:860] [c10d] The client socket "
+               "has timed out after 8s while trying to connect to (10.0.0.7, 29500)."});
+  exited(e, kRank1, 20.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(d.findings[0].title,
+            "rank 1 (pid 1011): could not connect to the store at 10.0.0.7:29500 in 8000 ms");
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("MASTER_ADDR and MASTER_PORT"));
+  EXPECT_THAT(d.findings[0].fix, testing::Not(HasSubstr("store key")));
+}
+
 // The code passed init_process_group a world size or rank that the launch does not match: the
 // ranks time out waiting for ranks never started, or gloo refuses a rank beyond the world. The
 // mismatch is the root cause, with each call beside what the launcher set.
