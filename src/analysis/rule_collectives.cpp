@@ -79,6 +79,14 @@ bool missing(const store::CollectiveIssueRank& rank) {
   return rank.state == "never called it" || rank.state.ends_with("without calling it");
 }
 
+// A kind of failure that a process's peers or collectives gave it.
+bool about_peers(const std::string& kind) {
+  static const std::set<std::string> kAboutPeers = {
+      "collective-mismatch", "collective-order",   "collective-missing", "uneven-inputs",
+      "peer-exited",         "rendezvous-timeout", "killed-externally"};
+  return kAboutPeers.contains(kind);
+}
+
 // An uneven-inputs issue (a rank failed soon after another exited normally) whose failed rank
 // raised an exception of its own, not one about its lost peer or collective (a checkpoint it
 // could not write after its peer was done, an error in work only it does at the end): the ranks
@@ -92,11 +100,8 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
   if (store::same_step_counts(left->steps, failed->steps).value_or(false)) return true;
   // An error known to be its own; an unknown one may be a lost peer's in words no text knows.
   if (context.texts.final_exception(*failed) == nullptr) return false;
-  static const std::set<std::string> kAboutPeers = {
-      "collective-mismatch", "collective-order",   "collective-missing", "uneven-inputs",
-      "peer-exited",         "rendezvous-timeout", "killed-externally"};
   std::string own = final_exception_kind(context, *failed);
-  return !own.empty() && !kAboutPeers.contains(own);
+  return !own.empty() && !about_peers(own);
 }
 
 // The missing rank failed on a lost peer, and a rank that waited in the call had given up and
@@ -387,7 +392,12 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       // and so are one a stop request ended (the user gave up on the hang), one that timed
       // out waiting elsewhere, and one that lost a waiting rank that had given up and left. One
       // whose program had finished skipped the call, however its teardown then ended.
-      bool finished = process != nullptr && process->script_finished_ns.has_value();
+      // Not one that an exception ended, unless its peers gave it: torch.multiprocessing.spawn's
+      // child leaves through sys.exit(1) after its own, which runs the exit handlers that mark a
+      // program finished.
+      bool finished = process != nullptr && process->script_finished_ns.has_value() &&
+                      (context.texts.final_exception(*process) == nullptr ||
+                       about_peers(final_exception_kind(context, *process)));
       if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
           !made_the_late_call(late, rank) && ended_in_failure(process->record) && !finished &&
           !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&

@@ -85,6 +85,14 @@ store::Evidence job_with_issue(const std::string& kind, const std::string& field
 }
 
 // The missing rank's own end leads (`kind`), and the others' wait is its peer-exited consequence.
+// Rank 1 (pid 12) ended at +3 s without calling all_reduce #4, which the stall watch says as
+// `state`; its exit code or signal is the caller's.
+void rank1_ended(store::Evidence& e, const std::string& state) {
+  e.processes[2].end_ns = kT0 + 3 * kSecond;
+  e.processes[2].end_source = store::EndSource::kParent;
+  e.collective_issues[0].ranks[1].state = state;
+}
+
 void expect_its_end_leads(const Diagnosis& d, const std::string& kind) {
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings.front();
@@ -184,9 +192,7 @@ TEST(CollectivesRule, EachKindHasItsFix) {
 TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   store::Evidence e = job_with_issue("collective-missing", "missing");
   e.processes[2].exit_signal = 15;
-  e.processes[2].end_ns = kT0 + 3 * kSecond;
-  e.processes[2].end_source = store::EndSource::kParent;
-  e.collective_issues[0].ranks[1].state = "never called it";
+  rank1_ended(e, "never called it");
   Diagnosis d = diagnose(e);
   EXPECT_EQ(d.findings.front().kind, "collective-missing");
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
@@ -465,6 +471,27 @@ TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
                             }),
               2);
   }
+}
+
+// A rank of torch.multiprocessing.spawn that raised: spawn's wrapper leaves through sys.exit(1),
+// which runs the exit handlers, so the hook marked its program finished. Its exception, not a
+// skipped call, is why the other rank waited, however late its end was seen.
+TEST(CollectivesRule, AMissingRankThatRaisedLeadsThoughItsProgramWasMarkedFinished) {
+  store::Evidence e = job_with_issue("collective-missing", "missing");
+  e.processes[2].exit_code = 1;
+  rank1_ended(e, "exited 1 without calling it");
+  e.events.push_back({kT0 + 3 * kSecond - kSecond / 10, "script-finished", 12, ""});
+  for (std::string text :
+       {"Traceback (most recent call last):", "  File \"/home/user/train.py\", line 9, in run",
+        "RuntimeError: bad batch on rank 1"}) {
+    store::LogLine line;
+    line.stream = "stderr";
+    line.number = e.log_lines.size() + 1;
+    line.t_ns = kT0 + 3 * kSecond - kSecond / 5;
+    line.text = "[default1]:" + text;
+    e.log_lines.push_back(line);
+  }
+  expect_its_end_leads(diagnose(e), "python-exception");
 }
 
 // H08 (c) with a teardown abort: rank 1 skipped the call, finished its program, then aborted at
