@@ -232,12 +232,12 @@ std::optional<int> thread_to_interrupt(int pid, std::string& main_call) {
   // before the signal lands: a thread of a library that retries in a loop runs a moment between
   // its waits), or not readable; none when each waits in a call the handler would cut short.
   enum Fit { kBlockedSafe, kRunning, kNone };
-  auto better = [](std::pair<Fit, int> a, std::pair<Fit, int> b) { return a.first < b.first; };
-  std::pair<Fit, int> main_fit{kNone, pid};
-  std::pair<Fit, int> other_fit{kNone, 0};
+  Fit main_fit = kNone;
+  Fit other_fit = kNone;
+  int other = 0;
   std::optional<std::vector<store::MemoryMapping>> maps;  // read once, when needed
   for_each_thread_call(pid, [&](int tid, const std::optional<ThreadSyscall>& call) {
-    if (tid != pid && other_fit.first == kBlockedSafe) return;
+    if (tid != pid && other_fit == kBlockedSafe) return;
     Fit fit = !call || call->number < 0 ? kRunning : kBlockedSafe;
     const char* cut = fit == kBlockedSafe ? call->cut_short_by_signal() : nullptr;
     if (cut != nullptr) {
@@ -254,12 +254,16 @@ std::optional<int> thread_to_interrupt(int pid, std::string& main_call) {
         if (!caller.empty()) main_call += ", called from " + caller.substr(caller.rfind('/') + 1);
       }
     }
-    if (tid == pid) main_fit.first = fit;
-    if (tid != pid && better({fit, tid}, other_fit)) other_fit = {fit, tid};
+    if (tid == pid) {
+      main_fit = fit;
+    } else if (fit < other_fit) {
+      other_fit = fit;
+      other = tid;
+    }
   });
-  std::pair<Fit, int> best = better(other_fit, main_fit) ? other_fit : main_fit;
-  if (best.first == kNone) return std::nullopt;
-  return best.second;
+  if (other_fit < main_fit) return other;
+  if (main_fit == kNone) return std::nullopt;
+  return pid;
 }
 
 std::optional<std::string> stdin_wait(int pid) {
