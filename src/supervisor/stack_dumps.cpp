@@ -57,7 +57,6 @@ DumpRequest request_stack_dump(int pid, bool stopping) {
   std::optional<int> tid = pid;
   if (!stopping) tid = thread_to_interrupt(pid, request.spared);
   if (!tid) return request;
-  request.spared.clear();
   siginfo_t info{};
   info.si_signo = common::stack_dump_signal();
   info.si_code = SI_QUEUE;

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "store/memory_map.h"
 
@@ -235,6 +236,7 @@ std::optional<int> thread_to_interrupt(int pid, std::string& main_call) {
   Fit main_fit = kNone;
   Fit other_fit = kNone;
   int other = 0;
+  std::string main_waits;  // the main thread's call, when it cannot take the signal
   std::optional<std::vector<store::MemoryMapping>> maps;  // read once, when needed
   for_each_thread_call(pid, [&](int tid, const std::optional<ThreadSyscall>& call) {
     if (tid != pid && other_fit == kBlockedSafe) return;
@@ -250,8 +252,8 @@ std::optional<int> thread_to_interrupt(int pid, std::string& main_call) {
       std::string caller = caller_of(pid, *call, *maps);
       if (!is_python_code(caller)) fit = kNone;
       if (tid == pid && fit == kNone) {
-        main_call = cut;
-        if (!caller.empty()) main_call += ", called from " + caller.substr(caller.rfind('/') + 1);
+        main_waits = cut;
+        if (!caller.empty()) main_waits += ", called from " + caller.substr(caller.rfind('/') + 1);
       }
     }
     if (tid == pid) {
@@ -262,8 +264,9 @@ std::optional<int> thread_to_interrupt(int pid, std::string& main_call) {
     }
   });
   if (other_fit < main_fit) return other;
-  if (main_fit == kNone) return std::nullopt;
-  return pid;
+  if (main_fit != kNone) return pid;
+  main_call = std::move(main_waits);
+  return std::nullopt;
 }
 
 std::optional<std::string> stdin_wait(int pid) {
