@@ -1,7 +1,7 @@
 // Asks job processes for their stacks and reads what their agents wrote: every thread's Python
 // stack and the native stack of the main thread when it took the request (layout.h,
-// stack_dump_signal). Supervisor
-// process, main loop thread, while the stall watch holds an issue open.
+// stack_dump_signal). Supervisor process, main loop thread, while the stall watch holds an issue
+// open.
 #pragma once
 
 #include <optional>
