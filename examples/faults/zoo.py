@@ -9,6 +9,7 @@ import dataclasses
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -128,8 +129,12 @@ def command(case):
     script = [os.path.join(HERE, case.script), *case.args]
     if case.ranks_launched == 0:
         return [python, *script]
-    launcher = [python, "-m", "torch.distributed.run", "--standalone",
-                "--nproc_per_node", str(case.ranks_launched)]
+    # A store on a free port, not --standalone's fixed 29400: cases may run side by side.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    launcher = [python, "-m", "torch.distributed.run", "--nnodes", "1", "--master_addr",
+                "127.0.0.1", "--master_port", str(port), "--nproc_per_node", str(case.ranks_launched)]
     if case.redirects:
         launcher += ["--redirects", "2", "--tee", "2"]
     return launcher + script

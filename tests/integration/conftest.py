@@ -96,6 +96,13 @@ def torchrun(*args, redirects=2, tee=2):
             *map(str, args)]
 
 
+def torchrun_ranks(count, *args, **kwargs):
+    """torchrun of `count` ranks on one node, its store on a free port: --standalone's fixed
+    port 29400 collides with any other job on the machine, a test running beside this one too."""
+    return torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", free_port(),
+                    "--nproc_per_node", count, *args, **kwargs)
+
+
 def free_port():
     """A TCP port free on loopback now, for a job's store (a fixed one collides with any other
     job on the machine)."""

@@ -8,7 +8,8 @@ import threading
 import time
 
 import pytest
-from conftest import JOBS, ROOT, TRAINDOC, free_port, job_script, python_job, torchrun
+from conftest import (JOBS, ROOT, TRAINDOC, free_port, job_script, python_job, torchrun,
+                      torchrun_ranks)
 
 SCRIPT = JOBS / "collective_faults.py"
 
@@ -68,16 +69,8 @@ class LiveRun:
         return found[0]
 
 
-def ranks(count, *script):
-    """torchrun of `count` ranks on a free port: --standalone's fixed port 29400 collides with
-    any other job on the machine."""
-    port = free_port()
-    return torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", port,
-                    "--nproc_per_node", count, *script)
-
-
 def faults(tmp_path, scenario, *options):
-    return LiveRun(tmp_path, ranks(2, SCRIPT, scenario), *options)
+    return LiveRun(tmp_path, torchrun_ranks(2, SCRIPT, scenario), *options)
 
 
 def marked_line(marker):
@@ -153,7 +146,7 @@ def test_ranks_that_each_receive_first_are_a_deadlock(tmp_path):
 
 
 def test_a_subgroups_ranks_are_named_as_the_job_numbers_them(tmp_path):
-    run = LiveRun(tmp_path, ranks(3, SCRIPT, "subgroup_shape_mismatch"))
+    run = LiveRun(tmp_path, torchrun_ranks(3, SCRIPT, "subgroup_shape_mismatch"))
     _, text = run.live_line("collective-mismatch")
     assert "in the group of ranks 1, 2" in text
     assert "rank 1: [4]" in text and "rank 2: [8]" in text
@@ -279,7 +272,7 @@ def test_a_rank_that_exits_without_a_word(tmp_path):
 def test_a_prompt_nobody_answers_is_named(tmp_path):
     """Rank 0 stops at a breakpoint() under torchrun, its standard input a pipe that stays open:
     the rank the others wait for is named as waiting for input, live and in the report."""
-    run = LiveRun(tmp_path, ranks(2, SCRIPT, "prompt_on_one_rank"), "--stall-seconds", "2",
+    run = LiveRun(tmp_path, torchrun_ranks(2, SCRIPT, "prompt_on_one_rank"), "--stall-seconds", "2",
                   stdin=subprocess.PIPE)
     _, text = run.live_line("collective-missing")
     assert "rank 0 never made barrier #1" in text, text
@@ -384,9 +377,7 @@ def test_a_straggler_later_than_the_timeout_is_the_cause(tmp_path):  # H14
     # torchrun first checks its ranks 15 s after it started them: rank 1 comes (4 s after the
     # first call) well before it would stop rank 1 at rank 0's end (3 s after it), and then
     # fails on its own.
-    cmd = torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", free_port(),
-                   "--monitor_interval", 15, "--nproc_per_node", 2, SCRIPT,
-                   "straggler_past_the_timeout")
+    cmd = torchrun_ranks(2, "--monitor_interval", 15, SCRIPT, "straggler_past_the_timeout")
     run = LiveRun(tmp_path, cmd, "--stall-seconds", "2")
     assert run.status == 1
     root = assert_root(run, "collective-missing", "straggler_past_the_timeout", ranks=[1])
@@ -453,8 +444,7 @@ t = torch.ones(2)
 dist.all_reduce(t)
 dist.destroy_process_group()
 """)
-    run = traindoc(torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port",
-                            free_port(), "--nproc_per_node", 2, "--max_restarts", 1, script),
+    run = traindoc(torchrun_ranks(2, "--max_restarts", 1, script),
                    timeout=180)
     assert run.status == 0, run.stderr.decode()[-3000:]
     assert len(run.processes("rank")) == 4
@@ -475,7 +465,7 @@ def test_on_mismatch_abort_ends_the_job(tmp_path):
 
 
 def test_clean_ddp_with_workers_has_no_finding(traindoc):
-    run = traindoc(ranks(2, *job_script("ddp_workers.py")[1:]))
+    run = traindoc(torchrun_ranks(2, *job_script("ddp_workers.py")[1:]))
     assert run.status == 0, run.stderr
     assert run.report["findings"] == []
     assert "traindoc: collective" not in run.stderr.decode()
@@ -492,7 +482,7 @@ def test_the_odd_rank_among_many_is_named(tmp_path, size):
     )
     script = tmp_path / "odd.py"
     script.write_text(code)
-    run = LiveRun(tmp_path, ranks(size, script))
+    run = LiveRun(tmp_path, torchrun_ranks(size, script))
     _, text = run.live_line("collective-mismatch")
     assert "rank 2: int32" in text and "rank 0: float32" in text
     assert sorted(run.finding("collective-mismatch")["ranks"]) == list(range(size))
@@ -507,7 +497,7 @@ def test_a_call_in_rank_zero_only_code_blames_rank_zero(tmp_path, at_end):  # H1
     2's next all_reduce (the same shape, from another line); as rank 0's last call, ranks 1 and 2
     never make it. Either way rank 0 is named, and ranks 1 and 2 are not blamed for a call that
     is not theirs."""
-    run = LiveRun(tmp_path, ranks(3, RANK_ZERO, *(["--at-end"] if at_end else [])))
+    run = LiveRun(tmp_path, torchrun_ranks(3, RANK_ZERO, *(["--at-end"] if at_end else [])))
     extra = f"{RANK_ZERO}:23"
     kind = "collective-missing" if at_end else "collective-order"
     _, text = run.live_line(kind)
@@ -557,7 +547,7 @@ EVERY_CALL = [
 
 
 def test_every_wrapped_call_is_recorded(traindoc):
-    run = traindoc(ranks(2, JOBS / "every_collective.py"))
+    run = traindoc(torchrun_ranks(2, JOBS / "every_collective.py"))
     assert run.status == 0, run.stderr[-2000:]
     assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
     with sqlite3.connect(run.run_dir / "run.db") as db:
@@ -594,7 +584,7 @@ def test_a_job_of_one_rank_keeps_its_calls(traindoc, tmp_path):
     """Nothing to compare in a group of one (a single-GPU job), but its calls are its record."""
     script = tmp_path / "one_rank.py"
     script.write_text(ONE_RANK)
-    run = traindoc(ranks(1, script))
+    run = traindoc(torchrun_ranks(1, script))
     assert run.status == 0, run.stderr[-2000:]
     assert run.report["findings"] == [], [(f["kind"], f["title"]) for f in run.report["findings"]]
     with sqlite3.connect(run.run_dir / "run.db") as db:
@@ -614,8 +604,7 @@ if dist.get_rank() == 1:
     raise ValueError("bad config value for rank 1")
 dist.barrier()
 """)
-    run = traindoc(torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port",
-                            free_port(), "--nproc_per_node", 2, "--max_restarts", 1, script),
+    run = traindoc(torchrun_ranks(2, "--max_restarts", 1, script),
                    timeout=180)
     assert run.status == 1, run.stderr.decode()[-3000:]
     findings = run.report["findings"]

@@ -20,7 +20,7 @@ import subprocess
 import pytest
 from PIL import Image
 
-from conftest import PYTHON, free_port, python_job, torchrun
+from conftest import PYTHON, free_port, python_job, torchrun_ranks
 
 UNEQUAL_SAMPLES = """
 import torch
@@ -339,7 +339,7 @@ def test_the_local_rank_flag_of_the_old_launcher(traindoc, tmp_path):
 def test_nccl_asked_of_a_cpu_only_build(traindoc, tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\n")
-    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script))
+    run = traindoc(torchrun_ranks(2, script))
     root = failed_root(run)
     assert root["kind"] == "cuda-unavailable", root
     assert sorted(root["ranks"]) == [0, 1]
@@ -433,7 +433,7 @@ def test_warnings_of_silently_wrong_results(traindoc):
 def test_a_needless_search_for_unused_parameters(traindoc, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(NEEDLESS_UNUSED_SEARCH)
-    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script))
+    run = traindoc(torchrun_ranks(2, script))
     assert run.status == 0, run.stderr.decode()[-2000:]
     (hint,) = run.report["findings"]
     assert hint["kind"] == "framework-warning" and hint["severity"] == "info", hint
@@ -538,7 +538,7 @@ def test_init_process_group_arguments_against_the_launch(traindoc, tmp_path, cas
     why, with each rank's call beside what torchrun set."""
     script = tmp_path / "train.py"
     script.write_text(INIT_ARGUMENTS)
-    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script, case))
+    run = traindoc(torchrun_ranks(2, script, case))
     root = failed_root(run)
     assert root["kind"] == kind, root
     assert root["title"].endswith(": " + title), root["title"]
@@ -745,8 +745,7 @@ def test_ranks_printing_without_a_prefix_are_told_apart(traindoc, tmp_path):
     script = tmp_path / "train.py"
     script.write_text(LOGGED_AND_RAISED)
     # Only stdout goes through torchrun's files, and gets a prefix.
-    run = traindoc(torchrun("--nproc_per_node", 2, "--master_port", free_port(), script,
-                            redirects=1, tee=1))
+    run = traindoc(torchrun_ranks(2, script, redirects=1, tee=1))
     root = failed_root(run)
     assert root["kind"] == "python-exception", root
     assert root["ranks"] == [1] and root["title"].endswith("raised KeyError: 'optimizer'"), root

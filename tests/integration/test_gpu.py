@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import (FAKE_NVML, JOBS, ROOT, TRAINDOC, Run, job_script, nvml_env, python_job,
-                      torchrun)
+                      torchrun_ranks)
 
 
 FOUR_GPUS = """
@@ -163,7 +163,7 @@ def test_other_ranks_on_gpu0_are_foreign_contexts_and_imbalance(gpu_run, tmp_pat
 
 def test_torchrun_ranks_on_gpu0(gpu_run):
     """The same with real torchrun: its ranks, found by their RANK, hold contexts on GPU 0."""
-    cmd = torchrun("--standalone", "--nproc_per_node", 4, JOBS / "gpu_ranks.py", "--rank", 6)
+    cmd = torchrun_ranks(4, JOBS / "gpu_ranks.py", "--rank", 6)
     run = gpu_run(cmd, FOREIGN)
     assert run.status == 0, run.stderr.decode()[-2000:]
     foreign = finding(run, "foreign-gpu-context")

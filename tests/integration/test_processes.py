@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import JOBS, PYTHON, TRAINDOC, free_port, job_script, python_job, torchrun
+from conftest import (JOBS, PYTHON, TRAINDOC, free_port, job_script, python_job,
+                      torchrun_ranks)
 
 
 def test_torchrun_two_ranks_two_workers_roles(traindoc):
-    run = traindoc(torchrun("--standalone", "--nproc_per_node", 2,
-                            JOBS / "ddp_workers.py"), timeout=240)
+    run = traindoc(torchrun_ranks(2, JOBS / "ddp_workers.py"), timeout=240)
     assert run.status == 0, run.stderr.decode()[-3000:]
     procs = run.report["processes"]
     launchers = [p for p in procs if p["role"] == "launcher"]

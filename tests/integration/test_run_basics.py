@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, TRAINDOC, nvml_env, python_job, torchrun
+from conftest import PYTHON, TRAINDOC, nvml_env, python_job, torchrun_ranks
 
 
 def test_exit_code_passes_through(traindoc):
@@ -228,7 +228,7 @@ def test_sigterm_to_a_torchrun_job_is_a_requested_stop(tmp_path):
     script = tmp_path / "wait.py"
     script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
     proc = subprocess.Popen([str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--",
-                             *torchrun("--standalone", "--nproc_per_node", 2, script)],
+                             *torchrun_ranks(2, script)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     ready = 0
     while ready < 2:
@@ -255,7 +255,7 @@ def test_a_timeout_that_ran_out_is_the_jobs_time_limit(traindoc, tmp_path):
     where each rank was a moment before it ran out."""
     script = tmp_path / "wait.py"
     script.write_text("import time\ntime.sleep(60)\n")
-    run = traindoc(["timeout", "5", *torchrun("--standalone", "--nproc_per_node", 2, script)])
+    run = traindoc(["timeout", "5", *torchrun_ranks(2, script)])
     assert run.status == 124, run.stderr
     root = run.report["findings"][0]
     assert root["kind"] == "stop-requested" and root["root_cause"], run.report["findings"]

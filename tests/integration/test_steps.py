@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import JOBS, ROOT, python_job, torchrun
+from conftest import JOBS, ROOT, python_job, torchrun_ranks
 
 
 def step_rows(run):
@@ -72,7 +72,7 @@ def test_a_training_loop_counts_every_step(traindoc):
 
 
 def test_ddp_ranks_count_their_steps_and_workers_none(traindoc):
-    run = traindoc(torchrun("--standalone", "--nproc_per_node", 2, JOBS / "ddp_steps.py", 13),
+    run = traindoc(torchrun_ranks(2, JOBS / "ddp_steps.py", 13),
                    timeout=240)
     assert run.status == 0, run.stderr.decode()[-3000:]
     ranks = run.processes("rank")
