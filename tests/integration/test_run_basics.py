@@ -180,8 +180,8 @@ def test_a_signal_the_job_got_itself_is_not_sent_again(tmp_path, reset):
             "    print('got SIGTERM', flush=True)\n"
             "    sys.exit(0)\n"
             "signal.signal(signal.SIGTERM, on_term)\n"
-            "print('ready', flush=True)\n"
-            "try:\n"
+            "try:\n"  # a stop that comes as it says so saves too
+            "    print('ready', flush=True)\n"
             "    time.sleep(60)\n"
             "finally:\n"
             "    time.sleep(1)\n"
