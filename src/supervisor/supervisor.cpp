@@ -533,6 +533,12 @@ void Loop::reap_children() {
 std::string sender_text(const signalfd_siginfo& info) {
   if (info.ssi_code == SI_KERNEL) return "the terminal";
   auto pid = static_cast<int>(info.ssi_pid);
+  // The kernel gives 0 for a sender it cannot name in our pid namespace: the stop of the
+  // container traindoc runs in, which its runtime sends from the host.
+  if (pid == 0) {
+    return "a process outside traindoc's pid namespace (its container's runtime or host: docker "
+           "stop or a Kubernetes pod's end)";
+  }
   std::string out = "pid " + std::to_string(pid);
   std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
   std::string name;
@@ -597,11 +603,12 @@ void Loop::forward(const signalfd_siginfo& info) {
 // group, as `timeout` does, or a scheduler's to every process): a second copy would interrupt
 // their handlers, a checkpoint being saved on the way out. A program's own handler notes each
 // delivery through its agent (also one that then set the default action back); this waits a
-// moment for the notes of those that catch it now. A sender unknown (the kernel) or traindoc
-// itself (its earlier forward) names no copy of this one.
+// moment for the notes of those that catch it now. Sender 0 is one outside our pid namespace
+// (a container's runtime, a scheduler signalling a container's every process), the same 0 in the
+// job's notes; traindoc itself (its earlier forward) names no copy of this one.
 std::set<int> Loop::stopped_already(int sig, int sender, int64_t since_ns) {
   std::set<int> out;
-  if (sender <= 0 || sender == getpid()) return out;
+  if (sender < 0 || sender == getpid()) return out;
   auto had_it = [&](int pid) {
     auto notes = m_stops_noted.find(pid);
     return notes != m_stops_noted.end() &&

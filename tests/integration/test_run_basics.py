@@ -201,6 +201,47 @@ def test_a_signal_the_job_got_itself_is_not_sent_again(tmp_path, reset):
     assert text.endswith(", passed on to 0 process(es) (1 had it already)"), text
 
 
+SLOW_TO_STOP = """
+import signal, sys, time
+def on_term(sig, frame):
+    print("got SIGTERM", flush=True)
+    time.sleep(1)  # saving: a second copy now would run this again
+    sys.exit(3)
+signal.signal(signal.SIGTERM, on_term)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def children(pid):
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+@pytest.mark.parametrize("every_process", [False, True], ids=["traindoc", "every-process"])
+def test_a_stop_from_outside_the_containers_pid_namespace(tmp_path, every_process):
+    """traindoc as a container's first process, stopped from the host (docker stop, a pod's end)
+    or with every process of the container (a scheduler): the kernel names no sender inside (pid
+    0). The report says where it came from; a job that got it too is not sent a second copy."""
+    container = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+    probe = subprocess.run([*container, "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no unprivileged pid namespaces here: {probe.stderr.decode()[-200:]}")
+    proc = subprocess.Popen([*container, str(TRAINDOC), "run", "--out", str(tmp_path / "r"), "--",
+                             PYTHON, "-c", SLOW_TO_STOP],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    (traindoc_pid,) = children(proc.pid)
+    for pid in [*(children(traindoc_pid) if every_process else []), traindoc_pid]:
+        os.kill(pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    assert out.count(b"got SIGTERM") == 1, out
+    stop, _ = stop_finding(tmp_path)
+    assert stop["title"] == ("the job was stopped by SIGTERM from a process outside traindoc's pid "
+                             "namespace (its container's runtime or host: docker stop or a "
+                             "Kubernetes pod's end)"), stop
+
+
 def test_a_stop_after_one_the_job_sent_itself_is_passed_on(tmp_path):
     """The job's own SIGTERM to itself, which its handler shrugs off, is not the copy of a
     later one sent to traindoc alone: that one reaches the job."""
