@@ -310,10 +310,12 @@ bool caused_by(const TimedFinding& root, const TimedFinding& later) {
 
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
 // error is the root cause and the later failures are its consequences. A stop that was asked for
-// (Ctrl-C, a scheduler's SIGTERM) with no error before it is the cause of what fails after it.
-std::vector<Finding> order_by_cause(std::vector<TimedFinding> found) {
-  auto leads = [](const TimedFinding& t) {
-    return t.finding.severity == Severity::kError || t.finding.kind == "stop-requested";
+// (Ctrl-C, a scheduler's SIGTERM) with no error before it is the cause of what fails after it; a
+// job that `finished` (exit code 0) after one did not fail.
+std::vector<Finding> order_by_cause(std::vector<TimedFinding> found, bool finished) {
+  auto leads = [&](const TimedFinding& t) {
+    return t.finding.severity == Severity::kError ||
+           (t.finding.kind == "stop-requested" && !finished);
   };
   std::stable_sort(found.begin(), found.end(), [&](const TimedFinding& a, const TimedFinding& b) {
     if (leads(a) != leads(b)) return leads(a);
@@ -391,7 +393,7 @@ Diagnosis diagnose_evidence(const store::Evidence& evidence) {
   mark_recovered(context, found);
   merge_same(found);
   mark_repeated(context, found);
-  out.findings = order_by_cause(std::move(found));
+  out.findings = order_by_cause(std::move(found), run_finished(context));
   return out;
 }
 

@@ -349,16 +349,19 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
 void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& out) {
   std::vector<StopRequest> requests = stop_requests(context);
   const store::RunInfo& run = context.evidence.run;
-  // A job that went on and ended well (it ignored the signal, or finished its epoch) was not
-  // stopped by it.
   bool ended = run.exit_code || run.exit_signal;
-  if (requests.empty() || !ended || run_finished(context)) return;
+  if (requests.empty() || !ended) return;
   const StopRequest& first = requests.front();
   Finding f;
   f.kind = "stop-requested";
   f.severity = Severity::kInfo;
   f.confidence = 0.95;
-  f.title = "the job was stopped by " + first.what;
+  // A job that ended well after it may have left early on it (a handler that saves and exits 0,
+  // as on a preemption) or ignored it and finished: what it did is the job's to say.
+  bool finished = run_finished(context);
+  f.title = finished ? "the job exited with code 0 " + format_seconds(run.end_ns - first.t_ns) +
+                           " after " + first.what
+                     : "the job was stopped by " + first.what;
   bool killed = false;
   for (const StopRequest& request : requests) {
     f.evidence.push_back(request.evidence + context.when(request.t_ns));
@@ -399,7 +402,10 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   }
   std::sort(f.ranks.begin(), f.ranks.end());
   f.fix =
-      first.timeout != nullptr
+      finished ? "Not a failure, but maybe not the end of its training: a handler may have saved "
+                 "and left early on this request. Check that its last steps are its final ones, "
+                 "and resume from its last checkpoint if not."
+      : first.timeout != nullptr
           ? "The job's own time limit ran out, not a failure of its code: give it more time, "
             "or save checkpoints as it goes and resume from the last one. If it should have "
             "finished in time, compare its speed with earlier runs and look for a hang in its last "

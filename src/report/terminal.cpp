@@ -125,7 +125,8 @@ std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_
   // The root cause; without one (the job did not fail), the first warning, so that a quiet run
   // still says that something deserves a look, or who asked the job to stop.
   if (!d.findings.empty() &&
-      (d.findings.front().root_cause || d.findings.front().severity != analysis::Severity::kInfo)) {
+      (d.findings.front().root_cause || d.findings.front().severity != analysis::Severity::kInfo ||
+       d.findings.front().kind == "stop-requested")) {
     const analysis::Finding& f = d.findings.front();
     out += fmt::format("; {} [{}] {}", f.root_cause ? "root cause" : to_string(f.severity), f.kind,
                        f.title);

@@ -242,6 +242,24 @@ def test_a_stop_from_outside_the_containers_pid_namespace(tmp_path, every_proces
                              "Kubernetes pod's end)"), stop
 
 
+def test_a_job_that_left_well_on_a_stop_is_told_it_was_asked(tmp_path):
+    """A preempted job's handler saves and exits 0: the run did not fail, but its training may
+    not have ended; the report and the one-line verdict say that a stop came, and from whom."""
+    code = TRAP_JOB.replace("sys.exit(3)", "sys.exit(0)")
+    proc = start(tmp_path, code)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    findings = json.loads((tmp_path / "r" / "report.json").read_text())["findings"]
+    (stop,) = findings
+    assert stop["kind"] == "stop-requested" and not stop["root_cause"], stop
+    assert re.fullmatch(rf"the job exited with code 0 \d+\.\d s after SIGTERM from pid "
+                        rf"{os.getpid()} \(.*\)", stop["title"]), stop["title"]
+    quiet = subprocess.run([str(TRAINDOC), "analyze", "--quiet", str(tmp_path / "r")],
+                           capture_output=True, text=True)
+    assert "; info [stop-requested] the job exited with code 0 " in quiet.stdout, quiet
+
+
 def test_a_stop_after_one_the_job_sent_itself_is_passed_on(tmp_path):
     """The job's own SIGTERM to itself, which its handler shrugs off, is not the copy of a
     later one sent to traindoc alone: that one reaches the job."""

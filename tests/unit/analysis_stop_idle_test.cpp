@@ -209,12 +209,21 @@ TEST(RuleStopRequest, ATimeoutIsALimitOnlyWhenItRanOut) {
             "10.0 s");
 }
 
-TEST(RuleStopRequest, AJobThatWentOnWasNotStopped) {
+// It left on the request (a handler saved and exited 0, as on a preemption) or went on and
+// finished: told, with how long after, and no failure is blamed on it.
+TEST(RuleStopRequest, AJobThatExitedWellAfterAStopIsToldSo) {
   Evidence e = torchrun_job();
   e.events = {forwarded(10, "SIGTERM from pid 4242 (bash), passed on to 5 process(es)")};
   exited(e, kLauncher, 30, 0);
   e.run.exit_code = 0;
-  EXPECT_THAT(diagnose(e).findings, IsEmpty());
+  e.run.end_ns = kT0 + 30'200'000'000;
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(d.findings.size(), 1u);
+  const Finding& stop = d.findings[0];
+  EXPECT_EQ(stop.kind, "stop-requested");
+  EXPECT_FALSE(stop.root_cause);
+  EXPECT_EQ(stop.title, "the job exited with code 0 20.2 s after SIGTERM from pid 4242 (bash)");
+  EXPECT_THAT(stop.fix, HasSubstr("resume from its last checkpoint"));
 }
 
 TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {

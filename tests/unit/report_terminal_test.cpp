@@ -213,6 +213,17 @@ TEST(TerminalVerdict, AFinishedJobNamesItsFirstWarning) {
   EXPECT_EQ(render_verdict(d, "/r"), "traindoc: the job exited with code 0 after 12.3 s (/r)\n");
 }
 
+// A job that exited 0 on a stop request may have left its training early: the one line says so.
+TEST(TerminalVerdict, AFinishedJobNamesTheStopItGot) {
+  Diagnosis d = diagnosed_torchrun();
+  d.run.exit_code = 0;
+  d.findings = {finding("stop-requested", analysis::Severity::kInfo,
+                        "the job exited with code 0 0.4 s after SIGTERM from pid 77 (slurmstepd)")};
+  EXPECT_EQ(render_verdict(d, "/r"),
+            "traindoc: the job exited with code 0 after 12.3 s; info [stop-requested] the job "
+            "exited with code 0 0.4 s after SIGTERM from pid 77 (slurmstepd) (/r)\n");
+}
+
 TEST(TerminalSummary, ExecErrorGolden) {
   Diagnosis d;
   d.run.command = {"trian.py"};
