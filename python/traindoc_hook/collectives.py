@@ -296,16 +296,20 @@ def _asked(function, args, kwargs):
     return int(bound.get("rank", -1)), int(bound.get("world_size", -1))
 
 
-def _wrap_init(c10d, function, called, joined):
+def _wrap_init(c10d, function, called, joined, failed):
     """init_process_group, telling the agent the rank and world size the call asked for (a rank
     that never joins is missing from a world of that size), then the rank it gave: the process's
     rank where no launcher's variable says it (torch.multiprocessing.spawn, a rank passed in
-    code)."""
+    code); or that it raised, which a program may catch to try again later."""
 
     @functools.wraps(function)
     def init_process_group(*args, **kwargs):
         _agent.quietly(lambda: called(*_asked(function, args, kwargs)))
-        result = function(*args, **kwargs)
+        try:
+            result = function(*args, **kwargs)
+        except BaseException:
+            _agent.quietly(failed)
+            raise
         _agent.quietly(lambda: joined(c10d.get_rank(), c10d.get_world_size()))
         return result
 
@@ -344,13 +348,17 @@ def _patch(distributed):
         _replace(distributed, c10d, name, _wrap(c10d, name, function, enter, leave), function)
     called = getattr(lib, "traindoc_process_group_init", None)
     joined = getattr(lib, "traindoc_process_group_joined", None)
+    failed = getattr(lib, "traindoc_process_group_init_failed", None)
     init = getattr(c10d, "init_process_group", None)
-    if joined is None or called is None or init is None or hasattr(init, "__traindoc_recorded__"):
+    if None in (called, joined, failed, init) or hasattr(init, "__traindoc_recorded__"):
         return
     for entry in (called, joined):
         entry.restype = None
         entry.argtypes = [ctypes.c_int, ctypes.c_int]
-    _replace(distributed, c10d, "init_process_group", _wrap_init(c10d, init, called, joined), init)
+    failed.restype = None
+    failed.argtypes = []
+    _replace(distributed, c10d, "init_process_group",
+             _wrap_init(c10d, init, called, joined, failed), init)
 
 
 def install():

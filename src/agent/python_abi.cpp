@@ -37,6 +37,11 @@ extern "C" __attribute__((visibility("default"))) void traindoc_process_group_in
   append_keeping_errno(traindoc::common::RecordType::kProcessGroupInit, rank, world_size);
 }
 
+// init_process_group raised: the process left it without joining.
+extern "C" __attribute__((visibility("default"))) void traindoc_process_group_init_failed(void) {
+  append_keeping_errno(traindoc::common::RecordType::kProcessGroupInitFailed, 0, 0);
+}
+
 // init_process_group returned with this rank of a world of this size.
 extern "C" __attribute__((visibility("default"))) void traindoc_process_group_joined(
     int rank, int world_size) {

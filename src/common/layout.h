@@ -58,6 +58,8 @@ enum class RecordType : uint32_t {
                             // launcher's variables; they may disagree with what the launcher set
   kWorkerStarted = 12,      // a DataLoader started this process as its worker (Python hook):
                             // a = the worker's number in its DataLoader
+  kProcessGroupInitFailed = 13,  // init_process_group raised (Python hook): the process is out
+                                 // of it, though it may catch the error and go on
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -148,8 +148,12 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
 }
 
 void ProcessTable::joined_process_group(int pid, uint64_t start_ticks, int rank, int world_size) {
-  entry_for(pid, start_ticks, 0).in_init_process_group = false;
+  left_init_process_group(pid, start_ticks);
   take_rank(pid, start_ticks, common::RankSource::kProcessGroup, rank, world_size);
+}
+
+void ProcessTable::left_init_process_group(int pid, uint64_t start_ticks) {
+  entry_for(pid, start_ticks, 0).in_init_process_group = false;
 }
 
 void ProcessTable::called_init_process_group(int pid, uint64_t start_ticks, int rank,

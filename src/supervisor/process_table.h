@@ -35,6 +35,8 @@ class ProcessTable {
   // the launcher's variables: kept beside the launcher's, which they may contradict. A later
   // call replaces both.
   void called_init_process_group(int pid, uint64_t start_ticks, int rank, int world_size);
+  // init_process_group returned or raised: the process no longer waits in it for its peers.
+  void left_init_process_group(int pid, uint64_t start_ticks);
   // The number a DataLoader gave the process, its worker.
   void worker_started(int pid, uint64_t start_ticks, int worker_id);
   // The index torch.multiprocessing.spawn started the process as: its local rank, and its rank

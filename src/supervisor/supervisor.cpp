@@ -339,6 +339,8 @@ void Loop::read_agent() {
     } else if (record.type == common::RecordType::kProcessGroupInit) {
       m_table.called_init_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
                                         static_cast<int>(record.b));
+    } else if (record.type == common::RecordType::kProcessGroupInitFailed) {
+      m_table.left_init_process_group(record.pid, record.start_ticks);
     } else if (record.type == common::RecordType::kWorkerStarted) {
       m_table.worker_started(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kSpawned) {

@@ -372,6 +372,34 @@ def test_an_idle_spell_spares_a_wait_that_a_signal_would_cut_short(traindoc, thr
     assert any(e.startswith("rank 0 (pid ") and where in e for e in idle["evidence"]), idle
 
 
+INIT_CAUGHT = """
+import datetime, socket
+import torch.distributed as dist
+s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+try:
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=1, world_size=2,
+                            timeout=datetime.timedelta(seconds=3))
+except Exception as e:
+    print("no store yet:", e, flush=True)
+dist.TCPStore("127.0.0.1", port, 2, False, timeout=datetime.timedelta(seconds=3))
+"""
+
+
+def test_a_wait_after_a_caught_init_failure_is_not_told_as_joining(traindoc):
+    """init_process_group raised and the program went on to wait elsewhere: the second idle
+    spell is not put down to the rank joining its peers."""
+    run = traindoc(python_job(INIT_CAUGHT), "--stall-seconds", "1", "--interval", "0.2")
+    assert b"no store yet" in run.stdout, run.stderr
+    spells = [f for f in run.report["findings"] if f["kind"] == "job-idle"]
+    assert len(spells) == 2, spells
+    spared = "was not asked for its stack: every thread waits in a system call that a signal"
+    joining, after = ([e for e in f["evidence"] if spared in e] for f in spells)
+    assert "waits in init_process_group" in spells[0]["title"], spells[0]
+    assert len(joining) == 1 and joining[0].endswith(", inside init_process_group"), joining
+    assert "init_process_group" not in spells[1]["title"], spells[1]
+    assert len(after) == 1 and "init_process_group" not in after[0], after
+
+
 def test_a_hang_stopped_by_an_interrupt_stays_the_root_cause(tmp_path):
     """The user gives up on a hung job with an interrupt: the KeyboardInterrupt traceback it
     prints on its way out is no recovery; the hang is why it was stopped."""
