@@ -134,7 +134,8 @@ def command(case):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     launcher = [python, "-m", "torch.distributed.run", "--nnodes", "1", "--master_addr",
-                "127.0.0.1", "--master_port", str(port), "--nproc_per_node", str(case.ranks_launched)]
+                "127.0.0.1", "--master_port", str(port),
+                "--nproc_per_node", str(case.ranks_launched)]
     if case.redirects:
         launcher += ["--redirects", "2", "--tee", "2"]
     return launcher + script
