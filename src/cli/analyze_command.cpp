@@ -1,10 +1,11 @@
-// `traindoc analyze RUN`: rebuilds report.json and the summary from run.db alone.
+// `traindoc analyze RUN`: rebuilds report.json, report.html and the summary from run.db alone.
 // Supervisor process, main thread. Also the last step of `traindoc run`.
 #include <filesystem>
 #include <stdexcept>
 
 #include "analysis/diagnosis.h"
 #include "cli/commands.h"
+#include "report/html_report.h"
 #include "report/json_report.h"
 #include "report/terminal.h"
 #include "store/store_reader.h"
@@ -15,6 +16,7 @@ int report_run(const std::string& run_dir, Output output, FILE* out) {
   store::Evidence evidence = store::read_evidence(run_dir + "/run.db");
   analysis::Diagnosis diagnosis = analysis::diagnose(evidence);
   report::write_json_report(diagnosis, run_dir);
+  report::write_html_report(diagnosis, evidence, run_dir);
   std::string text;
   switch (output) {
     case Output::kSummary: {

@@ -144,18 +144,21 @@ json to_json(const analysis::Diagnosis& d) {
   return out;
 }
 
-void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir) {
-  std::string path = run_dir + "/report.json";
+void write_report_file(const std::string& path, const std::string& text) {
   std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
-    out << to_json(diagnosis).dump(2) << '\n';
+    out << text;
     out.close();
     if (!out) throw std::runtime_error("cannot write " + temporary);
   }
   if (rename(temporary.c_str(), path.c_str()) != 0) {
     throw std::runtime_error("cannot write " + path + ": " + strerror(errno));
   }
+}
+
+void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir) {
+  write_report_file(run_dir + "/report.json", to_json(diagnosis).dump(2) + "\n");
 }
 
 }  // namespace traindoc::report

@@ -12,21 +12,11 @@
 #include <map>
 #include <vector>
 
+#include "report/finding_order.h"
 #include "report/json_report.h"
 
 namespace traindoc::report {
 namespace {
-
-std::string job_verdict(const store::RunInfo& run) {
-  double seconds =
-      run.end_ns > run.start_ns ? static_cast<double>(run.end_ns - run.start_ns) / 1e9 : 0;
-  if (!run.exec_error.empty()) return "the job could not start: " + run.exec_error;
-  if (run.end_ns == 0) return "the run has no recorded end: traindoc stopped while the job ran";
-  std::string how = run.exit_signal ? "was killed by " + signal_name(*run.exit_signal)
-                    : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
-                                    : std::string("ended");
-  return fmt::format("the job {} after {:.1f} s", how, seconds);
-}
 
 std::string peak_text(const std::optional<uint64_t>& bytes) {
   return bytes ? analysis::format_bytes(*bytes) : "-";
@@ -69,27 +59,17 @@ std::string render_finding(const analysis::Finding& f, const char* label, const 
 // failures not linked to it), each with a little evidence and its fix.
 std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   std::string out;
-  std::vector<bool> told(d.findings.size(), false);
-  for (size_t i = 0; i < d.findings.size(); ++i) {
-    const analysis::Finding& root = d.findings[i];
-    if (!root.root_cause) continue;
-    told[i] = true;
-    out += render_finding(root, "ROOT CAUSE", c.red, kRootEvidenceLines, c);
+  FindingOrder order = order_for_reading(d);
+  for (const FindingOrder::Root& root : order.roots) {
+    out += render_finding(d.findings[root.index], "ROOT CAUSE", c.red, kRootEvidenceLines, c);
     if (!root.consequences.empty()) out += "  which caused:\n";
     for (size_t k : root.consequences) {
-      if (k >= d.findings.size()) continue;
-      told[k] = true;
       const analysis::Finding& f = d.findings[k];
       out += std::string(c.dim) + fmt::format("    [{}] {}", f.kind, f.title) + c.reset + "\n";
     }
   }
-  bool after_root = !out.empty();
-  for (size_t i = 0; i < d.findings.size(); ++i) {
-    if (told[i]) continue;
-    if (after_root) {
-      out += "  not caused by the root cause:\n";
-      after_root = false;
-    }
+  if (!order.roots.empty() && !order.others.empty()) out += "  not caused by the root cause:\n";
+  for (size_t i : order.others) {
     const analysis::Finding& f = d.findings[i];
     const char* colour = f.severity == analysis::Severity::kError ? c.red : c.yellow;
     out += render_finding(f, analysis::to_string(f.severity), colour, kOtherEvidenceLines, c);
@@ -121,7 +101,7 @@ std::string render_gpus(const analysis::Diagnosis& d) {
 }  // namespace
 
 std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
-  std::string out = "traindoc: " + job_verdict(d.run);
+  std::string out = "traindoc: " + describe_run_end(d.run);
   // The root cause; without one (the job did not fail), the first warning, so that a quiet run
   // still says that something deserves a look, or who asked the job to stop.
   if (!d.findings.empty() &&
@@ -136,6 +116,17 @@ std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_
     if (rest > 0) out += fmt::format(" (+{} more findings)", rest);
   }
   return out + " (" + run_dir + ")\n";
+}
+
+std::string describe_run_end(const store::RunInfo& run) {
+  double seconds =
+      run.end_ns > run.start_ns ? static_cast<double>(run.end_ns - run.start_ns) / 1e9 : 0;
+  if (!run.exec_error.empty()) return "the job could not start: " + run.exec_error;
+  if (run.end_ns == 0) return "the run has no recorded end: traindoc stopped while the job ran";
+  std::string how = run.exit_signal ? "was killed by " + signal_name(*run.exit_signal)
+                    : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
+                                    : std::string("ended");
+  return fmt::format("the job {} after {:.1f} s", how, seconds);
 }
 
 bool wants_colour(int fd) {
@@ -155,7 +146,7 @@ std::string describe_end(const store::ProcessRecord& p) {
 std::string render_summary(const analysis::Diagnosis& d, const std::string& run_dir,
                            TerminalOptions options) {
   Palette c = palette(options.colour);
-  std::string out = std::string(c.bold) + "traindoc: " + job_verdict(d.run) + c.reset + "\n";
+  std::string out = std::string(c.bold) + "traindoc: " + describe_run_end(d.run) + c.reset + "\n";
   out += render_findings(d, c);
   if (!d.processes.empty()) {
     out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n", "pid", "role", "end",
@@ -191,7 +182,8 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
   }
   out += render_gpus(d);
   for (const auto& note : d.missing_evidence) out += "  note: " + note + "\n";
-  out += "  run folder: " + run_dir + "  (report.json; `traindoc analyze` redoes this)\n";
+  out +=
+      "  run folder: " + run_dir + "  (report.json, report.html; `traindoc analyze` redoes them)\n";
   return out;
 }
 

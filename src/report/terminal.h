@@ -25,6 +25,9 @@ std::string render_verdict(const analysis::Diagnosis& diagnosis, const std::stri
 // Whether to colour what is written to `fd`: a terminal, and NO_COLOR unset or empty.
 bool wants_colour(int fd);
 
+// "the job exited with code 1 after 3.2 s", "the job could not start: ..."
+std::string describe_run_end(const store::RunInfo& run);
+
 // "exited with code 1", "killed by SIGSEGV (core dumped)", "vanished", "still running"
 std::string describe_end(const store::ProcessRecord& process);
 

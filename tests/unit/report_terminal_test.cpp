@@ -258,7 +258,7 @@ TEST(TerminalSummary, VerdictLines) {
   // Without processes there is no table.
   EXPECT_EQ(text,
             "traindoc: the run has no recorded end: traindoc stopped while the job ran\n"
-            "  run folder: /r  (report.json; `traindoc analyze` redoes this)\n");
+            "  run folder: /r  (report.json, report.html; `traindoc analyze` redoes them)\n");
 }
 
 int count_lines_starting(const std::string& text, const std::string& prefix) {

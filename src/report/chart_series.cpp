@@ -1,0 +1,198 @@
+// Chart series for report.html. Any process; pure.
+// Samples fall into spans of equal length across the run; a series keeps its largest value in
+// each span, and the x of a span is the time of its first sample.
+#include "report/chart_series.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace traindoc::report {
+namespace {
+
+// Spans no shorter than this, so that one round of samples (taken process after process) falls
+// into one span on short runs.
+constexpr int64_t kMinSpanNs = 500'000'000;
+
+class ChartBuilder {
+ public:
+  ChartBuilder(int64_t start_ns, int64_t span_ns) : m_start_ns(start_ns), m_span_ns(span_ns) {}
+
+  size_t add_series(std::string label, bool limit = false) {
+    m_series.push_back({std::move(label), {}, limit});
+    return m_series.size() - 1;
+  }
+
+  void add(size_t series, int64_t t_ns, double value) {
+    int64_t key = std::max<int64_t>(0, t_ns - m_start_ns) / m_span_ns;
+    auto [it, inserted] = m_spans.try_emplace(key, Span{t_ns, {}});
+    Span& span = it->second;
+    span.first_ns = std::min(span.first_ns, t_ns);
+    std::optional<double>& slot = span.values[series];
+    slot = std::max(slot.value_or(value), value);
+  }
+
+  // The chart, or nothing when none of its series (limits aside) got a value.
+  std::optional<Chart> finish(std::string id, std::string title, std::string unit) {
+    Chart chart{std::move(id), std::move(title), std::move(unit), {}, {}};
+    std::vector<bool> has_value(m_series.size(), false);
+    for (const auto& [key, span] : m_spans) {
+      chart.x.push_back(static_cast<double>(std::max<int64_t>(0, span.first_ns - m_start_ns)) /
+                        1e9);
+      for (const auto& [series, value] : span.values) has_value[series] = true;
+    }
+    bool any = false;
+    for (size_t s = 0; s < m_series.size(); ++s) {
+      if (!has_value[s]) continue;
+      any = any || !m_series[s].limit;
+      ChartSeries out = m_series[s];
+      for (const auto& [key, span] : m_spans) {
+        auto it = span.values.find(s);
+        out.values.push_back(it == span.values.end() ? std::nullopt : it->second);
+      }
+      chart.series.push_back(std::move(out));
+    }
+    if (!any) return std::nullopt;
+    return chart;
+  }
+
+ private:
+  struct Span {
+    int64_t first_ns;
+    std::map<size_t, std::optional<double>> values;
+  };
+  int64_t m_start_ns;
+  int64_t m_span_ns;
+  std::vector<ChartSeries> m_series;
+  std::map<int64_t, Span> m_spans;
+};
+
+using ProcessKey = std::pair<int, uint64_t>;
+
+std::string process_label(const analysis::ProcessSummary& p) {
+  return fmt::format("{} (pid {})", analysis::describe(p.role), p.record.pid);
+}
+
+int64_t last_sample_ns(const store::Evidence& e) {
+  int64_t last = e.run.end_ns;
+  for (const auto& s : e.proc_samples) last = std::max(last, s.t_ns);
+  for (const auto& s : e.host_samples) last = std::max(last, s.t_ns);
+  for (const auto& s : e.gpu.samples) last = std::max(last, s.t_ns);
+  for (const auto& s : e.steps) last = std::max(last, s.t_ns);
+  return last;
+}
+
+std::optional<Chart> process_memory(ChartBuilder builder, const analysis::Diagnosis& d,
+                                    const store::Evidence& e) {
+  std::vector<const analysis::ProcessSummary*> sampled;
+  for (const auto& p : d.processes) {
+    if (p.peak_rss) sampled.push_back(&p);
+  }
+  std::stable_sort(sampled.begin(), sampled.end(),
+                   [](const auto* a, const auto* b) { return *a->peak_rss > *b->peak_rss; });
+  std::string title = "Memory of each process (RSS)";
+  if (sampled.size() > kChartSeries) {
+    title += fmt::format(", the {} largest of {}", kChartSeries, sampled.size());
+    sampled.resize(kChartSeries);
+  }
+  std::map<ProcessKey, size_t> series;
+  for (const auto* p : sampled) {
+    series[{p->record.pid, p->record.start_ticks}] = builder.add_series(process_label(*p));
+  }
+  for (const store::ProcSample& s : e.proc_samples) {
+    auto it = series.find({s.pid, s.start_ticks});
+    if (it != series.end()) builder.add(it->second, s.t_ns, static_cast<double>(s.rss));
+  }
+  return builder.finish("process-memory", title, "bytes");
+}
+
+std::optional<Chart> host_memory(ChartBuilder builder, const store::Evidence& e) {
+  bool cgroup_limit = std::any_of(e.host_samples.begin(), e.host_samples.end(),
+                                  [](const auto& s) { return s.cgroup_max.has_value(); });
+  size_t used = builder.add_series("host used (total - available)");
+  size_t cgroup = builder.add_series("cgroup usage");
+  size_t limit = builder.add_series(cgroup_limit ? "cgroup limit" : "host total", true);
+  for (const store::HostSample& s : e.host_samples) {
+    if (s.mem_total >= s.mem_available && s.mem_total > 0) {
+      builder.add(used, s.t_ns, static_cast<double>(s.mem_total - s.mem_available));
+    }
+    if (s.cgroup_current) builder.add(cgroup, s.t_ns, static_cast<double>(*s.cgroup_current));
+    std::optional<uint64_t> bound = cgroup_limit ? s.cgroup_max : s.mem_total;
+    if (bound && *bound > 0) builder.add(limit, s.t_ns, static_cast<double>(*bound));
+  }
+  return builder.finish("host-memory", "Memory of the host and the job's cgroup", "bytes");
+}
+
+std::optional<Chart> shared_memory(ChartBuilder builder, const store::Evidence& e) {
+  size_t used = builder.add_series("/dev/shm used");
+  size_t size = builder.add_series("/dev/shm size", true);
+  bool any = false;
+  for (const store::HostSample& s : e.host_samples) {
+    if (s.shm_used && *s.shm_used > 0) {
+      any = true;
+      builder.add(used, s.t_ns, static_cast<double>(*s.shm_used));
+    }
+    if (s.shm_total) builder.add(size, s.t_ns, static_cast<double>(*s.shm_total));
+  }
+  if (!any) return std::nullopt;
+  return builder.finish("shared-memory", "Shared memory (/dev/shm: DataLoader batches, NCCL)",
+                        "bytes");
+}
+
+std::optional<Chart> gpu_memory(ChartBuilder builder, const store::Evidence& e) {
+  std::map<int, size_t> series;
+  uint64_t capacity = 0;
+  for (const store::GpuDevice& device : e.gpu.devices) {
+    series[device.index] = builder.add_series(fmt::format("GPU {}", device.index));
+    capacity = std::max(capacity, device.memory_total);
+  }
+  size_t limit = builder.add_series("capacity", true);
+  for (const store::GpuSample& s : e.gpu.samples) {
+    auto it = series.find(s.device);
+    if (it == series.end() || !s.memory_used) continue;
+    builder.add(it->second, s.t_ns, static_cast<double>(*s.memory_used));
+    if (capacity > 0) builder.add(limit, s.t_ns, static_cast<double>(capacity));
+  }
+  return builder.finish("gpu-memory", "Memory used on each GPU", "bytes");
+}
+
+std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagnosis& d,
+                                    const store::Evidence& e) {
+  std::map<ProcessKey, std::pair<size_t, store::StepKind>> series;
+  size_t counted = 0;
+  for (const auto& p : d.processes) {
+    std::optional<store::StepKind> kind = p.step_kind();
+    if (!kind) continue;
+    if (++counted > kChartSeries) continue;
+    std::string label = fmt::format("{}, {}", process_label(p), store::to_string(*kind));
+    series[{p.record.pid, p.record.start_ticks}] = {builder.add_series(label), *kind};
+  }
+  for (const store::StepSample& s : e.steps) {
+    auto it = series.find({s.pid, s.start_ticks});
+    if (it == series.end() || it->second.second != s.kind) continue;
+    builder.add(it->second.first, s.t_ns, static_cast<double>(s.count));
+  }
+  std::string title = "Training steps of each process";
+  if (counted > kChartSeries) title += fmt::format(", the first {} of {}", kChartSeries, counted);
+  return builder.finish("training-steps", title, "steps");
+}
+
+}  // namespace
+
+std::vector<Chart> build_charts(const analysis::Diagnosis& d, const store::Evidence& e) {
+  int64_t start = e.run.start_ns;
+  int64_t length = std::max<int64_t>(0, last_sample_ns(e) - start);
+  ChartBuilder builder(
+      start, std::max<int64_t>(kMinSpanNs, length / static_cast<int64_t>(kChartPoints) + 1));
+  std::vector<Chart> charts;
+  for (std::optional<Chart> chart :
+       {process_memory(builder, d, e), host_memory(builder, e), shared_memory(builder, e),
+        gpu_memory(builder, e), training_steps(builder, d, e)}) {
+    if (chart) charts.push_back(std::move(*chart));
+  }
+  return charts;
+}
+
+}  // namespace traindoc::report

@@ -1,0 +1,35 @@
+// The time series report.html draws: each process's memory, the host's and its cgroup's, each
+// GPU's, and each rank's training steps, from the evidence, thinned to a bounded number of points
+// (the largest value of each span, so that no peak is lost). Any process; pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/diagnosis.h"
+
+namespace traindoc::report {
+
+struct ChartSeries {
+  std::string label;
+  std::vector<std::optional<double>> values;  // one per x; empty where nothing was sampled
+  bool limit = false;                         // a limit to compare against, drawn dashed
+};
+
+struct Chart {
+  std::string id;
+  std::string title;
+  std::string unit;       // "bytes" or "steps"
+  std::vector<double> x;  // seconds since the run started
+  std::vector<ChartSeries> series;
+};
+
+inline constexpr size_t kChartPoints = 600;  // spans across a run, at most
+inline constexpr size_t kChartSeries = 10;   // processes drawn in one chart, largest first
+
+// Charts with something to draw, in page order.
+std::vector<Chart> build_charts(const analysis::Diagnosis& diagnosis,
+                                const store::Evidence& evidence);
+
+}  // namespace traindoc::report

@@ -1,0 +1,447 @@
+// report.html writer. Any process.
+// The text is written here, as HTML, so that the page reads without JavaScript; the script only
+// draws the charts, with uPlot (embedded from the npm registry's package at build time), from the
+// series in a JSON block.
+#include "report/html_report.h"
+
+#include <fmt/format.h>
+#include <time.h>
+
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "report/chart_library.h"
+#include "report/chart_series.h"
+#include "report/finding_order.h"
+#include "report/json_report.h"
+#include "report/terminal.h"
+
+namespace traindoc::report {
+namespace {
+
+// Processes listed in the table; report.json has them all.
+constexpr size_t kProcessRows = 500;
+
+constexpr std::string_view kStyle = R"css(
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
+  max-width: 1200px; padding: 0 24px 48px; color: #1d2125; background: #fff; }
+h1 { font-size: 22px; margin: 24px 0 4px; }
+h2 { font-size: 18px; margin: 32px 0 8px; border-bottom: 1px solid #dde1e5; padding-bottom: 4px; }
+h3 { font-size: 16px; margin: 0 0 6px; }
+code, pre, .evidence { font: 13px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, monospace; }
+.verdict { font-size: 17px; font-weight: 600; margin: 4px 0; }
+.verdict.failed { color: #b3261e; }
+.meta { color: #5c6670; margin: 2px 0; }
+.finding { border: 1px solid #dde1e5; border-left: 5px solid #8a939c; border-radius: 4px;
+  padding: 10px 14px; margin: 10px 0; }
+.finding.error { border-left-color: #b3261e; }
+.finding.warning { border-left-color: #c77c02; }
+.finding.info { border-left-color: #2f6fb3; }
+.finding.root { background: #fdf6f5; }
+.label { font-size: 12px; font-weight: 700; text-transform: uppercase; letter-spacing: .04em;
+  color: #fff; background: #8a939c; border-radius: 3px; padding: 1px 6px; margin-right: 6px; }
+.error > h3 .label { background: #b3261e; }
+.warning > h3 .label { background: #c77c02; }
+.info > h3 .label { background: #2f6fb3; }
+.kind { color: #5c6670; font-weight: 400; }
+.evidence { list-style: none; padding: 6px 10px; margin: 6px 0; background: #f4f6f8;
+  border-radius: 3px; max-height: 480px; overflow: auto; }
+.evidence li { white-space: pre-wrap; word-break: break-word; }
+.fix { margin: 6px 0 0; }
+.fix b { color: #1e7b34; }
+details { margin: 6px 0 0 12px; }
+summary { cursor: pointer; }
+table { border-collapse: collapse; width: 100%; font-size: 14px; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #eceff1; vertical-align: top; }
+th { background: #f4f6f8; }
+td.number, th.number { text-align: right; font-variant-numeric: tabular-nums; }
+td.command { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.chart { margin: 12px 0 24px; }
+.chart h3 { font-weight: 600; }
+#chart-status { color: #b3261e; }
+)css";
+
+// Draws every chart of the JSON block into its box; marks the page when done (or why not), so
+// that a reader, or a test in a browser, can tell.
+constexpr std::string_view kScript = R"js(
+(function () {
+  const status = document.getElementById('chart-status');
+  try {
+    const charts = JSON.parse(document.getElementById('traindoc-charts').textContent);
+    const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2',
+      '#17becf', '#bcbd22', '#7f7f7f'];
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    const bytes = (v) => {
+      if (v == null) return '-';
+      let u = 0;
+      while (Math.abs(v) >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+      return (u === 0 || Math.abs(v) >= 100 ? Math.round(v) : v.toFixed(1)) + ' ' + units[u];
+    };
+    const count = (v) => (v == null ? '-' : String(Math.round(v)));
+    // Ticks at whole steps, and at powers of two of bytes (128 MiB, 256 MiB), not at 1.5 steps
+    // or 191 MiB.
+    const powers = Array.from({ length: 51 }, (_, i) => 2 ** i);
+    const wholes = [1, 2, 5].flatMap((m) => [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8].map((p) => m * p))
+      .sort((a, b) => a - b);
+    const plots = [];
+    for (const chart of charts) {
+      const box = document.getElementById('chart-' + chart.id);
+      const format = chart.unit === 'bytes' ? bytes : count;
+      const series = [{ label: 'time', value: (u, v) => (v == null ? '-' : v.toFixed(1) + ' s') }];
+      chart.series.forEach((s, i) => series.push({
+        label: s.label, spanGaps: true, width: s.limit ? 1 : 1.5,
+        stroke: s.limit ? '#5c6670' : colours[i % colours.length], dash: s.limit ? [6, 4] : [],
+        value: (u, v) => format(v),
+      }));
+      const options = {
+        width: Math.max(320, box.clientWidth), height: 280, series,
+        scales: { x: { time: false } },
+        axes: [{ label: 'seconds since the start' },
+          { size: 80, incrs: chart.unit === 'bytes' ? powers : wholes,
+            values: (u, ticks) => ticks.map(format) }],
+      };
+      plots.push([new uPlot(options, [chart.x].concat(chart.series.map((s) => s.values)), box), box]);
+    }
+    window.addEventListener('resize', () => {
+      for (const [plot, box] of plots) plot.setSize({ width: Math.max(320, box.clientWidth), height: 280 });
+    });
+    document.body.dataset.chartsDrawn = String(plots.length);
+  } catch (error) {
+    status.textContent = 'The charts could not be drawn: ' + error;
+    document.body.dataset.chartsError = String(error);
+  }
+})();
+)js";
+
+std::string peak_text(const std::optional<uint64_t>& bytes) {
+  return bytes ? analysis::format_bytes(*bytes) : "-";
+}
+
+std::string join_numbers(const std::vector<int>& numbers) {
+  std::string out;
+  for (int n : numbers) out += (out.empty() ? "" : ", ") + std::to_string(n);
+  return out;
+}
+
+// "2026-11-27 23:48:04 UTC"
+std::string utc_time(int64_t ns) {
+  time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
+  tm parts{};
+  gmtime_r(&seconds, &parts);
+  char text[32];
+  strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
+  return text;
+}
+
+// A path relative to the run folder as a link target: every byte outside a safe few escaped.
+std::string url_path(std::string_view path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// Text of a title or a fix, escaped, with what it quotes in backticks set as code.
+std::string html_text(std::string_view text) {
+  std::string out;
+  size_t at = 0;
+  for (;;) {
+    size_t open = text.find('`', at);
+    size_t close = open == std::string_view::npos ? open : text.find('`', open + 1);
+    if (close == std::string_view::npos) return out + html_escape(text.substr(at));
+    out += html_escape(text.substr(at, open - at)) + "<code>" +
+           html_escape(text.substr(open + 1, close - open - 1)) + "</code>";
+    at = close + 1;
+  }
+}
+
+std::string finding_body(const analysis::Finding& f) {
+  std::string out;
+  std::string who;
+  if (!f.ranks.empty()) who = (f.ranks.size() == 1 ? "rank " : "ranks ") + join_numbers(f.ranks);
+  if (!f.pids.empty()) {
+    who += (who.empty() ? "" : " · ") + std::string(f.pids.size() == 1 ? "pid " : "pids ") +
+           join_numbers(f.pids);
+  }
+  who += fmt::format("{}confidence {:.0f}%", who.empty() ? "" : " · ", f.confidence * 100);
+  out += "<p class=\"meta\">" + html_escape(who) + "</p>\n";
+  if (!f.evidence.empty()) {
+    out += "<ul class=\"evidence\">\n";
+    for (const std::string& line : f.evidence) out += "<li>" + html_escape(line) + "</li>\n";
+    out += "</ul>\n";
+  }
+  if (!f.fix.empty()) out += "<p class=\"fix\"><b>Fix:</b> " + html_text(f.fix) + "</p>\n";
+  return out;
+}
+
+// A finding as an article; `inside` (what it caused) goes at its end.
+std::string finding_html(const analysis::Finding& f, std::string_view label, bool root,
+                         const std::string& inside) {
+  std::string out =
+      fmt::format("<article class=\"finding {}{}\" data-kind=\"{}\">\n",
+                  analysis::to_string(f.severity), root ? " root" : "", html_escape(f.kind));
+  out +=
+      fmt::format("<h3><span class=\"label\">{}</span>{} <span class=\"kind\">[{}]</span></h3>\n",
+                  html_escape(label), html_text(f.title), html_escape(f.kind));
+  return out + finding_body(f) + inside + "</article>\n";
+}
+
+// As the terminal tells them: each root cause with what it caused (folded, whole), then the
+// findings it did not cause.
+std::string findings_html(const analysis::Diagnosis& d) {
+  std::string out = "<section id=\"findings\">\n<h2>Findings</h2>\n";
+  if (d.findings.empty()) out += "<p>traindoc found nothing to report.</p>\n";
+  FindingOrder order = order_for_reading(d);
+  for (const FindingOrder::Root& root : order.roots) {
+    std::string caused;
+    for (size_t k : root.consequences) {
+      const analysis::Finding& f = d.findings[k];
+      caused += fmt::format(
+          "<details class=\"consequence\" data-kind=\"{}\"><summary>{} "
+          "<span class=\"kind\">[{}]</span></summary>\n{}</details>\n",
+          html_escape(f.kind), html_text(f.title), html_escape(f.kind), finding_body(f));
+    }
+    if (!caused.empty()) caused = "<p><b>Which caused:</b></p>\n" + caused;
+    out += finding_html(d.findings[root.index], "root cause", true, caused);
+  }
+  if (!order.roots.empty() && !order.others.empty()) {
+    out += "<h3>Not caused by the root cause</h3>\n";
+  }
+  for (size_t i : order.others) {
+    const analysis::Finding& f = d.findings[i];
+    out += finding_html(f, analysis::to_string(f.severity), false, "");
+  }
+  for (const std::string& note : d.missing_evidence) {
+    out += "<p class=\"meta\">Note: " + html_escape(note) + "</p>\n";
+  }
+  return out + "</section>\n";
+}
+
+// A section holding one table. Cells are HTML already; a column's class (`number`, `command`)
+// is set on each of its cells.
+class TableSection {
+ public:
+  struct Column {
+    std::string_view name;
+    std::string_view css_class;
+  };
+
+  TableSection(std::string_view id, std::string_view title, std::vector<Column> columns)
+      : m_columns(std::move(columns)) {
+    m_html = fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n<table>\n<tr>", id, title);
+    for (const Column& column : m_columns) m_html += cell("th", column, column.name);
+    m_html += "</tr>\n";
+  }
+
+  void row(const std::vector<std::string>& cells) {
+    m_html += "<tr>";
+    for (size_t i = 0; i < cells.size() && i < m_columns.size(); ++i) {
+      m_html += cell("td", m_columns[i], cells[i]);
+    }
+    m_html += "</tr>\n";
+  }
+
+  // The section, with `after` (HTML) below its table.
+  std::string finish(const std::string& after = "") const {
+    return m_html + "</table>\n" + after + "</section>\n";
+  }
+
+ private:
+  static std::string cell(std::string_view tag, const Column& column, std::string_view content) {
+    if (column.css_class.empty()) return fmt::format("<{0}>{1}</{0}>", tag, content);
+    return fmt::format("<{0} class=\"{1}\">{2}</{0}>", tag, column.css_class, content);
+  }
+
+  std::vector<Column> m_columns;
+  std::string m_html;
+};
+
+std::string processes_html(const analysis::Diagnosis& d) {
+  if (d.processes.empty()) return "";
+  TableSection table("processes", "Processes",
+                     {{"pid", "number"},
+                      {"role", ""},
+                      {"command", "command"},
+                      {"end", ""},
+                      {"peak RSS", "number"},
+                      {"peak PSS", "number"},
+                      {"peak USS", "number"},
+                      {"CPU", "number"},
+                      {"steps", "number"}});
+  size_t shown = std::min(d.processes.size(), kProcessRows);
+  for (size_t i = 0; i < shown; ++i) {
+    const analysis::ProcessSummary& p = d.processes[i];
+    std::optional<int64_t> steps = p.step_count();
+    std::string command = html_escape(p.record.cmdline);
+    table.row({std::to_string(p.record.pid), html_escape(analysis::describe(p.role)),
+               fmt::format("<code title=\"{0}\">{0}</code>", command),
+               html_escape(describe_end(p.record)), peak_text(p.peak_rss), peak_text(p.peak_pss),
+               peak_text(p.peak_uss), fmt::format("{:.1f} s", p.cpu_s),
+               steps ? std::to_string(*steps) : "-"});
+  }
+  std::string more;
+  if (shown < d.processes.size()) {
+    more = fmt::format(
+        "<p class=\"meta\">... and {} more processes (report.json lists them all)"
+        "</p>\n",
+        d.processes.size() - shown);
+  }
+  return table.finish(more);
+}
+
+std::string gpus_html(const analysis::Diagnosis& d) {
+  if (d.gpus.empty()) return "";
+  TableSection table("gpus", "GPUs",
+                     {{"GPU", ""},
+                      {"name", ""},
+                      {"PCI bus", ""},
+                      {"peak used", "number"},
+                      {"capacity", "number"},
+                      {"who held it (peak)", ""}});
+  for (const analysis::GpuSummary& g : d.gpus) {
+    std::string holders;
+    for (const auto& h : g.holders) {
+      holders += (holders.empty() ? "" : ", ") +
+                 (h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid)) + " " +
+                 analysis::format_bytes(h.peak);
+    }
+    table.row({std::to_string(g.device.index), html_escape(g.device.name),
+               html_escape(g.device.pci_bus_id), peak_text(g.peak_used),
+               analysis::format_bytes(g.device.memory_total), html_escape(holders)});
+  }
+  return table.finish();
+}
+
+std::string logs_html(const store::Evidence& e) {
+  if (e.logs.empty()) return "";
+  TableSection table(
+      "logs", "Output",
+      {{"stream", ""}, {"bytes", "number"}, {"lines", "number"}, {"kept in the run folder", ""}});
+  for (const store::LogStream& log : e.logs) {
+    std::string files;
+    for (const std::string& file : log.files) {
+      files += fmt::format("{}<a href=\"{}\">{}</a>", files.empty() ? "" : " ", url_path(file),
+                           html_escape(file));
+    }
+    if (log.bytes_not_kept > 0) {
+      files += fmt::format(" ({} not kept)", analysis::format_bytes(log.bytes_not_kept));
+    }
+    table.row({"<code>" + html_escape(log.name) + "</code>", std::to_string(log.bytes),
+               std::to_string(log.lines), files});
+  }
+  return table.finish();
+}
+
+// The series as JSON inside a script block: `<` written as \u003c, so that no text in a label
+// can close the block.
+std::string charts_json(const std::vector<Chart>& charts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Chart& chart : charts) {
+    nlohmann::json series = nlohmann::json::array();
+    for (const ChartSeries& s : chart.series) {
+      nlohmann::json values = nlohmann::json::array();
+      for (const std::optional<double>& v : s.values) {
+        values.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
+      }
+      series.push_back({{"label", s.label}, {"limit", s.limit}, {"values", values}});
+    }
+    out.push_back({{"id", chart.id},
+                   {"title", chart.title},
+                   {"unit", chart.unit},
+                   {"x", chart.x},
+                   {"series", series}});
+  }
+  std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string safe;
+  for (char c : text) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+  return safe;
+}
+
+std::string charts_html(const std::vector<Chart>& charts) {
+  std::string out = "<section id=\"charts\">\n<h2>Over time</h2>\n<p id=\"chart-status\"></p>\n";
+  if (charts.empty()) out += "<p>No samples were taken.</p>\n";
+  for (const Chart& chart : charts) {
+    out += fmt::format("<div class=\"chart\"><h3>{}</h3><div id=\"chart-{}\"></div></div>\n",
+                       html_escape(chart.title), html_escape(chart.id));
+  }
+  return out + "</section>\n";
+}
+
+std::string command_text(const store::RunInfo& run) {
+  std::string out;
+  for (const std::string& word : run.command) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+std::string header_html(const analysis::Diagnosis& d) {
+  bool failed = d.run.exit_signal || d.run.exit_code.value_or(0) != 0 || !d.run.exec_error.empty();
+  std::string out = "<header>\n<h1>traindoc report</h1>\n";
+  out += fmt::format("<p class=\"verdict{}\">{}</p>\n", failed ? " failed" : "",
+                     html_escape(describe_run_end(d.run)));
+  out += "<p class=\"meta\"><code>" + html_escape(command_text(d.run)) + "</code></p>\n";
+  out += fmt::format("<p class=\"meta\">on {}, started {} · traindoc {}</p>\n",
+                     html_escape(d.run.hostname), utc_time(d.run.start_ns),
+                     html_escape(d.run.version));
+  return out + "</header>\n";
+}
+
+}  // namespace
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_html(const analysis::Diagnosis& d, const store::Evidence& e) {
+  std::vector<Chart> charts = build_charts(d, e);
+  std::string out =
+      "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += "<title>traindoc: " + html_escape(command_text(d.run)) + "</title>\n<style>";
+  out += chart_library_css();
+  out += kStyle;
+  out += "</style>\n</head>\n<body>\n";
+  out += header_html(d) + findings_html(d) + charts_html(charts) + processes_html(d) +
+         gpus_html(d) + logs_html(e);
+  out += "<script type=\"application/json\" id=\"traindoc-charts\">" + charts_json(charts) +
+         "</script>\n<script>";
+  out += chart_library_js();
+  out += "</script>\n<script>";
+  out += kScript;
+  out += "</script>\n</body>\n</html>\n";
+  return out;
+}
+
+void write_html_report(const analysis::Diagnosis& diagnosis, const store::Evidence& evidence,
+                       const std::string& run_dir) {
+  write_report_file(run_dir + "/report.html", render_html(diagnosis, evidence));
+}
+
+}  // namespace traindoc::report

@@ -1,0 +1,152 @@
+"""report.html, opened in a real browser (Debian's Chromium, headless): the page a user gets
+from a failed torchrun job shows the root cause and draws its charts, the job's own text stays
+text, and `traindoc analyze` writes the same page again from run.db."""
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest import TRAINDOC, torchrun_ranks
+
+CHROMIUM = shutil.which("chromium")
+
+# Two DDP ranks train for a few seconds (the same number of steps each: a loop timed by each
+# rank's clock would leave one in a backward that the other never joins); then rank 1 raises,
+# its message holding markup.
+JOB = """
+import time
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+dist.init_process_group("gloo")
+model = DistributedDataParallel(torch.nn.Linear(64, 8))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    optimizer.zero_grad()
+    model(torch.randn(16, 64)).sum().backward()
+    optimizer.step()
+    time.sleep(0.02)
+if dist.get_rank() == 1:
+    raise ValueError("batch <b>42</b> has no labels")
+dist.barrier()
+"""
+
+
+class Page(HTMLParser):
+    """What a test reads off the page the browser built: the body's data attributes, the text
+    of each finding (a consequence, folded inside its root cause, comes after it), the charts
+    uPlot drew with their legends."""
+
+    VOID = {"br", "meta", "img", "hr", "input", "link"}
+
+    def __init__(self, dom):
+        super().__init__()
+        self.body = {}
+        self.findings = []  # [kind, text]
+        self.plots = 0
+        self.canvases = 0
+        self.legend = []
+        self._depth = 0
+        self._open = []  # (index in findings, depth at which it opened)
+        self._in_legend_label = False
+        self.feed(dom)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "body":
+            self.body = attrs
+        if tag == "div" and "uplot" in classes:
+            self.plots += 1
+        if tag == "canvas":
+            self.canvases += 1
+        self._in_legend_label = tag == "div" and "u-label" in classes
+        if tag in self.VOID:
+            return
+        self._depth += 1
+        if "finding" in classes or "consequence" in classes:
+            self.findings.append([attrs.get("data-kind"), ""])
+            self._open.append((len(self.findings) - 1, self._depth))
+
+    def handle_endtag(self, tag):
+        self._in_legend_label = False
+        if tag in self.VOID:
+            return
+        if self._open and self._open[-1][1] == self._depth:
+            self._open.pop()
+        self._depth -= 1
+
+    def handle_data(self, data):
+        for index, _ in self._open:
+            self.findings[index][1] += data
+        if self._in_legend_label:
+            self.legend.append(data.strip())
+
+
+def browse(path, tmp_path):
+    """The page's DOM once its scripts ran, as Chromium built it."""
+    assert CHROMIUM, "chromium is missing: scripts/setup installs it"
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000",
+         f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=5000",
+         "--dump-dom", path.resolve().as_uri()],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return Page(result.stdout)
+
+
+@pytest.fixture
+def failed_run(traindoc, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(JOB)
+    run = traindoc(torchrun_ranks(2, script), "--interval", "0.25", timeout=180)
+    assert run.status == 1, run.stderr
+    return run
+
+
+def test_the_page_of_a_failed_job_tells_its_root_cause_and_draws_its_charts(failed_run, tmp_path):
+    report = failed_run.report
+    root = report["findings"][0]
+    assert root["root_cause"] and root["kind"] == "python-exception", root
+    page = browse(failed_run.run_dir / "report.html", tmp_path)
+
+    assert "data-charts-error" not in page.body, page.body
+    # Memory of each process, of the host, and the ranks' training steps.
+    assert int(page.body["data-charts-drawn"]) >= 3, page.body
+    assert page.plots == int(page.body["data-charts-drawn"])
+    assert page.canvases >= page.plots
+    ranks = {p["rank"]: p["pid"] for p in report["processes"] if p["role"] == "rank"}
+    for rank, pid in ranks.items():
+        assert f"rank {rank} (pid {pid})" in page.legend, page.legend
+
+    kinds = [kind for kind, _ in page.findings]
+    assert kinds == [f["kind"] for f in report["findings"]], (kinds, report["findings"])
+    root_text = page.findings[0][1]
+    # What a title or fix quotes in backticks is set as code on the page.
+    assert root["title"].replace("`", "") in root_text
+    assert all(line in root_text for line in root["evidence"]), (root_text, root["evidence"])
+    assert root["fix"].replace("`", "") in root_text
+    # The job's markup is text on the page, not elements (which would leave "batch 42 has").
+    assert "batch <b>42</b> has no labels" in root_text
+
+
+def test_analyze_writes_the_same_page_again(failed_run):
+    page = failed_run.run_dir / "report.html"
+    first = page.read_bytes()
+    page.unlink()
+    result = subprocess.run([str(TRAINDOC), "analyze", str(failed_run.run_dir), "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert page.read_bytes() == first
+    assert not list(failed_run.run_dir.glob("*.tmp"))
+    # The page is whole: it carries its chart library and its data, nothing fetched.
+    text = first.decode()
+    assert re.search(r"<script>/\*! https://github.com/leeoniya/uPlot", text)
+    assert not re.search(r"<(script|link)[^>]+(src|href)=", text)
+    data = re.search(r'<script type="application/json" id="traindoc-charts">(.*?)</script>', text)
+    charts = json.loads(data.group(1))
+    assert {c["id"] for c in charts} >= {"process-memory", "host-memory", "training-steps"}

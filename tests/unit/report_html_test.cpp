@@ -1,0 +1,263 @@
+// Tests of report.html and its chart series: findings in the terminal's order with all their
+// evidence, text escaped wherever it lands, series thinned without losing a peak, the largest
+// processes drawn, charts only where something was sampled. tests/integration draws the page in
+// a real browser.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "report/chart_series.h"
+#include "report/html_report.h"
+#include "store_test_util.h"
+
+namespace traindoc::report {
+namespace {
+
+using analysis::Diagnosis;
+using analysis::Finding;
+using analysis::ProcessSummary;
+using analysis::Role;
+using analysis::Severity;
+
+constexpr int64_t kStart = 1'700'000'000'000'000'000;
+constexpr int64_t kSecond = 1'000'000'000;
+
+ProcessSummary rank_process(int pid, int rank, uint64_t peak_rss) {
+  ProcessSummary p;
+  p.record.pid = pid;
+  p.record.start_ticks = static_cast<uint64_t>(pid) * 7;
+  p.record.cmdline = "python3 train.py";
+  p.record.exit_code = 0;
+  p.role.role = Role::kRank;
+  p.role.rank = rank;
+  p.peak_rss = peak_rss;
+  return p;
+}
+
+store::ProcSample proc_sample(const ProcessSummary& p, int64_t t_ns, uint64_t rss) {
+  store::ProcSample s;
+  s.t_ns = t_ns;
+  s.pid = p.record.pid;
+  s.start_ticks = p.record.start_ticks;
+  s.rss = rss;
+  return s;
+}
+
+struct JobRun {
+  Diagnosis diagnosis;
+  store::Evidence evidence;
+};
+
+// A run of `seconds` with one process sampled every second, its RSS 1 MiB more each time.
+JobRun growing_run(int64_t seconds) {
+  JobRun run;
+  run.diagnosis.run.command = {"python3", "train.py"};
+  run.diagnosis.run.start_ns = kStart;
+  run.diagnosis.run.end_ns = kStart + seconds * kSecond;
+  run.diagnosis.run.exit_code = 0;
+  run.evidence.run = run.diagnosis.run;
+  run.diagnosis.processes.push_back(rank_process(100, 0, static_cast<uint64_t>(seconds) << 20));
+  for (int64_t t = 0; t < seconds; ++t) {
+    run.evidence.proc_samples.push_back(proc_sample(
+        run.diagnosis.processes[0], kStart + t * kSecond, static_cast<uint64_t>(t + 1) << 20));
+  }
+  return run;
+}
+
+const Chart* find_chart(const std::vector<Chart>& charts, const std::string& id) {
+  for (const Chart& chart : charts) {
+    if (chart.id == id) return &chart;
+  }
+  return nullptr;
+}
+
+double largest(const ChartSeries& series) {
+  double out = 0;
+  for (const auto& v : series.values) out = std::max(out, v.value_or(0));
+  return out;
+}
+
+TEST(ChartSeries, ALongRunIsThinnedAndKeepsItsPeak) {
+  JobRun run = growing_run(100'000);
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  const Chart* memory = find_chart(charts, "process-memory");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_LE(memory->x.size(), kChartPoints + 1);
+  EXPECT_GT(memory->x.size(), kChartPoints / 2);
+  ASSERT_EQ(memory->series.size(), 1u);
+  EXPECT_EQ(memory->series[0].label, "rank 0 (pid 100)");
+  EXPECT_EQ(memory->series[0].values.size(), memory->x.size());
+  EXPECT_EQ(largest(memory->series[0]), static_cast<double>(uint64_t{100'000} << 20));
+  EXPECT_TRUE(std::is_sorted(memory->x.begin(), memory->x.end()));
+}
+
+TEST(ChartSeries, AShortRunKeepsEverySampleRound) {
+  JobRun run = growing_run(20);
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  const Chart* memory = find_chart(charts, "process-memory");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(memory->x.size(), 20u);
+  EXPECT_DOUBLE_EQ(memory->x[3], 3.0);
+}
+
+TEST(ChartSeries, OnlyTheLargestProcessesAreDrawn) {
+  JobRun run = growing_run(5);
+  for (int i = 1; i <= 11; ++i) {
+    ProcessSummary p = rank_process(100 + i, i, static_cast<uint64_t>(i) << 30);
+    run.evidence.proc_samples.push_back(proc_sample(p, kStart + kSecond, *p.peak_rss));
+    run.diagnosis.processes.push_back(p);
+  }
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  const Chart* memory = find_chart(charts, "process-memory");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(memory->title, "Memory of each process (RSS), the 10 largest of 12");
+  ASSERT_EQ(memory->series.size(), kChartSeries);
+  EXPECT_EQ(memory->series.front().label, "rank 11 (pid 111)");
+  EXPECT_EQ(memory->series.back().label, "rank 2 (pid 102)");
+}
+
+TEST(ChartSeries, ChartsOnlyForWhatWasSampled) {
+  JobRun run = growing_run(3);
+  store::HostSample host = store::test::full_host_sample(kStart);
+  host.shm_used = 0;
+  run.evidence.host_samples.push_back(host);
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  std::vector<std::string> ids;
+  for (const Chart& chart : charts) ids.push_back(chart.id);
+  // No GPU, no steps, nothing in /dev/shm: no chart of them.
+  EXPECT_EQ(ids, (std::vector<std::string>{"process-memory", "host-memory"}));
+  const Chart& memory = *find_chart(charts, "host-memory");
+  ASSERT_EQ(memory.series.size(), 3u);
+  EXPECT_EQ(memory.series[0].label, "host used (total - available)");
+  EXPECT_EQ(largest(memory.series[0]), static_cast<double>(24ull << 30));
+  EXPECT_EQ(memory.series[2].label, "cgroup limit");
+  EXPECT_TRUE(memory.series[2].limit);
+}
+
+TEST(ChartSeries, StepsAndGpusAreDrawnWhereCounted) {
+  JobRun run = growing_run(3);
+  ProcessSummary& rank = run.diagnosis.processes[0];
+  rank.steps[store::StepKind::kOptimizer] = 2;
+  for (int64_t step = 1; step <= 2; ++step) {
+    run.evidence.steps.push_back({kStart + step * kSecond, rank.record.pid, rank.record.start_ticks,
+                                  store::StepKind::kOptimizer, step});
+  }
+  run.evidence.gpu.devices.push_back({0, "GPU-1", "00000000:06:00.0", "H100", 80ull << 30});
+  store::GpuSample gpu;
+  gpu.t_ns = kStart + kSecond;
+  gpu.device = 0;
+  gpu.memory_used = 3ull << 30;
+  run.evidence.gpu.samples.push_back(gpu);
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  const Chart* steps = find_chart(charts, "training-steps");
+  ASSERT_NE(steps, nullptr);
+  EXPECT_EQ(steps->series[0].label, "rank 0 (pid 100), optimizer");
+  EXPECT_EQ(largest(steps->series[0]), 2.0);
+  const Chart* gpus = find_chart(charts, "gpu-memory");
+  ASSERT_NE(gpus, nullptr);
+  EXPECT_EQ(gpus->series[0].label, "GPU 0");
+  EXPECT_EQ(largest(gpus->series[1]), static_cast<double>(80ull << 30));
+}
+
+Finding finding(std::string kind, Severity severity, std::string title) {
+  Finding f;
+  f.kind = std::move(kind);
+  f.severity = severity;
+  f.title = std::move(title);
+  f.ranks = {1};
+  f.pids = {101};
+  f.confidence = 0.9;
+  return f;
+}
+
+JobRun failed_run() {
+  JobRun run = growing_run(3);
+  run.diagnosis.run.exit_code = 1;
+  Finding root = finding("native-crash", Severity::kError, "rank 1 (pid 101) crashed <in> foo()");
+  root.root_cause = true;
+  root.consequences = {1};
+  for (int i = 0; i < 14; ++i) root.evidence.push_back("frame #" + std::to_string(i));
+  root.fix = "Rebuild with `-g` & run again; a lone ` stays";
+  run.diagnosis.findings.push_back(root);
+  run.diagnosis.findings.push_back(
+      finding("peer-exited", Severity::kError, "rank 0 lost its peer"));
+  run.diagnosis.findings.push_back(
+      finding("memory-leak", Severity::kWarning, "rank 0: host memory grows"));
+  run.diagnosis.missing_evidence.push_back("no GPU: NVML could not be loaded");
+  return run;
+}
+
+TEST(HtmlReport, FindingsComeInTheTerminalsOrderWithAllTheirEvidence) {
+  JobRun run = failed_run();
+  std::string html = render_html(run.diagnosis, run.evidence);
+  size_t root = html.find("crashed &lt;in&gt; foo()");
+  size_t caused = html.find("Which caused:");
+  size_t consequence = html.find("rank 0 lost its peer");
+  size_t others = html.find("Not caused by the root cause");
+  size_t warning = html.find("rank 0: host memory grows");
+  ASSERT_NE(root, std::string::npos);
+  EXPECT_LT(root, caused);
+  EXPECT_LT(caused, consequence);
+  EXPECT_LT(consequence, others);
+  EXPECT_LT(others, warning);
+  // Every line of evidence, beyond the terminal's ten.
+  EXPECT_NE(html.find("<li>frame #13</li>"), std::string::npos);
+  EXPECT_NE(html.find("Rebuild with <code>-g</code> &amp; run again; a lone ` stays"),
+            std::string::npos);
+  EXPECT_NE(html.find("Note: no GPU: NVML could not be loaded"), std::string::npos);
+  EXPECT_NE(html.find("class=\"verdict failed\">the job exited with code 1 after 3.0 s"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, NoTextOfTheJobCanBreakThePage) {
+  JobRun run = failed_run();
+  run.diagnosis.run.command = {"python3", "-c", "print('</script><b>')"};
+  run.diagnosis.findings[0].evidence.push_back("stderr: <script>alert(1)</script>");
+  run.diagnosis.processes[0].record.cmdline = "python3 \"a\" 'b'";
+  run.diagnosis.processes[0].role.role = Role::kOther;
+  run.diagnosis.processes[0].role.rank.reset();
+  run.evidence.logs.push_back({"/tmp/my log <1>.txt", 10, 1, 0, {"logs/my log <1>.log"}, {}});
+  std::string html = render_html(run.diagnosis, run.evidence);
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<code title=\"python3 &quot;a&quot; &#39;b&#39;\">"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"logs/my%20log%20%3C1%3E.log\">"), std::string::npos);
+  // The page's own script blocks: the chart data, the library and the drawing script.
+  size_t scripts = 0;
+  for (size_t at = html.find("<script"); at != std::string::npos; at = html.find("<script", at + 1))
+    ++scripts;
+  EXPECT_EQ(scripts, 3u);
+  EXPECT_EQ(html.find("</script><b>"), std::string::npos);
+}
+
+TEST(HtmlReport, ChartDataCannotCloseItsBlock) {
+  JobRun run = growing_run(2);
+  run.diagnosis.processes[0].role.role = Role::kOther;
+  run.diagnosis.processes[0].role.rank.reset();
+  std::string html = render_html(run.diagnosis, run.evidence);
+  size_t data = html.find("<script type=\"application/json\" id=\"traindoc-charts\">");
+  ASSERT_NE(data, std::string::npos);
+  size_t end = html.find("</script>", data);
+  std::string block = html.substr(data, end - data);
+  EXPECT_NE(block.find("\"id\":\"process-memory\""), std::string::npos);
+  EXPECT_NE(block.find("\"label\":\"other (pid 100)\""), std::string::npos);
+  EXPECT_NE(html.find("<div id=\"chart-process-memory\"></div>"), std::string::npos);
+  EXPECT_EQ(html.find("No samples were taken"), std::string::npos);
+}
+
+TEST(HtmlReport, IsWrittenWhole) {
+  store::test::TempDir dir;
+  JobRun run = failed_run();
+  write_html_report(run.diagnosis, run.evidence, dir.path().string());
+  std::ifstream in(dir.file("report.html"));
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), render_html(run.diagnosis, run.evidence));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("report.html.tmp")));
+}
+
+}  // namespace
+}  // namespace traindoc::report
