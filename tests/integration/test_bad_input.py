@@ -73,7 +73,7 @@ def test_default_run_folder(tmp_path):
     runs = list((tmp_path / "traindoc-runs").iterdir())
     assert len(runs) == 1
     # The report at the end read run.db: no empty WAL or index of that read is left.
-    assert sorted(p.name for p in runs[0].iterdir()) == ["agent", "logs", "report.json", "run.db"]
+    assert sorted(p.name for p in runs[0].iterdir()) == ["agent", "logs", "report.html", "report.json", "run.db"]
 
 
 def test_analyze_without_a_folder_takes_the_latest_run(tmp_path):
