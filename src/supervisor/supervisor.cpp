@@ -71,6 +71,10 @@ constexpr int64_t kLimitStacksLeadNs = 1'000'000'000;
 // The job is idle while none of its processes uses more than this share of one core and none
 // prints: a wait that polls (a store's client, a rendezvous, sleep(0.01) loops) takes 1 to 3 %.
 constexpr double kIdleCpuShare = 0.05;
+// The share is judged over the walks of the last second at least: the kernel counts CPU time in
+// ticks of 10 ms, so one walk of a short --interval could see a poll's wake-up as 2 ticks (10 %
+// of a 0.2 s walk) and end the spell.
+constexpr int64_t kIdleWindowNs = 1'000'000'000;
 // A stalled issue waits this long for the stacks it asked for.
 constexpr int64_t kStackWaitNs = 1'500'000'000;
 // --on-mismatch abort: SIGTERM, then SIGKILL to what is left after this.
@@ -224,6 +228,9 @@ class Loop {
   int64_t m_active_ns = 0;
   int64_t m_idle_since_ns = 0;
   int m_dump_walks = 0;  // walks left whose CPU the stacks' dumps may have taken
+  // The walks of the last kIdleWindowNs: each one's length and its busiest process's CPU seconds.
+  std::deque<std::pair<int64_t, double>> m_cpu_window;
+  int64_t m_last_walk_ns = 0;
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -702,7 +709,22 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   // The CPU the processes spent on the stacks asked for them is not theirs.
   bool dumping = m_dump_walks > 0;
   if (dumping) --m_dump_walks;
-  bool active = (!dumping && busiest_cpu_s > kIdleCpuShare * m_options.interval_ms / 1000.0) ||
+  int64_t walk_ns = m_last_walk_ns == 0 ? int64_t{m_options.interval_ms} * 1'000'000
+                                        : std::max<int64_t>(1, t_ns - m_last_walk_ns);
+  m_last_walk_ns = t_ns;
+  m_cpu_window.emplace_back(walk_ns, dumping ? 0.0 : busiest_cpu_s);
+  int64_t covered_ns = 0;
+  double window_cpu_s = 0;
+  for (const auto& [length_ns, cpu_s] : m_cpu_window) {
+    covered_ns += length_ns;
+    window_cpu_s += cpu_s;
+  }
+  while (covered_ns - m_cpu_window.front().first >= kIdleWindowNs) {
+    covered_ns -= m_cpu_window.front().first;
+    window_cpu_s -= m_cpu_window.front().second;
+    m_cpu_window.pop_front();
+  }
+  bool active = window_cpu_s > kIdleCpuShare * static_cast<double>(covered_ns) / 1e9 ||
                 output_bytes != m_output_seen || m_active_ns == 0;
   m_output_seen = output_bytes;
   if (active) {

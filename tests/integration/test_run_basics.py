@@ -379,7 +379,7 @@ import torch.distributed as dist
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 try:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=1, world_size=2,
-                            timeout=datetime.timedelta(seconds=3))
+                            timeout=datetime.timedelta(seconds=6))
 except Exception as e:
     print("no store yet:", e, flush=True)
 dist.TCPStore("127.0.0.1", port, 2, False, timeout=datetime.timedelta(seconds=3))
