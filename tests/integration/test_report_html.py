@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import TRAINDOC, torchrun_ranks
+from conftest import FAKE_NVML, TRAINDOC, nvml_env, torchrun_ranks
+from test_gpu import FOREIGN, OOM_2X, ranks_job
 
 CHROMIUM = shutil.which("chromium")
 
@@ -39,7 +40,7 @@ dist.barrier()
 class Page(HTMLParser):
     """What a test reads off the page the browser built: the body's data attributes, the text
     of each finding (a consequence, folded inside its root cause, comes after it), the charts
-    uPlot drew with their legends."""
+    uPlot drew with their legends, and the text of each table row."""
 
     VOID = {"br", "meta", "img", "hr", "input", "link"}
 
@@ -50,6 +51,7 @@ class Page(HTMLParser):
         self.plots = 0
         self.canvases = 0
         self.legend = []
+        self.rows = []
         self._depth = 0
         self._open = []  # (index in findings, depth at which it opened)
         self._in_legend_label = False
@@ -65,6 +67,8 @@ class Page(HTMLParser):
         if tag == "canvas":
             self.canvases += 1
         self._in_legend_label = tag == "div" and "u-label" in classes
+        if tag == "tr" and "u-series" not in classes:
+            self.rows.append("")
         if tag in self.VOID:
             return
         self._depth += 1
@@ -85,6 +89,8 @@ class Page(HTMLParser):
             self.findings[index][1] += data
         if self._in_legend_label:
             self.legend.append(data.strip())
+        if self.rows:
+            self.rows[-1] += data
 
 
 def browse(path, tmp_path):
@@ -150,3 +156,21 @@ def test_analyze_writes_the_same_page_again(failed_run):
     data = re.search(r'<script type="application/json" id="traindoc-charts">(.*?)</script>', text)
     charts = json.loads(data.group(1))
     assert {c["id"] for c in charts} >= {"process-memory", "host-memory", "training-steps"}
+
+
+def test_the_page_of_a_gpu_job_shows_each_gpu_and_who_held_it(traindoc, tmp_path):
+    """Four ranks on four GPUs of the stand-in NVML, ranks 1 to 3 also on GPU 0; rank 0 runs
+    out of memory there."""
+    assert FAKE_NVML.exists(), f"build first: {FAKE_NVML} is missing"
+    run = traindoc(ranks_job(tmp_path, 4, 2.0, failing=0, text=OOM_2X), "--interval", "0.2",
+                   env=nvml_env(tmp_path, FOREIGN))
+    assert run.status == 1, run.stderr
+    page = browse(run.run_dir / "report.html", tmp_path)
+    assert "data-charts-error" not in page.body, page.body
+    for gpu in range(4):
+        assert f"GPU {gpu}" in page.legend, page.legend
+    assert "capacity" in page.legend
+    gpu0 = next(row for row in page.rows if "00000000:06:00.0" in row)
+    for rank in range(4):
+        assert f"rank {rank}" in gpu0, gpu0
+    assert "gpu-oom" in [kind for kind, _ in page.findings]
