@@ -198,6 +198,12 @@ bool ended_normally(const store::ProcessRecord& process) {
   return process.exit_code && *process.exit_code == 0;
 }
 
+// How a rank ended, and, where a failure came after its program had finished, that it came in
+// its teardown: "killed by SIGABRT after its program finished".
+std::string ended_text(const store::ProcessRecord& end, bool finished) {
+  return end_text(end) + (finished && !ended_normally(end) ? " after its program finished" : "");
+}
+
 // Ended by a signal that asks a process to stop (a launcher's teardown after a waiting rank gave
 // up, a user), not by a failure of its own.
 bool stopped(const store::ProcessRecord& process) {
@@ -289,6 +295,11 @@ void CollectiveChecker::process_ended(const store::ProcessRecord& record) {
   auto it = m_processes.find(record.pid);
   if (it == m_processes.end() || it->second.start_ticks != record.start_ticks) return;
   it->second.end = record;
+}
+
+void CollectiveChecker::script_finished(int pid, uint64_t start_ticks) {
+  auto it = m_processes.find(pid);
+  if (it != m_processes.end() && it->second.start_ticks == start_ticks) it->second.finished = true;
 }
 
 CollectiveChecker::Held* CollectiveChecker::find_call(RankTrack& rank, uint64_t number) {
@@ -729,7 +740,7 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   bool laggard_failed = std::any_of(laggards.begin(), laggards.end(), [&](int r) {
     const Process* process = process_of(group, r);
     return process != nullptr && process->end && !ended_normally(*process->end) &&
-           !stopped(*process->end);
+           !stopped(*process->end) && !process->finished;
   });
   bool alone = arrived.size() < laggards.size() && !site.empty() && !laggard_failed &&
                only_from(group, arrived, site);
@@ -741,9 +752,10 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
       continue;
     }
     if (now_ns - grace_ns() < process->end->end_ns) return;  // its last records first
-    reason =
-        rank_text(names, r) + " " + end_text(*process->end) + (alone ? "" : " without calling it");
-    if (!ended_normally(*process->end)) {
+    reason = rank_text(names, r) + " " + ended_text(*process->end, process->finished) +
+             (alone ? "" : " without calling it");
+    // One whose program had finished skipped the call, however its teardown then ended.
+    if (!ended_normally(*process->end) && !process->finished) {
       kind = "peer-exited";
       peer_end_ns = process->end->end_ns;  // the failure the others are victims of
     }
@@ -774,10 +786,12 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     RankTrack& rank = group.ranks[static_cast<size_t>(r)];
     bool ended = process && process->end;
     if (lagging && extra) {
-      part.state = (ended ? end_text(*process->end) + "; " : "") + "never calls from there";
+      part.state = (ended ? ended_text(*process->end, process->finished) + "; " : "") +
+                   "never calls from there";
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
     } else if (lagging) {
-      part.state = ended ? end_text(*process->end) + " without calling it" : "never called it";
+      part.state = ended ? ended_text(*process->end, process->finished) + " without calling it"
+                         : "never called it";
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
       missing += (missing.empty() ? "" : ", ") + rank_text(names, r);
       last_calls += "; " + rank_text(names, r) +

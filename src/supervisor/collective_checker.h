@@ -42,6 +42,8 @@ class CollectiveChecker {
   void process_started(int pid, uint64_t start_ticks, int rank, int world_size,
                        bool inherited = false);
   void process_ended(const store::ProcessRecord& process);
+  // Its Python program and atexit handlers finished (the hook): an end after that is teardown.
+  void script_finished(int pid, uint64_t start_ticks);
   // A process's training steps so far (the Python hook's counts, by kind).
   void steps_counted(int pid, store::StepKind kind, int64_t count);
   // One enter or exit record.
@@ -92,6 +94,7 @@ class CollectiveChecker {
     int rank = -1;
     int world_size = 0;
     std::optional<store::ProcessRecord> end;
+    bool finished = false;  // its program was done before it ended
     std::map<store::StepKind, int64_t> steps;
   };
 

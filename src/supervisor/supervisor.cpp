@@ -354,6 +354,7 @@ void Loop::read_agent() {
       m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {
       m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
+      m_checker.script_finished(record.pid, record.start_ticks);
     } else if (record.type == common::RecordType::kKillSent) {
       m_store.add_event({record.time_ns, "kill-sent", record.pid, kill_target(record.a)});
     } else if (record.type == common::RecordType::kStopSignal) {

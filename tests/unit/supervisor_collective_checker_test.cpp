@@ -567,6 +567,24 @@ TEST_F(CheckerTest, AMissingRankThatCrashedMakesPeerExited) {
   EXPECT_EQ(found[0].issue.ranks[1].state, "killed by SIGSEGV without calling it");
 }
 
+// Its program skipped the call and finished; its teardown then aborted (a process group left
+// to the interpreter's exit): the skip is what the others wait for, not a failure of it.
+TEST_F(CheckerTest, AMissingRankWhoseTeardownFailedSkippedTheCall) {
+  both(1, CollectiveOp::kAllReduce);
+  checker.add(call(0, 2, CollectiveOp::kAllReduce));
+  checker.script_finished(101, 7);
+  checker.process_ended(ended(1, SIGABRT, kT0 + kSecond));
+  std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].issue.kind, "collective-missing");
+  EXPECT_EQ(found[0].issue.ranks[1].state,
+            "killed by SIGABRT after its program finished without calling it");
+  EXPECT_NE(found[0].issue.message.find("rank 1 killed by SIGABRT after its program finished "
+                                        "without calling it"),
+            std::string::npos)
+      << found[0].issue.message;
+}
+
 TEST_F(CheckerTest, AWaitThatGaveUpIsReportedBeforeTheStallTime) {
   both(1, CollectiveOp::kAllReduce);
   AgentCollective barrier = call(0, 2, CollectiveOp::kMonitoredBarrier, {});
