@@ -15,6 +15,8 @@ namespace {
 // Spans no shorter than this, so that one round of samples (taken process after process) falls
 // into one span on short runs.
 constexpr int64_t kMinSpanNs = 500'000'000;
+// A limit is drawn where the values reach this share of it; below, it is named in the title.
+constexpr double kLimitDrawnAt = 0.25;
 
 class ChartBuilder {
  public:
@@ -35,26 +37,44 @@ class ChartBuilder {
   }
 
   // The chart, or nothing when none of its series (limits aside) got a value.
+  // The chart, or nothing when none of its series (limits aside) got a value. A limit far above
+  // every value (a host's 24 GiB against a job's 1 GiB) would flatten them to its floor: it is
+  // named in the title instead.
   std::optional<Chart> finish(std::string id, std::string title, std::string unit) {
     Chart chart{std::move(id), std::move(title), std::move(unit), {}, {}};
-    std::vector<bool> has_value(m_series.size(), false);
     for (const auto& [key, span] : m_spans) {
       chart.x.push_back(static_cast<double>(std::max<int64_t>(0, span.first_ns - m_start_ns)) /
                         1e9);
-      for (const auto& [series, value] : span.values) has_value[series] = true;
     }
-    bool any = false;
+    std::vector<ChartSeries> limits;
+    double peak = 0;
     for (size_t s = 0; s < m_series.size(); ++s) {
-      if (!has_value[s]) continue;
-      any = any || !m_series[s].limit;
       ChartSeries out = m_series[s];
+      bool any = false;
       for (const auto& [key, span] : m_spans) {
         auto it = span.values.find(s);
         out.values.push_back(it == span.values.end() ? std::nullopt : it->second);
+        any = any || it != span.values.end();
+        if (!out.limit && it != span.values.end()) peak = std::max(peak, it->second.value_or(0));
       }
-      chart.series.push_back(std::move(out));
+      if (!any) continue;
+      (out.limit ? limits : chart.series).push_back(std::move(out));
     }
-    if (!any) return std::nullopt;
+    if (chart.series.empty()) return std::nullopt;
+    std::string named;
+    for (ChartSeries& limit : limits) {
+      double top = 0;
+      for (const auto& v : limit.values) top = std::max(top, v.value_or(0));
+      if (peak >= kLimitDrawnAt * top) {
+        chart.series.push_back(std::move(limit));
+      } else {
+        named +=
+            fmt::format("{}{} {}", named.empty() ? "" : ", ", limit.label,
+                        chart.unit == "bytes" ? analysis::format_bytes(static_cast<uint64_t>(top))
+                                              : fmt::format("{:.0f}", top));
+      }
+    }
+    if (!named.empty()) chart.title += " (" + named + ")";
     return chart;
   }
 
@@ -126,8 +146,8 @@ std::optional<Chart> host_memory(ChartBuilder builder, const store::Evidence& e)
 }
 
 std::optional<Chart> shared_memory(ChartBuilder builder, const store::Evidence& e) {
-  size_t used = builder.add_series("/dev/shm used");
-  size_t size = builder.add_series("/dev/shm size", true);
+  size_t used = builder.add_series("used");
+  size_t size = builder.add_series("size", true);
   bool any = false;
   for (const store::HostSample& s : e.host_samples) {
     if (s.shm_used && *s.shm_used > 0) {
@@ -137,7 +157,7 @@ std::optional<Chart> shared_memory(ChartBuilder builder, const store::Evidence& 
     if (s.shm_total) builder.add(size, s.t_ns, static_cast<double>(*s.shm_total));
   }
   if (!any) return std::nullopt;
-  return builder.finish("shared-memory", "Shared memory (/dev/shm: DataLoader batches, NCCL)",
+  return builder.finish("shared-memory", "/dev/shm, where DataLoader workers and NCCL share memory",
                         "bytes");
 }
 

@@ -159,6 +159,16 @@ TEST(ChartSeries, StepsAndGpusAreDrawnWhereCounted) {
   const Chart* gpus = find_chart(charts, "gpu-memory");
   ASSERT_NE(gpus, nullptr);
   EXPECT_EQ(gpus->series[0].label, "GPU 0");
+  // 3 GiB drawn against a line at 80 GiB would lie flat at the bottom: the title names it.
+  ASSERT_EQ(gpus->series.size(), 1u);
+  EXPECT_EQ(gpus->title, "Memory used on each GPU (capacity 80.0 GiB)");
+  gpu.memory_used = 60ull << 30;
+  run.evidence.gpu.samples.push_back(gpu);
+  charts = build_charts(run.diagnosis, run.evidence);
+  gpus = find_chart(charts, "gpu-memory");
+  ASSERT_EQ(gpus->series.size(), 2u);
+  EXPECT_EQ(gpus->title, "Memory used on each GPU");
+  EXPECT_TRUE(gpus->series[1].limit);
   EXPECT_EQ(largest(gpus->series[1]), static_cast<double>(80ull << 30));
 }
 
