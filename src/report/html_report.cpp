@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -137,7 +139,7 @@ std::string utc_time(int64_t ns) {
 std::string url_path(std::string_view path) {
   std::string out;
   for (unsigned char c : path) {
-    if (isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-') {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-') {
       out += static_cast<char>(c);
     } else {
       out += fmt::format("%{:02X}", c);
