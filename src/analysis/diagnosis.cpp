@@ -160,6 +160,10 @@ std::string format_seconds(int64_t ns) {
   return text;
 }
 
+std::string process_name(const ProcessSummary& p) {
+  return describe(p.role) + " (pid " + std::to_string(p.record.pid) + ")";
+}
+
 std::string counted(int n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }

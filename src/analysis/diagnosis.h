@@ -79,6 +79,8 @@ struct Diagnosis {
 
 Diagnosis diagnose(const store::Evidence& evidence);
 
+// "rank 1 (pid 4242)", "worker 0 of rank 1 (pid 4250)"
+std::string process_name(const ProcessSummary& process);
 // "3.2 GiB", "512 MiB", "17 KiB"
 std::string format_bytes(uint64_t bytes);
 // "12.3 s"

@@ -23,7 +23,7 @@ const ProcessSummary* RuleContext::process(int pid, uint64_t start_ticks) const 
 }
 
 std::string RuleContext::name(const ProcessSummary& p) const {
-  return describe(p.role) + " (pid " + std::to_string(p.record.pid) + ")";
+  return process_name(p);
 }
 
 std::vector<int> RuleContext::ranks_of(const ProcessSummary& p) const {

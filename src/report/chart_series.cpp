@@ -36,7 +36,6 @@ class ChartBuilder {
     slot = std::max(slot.value_or(value), value);
   }
 
-  // The chart, or nothing when none of its series (limits aside) got a value.
   // The chart, or nothing when none of its series (limits aside) got a value. A limit far above
   // every value (a host's 24 GiB against a job's 1 GiB) would flatten them to its floor: it is
   // named in the title instead.
@@ -91,10 +90,6 @@ class ChartBuilder {
 
 using ProcessKey = std::pair<int, uint64_t>;
 
-std::string process_label(const analysis::ProcessSummary& p) {
-  return fmt::format("{} (pid {})", analysis::describe(p.role), p.record.pid);
-}
-
 int64_t last_sample_ns(const store::Evidence& e) {
   int64_t last = e.run.end_ns;
   for (const auto& s : e.proc_samples) last = std::max(last, s.t_ns);
@@ -119,7 +114,7 @@ std::optional<Chart> process_memory(ChartBuilder builder, const analysis::Diagno
   }
   std::map<ProcessKey, size_t> series;
   for (const auto* p : sampled) {
-    series[{p->record.pid, p->record.start_ticks}] = builder.add_series(process_label(*p));
+    series[{p->record.pid, p->record.start_ticks}] = builder.add_series(analysis::process_name(*p));
   }
   for (const store::ProcSample& s : e.proc_samples) {
     auto it = series.find({s.pid, s.start_ticks});
@@ -186,7 +181,7 @@ std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagno
     std::optional<store::StepKind> kind = p.step_kind();
     if (!kind) continue;
     if (++counted > kChartSeries) continue;
-    std::string label = fmt::format("{}, {}", process_label(p), store::to_string(*kind));
+    std::string label = fmt::format("{}, {}", analysis::process_name(p), store::to_string(*kind));
     series[{p.record.pid, p.record.start_ticks}] = {builder.add_series(label), *kind};
   }
   for (const store::StepSample& s : e.steps) {

@@ -115,10 +115,6 @@ constexpr std::string_view kScript = R"js(
 })();
 )js";
 
-std::string peak_text(const std::optional<uint64_t>& bytes) {
-  return bytes ? analysis::format_bytes(*bytes) : "-";
-}
-
 std::string join_numbers(const std::vector<int>& numbers) {
   std::string out;
   for (int n : numbers) out += (out.empty() ? "" : ", ") + std::to_string(n);
@@ -307,11 +303,7 @@ std::string gpus_html(const analysis::Diagnosis& d) {
                       {"who held it (peak)", ""}});
   for (const analysis::GpuSummary& g : d.gpus) {
     std::string holders;
-    for (const auto& h : g.holders) {
-      holders += (holders.empty() ? "" : ", ") +
-                 (h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid)) + " " +
-                 analysis::format_bytes(h.peak);
-    }
+    for (const auto& h : g.holders) holders += (holders.empty() ? "" : ", ") + describe_holder(h);
     table.row({std::to_string(g.device.index), html_escape(g.device.name),
                html_escape(g.device.pci_bus_id), peak_text(g.peak_used),
                analysis::format_bytes(g.device.memory_total), html_escape(holders)});
@@ -381,7 +373,7 @@ std::string command_text(const store::RunInfo& run) {
 }
 
 std::string header_html(const analysis::Diagnosis& d) {
-  bool failed = d.run.exit_signal || d.run.exit_code.value_or(0) != 0 || !d.run.exec_error.empty();
+  bool failed = shell_status(d.run) != 0 || !d.run.exec_error.empty();
   std::string out = "<header>\n<h1>traindoc report</h1>\n";
   out += fmt::format("<p class=\"verdict{}\">{}</p>\n", failed ? " failed" : "",
                      html_escape(describe_run_end(d.run)));

@@ -18,10 +18,6 @@
 namespace traindoc::report {
 namespace {
 
-std::string peak_text(const std::optional<uint64_t>& bytes) {
-  return bytes ? analysis::format_bytes(*bytes) : "-";
-}
-
 struct Palette {
   const char* bold = "";
   const char* red = "";
@@ -84,10 +80,7 @@ std::string render_gpus(const analysis::Diagnosis& d) {
   for (const analysis::GpuSummary& g : d.gpus) {
     std::string holders;
     for (size_t i = 0; i < g.holders.size() && i < kHolders; ++i) {
-      const auto& h = g.holders[i];
-      holders += fmt::format("{}{} {}", i == 0 ? "" : ", ",
-                             h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid),
-                             analysis::format_bytes(h.peak));
+      holders += (i == 0 ? "" : ", ") + describe_holder(g.holders[i]);
     }
     if (g.holders.size() > kHolders)
       holders += fmt::format(", +{} more", g.holders.size() - kHolders);
@@ -127,6 +120,15 @@ std::string describe_run_end(const store::RunInfo& run) {
                     : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
                                     : std::string("ended");
   return fmt::format("the job {} after {:.1f} s", how, seconds);
+}
+
+std::string peak_text(const std::optional<uint64_t>& bytes) {
+  return bytes ? analysis::format_bytes(*bytes) : "-";
+}
+
+std::string describe_holder(const analysis::GpuSummary::Holder& h) {
+  return (h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid)) + " " +
+         analysis::format_bytes(h.peak);
 }
 
 bool wants_colour(int fd) {

@@ -28,6 +28,12 @@ bool wants_colour(int fd);
 // "the job exited with code 1 after 3.2 s", "the job could not start: ..."
 std::string describe_run_end(const store::RunInfo& run);
 
+// "3.2 GiB", or "-" where nothing was measured.
+std::string peak_text(const std::optional<uint64_t>& bytes);
+
+// Who held memory on a GPU, with their peak: "rank 1 3.0 GiB", "pid 4242 outside the job 20 GiB".
+std::string describe_holder(const analysis::GpuSummary::Holder& holder);
+
 // "exited with code 1", "killed by SIGSEGV (core dumped)", "vanished", "still running"
 std::string describe_end(const store::ProcessRecord& process);
 
