@@ -96,7 +96,8 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
         out.push_back(event.text);
       else
         out[it->second] = event.text;
-    } else if (event.kind == "agent-unavailable" || event.kind == "sampling-failed") {
+    } else if (event.kind == "agent-unavailable" || event.kind == "sampling-failed" ||
+               event.kind == "supervisor-lost") {
       out.push_back(event.text);
     }
   }

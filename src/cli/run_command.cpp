@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "supervisor/job_guard.h"
 #include "supervisor/launcher.h"
 #include "supervisor/supervisor.h"
 
@@ -68,15 +69,21 @@ int run_command(const RunArgs& args) {
   options.announce = args.flags.output() != Output::kNothing;
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
+  // Before supervise() starts threads: the guard is forked.
+  supervisor::JobGuard guard(options.run_dir, options.announce,
+                             [&] { report_run(options.run_dir, Output::kNothing, stderr); });
   try {
     supervisor::supervise(options);
   } catch (const supervisor::LaunchError& error) {
+    guard.release();
     fprintf(stderr, "traindoc: %s\n", error.message.c_str());
     report_run(options.run_dir, Output::kNothing, stderr);
     return error.exit_status;
   }
   // The job's stdout is the job's alone: traindoc speaks on stderr.
-  return report_run(options.run_dir, args.flags.output(), stderr);
+  int status = report_run(options.run_dir, args.flags.output(), stderr);
+  guard.release();
+  return status;
 }
 
 }  // namespace traindoc::cli

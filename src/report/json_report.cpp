@@ -22,7 +22,10 @@ void put(json& object, const char* key, const std::optional<T>& value) {
 const char* end_how(const store::ProcessRecord& p) {
   if (p.exit_signal) return "signaled";
   if (p.exit_code) return "exited";
-  if (p.end_source == store::EndSource::kVanished) return "vanished";
+  // The guard saw its process gone; the wait status went to the process's new parent.
+  if (p.end_source == store::EndSource::kVanished || p.end_source == store::EndSource::kGuard) {
+    return "vanished";
+  }
   return "running";
 }
 

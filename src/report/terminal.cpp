@@ -142,6 +142,7 @@ std::string describe_end(const store::ProcessRecord& p) {
   }
   if (p.exit_code) return fmt::format("exit {}", *p.exit_code);
   if (p.end_source == store::EndSource::kVanished) return "vanished";
+  if (p.end_source == store::EndSource::kGuard) return "ended by the guard";
   return "still running";
 }
 

@@ -13,13 +13,14 @@ namespace traindoc::store {
 
 namespace {
 
-constexpr std::array<std::pair<EndSource, const char*>, 6> kEndSourceNames{{
+constexpr std::array<std::pair<EndSource, const char*>, 7> kEndSourceNames{{
     {EndSource::kNone, "none"},
     {EndSource::kSupervisor, "supervisor"},
     {EndSource::kParent, "parent"},
     {EndSource::kZombie, "zombie"},
     {EndSource::kAgentExit, "agent-exit"},
     {EndSource::kVanished, "vanished"},
+    {EndSource::kGuard, "guard"},
 }};
 
 constexpr std::array<std::pair<StepKind, const char*>, 3> kStepKindNames{{

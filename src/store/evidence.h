@@ -39,6 +39,7 @@ enum class EndSource {
   kZombie,      // read from /proc/<pid>/stat of the zombie
   kAgentExit,   // the agent in the process itself saw exit()/_exit()
   kVanished,    // it disappeared with no trace of how
+  kGuard,       // gone after the signals of the guard, once traindoc had ended (job_guard.h)
 };
 
 struct ProcessRecord {

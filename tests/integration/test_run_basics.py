@@ -6,6 +6,7 @@ import select
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -551,6 +552,19 @@ def test_second_interrupt_kills_the_job(tmp_path):
     assert any(e.startswith("rank 0 (pid ") and "ended by SIGKILL" in e for e in stop["evidence"])
 
 
+def job_processes(run_dir):
+    """The live processes whose environment names `run_dir` as their run folder."""
+    entry = f"TRAINDOC_RUN_DIR={run_dir}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and entry in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                found.append(int(name))
+        except OSError:
+            pass  # gone (a zombie's reads fail too), or not ours to read
+    return found
+
+
 def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
     run_dir = tmp_path / "r"
     proc = subprocess.Popen([str(TRAINDOC), "run", "--interval", "0.2", "--out", str(run_dir), "--",
@@ -568,17 +582,60 @@ def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
         except sqlite3.Error:
             pass
     proc.kill()
-    proc.wait()
-    os.kill(job_pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)  # the guard holds stderr until it is done
     assert samples >= 3
+    assert job_processes(run_dir) == [], err.decode()
     with sqlite3.connect(db) as con:
         pids = {row[0] for row in con.execute("select pid from processes")}
         assert job_pid in pids
         assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
     analyze = subprocess.run([str(TRAINDOC), "analyze", str(run_dir)], capture_output=True)
     assert analyze.returncode == 0, analyze.stderr
-    report = (run_dir / "report.json").read_text()
-    assert str(job_pid) in report
+    assert re.search(rf"{job_pid}  rank 0 +ended by the guard", analyze.stdout.decode())
+
+
+HUNG_RANKS = """
+import time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")  # the default timeout: 30 minutes
+if dist.get_rank() == 1:
+    time.sleep(3600)
+dist.all_reduce(torch.ones(4))
+"""
+
+
+def test_a_kill_9_of_traindoc_ends_the_hung_job_it_ran(tmp_path):
+    """A harness that kills traindoc alone (kill -9) leaves no rank hung in a collective: the
+    guard ends the job, and the report still names the hang that was seen."""
+    run_dir = tmp_path / "r"
+    script = tmp_path / "hang.py"
+    script.write_text(HUNG_RANKS)
+    proc = subprocess.Popen([str(TRAINDOC), "run", "--stall-seconds", "2", "--out", str(run_dir), "--",
+                             *torchrun_ranks(2, script)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr))
+    reader.start()
+    deadline = time.time() + 90
+    while time.time() < deadline and not any(l.startswith("traindoc: collective-missing") for l in lines):
+        time.sleep(0.2)
+    job = job_processes(run_dir)
+    proc.kill()
+    proc.wait()
+    reader.join(timeout=60)
+    text = "".join(lines)
+    assert any(l.startswith("traindoc: collective-missing") for l in lines), text
+    assert len(job) >= 3, job  # torchrun and its two ranks
+    assert job_processes(run_dir) == [], text
+    assert "traindoc: the supervisor ended before its job" in text
+    assert re.search(r"traindoc: the job is over \(SIGTERM to \d+ processes", text), text
+    report = json.loads((run_dir / "report.json").read_text())
+    root = report["findings"][0]
+    assert root["root_cause"] and root["kind"] == "collective-missing" and root["ranks"] == [1], root
+    assert any("its guard then ended the job: SIGTERM to" in m for m in report["missing_evidence"])
+    ends = [(p["role"], p["exit"]["source"]) for p in report["processes"]]
+    assert ends == [("launcher", "guard"), ("rank", "guard"), ("rank", "guard")], ends
 
 
 COUNTING_JOB = """

@@ -144,6 +144,14 @@ std::optional<ProcLimits> read_proc_limits(int pid) {
   return parse_proc_limits(*text);
 }
 
+std::vector<int> list_proc_pids() {
+  std::vector<int> out;
+  thread_reader().list_dir("/proc", [&](std::string_view name) {
+    if (std::optional<int> pid = parse_pid_name(name)) out.push_back(*pid);
+  });
+  return out;
+}
+
 std::optional<EnvironText> read_proc_environ(int pid) {
   std::optional<std::string_view> text = thread_reader().read_pid_file(pid, "environ");
   if (!text) return std::nullopt;

@@ -82,6 +82,8 @@ bool ProcFileReader::list_dir(const char* path, OnEntry&& on_entry) {
 }
 
 // One-shot readers over a reader of the calling thread. nullopt: gone, unreadable or malformed.
+// Every process /proc shows.
+std::vector<int> list_proc_pids();
 std::optional<ProcStat> read_proc_stat(int pid);
 std::optional<ProcStatus> read_proc_status(int pid);
 std::optional<SmapsRollup> read_smaps_rollup(int pid);

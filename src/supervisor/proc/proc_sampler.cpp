@@ -16,12 +16,6 @@
 namespace traindoc::supervisor {
 namespace {
 
-std::optional<int> parse_pid_name(std::string_view name) {
-  std::optional<uint64_t> value = text::parse_u64(name);
-  if (!value || *value == 0 || *value > INT_MAX) return std::nullopt;
-  return static_cast<int>(*value);
-}
-
 // "123 456 " as written by task/<tid>/children.
 void append_pids(std::string_view text, std::vector<int>& out) {
   std::string_view word;

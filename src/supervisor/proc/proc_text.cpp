@@ -54,6 +54,12 @@ bool field_int(std::string_view& text, int& value) {
 
 }  // namespace
 
+std::optional<int> parse_pid_name(std::string_view name) {
+  std::optional<uint64_t> value = text::parse_u64(name);
+  if (!value || *value == 0 || *value > INT_MAX) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
 std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   ProcStat stat;
   std::string_view head = text;

@@ -95,6 +95,9 @@ struct ThreadSyscall {
   const char* cut_short_by_signal() const;
 };
 
+// A pid or tid as /proc names its folders and the children files list them; nullopt for any
+// other name ("self", "meminfo", "0").
+std::optional<int> parse_pid_name(std::string_view name);
 // nullopt unless every field up to rss (24) is present and well formed.
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
 ProcStatus parse_proc_status(std::string_view text);

@@ -1,0 +1,36 @@
+// JobGuard: ends the job when traindoc ends before it without finishing the run (a kill -9 of
+// traindoc alone, a fault of its own), so that no rank stays hung in a collective, holding its
+// GPU until a timeout, with nobody watching. The guard is a process of its own, started by
+// `traindoc run` before anything starts a thread, and not traindoc's child (the supervisor's walk
+// of its children must not see it); it waits on a pipe that only traindoc holds.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace traindoc::supervisor {
+
+// The live processes whose environment names `run_dir` as their run folder: the job's, whichever
+// parent they have now (once traindoc is gone they are orphans). A process that replaced its
+// environment before an exec is not found.
+std::vector<int> processes_of_run(const std::string& run_dir);
+
+class JobGuard {
+ public:
+  // Starts the guard. `announce`: it says on stderr what it does (--silent: not). `report`,
+  // called in the guard once it has ended the job, writes the reports from run.db.
+  JobGuard(std::string run_dir, bool announce, std::function<void()> report);
+  // Without release(): the guard ends the job.
+  ~JobGuard();
+  JobGuard(const JobGuard&) = delete;
+  JobGuard& operator=(const JobGuard&) = delete;
+
+  // The run is finished: the guard exits, and leaves whatever still runs alone.
+  void release();
+
+ private:
+  int m_fd = -1;  // the pipe's write end: closed without a byte written, traindoc has ended
+};
+
+}  // namespace traindoc::supervisor
