@@ -14,6 +14,7 @@
 
 #include "report/chart_library.h"
 #include "report/chart_series.h"
+#include "report/collective_timeline.h"
 #include "report/finding_order.h"
 #include "report/json_report.h"
 #include "report/terminal.h"
@@ -61,6 +62,15 @@ td.command { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-
 .chart { margin: 12px 0 24px; }
 .chart h3 { font-weight: 600; }
 #chart-status { color: #b3261e; }
+.timeline { width: 100%; height: auto; }
+.timeline text { font-size: 12px; fill: #1d2125; }
+.timeline .tick { fill: #5c6670; text-anchor: middle; }
+.timeline .grid { stroke: #eceff1; }
+.timeline rect.call { fill: #2f6fb3; }
+.timeline rect.open { fill: #b3261e; }
+.timeline rect.queued { fill: #8a939c; }
+.timeline line.issue { stroke: #c77c02; stroke-width: 2; stroke-dasharray: 5 3; }
+.open-key { color: #b3261e; font-weight: 600; }
 )css";
 
 // Draws every chart of the JSON block into its box; marks the page when done (or why not), so
@@ -422,8 +432,8 @@ std::string render_html(const analysis::Diagnosis& d, const store::Evidence& e) 
   out += chart_library_css();
   out += kStyle;
   out += "</style>\n</head>\n<body>\n";
-  out += header_html(d) + findings_html(d) + charts_html(charts) + processes_html(d) +
-         gpus_html(d) + logs_html(e);
+  out += header_html(d) + findings_html(d) + charts_html(charts) + collective_timeline_html(d, e) +
+         processes_html(d) + gpus_html(d) + logs_html(e);
   out += "<script type=\"application/json\" id=\"traindoc-charts\">" + charts_json(charts) +
          "</script>\n<script>";
   out += chart_library_js();

@@ -31,6 +31,7 @@ for step in range(100):
     model(torch.randn(16, 64)).sum().backward()
     optimizer.step()
     time.sleep(0.02)
+dist.all_reduce(torch.ones(4))
 if dist.get_rank() == 1:
     raise ValueError("batch <b>42</b> has no labels")
 dist.barrier()
@@ -40,7 +41,8 @@ dist.barrier()
 class Page(HTMLParser):
     """What a test reads off the page the browser built: the body's data attributes, the text
     of each finding (a consequence, folded inside its root cause, comes after it), the charts
-    uPlot drew with their legends, and the text of each table row."""
+    uPlot drew with their legends, the text of each table row, and the bars of each rank's row
+    of the collectives' timeline, by class."""
 
     VOID = {"br", "meta", "img", "hr", "input", "link"}
 
@@ -52,6 +54,8 @@ class Page(HTMLParser):
         self.canvases = 0
         self.legend = []
         self.rows = []
+        self.timeline = {}  # pid -> [class of each bar]
+        self._timeline_pid = None
         self._depth = 0
         self._open = []  # (index in findings, depth at which it opened)
         self._in_legend_label = False
@@ -69,6 +73,11 @@ class Page(HTMLParser):
         self._in_legend_label = tag == "div" and "u-label" in classes
         if tag == "tr" and "u-series" not in classes:
             self.rows.append("")
+        if tag == "g" and "rank" in classes:
+            self._timeline_pid = int(attrs["data-pid"])
+            self.timeline[self._timeline_pid] = []
+        if tag == "rect" and self._timeline_pid is not None:
+            self.timeline[self._timeline_pid].append(attrs.get("class"))
         if tag in self.VOID:
             return
         self._depth += 1
@@ -78,6 +87,8 @@ class Page(HTMLParser):
 
     def handle_endtag(self, tag):
         self._in_legend_label = False
+        if tag == "g":
+            self._timeline_pid = None
         if tag in self.VOID:
             return
         if self._open and self._open[-1][1] == self._depth:
@@ -138,6 +149,11 @@ def test_the_page_of_a_failed_job_tells_its_root_cause_and_draws_its_charts(fail
     assert root["fix"].replace("`", "") in root_text
     # The job's markup is text on the page, not elements (which would leave "batch 42 has").
     assert "batch <b>42</b> has no labels" in root_text
+
+    # Each rank's all_reduce after training, and rank 0's barrier that rank 1 never joined.
+    assert set(page.timeline) == set(ranks.values()), page.timeline
+    for pid in ranks.values():
+        assert "call" in page.timeline[pid], page.timeline
 
 
 def test_analyze_writes_the_same_page_again(failed_run):

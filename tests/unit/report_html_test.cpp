@@ -9,7 +9,10 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "report/chart_series.h"
+#include "report/collective_timeline.h"
 #include "report/html_report.h"
 #include "store_test_util.h"
 
@@ -256,6 +259,97 @@ TEST(HtmlReport, ChartDataCannotCloseItsBlock) {
   EXPECT_NE(block.find("\"label\":\"other (pid 100)\""), std::string::npos);
   EXPECT_NE(html.find("<div id=\"chart-process-memory\"></div>"), std::string::npos);
   EXPECT_EQ(html.find("No samples were taken"), std::string::npos);
+}
+
+store::CollectiveCall call(const ProcessSummary& p, uint64_t number, double at_s, double took_s) {
+  store::CollectiveCall c;
+  c.t_ns = kStart + static_cast<int64_t>(at_s * 1e9);
+  c.end_ns = took_s < 0 ? 0 : c.t_ns + static_cast<int64_t>(took_s * 1e9);
+  c.pid = p.record.pid;
+  c.start_ticks = p.record.start_ticks;
+  c.group = 0xabc;
+  c.number = number;
+  c.group_rank = *p.role.rank;
+  c.group_size = 2;
+  c.source = "python";
+  c.op = "all_reduce";
+  c.tensors = "[4] float32";
+  c.site = "train.py:<b>7</b>";
+  return c;
+}
+
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturned) {
+  JobRun run = growing_run(100);
+  run.diagnosis.processes.push_back(rank_process(101, 1, 1 << 20));
+  const ProcessSummary& rank0 = run.diagnosis.processes[0];
+  const ProcessSummary& rank1 = run.diagnosis.processes[1];
+  // Rank 1 comes first in the records, and its first calls are before the window.
+  run.evidence.collectives = {call(rank1, 1, 5, 0.001), call(rank0, 1, 5, 0.002),
+                              call(rank1, 2, 50.5, 0.001), call(rank0, 2, 50, 0.5),
+                              call(rank0, 3, 95, -1)};
+  store::CollectiveCall queued = call(rank1, 3, 60, 0);
+  queued.async = true;
+  run.evidence.collectives.push_back(queued);
+  store::CollectiveIssue issue;
+  issue.t_ns = kStart + 97 * kSecond;
+  issue.kind = "collective-missing";
+  issue.message = "rank 1 never made all_reduce #3";
+  run.evidence.collective_issues.push_back(issue);
+
+  std::string html = collective_timeline_html(run.diagnosis, run.evidence);
+  EXPECT_NE(html.find("from 40.0 s to 100.0 s after the start (the last minute)"),
+            std::string::npos);
+  size_t row0 = html.find("<g class=\"rank\" data-pid=\"100\">");
+  size_t row1 = html.find("<g class=\"rank\" data-pid=\"101\">");
+  ASSERT_NE(row0, std::string::npos);
+  EXPECT_LT(row0, row1);
+  EXPECT_EQ(occurrences(html, "<rect class=\"call\""), 2u);  // each rank's #2
+  EXPECT_EQ(occurrences(html, "<rect class=\"queued\""), 1u);
+  EXPECT_EQ(occurrences(html, "<rect class=\"open\""), 1u);
+  EXPECT_EQ(html.find("#1 at"), std::string::npos) << "calls before the window are not drawn";
+  // The open call runs to the right edge: 1100 wide, less a margin of 16.
+  double x = 200 + (1100 - 200 - 16) * 55.0 / 60.0;
+  EXPECT_NE(html.find(fmt::format("<rect class=\"open\" x=\"{:.1f}\" y=\"35.0\" width=\"{:.1f}\"",
+                                  x, 1084 - x)),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<title>all_reduce #3 at train.py:&lt;b&gt;7&lt;/b&gt; (rank 0 of 2 ranks; "
+                      "[4] float32), at 95.000 s: did not return</title>"),
+            std::string::npos);
+  EXPECT_NE(html.find("all_reduce #2 at train.py:&lt;b&gt;7&lt;/b&gt; (rank 0 of 2 ranks; [4] "
+                      "float32), at 50.000 s: took 500 ms"),
+            std::string::npos);
+  EXPECT_NE(html.find("rank 1 (pid 101)<title>last call: all_reduce #3"), std::string::npos);
+  EXPECT_NE(html.find("<title>collective-missing: rank 1 never made all_reduce #3</title>"),
+            std::string::npos);
+  EXPECT_EQ(occurrences(html, "<text class=\"tick\""), 7u);  // 40, 50, ... 100 s
+  EXPECT_NE(html.find(">40 s</text>"), std::string::npos);
+  EXPECT_NE(html.find(">100 s</text>"), std::string::npos);
+  EXPECT_NE(render_html(run.diagnosis, run.evidence).find(html), std::string::npos);
+}
+
+TEST(CollectiveTimeline, ARunWithoutARecordedEndEndsAtItsLastSample) {
+  JobRun run = growing_run(100);  // samples up to 99 s
+  run.diagnosis.run.end_ns = 0;
+  run.evidence.collectives = {call(run.diagnosis.processes[0], 1, 30, 0.1),
+                              call(run.diagnosis.processes[0], 2, 95, -1)};
+  std::string html = collective_timeline_html(run.diagnosis, run.evidence);
+  EXPECT_NE(html.find("from 39.0 s to 99.0 s after the start (the last minute)"),
+            std::string::npos);
+  EXPECT_EQ(occurrences(html, "<rect class=\"call\""), 0u);
+  EXPECT_EQ(occurrences(html, "<rect class=\"open\""), 1u);
+}
+
+TEST(CollectiveTimeline, NoCallsNoSection) {
+  JobRun run = growing_run(3);
+  EXPECT_EQ(collective_timeline_html(run.diagnosis, run.evidence), "");
+  EXPECT_EQ(render_html(run.diagnosis, run.evidence).find("id=\"collectives\""), std::string::npos);
 }
 
 TEST(HtmlReport, IsWrittenWhole) {

@@ -1,0 +1,182 @@
+#include "report/collective_timeline.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "report/html_report.h"
+
+namespace traindoc::report {
+namespace {
+
+// The drawing, in SVG units; the page scales it to its width.
+constexpr double kWidth = 1100;
+constexpr double kLabelWidth = 200;
+constexpr double kRightMargin = 16;
+constexpr double kRowHeight = 24;
+constexpr double kBarHeight = 14;
+constexpr double kAxisHeight = 30;
+constexpr double kMinBarWidth = 1.5;  // a call of a microsecond stays visible
+
+struct Row {
+  const analysis::ProcessSummary* process = nullptr;
+  std::vector<const store::CollectiveCall*> calls;  // in the window
+  const store::CollectiveCall* last = nullptr;      // the latest recorded, in the window or not
+};
+
+// Calls are timed by the kernel's tick (1 to 4 ms, common/clock.h): nothing finer is claimed.
+std::string duration_text(int64_t ns) {
+  if (ns >= 1'000'000'000) return fmt::format("took {:.1f} s", static_cast<double>(ns) / 1e9);
+  if (ns >= 1'000'000) return fmt::format("took {} ms", (ns + 500'000) / 1'000'000);
+  return "returned within a tick of the clock (1 to 4 ms)";
+}
+
+// A call that returns once it is queued: its return says nothing of when the others came.
+bool returns_queued(const store::CollectiveCall& c) {
+  return c.async || c.source == "nccl";
+}
+
+std::string call_text(const store::CollectiveCall& c, int64_t run_start_ns) {
+  std::string out = fmt::format("{} #{}", c.op, c.number);
+  if (!c.site.empty()) out += " at " + c.site;
+  out += fmt::format(
+      " ({} of {} ranks",
+      c.group_rank >= 0 ? "rank " + std::to_string(c.group_rank) : std::string("a rank"),
+      c.group_size);
+  if (!c.tensors.empty()) out += "; " + c.tensors;
+  out += fmt::format("), at {:.3f} s: ", static_cast<double>(c.t_ns - run_start_ns) / 1e9);
+  if (returns_queued(c)) return out + "returns once queued";
+  if (c.end_ns == 0) return out + "did not return";
+  return out + duration_text(c.end_ns - c.t_ns);
+}
+
+// Tick spacing of 1, 2 or 5 times a power of ten, for about eight ticks across `span_s`.
+double tick_step(double span_s) {
+  double raw = span_s / 8;
+  double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * power >= raw) return m * power;
+  }
+  return 10 * power;
+}
+
+std::vector<Row> rows_of(const analysis::Diagnosis& d, const store::Evidence& e, int64_t from_ns,
+                         int64_t to_ns) {
+  std::map<std::pair<int, uint64_t>, Row> by_process;
+  for (const store::CollectiveCall& c : e.collectives) {
+    Row& row = by_process[{c.pid, c.start_ticks}];
+    if (row.last == nullptr || c.t_ns >= row.last->t_ns) row.last = &c;
+    bool open = c.end_ns == 0 && !returns_queued(c);
+    if (c.t_ns <= to_ns && (open || std::max(c.t_ns, c.end_ns) >= from_ns)) {
+      row.calls.push_back(&c);
+    }
+  }
+  std::vector<Row> rows;
+  for (const analysis::ProcessSummary& p : d.processes) {
+    auto it = by_process.find({p.record.pid, p.record.start_ticks});
+    if (it == by_process.end()) continue;
+    it->second.process = &p;
+    rows.push_back(std::move(it->second));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.process->role.rank.value_or(INT_MAX) < b.process->role.rank.value_or(INT32_MAX);
+  });
+  return rows;
+}
+
+}  // namespace
+
+std::string collective_timeline_html(const analysis::Diagnosis& d, const store::Evidence& e) {
+  if (e.collectives.empty()) return "";
+  // The window ends with the run, or with the last record of a run whose end is unknown (a call
+  // open then was still waiting).
+  int64_t first_ns = INT64_MAX;
+  int64_t to_ns = d.run.end_ns;
+  for (const store::CollectiveCall& c : e.collectives) {
+    first_ns = std::min(first_ns, c.t_ns);
+    if (d.run.end_ns == 0) to_ns = std::max({to_ns, c.t_ns, c.end_ns});
+  }
+  if (d.run.end_ns == 0) {
+    for (const store::ProcSample& s : e.proc_samples) to_ns = std::max(to_ns, s.t_ns);
+    for (const store::HostSample& s : e.host_samples) to_ns = std::max(to_ns, s.t_ns);
+  }
+  int64_t from_ns = std::max(first_ns, to_ns - kTimelineWindowNs);
+  to_ns = std::max(to_ns, from_ns + 1'000'000);
+  std::vector<Row> rows = rows_of(d, e, from_ns, to_ns);
+  if (rows.empty()) return "";
+
+  double plot_width = kWidth - kLabelWidth - kRightMargin;
+  double span = static_cast<double>(to_ns - from_ns);
+  auto x_of = [&](int64_t t) {
+    return kLabelWidth +
+           plot_width * static_cast<double>(std::clamp(t, from_ns, to_ns) - from_ns) / span;
+  };
+  double height = kAxisHeight + kRowHeight * static_cast<double>(rows.size());
+  double start_s = static_cast<double>(from_ns - d.run.start_ns) / 1e9;
+  double end_s = static_cast<double>(to_ns - d.run.start_ns) / 1e9;
+
+  std::string out = "<section id=\"collectives\">\n<h2>Collectives</h2>\n";
+  out += fmt::format(
+      "<p>Each rank's collective and point-to-point calls from {:.1f} s to {:.1f} s after the "
+      "start{}: a bar from the call to its return, <span class=\"open-key\">red</span> where it "
+      "did not return, grey where it returns once queued (<code>async_op</code>, NCCL); a dashed "
+      "line where traindoc found an issue. Hover for each call's details. run.db keeps the first "
+      "200 calls of each rank and group, the last 64 and those around each finding; the others "
+      "are not drawn.</p>\n",
+      start_s, end_s, from_ns > first_ns ? " (the last minute)" : "");
+  out += fmt::format(
+      "<svg class=\"timeline\" viewBox=\"0 0 {} {}\" role=\"img\" "
+      "aria-label=\"Collective calls of each rank over time\">\n",
+      kWidth, height);
+
+  double step = tick_step(end_s - start_s);
+  for (double s = std::ceil(start_s / step) * step; s <= end_s + 1e-9; s += step) {
+    double x = x_of(d.run.start_ns + static_cast<int64_t>(std::llround(s * 1e9)));
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
+        "<text class=\"tick\" x=\"{0:.1f}\" y=\"{3}\">{4:g} s</text>\n",
+        x, kAxisHeight - 6, height, kAxisHeight - 12, s);
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    double top = kAxisHeight + kRowHeight * static_cast<double>(i);
+    std::string last = row.last ? call_text(*row.last, d.run.start_ns) : "none";
+    out += fmt::format(
+        "<g class=\"rank\" data-pid=\"{}\"><text class=\"who\" x=\"0\" y=\"{:.1f}\">{}"
+        "<title>last call: {}</title></text>\n",
+        row.process->record.pid, top + kRowHeight / 2 + 4,
+        html_escape(analysis::process_name(*row.process)), html_escape(last));
+    for (const store::CollectiveCall* c : row.calls) {
+      bool queued = returns_queued(*c);
+      bool open = c->end_ns == 0 && !queued;
+      double x = x_of(c->t_ns);
+      double width =
+          queued ? kMinBarWidth : std::max(kMinBarWidth, x_of(open ? to_ns : c->end_ns) - x);
+      out += fmt::format(
+          "<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\">"
+          "<title>{}</title></rect>\n",
+          queued ? "queued"
+          : open ? "open"
+                 : "call",
+          x, top + (kRowHeight - kBarHeight) / 2, width, kBarHeight,
+          html_escape(call_text(*c, d.run.start_ns)));
+    }
+    out += "</g>\n";
+  }
+  for (const store::CollectiveIssue& issue : e.collective_issues) {
+    if (issue.t_ns < from_ns || issue.t_ns > to_ns) continue;
+    out += fmt::format(
+        "<line class=\"issue\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\">"
+        "<title>{3}</title></line>\n",
+        x_of(issue.t_ns), kAxisHeight - 6, height, html_escape(issue.kind + ": " + issue.message));
+  }
+  return out + "</svg>\n</section>\n";
+}
+
+}  // namespace traindoc::report
