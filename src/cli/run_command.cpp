@@ -72,6 +72,7 @@ int run_command(const RunArgs& args) {
   // Before supervise() starts threads: the guard is forked.
   supervisor::JobGuard guard(options.run_dir, options.announce,
                              [&] { report_run(options.run_dir, Output::kNothing, stderr); });
+  options.guard_pid = guard.pid();
   try {
     supervisor::supervise(options);
   } catch (const supervisor::LaunchError& error) {

@@ -180,7 +180,8 @@ std::vector<int> processes_of_run(const std::string& run_dir) {
 
 JobGuard::JobGuard(std::string run_dir, bool announce, std::function<void()> report) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  int pids[2];  // the child tells the guard's pid
+  if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(pids, O_CLOEXEC) != 0) {
     throw std::runtime_error(std::string("cannot start the job's guard: ") + strerror(errno));
   }
   pid_t child = fork();
@@ -188,14 +189,24 @@ JobGuard::JobGuard(std::string run_dir, bool announce, std::function<void()> rep
     // The guard is the child's child, adopted by init (or the nearest subreaper) once the child
     // exits: not a child of traindoc's.
     close(fds[1]);
-    if (fork() == 0) guard_main(fds[0], run_dir, announce, report);
-    _exit(0);
+    close(pids[0]);
+    pid_t guard = fork();
+    if (guard == 0) {
+      close(pids[1]);
+      guard_main(fds[0], run_dir, announce, report);
+    }
+    ssize_t written = write(pids[1], &guard, sizeof(guard));
+    _exit(written == sizeof(guard) ? 0 : 1);
   }
   close(fds[0]);
+  close(pids[1]);
   if (child < 0) {
     close(fds[1]);
+    close(pids[0]);
     throw std::runtime_error(std::string("cannot start the job's guard: ") + strerror(errno));
   }
+  if (read(pids[0], &m_pid, sizeof(m_pid)) != sizeof(m_pid)) m_pid = -1;
+  close(pids[0]);
   waitpid(child, nullptr, 0);
   m_fd = fds[1];
 }

@@ -5,6 +5,8 @@
 // of its children must not see it); it waits on a pipe that only traindoc holds.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,8 +31,13 @@ class JobGuard {
   // The run is finished: the guard exits, and leaves whatever still runs alone.
   void release();
 
+  // Not traindoc's child, except where traindoc is the first process of a pid namespace (a
+  // container's): orphans are then its own.
+  pid_t pid() const { return m_pid; }
+
  private:
   int m_fd = -1;  // the pipe's write end: closed without a byte written, traindoc has ended
+  pid_t m_pid = -1;
 };
 
 }  // namespace traindoc::supervisor

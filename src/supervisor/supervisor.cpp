@@ -471,7 +471,7 @@ double Loop::walk_and_sample(bool slow, bool final) {
   while (!queue.empty()) {
     int pid = queue.back();
     queue.pop_back();
-    if (!alive.insert(pid).second) continue;
+    if (pid == m_options.guard_pid || !alive.insert(pid).second) continue;
     std::optional<ProcSnapshot> snapshot = m_sampler.sample(pid, false);
     if (!snapshot) continue;
     const ProcStat& stat = snapshot->stat;
@@ -524,6 +524,7 @@ void Loop::reap_children() {
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid <= 0) return;
+    if (pid == m_options.guard_pid) continue;
     int64_t t = common::realtime_ns();
     m_table.ended(pid, status, store::EndSource::kSupervisor, t);
     if (pid == m_job.pid) {

@@ -23,6 +23,9 @@ struct SupervisorOptions {
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
   // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
   std::string nvml_library;
+  // The job's guard (job_guard.h): never one of the job's processes, though traindoc's child
+  // where traindoc is the first process of a pid namespace.
+  int guard_pid = -1;
 };
 
 // Runs the job to its end and returns how it ended. Throws LaunchError (launcher.h) when the

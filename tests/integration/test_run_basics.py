@@ -243,6 +243,27 @@ def test_a_stop_from_outside_the_containers_pid_namespace(tmp_path, every_proces
                              "Kubernetes pod's end)"), stop
 
 
+def test_the_guard_is_no_process_of_the_job_where_traindoc_is_a_containers_first(tmp_path):
+    """As the first process of a pid namespace, traindoc adopts every orphan there, the job's
+    guard included: the guard is still not one of the job's processes."""
+    container = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+    probe = subprocess.run([*container, "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no unprivileged pid namespaces here: {probe.stderr.decode()[-200:]}")
+    proc = subprocess.Popen([*container, str(TRAINDOC), "run", "--interval", "0.2", "--out",
+                             str(tmp_path / "r"), "--", PYTHON, "-c",
+                             "import time; print('ready', flush=True); time.sleep(1)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    (traindoc_pid,) = children(proc.pid)
+    comms = [Path(f"/proc/{pid}/comm").read_text().strip() for pid in children(traindoc_pid)]
+    assert sorted(comms) == ["job-guard", "python3"], comms
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert [p["cmdline"].split()[0] for p in report["processes"]] == [PYTHON], report["processes"]
+
+
 def test_a_job_that_left_well_on_a_stop_is_told_it_was_asked(tmp_path):
     """A preempted job's handler saves and exits 0: the run did not fail, but its training may
     not have ended; the report and the one-line verdict say that a stop came, and from whom."""
