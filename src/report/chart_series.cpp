@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace traindoc::report {
@@ -90,15 +91,6 @@ class ChartBuilder {
 
 using ProcessKey = std::pair<int, uint64_t>;
 
-int64_t last_sample_ns(const store::Evidence& e) {
-  int64_t last = e.run.end_ns;
-  for (const auto& s : e.proc_samples) last = std::max(last, s.t_ns);
-  for (const auto& s : e.host_samples) last = std::max(last, s.t_ns);
-  for (const auto& s : e.gpu.samples) last = std::max(last, s.t_ns);
-  for (const auto& s : e.steps) last = std::max(last, s.t_ns);
-  return last;
-}
-
 std::optional<Chart> process_memory(ChartBuilder builder, const analysis::Diagnosis& d,
                                     const store::Evidence& e) {
   std::vector<const analysis::ProcessSummary*> sampled;
@@ -173,6 +165,46 @@ std::optional<Chart> gpu_memory(ChartBuilder builder, const store::Evidence& e) 
   return builder.finish("gpu-memory", "Memory used on each GPU", "bytes");
 }
 
+// Each process's memory on each GPU, the largest by peak: a rank that also holds memory on
+// another rank's GPU (a context made there before its set_device) is a line of its own there.
+std::optional<Chart> gpu_process_memory(ChartBuilder builder, const analysis::Diagnosis& d,
+                                        const store::Evidence& e) {
+  // Device, then the process: its pid and start in our namespace, else NVML's pid.
+  using Key = std::tuple<int, int, uint64_t, int>;
+  auto key_of = [](const store::GpuProcessSample& s) {
+    return Key{s.device, s.pid, s.start_ticks, s.pid == 0 ? s.nvml_pid : 0};
+  };
+  std::map<Key, uint64_t> peaks;
+  for (const store::GpuProcessSample& s : e.gpu.process_samples) {
+    if (s.used_bytes) peaks[key_of(s)] = std::max(peaks[key_of(s)], *s.used_bytes);
+  }
+  std::vector<std::pair<Key, uint64_t>> largest(peaks.begin(), peaks.end());
+  std::stable_sort(largest.begin(), largest.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string title = "GPU memory of each process";
+  if (largest.size() > kChartSeries) {
+    title += fmt::format(", the {} largest of {}", kChartSeries, largest.size());
+    largest.resize(kChartSeries);
+  }
+  std::map<ProcessKey, const analysis::ProcessSummary*> job;
+  for (const auto& p : d.processes) job[{p.record.pid, p.record.start_ticks}] = &p;
+  std::map<Key, size_t> series;
+  for (const auto& [key, peak] : largest) {
+    const auto& [device, pid, start_ticks, nvml_pid] = key;
+    auto it = job.find({pid, start_ticks});
+    std::string who = it != job.end() ? analysis::process_name(*it->second)
+                                      : fmt::format("pid {} outside the job", pid ? pid : nvml_pid);
+    series[key] = builder.add_series(fmt::format("{} on GPU {}", who, device));
+  }
+  for (const store::GpuProcessSample& s : e.gpu.process_samples) {
+    auto it = series.find(key_of(s));
+    if (it != series.end() && s.used_bytes) {
+      builder.add(it->second, s.t_ns, static_cast<double>(*s.used_bytes));
+    }
+  }
+  return builder.finish("gpu-process-memory", title, "bytes");
+}
+
 std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagnosis& d,
                                     const store::Evidence& e) {
   std::map<ProcessKey, std::pair<size_t, store::StepKind>> series;
@@ -196,6 +228,15 @@ std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagno
 
 }  // namespace
 
+int64_t last_sample_ns(const store::Evidence& e) {
+  int64_t last = e.run.end_ns;
+  for (const auto& s : e.proc_samples) last = std::max(last, s.t_ns);
+  for (const auto& s : e.host_samples) last = std::max(last, s.t_ns);
+  for (const auto& s : e.gpu.samples) last = std::max(last, s.t_ns);
+  for (const auto& s : e.steps) last = std::max(last, s.t_ns);
+  return last;
+}
+
 std::vector<Chart> build_charts(const analysis::Diagnosis& d, const store::Evidence& e) {
   int64_t start = e.run.start_ns;
   int64_t length = std::max<int64_t>(0, last_sample_ns(e) - start);
@@ -204,7 +245,7 @@ std::vector<Chart> build_charts(const analysis::Diagnosis& d, const store::Evide
   std::vector<Chart> charts;
   for (std::optional<Chart> chart :
        {process_memory(builder, d, e), host_memory(builder, e), shared_memory(builder, e),
-        gpu_memory(builder, e), training_steps(builder, d, e)}) {
+        gpu_memory(builder, e), gpu_process_memory(builder, d, e), training_steps(builder, d, e)}) {
     if (chart) charts.push_back(std::move(*chart));
   }
   return charts;

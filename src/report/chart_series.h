@@ -1,6 +1,7 @@
 // The time series report.html draws: each process's memory, the host's and its cgroup's, each
-// GPU's, and each rank's training steps, from the evidence, thinned to a bounded number of points
-// (the largest value of each span, so that no peak is lost). Any process; pure.
+// GPU's and each process's on each GPU, and each rank's training steps, from the evidence, thinned
+// to a bounded number of points (the largest value of each span, so that no peak is lost). Any
+// process; pure.
 #pragma once
 
 #include <optional>
@@ -27,6 +28,9 @@ struct Chart {
 
 inline constexpr size_t kChartPoints = 600;  // spans across a run, at most
 inline constexpr size_t kChartSeries = 10;   // processes drawn in one chart, largest first
+
+// The end of the run, or of the last sample of one whose end is unknown.
+int64_t last_sample_ns(const store::Evidence& evidence);
 
 // Charts with something to draw, in page order.
 std::vector<Chart> build_charts(const analysis::Diagnosis& diagnosis,

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "report/chart_series.h"
 #include "report/html_report.h"
 
 namespace traindoc::report {
@@ -97,14 +98,10 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
   // The window ends with the run, or with the last record of a run whose end is unknown (a call
   // open then was still waiting).
   int64_t first_ns = INT64_MAX;
-  int64_t to_ns = d.run.end_ns;
+  int64_t to_ns = d.run.end_ns != 0 ? d.run.end_ns : last_sample_ns(e);
   for (const store::CollectiveCall& c : e.collectives) {
     first_ns = std::min(first_ns, c.t_ns);
     if (d.run.end_ns == 0) to_ns = std::max({to_ns, c.t_ns, c.end_ns});
-  }
-  if (d.run.end_ns == 0) {
-    for (const store::ProcSample& s : e.proc_samples) to_ns = std::max(to_ns, s.t_ns);
-    for (const store::HostSample& s : e.host_samples) to_ns = std::max(to_ns, s.t_ns);
   }
   int64_t from_ns = std::max(first_ns, to_ns - kTimelineWindowNs);
   to_ns = std::max(to_ns, from_ns + 1'000'000);

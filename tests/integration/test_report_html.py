@@ -186,6 +186,11 @@ def test_the_page_of_a_gpu_job_shows_each_gpu_and_who_held_it(traindoc, tmp_path
     for gpu in range(4):
         assert f"GPU {gpu}" in page.legend, page.legend
     assert "capacity" in page.legend
+    # Each rank on its own GPU, and ranks 1 to 3 on GPU 0 too, as lines of their own.
+    ranks = {p["rank"]: p["pid"] for p in run.report["processes"] if p["role"] == "rank"}
+    for rank, pid in ranks.items():
+        assert f"rank {rank} (pid {pid}) on GPU {rank}" in page.legend, page.legend
+        assert f"rank {rank} (pid {pid}) on GPU 0" in page.legend, page.legend
     gpu0 = next(row for row in page.rows if "00000000:06:00.0" in row)
     for rank in range(4):
         assert f"rank {rank}" in gpu0, gpu0

@@ -70,6 +70,19 @@ JobRun growing_run(int64_t seconds) {
   return run;
 }
 
+// The same, with rank 1 (pid 101) beside rank 0.
+JobRun two_ranks(int64_t seconds) {
+  JobRun run = growing_run(seconds);
+  run.diagnosis.processes.push_back(rank_process(101, 1, 1 << 20));
+  return run;
+}
+
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 const Chart* find_chart(const std::vector<Chart>& charts, const std::string& id) {
   for (const Chart& chart : charts) {
     if (chart.id == id) return &chart;
@@ -173,6 +186,47 @@ TEST(ChartSeries, StepsAndGpusAreDrawnWhereCounted) {
   EXPECT_EQ(gpus->title, "Memory used on each GPU");
   EXPECT_TRUE(gpus->series[1].limit);
   EXPECT_EQ(largest(gpus->series[1]), static_cast<double>(80ull << 30));
+  EXPECT_EQ(find_chart(charts, "gpu-process-memory"), nullptr) << "no process was listed";
+}
+
+store::GpuProcessSample gpu_process(int device, int pid, uint64_t start_ticks, int nvml_pid,
+                                    int64_t at_s, uint64_t mib) {
+  store::GpuProcessSample s;
+  s.t_ns = kStart + at_s * kSecond;
+  s.device = device;
+  s.pid = pid;
+  s.start_ticks = start_ticks;
+  s.nvml_pid = nvml_pid;
+  s.used_bytes = mib << 20;
+  return s;
+}
+
+TEST(ChartSeries, EachProcessOnEachGpuTheLargestFirst) {
+  JobRun run = two_ranks(3);
+  const ProcessSummary& rank0 = run.diagnosis.processes[0];
+  const ProcessSummary& rank1 = run.diagnosis.processes[1];
+  run.evidence.gpu.process_samples = {
+      gpu_process(0, rank0.record.pid, rank0.record.start_ticks, 9100, 1, 4000),
+      gpu_process(0, rank0.record.pid, rank0.record.start_ticks, 9100, 2, 6000),
+      // Rank 1's context on rank 0's GPU, beside its own memory on GPU 1.
+      gpu_process(0, rank1.record.pid, rank1.record.start_ticks, 9101, 2, 500),
+      gpu_process(1, rank1.record.pid, rank1.record.start_ticks, 9101, 2, 5000),
+      // Not visible from our namespace: NVML's pid names it.
+      gpu_process(1, 0, 0, 7777, 1, 2000)};
+  for (int i = 0; i < 10; ++i) {  // small ones beyond the 10 drawn
+    run.evidence.gpu.process_samples.push_back(gpu_process(2, 200 + i, 1, 0, 1, 10));
+  }
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  const Chart* chart = find_chart(charts, "gpu-process-memory");
+  ASSERT_NE(chart, nullptr);
+  EXPECT_EQ(chart->title, "GPU memory of each process, the 10 largest of 14");
+  ASSERT_EQ(chart->series.size(), 10u);
+  EXPECT_EQ(chart->series[0].label, "rank 0 (pid 100) on GPU 0");
+  EXPECT_EQ(largest(chart->series[0]), static_cast<double>(6000ull << 20));
+  EXPECT_EQ(chart->series[1].label, "rank 1 (pid 101) on GPU 1");
+  EXPECT_EQ(chart->series[2].label, "pid 7777 outside the job on GPU 1");
+  EXPECT_EQ(chart->series[3].label, "rank 1 (pid 101) on GPU 0");
+  EXPECT_EQ(chart->series[4].label, "pid 200 outside the job on GPU 2");
 }
 
 Finding finding(std::string kind, Severity severity, std::string title) {
@@ -239,10 +293,7 @@ TEST(HtmlReport, NoTextOfTheJobCanBreakThePage) {
   EXPECT_NE(html.find("<code title=\"python3 &quot;a&quot; &#39;b&#39;\">"), std::string::npos);
   EXPECT_NE(html.find("<a href=\"logs/my%20log%20%3C1%3E.log\">"), std::string::npos);
   // The page's own script blocks: the chart data, the library and the drawing script.
-  size_t scripts = 0;
-  for (size_t at = html.find("<script"); at != std::string::npos; at = html.find("<script", at + 1))
-    ++scripts;
-  EXPECT_EQ(scripts, 3u);
+  EXPECT_EQ(occurrences(html, "<script"), 3u);
   EXPECT_EQ(html.find("</script><b>"), std::string::npos);
 }
 
@@ -278,15 +329,8 @@ store::CollectiveCall call(const ProcessSummary& p, uint64_t number, double at_s
   return c;
 }
 
-size_t occurrences(const std::string& text, const std::string& part) {
-  size_t n = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
-}
-
 TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturned) {
-  JobRun run = growing_run(100);
-  run.diagnosis.processes.push_back(rank_process(101, 1, 1 << 20));
+  JobRun run = two_ranks(100);
   const ProcessSummary& rank0 = run.diagnosis.processes[0];
   const ProcessSummary& rank1 = run.diagnosis.processes[1];
   // Rank 1 comes first in the records, and its first calls are before the window.
@@ -337,6 +381,7 @@ TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturne
 TEST(CollectiveTimeline, ARunWithoutARecordedEndEndsAtItsLastSample) {
   JobRun run = growing_run(100);  // samples up to 99 s
   run.diagnosis.run.end_ns = 0;
+  run.evidence.run.end_ns = 0;
   run.evidence.collectives = {call(run.diagnosis.processes[0], 1, 30, 0.1),
                               call(run.diagnosis.processes[0], 2, 95, -1)};
   std::string html = collective_timeline_html(run.diagnosis, run.evidence);
