@@ -24,11 +24,15 @@ constexpr double kRowHeight = 24;
 constexpr double kBarHeight = 14;
 constexpr double kAxisHeight = 30;
 constexpr double kMinBarWidth = 1.5;  // a call of a microsecond stays visible
+// Calls drawn in one row, the latest: more would not be told apart at this width, and would make
+// the page heavy (run.db may keep 200,000 calls).
+constexpr size_t kRowCalls = 1000;
 
 struct Row {
   const analysis::ProcessSummary* process = nullptr;
   std::vector<const store::CollectiveCall*> calls;  // in the window
   const store::CollectiveCall* last = nullptr;      // the latest recorded, in the window or not
+  bool capped = false;                              // more calls in the window than drawn
 };
 
 // Calls are timed by the kernel's tick (1 to 4 ms, common/clock.h): nothing finer is claimed.
@@ -82,11 +86,18 @@ std::vector<Row> rows_of(const analysis::Diagnosis& d, const store::Evidence& e,
   for (const analysis::ProcessSummary& p : d.processes) {
     auto it = by_process.find({p.record.pid, p.record.start_ticks});
     if (it == by_process.end()) continue;
-    it->second.process = &p;
-    rows.push_back(std::move(it->second));
+    Row& row = it->second;
+    row.process = &p;
+    if (row.calls.size() > kRowCalls) {
+      std::stable_sort(row.calls.begin(), row.calls.end(),
+                       [](const auto* a, const auto* b) { return a->t_ns < b->t_ns; });
+      row.calls.erase(row.calls.begin(), row.calls.end() - kRowCalls);
+      row.capped = true;
+    }
+    rows.push_back(std::move(row));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.process->role.rank.value_or(INT_MAX) < b.process->role.rank.value_or(INT32_MAX);
+    return a.process->role.rank.value_or(INT_MAX) < b.process->role.rank.value_or(INT_MAX);
   });
   return rows;
 }
@@ -125,8 +136,11 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
       "did not return, grey where it returns once queued (<code>async_op</code>, NCCL); a dashed "
       "line where traindoc found an issue. Hover for each call's details. run.db keeps the first "
       "200 calls of each rank and group, the last 64 and those around each finding; the others "
-      "are not drawn.</p>\n",
-      start_s, end_s, from_ns > first_ns ? " (the last minute)" : "");
+      "are not drawn{}.</p>\n",
+      start_s, end_s, from_ns > first_ns ? " (the last minute)" : "",
+      std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.capped; })
+          ? fmt::format(", nor more than the latest {} of a rank", kRowCalls)
+          : "");
   out += fmt::format(
       "<svg class=\"timeline\" viewBox=\"0 0 {} {}\" role=\"img\" "
       "aria-label=\"Collective calls of each rank over time\">\n",

@@ -391,6 +391,20 @@ TEST(CollectiveTimeline, ARunWithoutARecordedEndEndsAtItsLastSample) {
   EXPECT_EQ(occurrences(html, "<rect class=\"open\""), 1u);
 }
 
+TEST(CollectiveTimeline, ARowDrawsItsLatestThousandCalls) {
+  JobRun run = growing_run(30);
+  for (uint64_t n = 1; n <= 1500; ++n) {
+    run.evidence.collectives.push_back(
+        call(run.diagnosis.processes[0], n, 1 + static_cast<double>(n) / 100, 0.001));
+  }
+  std::string html = collective_timeline_html(run.diagnosis, run.evidence);
+  EXPECT_EQ(occurrences(html, "<rect class=\"call\""), 1000u);
+  EXPECT_NE(html.find(", nor more than the latest 1000 of a rank."), std::string::npos);
+  EXPECT_EQ(html.find("all_reduce #500 at"), std::string::npos);
+  EXPECT_NE(html.find("all_reduce #501 at"), std::string::npos);
+  EXPECT_NE(html.find("all_reduce #1500 at"), std::string::npos);
+}
+
 TEST(CollectiveTimeline, NoCallsNoSection) {
   JobRun run = growing_run(3);
   EXPECT_EQ(collective_timeline_html(run.diagnosis, run.evidence), "");
