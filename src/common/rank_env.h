@@ -16,6 +16,13 @@ struct RankEnv {
   int32_t local_rank = -1;
   int32_t world_size = -1;
   int32_t node_rank = -1;
+  int32_t local_world_size = -1;  // the ranks on this machine
+  int32_t nodes = -1;             // the machines of the launch (Slurm says it, not the ranks)
+
+  // Some of the world's ranks run on other machines.
+  bool spans_machines() const {
+    return (local_world_size > 0 && world_size > local_world_size) || nodes > 1;
+  }
 };
 
 struct RankVars {
@@ -24,16 +31,21 @@ struct RankVars {
   const char* local_rank;
   const char* world_size;
   const char* node_rank;
+  const char* local_world_size;
+  const char* nodes;
 };
 
 // In order of precedence: torchrun under srun or mpirun sets RANK below the launcher's own
 // variables, and the innermost launcher is the one that names the training rank.
 inline constexpr RankVars kRankVars[] = {
-    {RankSource::kTorch, "RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK"},
+    {RankSource::kTorch, "RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "LOCAL_WORLD_SIZE",
+     nullptr},
     {RankSource::kOpenMpi, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-     "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_NODE_RANK"},
-    {RankSource::kPmi, "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", nullptr},
-    {RankSource::kSlurm, "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NODEID"},
+     "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_NODE_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", nullptr},
+    {RankSource::kPmi, "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", nullptr, "MPI_LOCALNRANKS",
+     nullptr},
+    {RankSource::kSlurm, "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_NODEID", nullptr,
+     "SLURM_STEP_NUM_NODES"},
 };
 
 inline const char* rank_source_name(RankSource source) {
@@ -80,6 +92,9 @@ RankEnv read_rank_env(Lookup&& lookup) {
     env.local_rank = parse_rank_number(lookup(vars.local_rank));
     env.world_size = parse_rank_number(lookup(vars.world_size));
     env.node_rank = vars.node_rank ? parse_rank_number(lookup(vars.node_rank)) : -1;
+    if (vars.local_world_size)
+      env.local_world_size = parse_rank_number(lookup(vars.local_world_size));
+    if (vars.nodes) env.nodes = parse_rank_number(lookup(vars.nodes));
     break;
   }
   return env;

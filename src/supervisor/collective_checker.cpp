@@ -530,6 +530,10 @@ const CollectiveChecker::Process* CollectiveChecker::process_of(const Group& gro
   return it == m_processes.end() ? nullptr : &it->second;
 }
 
+bool CollectiveChecker::elsewhere(const Group& group, int group_rank) const {
+  return m_spans_machines && process_of(group, group_rank) == nullptr;
+}
+
 // The job rank of one side of a pair, as the other side's Python calls name it (their peer);
 // -1 when it made none. NCCL's peer is a rank of its communicator, not of the job.
 int CollectiveChecker::peer_named(const Group& group, int group_rank) {
@@ -701,7 +705,11 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   std::vector<int> laggards;
   std::vector<int> arrived;
   for (int r = 0; r < group.size; ++r) {
-    (group.ranks[static_cast<size_t>(r)].last_number < target ? laggards : arrived).push_back(r);
+    if (group.ranks[static_cast<size_t>(r)].last_number >= target) {
+      arrived.push_back(r);
+    } else if (!elsewhere(group, r)) {  // a rank on another machine makes its calls out of sight
+      laggards.push_back(r);
+    }
   }
   if (laggards.empty()) return;
   std::vector<int> names = job_ranks(group);
@@ -785,7 +793,9 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
     bool lagging = std::find(laggards.begin(), laggards.end(), r) != laggards.end();
     RankTrack& rank = group.ranks[static_cast<size_t>(r)];
     bool ended = process && process->end;
-    if (lagging && extra) {
+    if (elsewhere(group, r)) {
+      part.state = "on another machine";
+    } else if (lagging && extra) {
       part.state = (ended ? ended_text(*process->end, process->finished) + "; " : "") +
                    "never calls from there";
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);

@@ -44,6 +44,10 @@ class CollectiveChecker {
   void process_ended(const store::ProcessRecord& process);
   // Its Python program and atexit handlers finished (the hook): an end after that is teardown.
   void script_finished(int pid, uint64_t start_ticks);
+  // Some of the job's ranks run on other machines (its launcher said so): a group rank with no
+  // process here is on another machine, watched by the traindoc there, and never told missing
+  // here. Groups that span machines are not compared (their calls never all arrive here).
+  void job_spans_machines() { m_spans_machines = true; }
   // A process's training steps so far (the Python hook's counts, by kind).
   void steps_counted(int pid, store::StepKind kind, int64_t count);
   // One enter or exit record.
@@ -111,6 +115,7 @@ class CollectiveChecker {
   void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);
   bool p2p_deadlock(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   const Process* process_of(const Group& group, int group_rank) const;
+  bool elsewhere(const Group& group, int group_rank) const;
   std::vector<int> job_ranks(const Group& group) const;
   int pid_of(const Group& group, int group_rank) const;
   store::CollectiveIssueRank rank_part(const Group& group, int group_rank) const;
@@ -120,6 +125,7 @@ class CollectiveChecker {
 
   CheckerOptions m_options;
   bool m_final = false;
+  bool m_spans_machines = false;
   std::unordered_map<uint64_t, Group> m_groups;
   std::map<int, Process> m_processes;                    // by pid: the latest process holding it
   std::vector<std::pair<uint64_t, uint64_t>> m_pending;  // (group, number) ready to compare

@@ -487,8 +487,10 @@ double Loop::walk_and_sample(bool slow, bool final) {
       std::vector<std::string> argv = read_proc_cmdline(pid).value_or(std::vector<std::string>{});
       std::optional<EnvironText> environ = read_proc_environ(pid);
       std::string cmdline = join_cmdline(argv);
+      common::RankEnv rank_env = environ ? environ->rank_env() : common::RankEnv{};
       m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0], cmdline,
-                          environ ? environ->rank_env() : common::RankEnv{});
+                          rank_env);
+      if (rank_env.spans_machines()) m_checker.job_spans_machines();
       note_time_limit(pid, stat.starttime, cmdline);
       if (environ) record_cuda_env(pid, stat.starttime, *environ);
     }

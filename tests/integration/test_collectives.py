@@ -613,3 +613,45 @@ dist.barrier()
     assert failed["title"].endswith("raised ValueError: bad config value for rank 1 (in each of 2 "
                                     "attempts: the launcher restarted the ranks)"), failed["title"]
     assert "restarts do not help" in failed["fix"]
+
+
+# Rank 1 pauses (an evaluation on its node) longer than --stall-seconds; the ranks then go on.
+TWO_MACHINES_JOB = """
+import time
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+for _ in range(3):
+    dist.all_reduce(torch.ones(4))
+if dist.get_rank() == 1:
+    time.sleep(5)
+dist.all_reduce(torch.ones(4))
+dist.barrier()
+"""
+
+
+def test_a_rank_on_another_machine_is_not_told_missing(tmp_path):
+    """torchrun on two machines (two nodes of one rank each, here on one host), each under its
+    own traindoc: each sees one rank of the world group. Neither says the other machine's rank
+    never made a call: not while rank 0 waits for rank 1's pause, nor when rank 1's call returns
+    with a peer it never saw."""
+    script = tmp_path / "train.py"
+    script.write_text(TWO_MACHINES_JOB)
+    port = free_port()
+    runs = []
+    for node in (0, 1):
+        run_dir = tmp_path / f"node{node}"
+        argv = [str(TRAINDOC), "run", "--stall-seconds", "2", "--out", str(run_dir), "--",
+                *torchrun("--nnodes", 2, "--node_rank", node, "--nproc_per_node", 1,
+                          "--master_addr", "127.0.0.1", "--master_port", port, script)]
+        runs.append((run_dir, subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.PIPE, text=True)))
+    for run_dir, proc in runs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "never made" not in err, err
+        report = json.loads((run_dir / "report.json").read_text())
+        kinds = [f["kind"] for f in report["findings"]]
+        assert not [k for k in kinds if k.startswith("collective") or k == "peer-exited"], kinds
+        ranks = [p["rank"] for p in report["processes"] if p["role"] == "rank"]
+        assert ranks == ([0] if run_dir.name == "node0" else [1]), report["processes"]

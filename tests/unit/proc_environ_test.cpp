@@ -37,6 +37,28 @@ TEST(EnvironTextTest, RecordedTorchrunVariables) {
   EXPECT_EQ(rank.node_rank, 0);
 }
 
+TEST(EnvironTextTest, AWorldLargerThanItsMachineSpansMachines) {
+  EXPECT_TRUE(EnvironText("RANK=1\0LOCAL_RANK=0\0WORLD_SIZE=2\0LOCAL_WORLD_SIZE=1\0"s)
+                  .rank_env()
+                  .spans_machines());
+  EXPECT_FALSE(EnvironText("RANK=1\0LOCAL_RANK=1\0WORLD_SIZE=2\0LOCAL_WORLD_SIZE=2\0"s)
+                   .rank_env()
+                   .spans_machines());
+  EXPECT_FALSE(EnvironText("RANK=1\0WORLD_SIZE=2\0"s).rank_env().spans_machines());
+  EXPECT_TRUE(
+      EnvironText("OMPI_COMM_WORLD_RANK=3\0OMPI_COMM_WORLD_SIZE=8\0OMPI_COMM_WORLD_LOCAL_SIZE=4\0"s)
+          .rank_env()
+          .spans_machines());
+  EXPECT_TRUE(
+      EnvironText("PMI_RANK=0\0PMI_SIZE=4\0MPI_LOCALNRANKS=2\0"s).rank_env().spans_machines());
+  EXPECT_TRUE(EnvironText("SLURM_PROCID=0\0SLURM_NTASKS=2\0SLURM_STEP_NUM_NODES=2\0"s)
+                  .rank_env()
+                  .spans_machines());
+  EXPECT_FALSE(EnvironText("SLURM_PROCID=0\0SLURM_NTASKS=2\0SLURM_STEP_NUM_NODES=1\0"s)
+                   .rank_env()
+                   .spans_machines());
+}
+
 TEST(EnvironTextTest, OpenMpiWithoutTrailingNul) {
   EnvironText env("OMPI_COMM_WORLD_RANK=5\0OMPI_COMM_WORLD_LOCAL_RANK=1\0OMPI_COMM_WORLD_SIZE=16"s);
   EXPECT_STREQ(env.find("OMPI_COMM_WORLD_SIZE"), "16");

@@ -716,6 +716,52 @@ TEST_F(CheckerTest, CallsAreStoredWithTheirEnds) {
 
 // A job of one rank (one GPU) has nothing to compare, but what it called is kept: the run
 // folder shows a single-GPU job's NCCL calls as it shows a larger job's.
+// One machine of two: rank 1 is here, rank 0 on the other machine, under its own traindoc.
+std::vector<FoundIssue> one_machine_of_two(bool spans_machines) {
+  CollectiveChecker checker({.stall_ns = 3 * kSecond});
+  checker.process_started(101, 7, 1, 2);
+  if (spans_machines) checker.job_spans_machines();
+  AgentCollective first = call(1, 1, CollectiveOp::kAllReduce);
+  checker.add(first);
+  checker.add(exit_of(first, kT0 + kSecond / 2));  // rank 0 joined it, out of sight
+  std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+  checker.add(call(1, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 20, kT0 + kSecond));
+  for (FoundIssue& issue : checker.check(kT0 + 10 * kSecond)) found.push_back(std::move(issue));
+  return found;
+}
+
+TEST(CollectiveChecker, ARankOnAnotherMachineIsNeverMissingHere) {
+  EXPECT_TRUE(one_machine_of_two(true).empty());
+  // Where the launcher does not say the job spans machines, the same calls are a rank that
+  // never came: rank 1's all-reduce returned without it.
+  std::vector<FoundIssue> found = one_machine_of_two(false);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].issue.message, HasSubstr("rank 0 never made all_reduce #1"));
+}
+
+TEST(CollectiveChecker, OfTheRanksOnThisMachineOneIsMissing) {
+  CollectiveChecker local({.stall_ns = 3 * kSecond});
+  for (int r = 1; r < 3; ++r) local.process_started(100 + r, 7, r, 3);
+  local.job_spans_machines();
+  for (int r = 1; r < 3; ++r) {
+    AgentCollective c = call(r, 1, CollectiveOp::kAllReduce, {1});
+    c.call.group_size = 3;
+    local.add(c);
+  }
+  AgentCollective second = call(1, 2, CollectiveOp::kAllReduce, {1}, 7, "train.py", 20);
+  second.call.group_size = 3;
+  local.add(second);
+  std::vector<FoundIssue> found = local.check(kT0 + 10 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_THAT(issue.message, HasSubstr("rank 2 never made all_reduce #2 at train.py:20"));
+  EXPECT_EQ(issue.ranks[0].state, "on another machine");
+  EXPECT_EQ(issue.ranks[0].pid, 0);
+  EXPECT_EQ(issue.ranks[1].state, "waiting in it");
+  EXPECT_EQ(issue.ranks[2].state, "never called it");
+  EXPECT_EQ(found[0].dump_pids, (std::vector<int>{101, 102}));
+}
+
 TEST(CollectiveChecker, AGroupOfOneIsStoredNotCompared) {
   CollectiveChecker checker({.stall_ns = 3 * kSecond});
   checker.process_started(100, 7, 0, 1);
