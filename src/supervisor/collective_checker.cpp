@@ -350,7 +350,13 @@ void CollectiveChecker::add(const AgentCollective& record) {
   if (is_lifetime(call.op) && static_cast<CollectiveOp>(call.op) != CollectiveOp::kCommSplit) {
     return;
   }
-  if (++group.arrivals[call.number] == group.size) {
+  // On several machines the world group's calls from elsewhere never arrive: its ranks here are
+  // compared among themselves.
+  int needed = group.size;
+  if (m_spans_machines && group.is_default) {
+    needed = std::max(2, static_cast<int>(members_here(group).size()));
+  }
+  if (++group.arrivals[call.number] >= needed) {
     group.arrivals.erase(call.number);
     m_pending.emplace_back(call.group, call.number);
   }
@@ -379,12 +385,14 @@ std::vector<FoundIssue> CollectiveChecker::check(int64_t now_ns, bool final) {
 
 void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                                 std::vector<FoundIssue>& out) {
+  std::vector<int> members = members_here(group);
   std::vector<Held*> calls;
-  for (RankTrack& rank : group.ranks) {
-    Held* held = find_call(rank, number);
+  for (int r : members) {
+    Held* held = find_call(group.ranks[static_cast<size_t>(r)], number);
     if (held == nullptr) return;  // evicted: a rank ran far ahead, compared when it was there
     calls.push_back(held);
   }
+  if (calls.size() < 2) return;
   const CollectiveCall& first = calls[0]->call;
   for (const Field& field : fields_of(first.op)) {
     std::vector<std::string> values;
@@ -402,7 +410,7 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
         for (size_t other = 0; other < calls.size(); ++other) {
           if (other == index) continue;
           bool found = false;
-          for (const Held& h : group.ranks[other].recent) {
+          for (const Held& h : group.ranks[static_cast<size_t>(members[other])].recent) {
             found |= h.call.op == mine.op && shapes_text(h.call, true) == shapes_text(mine, true);
           }
           if (!found) return false;
@@ -419,12 +427,12 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
     std::string parts;
     for (size_t i = 0; i < calls.size(); ++i) {
       issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
-      store::CollectiveIssueRank part = rank_part(group, static_cast<int>(i));
+      store::CollectiveIssueRank part = rank_part(group, members[i]);
       part.value = kind == "collective-order" ? call_text(calls[i]->call) : values[i];
       part.site = site_text(calls[i]->call);
       part.state = "called " + op_name(calls[i]->call.op) + " #" + std::to_string(number);
       issue.ranks.push_back(part);
-      parts += (i > 0 ? "; " : "") + rank_text(names, static_cast<int>(i)) + ": " + part.value;
+      parts += (i > 0 ? "; " : "") + rank_text(names, members[i]) + ": " + part.value;
       if (kind != "collective-order" && !part.site.empty()) parts += " at " + part.site;
     }
     issue.message = kind == "collective-order"
@@ -439,7 +447,7 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
     out.push_back(std::move(found));
     return;
   }
-  if (symmetric(first.op) && compare_sites(id, group, calls, now_ns, out)) return;
+  if (symmetric(first.op) && compare_sites(id, group, members, calls, now_ns, out)) return;
   if (group.first_site_divergence == 0) {
     for (const Held* held : calls) {
       if (site_text(held->call) != site_text(first)) {
@@ -466,13 +474,14 @@ bool CollectiveChecker::only_from(const Group& group, const std::vector<int>& ra
 // under `if rank == 0:`) paired with the others' next one of the same shape, and every result
 // after it is silently wrong. The odd ranks are those at the less common place; between places
 // as common, those at a place no other rank calls from; else every rank is named.
-bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vector<Held*>& calls,
-                                      int64_t now_ns, std::vector<FoundIssue>& out) {
+bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vector<int>& members,
+                                      const std::vector<Held*>& calls, int64_t now_ns,
+                                      std::vector<FoundIssue>& out) {
   std::map<std::string, std::vector<int>> by_site;
   for (size_t i = 0; i < calls.size(); ++i) {
     std::string site = site_text(calls[i]->call);
     if (site.empty()) return false;  // NCCL's records have no place
-    by_site[site].push_back(static_cast<int>(i));
+    by_site[site].push_back(members[i]);
   }
   if (by_site.size() < 2) return false;
   size_t most = 0;
@@ -496,7 +505,7 @@ bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vect
   std::string odd_places;
   std::string other_places;
   for (size_t i = 0; i < calls.size(); ++i) {
-    int r = static_cast<int>(i);
+    int r = members[i];
     bool is_odd = std::find(odd.begin(), odd.end(), r) != odd.end();
     issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
     store::CollectiveIssueRank part = rank_part(group, r);
@@ -532,6 +541,14 @@ const CollectiveChecker::Process* CollectiveChecker::process_of(const Group& gro
 
 bool CollectiveChecker::elsewhere(const Group& group, int group_rank) const {
   return m_spans_machines && process_of(group, group_rank) == nullptr;
+}
+
+std::vector<int> CollectiveChecker::members_here(const Group& group) const {
+  std::vector<int> out;
+  for (int r = 0; r < group.size; ++r) {
+    if (!elsewhere(group, r)) out.push_back(r);
+  }
+  return out;
 }
 
 // The job rank of one side of a pair, as the other side's Python calls name it (their peer);

@@ -46,7 +46,8 @@ class CollectiveChecker {
   void script_finished(int pid, uint64_t start_ticks);
   // Some of the job's ranks run on other machines (its launcher said so): a group rank with no
   // process here is on another machine, watched by the traindoc there, and never told missing
-  // here. Groups that span machines are not compared (their calls never all arrive here).
+  // here. The world group's ranks here are compared among themselves; other groups that span
+  // machines are not compared (their calls never all arrive here).
   void job_spans_machines() { m_spans_machines = true; }
   // A process's training steps so far (the Python hook's counts, by kind).
   void steps_counted(int pid, store::StepKind kind, int64_t count);
@@ -107,8 +108,9 @@ class CollectiveChecker {
   Held* find_call(RankTrack& rank, uint64_t number);
   void compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                std::vector<FoundIssue>& out);
-  bool compare_sites(uint64_t id, Group& group, const std::vector<Held*>& calls, int64_t now_ns,
-                     std::vector<FoundIssue>& out);
+  // `calls` of the group ranks `members`, in that order.
+  bool compare_sites(uint64_t id, Group& group, const std::vector<int>& members,
+                     const std::vector<Held*>& calls, int64_t now_ns, std::vector<FoundIssue>& out);
   bool only_from(const Group& group, const std::vector<int>& ranks, const std::string& site) const;
   void watch(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_late(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
@@ -116,6 +118,8 @@ class CollectiveChecker {
   bool p2p_deadlock(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   const Process* process_of(const Group& group, int group_rank) const;
   bool elsewhere(const Group& group, int group_rank) const;
+  // The group ranks on this machine: all of them, unless the job spans machines.
+  std::vector<int> members_here(const Group& group) const;
   std::vector<int> job_ranks(const Group& group) const;
   int pid_of(const Group& group, int group_rank) const;
   store::CollectiveIssueRank rank_part(const Group& group, int group_rank) const;

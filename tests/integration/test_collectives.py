@@ -630,28 +630,61 @@ dist.barrier()
 """
 
 
-def test_a_rank_on_another_machine_is_not_told_missing(tmp_path):
-    """torchrun on two machines (two nodes of one rank each, here on one host), each under its
-    own traindoc: each sees one rank of the world group. Neither says the other machine's rank
-    never made a call: not while rank 0 waits for rank 1's pause, nor when rank 1's call returns
-    with a peer it never saw."""
+def two_machines(tmp_path, job, ranks_per_machine):
+    """torchrun on two machines (two nodes, here on one host), each under its own traindoc.
+    Returns each machine's (run folder, exit status, stderr)."""
     script = tmp_path / "train.py"
-    script.write_text(TWO_MACHINES_JOB)
+    script.write_text(job)
     port = free_port()
-    runs = []
+    procs = []
     for node in (0, 1):
         run_dir = tmp_path / f"node{node}"
         argv = [str(TRAINDOC), "run", "--stall-seconds", "2", "--out", str(run_dir), "--",
-                *torchrun("--nnodes", 2, "--node_rank", node, "--nproc_per_node", 1,
-                          "--master_addr", "127.0.0.1", "--master_port", port, script)]
-        runs.append((run_dir, subprocess.Popen(argv, stdout=subprocess.DEVNULL,
-                                               stderr=subprocess.PIPE, text=True)))
-    for run_dir, proc in runs:
+                *torchrun("--nnodes", 2, "--node_rank", node, "--nproc_per_node",
+                          ranks_per_machine, "--master_addr", "127.0.0.1", "--master_port", port,
+                          script)]
+        procs.append((run_dir, subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.PIPE, text=True)))
+    runs = []
+    for run_dir, proc in procs:
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err
+        runs.append((run_dir, proc.returncode, err))
+    return runs
+
+
+def test_a_rank_on_another_machine_is_not_told_missing(tmp_path):
+    """Each machine's traindoc sees one rank of the world group. Neither says the other
+    machine's rank never made a call: not while rank 0 waits for rank 1's pause, nor when rank
+    1's call returns with a peer it never saw."""
+    for run_dir, status, err in two_machines(tmp_path, TWO_MACHINES_JOB, 1):
+        assert status == 0, err
         assert "never made" not in err, err
         report = json.loads((run_dir / "report.json").read_text())
         kinds = [f["kind"] for f in report["findings"]]
         assert not [k for k in kinds if k.startswith("collective") or k == "peer-exited"], kinds
         ranks = [p["rank"] for p in report["processes"] if p["role"] == "rank"]
         assert ranks == ([0] if run_dir.name == "node0" else [1]), report["processes"]
+
+
+# Ranks 2 and 3, both on the second machine, pass different sizes.
+SHAPES_ON_ONE_MACHINE = """
+import datetime
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=10))
+dist.all_reduce(torch.ones(4))
+dist.all_reduce(torch.ones(200 if dist.get_rank() == 3 else 100))
+"""
+
+
+def test_the_ranks_of_one_machine_are_compared_among_themselves(tmp_path):
+    """Two ranks on each of two machines: the machine whose two ranks differ tells the mismatch
+    with both of them; the other machine, whose ranks agree, blames no rank of the first."""
+    (node0, _, err0), (node1, _, err1) = two_machines(tmp_path, SHAPES_ON_ONE_MACHINE, 2)
+    report = json.loads((node1 / "report.json").read_text())
+    root = report["findings"][0]
+    assert root["root_cause"] and root["kind"] == "collective-mismatch", report["findings"]
+    assert root["ranks"] == [2, 3], root
+    assert "rank 2: [100] at " in root["title"] and "rank 3: [200] at " in root["title"], root
+    assert "traindoc: collective-mismatch:" in err1
+    assert "never made" not in err0 and "collective-mismatch" not in err0, err0

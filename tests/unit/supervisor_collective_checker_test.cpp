@@ -762,6 +762,34 @@ TEST(CollectiveChecker, OfTheRanksOnThisMachineOneIsMissing) {
   EXPECT_EQ(found[0].dump_pids, (std::vector<int>{101, 102}));
 }
 
+// Ranks 2 and 3 of a world of 4 on this machine, ranks 0 and 1 on another.
+TEST(CollectiveChecker, TheWorldGroupsRanksHereAreComparedAmongThemselves) {
+  CollectiveChecker checker({.stall_ns = 3 * kSecond});
+  checker.job_spans_machines();
+  for (int r = 2; r < 4; ++r) checker.process_started(100 + r, 7, r, 4);
+  auto world_call = [](int rank, uint64_t number, uint32_t size) {
+    AgentCollective c = call(rank, number, CollectiveOp::kAllReduce, {size});
+    c.call.group_size = 4;
+    c.call.flags |= common::kCollectiveDefaultGroup;
+    return c;
+  };
+  checker.add(world_call(2, 1, 16));
+  checker.add(world_call(3, 1, 16));
+  EXPECT_TRUE(checker.check(kT0 + kSecond).empty());
+  checker.add(world_call(2, 2, 100));
+  checker.add(world_call(3, 2, 200));
+  std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  const store::CollectiveIssue& issue = found[0].issue;
+  EXPECT_EQ(issue.kind, "collective-mismatch");
+  EXPECT_EQ(issue.field, "shape");
+  ASSERT_EQ(issue.ranks.size(), 2u);
+  EXPECT_EQ(issue.ranks[0].group_rank, 2);
+  EXPECT_EQ(issue.ranks[1].group_rank, 3);
+  EXPECT_THAT(issue.message,
+              HasSubstr("rank 2: [100] at train.py:10; rank 3: [200] at train.py:10"));
+}
+
 TEST(CollectiveChecker, AGroupOfOneIsStoredNotCompared) {
   CollectiveChecker checker({.stall_ns = 3 * kSecond});
   checker.process_started(100, 7, 0, 1);
