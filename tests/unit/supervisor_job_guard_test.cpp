@@ -112,7 +112,8 @@ TEST(JobGuardTest, AnOwnerThatEndsFirstHasItsJobEndedAndRecorded) {
     store::StoreWriter writer = store::StoreWriter::open(run + "/run.db");
     writer.upsert_process(record);
   }
-  ASSERT_NE(guard_pid(run), 0);
+  // The guard names itself once it runs, which may be after its constructor returned.
+  ASSERT_TRUE(wait_until([&] { return guard_pid(run) == guard->pid(); }, 5));
 
   guard.reset();
   int status = wait_status(plain, 2);
@@ -143,7 +144,8 @@ TEST(JobGuardTest, AReleasedGuardLeavesWhatStillRunsAlone) {
   JobGuard guard(run, false, [run] { std::ofstream(run + "/reported") << 1; });
   pid_t left = start_job_process(run, "exec sleep 30");
   ASSERT_TRUE(wait_until([&] { return processes_of_run(run).size() == 1; }, 5));
-  ASSERT_NE(guard_pid(run), 0);
+  // The guard names itself once it runs, which may be after its constructor returned.
+  ASSERT_TRUE(wait_until([&] { return guard_pid(run) == guard.pid(); }, 5));
   guard.release();
   EXPECT_TRUE(wait_until([&] { return guard_pid(run) == 0; }, 2));
   EXPECT_EQ(wait_status(left, 0.5), -1);
