@@ -207,27 +207,20 @@ void note_exit(int status) {
   slot->exited.store(1 + static_cast<uint32_t>(status & 0xff), std::memory_order_release);
 }
 
-// Multi-producer: any thread (or signal handler) may append. A record whose ring entry was
-// taken by a newer one meanwhile is lost rather than mixed with it. Async-signal-safe.
+// Multi-producer: any thread (or signal handler) may append. A record whose ring entry another
+// writer holds is lost rather than mixed with it (common::claim_entry). Async-signal-safe.
 void append_record(common::RecordType type, int64_t a, int64_t b) {
   Slot* slot = g_slot;
   if (slot == nullptr) return;
   uint64_t pos = slot->next_record.fetch_add(1, std::memory_order_relaxed);
   common::Record& record = slot->ring[pos % common::kRingRecords];
-  uint64_t mine = pos + 1;
-  uint64_t seen = record.seq.load(std::memory_order_relaxed);
-  do {
-    if ((seen & ~common::kSeqWriting) >= mine) return;
-  } while (!record.seq.compare_exchange_weak(seen, mine | common::kSeqWriting,
-                                             std::memory_order_acquire, std::memory_order_relaxed));
+  if (!common::claim_entry(record.seq, pos + 1)) return;
   record.pos = pos;
   record.type = static_cast<uint32_t>(type);
   record.time_ns = common::realtime_ns();
   record.a = a;
   record.b = b;
-  uint64_t claimed = mine | common::kSeqWriting;
-  record.seq.compare_exchange_strong(claimed, mine, std::memory_order_release,
-                                     std::memory_order_relaxed);
+  common::publish_entry(record.seq, pos + 1);
 }
 
 bool active() {

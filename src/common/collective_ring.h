@@ -9,28 +9,20 @@
 
 namespace traindoc::common {
 
-// Claims the next entry for writing; nullptr when a newer writer took it meanwhile (this writer
-// was lapped: the record is lost rather than mixed with the newer one, and the reader counts
-// what it never saw). Multi-producer, never blocks.
+// Claims the next entry for writing; nullptr when another writer holds it (claim_entry: the
+// record is lost rather than mixed with another, and the reader counts what it never saw).
+// Multi-producer, never blocks.
 inline CollectiveCall* claim_collective(CollectiveRing& ring, uint64_t& pos) {
   pos = ring.next.fetch_add(1, std::memory_order_relaxed);
   CollectiveRecord& record = ring.records[pos % kCollectiveRecords];
-  uint64_t mine = pos + 1;
-  uint64_t seen = record.seq.load(std::memory_order_relaxed);
-  do {
-    if ((seen & ~kSeqWriting) >= mine) return nullptr;
-  } while (!record.seq.compare_exchange_weak(seen, mine | kSeqWriting, std::memory_order_acquire,
-                                             std::memory_order_relaxed));
-  return &record.call;
+  return claim_entry(record.seq, pos + 1) ? &record.call : nullptr;
 }
 
 // Publishes the entry claimed at `pos`: the reader sees all of it or none.
 inline void publish_collective(CollectiveRing& ring, uint64_t pos) {
   CollectiveRecord& record = ring.records[pos % kCollectiveRecords];
   record.pos = pos;
-  uint64_t claimed = (pos + 1) | kSeqWriting;
-  record.seq.compare_exchange_strong(claimed, pos + 1, std::memory_order_release,
-                                     std::memory_order_relaxed);
+  publish_entry(record.seq, pos + 1);
 }
 
 // Appends a whole call.

@@ -106,9 +106,46 @@ struct CrashRecord {
 };
 
 // One fixed-size record of a slot's ring. `seq` is pos + 1 once the record at ring position `pos`
-// is complete; while a writer fills it, the kSeqWriting bit is set. Writers claim and publish with
+// is complete; while a writer fills it, the kSeqWriting bit is set. Writers claim with
 // compare-and-swap, so a writer that was lapped never overwrites or hides a newer record.
 inline constexpr uint64_t kSeqWriting = uint64_t{1} << 63;
+
+// How long a writer waits for an older one to finish the entry it needs, in pause instructions
+// (a few microseconds).
+inline constexpr int kClaimSpins = 1000;
+
+// Claims the entry whose sequence word is `seq` for the record at ring position mine - 1. Fails
+// when a newer writer holds it (this one was lapped), or an older one still fills it past a short
+// wait: two writers never fill one entry at once, which would mix their fields under the newer
+// one's seq. The older writer may be this very thread, interrupted by a signal whose handler
+// appends; the record is then lost, and the reader counts it once later records are out.
+// Async-signal-safe, never blocks.
+inline bool claim_entry(std::atomic<uint64_t>& seq, uint64_t mine) {
+  uint64_t seen = seq.load(std::memory_order_relaxed);
+  for (int spins = 0;;) {
+    if ((seen & ~kSeqWriting) >= mine) return false;
+    if ((seen & kSeqWriting) != 0) {
+      if (++spins > kClaimSpins) return false;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+      seen = seq.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (seq.compare_exchange_weak(seen, mine | kSeqWriting, std::memory_order_acquire,
+                                  std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+}
+
+// Publishes an entry claimed with claim_entry: the reader sees all of it or none. Only its
+// claimer may touch an entry being filled, so a plain store does it.
+inline void publish_entry(std::atomic<uint64_t>& seq, uint64_t mine) {
+  seq.store(mine, std::memory_order_release);
+}
 
 struct Record {
   std::atomic<uint64_t> seq;
