@@ -343,7 +343,7 @@ TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturne
   store::CollectiveIssue issue;
   issue.t_ns = kStart + 97 * kSecond;
   issue.kind = "collective-missing";
-  issue.message = "rank 1 never made all_reduce #3";
+  issue.message = "collective-missing: rank 1 never made all_reduce #3";  // as the checker says it
   run.evidence.collective_issues.push_back(issue);
 
   std::string html = collective_timeline_html(run.diagnosis, run.evidence);
