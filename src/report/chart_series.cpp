@@ -91,19 +91,27 @@ class ChartBuilder {
 
 using ProcessKey = std::pair<int, uint64_t>;
 
+// Sorts `items` by `peak`, largest first, and keeps the first kChartSeries; `title` says so when
+// some were left out.
+template <typename T, typename Peak>
+void keep_largest(std::vector<T>& items, Peak peak, std::string& title) {
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const T& a, const T& b) { return peak(a) > peak(b); });
+  if (items.size() > kChartSeries) {
+    title += fmt::format(", the {} largest of {}", kChartSeries, items.size());
+    items.resize(kChartSeries);
+  }
+}
+
 std::optional<Chart> process_memory(ChartBuilder builder, const analysis::Diagnosis& d,
                                     const store::Evidence& e) {
   std::vector<const analysis::ProcessSummary*> sampled;
   for (const auto& p : d.processes) {
     if (p.peak_rss) sampled.push_back(&p);
   }
-  std::stable_sort(sampled.begin(), sampled.end(),
-                   [](const auto* a, const auto* b) { return *a->peak_rss > *b->peak_rss; });
   std::string title = "Memory of each process (RSS)";
-  if (sampled.size() > kChartSeries) {
-    title += fmt::format(", the {} largest of {}", kChartSeries, sampled.size());
-    sampled.resize(kChartSeries);
-  }
+  keep_largest(
+      sampled, [](const auto* p) { return *p->peak_rss; }, title);
   std::map<ProcessKey, size_t> series;
   for (const auto* p : sampled) {
     series[{p->record.pid, p->record.start_ticks}] = builder.add_series(analysis::process_name(*p));
@@ -176,16 +184,14 @@ std::optional<Chart> gpu_process_memory(ChartBuilder builder, const analysis::Di
   };
   std::map<Key, uint64_t> peaks;
   for (const store::GpuProcessSample& s : e.gpu.process_samples) {
-    if (s.used_bytes) peaks[key_of(s)] = std::max(peaks[key_of(s)], *s.used_bytes);
+    if (!s.used_bytes) continue;
+    uint64_t& peak = peaks[key_of(s)];
+    peak = std::max(peak, *s.used_bytes);
   }
   std::vector<std::pair<Key, uint64_t>> largest(peaks.begin(), peaks.end());
-  std::stable_sort(largest.begin(), largest.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string title = "GPU memory of each process";
-  if (largest.size() > kChartSeries) {
-    title += fmt::format(", the {} largest of {}", kChartSeries, largest.size());
-    largest.resize(kChartSeries);
-  }
+  keep_largest(
+      largest, [](const auto& entry) { return entry.second; }, title);
   std::map<ProcessKey, const analysis::ProcessSummary*> job;
   for (const auto& p : d.processes) job[{p.record.pid, p.record.start_ticks}] = &p;
   std::map<Key, size_t> series;

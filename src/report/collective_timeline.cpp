@@ -37,7 +37,7 @@ struct Row {
 
 // Calls are timed by the kernel's tick (1 to 4 ms, common/clock.h): nothing finer is claimed.
 std::string duration_text(int64_t ns) {
-  if (ns >= 1'000'000'000) return fmt::format("took {:.1f} s", static_cast<double>(ns) / 1e9);
+  if (ns >= 1'000'000'000) return "took " + analysis::format_seconds(ns);
   if (ns >= 1'000'000) return fmt::format("took {} ms", (ns + 500'000) / 1'000'000);
   return "returned within a tick of the clock (1 to 4 ms)";
 }
@@ -45,6 +45,11 @@ std::string duration_text(int64_t ns) {
 // A call that returns once it is queued: its return says nothing of when the others came.
 bool returns_queued(const store::CollectiveCall& c) {
   return c.async || c.source == "nccl";
+}
+
+// A blocking call with no return recorded: it was still waiting when its process or the run ended.
+bool never_returned(const store::CollectiveCall& c) {
+  return c.end_ns == 0 && !returns_queued(c);
 }
 
 std::string call_text(const store::CollectiveCall& c, int64_t run_start_ns) {
@@ -57,7 +62,7 @@ std::string call_text(const store::CollectiveCall& c, int64_t run_start_ns) {
   if (!c.tensors.empty()) out += "; " + c.tensors;
   out += fmt::format("), at {:.3f} s: ", static_cast<double>(c.t_ns - run_start_ns) / 1e9);
   if (returns_queued(c)) return out + "returns once queued";
-  if (c.end_ns == 0) return out + "did not return";
+  if (never_returned(c)) return out + "did not return";
   return out + duration_text(c.end_ns - c.t_ns);
 }
 
@@ -77,8 +82,7 @@ std::vector<Row> rows_of(const analysis::Diagnosis& d, const store::Evidence& e,
   for (const store::CollectiveCall& c : e.collectives) {
     Row& row = by_process[{c.pid, c.start_ticks}];
     if (row.last == nullptr || c.t_ns >= row.last->t_ns) row.last = &c;
-    bool open = c.end_ns == 0 && !returns_queued(c);
-    if (c.t_ns <= to_ns && (open || std::max(c.t_ns, c.end_ns) >= from_ns)) {
+    if (c.t_ns <= to_ns && (never_returned(c) || std::max(c.t_ns, c.end_ns) >= from_ns)) {
       row.calls.push_back(&c);
     }
   }
@@ -165,7 +169,7 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
         html_escape(analysis::process_name(*row.process)), html_escape(last));
     for (const store::CollectiveCall* c : row.calls) {
       bool queued = returns_queued(*c);
-      bool open = c->end_ns == 0 && !queued;
+      bool open = never_returned(*c);
       double x = x_of(c->t_ns);
       double width =
           queued ? kMinBarWidth : std::max(kMinBarWidth, x_of(open ? to_ns : c->end_ns) - x);

@@ -167,13 +167,12 @@ void rename_process(const std::string& run_dir) {
 }  // namespace
 
 std::vector<int> processes_of_run(const std::string& run_dir) {
-  std::string entry = run_dir;
   std::vector<int> out;
   for (int pid : list_proc_pids()) {
     if (pid == getpid()) continue;
     std::optional<EnvironText> environ = read_proc_environ(pid);
     const char* value = environ ? environ->find(common::kRunDirEnv) : nullptr;
-    if (value != nullptr && value == entry) out.push_back(pid);
+    if (value != nullptr && value == run_dir) out.push_back(pid);
   }
   return out;
 }
