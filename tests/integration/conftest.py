@@ -69,10 +69,58 @@ def traindoc(tmp_path):
         argv = [str(TRAINDOC), "run", "--out", str(run_dir), *options, "--", *cmd]
         kwargs.setdefault("stdout", subprocess.PIPE)
         kwargs.setdefault("stderr", subprocess.PIPE)
-        proc = subprocess.run(argv, timeout=timeout, **kwargs)
+        hung = None
+        with subprocess.Popen(argv, **kwargs) as popen:
+            try:
+                stdout, stderr = popen.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                hung = describe_hang(popen.pid, run_dir)
+                popen.kill()
+                stdout, stderr = popen.communicate()
+        if hung is not None:
+            pytest.fail(f"traindoc run did not end in {timeout} s: {argv}\n{hung}\n"
+                        f"its stderr:\n{(stderr or b'').decode(errors='replace')[-4000:]}",
+                        pytrace=False)
+        proc = subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)
         return Run(proc, run_dir)
 
     return run
+
+
+def describe_hang(traindoc_pid, run_dir):
+    """What a run that did not end was doing: traindoc and each process of its job, each thread's
+    state and kernel wait, and its native stacks where gdb is installed."""
+    entry = f"TRAINDOC_RUN_DIR={Path(run_dir).resolve()}".encode()
+    pids = [traindoc_pid]
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and entry in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    lines = []
+    for pid in pids:
+        proc = Path(f"/proc/{pid}")
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (proc / "stat").read_text()
+            threads = []
+            for task in sorted((proc / "task").iterdir(), key=lambda t: int(t.name)):
+                task_stat = (task / "stat").read_text()
+                state = task_stat[task_stat.rindex(")") + 2]
+                threads.append(f"{task.name}:{state}:{(task / 'wchan').read_text() or '-'}")
+        except OSError as error:
+            lines.append(f"pid {pid}: {error}")
+            continue
+        ppid = stat[stat.rindex(")") + 2:].split()[1]
+        lines.append(f"pid {pid} ppid {ppid}: {cmdline}\n  threads {' '.join(threads)}")
+        if have("gdb"):
+            stacks = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex",
+                                     "thread apply all bt 30"], capture_output=True, text=True,
+                                    timeout=60)
+            lines.append("  " + "\n  ".join(l for l in stacks.stdout.splitlines()
+                                             if l.startswith(("#", "Thread"))))
+    return "\n".join(lines)
 
 
 def python_job(code):
