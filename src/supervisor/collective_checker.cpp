@@ -285,6 +285,7 @@ CollectiveChecker::CollectiveChecker(CheckerOptions options) : m_options(options
 void CollectiveChecker::process_started(int pid, uint64_t start_ticks, int rank, int world_size,
                                         bool inherited) {
   Process& process = m_processes[pid];
+  ++m_membership_version;
   if (process.start_ticks != start_ticks) process = Process{};
   process.start_ticks = start_ticks;
   process.rank = inherited ? -1 : rank;
@@ -340,6 +341,7 @@ void CollectiveChecker::add(const AgentCollective& record) {
     ++rank.completed;
     return;
   }
+  if (rank.pid != record.pid) ++m_membership_version;
   rank.pid = record.pid;
   rank.start_ticks = record.start_ticks;
   rank.last_number = std::max(rank.last_number, call.number);
@@ -385,7 +387,7 @@ std::vector<FoundIssue> CollectiveChecker::check(int64_t now_ns, bool final) {
 
 void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                                 std::vector<FoundIssue>& out) {
-  std::vector<int> members = members_here(group);
+  const std::vector<int>& members = members_here(group);
   std::vector<Held*> calls;
   for (int r : members) {
     Held* held = find_call(group.ranks[static_cast<size_t>(r)], number);
@@ -543,12 +545,15 @@ bool CollectiveChecker::elsewhere(const Group& group, int group_rank) const {
   return m_spans_machines && process_of(group, group_rank) == nullptr;
 }
 
-std::vector<int> CollectiveChecker::members_here(const Group& group) const {
-  std::vector<int> out;
-  for (int r = 0; r < group.size; ++r) {
-    if (!elsewhere(group, r)) out.push_back(r);
+const std::vector<int>& CollectiveChecker::members_here(Group& group) const {
+  if (group.here_version != m_membership_version) {
+    group.here.clear();
+    for (int r = 0; r < group.size; ++r) {
+      if (!elsewhere(group, r)) group.here.push_back(r);
+    }
+    group.here_version = m_membership_version;
   }
-  return out;
+  return group.here;
 }
 
 // The job rank of one side of a pair, as the other side's Python calls name it (their peer);
@@ -721,12 +726,8 @@ void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
   if (target == 0) return;
   std::vector<int> laggards;
   std::vector<int> arrived;
-  for (int r = 0; r < group.size; ++r) {
-    if (group.ranks[static_cast<size_t>(r)].last_number >= target) {
-      arrived.push_back(r);
-    } else if (!elsewhere(group, r)) {  // a rank on another machine makes its calls out of sight
-      laggards.push_back(r);
-    }
+  for (int r : members_here(group)) {  // a rank on another machine makes its calls out of sight
+    (group.ranks[static_cast<size_t>(r)].last_number >= target ? arrived : laggards).push_back(r);
   }
   if (laggards.empty()) return;
   std::vector<int> names = job_ranks(group);

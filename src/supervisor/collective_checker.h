@@ -48,7 +48,10 @@ class CollectiveChecker {
   // process here is on another machine, watched by the traindoc there, and never told missing
   // here. The world group's ranks here are compared among themselves; other groups that span
   // machines are not compared (their calls never all arrive here).
-  void job_spans_machines() { m_spans_machines = true; }
+  void job_spans_machines() {
+    m_spans_machines = true;
+    ++m_membership_version;
+  }
   // A process's training steps so far (the Python hook's counts, by kind).
   void steps_counted(int pid, store::StepKind kind, int64_t count);
   // One enter or exit record.
@@ -93,6 +96,9 @@ class CollectiveChecker {
     // A stall reported while every rank still ran: its laggards may yet come (a straggler).
     uint64_t stalled_number = 0;
     std::vector<int> stalled_ranks;
+    // members_here(), as of m_membership_version: it is asked at every call.
+    std::vector<int> here;
+    uint64_t here_version = 0;
   };
   struct Process {
     uint64_t start_ticks = 0;
@@ -119,7 +125,7 @@ class CollectiveChecker {
   const Process* process_of(const Group& group, int group_rank) const;
   bool elsewhere(const Group& group, int group_rank) const;
   // The group ranks on this machine: all of them, unless the job spans machines.
-  std::vector<int> members_here(const Group& group) const;
+  const std::vector<int>& members_here(Group& group) const;
   std::vector<int> job_ranks(const Group& group) const;
   int pid_of(const Group& group, int group_rank) const;
   store::CollectiveIssueRank rank_part(const Group& group, int group_rank) const;
@@ -130,6 +136,9 @@ class CollectiveChecker {
   CheckerOptions m_options;
   bool m_final = false;
   bool m_spans_machines = false;
+  // Moves on whenever a group's members here may have changed: a process started, a rank's
+  // first call.
+  uint64_t m_membership_version = 1;
   std::unordered_map<uint64_t, Group> m_groups;
   std::map<int, Process> m_processes;                    // by pid: the latest process holding it
   std::vector<std::pair<uint64_t, uint64_t>> m_pending;  // (group, number) ready to compare

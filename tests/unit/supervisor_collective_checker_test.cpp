@@ -762,17 +762,19 @@ TEST(CollectiveChecker, OfTheRanksOnThisMachineOneIsMissing) {
   EXPECT_EQ(found[0].dump_pids, (std::vector<int>{101, 102}));
 }
 
+// An all-reduce of `size` elements in the world group of 4 ranks.
+AgentCollective world_call(int rank, uint64_t number, uint32_t size = 16) {
+  AgentCollective c = call(rank, number, CollectiveOp::kAllReduce, {size});
+  c.call.group_size = 4;
+  c.call.flags |= common::kCollectiveDefaultGroup;
+  return c;
+}
+
 // Ranks 2 and 3 of a world of 4 on this machine, ranks 0 and 1 on another.
 TEST(CollectiveChecker, TheWorldGroupsRanksHereAreComparedAmongThemselves) {
   CollectiveChecker checker({.stall_ns = 3 * kSecond});
   checker.job_spans_machines();
   for (int r = 2; r < 4; ++r) checker.process_started(100 + r, 7, r, 4);
-  auto world_call = [](int rank, uint64_t number, uint32_t size) {
-    AgentCollective c = call(rank, number, CollectiveOp::kAllReduce, {size});
-    c.call.group_size = 4;
-    c.call.flags |= common::kCollectiveDefaultGroup;
-    return c;
-  };
   checker.add(world_call(2, 1, 16));
   checker.add(world_call(3, 1, 16));
   EXPECT_TRUE(checker.check(kT0 + kSecond).empty());
@@ -788,6 +790,22 @@ TEST(CollectiveChecker, TheWorldGroupsRanksHereAreComparedAmongThemselves) {
   EXPECT_EQ(issue.ranks[1].group_rank, 3);
   EXPECT_THAT(issue.message,
               HasSubstr("rank 2: [100] at train.py:10; rank 3: [200] at train.py:10"));
+}
+
+// Rank 3 starts on this machine after rank 2 made its first call: it is one of the ranks here
+// from then on, and missing when it never makes that call.
+TEST(CollectiveChecker, ARankThatStartsLateIsOneOfTheRanksHere) {
+  CollectiveChecker checker({.stall_ns = 3 * kSecond});
+  checker.job_spans_machines();
+  checker.process_started(102, 7, 2, 4);
+  checker.add(world_call(2, 1));
+  EXPECT_TRUE(checker.check(kT0 + kSecond).empty());
+  checker.process_started(103, 7, 3, 4);
+  std::vector<FoundIssue> found = checker.check(kT0 + 10 * kSecond);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_THAT(found[0].issue.message, HasSubstr("rank 3 never made all_reduce #1"));
+  EXPECT_EQ(found[0].issue.ranks[3].state, "never called it");
+  EXPECT_EQ(found[0].issue.ranks[0].state, "on another machine");
 }
 
 TEST(CollectiveChecker, AGroupOfOneIsStoredNotCompared) {
