@@ -63,6 +63,10 @@ std::string call_text(const store::CollectiveCall& c, int64_t run_start_ns) {
   out += fmt::format("), at {:.3f} s: ", static_cast<double>(c.t_ns - run_start_ns) / 1e9);
   if (returns_queued(c)) return out + "returns once queued";
   if (never_returned(c)) return out + "did not return";
+  if (c.raised) {
+    return out + "raised after " + analysis::format_seconds(c.end_ns - c.t_ns) +
+           ": it gave up waiting (a timeout, or a rank that left)";
+  }
   return out + duration_text(c.end_ns - c.t_ns);
 }
 
@@ -137,7 +141,8 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
   out += fmt::format(
       "<p>Each rank's collective and point-to-point calls from {:.1f} s to {:.1f} s after the "
       "start{}: a bar from the call to its return, <span class=\"open-key\">red</span> where it "
-      "did not return, grey where it returns once queued (<code>async_op</code>, NCCL); a dashed "
+      "did not return or raised, grey where it returns once queued (<code>async_op</code>, NCCL); "
+      "a dashed "
       "line where traindoc found an issue. Hover for each call's details. run.db keeps the first "
       "200 calls of each rank and group, the last 64 and those around each finding; the others "
       "are not drawn{}.</p>\n",
@@ -176,9 +181,10 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
       out += fmt::format(
           "<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\">"
           "<title>{}</title></rect>\n",
-          queued ? "queued"
-          : open ? "open"
-                 : "call",
+          queued      ? "queued"
+          : open      ? "open"
+          : c->raised ? "raised"
+                      : "call",
           x, top + (kRowHeight - kBarHeight) / 2, width, kBarHeight,
           html_escape(call_text(*c, d.run.start_ns)));
     }

@@ -67,7 +67,7 @@ td.command { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-
 .timeline .tick { fill: #5c6670; text-anchor: middle; }
 .timeline .grid { stroke: #eceff1; }
 .timeline rect.call { fill: #2f6fb3; }
-.timeline rect.open { fill: #b3261e; }
+.timeline rect.open, .timeline rect.raised { fill: #b3261e; }
 .timeline rect.queued { fill: #8a939c; }
 .timeline line.issue { stroke: #c77c02; stroke-width: 2; stroke-dasharray: 5 3; }
 .open-key { color: #b3261e; font-weight: 600; }

@@ -14,7 +14,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -237,6 +237,7 @@ struct CollectiveCall {
   std::string site;     // "train.py:42"; "" when unknown
   uint64_t step = 0;
   bool async = false;
+  bool raised = false;  // it raised: gave up waiting (a timeout, a closed connection)
 
   bool operator==(const CollectiveCall&) const = default;
 };

@@ -257,6 +257,12 @@ CREATE TABLE log_writers (
 );
 )sql";
 
+// Schema 8: a call that raised (gave up waiting) rather than returned. tests/fixtures/store/
+// schema_v8.sql holds schema 7 plus this.
+constexpr const char* kDdlV8 = R"sql(
+ALTER TABLE collectives ADD COLUMN raised INTEGER;
+)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -323,6 +329,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV5);
   detail::exec(db, kDdlV6);
   detail::exec(db, kDdlV7);
+  detail::exec(db, kDdlV8);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -338,6 +345,7 @@ void upgrade(sqlite3* db) {
   if (version < 5) detail::exec(db, kDdlV5);
   if (version < 6) detail::exec(db, kDdlV6);
   if (version < 7) detail::exec(db, kDdlV7);
+  if (version < 8) detail::exec(db, kDdlV8);
   set_version(db);
 }
 

@@ -357,11 +357,12 @@ void read_step_samples(sqlite3* db, std::vector<StepSample>& out) {
   }
 }
 
-void read_collectives(sqlite3* db, std::vector<CollectiveCall>& out) {
+void read_collectives(sqlite3* db, int schema_version, std::vector<CollectiveCall>& out) {
   Statement rows(db,
                  "SELECT t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, group_size, "
-                 "source, op, dtype, count, tensors, redop, peer, site, step, async "
-                 "FROM collectives ORDER BY t_ns, id");
+                 "source, op, dtype, count, tensors, redop, peer, site, step, async, " +
+                     std::string(schema_version >= 8 ? "raised" : "NULL") +
+                     " FROM collectives ORDER BY t_ns, id");
   while (rows.step()) {
     CollectiveCall& c = out.emplace_back();
     c.t_ns = rows.int64(0);
@@ -382,6 +383,7 @@ void read_collectives(sqlite3* db, std::vector<CollectiveCall>& out) {
     c.site = rows.text(15);
     c.step = rows.uint64(16);
     c.async = rows.int32(17) != 0;
+    c.raised = rows.int32(18) != 0;
   }
 }
 
@@ -481,7 +483,7 @@ Evidence read_evidence(const std::string& db_path) {
   if (evidence.schema_version >= 3) detail::read_gpu(db, evidence.schema_version, evidence.gpu);
   // Schema 3 adds the collectives; older files read with none.
   if (evidence.schema_version >= 3) {
-    read_collectives(db, evidence.collectives);
+    read_collectives(db, evidence.schema_version, evidence.collectives);
     read_collective_issues(db, evidence.collective_issues);
   }
   read_bounds(db, evidence);

@@ -185,6 +185,7 @@ struct StoreWriter::Impl {
   Statement drop_log_lines;
   detail::GpuTables gpu;
   Statement insert_collective;
+  Statement end_collective;
   Statement insert_issue;
   Statement insert_issue_rank;
 
@@ -269,8 +270,13 @@ struct StoreWriter::Impl {
     insert_collective = Statement(
         d,
         "INSERT INTO collectives (t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, "
-        "group_size, source, op, dtype, count, tensors, redop, peer, site, step, async) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
+        "group_size, source, op, dtype, count, tensors, redop, peer, site, step, async, raised) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+        "?19)");
+    end_collective =
+        Statement(d,
+                  "UPDATE collectives SET end_ns = ?1, raised = ?2 WHERE group_id = ?3 "
+                  "AND number = ?4 AND pid = ?5 AND start_ticks = ?6");
     insert_issue = Statement(d,
                              "INSERT INTO collective_issues (t_ns, first_ns, kind, group_id, "
                              "number, op, field, message, aborted) "
@@ -669,8 +675,23 @@ void StoreWriter::add_collectives(const std::vector<CollectiveCall>& calls) {
         .bind(16, c.site)
         .bind(17, c.step)
         .bind(18, c.async ? 1 : 0)
+        .bind(19, c.raised ? 1 : 0)
         .run();
     ++s.collective_count;
+  }
+}
+
+void StoreWriter::end_collectives(const std::vector<CollectiveCall>& calls) {
+  Impl& s = *m_impl;
+  begin_if_needed();
+  for (const CollectiveCall& c : calls) {
+    s.end_collective.bind(1, c.end_ns)
+        .bind(2, c.raised ? 1 : 0)
+        .bind(3, c.group)
+        .bind(4, c.number)
+        .bind(5, c.pid)
+        .bind(6, c.start_ticks)
+        .run();
   }
 }
 

@@ -68,6 +68,9 @@ class StoreWriter {
   void add_log_lines(const std::vector<LogLine>& lines);
   // Appends, subject to max_collectives.
   void add_collectives(const std::vector<CollectiveCall>& calls);
+  // Sets end_ns and raised of calls appended before they returned, found by group, number and
+  // process; a call not stored (beyond max_collectives) stays so.
+  void end_collectives(const std::vector<CollectiveCall>& calls);
   // Appends an issue with its ranks.
   void add_collective_issue(const CollectiveIssue& issue);
 

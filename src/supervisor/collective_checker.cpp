@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "supervisor/collective_text.h"
 
@@ -329,14 +330,21 @@ void CollectiveChecker::add(const AgentCollective& record) {
   group.last_activity_ns = std::max(group.last_activity_ns, call.time_ns);
   if (call.event == static_cast<uint8_t>(common::CollectiveEvent::kExit)) {
     bool raised = (call.flags & common::kCollectiveRaised) != 0;
-    if (Held* held = find_call(rank, call.number)) {
+    Held* recent = find_call(rank, call.number);
+    Held* first =
+        call.number <= rank.first.size() && rank.first[call.number - 1].call.number == call.number
+            ? &rank.first[call.number - 1]
+            : nullptr;
+    for (Held* held : {recent, first}) {
+      if (held == nullptr) continue;
       held->end_ns = call.time_ns;
       held->raised = raised;
     }
-    if (call.number <= rank.first.size() &&
-        rank.first[call.number - 1].call.number == call.number) {
-      rank.first[call.number - 1].end_ns = call.time_ns;
-      rank.first[call.number - 1].raised = raised;
+    // Every held call up to stored_upto went to run.db (take_calls): this one without its end.
+    Held* ended = recent != nullptr ? recent : first;
+    if (ended != nullptr && call.number <= rank.stored_upto) {
+      m_late_ends.push_back(
+          to_store(ended->call, ended->pid, ended->start_ticks, ended->end_ns, ended->raised));
     }
     ++rank.completed;
     return;
@@ -991,6 +999,10 @@ void CollectiveChecker::steps_counted(int pid, store::StepKind kind, int64_t cou
   known = std::max(known, count);
 }
 
+std::vector<store::CollectiveCall> CollectiveChecker::take_late_ends() {
+  return std::exchange(m_late_ends, {});
+}
+
 std::vector<store::CollectiveCall> CollectiveChecker::take_calls(bool all) {
   std::vector<store::CollectiveCall> out;
   for (auto& [id, group] : m_groups) {
@@ -998,12 +1010,12 @@ std::vector<store::CollectiveCall> CollectiveChecker::take_calls(bool all) {
       if (!all && !group.flush) continue;
       for (; rank.first_stored < rank.first.size(); ++rank.first_stored) {
         const Held& h = rank.first[rank.first_stored];
-        out.push_back(to_store(h.call, h.pid, h.start_ticks, h.end_ns));
+        out.push_back(to_store(h.call, h.pid, h.start_ticks, h.end_ns, h.raised));
         rank.stored_upto = std::max(rank.stored_upto, h.call.number);
       }
       for (const Held& h : rank.recent) {
         if (h.call.number <= rank.stored_upto) continue;
-        out.push_back(to_store(h.call, h.pid, h.start_ticks, h.end_ns));
+        out.push_back(to_store(h.call, h.pid, h.start_ticks, h.end_ns, h.raised));
         rank.stored_upto = h.call.number;
       }
     }

@@ -64,6 +64,8 @@ class CollectiveChecker {
   // Calls for run.db: the first ones of every rank and group, and the recent ones of a group
   // that an issue named. `all`: at the end, everything still held.
   std::vector<store::CollectiveCall> take_calls(bool all);
+  // Calls handed out by take_calls before they returned, whose return (or raise) came since.
+  std::vector<store::CollectiveCall> take_late_ends();
 
  private:
   struct Held {
@@ -142,6 +144,7 @@ class CollectiveChecker {
   std::unordered_map<uint64_t, Group> m_groups;
   std::map<int, Process> m_processes;                    // by pid: the latest process holding it
   std::vector<std::pair<uint64_t, uint64_t>> m_pending;  // (group, number) ready to compare
+  std::vector<store::CollectiveCall> m_late_ends;
   bool m_any_issue = false;
 };
 

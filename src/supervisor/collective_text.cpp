@@ -148,7 +148,7 @@ std::string site_text(const common::CollectiveCall& call) {
 }
 
 store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint64_t start_ticks,
-                               int64_t end_ns) {
+                               int64_t end_ns, bool raised) {
   store::CollectiveCall out;
   out.t_ns = call.time_ns;
   out.end_ns = end_ns;
@@ -169,6 +169,7 @@ store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint
   out.site = site_text(call);
   out.step = call.step;
   out.async = (call.flags & (common::kCollectiveAsync | common::kCollectiveQueued)) != 0;
+  out.raised = raised;
   return out;
 }
 

@@ -26,7 +26,8 @@ std::string seconds_text(int64_t ns);
 // "train.py:42" (the file as recorded), "" when unknown.
 std::string site_text(const common::CollectiveCall& call);
 
+// `raised`: its return was an exception (it gave up waiting).
 store::CollectiveCall to_store(const common::CollectiveCall& call, int pid, uint64_t start_ticks,
-                               int64_t end_ns);
+                               int64_t end_ns, bool raised);
 
 }  // namespace traindoc::supervisor

@@ -166,6 +166,8 @@ class Loop {
   void watch_time_limits(int64_t t_ns);
   uint64_t store_log_streams(const LogTap& tap);
   void report_issue(store::CollectiveIssue& issue, const std::string& prompt);
+  // The checker's calls for run.db (`all`: at the end), and the ends of those stored open.
+  void store_calls(bool all);
   void abort_job(const store::CollectiveIssue& issue);
 
   // An issue of the stall watch waiting for the stacks it asked for.
@@ -439,7 +441,7 @@ void Loop::report_issue(store::CollectiveIssue& issue, const std::string& prompt
       m_options.abort_on_issue && issue.field != "site" && m_kill_at_ns == 0 && !m_root_done;
   issue.aborted = abort;
   m_store.add_collective_issue(issue);
-  m_store.add_collectives(m_checker.take_calls(false));
+  store_calls(false);
   m_store.flush();
   if (m_options.announce) {
     fprintf(stderr, "traindoc: %s%s\n", issue.message.c_str(), prompt.c_str());
@@ -800,12 +802,17 @@ void Loop::store_changes() {
   m_store.flush();
 }
 
+void Loop::store_calls(bool all) {
+  m_store.add_collectives(m_checker.take_calls(all));
+  m_store.end_collectives(m_checker.take_late_ends());
+}
+
 void Loop::finish() {
   reap_children();
   read_agent();
   check_collectives(true);
   collect_stacks(true);
-  m_store.add_collectives(m_checker.take_calls(true));
+  store_calls(true);
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
   m_store.write_run(m_run);

@@ -383,6 +383,14 @@ def test_a_straggler_later_than_the_timeout_is_the_cause(tmp_path):  # H14
     root = assert_root(run, "collective-missing", "straggler_past_the_timeout", ranks=[1])
     assert "a straggler" in root["title"], root["title"]
     assert "raise the process group timeout" in root["fix"]
+    # Both calls raised, rank 0's at its 3 s timeout (after the issue stored it open), rank 1's on
+    # the closed connection: run.db and the page's timeline tell them from calls that completed.
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        raised = db.execute("SELECT group_rank, number, end_ns - t_ns FROM collectives "
+                            "WHERE raised = 1 ORDER BY group_rank").fetchall()
+    assert [(rank, number) for rank, number, _ in raised] == [(0, 2), (1, 2)], raised
+    assert 2.5e9 < raised[0][2] < 10e9, raised
+    assert (run.run_dir / "report.html").read_text().count('<rect class="raised"') == 2
 
 
 def test_a_late_peer_of_an_async_call_is_no_finding(tmp_path):

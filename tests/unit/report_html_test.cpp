@@ -378,6 +378,25 @@ TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturne
   EXPECT_NE(render_html(run.diagnosis, run.evidence).find(html), std::string::npos);
 }
 
+// Rank 0 gave up waiting for rank 1 after 30 s (the process group's timeout): its bar ends there,
+// red, and says it raised rather than took 30 s.
+TEST(CollectiveTimeline, ACallThatRaisedIsToldFromOneThatReturned) {
+  JobRun run = two_ranks(100);
+  store::CollectiveCall raised = call(run.diagnosis.processes[0], 1, 40, 30);
+  raised.raised = true;
+  run.evidence.collectives = {raised, call(run.diagnosis.processes[1], 1, 41, 29)};
+  std::string html = collective_timeline_html(run.diagnosis, run.evidence);
+  EXPECT_EQ(occurrences(html, "<rect class=\"raised\""), 1u);
+  EXPECT_EQ(occurrences(html, "<rect class=\"call\""), 1u);
+  EXPECT_NE(html.find("(rank 0 of 2 ranks; [4] float32), at 40.000 s: raised after 30.0 s: it "
+                      "gave up waiting (a timeout, or a rank that left)</title>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("at 41.000 s: took 29.0 s</title>"), std::string::npos);
+  EXPECT_NE(render_html(run.diagnosis, run.evidence).find(".timeline rect.raised"),
+            std::string::npos);
+}
+
 TEST(CollectiveTimeline, ARunWithoutARecordedEndEndsAtItsLastSample) {
   JobRun run = growing_run(100);  // samples up to 99 s
   run.diagnosis.run.end_ns = 0;

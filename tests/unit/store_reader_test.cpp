@@ -561,23 +561,57 @@ TEST(StoreReader, ReadsTheWritersOfSchemaV7AndOfAnUpgradedV6File) {
     writer.write_log_stream(file);  // written again at every sample: the same rows
   }
   const Evidence upgraded = read_evidence(v6);
-  EXPECT_EQ(upgraded.schema_version, 7);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
   ASSERT_EQ(upgraded.logs.size(), 3u);
   EXPECT_EQ(upgraded.logs[2], file);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v7.sql. A change
+// Schema 8 tells a call that raised from one that returned; a v7 file's calls all returned (or
+// did not), and a v7 file upgraded by a writer of this build keeps the difference from then on.
+TEST(StoreReader, ReadsTheRaisedCallsOfSchemaV8AndOfAnUpgradedV7File) {
+  TempDir dir;
+  const std::string v8 = dir.file("v8.db");
+  load_sql_fixture("schema_v8.sql", v8);
+  const Evidence seen = read_evidence(v8);
+  EXPECT_EQ(seen.schema_version, 8);
+  ASSERT_EQ(seen.collectives.size(), 3u);
+  EXPECT_FALSE(seen.collectives[0].raised);
+  EXPECT_TRUE(seen.collectives[2].raised);
+  EXPECT_EQ(seen.collectives[2].end_ns, 1'700'000'061'000'000'000);
+  EXPECT_EQ(seen.logs[2].writers.size(), 1u);  // what schema 7 had still reads
+
+  const std::string v7 = dir.file("v7.db");
+  load_sql_fixture("schema_v7.sql", v7);
+  ASSERT_EQ(read_evidence(v7).collectives.size(), 2u);
+  EXPECT_FALSE(read_evidence(v7).collectives[0].raised);
+  CollectiveCall raised = read_evidence(v7).collectives[0];
+  raised.number = 2;
+  raised.t_ns += 1'000'000'000;
+  raised.end_ns = raised.t_ns + 30'000'000'000;
+  raised.raised = true;
+  {
+    StoreWriter writer = StoreWriter::open(v7);
+    writer.add_collectives({raised});
+  }
+  const Evidence upgraded = read_evidence(v7);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
+  ASSERT_EQ(upgraded.collectives.size(), 3u);
+  EXPECT_FALSE(upgraded.collectives[0].raised);  // written before: NULL, read as returned
+  EXPECT_EQ(upgraded.collectives[2], raised);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v8.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV7Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV8Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v7.sql", fixture);
+  load_sql_fixture("schema_v8.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 7);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 8);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);
@@ -640,6 +674,35 @@ TEST(StoreReader, CollectivesAndIssuesRoundTrip) {
   EXPECT_EQ(seen.collectives_dropped, 1u);
   ASSERT_EQ(seen.collective_issues.size(), 1u);
   EXPECT_EQ(seen.collective_issues[0], issue);
+}
+
+// A call stored before it returned gets its end later; another process's call of the same
+// number, and a call beyond max_collectives, are left as they are.
+TEST(StoreReader, ACallStoredOpenIsEndedInPlace) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  CollectiveCall open;
+  open.t_ns = 5;
+  open.pid = 42;
+  open.start_ticks = 7;
+  open.group = ~uint64_t{0};
+  open.number = 3;
+  CollectiveCall other = open;
+  other.pid = 43;
+  CollectiveCall ended = open;
+  ended.end_ns = 3'000'000'005;
+  ended.raised = true;
+  CollectiveCall unstored = open;
+  unstored.number = 4;
+  {
+    StoreWriter writer = StoreWriter::open(path, {.max_collectives = 2});
+    writer.add_collectives({open, other});
+    writer.end_collectives({ended, unstored});
+  }
+  const Evidence seen = read_evidence(path);
+  ASSERT_EQ(seen.collectives.size(), 2u);
+  EXPECT_EQ(seen.collectives[0], ended);
+  EXPECT_EQ(seen.collectives[1], other);
 }
 
 // Upgrading keeps schema 1's tables as they are and adds the later ones: the same file as a new

@@ -366,6 +366,45 @@ TEST_F(ThreeRanks, OthersStoppedAfterTheWaitGaveUpLeaveTheCallOnesAlone) {
       << found[0].issue.message;
 }
 
+// The issue's calls go to run.db with how rank 0's ended: it raised, 10 s in.
+TEST_F(ThreeRanks, ACallThatRaisedIsStoredAsRaised) {
+  for (int r = 0; r < 3; ++r) add(r, 1, 10);
+  AgentCollective extra = call(0, 2, CollectiveOp::kAllReduce, {1}, 7, "train.py", 20);
+  extra.call.group_size = 3;
+  checker.add(extra);
+  AgentCollective raised = exit_of(extra, kT0 + 10 * kSecond);
+  raised.call.flags = common::kCollectiveRaised;
+  checker.add(raised);
+  std::vector<store::CollectiveCall> calls = checker.take_calls(true);
+  ASSERT_EQ(calls.size(), 4u);
+  EXPECT_EQ(calls[0].number, 1u);
+  EXPECT_FALSE(calls[0].raised);
+  EXPECT_EQ(calls[1].number, 2u);
+  EXPECT_TRUE(calls[1].raised);
+  EXPECT_EQ(calls[1].end_ns, kT0 + 10 * kSecond);
+}
+
+// Rank 0's call went to run.db with the issue, still waiting; its raise 10 s later is handed out
+// once, to update it.
+TEST_F(ThreeRanks, ACallStoredBeforeItRaisedIsEndedLater) {
+  for (int r = 0; r < 3; ++r) add(r, 1, 10);
+  AgentCollective extra = call(0, 2, CollectiveOp::kAllReduce, {1}, 7, "train.py", 20);
+  extra.call.group_size = 3;
+  checker.add(extra);
+  ASSERT_EQ(checker.take_calls(true).size(), 4u);
+  AgentCollective raised = exit_of(extra, kT0 + 10 * kSecond);
+  raised.call.flags = common::kCollectiveRaised;
+  checker.add(raised);
+  EXPECT_TRUE(checker.take_calls(true).empty());
+  std::vector<store::CollectiveCall> ends = checker.take_late_ends();
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(ends[0].number, 2u);
+  EXPECT_EQ(ends[0].pid, 100);
+  EXPECT_EQ(ends[0].end_ns, kT0 + 10 * kSecond);
+  EXPECT_TRUE(ends[0].raised);
+  EXPECT_TRUE(checker.take_late_ends().empty());
+}
+
 // A subgroup of ranks 1 and 2 numbers them 0 and 1: the message names the job's ranks.
 TEST_F(ThreeRanks, ASubgroupsRanksAreTheJobsRanks) {
   for (int r = 1; r < 3; ++r) {
