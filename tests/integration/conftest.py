@@ -69,18 +69,23 @@ def traindoc(tmp_path):
         argv = [str(TRAINDOC), "run", "--out", str(run_dir), *options, "--", *cmd]
         kwargs.setdefault("stdout", subprocess.PIPE)
         kwargs.setdefault("stderr", subprocess.PIPE)
+        data = kwargs.pop("input", None)
+        if data is not None:
+            kwargs["stdin"] = subprocess.PIPE
         hung = None
         with subprocess.Popen(argv, **kwargs) as popen:
             try:
-                stdout, stderr = popen.communicate(timeout=timeout)
+                stdout, stderr = popen.communicate(data, timeout=timeout)
             except subprocess.TimeoutExpired:
                 hung = describe_hang(popen.pid, run_dir)
                 popen.kill()
                 stdout, stderr = popen.communicate()
         if hung is not None:
+            tail = (stderr or b"")[-4000:]
+            if isinstance(tail, bytes):
+                tail = tail.decode(errors="replace")
             pytest.fail(f"traindoc run did not end in {timeout} s: {argv}\n{hung}\n"
-                        f"its stderr:\n{(stderr or b'').decode(errors='replace')[-4000:]}",
-                        pytrace=False)
+                        f"its stderr:\n{tail}", pytrace=False)
         proc = subprocess.CompletedProcess(argv, popen.returncode, stdout, stderr)
         return Run(proc, run_dir)
 
