@@ -3,6 +3,7 @@ preloaded, so its exported functions are found in the process's global symbol sc
 import ctypes
 import functools
 import os
+import sys
 
 ABI_VERSION = 1
 
@@ -42,6 +43,15 @@ def quietly(function, *args):
             raise
 
 
+def hide_own_frame(error):
+    """Drops the calling wrapper's entry from `error`'s traceback, so that the job's traceback
+    reads as it would without traindoc. The wrapper then re-raises with a bare `raise`, which
+    keeps that traceback (Python 3.11 and later; older ones re-raise the one they saved)."""
+    tb = error.__traceback__
+    if tb is not None and tb.tb_frame is sys._getframe(1):
+        error.__traceback__ = tb.tb_next
+
+
 def tell_before(module, name, entry, argtypes, told):
     """Replaces `module.name` by a wrapper that first hands the agent's C entry point `entry` the
     values `told(*args, **kwargs)` returns, then calls the function as before. The library looks
@@ -57,7 +67,11 @@ def tell_before(module, name, entry, argtypes, told):
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         quietly(lambda: tell(*told(*args, **kwargs)))
-        return original(*args, **kwargs)
+        try:
+            return original(*args, **kwargs)
+        except BaseException as error:
+            hide_own_frame(error)
+            raise
 
     wrapper.__traindoc_recorded__ = True
     setattr(module, name, wrapper)

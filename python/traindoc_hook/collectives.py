@@ -260,30 +260,32 @@ def _wrap(c10d, name, function, enter, leave):
 
     @functools.wraps(function)
     def recorded(*args, **kwargs):
-        if _depth() > 0:
-            return function(*args, **kwargs)
         call = None
+        if _depth() == 0:
+            try:
+                arguments = signature.bind(*args, **kwargs).arguments
+                call = _build(c10d, spec, arguments)
+                if call is not None and (arguments.get("async_op") or name in _ALWAYS_ASYNC):
+                    call.flags |= _ASYNC
+            except Exception:  # a call we cannot describe runs unrecorded
+                if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+                    raise
+        number = 0
+        if call is not None:
+            number = enter(ctypes.byref(call))
+            _state.depth = 1
         try:
-            arguments = signature.bind(*args, **kwargs).arguments
-            call = _build(c10d, spec, arguments)
-            if call is not None and (arguments.get("async_op") or name in _ALWAYS_ASYNC):
-                call.flags |= _ASYNC
-        except Exception:  # a call we cannot describe runs unrecorded
-            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-                raise
-        if call is None:
             return function(*args, **kwargs)
-        number = enter(ctypes.byref(call))
-        _state.depth = 1
-        try:
-            return function(*args, **kwargs)
-        except BaseException:
-            # A raised call gave up (a timeout, a closed connection); a return says less.
-            call.flags |= _RAISED
+        except BaseException as error:
+            if call is not None:
+                # A raised call gave up (a timeout, a closed connection); a return says less.
+                call.flags |= _RAISED
+            _agent.hide_own_frame(error)
             raise
         finally:
-            _state.depth = 0
-            leave(ctypes.byref(call), number)
+            if call is not None:
+                _state.depth = 0
+                leave(ctypes.byref(call), number)
 
     recorded.__traindoc_recorded__ = True
     return recorded
@@ -307,8 +309,9 @@ def _wrap_init(c10d, function, called, joined, failed):
         _agent.quietly(lambda: called(*_asked(function, args, kwargs)))
         try:
             result = function(*args, **kwargs)
-        except BaseException:
+        except BaseException as error:
             _agent.quietly(failed)
+            _agent.hide_own_frame(error)
             raise
         _agent.quietly(lambda: joined(c10d.get_rank(), c10d.get_world_size()))
         return result

@@ -65,7 +65,11 @@ def _counting(function, kind):
     @functools.wraps(function)
     def counted(*args, **kwargs):
         count(kind)
-        return function(*args, **kwargs)
+        try:
+            return function(*args, **kwargs)
+        except BaseException as error:
+            _agent.hide_own_frame(error)
+            raise
 
     return counted
 

@@ -2,12 +2,13 @@
 which still runs the one that would have run without traindoc; patches wait for the job's own
 imports."""
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import types
 
-from conftest import PYTHON, ROOT, python_job
+from conftest import PYTHON, ROOT, free_port, python_job
 
 HOOK_DIR = ROOT / "build" / "python"
 
@@ -197,3 +198,45 @@ def test_a_cuda_tensor_is_recorded_with_its_device_and_as_queued():
     assert cpu.tensor_devices[0] == 1 and not cpu.flags & hook._QUEUED
     nccl = fake_c10d(object(), get_backend=lambda group: "nccl")
     assert hook._build(nccl, hook._SPECS["barrier"], {}).flags & hook._QUEUED  # every op
+
+
+RAISING_WRAPPED_CALLS = """
+import os, traceback, torch, torch.distributed as dist
+x = torch.ones(2, requires_grad=True)
+loss = (x * 2).sum()
+loss.backward()
+try:
+    loss.backward()  # a second time: torch.autograd.backward raises
+except RuntimeError:
+    traceback.print_exc()
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="FREE_PORT")
+dist.init_process_group("gloo", rank=0, world_size=1)
+try:
+    dist.init_process_group("gloo", rank=0, world_size=1)  # twice
+except RuntimeError:
+    traceback.print_exc()
+try:
+    dist.broadcast(torch.ones(2), src=5)  # recorded, then raises: no rank 5
+except RuntimeError:
+    traceback.print_exc()
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2))
+model(torch.ones(3, 5))  # uncaught: shapes that cannot be multiplied, in DDP's forward
+"""
+
+
+def test_a_wrapped_call_that_raises_prints_the_traceback_it_prints_without_traindoc(traindoc,
+                                                                                    tmp_path):
+    """backward, init_process_group, a collective and DDP's forward go through the hook's
+    wrappers: the job's tracebacks are byte for byte those of the same job without traindoc."""
+    script = tmp_path / "train.py"
+    script.write_text(RAISING_WRAPPED_CALLS.replace("FREE_PORT", str(free_port())))
+    plain = subprocess.run([PYTHON, str(script)], capture_output=True)
+    script.write_text(RAISING_WRAPPED_CALLS.replace("FREE_PORT", str(free_port())))
+    run = traindoc([PYTHON, str(script)], "--silent")
+    assert plain.returncode == run.status == 1
+    assert plain.stderr.count(b"Traceback (most recent call last)") == 4, plain.stderr.decode()
+    assert b"in counted" not in run.stderr and b"traindoc_hook" not in run.stderr, run.stderr.decode()
+    assert run.stderr == plain.stderr
+    with sqlite3.connect(run.run_dir / "run.db") as db:  # the broadcast was recorded all the same
+        calls = db.execute("SELECT op, raised FROM collectives").fetchall()
+    assert calls == [("broadcast", 1)], calls
