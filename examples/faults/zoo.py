@@ -43,12 +43,18 @@ class Case:
     consequence_title: list = dataclasses.field(default_factory=list)
 
 
+# The rank's failure names the dead worker, in PyTorch's words ("DataLoader worker (pid(s) N)
+# exited unexpectedly") or, where the worker died while the rank fetched a batch it had made and
+# PyTorch says only "Connection reset by peer", in traindoc's ("... from DataLoader worker 0 of
+# rank 0 (pid N) when it died ...").
+WORKER_NAMED = ["DataLoader worker", "{pid})"]
+
 CASES = [
     Case("T01", "worker_segfault.py", 0, "worker-crash", [0], ["worker", "SIGSEGV", "null pointer"],
          ["string_at"], ["num_workers=0"], ["python-exception"],
-         consequence_title=["DataLoader worker (pid(s) {pid}) exited unexpectedly"]),
+         consequence_title=WORKER_NAMED),
     Case("T03", "worker_killed.py", 0, "worker-crash", [0], ["worker", "SIGKILL"], [], ["OOM"],
-         ["python-exception"], consequence_title=["DataLoader worker (pid(s) {pid}) exited unexpectedly"]),
+         ["python-exception"], consequence_title=WORKER_NAMED),
     Case("T05", "worker_timeout.py", 0, "worker-timeout", [0], ["1000 ms"], ["worker_timeout.py"],
          ["timeout"]),
     Case("T08", "small_shm.py", 0, "shm-exhausted", [0], ["/dev/shm"], [], ["--shm-size"],

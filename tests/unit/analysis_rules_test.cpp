@@ -302,6 +302,45 @@ TEST(RuleKilled, SigkillOfAWorkerWithoutOomEvidenceIsAWorkerCrash) {
   EXPECT_THAT(f.evidence, Contains(HasSubstr("no OOM kill was counted")));
 }
 
+// The OOM killer ended worker 0 while rank 0 fetched the file descriptors of a batch it had
+// made (CASES.md T03 at another moment): rank 0's ConnectionResetError names the worker.
+TEST(RuleKilled, ARankThatLostItsWorkerMidBatchNamesIt) {
+  for (bool through_sharer : {true, false}) {
+    Evidence e = torchrun_job();
+    e.host_samples = {host(9), host(11)};
+    killed(e, kWorker0, 10, SIGKILL);
+    uint64_t number = 1;
+    std::vector<std::string> lines = {
+        "Traceback (most recent call last):",
+        "  File \"/home/user/proj/train.py\", line 30, in <module>",
+        "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line "
+        "305, in rebuild_storage_fd",
+        "  File \"/usr/lib/python3.11/multiprocessing/resource_sharer.py\", line 57, in detach",
+        "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 378, in _recv",
+        "ConnectionResetError: [Errno 104] Connection reset by peer"};
+    if (!through_sharer) lines.erase(lines.begin() + 2, lines.begin() + 4);
+    print_lines(e, 10.1, number, lines, "[default0]:");
+    exited(e, kRank0, 10.3, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 2u) << through_sharer;
+    EXPECT_EQ(d.findings[0].kind, "worker-crash");
+    const Finding& rank = d.findings[1];
+    EXPECT_EQ(rank.kind, "python-exception");
+    if (!through_sharer) {
+      EXPECT_EQ(rank.title,
+                "rank 0 (pid 1010) raised ConnectionResetError: [Errno 104] Connection reset by "
+                "peer");
+      continue;
+    }
+    EXPECT_EQ(rank.title,
+              "rank 0 (pid 1010) was receiving a batch from DataLoader worker 0 of rank 0 (pid "
+              "1020) when it died of SIGKILL: ConnectionResetError: [Errno 104] Connection reset "
+              "by peer");
+    EXPECT_THAT(rank.fix, HasSubstr("Not a network fault"));
+    EXPECT_THAT(d.findings[0].consequences, ElementsAre(1));
+  }
+}
+
 TEST(RuleKilled, SigkillOfARankWithoutOomEvidenceIsKilledExternally) {
   Evidence e = torchrun_job();
   e.host_samples = {host(9), host(11)};
