@@ -442,6 +442,10 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       if (known && known->kind == "peer-exited") continue;  // rule_peer_exited
       from_exception(context, p, *tb, f, merge_key);
       if (t_ns == 0 || tb->t_ns < t_ns) t_ns = tb->t_ns;  // it failed when it printed it
+      // unless it failed for its worker's end, however late that was seen,
+      if (const ProcessSummary* worker = worker_gone_mid_batch(context, p, *tb)) {
+        t_ns = std::max(t_ns, worker->record.end_ns + 1);
+      }
       // and before the crash it led to, even where its lines were read after the crash record.
       for (const TimedFinding& crash : out) {
         if (crash.from_crash_record && crash.pid == r.pid) t_ns = std::min(t_ns, crash.t_ns - 1);

@@ -303,12 +303,13 @@ TEST(RuleKilled, SigkillOfAWorkerWithoutOomEvidenceIsAWorkerCrash) {
 }
 
 // The OOM killer ended worker 0 while rank 0 fetched the file descriptors of a batch it had
-// made (CASES.md T03 at another moment): rank 0's ConnectionResetError names the worker.
+// made (CASES.md T03 at another moment): rank 0's ConnectionResetError names the worker, and
+// comes after the worker's end, which rank 0 saw only when it reaped it, after its traceback.
 TEST(RuleKilled, ARankThatLostItsWorkerMidBatchNamesIt) {
   for (bool through_sharer : {true, false}) {
     Evidence e = torchrun_job();
     e.host_samples = {host(9), host(11)};
-    killed(e, kWorker0, 10, SIGKILL);
+    killed(e, kWorker0, through_sharer ? 10.5 : 10, SIGKILL);
     uint64_t number = 1;
     std::vector<std::string> lines = {
         "Traceback (most recent call last):",
