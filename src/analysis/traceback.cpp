@@ -140,6 +140,57 @@ bool is_header_line(std::string_view t) {
   return !before.ends_with(" :");
 }
 
+// CPython's dump of an exception it could not finish printing (another exception came while it
+// wrote the traceback: a DataLoader's SIGCHLD handler raising), after which it prints
+// "lost sys.stderr": "object type name: EOFError", "object repr     : EOFError()"; its first
+// line, "object address  : 0x...", glued to what was being written. The field and its value.
+struct ObjectDumpLine {
+  std::string_view field;  // "address", "refcount", "type", "type name", "repr"
+  std::string_view value;
+};
+
+constexpr std::string_view kLostStderr = "lost sys.stderr";
+
+std::optional<ObjectDumpLine> object_dump_line(std::string_view t) {
+  constexpr std::string_view kAddress = "object address  : ";
+  if (size_t glued = t.find(kAddress); glued != std::string_view::npos) {
+    return ObjectDumpLine{"address", t.substr(glued + kAddress.size())};
+  }
+  if (!t.starts_with("object ")) return std::nullopt;
+  size_t colon = t.find(": ");
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view field = rtrim(t.substr(7, colon - 7));
+  if (field != "refcount" && field != "type" && field != "type name" && field != "repr") {
+    return std::nullopt;
+  }
+  return ObjectDumpLine{field, t.substr(colon + 2)};
+}
+
+// The message of an exception's repr, its one string argument unquoted ("KeyError('label')"
+// gives "label", "EOFError()" gives ""); several arguments stay as written.
+std::string repr_message(std::string_view repr, std::string_view type) {
+  size_t dot = type.rfind('.');
+  std::string_view name = type.substr(dot == std::string_view::npos ? 0 : dot + 1);
+  if (!repr.starts_with(name) || !repr.ends_with(")") || repr.size() < name.size() + 2) {
+    return std::string(repr);
+  }
+  std::string_view args = repr.substr(name.size() + 1, repr.size() - name.size() - 2);
+  if (args.size() < 2 || (args.front() != '\'' && args.front() != '"') ||
+      args.back() != args.front()) {
+    return std::string(args);
+  }
+  std::string out;
+  for (size_t i = 1; i + 1 < args.size(); ++i) {
+    if (args[i] == '\\' && i + 2 < args.size()) {
+      char next = args[++i];
+      out += next == 'n' ? '\n' : next;
+    } else {
+      out += args[i];
+    }
+  }
+  return out;
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<PythonTraceback>& out) : m_out(out) {}
@@ -304,6 +355,18 @@ class Parser {
       if (is_header && m_out[track.current].frames.empty() && track.parallel < kMaxParallel) {
         ++track.parallel;
         touch(track, line);
+        return;
+      }
+      if (std::optional<ObjectDumpLine> dump = object_dump_line(text)) {
+        PythonTraceback& tb = m_out[track.current];
+        if (dump->field == "type name") tb.exception_type = std::string(dump->value);
+        if (dump->field == "repr") track.message = {repr_message(dump->value, tb.exception_type)};
+        touch(track, line);
+        return;
+      }
+      if (text == kLostStderr) {
+        touch(track, line);
+        close(track, true);
         return;
       }
       if (std::optional<PythonFrame> frame = parse_frame(text)) {

@@ -713,5 +713,51 @@ TEST(TracebackParse, TwoPrintedAtOnceAreTwo) {
   EXPECT_EQ(tbs[2].exception_type, "RuntimeError");
 }
 
+// CASES.md T03 as it came out once (PyTorch 1.13, Python 3.11): the rank's DataLoader worker was
+// killed while the rank fetched a batch it had made, and while Python printed the EOFError, the
+// DataLoader's SIGCHLD handler raised: CPython dumped the exception object instead of its line.
+TEST(Traceback, AnExceptionCPythonCouldNotFinishPrintingIsReadFromItsDump) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/job/worker_killed.py\", line 24, in <module>",
+      "    for batch in DataLoader(Images(), batch_size=8, num_workers=2):",
+      ("  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 305, "
+       "in rebuild_storage_fd"),
+      "    fd = df.detach()",
+      "         ^^^^^^^^^^^",
+      "  File \"/usr/lib/python3.11/multiprocessing/resource_sharer.py\", line 57, in detach",
+      "    with _resource_sharer.get_connection(self._id) as conn:",
+      "         ^^object address  : 0x7f0561b4dd80",
+      "object refcount : 2",
+      "object type     : 0x9f0c60",
+      "object type name: EOFError",
+      "object repr     : EOFError()",
+      "lost sys.stderr",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_EQ(tbs[0].exception_type, "EOFError");
+  EXPECT_EQ(tbs[0].message, "");
+  EXPECT_TRUE(tbs[0].incomplete);
+  ASSERT_EQ(tbs[0].frames.size(), 3u);
+  EXPECT_EQ(tbs[0].frames[2].function, "detach");
+  EXPECT_EQ(tbs[0].last_line, 14u);
+
+  tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/job/train.py\", line 3, in <module>",
+      "    next(it)",
+      "    ^^^^object address  : 0x7f0561b4dd80",
+      "object refcount : 3",
+      "object type     : 0x9f0c60",
+      "object type name: RuntimeError",
+      "object repr     : RuntimeError('DataLoader worker (pid(s) 42) exited unexpectedly')",
+      "lost sys.stderr",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_EQ(tbs[0].exception_type, "RuntimeError");
+  EXPECT_EQ(tbs[0].message, "DataLoader worker (pid(s) 42) exited unexpectedly");
+  EXPECT_THAT(match_ids(tbs[0]), IsSupersetOf({"torch.dataloader-workers-exited"}));
+}
+
 }  // namespace
 }  // namespace traindoc::analysis
