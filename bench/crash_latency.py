@@ -10,7 +10,6 @@ death. Repeated N times; prints the median and the worst.
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
