@@ -206,6 +206,9 @@ bool runs_file(const std::string& dump, std::string_view file) {
                      [&](const DumpFrame& frame) { return frame.path.ends_with(file); });
 }
 
+// An end is seen a little late (its parent reaps it, the walk comes every second).
+constexpr int64_t kEndSeenLateNs = 1'000'000'000;
+
 const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummary& p) {
   constexpr int kMaxDepth = 8;
   const ProcessSummary* at = &p;
@@ -214,6 +217,25 @@ const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummar
     if (at != nullptr && at->role.role == Role::kRank) return at;
   }
   return nullptr;
+}
+
+const ProcessSummary* worker_gone_mid_batch(const RuleContext& context, const ProcessSummary& p,
+                                            const PythonTraceback& tb) {
+  if (std::none_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
+        return frame.file.ends_with("/multiprocessing/resource_sharer.py");
+      })) {
+    return nullptr;
+  }
+  const ProcessSummary* found = nullptr;
+  for (const ProcessSummary& q : context.processes) {
+    const store::ProcessRecord& r = q.record;
+    if (q.role.role != Role::kWorker || rank_above(context, q) != &p || r.end_ns == 0 ||
+        (r.exit_code.value_or(0) == 0 && !r.exit_signal) || r.end_ns > tb.t_ns + kEndSeenLateNs) {
+      continue;
+    }
+    if (found == nullptr || r.end_ns < found->record.end_ns) found = &q;
+  }
+  return found;
 }
 
 bool fetching_for_rank(const ProcessSummary& worker, const std::string& dump,

@@ -193,32 +193,6 @@ bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
   return true;
 }
 
-// An end is seen a little late (its parent reaps it, the walk comes every second).
-constexpr int64_t kEndSeenLateNs = 1'000'000'000;
-
-// The DataLoader worker of `p` whose end broke the batch `tb` was receiving: a batch's tensors
-// come through a connection to the worker that made them (multiprocessing's resource sharer, the
-// file_descriptor strategy), and a worker of `p` had died or failed by the time `p` raised. The
-// first to end; nullptr when not so.
-const ProcessSummary* worker_gone_mid_batch(const RuleContext& context, const ProcessSummary& p,
-                                            const PythonTraceback& tb) {
-  if (std::none_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
-        return frame.file.ends_with("/multiprocessing/resource_sharer.py");
-      })) {
-    return nullptr;
-  }
-  const ProcessSummary* found = nullptr;
-  for (const ProcessSummary& q : context.processes) {
-    const store::ProcessRecord& r = q.record;
-    if (q.role.role != Role::kWorker || rank_above(context, q) != &p || r.end_ns == 0 ||
-        (r.exit_code.value_or(0) == 0 && !r.exit_signal) || r.end_ns > tb.t_ns + kEndSeenLateNs) {
-      continue;
-    }
-    if (found == nullptr || r.end_ns < found->record.end_ns) found = &q;
-  }
-  return found;
-}
-
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   // A thread's traceback, unprefixed, may be read as the launcher's: it is no launcher's.

@@ -88,13 +88,15 @@ bool holds_number(const std::string& text, int number) {
 }
 
 // The rank of worker `p`, when its last exception names p's pid as a worker's (a DataLoader's
-// "worker (pid(s) N) exited unexpectedly"): it failed for p's end.
+// "worker (pid(s) N) exited unexpectedly"), or came of p's end while it fetched a batch: it
+// failed for p's end.
 const ProcessSummary* failed_for(const RuleContext& context, const ProcessSummary& p) {
   const ProcessSummary* rank = rank_above(context, p);
   const PythonTraceback* tb = rank ? context.texts.final_exception(*rank) : nullptr;
-  bool named = tb != nullptr && tb->message.find("worker") != std::string::npos &&
-               holds_number(tb->message, p.record.pid);
-  return named ? rank : nullptr;
+  if (tb == nullptr) return nullptr;
+  bool named =
+      tb->message.find("worker") != std::string::npos && holds_number(tb->message, p.record.pid);
+  return named || worker_gone_mid_batch(context, *rank, *tb) == &p ? rank : nullptr;
 }
 
 // A worker stopped as its rank ended (a multiprocessing Pool's terminate() as its `with` block

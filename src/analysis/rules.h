@@ -61,6 +61,12 @@ bool runs_file(const std::string& dump, std::string_view file);
 // The nearest rank above `p`: a DataLoader worker's, whether its rank forked it or a
 // forkserver below the rank started it. nullptr when none.
 const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummary& p);
+// The DataLoader worker of `p` whose end broke the batch `tb` was receiving: a batch's tensors
+// come through a connection to the worker that made them (multiprocessing's resource sharer, the
+// file_descriptor strategy), and a worker of `p` had died or failed by the time `p` raised. The
+// first to end; nullptr when not so.
+const ProcessSummary* worker_gone_mid_batch(const RuleContext& context, const ProcessSummary& p,
+                                            const PythonTraceback& tb);
 // Whether `worker` is a DataLoader worker whose dump shows it in the middle of a sample (its
 // frames pass through the fetcher) while the dump of its rank (rank_above, which the caller
 // found), `rank_dump`, waits for a batch.

@@ -342,6 +342,28 @@ TEST(RuleKilled, ARankThatLostItsWorkerMidBatchNamesIt) {
   }
 }
 
+// A SIGTERM from outside ended worker 0 while rank 0 fetched a batch from it: the stop is the
+// root cause, as where PyTorch names the worker.
+TEST(RuleKilled, AWorkerStoppedMidBatchIsTheCauseOfItsRanksFailure) {
+  Evidence e = torchrun_job();
+  killed(e, kWorker0, 10.5, SIGTERM);
+  uint64_t number = 1;
+  print_lines(
+      e, 10.1, number,
+      {"Traceback (most recent call last):",
+       "  File \"/home/user/proj/train.py\", line 30, in <module>",
+       "  File \"/usr/lib/python3.11/multiprocessing/resource_sharer.py\", line 57, in detach",
+       "EOFError"},
+      "[default0]:");
+  exited(e, kRank0, 10.6, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_TRUE(d.findings[0].root_cause);
+  EXPECT_EQ(d.findings[0].title,
+            "worker 0 of rank 0 (pid 1020) was stopped by SIGTERM, and rank 0 (pid 1010) failed "
+            "for it");
+}
+
 TEST(RuleKilled, SigkillOfARankWithoutOomEvidenceIsKilledExternally) {
   Evidence e = torchrun_job();
   e.host_samples = {host(9), host(11)};
