@@ -141,16 +141,18 @@ def test_crash_record_is_on_disk_while_traindoc_still_runs(tmp_path):
 
 # The SIGKILL of something outside the job (the OOM killer): sent to the worker's own thread, not
 # through the kill() call the agent notes. Workers forked by the rank, or by a forkserver below it.
-# Worker 0 dies on its first sample; the other makes its batch. One death only: each makes the
-# rank's SIGCHLD handler raise, and a second raise lands wherever the rank then is, its teardown
-# included (which, PyTorch's comments warn, can hang when a worker was killed by a signal).
+# Worker 0 dies on its first sample, once the rank waits for batches; the other makes its batch.
+# A death makes the rank's SIGCHLD handler raise wherever the rank is: right after the rank took
+# an index queue's lock (still handing out the first indices), the lock stays taken and the
+# rank's exit hangs on it (PyTorch's race, seen here 1 run in 180 with two workers dying at once).
 WORKER_KILLED = """
-import signal, threading, torch
+import signal, threading, time, torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 class Killed(Dataset):
     def __len__(self): return 10
     def __getitem__(self, i):
         if get_worker_info().id == 0:
+            time.sleep(1)
             signal.pthread_kill(threading.get_ident(), signal.SIGKILL)
         return torch.zeros(1)
 if __name__ == "__main__":
