@@ -144,7 +144,7 @@ def test_crash_record_is_on_disk_while_traindoc_still_runs(tmp_path):
 # Worker 0 dies on its first sample, once the rank waits for batches; the other makes its batch.
 # A death makes the rank's SIGCHLD handler raise wherever the rank is: right after the rank took
 # an index queue's lock (still handing out the first indices), the lock stays taken and the
-# rank's exit hangs on it (PyTorch's race, seen here 1 run in 180 with two workers dying at once).
+# rank's exit hangs on it (a PyTorch race: 1 run in about 240 under load, workers dying at once).
 WORKER_KILLED = """
 import signal, threading, time, torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
