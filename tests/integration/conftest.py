@@ -92,19 +92,24 @@ def traindoc(tmp_path):
     return run
 
 
+def job_processes(run_dir):
+    """The live processes whose environment names `run_dir` as their run folder."""
+    entry = f"TRAINDOC_RUN_DIR={Path(run_dir).resolve()}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and entry in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                found.append(int(name))
+        except OSError:
+            pass  # gone (a zombie's reads fail too), or not ours to read
+    return found
+
+
 def describe_hang(traindoc_pid, run_dir):
     """What a run that did not end was doing: traindoc and each process of its job, each thread's
     state and kernel wait, and its native stacks where gdb is installed."""
-    entry = f"TRAINDOC_RUN_DIR={Path(run_dir).resolve()}".encode()
-    pids = [traindoc_pid]
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and entry in (proc / "environ").read_bytes().split(b"\0"):
-                pids.append(int(proc.name))
-        except OSError:
-            continue
     lines = []
-    for pid in pids:
+    for pid in [traindoc_pid, *job_processes(run_dir)]:
         proc = Path(f"/proc/{pid}")
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

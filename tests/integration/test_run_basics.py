@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, TRAINDOC, nvml_env, python_job, torchrun_ranks
+from conftest import PYTHON, TRAINDOC, job_processes, nvml_env, python_job, torchrun_ranks
 
 
 def test_exit_code_passes_through(traindoc):
@@ -571,19 +571,6 @@ def test_second_interrupt_kills_the_job(tmp_path):
     stop, _ = stop_finding(tmp_path)
     assert stop["title"].endswith(", then killed at the second interrupt"), stop
     assert any(e.startswith("rank 0 (pid ") and "ended by SIGKILL" in e for e in stop["evidence"])
-
-
-def job_processes(run_dir):
-    """The live processes whose environment names `run_dir` as their run folder."""
-    entry = f"TRAINDOC_RUN_DIR={run_dir}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            if name.isdigit() and entry in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
-                found.append(int(name))
-        except OSError:
-            pass  # gone (a zombie's reads fail too), or not ours to read
-    return found
 
 
 def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
