@@ -142,10 +142,9 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
       "<p>Each rank's collective and point-to-point calls from {:.1f} s to {:.1f} s after the "
       "start{}: a bar from the call to its return, <span class=\"open-key\">red</span> where it "
       "did not return or raised, grey where it returns once queued (<code>async_op</code>, NCCL); "
-      "a dashed "
-      "line where traindoc found an issue. Hover for each call's details. run.db keeps the first "
-      "200 calls of each rank and group, the last 64 and those around each finding; the others "
-      "are not drawn{}.</p>\n",
+      "a dashed line where traindoc found an issue. Hover for each call's details. run.db keeps "
+      "the first 200 calls of each rank and group, the last 64 and those around each finding; "
+      "the others are not drawn{}.</p>\n",
       start_s, end_s, from_ns > first_ns ? " (the last minute)" : "",
       std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.capped; })
           ? fmt::format(", nor more than the latest {} of a rank", kRowCalls)
