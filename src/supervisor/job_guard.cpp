@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -37,18 +38,33 @@ std::string processes_text(size_t n) {
   return fmt::format("{} process{}", n, n == 1 ? "" : "es");
 }
 
-// The processes of the run signalled so far, with their start times: a pid that comes back after
-// its process ended is another process.
-using Signalled = std::map<int, uint64_t>;
+// The processes run.db holds as running. The supervisor is gone, so the list is final; an
+// unreadable run.db (killed before its first write) leaves the environment to find the job.
+ProcessIds recorded_running(const std::string& run_dir) {
+  ProcessIds running;
+  try {
+    for (const store::ProcessRecord& p : store::read_evidence(run_dir + "/run.db").processes) {
+      if (p.end_source == store::EndSource::kNone) running.emplace(p.pid, p.start_ticks);
+    }
+  } catch (const std::exception&) {
+  }
+  return running;
+}
 
-// Sends `sig` to each process of the run not yet in `signalled` (all of them when `again`).
-// Returns how many processes of the run are alive.
-size_t signal_run(const std::string& run_dir, int sig, bool again, Signalled& signalled) {
-  std::vector<int> alive = processes_of_run(run_dir);
+// The run's processes: recorded as running, and those signalled so far.
+struct Job {
+  ProcessIds recorded;
+  ProcessIds signalled;
+};
+
+// Sends `sig` to each process of the run not yet signalled (all of them when `again`). Returns
+// how many processes of the run are alive.
+size_t signal_run(const std::string& run_dir, int sig, bool again, Job& job) {
+  std::vector<int> alive = processes_of_run(run_dir, job.recorded);
   for (int pid : alive) {
     std::optional<ProcStat> stat = read_proc_stat(pid);
     if (!stat) continue;
-    auto [it, fresh] = signalled.try_emplace(pid, stat->starttime);
+    auto [it, fresh] = job.signalled.try_emplace(pid, stat->starttime);
     if (!fresh && it->second != stat->starttime) {
       it->second = stat->starttime;
       fresh = true;
@@ -60,12 +76,12 @@ size_t signal_run(const std::string& run_dir, int sig, bool again, Signalled& si
 
 // Marks the recorded processes the guard saw end, and says in run.db what happened, for the
 // report's missing evidence.
-void record_end(const std::string& run_dir, const Signalled& signalled, int64_t lost_ns,
+void record_end(const std::string& run_dir, const ProcessIds& signalled, int64_t lost_ns,
                 const std::string& how) {
   std::string db = run_dir + "/run.db";
   store::Evidence evidence = store::read_evidence(db);
   store::StoreWriter writer = store::StoreWriter::open(db);
-  std::vector<int> alive = processes_of_run(run_dir);
+  std::vector<int> alive = processes_of_run(run_dir, signalled);
   int64_t now = common::realtime_ns();
   for (const store::ProcessRecord& p : evidence.processes) {
     auto it = signalled.find(p.pid);
@@ -93,8 +109,8 @@ void record_end(const std::string& run_dir, const Signalled& signalled, int64_t 
 
 void end_job(const std::string& run_dir, const std::function<void()>& report) {
   int64_t lost_ns = common::realtime_ns();
-  Signalled signalled;
-  size_t alive = signal_run(run_dir, SIGTERM, false, signalled);
+  Job job{recorded_running(run_dir), {}};
+  size_t alive = signal_run(run_dir, SIGTERM, false, job);
   if (alive == 0) return;  // the job had ended: nothing to guard
   fprintf(stderr,
           "traindoc: the supervisor ended before its job (killed, or a fault of its own); "
@@ -103,22 +119,22 @@ void end_job(const std::string& run_dir, const std::function<void()>& report) {
   int64_t deadline = common::realtime_ns() + kTermGraceNs;
   while (alive > 0 && common::realtime_ns() < deadline) {
     std::this_thread::sleep_for(kPollEvery);
-    alive = signal_run(run_dir, SIGTERM, false, signalled);  // children started since
+    alive = signal_run(run_dir, SIGTERM, false, job);  // children started since
   }
-  std::string how = fmt::format("SIGTERM to {}", processes_text(signalled.size()));
+  std::string how = fmt::format("SIGTERM to {}", processes_text(job.signalled.size()));
   if (alive > 0) {
     how += fmt::format(", then SIGKILL to the {} still there after {} s",
-                       processes_text(signal_run(run_dir, SIGKILL, true, signalled)),
+                       processes_text(signal_run(run_dir, SIGKILL, true, job)),
                        kTermGraceNs / 1'000'000'000);
     for (int i = 0; i < 10 && alive > 0; ++i) {
       std::this_thread::sleep_for(kPollEvery);
-      alive = signal_run(run_dir, SIGKILL, true, signalled);
+      alive = signal_run(run_dir, SIGKILL, true, job);
     }
     // A process in an uninterruptible wait (a hung NFS read, a driver call) dies when it ends.
     if (alive > 0) how += fmt::format("; {} not gone yet", processes_text(alive));
   }
   try {
-    record_end(run_dir, signalled, lost_ns, how);
+    record_end(run_dir, job.signalled, lost_ns, how);
     report();
     fprintf(stderr,
             "traindoc: the job is over (%s); what the supervisor recorded until it ended: %s "
@@ -166,15 +182,32 @@ void rename_process(const std::string& run_dir) {
 
 }  // namespace
 
-std::vector<int> processes_of_run(const std::string& run_dir) {
-  std::vector<int> out;
+std::vector<int> processes_of_run(const std::string& run_dir, const ProcessIds& recorded) {
+  std::set<int> found;
+  std::multimap<int, int> children;
   for (int pid : list_proc_pids()) {
-    if (pid == getpid()) continue;
+    std::optional<ProcStat> stat = read_proc_stat(pid);
+    if (pid == getpid() || !stat || stat->dead()) continue;
+    children.emplace(stat->ppid, pid);
+    auto it = recorded.find(pid);
+    if (it != recorded.end() && it->second == stat->starttime) {
+      found.insert(pid);
+      continue;
+    }
     std::optional<EnvironText> environ = read_proc_environ(pid);
     const char* value = environ ? environ->find(common::kRunDirEnv) : nullptr;
-    if (value != nullptr && value == run_dir) out.push_back(pid);
+    if (value != nullptr && value == run_dir) found.insert(pid);
   }
-  return out;
+  std::vector<int> queue(found.begin(), found.end());
+  while (!queue.empty()) {
+    int pid = queue.back();
+    queue.pop_back();
+    auto [first, last] = children.equal_range(pid);
+    for (auto it = first; it != last; ++it) {
+      if (found.insert(it->second).second) queue.push_back(it->second);
+    }
+  }
+  return {found.begin(), found.end()};
 }
 
 JobGuard::JobGuard(std::string run_dir, bool announce, std::function<void()> report) {

@@ -7,16 +7,23 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace traindoc::supervisor {
 
-// The live processes whose environment names `run_dir` as their run folder: the job's, whichever
-// parent they have now (once traindoc is gone they are orphans). A process that replaced its
-// environment before an exec is not found.
-std::vector<int> processes_of_run(const std::string& run_dir);
+// Processes by pid and start time: a pid that comes back after its process ended is another
+// process.
+using ProcessIds = std::map<int, uint64_t>;
+
+// The job's live processes, whichever parent they have now (once traindoc is gone they are
+// orphans): those whose environment names `run_dir` as their run folder, those of `recorded`
+// (run.db holds them as running; they may have dropped their environment, or run as another
+// user), and the descendants of both. Zombies are not: nothing is left of them to end.
+std::vector<int> processes_of_run(const std::string& run_dir, const ProcessIds& recorded = {});
 
 class JobGuard {
  public:

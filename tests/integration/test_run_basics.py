@@ -573,33 +573,56 @@ def test_second_interrupt_kills_the_job(tmp_path):
     assert any(e.startswith("rank 0 (pid ") and "ended by SIGKILL" in e for e in stop["evidence"])
 
 
+# A job and a daemon of its own that drops its environment and leaves its parent.
+JOB_WITH_DAEMON = """
+import os, subprocess, time
+print(os.getpid(), flush=True)
+subprocess.run(["sh", "-c", "env -i sleep 300 & echo $!"])
+time.sleep(30)
+"""
+
+
+def gone(pid):
+    """Whether the process ended (a zombie whose parent has not reaped it yet has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
 def test_run_db_readable_after_kill_9_of_traindoc(tmp_path):
+    """After a kill -9 of traindoc, run.db is whole and the guard has ended the job: its processes
+    found by their environment, and a daemon without it through run.db."""
     run_dir = tmp_path / "r"
     proc = subprocess.Popen([str(TRAINDOC), "run", "--interval", "0.2", "--out", str(run_dir), "--",
-                             PYTHON, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(30)"],
+                             PYTHON, "-c", JOB_WITH_DAEMON],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     job_pid = int(proc.stdout.readline())
+    daemon_pid = int(proc.stdout.readline())
     db = run_dir / "run.db"
     deadline = time.time() + 15
-    samples = 0
-    while time.time() < deadline and samples < 3:
+    samples, pids = 0, set()
+    while time.time() < deadline and (samples < 3 or daemon_pid not in pids):
         time.sleep(0.3)
         try:
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
                 samples = con.execute("select count(*) from proc_samples").fetchone()[0]
+                pids = {row[0] for row in con.execute("select pid from processes")}
         except sqlite3.Error:
             pass
+    assert b"TRAINDOC_RUN_DIR" not in Path(f"/proc/{daemon_pid}/environ").read_bytes()
     proc.kill()
     _, err = proc.communicate(timeout=30)  # the guard holds stderr until it is done
-    assert samples >= 3
+    assert samples >= 3 and daemon_pid in pids, (samples, pids)
     assert job_processes(run_dir) == [], err.decode()
+    assert gone(daemon_pid), err.decode()
     with sqlite3.connect(db) as con:
-        pids = {row[0] for row in con.execute("select pid from processes")}
-        assert job_pid in pids
+        assert job_pid in {row[0] for row in con.execute("select pid from processes")}
         assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
     analyze = subprocess.run([str(TRAINDOC), "analyze", str(run_dir)], capture_output=True)
     assert analyze.returncode == 0, analyze.stderr
     assert re.search(rf"{job_pid}  rank 0 +ended by the guard", analyze.stdout.decode())
+    assert re.search(rf"{daemon_pid}  .* +ended by the guard", analyze.stdout.decode())
 
 
 HUNG_RANKS = """

@@ -1,6 +1,7 @@
 // Tests of the job's guard on real processes: it finds the run's processes by their environment,
-// ends them when its owner ends without releasing it (SIGTERM, then SIGKILL to those that ignore
-// it), records that in run.db, and leaves everything alone once released.
+// their record in run.db and their parents, ends them when its owner ends without releasing it
+// (SIGTERM, then SIGKILL to those that ignore it), records that in run.db, and leaves everything
+// alone once released.
 #include "supervisor/job_guard.h"
 
 #include <gtest/gtest.h>
@@ -85,6 +86,32 @@ TEST(JobGuardTest, TheRunsProcessesAreFoundByTheirEnvironment) {
     waitpid(pid, nullptr, 0);
   }
   EXPECT_TRUE(processes_of_run(run).empty()) << "a zombie's environment is empty";
+}
+
+TEST(JobGuardTest, ProcessesWithoutTheEnvironmentAreFoundByRecordOrParent) {
+  TempDir dir;
+  std::string run = dir.path().string();
+  // A shell of the run and its child that dropped the environment.
+  pid_t shell = start_job_process(run, "env -i sleep 30 & wait");
+  pid_t recorded = fork();
+  if (recorded == 0) {
+    execl("/usr/bin/env", "env", "-i", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_TRUE(wait_until([&] { return processes_of_run(run).size() == 2; }, 5));
+  std::optional<ProcStat> stat = read_proc_stat(recorded);
+  ASSERT_TRUE(stat);
+  std::vector<int> found = processes_of_run(run);
+  ASSERT_EQ(std::ranges::count(found, shell), 1);
+  int child = found[0] == shell ? found[1] : found[0];
+  EXPECT_EQ(read_proc_stat(child)->ppid, shell);
+  std::vector<int> all = {shell, child, recorded};
+  std::ranges::sort(all);
+  EXPECT_EQ(processes_of_run(run, {{recorded, stat->starttime}}), all);
+  EXPECT_EQ(processes_of_run(run, {{recorded, stat->starttime + 1}}), found)
+      << "the pid of another process";
+  for (pid_t pid : {shell, child, recorded}) kill(pid, SIGKILL);
+  for (pid_t pid : {shell, recorded}) waitpid(pid, nullptr, 0);
 }
 
 TEST(JobGuardTest, AnOwnerThatEndsFirstHasItsJobEndedAndRecorded) {
