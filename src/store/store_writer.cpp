@@ -32,12 +32,17 @@ constexpr int kBusyTimeoutMs = 5000;
 // (e.g. while a long `traindoc analyze` held a read snapshot and blocked checkpoints).
 constexpr int64_t kJournalSizeLimit = 64LL * 1024 * 1024;
 
-constexpr const char* kUpsertProcess = R"sql(
-INSERT INTO processes (pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank,
-                       world_size, node_rank, rank_source, agent, forked, end_source, exit_code,
-                       exit_signal, core_dumped, end_ns, init_rank, init_world_size, worker_id)
+// A process's row: written whole by the supervisor, whose table knows all of it (an exec unsets
+// what the program before it had set), or merged (kMergeProcess) by those that know a part.
+constexpr const char* kProcessRow = R"sql(
+INTO processes (pid, start_ticks, ppid, start_ns, argv0, cmdline, rank, local_rank, world_size,
+                node_rank, rank_source, agent, forked, end_source, exit_code, exit_signal,
+                core_dumped, end_ns, init_rank, init_world_size, worker_id)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
         ?21)
+)sql";
+
+constexpr const char* kMergeProcess = R"sql(
 ON CONFLICT (pid, start_ticks) DO UPDATE SET
   ppid = CASE WHEN excluded.ppid <> 0 THEN excluded.ppid ELSE ppid END,
   start_ns = CASE WHEN excluded.start_ns <> 0 THEN excluded.start_ns ELSE start_ns END,
@@ -146,6 +151,32 @@ uint64_t parse_count(const std::string& text) {
   return value;
 }
 
+// Binds a ProcessRecord to kProcessRow's parameters and runs the statement.
+void run_process(Statement& statement, const ProcessRecord& r) {
+  statement.bind(1, r.pid)
+      .bind(2, r.start_ticks)
+      .bind(3, r.ppid)
+      .bind(4, r.start_ns)
+      .bind(5, r.argv0)
+      .bind(6, r.cmdline)
+      .bind(7, r.rank)
+      .bind(8, r.local_rank)
+      .bind(9, r.world_size)
+      .bind(10, r.node_rank)
+      .bind(11, r.rank_source)
+      .bind(12, r.agent)
+      .bind(13, r.forked)
+      .bind(14, to_string(r.end_source))
+      .bind(15, r.exit_code)
+      .bind(16, r.exit_signal)
+      .bind(17, r.core_dumped)
+      .bind(18, r.end_ns)
+      .bind(19, r.init_rank)
+      .bind(20, r.init_world_size)
+      .bind(21, r.worker_id)
+      .run();
+}
+
 }  // namespace
 
 struct StoreWriter::Impl {
@@ -161,6 +192,7 @@ struct StoreWriter::Impl {
   Statement delete_args;
   Statement insert_arg;
   Statement upsert_process;
+  Statement write_process;
   Statement insert_proc_sample;
   Statement insert_host_sample;
   Statement insert_step_sample;
@@ -213,7 +245,8 @@ struct StoreWriter::Impl {
                             "VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
     delete_args = Statement(d, "DELETE FROM run_args");
     insert_arg = Statement(d, "INSERT INTO run_args (position, arg) VALUES (?1, ?2)");
-    upsert_process = Statement(d, kUpsertProcess);
+    upsert_process = Statement(d, std::string("INSERT ") + kProcessRow + kMergeProcess);
+    write_process = Statement(d, std::string("INSERT OR REPLACE ") + kProcessRow);
     insert_proc_sample =
         Statement(d,
                   "INSERT INTO proc_samples (t_ns, pid, start_ticks, rss, swap, pss, uss, threads, "
@@ -460,31 +493,14 @@ void StoreWriter::write_run(const RunInfo& run) {
   }
 }
 
-void StoreWriter::upsert_process(const ProcessRecord& r) {
-  Impl& s = *m_impl;
+void StoreWriter::upsert_process(const ProcessRecord& record) {
   begin_if_needed();
-  s.upsert_process.bind(1, r.pid)
-      .bind(2, r.start_ticks)
-      .bind(3, r.ppid)
-      .bind(4, r.start_ns)
-      .bind(5, r.argv0)
-      .bind(6, r.cmdline)
-      .bind(7, r.rank)
-      .bind(8, r.local_rank)
-      .bind(9, r.world_size)
-      .bind(10, r.node_rank)
-      .bind(11, r.rank_source)
-      .bind(12, r.agent)
-      .bind(13, r.forked)
-      .bind(14, to_string(r.end_source))
-      .bind(15, r.exit_code)
-      .bind(16, r.exit_signal)
-      .bind(17, r.core_dumped)
-      .bind(18, r.end_ns)
-      .bind(19, r.init_rank)
-      .bind(20, r.init_world_size)
-      .bind(21, r.worker_id)
-      .run();
+  run_process(m_impl->upsert_process, record);
+}
+
+void StoreWriter::write_process(const ProcessRecord& record) {
+  begin_if_needed();
+  run_process(m_impl->write_process, record);
 }
 
 void StoreWriter::add_proc_samples(const std::vector<ProcSample>& samples) {

@@ -52,6 +52,9 @@ class StoreWriter {
   // ppid/start_ns/end_ns, nullopt and EndSource::kNone in `record` keep the known values;
   // agent, forked and core_dumped only ever go from false to true.
   void upsert_process(const ProcessRecord& record);
+  // Writes the whole record, replacing the row of the same (pid, start_ticks): for the supervisor,
+  // whose process table holds all that is known of each process.
+  void write_process(const ProcessRecord& record);
   void add_proc_samples(const std::vector<ProcSample>& samples);
   void add_host_sample(const HostSample& sample);
   void add_step_samples(const std::vector<StepSample>& samples);

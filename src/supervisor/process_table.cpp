@@ -80,18 +80,51 @@ ProcessTable::Entry& ProcessTable::entry_for(int pid, uint64_t start_ticks, int6
   return m_records.back();
 }
 
-bool ProcessTable::seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns) {
+void ProcessTable::forget_program(Entry& entry) {
+  store::ProcessRecord& r = entry.record;
+  r.argv0.clear();
+  r.cmdline.clear();
+  r.rank.reset();
+  r.rank_source.clear();
+  r.local_rank.reset();
+  r.world_size.reset();
+  r.node_rank.reset();
+  r.init_rank.reset();
+  r.init_world_size.reset();
+  r.worker_id.reset();
+  r.agent = false;
+  r.forked = false;
+  entry.from_fork = false;
+  entry.changed = true;
+}
+
+bool ProcessTable::seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns,
+                              uint64_t stack) {
   Entry& entry = entry_for(pid, start_ticks, now_ns);
   entry.missing_walks = 0;
   if (entry.record.ppid == 0 && ppid != 0) {
     entry.record.ppid = ppid;
     entry.changed = true;
   }
-  // /proc is read once per process, also when its agent registered it first: the agent's copy
+  // /proc is read once per program, also when its agent registered it first: the agent's copy
   // of the command line is cut at 256 bytes.
   bool first_walk = !entry.walked;
   entry.walked = true;
-  return first_walk;
+  bool exec = false;
+  if (stack != 0 && first_walk) {
+    // A fork shares its parent's stack until it execs; the walk reads a parent before its
+    // children, so the parent's is this walk's.
+    const Entry* parent = live_entry(entry.record.ppid);
+    if (parent != nullptr && parent->stack != 0) {
+      exec = entry.from_fork && parent->stack != stack;  // its agent told the fork, not the exec
+      entry.from_fork = parent->stack == stack;
+    }
+  } else if (stack != 0) {
+    exec = entry.from_fork && entry.stack != 0 && entry.stack != stack;
+  }
+  entry.stack = stack;
+  if (exec) forget_program(entry);
+  return first_walk || exec;
 }
 
 void ProcessTable::set_details(int pid, uint64_t start_ticks, const std::string& argv0,
@@ -117,25 +150,17 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
   store::ProcessRecord& r = entry.record;
   if (r.ppid == 0) r.ppid = id.ppid;
   if (r.agent && id.forked) return;  // the exec that followed the fork is already known
-  // A fork child registers first with its parent's identity; its exec registers again (same
-  // pid and start) with the program it became, which is the truth from then on.
-  bool exec_after_fork = r.agent && !id.forked;
+  // A fork child registers first with its parent's identity (or the walk saw it share its
+  // parent's stack); its exec registers again (same pid and start) with the program it became,
+  // which is the truth from then on.
+  if (!id.forked && (r.agent || entry.from_fork)) forget_program(entry);
   r.agent = true;
   r.forked = id.forked;
+  entry.from_fork = id.forked;
   if (r.start_ns == 0 || r.start_ns > id.start_ns) r.start_ns = id.start_ns;
-  if (r.cmdline.empty() || exec_after_fork) {
+  if (r.cmdline.empty()) {
     r.cmdline = id.cmdline;
     r.argv0 = id.cmdline.substr(0, id.cmdline.find(' '));
-  }
-  if (exec_after_fork) {
-    r.rank.reset();
-    r.rank_source.clear();
-    r.local_rank.reset();
-    r.world_size.reset();
-    r.node_rank.reset();
-    r.init_rank.reset();
-    r.init_world_size.reset();
-    r.worker_id.reset();
   }
   common::RankEnv env;
   env.source = id.rank_source;

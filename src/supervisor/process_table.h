@@ -18,11 +18,14 @@ namespace traindoc::supervisor {
 
 class ProcessTable {
  public:
-  // A process found alive by the tree walk. Returns true the first time the walk finds it, when
-  // the caller should read its details from /proc.
-  bool seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns);
+  // A process found alive by the tree walk; `stack`: where its stack begins (ProcStat's
+  // start_stack, 0 when unknown). Returns true when the caller should read its details from
+  // /proc: the first time the walk finds it, and again once a fork of its parent, which shares
+  // its parent's stack, has exec'd (its stack moved) with no agent to say so (a static or setuid
+  // program, an environment without LD_PRELOAD, a nested traindoc's job).
+  bool seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t now_ns, uint64_t stack = 0);
 
-  // What /proc says of a process once, when it is first seen.
+  // What /proc says of a process, when seen_alive asks for it.
   void set_details(int pid, uint64_t start_ticks, const std::string& argv0,
                    const std::string& cmdline, const common::RankEnv& env);
 
@@ -82,7 +85,11 @@ class ProcessTable {
     int missing_walks = 0;
     bool walked = false;
     bool in_init_process_group = false;  // called it, not returned yet
+    uint64_t stack = 0;                  // start_stack at the last walk
+    bool from_fork = false;              // runs the program its parent ran: forked, no exec seen
   };
+  // The process exec'd: what was known of the program it ran is not of the new one.
+  static void forget_program(Entry& entry);
   Entry* live_entry(int pid);
   // The record of the process holding `pid` with `start_ticks`, known alive at `seen_ns` (a
   // walk's time, an agent's registration; 0: unknown), made when there is none.

@@ -485,7 +485,7 @@ double Loop::walk_and_sample(bool slow, bool final) {
         m_smaps.read(pid, stat.starttime, t, thread_cpu_ns() - cpu);
       }
     }
-    if (m_table.seen_alive(pid, stat.ppid, stat.starttime, t)) {
+    if (m_table.seen_alive(pid, stat.ppid, stat.starttime, t, stat.start_stack)) {
       std::vector<std::string> argv = read_proc_cmdline(pid).value_or(std::vector<std::string>{});
       std::optional<EnvironText> environ = read_proc_environ(pid);
       std::string cmdline = join_cmdline(argv);
@@ -794,7 +794,7 @@ uint64_t Loop::store_log_streams(const LogTap& tap) {
 }
 
 void Loop::store_changes() {
-  for (const store::ProcessRecord& record : m_table.take_changed()) m_store.upsert_process(record);
+  for (const store::ProcessRecord& record : m_table.take_changed()) m_store.write_process(record);
   std::vector<store::StepSample> steps;
   for (const auto& [key, step] : m_steps) steps.push_back(step);
   m_store.add_step_samples(steps);

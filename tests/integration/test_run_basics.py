@@ -573,6 +573,25 @@ def test_second_interrupt_kills_the_job(tmp_path):
     assert any(e.startswith("rank 0 (pid ") and "ended by SIGKILL" in e for e in stop["evidence"])
 
 
+def test_traindoc_under_traindoc(traindoc, tmp_path):
+    """A wrapper that adds its own traindoc run inside another: the inner traindoc's fork execs
+    the job with the inner run's agent, not the outer's. The outer still reads the Python process
+    as the rank that failed, not as a fork of the inner traindoc (a DataLoader worker)."""
+    inner = tmp_path / "inner"
+    code = "import sys, time; time.sleep(1.5); sys.exit(3)"
+    run = traindoc([str(TRAINDOC), "run", "--out", str(inner), "--", PYTHON, "-c", code])
+    assert run.status == 3, run.stderr
+    outer = run.report
+    reports = {"outer": outer, "inner": json.loads((inner / "report.json").read_text())}
+    for name, report in reports.items():
+        root = report["findings"][0]
+        assert root["kind"] == "nonzero-exit", (name, root)
+        ranks = [p for p in report["processes"] if p["role"] == "rank"]
+        assert [p["cmdline"] for p in ranks] == [f"{PYTHON} -c {code}"], (name, report["processes"])
+        assert root["pids"] == [ranks[0]["pid"]], (name, root)
+    assert not any(p["role"] == "worker" for p in outer["processes"]), outer["processes"]
+
+
 # A job and a daemon of its own that drops its environment and leaves its parent.
 JOB_WITH_DAEMON = """
 import os, subprocess, time

@@ -34,6 +34,7 @@ TEST(ProcStatTest, RecordedSleep) {
   EXPECT_EQ(stat->num_threads, 1);
   EXPECT_EQ(stat->starttime, 150937u);
   EXPECT_EQ(stat->rss_pages, 353u);
+  EXPECT_EQ(stat->start_stack, 140729983963344u);
   ASSERT_TRUE(stat->exit_code);
   EXPECT_EQ(*stat->exit_code, 0);
 }
@@ -46,6 +47,7 @@ TEST(ProcStatTest, RecordedPython) {
   EXPECT_EQ(stat->stime, 1u);
   EXPECT_EQ(stat->starttime, 150958u);
   EXPECT_EQ(stat->rss_pages, 2059u);
+  EXPECT_EQ(stat->start_stack, 140735927790672u);
 }
 
 TEST(ProcStatTest, CommWithSpacesAndParentheses) {
@@ -81,6 +83,7 @@ TEST(ProcStatTest, ZombieExitCodeIsAWaitStatus) {
   ASSERT_TRUE(stat);
   EXPECT_EQ(stat->state, 'Z');
   EXPECT_EQ(stat->rss_pages, 0u);
+  EXPECT_EQ(stat->start_stack, 0u);  // a zombie's memory is gone
   ASSERT_TRUE(stat->exit_code);
   EXPECT_TRUE(WIFEXITED(*stat->exit_code));
   EXPECT_EQ(WEXITSTATUS(*stat->exit_code), 7);

@@ -177,6 +177,28 @@ TEST(StoreWriter, UpsertKeepsKnownFields) {
   EXPECT_TRUE(merged.agent);  // a record without the agent flag does not clear it
 }
 
+TEST(StoreWriter, WriteProcessReplacesTheWholeRow) {
+  // The supervisor's record of a fork that exec'd another program: the fork's rank, agent and
+  // forked flags go.
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  StoreWriter writer = StoreWriter::open(path);
+  ProcessRecord fork = full_process(300);
+  fork.forked = true;
+  writer.write_process(fork);
+  ProcessRecord exec;
+  exec.pid = 300;
+  exec.start_ticks = fork.start_ticks;
+  exec.ppid = fork.ppid;
+  exec.argv0 = "./tool";
+  exec.cmdline = "./tool --fast";
+  writer.write_process(exec);
+  writer.flush();
+  const Evidence evidence = read_evidence(path);
+  ASSERT_EQ(evidence.processes.size(), 1u);
+  EXPECT_EQ(evidence.processes[0], exec);
+}
+
 TEST(StoreWriter, UpsertReplacesTheExitStatusAsOnePair) {
   TempDir dir;
   const std::string path = dir.file("run.db");

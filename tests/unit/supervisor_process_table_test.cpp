@@ -404,6 +404,73 @@ TEST(ProcessTable, ExecWithPartialRankDoesNotMixInTheForkedFields) {
   EXPECT_FALSE(r.node_rank.has_value());
 }
 
+// Where stacks begin (start_stack): a parent's, which its forks share, and a program's own.
+constexpr uint64_t kParentStack = 0x7ffd0000;
+constexpr uint64_t kOwnStack = 0x7ffe0000;
+
+TEST(ProcessTable, AForkThatExecsWithoutTheAgentIsReadAgain) {
+  // A rank's fork, told by its agent, execs a program the agent is not in (a static binary).
+  Table t;
+  EXPECT_TRUE(t.table.seen_alive(20, 10, 200, 1, kParentStack));
+  t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(1));
+  t.table.from_agent(
+      identity(30, 20, 300, true, "python3 train.py", 1, 1, common::RankSource::kTorch));
+  t.table.worker_started(30, 300, 0);
+  EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 1, kParentStack));
+  t.table.set_details(30, 300, "python3", "python3 train.py", torch_env(1));
+  EXPECT_FALSE(t.table.seen_alive(30, 20, 300, 2, kParentStack)) << "a fork, as it was";
+  EXPECT_EQ(t.get(30, 300).worker_id, 0);
+
+  EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 3, kOwnStack)) << "its exec";
+  t.table.set_details(30, 300, "./tool", "./tool --fast", common::RankEnv{});
+  ProcessRecord r = t.get(30, 300);
+  EXPECT_EQ(r.cmdline, "./tool --fast");
+  EXPECT_EQ(r.argv0, "./tool");
+  EXPECT_FALSE(r.agent);
+  EXPECT_FALSE(r.forked);
+  EXPECT_FALSE(r.rank.has_value());
+  EXPECT_EQ(r.rank_source, "");
+  EXPECT_FALSE(r.worker_id.has_value());
+  EXPECT_FALSE(t.table.seen_alive(30, 20, 300, 4, kOwnStack));
+  EXPECT_TRUE(t.table.live_agent_pids(true).empty()) << "no stack requests to the tool";
+}
+
+TEST(ProcessTable, AForkSeenFirstAfterItsExecWithoutTheAgentIsItsNewProgram) {
+  // The agent told the fork; the exec went to another run (a nested traindoc's job).
+  Table t;
+  t.table.seen_alive(20, 10, 200, 1, kParentStack);
+  t.table.from_agent(identity(30, 20, 300, true, "traindoc run -- python3 train.py"));
+  EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 1, kOwnStack));
+  t.table.set_details(30, 300, "python3", "python3 train.py", common::RankEnv{});
+  ProcessRecord r = t.get(30, 300);
+  EXPECT_EQ(r.cmdline, "python3 train.py");
+  EXPECT_FALSE(r.agent);
+  EXPECT_FALSE(r.forked);
+}
+
+TEST(ProcessTable, AForkSeenBeforeItsExecTakesWhatItsAgentThenTells) {
+  // The walk reads torchrun's fork before it execs the rank (its parent's command line and
+  // environment, with srun's rank); the rank's agent registers then.
+  Table t;
+  t.table.seen_alive(20, 10, 200, 1, kParentStack);
+  common::RankEnv slurm;
+  slurm.source = common::RankSource::kSlurm;
+  slurm.rank = 3;
+  t.table.set_details(20, 200, "python3", "python3 -m torch.distributed.run train.py", slurm);
+  EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 1, kParentStack));
+  t.table.set_details(30, 300, "python3", "python3 -m torch.distributed.run train.py", slurm);
+  t.table.from_agent(
+      identity(30, 20, 300, false, "python3 train.py", 1, 1, common::RankSource::kTorch));
+  ProcessRecord r = t.get(30, 300);
+  EXPECT_EQ(r.cmdline, "python3 train.py");
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_TRUE(r.agent);
+  EXPECT_FALSE(r.forked);
+  EXPECT_FALSE(t.table.seen_alive(30, 20, 300, 2, kOwnStack)) << "its agent said it";
+  EXPECT_EQ(t.get(30, 300).rank, 1);
+}
+
 TEST(ProcessTable, EndedFromWaitStatus) {
   Table t;
   for (int pid : {40, 41, 42}) t.table.seen_alive(pid, 1, static_cast<uint64_t>(pid), 1);

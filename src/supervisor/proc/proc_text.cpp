@@ -91,10 +91,12 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
     return std::nullopt;
   }
   stat.num_threads = static_cast<int>(num_threads);
-  // Fields 25..51, then the exit code; kernels before 3.5 stop earlier.
+  // Fields 25..27 (rsslim startcode endcode), startstack, 29..51, then the exit code; kernels
+  // before 3.5 stop before it.
   int exit_code = 0;
   std::string_view tail = rest;
-  if (skip_fields(tail, 27) && field_int(tail, exit_code)) stat.exit_code = exit_code;
+  if (!skip_fields(tail, 3) || !field_u64(tail, stat.start_stack)) return stat;
+  if (skip_fields(tail, 23) && field_int(tail, exit_code)) stat.exit_code = exit_code;
   return stat;
 }
 

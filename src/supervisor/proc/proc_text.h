@@ -24,6 +24,9 @@ struct ProcStat {
   int num_threads = 0;
   uint64_t starttime = 0;  // clock ticks after boot; with pid, the process's identity
   uint64_t rss_pages = 0;
+  // Field 28, where the stack begins: placed anew at each exec (address randomization), copied by
+  // a fork. 0 when the reader may not see it.
+  uint64_t start_stack = 0;
   // Field 52 (Linux >= 3.5): the wait status the parent will get; meaningful for zombies only.
   std::optional<int> exit_code;
 
