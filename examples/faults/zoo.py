@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import json
 import os
+import random
 import re
 import socket
 import subprocess
@@ -130,17 +131,35 @@ def python_with_torch():
     return os.environ.get("TRAINDOC_PYTHON", "/usr/bin/python3")
 
 
+def free_port():
+    """A TCP port free on loopback now, for a job's store. Below the kernel's ephemeral range, so
+    that no connection made meanwhile (gloo's, another job's) gets it as its local port before the
+    store binds it; the store's launcher takes a second or two to start."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32768
+    pick = random.SystemRandom()
+    for _ in range(100):
+        port = pick.randrange(10000, ephemeral) if ephemeral > 10000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise RuntimeError(f"no free TCP port from 10000 to {ephemeral}")
+
+
 def command(case):
     python = python_with_torch()
     script = [os.path.join(HERE, case.script), *case.args]
     if case.ranks_launched == 0:
         return [python, *script]
     # A store on a free port, not --standalone's fixed 29400: cases may run side by side.
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     launcher = [python, "-m", "torch.distributed.run", "--nnodes", "1", "--master_addr",
-                "127.0.0.1", "--master_port", str(port),
+                "127.0.0.1", "--master_port", str(free_port()),
                 "--nproc_per_node", str(case.ranks_launched)]
     if case.redirects:
         launcher += ["--redirects", "2", "--tee", "2"]

@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "faults"))
+from zoo import free_port  # noqa: E402  (a port for a job's store, shared with the fault zoo)
 TRAINDOC = Path(os.environ.get("TRAINDOC_BIN", ROOT / "build" / "bin" / "traindoc"))
 JOBS = Path(__file__).resolve().parent / "jobs"
 # The interpreter that has torch: the one running these tests (scripts/test picks it).
@@ -159,14 +160,6 @@ def torchrun_ranks(count, *args, **kwargs):
     port 29400 collides with any other job on the machine, a test running beside this one too."""
     return torchrun("--nnodes", 1, "--master_addr", "127.0.0.1", "--master_port", free_port(),
                     "--nproc_per_node", count, *args, **kwargs)
-
-
-def free_port():
-    """A TCP port free on loopback now, for a job's store (a fixed one collides with any other
-    job on the machine)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def have(tool):
