@@ -106,8 +106,9 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
                                         [](const store::ProcessRecord& p) { return !p.agent; }));
   if (without_agent > 0) {
     out.push_back(std::to_string(without_agent) +
-                  " process(es) ran without the agent (static or set-uid programs, or gone "
-                  "before it started): only sampled from /proc");
+                  " process(es) ran without the agent (static or set-uid programs, programs given "
+                  "an environment of their own such as env -i or a traindoc inside the job, or "
+                  "gone before it started): only sampled from /proc");
   }
   if (evidence.host_samples.empty()) out.push_back("no host memory samples were taken");
   for (std::string& gpu : gpu_missing_evidence(evidence)) out.push_back(std::move(gpu));

@@ -272,7 +272,8 @@ TEST(Diagnose, MissingEvidenceNotes) {
       "7 agent record(s) were overwritten",
       "the agent could not start: no space",
       "cannot read /proc/12/smaps_rollup",
-      "2 process(es) ran without the agent (static or set-uid programs, or gone before it "
+      "2 process(es) ran without the agent (static or set-uid programs, programs given an "
+      "environment of their own such as env -i or a traindoc inside the job, or gone before it "
       "started): only sampled from /proc",
       "no host memory samples were taken",
   };

@@ -104,7 +104,8 @@ Diagnosis torchrun_diagnosis() {
 
   d.processes = {launcher, rank0, rank1, w00, w01, w10, w11, other};
   d.missing_evidence = {
-      "1 process(es) ran without the agent (static or set-uid programs, or gone before it "
+      "1 process(es) ran without the agent (static or set-uid programs, programs given an "
+      "environment of their own such as env -i or a traindoc inside the job, or gone before it "
       "started): only sampled from /proc"};
   return d;
 }
