@@ -111,19 +111,22 @@ bool ProcessTable::seen_alive(int pid, int ppid, uint64_t start_ticks, int64_t n
   bool first_walk = !entry.walked;
   entry.walked = true;
   bool exec = false;
-  if (stack != 0 && first_walk) {
-    // A fork shares its parent's stack until it execs; the walk reads a parent before its
-    // children, so the parent's is this walk's.
-    const Entry* parent = live_entry(entry.record.ppid);
-    if (parent != nullptr && parent->stack != 0) {
-      exec = entry.from_fork && parent->stack != stack;  // its agent told the fork, not the exec
-      entry.from_fork = parent->stack == stack;
-    }
-  } else if (stack != 0) {
+  // A fork shares its parent's stack until it execs; the walk reads a parent before its
+  // children, so the parent's is this walk's.
+  const Entry* parent = first_walk ? live_entry(entry.record.ppid) : nullptr;
+  if (stack != 0 && parent != nullptr && parent->stack != 0) {
+    bool forked = parent->stack == stack;
+    exec = entry.from_fork && !forked;  // its agent told the fork, not the exec
+    entry.from_fork = forked;
+    entry.exec_seen = !forked;
+  } else if (stack != 0 && !first_walk) {
     exec = entry.from_fork && entry.stack != 0 && entry.stack != stack;
   }
   entry.stack = stack;
-  if (exec) forget_program(entry);
+  if (exec) {
+    forget_program(entry);
+    entry.exec_seen = true;
+  }
   return first_walk || exec;
 }
 
@@ -149,7 +152,8 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
   Entry& entry = entry_for(id.pid, id.start_ticks, id.start_ns);
   store::ProcessRecord& r = entry.record;
   if (r.ppid == 0) r.ppid = id.ppid;
-  if (r.agent && id.forked) return;  // the exec that followed the fork is already known
+  // The exec that followed the fork is already known (its agent's, or the walk's).
+  if (id.forked && (r.agent || entry.exec_seen)) return;
   // A fork child registers first with its parent's identity (or the walk saw it share its
   // parent's stack); its exec registers again (same pid and start) with the program it became,
   // which is the truth from then on.

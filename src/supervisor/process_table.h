@@ -87,6 +87,7 @@ class ProcessTable {
     bool in_init_process_group = false;  // called it, not returned yet
     uint64_t stack = 0;                  // start_stack at the last walk
     bool from_fork = false;              // runs the program its parent ran: forked, no exec seen
+    bool exec_seen = false;              // the walk saw it run a program of its own
   };
   // The process exec'd: what was known of the program it ran is not of the new one.
   static void forget_program(Entry& entry);

@@ -448,6 +448,21 @@ TEST(ProcessTable, AForkSeenFirstAfterItsExecWithoutTheAgentIsItsNewProgram) {
   EXPECT_FALSE(r.forked);
 }
 
+TEST(ProcessTable, AForkToldAfterTheWalkSawItsExecIsIgnored) {
+  // The same, with the fork's registration read after the walk.
+  Table t;
+  t.table.seen_alive(20, 10, 200, 1, kParentStack);
+  EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 1, kOwnStack));
+  t.table.set_details(30, 300, "python3", "python3 train.py", common::RankEnv{});
+  t.table.from_agent(identity(30, 20, 300, true, "traindoc run -- python3 train.py", 0, 0,
+                              common::RankSource::kTorch));
+  ProcessRecord r = t.get(30, 300);
+  EXPECT_EQ(r.cmdline, "python3 train.py");
+  EXPECT_FALSE(r.agent);
+  EXPECT_FALSE(r.forked);
+  EXPECT_FALSE(r.rank.has_value());
+}
+
 TEST(ProcessTable, AForkSeenBeforeItsExecTakesWhatItsAgentThenTells) {
   // The walk reads torchrun's fork before it execs the rank (its parent's command line and
   // environment, with srun's rank); the rank's agent registers then.
