@@ -185,16 +185,6 @@ std::string call_text(const CollectiveCall& call) {
   return out;
 }
 
-std::string end_text(const store::ProcessRecord& process) {
-  if (process.exit_signal) {
-    const char* name = sigabbrev_np(*process.exit_signal);
-    return std::string("killed by ") +
-           (name ? std::string("SIG") + name : "signal " + std::to_string(*process.exit_signal));
-  }
-  if (process.exit_code) return "exited " + std::to_string(*process.exit_code);
-  return "gone";
-}
-
 bool ended_normally(const store::ProcessRecord& process) {
   return process.exit_code && *process.exit_code == 0;
 }

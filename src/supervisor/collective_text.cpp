@@ -133,6 +133,16 @@ std::string shapes_text(const common::CollectiveCall& call, bool with_types) {
   return out;
 }
 
+std::string end_text(const store::ProcessRecord& process) {
+  if (process.exit_signal) {
+    const char* name = sigabbrev_np(*process.exit_signal);
+    return std::string("killed by ") +
+           (name ? std::string("SIG") + name : "signal " + std::to_string(*process.exit_signal));
+  }
+  if (process.exit_code) return "exited " + std::to_string(*process.exit_code);
+  return "gone";
+}
+
 std::string seconds_text(int64_t ns) {
   char text[32];
   snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ns) / 1e9);

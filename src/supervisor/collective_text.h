@@ -1,5 +1,6 @@
 // Collective records in words: op, element type and reduce op names, tensor shapes, and the
-// store's row for a call. Supervisor process, main loop thread (the checker and the store).
+// store's row for a call; a process's end. Supervisor process, main loop thread (the checker and
+// the store).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ std::string redop_name(uint8_t redop);
 std::string shapes_text(const common::CollectiveCall& call, bool with_types);
 // "cpu", "cuda", "other device"; "" when not recorded.
 std::string device_name(uint8_t device);
+// "killed by SIGSEGV", "exited 1", "gone" (no status known).
+std::string end_text(const store::ProcessRecord& process);
 // "12.3 s"
 std::string seconds_text(int64_t ns);
 // "train.py:42" (the file as recorded), "" when unknown.

@@ -162,6 +162,9 @@ class Loop {
   void collect_stacks(bool final);
   bool stacks_pending(const std::string& kind) const;
   void watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes);
+  // "; the last process to fail before it: pid N (cmdline), killed by SIGSEGV at +3.4 s", where
+  // it failed at most `stall_ns` before the job went quiet; else "".
+  std::string failure_before_idle(int64_t quiet_since_ns, int64_t stall_ns) const;
   void note_time_limit(int pid, uint64_t start_ticks, const std::string& cmdline);
   void watch_time_limits(int64_t t_ns);
   uint64_t store_log_streams(const LogTap& tap);
@@ -233,6 +236,9 @@ class Loop {
   // The walks of the last kIdleWindowNs: each one's length and its busiest process's CPU seconds.
   std::deque<std::pair<int64_t, double>> m_cpu_window;
   int64_t m_last_walk_ns = 0;
+  // The latest process to end in failure (a signal, a non-zero code): a job idle after it most
+  // often waits for what that process was to give (a Pool's lost task, a dead peer).
+  std::optional<store::ProcessRecord> m_last_failure;
 };
 
 void Loop::event(const std::string& kind, int pid, const std::string& text) {
@@ -386,7 +392,10 @@ void Loop::read_agent() {
 // Compares the ranks' collectives, finishes the issues whose stacks came in, and reports each
 // the moment it is known. `final`: the job is over, nothing more will come.
 void Loop::check_collectives(bool final) {
-  for (const store::ProcessRecord& ended : m_table.take_ended()) m_checker.process_ended(ended);
+  for (const store::ProcessRecord& ended : m_table.take_ended()) {
+    m_checker.process_ended(ended);
+    if (ended.exit_signal || ended.exit_code.value_or(0) != 0) m_last_failure = ended;
+  }
   int64_t now = common::realtime_ns();
   for (FoundIssue& found : m_checker.check(now, final)) {
     std::string prompt =
@@ -753,9 +762,26 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   ask_stacks("stack-at-idle", m_table.live_agent_pids(true));
   m_dump_walks = kDumpWalks;
   if (m_options.announce) {
-    fprintf(stderr, "traindoc: the job is idle: %s%s (each process's stack goes to the report)\n",
-            idle.c_str(), prompt.c_str());
+    fprintf(stderr, "traindoc: the job is idle: %s%s%s (each process's stack goes to the report)\n",
+            idle.c_str(), failure_before_idle(m_active_ns, stall_ns).c_str(), prompt.c_str());
   }
+}
+
+std::string Loop::failure_before_idle(int64_t quiet_since_ns, int64_t stall_ns) const {
+  // One long before the quiet is not its likely cause (a `git describe` that failed at start).
+  if (!m_last_failure || m_last_failure->end_ns < quiet_since_ns - stall_ns) return "";
+  constexpr size_t kCmdlineShown = 60;
+  const store::ProcessRecord& p = *m_last_failure;
+  std::string program = p.cmdline;
+  std::replace_if(
+      program.begin(), program.end(), [](char c) { return c >= 0 && c < ' '; }, ' ');
+  if (program.size() > kCmdlineShown) {
+    size_t cut = kCmdlineShown - 3;
+    while (cut > 0 && (static_cast<unsigned char>(program[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
+    program = program.substr(0, cut) + "...";
+  }
+  return "; the last process to fail before it: pid " + std::to_string(p.pid) + " (" + program +
+         "), " + end_text(p) + " at +" + seconds_text(p.end_ns - m_run.start_ns);
 }
 
 void Loop::note_time_limit(int pid, uint64_t start_ticks, const std::string& cmdline) {

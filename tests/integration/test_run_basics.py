@@ -366,6 +366,33 @@ def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
                for e in idle["evidence"]), idle
 
 
+# A Pool whose worker crashes: its task is lost and the pool waits for it until the timeout.
+POOL_LOSES_A_TASK = """
+import ctypes, multiprocessing
+def work(i):
+    if i == 1:
+        ctypes.string_at(0)
+    return i
+if __name__ == "__main__":
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        print(pool.map_async(work, range(4)).get(timeout=8))
+"""
+
+
+def test_an_idle_spell_after_a_failure_names_it(traindoc):
+    """The terminal's idle line names the process that failed just before the job went quiet:
+    what the job most likely waits for. The report makes the crash the root cause."""
+    run = traindoc(python_job(POOL_LOSES_A_TASK), "--stall-seconds", "2", "--interval", "0.2")
+    assert run.status == 1, run.stderr
+    root = run.report["findings"][0]
+    assert root["kind"] == "worker-crash" and root["root_cause"], root
+    (worker,) = root["pids"]
+    idle = re.search(rb"traindoc: the job is idle: .*; the last process to fail before it: pid "
+                     rb"(\d+) \((.*)\), killed by SIGSEGV at \+\d+\.\d s", run.stderr)
+    assert idle, run.stderr
+    assert int(idle[1]) == worker and idle[2].startswith(PYTHON.encode() + b" -c "), idle[0]
+
+
 STORE_CLIENT = """
 import datetime, socket, threading
 import torch.distributed as dist
