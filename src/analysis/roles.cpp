@@ -21,13 +21,20 @@ constexpr int kNone = -1;
 // Spawn starts its processes one after another at once.
 constexpr int64_t kSpawnBurstNs = 1'000'000'000;
 
+// Whether `up` started before `child`. A child known only by its end (its reaper's record; no
+// walk saw it, start ticks 0) started before that end.
+bool started_before(const store::ProcessRecord& up, const store::ProcessRecord& child) {
+  if (child.start_ticks != 0) return up.start_ticks <= child.start_ticks;
+  return up.start_ns <= (child.end_ns != 0 ? child.end_ns : child.start_ns);
+}
+
 // Parent index of each process: the latest process with the parent's pid that started first.
 std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
   std::vector<int> parent(procs.size(), kNone);
   for (size_t i = 0; i < procs.size(); ++i) {
     for (size_t j = 0; j < procs.size(); ++j) {
       if (i == j || procs[j].pid != procs[i].ppid) continue;
-      if (procs[j].start_ticks > procs[i].start_ticks) continue;
+      if (!started_before(procs[j], procs[i])) continue;
       if (parent[i] == kNone ||
           procs[j].start_ticks >= procs[static_cast<size_t>(parent[i])].start_ticks) {
         parent[i] = static_cast<int>(j);

@@ -226,10 +226,14 @@ void ProcessTable::take_rank(int pid, uint64_t start_ticks, common::RankSource s
   entry.changed = true;
 }
 
-void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t_ns) {
+void ProcessTable::ended(int pid, int status, store::EndSource source, int64_t t_ns, int reaper) {
   Entry* entry = live_entry(pid);
   if (entry == nullptr) entry = &entry_for(pid, 0, t_ns);  // ended before any sighting
   store::ProcessRecord& r = entry->record;
+  if (r.ppid == 0 && reaper != 0) {
+    r.ppid = reaper;
+    entry->changed = true;
+  }
   if (r.end_source != store::EndSource::kNone && exactness(r.end_source) >= exactness(source)) {
     return;
   }

@@ -48,7 +48,9 @@ class ProcessTable {
 
   // An end for the latest process with this pid. `status` is a wait status. A more exact source
   // replaces a less exact one (the supervisor's and the parent's waitpid over a zombie's stat).
-  void ended(int pid, int status, store::EndSource source, int64_t t_ns);
+  // `reaper`: the job process whose waitpid took the status, its parent then (0: none); it names
+  // the parent of a process that lived too briefly for a walk to see it.
+  void ended(int pid, int status, store::EndSource source, int64_t t_ns, int reaper = 0);
 
   // After a walk: live processes that were not found and have no end are gone without a trace.
   // They are marked vanished one walk later, so that a parent's reap record can still arrive.

@@ -344,7 +344,7 @@ void Loop::read_agent() {
   for (const AgentRecord& record : poll.records) {
     if (record.type == common::RecordType::kChildReaped) {
       m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
-                    store::EndSource::kParent, record.time_ns);
+                    store::EndSource::kParent, record.time_ns, record.pid);
     } else if (record.type == common::RecordType::kProcessGroupJoined) {
       m_table.joined_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
                                    static_cast<int>(record.b));

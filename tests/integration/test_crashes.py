@@ -61,6 +61,23 @@ def test_abort_cites_the_exception_message(traindoc):
     assert "shape mismatch" in root["title"] or "shape mismatch" in "\n".join(root["evidence"])
 
 
+def test_a_static_program_a_rank_runs_crashes_as_its_program(traindoc):
+    """A static program (LD_PRELOAD gives it no agent) that the rank runs dies at once, before a
+    walk sees it: its parent's reap names it the rank's program, with no crash record, and the
+    rank's failure is its consequence."""
+    helper = str(CRASHERS / "null_deref_static")
+    code = f"import subprocess, sys\nsys.exit(subprocess.run([{helper!r}]).returncode != 0)\n"
+    run = traindoc(python_job(code))
+    assert run.status == 1, run.stderr
+    root = root_cause(run.report)
+    assert root["kind"] == "native-crash", root
+    assert re.match(r"program of rank 0 \(pid \d+\) died of SIGSEGV with no crash record",
+                    root["title"]), root["title"]
+    (process,) = [p for p in run.report["processes"] if p["pid"] == root["pids"][0]]
+    (rank,) = [p for p in run.report["processes"] if p["role"] == "rank"]
+    assert process["parent"] == rank["pid"] and not process["agent"], process
+
+
 PY_SEGV = "import ctypes; ctypes.string_at(0)"
 PY_FAULTHANDLER = "import faulthandler, ctypes; faulthandler.enable(); ctypes.string_at(0)"
 PY_SIG_DFL = "import signal, ctypes; signal.signal(signal.SIGSEGV, signal.SIG_DFL); ctypes.string_at(0)"

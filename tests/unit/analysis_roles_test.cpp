@@ -603,6 +603,26 @@ TEST(Roles, PidReusePicksTheParentThatExistedWhenTheChildStarted) {
   EXPECT_EQ(text_of(procs, roles, 161), "other");
 }
 
+TEST(Roles, AProgramKnownOnlyByItsEndIsOfTheRankThatReapedIt) {
+  // A static helper the rank ran, reaped between two walks: its parent's record gives its end
+  // and parent only, no start (ticks 0, start_ns its end).
+  std::vector<ProcessRecord> procs = {
+      ranked(proc(101, 100, 1010, "python3 train.py"), "torch", 0, 0),
+  };
+  ProcessRecord helper;
+  helper.pid = 130;
+  helper.ppid = 101;
+  helper.end_ns = 1020LL * 10'000'000;
+  helper.start_ns = helper.end_ns;
+  procs.push_back(helper);
+  std::vector<ProcessRole> roles = assign_roles(procs, 100);
+  EXPECT_EQ(describe(roles[1]), "program of rank 0");
+  // One that ended before the rank with its pid started was another process's.
+  procs[1].end_ns = procs[1].start_ns = 1000LL * 10'000'000;
+  roles = assign_roles(procs, 100);
+  EXPECT_EQ(describe(roles[1]), "other");
+}
+
 TEST(Roles, PidReuseOfARankPid) {
   // Rank 0 ended and its pid went to a process of another job branch; the old rank's worker
   // still belongs to rank 0, and the new process's child does not.

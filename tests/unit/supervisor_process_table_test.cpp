@@ -579,7 +579,12 @@ TEST(ProcessTable, EndedBeforeAnySighting) {
   EXPECT_EQ(r.pid, 70);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.end_source, EndSource::kParent);
+  EXPECT_EQ(r.ppid, 0);
   EXPECT_FALSE(t.table.is_live(70));
+
+  // Its reaper told: its parent.
+  t.table.ended(71, exit_status(1), EndSource::kParent, 100, 20);
+  EXPECT_EQ(t.get(71, 0).ppid, 20);
 }
 
 TEST(ProcessTable, SweepMarksVanishedOnlyAfterTwoMissingWalks) {
