@@ -1,7 +1,10 @@
 // Rule: a CUDA kernel failed in a process: a device-side assertion (named label-out-of-range or
 // index-out-of-range where the assertion says so, as Cityscapes' void label 255 does) or an
 // illegal memory access. The kernels' own assertion lines, printed before the Python
-// exception, say which kernel and which check. Pure.
+// exception, say which kernel and which check, also where the exception is a later CUDA library
+// error. Pure.
+#include <algorithm>
+
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
 
@@ -58,12 +61,40 @@ std::string fix_for(const std::string& kind, bool kernel_known) {
   return rerun + "Read the assertion: it names the check that failed and the kernel's file.";
 }
 
+// A CUDA library's error of no kind of its own (a bare `CUDA error: ...`, cuBLAS's or cuDNN's
+// status).
+bool gpu_library_error(const PrintedFailure& failure) {
+  return std::any_of(failure.matches.begin(), failure.matches.end(), [](const SignatureMatch& m) {
+    return m.id.starts_with("cuda.") || m.id.starts_with("cublas.") || m.id.starts_with("cudnn.");
+  });
+}
+
+// The kernel failures: the errors that say so, and a CUDA library's error raised after kernels
+// of the process printed assertions, which is their echo at a later call (PyTorch 2.11 on an
+// H200: the label's assertion in the loss, then `cuDNN error: CUDNN_STATUS_INTERNAL_ERROR` at
+// backward).
+std::vector<PrintedFailure> kernel_failures(const RuleContext& context,
+                                            const std::vector<PythonTraceback>& tracebacks) {
+  std::vector<PrintedFailure> out =
+      printed_failures(context, tracebacks, {"device-side-assert", "cuda-illegal-access"});
+  for (PrintedFailure& echo : printed_failures(context, tracebacks, {""})) {
+    bool told = std::any_of(out.begin(), out.end(),
+                            [&](const PrintedFailure& f) { return f.process == echo.process; });
+    if (told || !gpu_library_error(echo) ||
+        assertions_before(context, *echo.traceback).count == 0) {
+      continue;
+    }
+    echo.kind = "device-side-assert";
+    out.push_back(std::move(echo));
+  }
+  return out;
+}
+
 }  // namespace
 
 void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
                      std::vector<TimedFinding>& out) {
-  for (const PrintedFailure& failure :
-       printed_failures(context, tracebacks, {"device-side-assert", "cuda-illegal-access"})) {
+  for (const PrintedFailure& failure : kernel_failures(context, tracebacks)) {
     const PythonTraceback& tb = *failure.traceback;
     Assertions found = assertions_before(context, tb);
     Finding f;

@@ -233,9 +233,11 @@ def check_more_ranks_than_gpus(traindoc, work):
 def check_sync_wait(traindoc, work):
     script = work / "sync_wait.py"
     script.write_text(SYNC_WAIT)
-    f = root(traindoc_run(traindoc, work / "sync", torchrun(2) + [str(script)], "sync-wait",
-                          ("--stall-seconds", "3")))
-    assert f["kind"] == "collective-missing" and f["ranks"] == [1], f
+    report = traindoc_run(traindoc, work / "sync", torchrun(2) + [str(script)], "sync-wait",
+                          ("--stall-seconds", "3"))
+    # The job finishes once rank 1's kernel does: a straggler, told as a warning.
+    (f,) = [f for f in report["findings"] if f["kind"] == "collective-missing"]
+    assert f["ranks"] == [1] and "a straggler" in f["title"], f
     assert "is busy" not in f["title"], f["title"]
 
 
