@@ -10,8 +10,10 @@ namespace traindoc::analysis {
 namespace {
 
 constexpr int64_t kExitWindowNs = 60'000'000'000;
-// Kernels print their assertions, allocators their warnings, before the host raises.
+// Kernels print their assertions, allocators their warnings, before the host raises; or the CUDA
+// runtime flushes the kernels' output only as the process exits, after the traceback.
 constexpr int64_t kBeforeTracebackNs = 30'000'000'000;
+constexpr int64_t kAfterTracebackNs = 10'000'000'000;
 
 std::optional<int> parse_index(std::string_view text) {
   int value = 0;
@@ -267,15 +269,18 @@ std::vector<PrintedFailure> printed_failures(const RuleContext& context,
   return out;
 }
 
-std::vector<const store::LogLine*> lines_before(const store::Evidence& evidence,
-                                                const PythonTraceback& tb) {
+std::vector<const store::LogLine*> lines_near(const store::Evidence& evidence,
+                                              const PythonTraceback& tb, bool after_too) {
   std::vector<const store::LogLine*> out;
   for (const store::LogLine& line : evidence.log_lines) {
-    if (line.stream != tb.stream || line.t_ns > tb.t_ns ||
-        line.t_ns < tb.t_ns - kBeforeTracebackNs || line.number >= tb.first_line) {
-      continue;
+    bool before = line.number < tb.first_line && line.t_ns <= tb.t_ns &&
+                  line.t_ns >= tb.t_ns - kBeforeTracebackNs;
+    bool after = after_too && line.number > tb.last_line && line.t_ns >= tb.t_ns &&
+                 line.t_ns <= tb.t_ns + kAfterTracebackNs;
+    if (line.stream == tb.stream && (before || after) &&
+        strip_launcher_prefix(line.text).rank == tb.prefix_rank) {
+      out.push_back(&line);
     }
-    if (strip_launcher_prefix(line.text).rank == tb.prefix_rank) out.push_back(&line);
   }
   return out;
 }

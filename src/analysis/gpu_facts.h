@@ -96,9 +96,10 @@ std::vector<PrintedFailure> printed_failures(const RuleContext& context,
                                              const std::vector<std::string>& kinds);
 
 // The log lines printed shortly before a traceback by the same process (same stream, same
-// launcher prefix): kernels' assertions, allocators' warnings that precede the exception.
-std::vector<const store::LogLine*> lines_before(const store::Evidence& evidence,
-                                                const PythonTraceback& traceback);
+// launcher prefix): kernels' assertions, allocators' warnings that precede the exception; with
+// `after_too`, also those printed shortly after it (kernels' assertions flushed at exit).
+std::vector<const store::LogLine*> lines_near(const store::Evidence& evidence,
+                                              const PythonTraceback& traceback, bool after_too);
 
 // The NVML device a printed failure happened on: the CUDA index its text names (PyTorch "GPU 1",
 // TensorFlow "GPU_1_bfc", JAX "device ordinal 1") in the process's own numbering, else the

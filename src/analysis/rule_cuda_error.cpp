@@ -18,10 +18,11 @@ struct Assertions {
   size_t count = 0;
 };
 
-// The assertion lines of the same stream and launcher prefix as the traceback, just before it.
-Assertions assertions_before(const RuleContext& context, const PythonTraceback& tb) {
+// The assertion lines of the same stream and launcher prefix as the traceback, just before it
+// or, flushed at exit, just after it.
+Assertions assertions_near(const RuleContext& context, const PythonTraceback& tb) {
   Assertions out;
-  for (const store::LogLine* line : lines_before(context.evidence, tb)) {
+  for (const store::LogLine* line : lines_near(context.evidence, tb, true)) {
     if (line->text.find("Assertion `") == std::string::npos) continue;
     bool counted = false;
     for (const SignatureMatch& m : match_line(line->text)) {
@@ -80,8 +81,7 @@ std::vector<PrintedFailure> kernel_failures(const RuleContext& context,
   for (PrintedFailure& echo : printed_failures(context, tracebacks, {""})) {
     bool told = std::any_of(out.begin(), out.end(),
                             [&](const PrintedFailure& f) { return f.process == echo.process; });
-    if (told || !gpu_library_error(echo) ||
-        assertions_before(context, *echo.traceback).count == 0) {
+    if (told || !gpu_library_error(echo) || assertions_near(context, *echo.traceback).count == 0) {
       continue;
     }
     echo.kind = "device-side-assert";
@@ -96,7 +96,7 @@ void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceba
                      std::vector<TimedFinding>& out) {
   for (const PrintedFailure& failure : kernel_failures(context, tracebacks)) {
     const PythonTraceback& tb = *failure.traceback;
-    Assertions found = assertions_before(context, tb);
+    Assertions found = assertions_near(context, tb);
     Finding f;
     f.kind = found.kind.empty() ? failure.kind : found.kind;
     std::string who = failure.process ? context.name(*failure.process) : "a process";

@@ -208,7 +208,7 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
        printed_failures(context, tracebacks, {"gpu-oom", "gpu-fragmentation"})) {
     // TensorFlow's and XLA's allocators log the request before the exception that names none.
     std::map<std::string, std::string> fields = failure.fields;
-    for (const store::LogLine* line : lines_before(context.evidence, *failure.traceback)) {
+    for (const store::LogLine* line : lines_near(context.evidence, *failure.traceback, false)) {
       for (const SignatureMatch& m : match_line(line->text)) {
         if (m.failure && (m.kind == "gpu-oom" || m.kind == "gpu-fragmentation")) {
           fields.insert(m.fields.begin(), m.fields.end());

@@ -102,8 +102,11 @@ bool is_python_warning(std::string_view t) {
 // Lines that no exception message holds: another writer's, after the message ended.
 bool ends_message(std::string_view t) {
   // libstdc++'s terminate handler, as a program that raised aborts in its teardown; a warning
-  // printed as the interpreter shuts down (multiprocessing's resource tracker).
-  return is_log_record(t) || t.starts_with("terminate called ") || is_python_warning(t);
+  // printed as the interpreter shuts down (multiprocessing's resource tracker); a CUDA kernel's
+  // assertion, which the CUDA runtime may print only as the process exits.
+  return is_log_record(t) || t.starts_with("terminate called ") || is_python_warning(t) ||
+         (t.find(": block: [") != std::string_view::npos &&
+          t.find("] Assertion `") != std::string_view::npos);
 }
 
 // torch.multiprocessing.spawn's "-- Process 1 terminated with the following error:", which its

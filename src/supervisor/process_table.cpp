@@ -157,7 +157,12 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
   // A fork child registers first with its parent's identity (or the walk saw it share its
   // parent's stack); its exec registers again (same pid and start) with the program it became,
   // which is the truth from then on.
-  if (!id.forked && (r.agent || entry.from_fork)) forget_program(entry);
+  if (!id.forked && (r.agent || entry.from_fork)) {
+    forget_program(entry);
+    // The walk's reading, if any, was the fork's: the new program's environment holds what the
+    // identity does not carry (LOCAL_WORLD_SIZE, CUDA_VISIBLE_DEVICES).
+    entry.walked = false;
+  }
   r.agent = true;
   r.forked = id.forked;
   entry.from_fork = id.forked;

@@ -482,8 +482,11 @@ TEST(ProcessTable, AForkSeenBeforeItsExecTakesWhatItsAgentThenTells) {
   EXPECT_EQ(r.rank_source, "torch");
   EXPECT_TRUE(r.agent);
   EXPECT_FALSE(r.forked);
-  EXPECT_FALSE(t.table.seen_alive(30, 20, 300, 2, kOwnStack)) << "its agent said it";
+  EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 2, kOwnStack)) << "the new program's /proc";
+  t.table.set_details(30, 300, "python3", "python3 train.py --lr 0.1", torch_env(1));
+  EXPECT_FALSE(t.table.seen_alive(30, 20, 300, 3, kOwnStack));
   EXPECT_EQ(t.get(30, 300).rank, 1);
+  EXPECT_EQ(t.get(30, 300).cmdline, "python3 train.py --lr 0.1");
 }
 
 TEST(ProcessTable, EndedFromWaitStatus) {
