@@ -70,22 +70,33 @@ bool gpu_library_error(const PrintedFailure& failure) {
   });
 }
 
+// A kernel failure, with the assertions its process printed around it.
+struct KernelFailure {
+  PrintedFailure failure;
+  Assertions found;
+};
+
 // The kernel failures: the errors that say so, and a CUDA library's error raised after kernels
 // of the process printed assertions, which is their echo at a later call (PyTorch 2.11 on an
 // H200: the label's assertion in the loss, then `cuDNN error: CUDNN_STATUS_INTERNAL_ERROR` at
 // backward).
-std::vector<PrintedFailure> kernel_failures(const RuleContext& context,
-                                            const std::vector<PythonTraceback>& tracebacks) {
-  std::vector<PrintedFailure> out =
-      printed_failures(context, tracebacks, {"device-side-assert", "cuda-illegal-access"});
+std::vector<KernelFailure> kernel_failures(const RuleContext& context,
+                                           const std::vector<PythonTraceback>& tracebacks) {
+  std::vector<KernelFailure> out;
+  for (PrintedFailure& failure :
+       printed_failures(context, tracebacks, {"device-side-assert", "cuda-illegal-access"})) {
+    Assertions found = assertions_near(context, *failure.traceback);
+    out.push_back({std::move(failure), std::move(found)});
+  }
   for (PrintedFailure& echo : printed_failures(context, tracebacks, {""})) {
-    bool told = std::any_of(out.begin(), out.end(),
-                            [&](const PrintedFailure& f) { return f.process == echo.process; });
-    if (told || !gpu_library_error(echo) || assertions_near(context, *echo.traceback).count == 0) {
-      continue;
-    }
+    bool told = std::any_of(out.begin(), out.end(), [&](const KernelFailure& k) {
+      return k.failure.process == echo.process;
+    });
+    if (told || !gpu_library_error(echo)) continue;
+    Assertions found = assertions_near(context, *echo.traceback);
+    if (found.count == 0) continue;
     echo.kind = "device-side-assert";
-    out.push_back(std::move(echo));
+    out.push_back({std::move(echo), std::move(found)});
   }
   return out;
 }
@@ -94,9 +105,8 @@ std::vector<PrintedFailure> kernel_failures(const RuleContext& context,
 
 void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
                      std::vector<TimedFinding>& out) {
-  for (const PrintedFailure& failure : kernel_failures(context, tracebacks)) {
+  for (const auto& [failure, found] : kernel_failures(context, tracebacks)) {
     const PythonTraceback& tb = *failure.traceback;
-    Assertions found = assertions_near(context, tb);
     Finding f;
     f.kind = found.kind.empty() ? failure.kind : found.kind;
     std::string who = failure.process ? context.name(*failure.process) : "a process";
