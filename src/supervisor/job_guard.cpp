@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -38,15 +39,22 @@ std::string processes_text(size_t n) {
   return fmt::format("{} process{}", n, n == 1 ? "" : "es");
 }
 
-// The processes run.db holds as running. The supervisor is gone, so the list is final; an
-// unreadable run.db (killed before its first write) leaves the environment to find the job.
-ProcessIds recorded_running(const std::string& run_dir) {
-  ProcessIds running;
+// run.db as the supervisor left it: it is gone, so this is final. nullopt where it cannot be read
+// (killed before its first write): the environment alone then finds the job.
+std::optional<store::Evidence> recorded(const std::string& run_dir) {
   try {
-    for (const store::ProcessRecord& p : store::read_evidence(run_dir + "/run.db").processes) {
-      if (p.end_source == store::EndSource::kNone) running.emplace(p.pid, p.start_ticks);
-    }
+    return store::read_evidence(run_dir + "/run.db");
   } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The processes run.db holds as running.
+ProcessIds recorded_running(const std::optional<store::Evidence>& evidence) {
+  ProcessIds running;
+  if (!evidence) return running;
+  for (const store::ProcessRecord& p : evidence->processes) {
+    if (p.end_source == store::EndSource::kNone) running.emplace(p.pid, p.start_ticks);
   }
   return running;
 }
@@ -76,11 +84,9 @@ size_t signal_run(const std::string& run_dir, int sig, bool again, Job& job) {
 
 // Marks the recorded processes the guard saw end, and says in run.db what happened, for the
 // report's missing evidence.
-void record_end(const std::string& run_dir, const ProcessIds& signalled, int64_t lost_ns,
-                const std::string& how) {
-  std::string db = run_dir + "/run.db";
-  store::Evidence evidence = store::read_evidence(db);
-  store::StoreWriter writer = store::StoreWriter::open(db);
+void record_end(const std::string& run_dir, const store::Evidence& evidence,
+                const ProcessIds& signalled, int64_t lost_ns, const std::string& how) {
+  store::StoreWriter writer = store::StoreWriter::open(run_dir + "/run.db");
   std::vector<int> alive = processes_of_run(run_dir, signalled);
   int64_t now = common::realtime_ns();
   for (const store::ProcessRecord& p : evidence.processes) {
@@ -109,7 +115,8 @@ void record_end(const std::string& run_dir, const ProcessIds& signalled, int64_t
 
 void end_job(const std::string& run_dir, const std::function<void()>& report) {
   int64_t lost_ns = common::realtime_ns();
-  Job job{recorded_running(run_dir), {}};
+  std::optional<store::Evidence> evidence = recorded(run_dir);
+  Job job{recorded_running(evidence), {}};
   size_t alive = signal_run(run_dir, SIGTERM, false, job);
   if (alive == 0) return;  // the job had ended: nothing to guard
   fprintf(stderr,
@@ -134,7 +141,8 @@ void end_job(const std::string& run_dir, const std::function<void()>& report) {
     if (alive > 0) how += fmt::format("; {} not gone yet", processes_text(alive));
   }
   try {
-    record_end(run_dir, job.signalled, lost_ns, how);
+    if (!evidence) evidence = store::read_evidence(run_dir + "/run.db");  // its error says why
+    record_end(run_dir, *evidence, job.signalled, lost_ns, how);
     report();
     fprintf(stderr,
             "traindoc: the job is over (%s); what the supervisor recorded until it ended: %s "
