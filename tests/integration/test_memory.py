@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -177,10 +178,12 @@ for x in DataLoader(Rows(), batch_size=32, num_workers=2):
 
 
 def on_tmpfs(path):
-    """Whether `path` is on a tmpfs, whose mapped pages count as shared memory, not file pages."""
-    mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
-    best = max((m for m in mounts if str(path).startswith(m[1])), key=lambda m: len(m[1]))
-    return best[2] == "tmpfs"
+    """Whether `path` is on a tmpfs, whose mapped pages count as shared memory, not file pages.
+    Asks the kernel of the file system itself: /proc/mounts may not list the mount that holds
+    it (a chroot hides the mounts outside its root)."""
+    kind = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    return kind == "tmpfs"
 
 
 def test_workers_reading_a_memory_mapped_dataset_do_not_leak(traindoc, tmp_path):

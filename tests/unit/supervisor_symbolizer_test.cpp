@@ -523,6 +523,8 @@ TEST_F(SymbolizerProgramTest, CostOf64FramesFirstAndCached) {
   EXPECT_EQ(symbolizer.cached_files(), 3u);  // libc, the program, the library
   int named = 0;
   for (const NativeFrame& f : first) named += f.function.empty() ? 0 : 1;
+  // libc's IFUNC implementations (__strlen_avx2, ...) are named only in its separate debug file,
+  // from libc6-dbg, which scripts/setup installs.
   EXPECT_EQ(named, 64);
   // Again without separate debug files (libc from .dynsym only, as where libc6-dbg is absent).
   Symbolizer no_debug_files(SymbolizerOptions{{}});
