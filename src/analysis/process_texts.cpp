@@ -480,6 +480,13 @@ const store::LogLine* ProcessTexts::last_words(const ProcessSummary& process) co
     if (!is_error_stream(m_evidence, it->stream)) continue;
     LinePrefix prefix = strip_launcher_prefix(it->text);
     if (prefix.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    // A logging library's warning or note (gloo's "Unable to resolve hostname" at start-up) is
+    // never what a process failed with.
+    LogLevel level = log_record_level(prefix.text);
+    if (level == LogLevel::kWarning || level == LogLevel::kInfo || level == LogLevel::kDebug ||
+        is_python_warning(prefix.text)) {
+      continue;
+    }
     if (m_owners->of(it->stream, prefix.prefix, prefix.rank, it->t_ns) == &process) return &*it;
   }
   return nullptr;

@@ -75,29 +75,7 @@ bool is_decoration(std::string_view text) {
 
 // A logging record that follows a traceback on the same stream (torchrun's agent, glog-style
 // C++ logs): it ends the exception's message.
-bool is_log_record(std::string_view t) {
-  for (std::string_view level : {"ERROR:", "WARNING:", "INFO:", "DEBUG:", "CRITICAL:"}) {
-    if (t.starts_with(level) && t.size() > level.size() && t[level.size()] != ' ') return true;
-  }
-  // "E0709 17:05:38.123 ..." (PyTorch 2.x), "W20261126 04:43:28.576334 ..." (1.13's glog),
-  // "[E709 17:05:38 ...]", "[W ProcessGroupNCCL.cpp:..]"
-  auto level = [](char c) { return c == 'E' || c == 'W' || c == 'I' || c == 'F'; };
-  if (t.size() > 10 && level(t[0])) {
-    size_t date = std::find_if_not(t.begin() + 1, t.end(), is_digit) - t.begin() - 1;
-    if ((date == 4 || date == 8) && t[date + 1] == ' ' && is_digit(t[date + 2])) return true;
-  }
-  return t.size() > 3 && t[0] == '[' && level(t[1]) && (t[2] == ' ' || is_digit(t[2]));
-}
-
-// A Python warning as `warnings` prints it: "path.py:12: UserWarning: ...".
-bool is_python_warning(std::string_view t) {
-  size_t warning = t.find("Warning: ");
-  if (warning == std::string_view::npos) return false;
-  size_t colon = t.rfind(": ", warning);
-  if (colon == std::string_view::npos || colon == 0) return false;
-  size_t digits = t.find_last_not_of("0123456789", colon - 1);
-  return digits != std::string_view::npos && digits + 1 < colon && t[digits] == ':';
-}
+bool is_log_record(std::string_view t) { return log_record_level(t) != LogLevel::kNone; }
 
 // Lines that no exception message holds: another writer's, after the message ended.
 bool ends_message(std::string_view t) {
@@ -456,6 +434,45 @@ class Parser {
 };
 
 }  // namespace
+
+LogLevel log_record_level(std::string_view t) {
+  auto level_of = [](char c) {
+    switch (c) {
+      case 'E': return LogLevel::kError;
+      case 'F': return LogLevel::kFatal;
+      case 'W': return LogLevel::kWarning;
+      case 'I': return LogLevel::kInfo;
+      default: return LogLevel::kNone;
+    }
+  };
+  // Python's logging.basicConfig: "WARNING:root:...".
+  constexpr std::pair<std::string_view, LogLevel> kPythonLevels[] = {
+      {"ERROR:", LogLevel::kError}, {"WARNING:", LogLevel::kWarning}, {"INFO:", LogLevel::kInfo},
+      {"DEBUG:", LogLevel::kDebug}, {"CRITICAL:", LogLevel::kFatal}};
+  for (auto [name, level] : kPythonLevels) {
+    if (t.starts_with(name) && t.size() > name.size() && t[name.size()] != ' ') return level;
+  }
+  // "E0709 17:05:38.123 ..." (PyTorch 2.x), "W20261126 04:43:28.576334 ..." (1.13's glog),
+  // "[E709 17:05:38 ...]", "[W ProcessGroupNCCL.cpp:..]"
+  if (t.size() > 10 && level_of(t[0]) != LogLevel::kNone) {
+    size_t date = std::find_if_not(t.begin() + 1, t.end(), is_digit) - t.begin() - 1;
+    if ((date == 4 || date == 8) && t[date + 1] == ' ' && is_digit(t[date + 2])) {
+      return level_of(t[0]);
+    }
+  }
+  if (t.size() > 3 && t[0] == '[' && (t[2] == ' ' || is_digit(t[2]))) return level_of(t[1]);
+  return LogLevel::kNone;
+}
+
+bool is_python_warning(std::string_view t) {
+  size_t warning = t.find("Warning: ");
+  if (warning == std::string_view::npos) return false;
+  size_t colon = t.rfind(": ", warning);
+  if (colon == std::string_view::npos || colon == 0) return false;
+  size_t digits = t.find_last_not_of("0123456789", colon - 1);
+  return digits != std::string_view::npos && digits + 1 < colon && t[digits] == ':';
+}
+
 
 bool is_hook_file(std::string_view file) {
   return file.find("/traindoc_hook/") != std::string_view::npos;

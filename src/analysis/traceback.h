@@ -58,6 +58,14 @@ struct PythonTraceback {
   bool operator==(const PythonTraceback&) const = default;
 };
 
+// The level of a logging library's record, as its line begins: Python's logging
+// ("WARNING:root:..."), glog and c10 ("W20261126 04:43:28.576334 ...", "[W ProcessGroup...]").
+enum class LogLevel { kNone, kDebug, kInfo, kWarning, kError, kFatal };
+LogLevel log_record_level(std::string_view text);
+
+// A Python warning as `warnings` prints it: "path.py:12: UserWarning: ...".
+bool is_python_warning(std::string_view text);
+
 // A file of traindoc's own Python hook (python/traindoc_hook/): its wrappers stand between the
 // user's call and the library it calls.
 bool is_hook_file(std::string_view file);

@@ -756,6 +756,37 @@ TEST(ProcessTexts, ALaunchersOwnLinesAreNotThoseOfARankItPrefixes) {
   }
 }
 
+// A logging library's warning or note is never a process's failure message: gloo's glog
+// warning at start-up where the host name does not resolve (containers), Python's logging and
+// warnings, c10's "[W ...]".
+TEST(ProcessTexts, ALoggedWarningIsNoLastWords) {
+  for (const char* warning :
+       {"[default1]:W20261126 04:43:28.576334 4101 socket.cpp:436] Warning: Unable to resolve "
+        "hostname to a (local) address. Using the loopback address as fallback.",
+        "[default1]:I20261126 04:43:28.576334 4101 ProcessGroupGloo.cpp:50] connected",
+        "[default1]:WARNING:root:no checkpoint found, starting afresh",
+        "[default1]:/opt/train.py:12: UserWarning: the learning rate is large",
+        "[default1]:[W socket.cpp:601] [c10d] The client socket has failed to connect"}) {
+    Evidence e = torchrun_job();
+    uint64_t number = 1;
+    print_lines(e, 1.0, number, {"[default0]:step 0", warning});
+    exited(e, kRank1, 1.4, 3);
+    exited(e, kRank0, 3.0, 1);
+    exited(e, kLauncher, 3.5, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_FALSE(d.findings.empty());
+    EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) exited with code 3") << warning;
+  }
+  // An error record is: what the process said as it failed.
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 1.0, number, {"[default1]:E20261126 04:43:28.576334 4101 main.cpp:9] no data"});
+  exited(e, kRank1, 1.4, 3);
+  exited(e, kRank0, 3.0, 1);
+  exited(e, kLauncher, 3.5, 1);
+  EXPECT_THAT(diagnose(e).findings.at(0).title, HasSubstr("exited with code 3: E20261126"));
+}
+
 TEST(ProcessTexts, UnprefixedOutputGoesToTheProcessThatFailedAfterPrintingIt) {
   // A single process whose worker crashed (seen dead just before the rank's traceback was
   // stamped) and which then raised: the traceback is the rank's, not the dead worker's.
