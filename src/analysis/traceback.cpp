@@ -75,7 +75,9 @@ bool is_decoration(std::string_view text) {
 
 // A logging record that follows a traceback on the same stream (torchrun's agent, glog-style
 // C++ logs): it ends the exception's message.
-bool is_log_record(std::string_view t) { return log_record_level(t) != LogLevel::kNone; }
+bool is_log_record(std::string_view t) {
+  return log_record_level(t) != LogLevel::kNone;
+}
 
 // Lines that no exception message holds: another writer's, after the message ended.
 bool ends_message(std::string_view t) {
@@ -438,17 +440,25 @@ class Parser {
 LogLevel log_record_level(std::string_view t) {
   auto level_of = [](char c) {
     switch (c) {
-      case 'E': return LogLevel::kError;
-      case 'F': return LogLevel::kFatal;
-      case 'W': return LogLevel::kWarning;
-      case 'I': return LogLevel::kInfo;
-      default: return LogLevel::kNone;
+      case 'E':
+        return LogLevel::kError;
+      case 'F':
+        return LogLevel::kFatal;
+      case 'W':
+        return LogLevel::kWarning;
+      case 'I':
+        return LogLevel::kInfo;
+      default:
+        return LogLevel::kNone;
     }
   };
   // Python's logging.basicConfig: "WARNING:root:...".
   constexpr std::pair<std::string_view, LogLevel> kPythonLevels[] = {
-      {"ERROR:", LogLevel::kError}, {"WARNING:", LogLevel::kWarning}, {"INFO:", LogLevel::kInfo},
-      {"DEBUG:", LogLevel::kDebug}, {"CRITICAL:", LogLevel::kFatal}};
+      {"ERROR:", LogLevel::kError},
+      {"WARNING:", LogLevel::kWarning},
+      {"INFO:", LogLevel::kInfo},
+      {"DEBUG:", LogLevel::kDebug},
+      {"CRITICAL:", LogLevel::kFatal}};
   for (auto [name, level] : kPythonLevels) {
     if (t.starts_with(name) && t.size() > name.size() && t[name.size()] != ' ') return level;
   }
@@ -472,7 +482,6 @@ bool is_python_warning(std::string_view t) {
   size_t digits = t.find_last_not_of("0123456789", colon - 1);
   return digits != std::string_view::npos && digits + 1 < colon && t[digits] == ':';
 }
-
 
 bool is_hook_file(std::string_view file) {
   return file.find("/traindoc_hook/") != std::string_view::npos;
