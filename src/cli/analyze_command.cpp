@@ -1,6 +1,7 @@
 // `traindoc analyze RUN`: rebuilds report.json, report.html and the summary from run.db alone.
 // Supervisor process, main thread. Also the last step of `traindoc run`.
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 
 #include "analysis/diagnosis.h"
@@ -15,8 +16,17 @@ namespace traindoc::cli {
 int report_run(const std::string& run_dir, Output output, FILE* out) {
   store::Evidence evidence = store::read_evidence(run_dir + "/run.db");
   analysis::Diagnosis diagnosis = analysis::diagnose(evidence);
-  report::write_json_report(diagnosis, run_dir);
-  report::write_html_report(diagnosis, evidence, run_dir);
+  // A report file that cannot be written (a full disk) is named in the next one and in the
+  // summary, which is still printed.
+  auto write = [&](const char* name, const std::function<void()>& writer) {
+    try {
+      writer();
+    } catch (const std::exception& error) {
+      diagnosis.missing_evidence.push_back(std::string(name) + " was not written: " + error.what());
+    }
+  };
+  write("report.json", [&] { report::write_json_report(diagnosis, run_dir); });
+  write("report.html", [&] { report::write_html_report(diagnosis, evidence, run_dir); });
   std::string text;
   switch (output) {
     case Output::kSummary: {
@@ -26,7 +36,7 @@ int report_run(const std::string& run_dir, Output output, FILE* out) {
       break;
     }
     case Output::kJson:
-      text = report::to_json(diagnosis).dump(2) + "\n";
+      text = report::json_text(diagnosis);
       break;
     case Output::kVerdict:
       text = report::render_verdict(diagnosis, run_dir);

@@ -10,6 +10,8 @@
 #include <tuple>
 #include <utility>
 
+#include "report/elapsed.h"
+
 namespace traindoc::report {
 namespace {
 
@@ -18,6 +20,13 @@ namespace {
 constexpr int64_t kMinSpanNs = 500'000'000;
 // A limit is drawn where the values reach this share of it; below, it is named in the title.
 constexpr double kLimitDrawnAt = 0.25;
+
+// A value of bytes drawn as a double, back as bytes: the largest counts (a limit read as
+// "unlimited") round up to 2^64, which no uint64_t holds.
+uint64_t bytes_of(double value) {
+  constexpr double kPastLargest = 18446744073709551616.0;  // 2^64
+  return value >= kPastLargest ? UINT64_MAX : static_cast<uint64_t>(std::max(0.0, value));
+}
 
 class ChartBuilder {
  public:
@@ -29,7 +38,7 @@ class ChartBuilder {
   }
 
   void add(size_t series, int64_t t_ns, double value) {
-    int64_t key = std::max<int64_t>(0, t_ns - m_start_ns) / m_span_ns;
+    int64_t key = std::max<int64_t>(0, elapsed_ns(m_start_ns, t_ns)) / m_span_ns;
     auto [it, inserted] = m_spans.try_emplace(key, Span{t_ns, {}});
     Span& span = it->second;
     span.first_ns = std::min(span.first_ns, t_ns);
@@ -43,8 +52,7 @@ class ChartBuilder {
   std::optional<Chart> finish(std::string id, std::string title, std::string unit) {
     Chart chart{std::move(id), std::move(title), std::move(unit), {}, {}};
     for (const auto& [key, span] : m_spans) {
-      chart.x.push_back(static_cast<double>(std::max<int64_t>(0, span.first_ns - m_start_ns)) /
-                        1e9);
+      chart.x.push_back(std::max(0.0, elapsed_s(m_start_ns, span.first_ns)));
     }
     std::vector<ChartSeries> limits;
     double peak = 0;
@@ -68,10 +76,9 @@ class ChartBuilder {
       if (peak >= kLimitDrawnAt * top) {
         chart.series.push_back(std::move(limit));
       } else {
-        named +=
-            fmt::format("{}{} {}", named.empty() ? "" : ", ", limit.label,
-                        chart.unit == "bytes" ? analysis::format_bytes(static_cast<uint64_t>(top))
-                                              : fmt::format("{:.0f}", top));
+        named += fmt::format("{}{} {}", named.empty() ? "" : ", ", limit.label,
+                             chart.unit == "bytes" ? analysis::format_bytes(bytes_of(top))
+                                                   : fmt::format("{:.0f}", top));
       }
     }
     if (!named.empty()) chart.title += " (" + named + ")";
@@ -245,7 +252,7 @@ int64_t last_sample_ns(const store::Evidence& e) {
 
 std::vector<Chart> build_charts(const analysis::Diagnosis& d, const store::Evidence& e) {
   int64_t start = e.run.start_ns;
-  int64_t length = std::max<int64_t>(0, last_sample_ns(e) - start);
+  int64_t length = std::max<int64_t>(0, elapsed_ns(start, last_sample_ns(e)));
   ChartBuilder builder(
       start, std::max<int64_t>(kMinSpanNs, length / static_cast<int64_t>(kChartPoints) + 1));
   std::vector<Chart> charts;

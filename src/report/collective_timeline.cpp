@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "report/chart_series.h"
+#include "report/elapsed.h"
 #include "report/html_report.h"
 
 namespace traindoc::report {
@@ -27,6 +28,9 @@ constexpr double kMinBarWidth = 1.5;  // a call of a microsecond stays visible
 // Calls drawn in one row, the latest: more would not be told apart at this width, and would make
 // the page heavy (run.db may keep 200,000 calls).
 constexpr size_t kRowCalls = 1000;
+// The narrowest window drawn, and the most ticks on its axis.
+constexpr int64_t kMinWindowNs = 1'000'000;
+constexpr int kMaxTicks = 20;
 
 struct Row {
   const analysis::ProcessSummary* process = nullptr;
@@ -52,6 +56,11 @@ bool never_returned(const store::CollectiveCall& c) {
   return c.end_ns == 0 && !returns_queued(c);
 }
 
+// How long a call that returned took: never negative, whatever times its record holds.
+int64_t took_ns(const store::CollectiveCall& c) {
+  return std::max<int64_t>(0, elapsed_ns(c.t_ns, c.end_ns));
+}
+
 std::string call_text(const store::CollectiveCall& c, int64_t run_start_ns) {
   std::string out = fmt::format("{} #{}", c.op, c.number);
   if (!c.site.empty()) out += " at " + c.site;
@@ -60,14 +69,14 @@ std::string call_text(const store::CollectiveCall& c, int64_t run_start_ns) {
       c.group_rank >= 0 ? "rank " + std::to_string(c.group_rank) : std::string("a rank"),
       c.group_size);
   if (!c.tensors.empty()) out += "; " + c.tensors;
-  out += fmt::format("), at {:.3f} s: ", static_cast<double>(c.t_ns - run_start_ns) / 1e9);
+  out += fmt::format("), at {:.3f} s: ", elapsed_s(run_start_ns, c.t_ns));
   if (returns_queued(c)) return out + "returns once queued";
   if (never_returned(c)) return out + "did not return";
   if (c.raised) {
-    return out + "raised after " + analysis::format_seconds(c.end_ns - c.t_ns) +
+    return out + "raised after " + analysis::format_seconds(took_ns(c)) +
            ": it gave up waiting (a timeout, or a rank that left)";
   }
-  return out + duration_text(c.end_ns - c.t_ns);
+  return out + duration_text(took_ns(c));
 }
 
 // Tick spacing of 1, 2 or 5 times a power of ten, for about eight ticks across `span_s`.
@@ -122,8 +131,11 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
     first_ns = std::min(first_ns, c.t_ns);
     if (d.run.end_ns == 0) to_ns = std::max({to_ns, c.t_ns, c.end_ns});
   }
-  int64_t from_ns = std::max(first_ns, to_ns - kTimelineWindowNs);
-  to_ns = std::max(to_ns, from_ns + 1'000'000);
+  // Saturated at int64's limits (elapsed.h), whatever times run.db holds: the window is then
+  // 1 ms to a minute wide, and its width fits in an int64.
+  int64_t from_ns = std::max(first_ns, shifted_ns(to_ns, -kTimelineWindowNs));
+  from_ns = std::min(from_ns, INT64_MAX - kMinWindowNs);
+  to_ns = std::max(to_ns, from_ns + kMinWindowNs);
   std::vector<Row> rows = rows_of(d, e, from_ns, to_ns);
   if (rows.empty()) return "";
 
@@ -134,8 +146,8 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
            plot_width * static_cast<double>(std::clamp(t, from_ns, to_ns) - from_ns) / span;
   };
   double height = kAxisHeight + kRowHeight * static_cast<double>(rows.size());
-  double start_s = static_cast<double>(from_ns - d.run.start_ns) / 1e9;
-  double end_s = static_cast<double>(to_ns - d.run.start_ns) / 1e9;
+  double start_s = elapsed_s(d.run.start_ns, from_ns);
+  double end_s = start_s + span / 1e9;
 
   std::string out = "<section id=\"collectives\">\n<h2>Collectives</h2>\n";
   out += fmt::format(
@@ -154,9 +166,15 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
       "aria-label=\"Collective calls of each rank over time\">\n",
       kWidth, height);
 
-  double step = tick_step(end_s - start_s);
-  for (double s = std::ceil(start_s / step) * step; s <= end_s + 1e-9; s += step) {
-    double x = x_of(d.run.start_ns + static_cast<int64_t>(std::llround(s * 1e9)));
+  // Ticks at whole steps of seconds since the start, placed by their distance from the window's
+  // start; at most kMaxTicks, so that the loop ends whatever a clock set far off makes of the
+  // seconds' doubles.
+  double step = tick_step(span / 1e9);
+  double first_tick = std::ceil(start_s / step) * step;
+  for (int i = 0; i < kMaxTicks; ++i) {
+    double s = first_tick + step * i;
+    if (s > end_s + 1e-9) break;
+    double x = kLabelWidth + plot_width * std::clamp((s - start_s) * 1e9 / span, 0.0, 1.0);
     out += fmt::format(
         "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
         "<text class=\"tick\" x=\"{0:.1f}\" y=\"{3}\">{4:g} s</text>\n",

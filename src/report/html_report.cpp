@@ -17,6 +17,8 @@
 #include "report/collective_timeline.h"
 #include "report/finding_order.h"
 #include "report/json_report.h"
+#include "report/report_file.h"
+#include "report/safe_text.h"
 #include "report/terminal.h"
 
 namespace traindoc::report {
@@ -131,13 +133,16 @@ std::string join_numbers(const std::vector<int>& numbers) {
   return out;
 }
 
-// "2026-11-27 23:48:04 UTC"
+// "2026-11-27 23:48:04 UTC"; "at an unknown time" for one not recorded (a wall-clock time, so
+// after 1970) or past what a calendar date holds.
 std::string utc_time(int64_t ns) {
   time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
   tm parts{};
-  gmtime_r(&seconds, &parts);
-  char text[32];
-  strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
+  char text[64];
+  if (ns <= 0 || gmtime_r(&seconds, &parts) == nullptr ||
+      strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts) == 0) {
+    return "at an unknown time";
+  }
   return text;
 }
 
@@ -344,13 +349,14 @@ std::string logs_html(const store::Evidence& e) {
 // The series as JSON inside a script block: `<` written as \u003c, so that no text in a label
 // can close the block.
 std::string charts_json(const std::vector<Chart>& charts) {
-  nlohmann::json out = nlohmann::json::array();
+  using json = nlohmann::ordered_json;
+  json out = json::array();
   for (const Chart& chart : charts) {
-    nlohmann::json series = nlohmann::json::array();
+    json series = json::array();
     for (const ChartSeries& s : chart.series) {
-      nlohmann::json values = nlohmann::json::array();
+      json values = json::array();
       for (const std::optional<double>& v : s.values) {
-        values.push_back(v ? nlohmann::json(*v) : nlohmann::json(nullptr));
+        values.push_back(v ? json(*v) : json(nullptr));
       }
       series.push_back({{"label", s.label}, {"limit", s.limit}, {"values", values}});
     }
@@ -360,7 +366,7 @@ std::string charts_json(const std::vector<Chart>& charts) {
                    {"x", chart.x},
                    {"series", series}});
   }
-  std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = json_dump(out);
   std::string safe;
   for (char c : text) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
   return safe;
@@ -397,9 +403,10 @@ std::string header_html(const analysis::Diagnosis& d) {
 }  // namespace
 
 std::string html_escape(std::string_view text) {
+  std::string valid = valid_utf8(text);
   std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
+  out.reserve(valid.size());
+  for (char c : valid) {
     switch (c) {
       case '&':
         out += "&amp;";
@@ -445,7 +452,7 @@ std::string render_html(const analysis::Diagnosis& d, const store::Evidence& e) 
 
 void write_html_report(const analysis::Diagnosis& diagnosis, const store::Evidence& evidence,
                        const std::string& run_dir) {
-  write_report_file(run_dir + "/report.html", render_html(diagnosis, evidence));
+  write_report_file(run_dir, "report.html", render_html(diagnosis, evidence));
 }
 
 }  // namespace traindoc::report

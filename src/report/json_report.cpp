@@ -2,12 +2,10 @@
 // Absent values are left out rather than written as null, so later versions only add fields.
 #include "report/json_report.h"
 
-#include <cstring>
-#include <fstream>
-#include <stdexcept>
+#include <fmt/format.h>
 
-#include <signal.h>
-#include <unistd.h>
+#include "report/elapsed.h"
+#include "report/report_file.h"
 
 namespace traindoc::report {
 namespace {
@@ -105,8 +103,11 @@ json gpu_json(const analysis::GpuSummary& g) {
 }  // namespace
 
 int shell_status(const store::RunInfo& run) {
-  if (run.exit_signal) return 128 + *run.exit_signal;
-  return run.exit_code.value_or(0);
+  // 128 + N for the signals a process can die of; a number beyond them (a damaged run.db) still
+  // reads as a failure, the largest status a shell gives, rather than overflowing.
+  if (!run.exit_signal) return run.exit_code.value_or(0);
+  int signal = *run.exit_signal;
+  return signal > 0 && signal < 128 ? 128 + signal : 255;
 }
 
 json to_json(const analysis::Diagnosis& d) {
@@ -117,9 +118,9 @@ json to_json(const analysis::Diagnosis& d) {
   run["supervisor_pid"] = d.run.supervisor_pid;
   run["root_pid"] = d.run.root_pid;
   run["start_ns"] = d.run.start_ns;
-  if (d.run.end_ns != 0) {
-    run["end_ns"] = d.run.end_ns;
-    run["duration_s"] = static_cast<double>(d.run.end_ns - d.run.start_ns) / 1e9;
+  if (d.run.end_ns != 0) run["end_ns"] = d.run.end_ns;
+  if (std::optional<int64_t> duration = run_duration_ns(d.run)) {
+    run["duration_s"] = static_cast<double>(*duration) / 1e9;
   }
   put(run, "exit_code", d.run.exit_code);
   if (d.run.exit_signal) {
@@ -147,21 +148,33 @@ json to_json(const analysis::Diagnosis& d) {
   return out;
 }
 
-void write_report_file(const std::string& path, const std::string& text) {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + temporary);
+std::string json_dump(const json& value, int indent) {
+  std::string text = value.dump(indent, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    // The text is valid UTF-8 by now, so 0xC2 always leads a two-byte character: with 0x80 to
+    // 0x9F, a C1 control. These bytes occur only inside strings, where an escape means the same.
+    if (byte == 0x7F) {
+      out += "\\u007f";
+    } else if (byte == 0xC2 && next >= 0x80 && next <= 0x9F) {
+      out += fmt::format("\\u{:04x}", next);
+      ++i;
+    } else {
+      out += text[i];
+    }
   }
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot write " + path + ": " + strerror(errno));
-  }
+  return out;
+}
+
+std::string json_text(const analysis::Diagnosis& diagnosis) {
+  return json_dump(to_json(diagnosis), 2) + "\n";
 }
 
 void write_json_report(const analysis::Diagnosis& diagnosis, const std::string& run_dir) {
-  write_report_file(run_dir + "/report.json", to_json(diagnosis).dump(2) + "\n");
+  write_report_file(run_dir, "report.json", json_text(diagnosis));
 }
 
 }  // namespace traindoc::report

@@ -12,8 +12,10 @@
 #include <map>
 #include <vector>
 
+#include "report/elapsed.h"
 #include "report/finding_order.h"
 #include "report/json_report.h"
+#include "report/safe_text.h"
 
 namespace traindoc::report {
 namespace {
@@ -91,9 +93,39 @@ std::string render_gpus(const analysis::Diagnosis& d) {
   return out;
 }
 
-}  // namespace
+// The diagnosis with every text in it made safe to print (terminal_safe): the one place where
+// words of the job (its messages, commands, errors, the names its devices gave) enter the
+// terminal's text, so that one carrying an escape sequence is shown, never obeyed. The renderers
+// below read only this copy; their own newlines and colours are added after.
+analysis::Diagnosis printable(const analysis::Diagnosis& d) {
+  analysis::Diagnosis out = d;
+  auto clean = [](std::string& text) { text = terminal_safe(text); };
+  for (std::string& word : out.run.command) clean(word);
+  clean(out.run.hostname);
+  clean(out.run.version);
+  clean(out.run.exec_error);
+  for (analysis::ProcessSummary& p : out.processes) {
+    clean(p.record.argv0);
+    clean(p.record.cmdline);
+    clean(p.record.rank_source);
+  }
+  for (analysis::GpuSummary& g : out.gpus) {
+    clean(g.device.uuid);
+    clean(g.device.pci_bus_id);
+    clean(g.device.name);
+    for (analysis::GpuSummary::Holder& h : g.holders) clean(h.who);
+  }
+  for (analysis::Finding& f : out.findings) {
+    clean(f.kind);
+    clean(f.title);
+    clean(f.fix);
+    for (std::string& line : f.evidence) clean(line);
+  }
+  for (std::string& note : out.missing_evidence) clean(note);
+  return out;
+}
 
-std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
+std::string verdict_text(const analysis::Diagnosis& d, const std::string& run_dir) {
   std::string out = "traindoc: " + describe_run_end(d.run);
   // The root cause; without one (the job did not fail), the first warning, so that a quiet run
   // still says that something deserves a look, or who asked the job to stop.
@@ -111,43 +143,8 @@ std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_
   return out + " (" + run_dir + ")\n";
 }
 
-std::string describe_run_end(const store::RunInfo& run) {
-  double seconds =
-      run.end_ns > run.start_ns ? static_cast<double>(run.end_ns - run.start_ns) / 1e9 : 0;
-  if (!run.exec_error.empty()) return "the job could not start: " + run.exec_error;
-  if (run.end_ns == 0) return "the run has no recorded end: traindoc stopped while the job ran";
-  std::string how = run.exit_signal ? "was killed by " + signal_name(*run.exit_signal)
-                    : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
-                                    : std::string("ended");
-  return fmt::format("the job {} after {:.1f} s", how, seconds);
-}
-
-std::string peak_text(const std::optional<uint64_t>& bytes) {
-  return bytes ? analysis::format_bytes(*bytes) : "-";
-}
-
-std::string describe_holder(const analysis::GpuSummary::Holder& h) {
-  return (h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid)) + " " +
-         analysis::format_bytes(h.peak);
-}
-
-bool wants_colour(int fd) {
-  const char* no_colour = getenv("NO_COLOR");
-  return isatty(fd) && (no_colour == nullptr || *no_colour == '\0');
-}
-
-std::string describe_end(const store::ProcessRecord& p) {
-  if (p.exit_signal) {
-    return "killed by " + signal_name(*p.exit_signal) + (p.core_dumped ? " (core dumped)" : "");
-  }
-  if (p.exit_code) return fmt::format("exit {}", *p.exit_code);
-  if (p.end_source == store::EndSource::kVanished) return "vanished";
-  if (p.end_source == store::EndSource::kGuard) return "ended by the guard";
-  return "still running";
-}
-
-std::string render_summary(const analysis::Diagnosis& d, const std::string& run_dir,
-                           TerminalOptions options) {
+std::string summary_text(const analysis::Diagnosis& d, const std::string& run_dir,
+                         TerminalOptions options) {
   Palette c = palette(options.colour);
   std::string out = std::string(c.bold) + "traindoc: " + describe_run_end(d.run) + c.reset + "\n";
   out += render_findings(d, c);
@@ -188,6 +185,53 @@ std::string render_summary(const analysis::Diagnosis& d, const std::string& run_
   out +=
       "  run folder: " + run_dir + "  (report.json, report.html; `traindoc analyze` redoes them)\n";
   return out;
+}
+
+}  // namespace
+
+std::string describe_run_end(const store::RunInfo& run) {
+  if (!run.exec_error.empty()) return "the job could not start: " + run.exec_error;
+  if (run.end_ns == 0) return "the run has no recorded end: traindoc stopped while the job ran";
+  std::string how = run.exit_signal ? "was killed by " + signal_name(*run.exit_signal)
+                    : run.exit_code ? fmt::format("exited with code {}", *run.exit_code)
+                                    : std::string("ended");
+  // Times that tell no duration (a clock set far off, a damaged run.db): none is claimed.
+  std::optional<int64_t> duration = run_duration_ns(run);
+  if (!duration) return "the job " + how;
+  return fmt::format("the job {} after {:.1f} s", how, static_cast<double>(*duration) / 1e9);
+}
+
+std::string peak_text(const std::optional<uint64_t>& bytes) {
+  return bytes ? analysis::format_bytes(*bytes) : "-";
+}
+
+std::string describe_holder(const analysis::GpuSummary::Holder& h) {
+  return (h.in_job ? h.who : fmt::format("pid {} outside the job", h.pid)) + " " +
+         analysis::format_bytes(h.peak);
+}
+
+bool wants_colour(int fd) {
+  const char* no_colour = getenv("NO_COLOR");
+  return isatty(fd) && (no_colour == nullptr || *no_colour == '\0');
+}
+
+std::string describe_end(const store::ProcessRecord& p) {
+  if (p.exit_signal) {
+    return "killed by " + signal_name(*p.exit_signal) + (p.core_dumped ? " (core dumped)" : "");
+  }
+  if (p.exit_code) return fmt::format("exit {}", *p.exit_code);
+  if (p.end_source == store::EndSource::kVanished) return "vanished";
+  if (p.end_source == store::EndSource::kGuard) return "ended by the guard";
+  return "still running";
+}
+
+std::string render_summary(const analysis::Diagnosis& d, const std::string& run_dir,
+                           TerminalOptions options) {
+  return summary_text(printable(d), terminal_safe(run_dir), options);
+}
+
+std::string render_verdict(const analysis::Diagnosis& d, const std::string& run_dir) {
+  return verdict_text(printable(d), terminal_safe(run_dir));
 }
 
 }  // namespace traindoc::report

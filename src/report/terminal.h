@@ -15,17 +15,20 @@ struct TerminalOptions {
   bool colour = false;   // ANSI colours: only on a terminal, never with NO_COLOR
 };
 
+// The job's own words in it (messages, commands, errors) are made safe to print first
+// (terminal_safe): an escape sequence in them is shown, not obeyed by the terminal.
 std::string render_summary(const analysis::Diagnosis& diagnosis, const std::string& run_dir,
                            TerminalOptions options = {});
 
 // One line for quiet mode: how the job ended, the root cause (else the first warning) and how
-// many other findings there are.
+// many other findings there are. Made safe to print as the summary.
 std::string render_verdict(const analysis::Diagnosis& diagnosis, const std::string& run_dir);
 
 // Whether to colour what is written to `fd`: a terminal, and NO_COLOR unset or empty.
 bool wants_colour(int fd);
 
-// "the job exited with code 1 after 3.2 s", "the job could not start: ..."
+// "the job exited with code 1 after 3.2 s", "the job could not start: ..."; without the duration
+// where the run's times tell none (run_duration_ns). The text is the job's, unescaped.
 std::string describe_run_end(const store::RunInfo& run);
 
 // "3.2 GiB", or "-" where nothing was measured.

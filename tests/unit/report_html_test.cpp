@@ -1,9 +1,11 @@
 // Tests of report.html and its chart series: findings in the terminal's order with all their
 // evidence, text escaped wherever it lands, series thinned without losing a peak, the largest
-// processes drawn, charts only where something was sampled. tests/integration draws the page in
-// a real browser.
+// processes drawn, charts only where something was sampled, any bytes of the job carried as
+// UTF-8, times at int64's limits. tests/integration draws the page in a real browser.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,6 +16,7 @@
 #include "report/chart_series.h"
 #include "report/collective_timeline.h"
 #include "report/html_report.h"
+#include "report/safe_text.h"
 #include "store_test_util.h"
 
 namespace traindoc::report {
@@ -439,6 +442,90 @@ TEST(HtmlReport, IsWrittenWhole) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(), render_html(run.diagnosis, run.evidence));
   EXPECT_FALSE(std::filesystem::exists(dir.file("report.html.tmp")));
+}
+
+// Bytes of the job that are not UTF-8 reach the page as U+FFFD: the whole page is UTF-8, as its
+// <meta charset> says.
+TEST(HtmlReport, BytesThatAreNotUtf8BecomeReplacementCharacters) {
+  JobRun run = failed_run();
+  run.diagnosis.run.command = {"/bin/echo", "caf\xE9"};
+  run.diagnosis.run.hostname = "node\xFF";
+  run.diagnosis.findings[0].title = "crashed in caf\xE9";
+  run.diagnosis.findings[0].evidence.push_back("stderr: \xC3 cut");
+  run.diagnosis.processes[0].record.cmdline = "python3 caf\xE9.py";
+  run.evidence.logs.push_back({"/tmp/caf\xE9.txt", 10, 1, 0, {"logs/caf\xE9.log"}, {}});
+  std::string html = render_html(run.diagnosis, run.evidence);
+  EXPECT_EQ(valid_utf8(html), html);
+  EXPECT_NE(html.find("<title>traindoc: /bin/echo caf\xEF\xBF\xBD</title>"), std::string::npos);
+  EXPECT_NE(html.find("crashed in caf\xEF\xBF\xBD"), std::string::npos);
+  EXPECT_NE(html.find("<li>stderr: \xEF\xBF\xBD cut</li>"), std::string::npos);
+  EXPECT_NE(html.find("<a href=\"logs/caf%E9.log\">logs/caf\xEF\xBF\xBD.log</a>"),
+            std::string::npos);
+  EXPECT_EQ(html_escape("\x1b[1m<b>\xE9"), "\x1b[1m&lt;b&gt;\xEF\xBF\xBD");
+}
+
+// Times at int64's limits (a damaged or planted run.db): the series, the timeline and the page
+// are drawn with nothing overflowing (run under -fsanitize=undefined), no number that is not
+// one, and no negative duration.
+JobRun run_at_the_limits(int64_t start_ns, int64_t end_ns) {
+  JobRun run = two_ranks(3);
+  run.diagnosis.run.start_ns = start_ns;
+  run.diagnosis.run.end_ns = end_ns;
+  run.evidence.run = run.diagnosis.run;
+  const ProcessSummary& rank0 = run.diagnosis.processes[0];
+  const ProcessSummary& rank1 = run.diagnosis.processes[1];
+  run.evidence.proc_samples.clear();
+  for (int64_t t :
+       {INT64_MIN, INT64_MIN + 1, int64_t{-1}, int64_t{0}, kStart, INT64_MAX - 1, INT64_MAX}) {
+    run.evidence.proc_samples.push_back(proc_sample(rank0, t, 1 << 20));
+    store::HostSample host;
+    host.t_ns = t;
+    host.mem_total = UINT64_MAX;
+    host.mem_available = 1;
+    host.cgroup_current = 1 << 20;
+    host.cgroup_max = UINT64_MAX;
+    run.evidence.host_samples.push_back(host);
+    for (const ProcessSummary* p : {&rank0, &rank1}) {
+      for (int64_t end : {INT64_MIN, int64_t{0}, t, INT64_MAX}) {
+        store::CollectiveCall c = call(*p, run.evidence.collectives.size() + 1, 0, 0);
+        c.t_ns = t;
+        c.end_ns = end;
+        c.raised = end == INT64_MIN;
+        run.evidence.collectives.push_back(c);
+      }
+    }
+    store::CollectiveIssue issue;
+    issue.t_ns = t;
+    issue.message = "issue";
+    run.evidence.collective_issues.push_back(issue);
+  }
+  return run;
+}
+
+TEST(ReportAtTheLimits, TimesOfInt64sLimitsDrawNothingAbsurd) {
+  const int64_t limits[] = {INT64_MIN, int64_t{-1}, int64_t{0}, kStart, INT64_MAX};
+  for (int64_t start : limits) {
+    for (int64_t end : limits) {
+      SCOPED_TRACE(fmt::format("start {} end {}", start, end));
+      JobRun run = run_at_the_limits(start, end);
+      for (const Chart& chart : build_charts(run.diagnosis, run.evidence)) {
+        EXPECT_LE(chart.x.size(), kChartPoints + 1) << chart.id;
+        for (double x : chart.x) EXPECT_TRUE(std::isfinite(x) && x >= 0) << chart.id << " " << x;
+      }
+      std::string timeline = collective_timeline_html(run.diagnosis, run.evidence);
+      EXPECT_NE(timeline.find("<svg"), std::string::npos);
+      EXPECT_LE(occurrences(timeline, "<text class=\"tick\""), 20u);
+      for (const char* absurd : {"nan", "inf", "took -", "after -"}) {
+        size_t at = timeline.find(absurd);
+        EXPECT_EQ(at, std::string::npos) << timeline.substr(at < 100 ? 0 : at - 100, 200);
+      }
+      std::string html = render_html(run.diagnosis, run.evidence);
+      EXPECT_EQ(html.find("after -"), std::string::npos);
+      if (start <= 0) {
+        EXPECT_NE(html.find(", started at an unknown time"), std::string::npos);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Tests of report.json (schema traindoc.report/1): fields present and absent, how processes
-// ended, the shell status, and the atomic write.
+// ended, the shell status, the atomic write, any bytes of the job carried, times at int64's
+// limits.
 #include "report/json_report.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -397,6 +400,89 @@ TEST(JsonReport, GpusAfterTheRestOnlyWhenSampled) {
   never_used.peak_used.reset();
   d.gpus = {never_used};
   EXPECT_FALSE(to_json(d)["gpus"][0].contains("peak_used"));
+}
+
+// Whatever bytes the job printed or was started with, report.json is written, as valid UTF-8
+// with U+FFFD where they were not: `traindoc run -- /bin/echo caf$'\xe9'` once wrote none.
+TEST(JsonReport, BytesThatAreNotUtf8AreReplacedNotFatal) {
+  const std::string broken = "caf\xE9 \xFF\xC3";
+  const std::string shown = "caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD";
+  Diagnosis d = sample_diagnosis();
+  d.run.command = {"/bin/echo", broken};
+  d.run.hostname = broken;
+  d.run.exec_error = broken;
+  d.processes[0].record.cmdline = broken;
+  d.findings[0].title = broken;
+  d.findings[0].evidence.push_back(broken);
+  d.findings[0].fix = broken;
+  d.missing_evidence.push_back(broken);
+  d.gpus = {gpu0()};
+  d.gpus[0].device.name = broken;
+  TempDir dir;
+  write_json_report(d, dir.path());
+  std::string text = read_file(dir.path() + "/report.json");
+  EXPECT_EQ(text, json_text(d));
+  json j = json::parse(text);
+  EXPECT_EQ(j["run"]["command"][1], shown);
+  EXPECT_EQ(j["run"]["hostname"], shown);
+  EXPECT_EQ(j["run"]["exec_error"], shown);
+  EXPECT_EQ(j["processes"][0]["cmdline"], shown);
+  EXPECT_EQ(j["findings"][0]["title"], shown);
+  EXPECT_EQ(j["findings"][0]["evidence"].back(), shown);
+  EXPECT_EQ(j["findings"][0]["fix"], shown);
+  EXPECT_EQ(j["missing_evidence"].back(), shown);
+  EXPECT_EQ(j["gpus"][0]["name"], shown);
+}
+
+// `traindoc analyze --json` prints this text: nothing in it is a control a terminal obeys.
+TEST(JsonReport, TextHoldsNoControlCharacter) {
+  Diagnosis d = sample_diagnosis();
+  d.findings[0].title = "\x1b]0;owned\x07 \x1b[2J \x7f \xC2\x9B[31m \x9B";
+  std::string text = json_text(d);
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    EXPECT_TRUE(byte >= 0x20 || c == '\n' || c == ' ') << static_cast<int>(byte);
+    EXPECT_NE(byte, 0x7F);
+  }
+  EXPECT_EQ(text.find("\xC2\x9B"), std::string::npos);
+  EXPECT_EQ(json::parse(text)["findings"][0]["title"],
+            "\x1b]0;owned\x07 \x1b[2J \x7f \xC2\x9B[31m \xEF\xBF\xBD");
+}
+
+// Times at int64's limits (a damaged or planted run.db) overflow nothing, and no duration is
+// claimed where the times tell none; run under -fsanitize=undefined.
+TEST(JsonReport, TimesAtTheLimitsOfInt64) {
+  Diagnosis d = sample_diagnosis();
+  d.processes[0].record.start_ns = INT64_MIN;
+  d.processes[0].record.end_ns = INT64_MAX;
+  for (auto [start, end] : {std::pair{INT64_MIN, INT64_MAX}, std::pair{INT64_MAX, INT64_MIN},
+                            std::pair{int64_t{0}, INT64_MAX}, std::pair{INT64_MAX, int64_t{1}},
+                            std::pair{int64_t{-5}, int64_t{-1}}}) {
+    d.run.start_ns = start;
+    d.run.end_ns = end;
+    json run = json::parse(json_text(d))["run"];
+    EXPECT_EQ(run["start_ns"], start);
+    EXPECT_EQ(run["end_ns"], end);
+    EXPECT_FALSE(run.contains("duration_s")) << start << " " << end << ": " << run.dump();
+  }
+  d.run.start_ns = 1;
+  d.run.end_ns = INT64_MAX;
+  EXPECT_DOUBLE_EQ(to_json(d)["run"]["duration_s"].get<double>(),
+                   static_cast<double>(INT64_MAX - 1) / 1e9);
+  json process = to_json(d)["processes"][0];
+  EXPECT_EQ(process["start_ns"], INT64_MIN);
+  EXPECT_EQ(process["exit"]["time_ns"], INT64_MAX);
+}
+
+// A signal number no kernel sends (a damaged run.db) still reads as a failure, without overflow.
+TEST(JsonReport, ShellStatusOfASignalOutOfRange) {
+  store::RunInfo run;
+  for (int signal : {INT_MAX, INT_MIN, -3, 0, 128}) {
+    run.exit_signal = signal;
+    EXPECT_EQ(shell_status(run), 255) << signal;
+  }
+  run.exit_signal = 64;  // SIGRTMAX
+  EXPECT_EQ(shell_status(run), 192);
 }
 
 }  // namespace

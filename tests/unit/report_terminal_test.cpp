@@ -1,17 +1,20 @@
 // Tests of the terminal summary: golden files for a torchrun-shaped run, with and without its
 // findings, and for a command that could not start (tests/fixtures/report/summary_*.txt), how
 // consequences and other findings are told apart, quiet mode's verdict, row truncation, process
-// end texts.
+// end texts, text of the job shown rather than obeyed, times at int64's limits.
 // TRAINDOC_UPDATE_GOLDEN=1 rewrites the golden files from the current output.
 #include "report/terminal.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "report/safe_text.h"
 
 namespace traindoc::report {
 namespace {
@@ -351,6 +354,129 @@ TEST(TerminalSummary, OneLinePerGpu) {
                       "777 outside the job 1.0 GiB)\n"),
             std::string::npos)
       << text;
+}
+
+// Words of the job that a terminal would act on: a title change (OSC), a screen clear, C1
+// controls as UTF-8 and as lone bytes, a carriage return and a newline that would fake a line.
+constexpr const char* kOsc = "\x1b]0;owned\x07";
+constexpr const char* kClear = "\x1b[2J";
+
+Diagnosis hostile_diagnosis() {
+  Diagnosis d = diagnosed_torchrun();
+  analysis::Finding& root = d.findings[0];
+  root.title = std::string("rank 0 raised RuntimeError: ") + kOsc + "boom" + kClear;
+  root.evidence.push_back("stderr line 3: \xC2\x9B[31m red \x9B[2J \x7f del\rover");
+  root.evidence.push_back("ok\n  ROOT CAUSE [fake] spoofed");
+  root.fix = std::string("run `") + kClear + "` again";
+  d.findings[1].title = std::string("consequence ") + kOsc;
+  d.findings[2].kind = std::string("memory-leak") + kClear;
+  d.processes[0].record.cmdline = kOsc;
+  d.missing_evidence.push_back(std::string("note ") + kOsc);
+  analysis::GpuSummary g;
+  g.device = {0, "GPU-5f1c", std::string("00:06.0") + kClear, "NVIDIA H100", 80ULL << 30};
+  g.holders = {{4242, std::string("rank 0") + kOsc, 30ULL << 30, true}};
+  d.gpus = {g};
+  return d;
+}
+
+// What in `text` a terminal would act on beyond the summary's own newlines (and, where `colour`,
+// its own colours): "" when nothing.
+std::string obeyed(std::string text, bool colour) {
+  if (colour) {
+    for (std::string code :
+         {"\033[1m", "\033[1;31m", "\033[1;33m", "\033[32m", "\033[2m", "\033[0m"}) {
+      for (size_t at = text.find(code); at != std::string::npos; at = text.find(code, at)) {
+        text.erase(at, code.size());
+      }
+    }
+  }
+  if (valid_utf8(text) != text) return "bytes that are not UTF-8";
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if ((byte < 0x20 && byte != '\n') || byte == 0x7F || (byte == 0xC2 && next <= 0x9F)) {
+      return "control " + std::to_string(byte) + " at " + std::to_string(i) + ": " +
+             text.substr(i >= 20 ? i - 20 : 0, 40);
+    }
+  }
+  return "";
+}
+
+TEST(TerminalSummary, TextOfTheJobIsShownNotObeyed) {
+  Diagnosis d = hostile_diagnosis();
+  std::string run_dir = std::string("/runs/") + kClear;
+  for (bool colour : {false, true}) {
+    std::string text = render_summary(d, run_dir, TerminalOptions{24, colour});
+    EXPECT_EQ(obeyed(text, colour), "") << text;
+    EXPECT_NE(text.find("raised RuntimeError: \\x1b]0;owned\\x07boom\\x1b[2J"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("stderr line 3: \\u009b[31m red \\x9b[2J \\x7f del\\rover"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("fix:" + std::string(colour ? "\033[0m" : "") + " run `\\x1b[2J` again"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("  note: note \\x1b]0;owned\\x07\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("  GPU 0 00:06.0\\x1b[2J: "), std::string::npos) << text;
+    EXPECT_NE(text.find("run folder: /runs/\\x1b[2J "), std::string::npos) << text;
+    // A newline of the job's does not start a line of the summary's.
+    EXPECT_EQ(count_lines_starting(text, "  ROOT CAUSE [fake]"), 0) << text;
+    EXPECT_NE(text.find("ok\\n  ROOT CAUSE [fake] spoofed"), std::string::npos) << text;
+  }
+}
+
+TEST(TerminalVerdict, TextOfTheJobIsShownNotObeyed) {
+  Diagnosis d = hostile_diagnosis();
+  std::string text = render_verdict(d, std::string("/r\n") + kOsc);
+  EXPECT_EQ(obeyed(text, false), "") << text;
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << text;
+  EXPECT_NE(
+      text.find("root cause [worker-crash] rank 0 raised RuntimeError: "
+                "\\x1b]0;owned\\x07boom\\x1b[2J (+2 more findings) (/r\\n\\x1b]0;owned\\x07)"),
+      std::string::npos)
+      << text;
+
+  // A command that could not start, named with an escape sequence and a lone C1 byte.
+  Diagnosis failed;
+  failed.run.start_ns = 1'000'000'000;
+  failed.run.end_ns = 2'000'000'000;
+  failed.run.exit_code = 127;
+  failed.run.exec_error = std::string(kOsc) + "\x9b[2J: command not found";
+  EXPECT_EQ(render_verdict(failed, "/r"),
+            "traindoc: the job could not start: \\x1b]0;owned\\x07\\x9b[2J: command not found "
+            "(/r)\n");
+  EXPECT_EQ(obeyed(render_summary(failed, "/r"), false), "");
+}
+
+// Text that is UTF-8 and prints as text is left as it is.
+TEST(TerminalSummary, PrintableTextIsKept) {
+  Diagnosis d = diagnosed_torchrun();
+  d.findings[0].title = "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC\ttab \\x1b";
+  EXPECT_NE(render_summary(d, "/r").find("caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC\ttab \\x1b\n"),
+            std::string::npos);
+}
+
+// Times at int64's limits (a damaged or planted run.db): no overflow (run under
+// -fsanitize=undefined), and no duration, rather than a negative or wrapped one.
+TEST(TerminalSummary, TimesAtTheLimitsOfInt64) {
+  store::RunInfo run;
+  run.exit_signal = SIGINT;
+  for (auto [start, end] : {std::pair{INT64_MIN, INT64_MAX}, std::pair{INT64_MAX, INT64_MIN},
+                            std::pair{INT64_MIN, int64_t{-1}}, std::pair{int64_t{0}, INT64_MAX},
+                            std::pair{INT64_MAX, int64_t{1}}}) {
+    run.start_ns = start;
+    run.end_ns = end;
+    EXPECT_EQ(describe_run_end(run), "the job was killed by SIGINT") << start << " " << end;
+  }
+  run.start_ns = 1;
+  run.end_ns = INT64_MAX;
+  EXPECT_EQ(describe_run_end(run), "the job was killed by SIGINT after 9223372036.9 s");
+  Diagnosis d = torchrun_diagnosis();
+  d.run.start_ns = INT64_MIN;
+  d.run.end_ns = INT64_MAX;
+  std::string text = render_summary(d, "/r");
+  EXPECT_EQ(text.substr(0, text.find('\n')), "traindoc: the job exited with code 1") << text;
+  EXPECT_EQ(render_verdict(d, "/r"), "traindoc: the job exited with code 1 (/r)\n");
 }
 
 }  // namespace
