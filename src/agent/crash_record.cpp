@@ -213,7 +213,7 @@ bool dump_python_traceback() {
   char* tail = g_python_path + g_python_prefix;
   size_t n = format_decimal(tail, static_cast<uint64_t>(getpid()));
   memcpy(tail + n, ".txt", 5);
-  int fd = open(g_python_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(g_python_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   bool written = write_python_traceback(fd);
   close(fd);

@@ -50,7 +50,7 @@ void note_output_file(int fd) {
       memchr(at, '\n', static_cast<size_t>(n)) == nullptr) {
     at += n;
     *at++ = '\n';
-    int out = open(g_outputs_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int out = open(g_outputs_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (out >= 0) {
       // One write of one line: appends of other processes never cut into it.
       ssize_t written = write(out, line, static_cast<size_t>(at - line));

@@ -57,7 +57,7 @@ void dump_stacks() {
   char* tail = g_path + g_prefix;
   size_t n = format_decimal(tail, static_cast<uint64_t>(getpid()));
   memcpy(tail + n, ".txt", 5);
-  int fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
   static constexpr char kThread[] = "thread: ";
   write_text(fd, kThread, sizeof(kThread) - 1);

@@ -97,7 +97,7 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
       else
         out[it->second] = event.text;
     } else if (event.kind == "agent-unavailable" || event.kind == "sampling-failed" ||
-               event.kind == "supervisor-lost") {
+               event.kind == "supervisor-lost" || event.kind == "store-failed") {
       out.push_back(event.text);
     }
   }

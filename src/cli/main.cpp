@@ -2,6 +2,7 @@
 // Supervisor process, main thread; every error ends here as one message and an exit status.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <exception>
 
@@ -30,6 +31,16 @@ int unknown_option(const CLI::App* app, const std::string& typed) {
   return kUsageError;
 }
 
+// CLI::Range lets NaN through: every comparison with it is false.
+const CLI::Validator kFinite(
+    [](std::string& text) {
+      double value = 0;
+      bool number = CLI::detail::lexical_cast(text, value);
+      return number && !std::isfinite(value) ? std::string("must be a finite number")
+                                             : std::string();
+    },
+    "FINITE");
+
 void add_output_flags(CLI::App* app, traindoc::cli::OutputFlags& flags) {
   app->add_flag("--json", flags.json, "At the end, print report.json instead of the summary");
   app->add_flag("-q,--quiet", flags.quiet, "At the end, print only a one-line verdict");
@@ -46,10 +57,12 @@ int dispatch(int argc, char** argv) {
   run_cmd->prefix_command();
   run_cmd->add_option("-o,--out", run.out, "Run folder (default ./traindoc-runs/<time>-<id>)");
   run_cmd->add_option("--interval", run.interval_s, "Seconds between samples")
+      ->check(kFinite)
       ->check(CLI::Range(0.1, 3600.0));
   run_cmd
       ->add_option("--stall-seconds", run.stall_s,
                    "Seconds a collective may wait for a missing rank before it is reported")
+      ->check(kFinite)
       ->check(CLI::Range(0.5, 86400.0));
   run_cmd
       ->add_option("--on-mismatch", run.on_mismatch,

@@ -1,5 +1,6 @@
 // `traindoc run`: prepares the run folder, supervises the job, then reports.
 // Supervisor process, main thread. Exits with the job's status, as a shell would.
+#include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "report/json_report.h"
 #include "supervisor/job_guard.h"
 #include "supervisor/launcher.h"
 #include "supervisor/supervisor.h"
@@ -31,40 +33,94 @@ std::string default_run_dir() {
   return std::string(kRunsFolder) + "/" + stamp + "-" + id;
 }
 
-// Creates the run folder, refusing to reuse one that holds anything: a run is never overwritten.
+[[noreturn]] void refuse(const fs::path& dir, const std::string& why) {
+  throw std::runtime_error("run folder " + dir.string() + ": " + why);
+}
+
+// Claims the run folder: made here, or an empty one of the user's that no other user may write
+// (where they could plant links or forge the agent's files), then made private, and run.db created
+// exclusively. Of two traindocs given the same folder at once, one runs; the other stops here,
+// before its job starts. A run is never overwritten.
 std::string prepare_run_dir(const std::string& requested) {
-  fs::path dir = fs::absolute(requested.empty() ? default_run_dir() : requested);
+  fs::path dir = fs::absolute(requested.empty() ? default_run_dir() : requested).lexically_normal();
+  if (dir.has_parent_path() && !dir.has_filename()) dir = dir.parent_path();  // "runs/x/"
   std::error_code error;
-  if (fs::exists(dir, error) && !fs::is_empty(dir, error)) {
-    throw std::runtime_error("run folder " + dir.string() +
-                             " already holds files; choose a new one (a run is never overwritten)");
+  fs::create_directories(dir.parent_path(), error);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    refuse(dir, std::string("cannot create it: ") + strerror(errno));
   }
-  fs::create_directories(dir / "logs", error);
-  if (error || access(dir.c_str(), W_OK) != 0) {
-    throw std::runtime_error("cannot create the run folder " + dir.string() + ": " +
-                             (error ? error.message() : strerror(errno)));
+  struct stat info {};
+  if (stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) refuse(dir, "not a folder");
+  if (info.st_uid != geteuid()) {
+    refuse(dir, "owned by another user; choose a folder of your own");
   }
-  return dir.lexically_normal().string();
+  if ((info.st_mode & S_IWOTH) != 0) {
+    refuse(dir, "writable by every user; choose a folder that only you can write");
+  }
+  if (!fs::is_empty(dir, error)) {
+    refuse(dir, "already holds files; choose a new one (a run is never overwritten)");
+  }
+  if (chmod(dir.c_str(), 0700) != 0 || access(dir.c_str(), W_OK) != 0) {
+    refuse(dir, std::string("cannot write it: ") + strerror(errno));
+  }
+  int claim =
+      open((dir / "run.db").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (claim < 0) {
+    refuse(dir, errno == EEXIST
+                    ? "another traindoc took it at the same moment; give each traindoc a folder "
+                      "of its own (under srun: --out runs/job-$SLURM_JOB_ID/task-$SLURM_PROCID)"
+                    : std::string("cannot write it: ") + strerror(errno));
+  }
+  close(claim);
+  if (mkdir((dir / "logs").c_str(), 0700) != 0) {
+    refuse(dir, std::string("cannot write it: ") + strerror(errno));
+  }
+  return dir.string();
 }
 
 // The agent lives in ../lib beside bin/traindoc and the Python hook in ../python, in the build
-// tree and once installed. "" when it is not there.
-std::string installed(const char* env, const char* relative) {
-  if (const char* path = getenv(env)) return path;
+// tree and once installed. "" when it is not there. Absolute, whatever TRAINDOC_AGENT says: the
+// job may change its folder before it starts another program. `separators`: characters the
+// variable that carries the path splits at (LD_PRELOAD: space and colon; PYTHONPATH: colon),
+// which would silently take the agent or hook away from every job.
+std::string installed(const char* env, const char* relative, std::string_view separators) {
   std::error_code error;
-  fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  fs::path path = exe.parent_path().parent_path() / relative;
-  return fs::exists(path, error) ? path.string() : "";
+  fs::path path;
+  if (const char* chosen = getenv(env)) {
+    path = chosen;
+  } else {
+    path = fs::read_symlink("/proc/self/exe", error).parent_path().parent_path() / relative;
+    if (!fs::exists(path, error)) return "";
+  }
+  std::string text = fs::absolute(path, error).lexically_normal().string();
+  if (text.find_first_of(separators) != std::string::npos) {
+    throw std::runtime_error(text + " holds a character (space or colon) at which the job's " +
+                             "environment would split it; install traindoc in a path without " +
+                             "spaces or colons" +
+                             (getenv(env) ? " or set " + std::string(env) + " to one" : ""));
+  }
+  return text;
+}
+
+// The report of a run whose job has ended; a failure to make it (a run.db cut short) is told
+// on stderr, never in place of the job's status.
+void report_or_say(const std::string& run_dir, Output output) {
+  try {
+    report_run(run_dir, output, stderr);
+  } catch (const std::exception& error) {
+    fprintf(stderr, "traindoc: no report for %s: %s\n", run_dir.c_str(), error.what());
+  }
 }
 
 }  // namespace
 
 int run_command(const RunArgs& args) {
+  supervisor::keep_own_files_private();
   supervisor::SupervisorOptions options;
   options.command = args.command;
+  options.agent_path = installed("TRAINDOC_AGENT", "lib/libtraindoc_agent.so", " :");
+  options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python", ":");
   options.run_dir = prepare_run_dir(args.out);
-  options.agent_path = installed("TRAINDOC_AGENT", "lib/libtraindoc_agent.so");
-  options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python");
   options.interval_ms = static_cast<int>(args.interval_s * 1000);
   options.announce = args.flags.output() != Output::kNothing;
   options.stall_seconds = args.stall_s;
@@ -73,18 +129,20 @@ int run_command(const RunArgs& args) {
   supervisor::JobGuard guard(options.run_dir, options.announce,
                              [&] { report_run(options.run_dir, Output::kNothing, stderr); });
   options.guard_pid = guard.pid();
+  store::RunInfo run;
   try {
-    supervisor::supervise(options);
+    run = supervisor::supervise(options);
   } catch (const supervisor::LaunchError& error) {
     guard.release();
     fprintf(stderr, "traindoc: %s\n", error.message.c_str());
-    report_run(options.run_dir, Output::kNothing, stderr);
+    report_or_say(options.run_dir, Output::kNothing);
     return error.exit_status;
   }
-  // The job's stdout is the job's alone: traindoc speaks on stderr.
-  int status = report_run(options.run_dir, args.flags.output(), stderr);
+  // The job has ended: whatever happens to the report from here on, its status is returned.
   guard.release();
-  return status;
+  // The job's stdout is the job's alone: traindoc speaks on stderr.
+  report_or_say(options.run_dir, args.flags.output());
+  return report::shell_status(run);
 }
 
 }  // namespace traindoc::cli

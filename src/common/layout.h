@@ -22,6 +22,9 @@ inline constexpr const char* kAgentFileName = "agent/slots";
 // so, a line each:
 // "<pid> <fd> <realtime ns> <offset at start> <absolute path>\n", appended by the agent.
 inline constexpr const char* kOutputsFileName = "agent/outputs";
+// Space the supervisor holds while the job runs, given back for run.db's last records when the
+// disk fills up; removed at the end of the run (and by the guard).
+inline constexpr const char* kReserveFileName = "reserve";
 inline constexpr const char* kRunDirEnv = "TRAINDOC_RUN_DIR";
 
 // How a process obtained its slot.

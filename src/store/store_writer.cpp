@@ -182,6 +182,7 @@ void run_process(Statement& statement, const ProcessRecord& r) {
 struct StoreWriter::Impl {
   std::string path;
   WriterOptions options;
+  std::optional<std::string> failure;  // the first write error: nothing is written after it
   // Declared before the statements so that they are finalized first.
   detail::DbHandle db;
 
@@ -451,6 +452,28 @@ const std::string& StoreWriter::path() const {
   return m_impl->path;
 }
 
+template <class Write>
+void StoreWriter::guarded(Write&& write) {
+  Impl& s = *m_impl;
+  if (s.failure) return;
+  try {
+    write();
+  } catch (const std::exception& error) {
+    s.failure = error.what();
+    sqlite3_exec(s.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    s.in_transaction = false;
+    s.dropped_dirty.clear();
+  }
+}
+
+const std::optional<std::string>& StoreWriter::failure() const {
+  return m_impl->failure;
+}
+
+void StoreWriter::resume() {
+  m_impl->failure.reset();
+}
+
 void StoreWriter::begin_if_needed() {
   if (m_impl->in_transaction) return;
   m_impl->begin.run();
@@ -458,395 +481,433 @@ void StoreWriter::begin_if_needed() {
 }
 
 void StoreWriter::flush() {
-  Impl& s = *m_impl;
-  if (!s.in_transaction) return;
-  try {
+  guarded([&] {
+    Impl& s = *m_impl;
+    if (!s.in_transaction) return;
     for (const std::string& key : s.dropped_dirty) {
       s.set_meta.bind(1, key).bind(2, std::to_string(s.dropped[key])).run();
     }
     s.commit.run();
     s.in_transaction = false;
     s.dropped_dirty.clear();
-  } catch (...) {
-    // A failed COMMIT (disk full) may or may not have ended the transaction; ask SQLite.
-    s.in_transaction = sqlite3_get_autocommit(s.db.get()) == 0;
-    throw;
-  }
+  });
 }
 
 void StoreWriter::write_run(const RunInfo& run) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  s.replace_run.bind(1, run.hostname)
-      .bind(2, run.version)
-      .bind(3, run.supervisor_pid)
-      .bind(4, run.root_pid)
-      .bind(5, run.start_ns)
-      .bind(6, run.end_ns)
-      .bind(7, run.exit_code)
-      .bind(8, run.exit_signal)
-      .bind(9, run.exec_error)
-      .run();
-  s.delete_args.run();
-  for (size_t i = 0; i < run.command.size(); ++i) {
-    s.insert_arg.bind(1, static_cast<int64_t>(i)).bind(2, run.command[i]).run();
-  }
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    s.replace_run.bind(1, run.hostname)
+        .bind(2, run.version)
+        .bind(3, run.supervisor_pid)
+        .bind(4, run.root_pid)
+        .bind(5, run.start_ns)
+        .bind(6, run.end_ns)
+        .bind(7, run.exit_code)
+        .bind(8, run.exit_signal)
+        .bind(9, run.exec_error)
+        .run();
+    s.delete_args.run();
+    for (size_t i = 0; i < run.command.size(); ++i) {
+      s.insert_arg.bind(1, static_cast<int64_t>(i)).bind(2, run.command[i]).run();
+    }
+  });
 }
 
 void StoreWriter::upsert_process(const ProcessRecord& record) {
-  begin_if_needed();
-  run_process(m_impl->upsert_process, record);
+  guarded([&] {
+    begin_if_needed();
+    run_process(m_impl->upsert_process, record);
+  });
 }
 
 void StoreWriter::write_process(const ProcessRecord& record) {
-  begin_if_needed();
-  run_process(m_impl->write_process, record);
+  guarded([&] {
+    begin_if_needed();
+    run_process(m_impl->write_process, record);
+  });
 }
 
 void StoreWriter::add_proc_samples(const std::vector<ProcSample>& samples) {
-  Impl& s = *m_impl;
-  if (samples.empty()) return;
-  begin_if_needed();
-  for (const ProcSample& p : samples) {
-    s.insert_proc_sample.bind(1, p.t_ns)
-        .bind(2, p.pid)
-        .bind(3, p.start_ticks)
-        .bind(4, p.rss)
-        .bind(5, p.swap)
-        .bind(6, p.pss)
-        .bind(7, p.uss)
-        .bind(8, p.threads)
-        .bind(9, p.fds)
-        .bind(10, p.fd_limit)
-        .bind(11, p.cpu_user_s)
-        .bind(12, p.cpu_sys_s)
-        .bind(13, p.rss_file)
-        .run();
-  }
+  guarded([&] {
+    Impl& s = *m_impl;
+    if (samples.empty()) return;
+    begin_if_needed();
+    for (const ProcSample& p : samples) {
+      s.insert_proc_sample.bind(1, p.t_ns)
+          .bind(2, p.pid)
+          .bind(3, p.start_ticks)
+          .bind(4, p.rss)
+          .bind(5, p.swap)
+          .bind(6, p.pss)
+          .bind(7, p.uss)
+          .bind(8, p.threads)
+          .bind(9, p.fds)
+          .bind(10, p.fd_limit)
+          .bind(11, p.cpu_user_s)
+          .bind(12, p.cpu_sys_s)
+          .bind(13, p.rss_file)
+          .run();
+    }
+  });
 }
 
 void StoreWriter::add_host_sample(const HostSample& h) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  s.insert_host_sample.bind(1, h.t_ns)
-      .bind(2, h.mem_total)
-      .bind(3, h.mem_available)
-      .bind(4, h.swap_total)
-      .bind(5, h.swap_free)
-      .bind(6, h.cgroup_version)
-      .bind(7, h.cgroup_current)
-      .bind(8, h.cgroup_max)
-      .bind(9, h.cgroup_oom_kills)
-      .bind(10, h.shm_total)
-      .bind(11, h.shm_used)
-      .run();
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    s.insert_host_sample.bind(1, h.t_ns)
+        .bind(2, h.mem_total)
+        .bind(3, h.mem_available)
+        .bind(4, h.swap_total)
+        .bind(5, h.swap_free)
+        .bind(6, h.cgroup_version)
+        .bind(7, h.cgroup_current)
+        .bind(8, h.cgroup_max)
+        .bind(9, h.cgroup_oom_kills)
+        .bind(10, h.shm_total)
+        .bind(11, h.shm_used)
+        .run();
+  });
 }
 
 void StoreWriter::add_step_samples(const std::vector<StepSample>& samples) {
-  Impl& s = *m_impl;
-  if (samples.empty()) return;
-  begin_if_needed();
-  for (const StepSample& step : samples) {
-    s.insert_step_sample.bind(1, step.t_ns)
-        .bind(2, step.pid)
-        .bind(3, step.start_ticks)
-        .bind(4, to_string(step.kind))
-        .bind(5, step.count)
-        .run();
-  }
+  guarded([&] {
+    Impl& s = *m_impl;
+    if (samples.empty()) return;
+    begin_if_needed();
+    for (const StepSample& step : samples) {
+      s.insert_step_sample.bind(1, step.t_ns)
+          .bind(2, step.pid)
+          .bind(3, step.start_ticks)
+          .bind(4, to_string(step.kind))
+          .bind(5, step.count)
+          .run();
+    }
+  });
 }
 
 void StoreWriter::add_event(const Event& event) {
-  Impl& s = *m_impl;
-  const int64_t max = s.options.max_events_per_kind;
-  int64_t& count = s.event_counts[event.kind];
-  begin_if_needed();
-  if (count >= max) {
-    s.count_dropped(schema::kMetaEventsDroppedPrefix + event.kind, 1);
-    if (max == 0) return;
-    // The first events of a kind often name the cause and the last ones the end: keep the
-    // first half of the cap for good and roll the second half.
-    s.drop_oldest_event.bind(1, event.kind).bind(2, max / 2).run();
-    --count;
-  }
-  s.insert_event.bind(1, event.t_ns)
-      .bind(2, event.kind)
-      .bind(3, event.pid)
-      .bind(4, event.text)
-      .run();
-  ++count;
+  guarded([&] {
+    Impl& s = *m_impl;
+    const int64_t max = s.options.max_events_per_kind;
+    int64_t& count = s.event_counts[event.kind];
+    begin_if_needed();
+    if (count >= max) {
+      s.count_dropped(schema::kMetaEventsDroppedPrefix + event.kind, 1);
+      if (max == 0) return;
+      // The first events of a kind often name the cause and the last ones the end: keep the
+      // first half of the cap for good and roll the second half.
+      s.drop_oldest_event.bind(1, event.kind).bind(2, max / 2).run();
+      --count;
+    }
+    s.insert_event.bind(1, event.t_ns)
+        .bind(2, event.kind)
+        .bind(3, event.pid)
+        .bind(4, event.text)
+        .run();
+    ++count;
+  });
 }
 
 void StoreWriter::write_log_stream(const LogStream& stream) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  s.upsert_log.bind(1, stream.name)
-      .bind(2, stream.bytes)
-      .bind(3, stream.lines)
-      .bind(4, stream.bytes_not_kept)
-      .run();
-  s.delete_log_files.bind(1, stream.name).run();
-  for (size_t i = 0; i < stream.files.size(); ++i) {
-    s.insert_log_file.bind(1, stream.name)
-        .bind(2, static_cast<int64_t>(i))
-        .bind(3, stream.files[i])
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    s.upsert_log.bind(1, stream.name)
+        .bind(2, stream.bytes)
+        .bind(3, stream.lines)
+        .bind(4, stream.bytes_not_kept)
         .run();
-  }
-  for (const LogWriter& writer : stream.writers) {
-    s.insert_log_writer.bind(1, stream.name)
-        .bind(2, writer.pid)
-        .bind(3, writer.fd)
-        .bind(4, writer.t_ns)
-        .run();
-  }
+    s.delete_log_files.bind(1, stream.name).run();
+    for (size_t i = 0; i < stream.files.size(); ++i) {
+      s.insert_log_file.bind(1, stream.name)
+          .bind(2, static_cast<int64_t>(i))
+          .bind(3, stream.files[i])
+          .run();
+    }
+    for (const LogWriter& writer : stream.writers) {
+      s.insert_log_writer.bind(1, stream.name)
+          .bind(2, writer.pid)
+          .bind(3, writer.fd)
+          .bind(4, writer.t_ns)
+          .run();
+    }
+  });
 }
 
 void StoreWriter::write_crash(const Crash& c) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  std::optional<int64_t> id;
-  s.find_crash.bind(1, c.pid).bind(2, c.start_ticks);
-  if (s.find_crash.step()) id = s.find_crash.int64(0);
-  s.find_crash.reset();
-  if (!id && s.crash_count >= s.options.max_crashes) {
-    s.count_dropped(schema::kMetaCrashesDropped, 1);
-    return;
-  }
-  s.replace_crash.bind(1, id)
-      .bind(2, c.pid)
-      .bind(3, c.start_ticks)
-      .bind(4, c.tid)
-      .bind(5, c.thread_name)
-      .bind(6, c.signo)
-      .bind(7, c.code)
-      .bind(8, c.fault_addr)
-      .bind(9, c.sender_pid)
-      .bind(10, c.time_ns)
-      .bind(11, c.pc)
-      .bind(12, c.sp)
-      .bind(13, c.fp)
-      .bind(14, c.stack_lo)
-      .bind(15, c.stack_hi)
-      .bind(16, c.other_crashes)
-      .bind(17, c.maps)
-      .bind(18, c.code_bytes)
-      .bind(19, c.python_traceback)
-      .bind(20, c.python_note)
-      .run();
-  int64_t crash_id = 0;
-  if (id) {
-    crash_id = *id;
-    s.delete_crash_frames.bind(1, crash_id).run();
-    s.delete_crash_inlined.bind(1, crash_id).run();
-  } else {
-    crash_id = sqlite3_last_insert_rowid(s.db.get());
-    ++s.crash_count;
-  }
-  for (size_t i = 0; i < c.frames.size(); ++i) {
-    const NativeFrame& f = c.frames[i];
-    const auto position = static_cast<int64_t>(i);
-    s.insert_crash_frame.bind(1, crash_id)
-        .bind(2, position)
-        .bind(3, f.address)
-        .bind(4, f.module)
-        .bind(5, f.module_offset)
-        .bind(6, f.function)
-        .bind(7, f.function_offset)
-        .bind(8, f.file)
-        .bind(9, f.line)
-        .run();
-    for (size_t j = 0; j < f.inlined.size(); ++j) {
-      s.insert_crash_inlined.bind(1, crash_id)
-          .bind(2, position)
-          .bind(3, static_cast<int64_t>(j))
-          .bind(4, f.inlined[j])
-          .run();
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    std::optional<int64_t> id;
+    s.find_crash.bind(1, c.pid).bind(2, c.start_ticks);
+    if (s.find_crash.step()) id = s.find_crash.int64(0);
+    s.find_crash.reset();
+    if (!id && s.crash_count >= s.options.max_crashes) {
+      s.count_dropped(schema::kMetaCrashesDropped, 1);
+      return;
     }
-  }
+    s.replace_crash.bind(1, id)
+        .bind(2, c.pid)
+        .bind(3, c.start_ticks)
+        .bind(4, c.tid)
+        .bind(5, c.thread_name)
+        .bind(6, c.signo)
+        .bind(7, c.code)
+        .bind(8, c.fault_addr)
+        .bind(9, c.sender_pid)
+        .bind(10, c.time_ns)
+        .bind(11, c.pc)
+        .bind(12, c.sp)
+        .bind(13, c.fp)
+        .bind(14, c.stack_lo)
+        .bind(15, c.stack_hi)
+        .bind(16, c.other_crashes)
+        .bind(17, c.maps)
+        .bind(18, c.code_bytes)
+        .bind(19, c.python_traceback)
+        .bind(20, c.python_note)
+        .run();
+    int64_t crash_id = 0;
+    if (id) {
+      crash_id = *id;
+      s.delete_crash_frames.bind(1, crash_id).run();
+      s.delete_crash_inlined.bind(1, crash_id).run();
+    } else {
+      crash_id = sqlite3_last_insert_rowid(s.db.get());
+      ++s.crash_count;
+    }
+    for (size_t i = 0; i < c.frames.size(); ++i) {
+      const NativeFrame& f = c.frames[i];
+      const auto position = static_cast<int64_t>(i);
+      s.insert_crash_frame.bind(1, crash_id)
+          .bind(2, position)
+          .bind(3, f.address)
+          .bind(4, f.module)
+          .bind(5, f.module_offset)
+          .bind(6, f.function)
+          .bind(7, f.function_offset)
+          .bind(8, f.file)
+          .bind(9, f.line)
+          .run();
+      for (size_t j = 0; j < f.inlined.size(); ++j) {
+        s.insert_crash_inlined.bind(1, crash_id)
+            .bind(2, position)
+            .bind(3, static_cast<int64_t>(j))
+            .bind(4, f.inlined[j])
+            .run();
+      }
+    }
+  });
 }
 
 void StoreWriter::add_collectives(const std::vector<CollectiveCall>& calls) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  for (const CollectiveCall& c : calls) {
-    if (s.collective_count >= s.options.max_collectives) {
-      s.count_dropped(schema::kMetaCollectivesDropped, 1);
-      continue;
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    for (const CollectiveCall& c : calls) {
+      if (s.collective_count >= s.options.max_collectives) {
+        s.count_dropped(schema::kMetaCollectivesDropped, 1);
+        continue;
+      }
+      s.insert_collective.bind(1, c.t_ns)
+          .bind(2, c.end_ns)
+          .bind(3, c.pid)
+          .bind(4, c.start_ticks)
+          .bind(5, c.group)
+          .bind(6, c.number)
+          .bind(7, c.group_rank)
+          .bind(8, c.group_size)
+          .bind(9, c.source)
+          .bind(10, c.op)
+          .bind(11, c.dtype)
+          .bind(12, c.count)
+          .bind(13, c.tensors)
+          .bind(14, c.redop)
+          .bind(15, c.peer)
+          .bind(16, c.site)
+          .bind(17, c.step)
+          .bind(18, c.async ? 1 : 0)
+          .bind(19, c.raised ? 1 : 0)
+          .run();
+      ++s.collective_count;
     }
-    s.insert_collective.bind(1, c.t_ns)
-        .bind(2, c.end_ns)
-        .bind(3, c.pid)
-        .bind(4, c.start_ticks)
-        .bind(5, c.group)
-        .bind(6, c.number)
-        .bind(7, c.group_rank)
-        .bind(8, c.group_size)
-        .bind(9, c.source)
-        .bind(10, c.op)
-        .bind(11, c.dtype)
-        .bind(12, c.count)
-        .bind(13, c.tensors)
-        .bind(14, c.redop)
-        .bind(15, c.peer)
-        .bind(16, c.site)
-        .bind(17, c.step)
-        .bind(18, c.async ? 1 : 0)
-        .bind(19, c.raised ? 1 : 0)
-        .run();
-    ++s.collective_count;
-  }
+  });
 }
 
 void StoreWriter::end_collectives(const std::vector<CollectiveCall>& calls) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  for (const CollectiveCall& c : calls) {
-    s.end_collective.bind(1, c.end_ns)
-        .bind(2, c.raised ? 1 : 0)
-        .bind(3, c.group)
-        .bind(4, c.number)
-        .bind(5, c.pid)
-        .bind(6, c.start_ticks)
-        .run();
-  }
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    for (const CollectiveCall& c : calls) {
+      s.end_collective.bind(1, c.end_ns)
+          .bind(2, c.raised ? 1 : 0)
+          .bind(3, c.group)
+          .bind(4, c.number)
+          .bind(5, c.pid)
+          .bind(6, c.start_ticks)
+          .run();
+    }
+  });
 }
 
 void StoreWriter::add_collective_issue(const CollectiveIssue& issue) {
-  Impl& s = *m_impl;
-  begin_if_needed();
-  s.insert_issue.bind(1, issue.t_ns)
-      .bind(2, issue.first_ns)
-      .bind(3, issue.kind)
-      .bind(4, issue.group)
-      .bind(5, issue.number)
-      .bind(6, issue.op)
-      .bind(7, issue.field)
-      .bind(8, issue.message)
-      .bind(9, issue.aborted ? 1 : 0)
-      .run();
-  int64_t id = sqlite3_last_insert_rowid(s.db.get());
-  for (size_t i = 0; i < issue.ranks.size(); ++i) {
-    const CollectiveIssueRank& r = issue.ranks[i];
-    s.insert_issue_rank.bind(1, id)
-        .bind(2, static_cast<int64_t>(i))
-        .bind(3, r.group_rank)
-        .bind(4, r.pid)
-        .bind(5, r.start_ticks)
-        .bind(6, r.value)
-        .bind(7, r.site)
-        .bind(8, r.state)
-        .bind(9, r.last_call)
-        .bind(10, r.calls)
-        .bind(11, r.stack)
+  guarded([&] {
+    Impl& s = *m_impl;
+    begin_if_needed();
+    s.insert_issue.bind(1, issue.t_ns)
+        .bind(2, issue.first_ns)
+        .bind(3, issue.kind)
+        .bind(4, issue.group)
+        .bind(5, issue.number)
+        .bind(6, issue.op)
+        .bind(7, issue.field)
+        .bind(8, issue.message)
+        .bind(9, issue.aborted ? 1 : 0)
         .run();
-  }
+    int64_t id = sqlite3_last_insert_rowid(s.db.get());
+    for (size_t i = 0; i < issue.ranks.size(); ++i) {
+      const CollectiveIssueRank& r = issue.ranks[i];
+      s.insert_issue_rank.bind(1, id)
+          .bind(2, static_cast<int64_t>(i))
+          .bind(3, r.group_rank)
+          .bind(4, r.pid)
+          .bind(5, r.start_ticks)
+          .bind(6, r.value)
+          .bind(7, r.site)
+          .bind(8, r.state)
+          .bind(9, r.last_call)
+          .bind(10, r.calls)
+          .bind(11, r.stack)
+          .run();
+    }
+  });
 }
 
 void StoreWriter::add_log_lines(const std::vector<LogLine>& lines) {
-  Impl& s = *m_impl;
-  if (lines.empty()) return;
-  const int64_t max = s.options.max_log_lines_per_stream;
-  const int64_t first = std::min(s.options.log_lines_kept_first, max);
-  // Per stream, which of this call's lines are not inserted: [skip_from, skip_to) of the
-  // stream's lines in this call. Lines that the bound would delete at once never go in.
-  struct Plan {
-    int64_t lines = 0;
-    int64_t skip_from = 0;
-    int64_t skip_to = 0;
-    int64_t next = 0;
-  };
-  std::unordered_map<std::string_view, Plan> plans;
-  for (const LogLine& line : lines) ++plans[line.stream].lines;
-  begin_if_needed();
-  for (auto& [stream, plan] : plans) {
-    int64_t& count = s.log_line_counts[std::string(stream)];
-    const int64_t excess = count + plan.lines - max;
-    if (excess <= 0) continue;
-    // The first `first` rows stay; the oldest rows after them go first, then this call's
-    // oldest lines past the first ones.
-    const int64_t from_table = std::min(excess, std::max<int64_t>(count - first, 0));
-    if (from_table > 0) {
-      s.drop_log_lines.bind(1, stream).bind(2, first).bind(3, from_table).run();
-      count -= from_table;
+  guarded([&] {
+    Impl& s = *m_impl;
+    if (lines.empty()) return;
+    const int64_t max = s.options.max_log_lines_per_stream;
+    const int64_t first = std::min(s.options.log_lines_kept_first, max);
+    // Per stream, which of this call's lines are not inserted: [skip_from, skip_to) of the
+    // stream's lines in this call. Lines that the bound would delete at once never go in.
+    struct Plan {
+      int64_t lines = 0;
+      int64_t skip_from = 0;
+      int64_t skip_to = 0;
+      int64_t next = 0;
+    };
+    std::unordered_map<std::string_view, Plan> plans;
+    for (const LogLine& line : lines) ++plans[line.stream].lines;
+    begin_if_needed();
+    for (auto& [stream, plan] : plans) {
+      int64_t& count = s.log_line_counts[std::string(stream)];
+      const int64_t excess = count + plan.lines - max;
+      if (excess <= 0) continue;
+      // The first `first` rows stay; the oldest rows after them go first, then this call's
+      // oldest lines past the first ones.
+      const int64_t from_table = std::min(excess, std::max<int64_t>(count - first, 0));
+      if (from_table > 0) {
+        s.drop_log_lines.bind(1, stream).bind(2, first).bind(3, from_table).run();
+        count -= from_table;
+      }
+      plan.skip_from = std::max<int64_t>(first - count, 0);
+      plan.skip_to = plan.skip_from + (excess - from_table);
+      s.count_dropped(schema::kMetaLogLinesDroppedPrefix + std::string(stream),
+                      static_cast<uint64_t>(excess));
     }
-    plan.skip_from = std::max<int64_t>(first - count, 0);
-    plan.skip_to = plan.skip_from + (excess - from_table);
-    s.count_dropped(schema::kMetaLogLinesDroppedPrefix + std::string(stream),
-                    static_cast<uint64_t>(excess));
-  }
-  for (const LogLine& line : lines) {
-    Plan& plan = plans[line.stream];
-    const int64_t index = plan.next++;
-    if (index >= plan.skip_from && index < plan.skip_to) continue;
-    s.insert_log_line.bind(1, line.t_ns)
-        .bind(2, line.stream)
-        .bind(3, line.number)
-        .bind(4, line.text)
-        .run();
-    ++s.log_line_counts[line.stream];
-  }
+    for (const LogLine& line : lines) {
+      Plan& plan = plans[line.stream];
+      const int64_t index = plan.next++;
+      if (index >= plan.skip_from && index < plan.skip_to) continue;
+      s.insert_log_line.bind(1, line.t_ns)
+          .bind(2, line.stream)
+          .bind(3, line.number)
+          .bind(4, line.text)
+          .run();
+      ++s.log_line_counts[line.stream];
+    }
+  });
 }
 
 void StoreWriter::write_gpu_status(bool nvml_loaded, const std::string& status,
                                    bool driver_devices) {
-  begin_if_needed();
-  m_impl->meta(detail::kMetaNvmlLoaded, nvml_loaded ? "1" : "0");
-  m_impl->meta(detail::kMetaNvmlStatus, status);
-  m_impl->meta(detail::kMetaDriverDevices, driver_devices ? "1" : "0");
+  guarded([&] {
+    begin_if_needed();
+    m_impl->meta(detail::kMetaNvmlLoaded, nvml_loaded ? "1" : "0");
+    m_impl->meta(detail::kMetaNvmlStatus, status);
+    m_impl->meta(detail::kMetaDriverDevices, driver_devices ? "1" : "0");
+  });
 }
 
 void StoreWriter::write_gpu_device(const GpuDevice& device) {
-  begin_if_needed();
-  m_impl->gpu.write_device(device);
+  guarded([&] {
+    begin_if_needed();
+    m_impl->gpu.write_device(device);
+  });
 }
 
 void StoreWriter::add_gpu_samples(const std::vector<GpuSample>& samples) {
-  if (samples.empty()) return;
-  begin_if_needed();
-  m_impl->gpu.add_samples(samples);
+  guarded([&] {
+    if (samples.empty()) return;
+    begin_if_needed();
+    m_impl->gpu.add_samples(samples);
+  });
 }
 
 void StoreWriter::add_gpu_process_samples(const std::vector<GpuProcessSample>& samples) {
-  if (samples.empty()) return;
-  begin_if_needed();
-  m_impl->gpu.add_process_samples(samples);
+  guarded([&] {
+    if (samples.empty()) return;
+    begin_if_needed();
+    m_impl->gpu.add_process_samples(samples);
+  });
 }
 
 void StoreWriter::write_gpu_process(const GpuProcess& process) {
-  begin_if_needed();
-  m_impl->gpu.write_process(process);
+  guarded([&] {
+    begin_if_needed();
+    m_impl->gpu.write_process(process);
+  });
 }
 
 void StoreWriter::add_gpu_event(const GpuEvent& event) {
-  begin_if_needed();
-  if (!m_impl->gpu.add_event(event, m_impl->options.max_events_per_kind)) {
-    m_impl->count_dropped(schema::kMetaGpuEventsDropped, 1);
-  }
+  guarded([&] {
+    begin_if_needed();
+    if (!m_impl->gpu.add_event(event, m_impl->options.max_events_per_kind)) {
+      m_impl->count_dropped(schema::kMetaGpuEventsDropped, 1);
+    }
+  });
 }
 
 void StoreWriter::write_cuda_env(const CudaEnv& env) {
-  begin_if_needed();
-  m_impl->gpu.write_cuda_env(env);
+  guarded([&] {
+    begin_if_needed();
+    m_impl->gpu.write_cuda_env(env);
+  });
 }
 
 void StoreWriter::downsample(int64_t now_ns) {
-  Impl& s = *m_impl;
-  const int64_t bucket = s.options.bucket_ns;
-  const int64_t horizon = now_ns - s.options.full_rate_window_ns;
-  if (horizon <= 0) return;
-  // Only whole buckets: a bucket straddling the horizon would be thinned twice.
-  const int64_t until = horizon / bucket * bucket;
-  if (until <= s.thinned_until_ns) return;
-  begin_if_needed();
-  const int64_t from = s.thinned_until_ns;
-  s.thin_proc_update.bind(1, from).bind(2, until).bind(3, bucket).run();
-  s.thin_proc_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
-  s.thin_host_update.bind(1, from).bind(2, until).bind(3, bucket).run();
-  s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
-  s.thin_steps_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
-  s.gpu.thin(from, until, bucket);
-  s.meta(schema::kMetaThinnedUntil, std::to_string(until));
-  s.thinned_until_ns = until;
+  guarded([&] {
+    Impl& s = *m_impl;
+    const int64_t bucket = s.options.bucket_ns;
+    const int64_t horizon = now_ns - s.options.full_rate_window_ns;
+    if (horizon <= 0) return;
+    // Only whole buckets: a bucket straddling the horizon would be thinned twice.
+    const int64_t until = horizon / bucket * bucket;
+    if (until <= s.thinned_until_ns) return;
+    begin_if_needed();
+    const int64_t from = s.thinned_until_ns;
+    s.thin_proc_update.bind(1, from).bind(2, until).bind(3, bucket).run();
+    s.thin_proc_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+    s.thin_host_update.bind(1, from).bind(2, until).bind(3, bucket).run();
+    s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+    s.thin_steps_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
+    s.gpu.thin(from, until, bucket);
+    s.meta(schema::kMetaThinnedUntil, std::to_string(until));
+    s.thinned_until_ns = until;
+  });
 }
 
 }  // namespace traindoc::store

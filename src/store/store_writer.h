@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,10 +104,19 @@ class StoreWriter {
 
   const std::string& path() const;
 
+  // Writes never throw once the file is open: the first error (a full disk, an I/O error) stops
+  // the writer, rolls back what was pending (what was committed stays readable) and drops every
+  // later write until resume(). failure() says why; nullopt while writing works.
+  const std::optional<std::string>& failure() const;
+  // Writes again, after the caller freed space.
+  void resume();
+
  private:
   struct Impl;
   explicit StoreWriter(std::unique_ptr<Impl> impl);
   void begin_if_needed();
+  template <class Write>
+  void guarded(Write&& write);
 
   std::unique_ptr<Impl> m_impl;
 };

@@ -28,11 +28,12 @@ AgentReader::AgentReader(const std::string& run_dir)
       m_records(common::kSlotCount),
       m_collectives(common::kSlotCount) {
   std::string dir = run_dir + "/agent";
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
   }
-  std::string path = run_dir + "/" + common::kAgentFileName;
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  m_path = run_dir + "/" + common::kAgentFileName;
+  const std::string& path = m_path;
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + strerror(errno));
   // Sparse: only the pages of claimed slots ever take memory or disk.
   if (ftruncate(fd, static_cast<off_t>(common::agent_file_size())) != 0) {
@@ -57,6 +58,10 @@ AgentReader::AgentReader(const std::string& run_dir)
 
 AgentReader::~AgentReader() {
   if (m_base != nullptr) munmap(m_base, common::agent_file_size());
+}
+
+void AgentReader::remove_file() {
+  unlink(m_path.c_str());
 }
 
 uint64_t AgentReader::processes_without_slot() const {

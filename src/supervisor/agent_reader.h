@@ -80,6 +80,11 @@ class AgentReader {
   // Lets a crashed process go on dying: its handler waits on this (a futex across processes).
   void release_crash(uint32_t slot);
 
+  // Removes the slots file once what it held is in run.db: its apparent size (a GiB, sparse)
+  // would balloon a copy of the run folder, and it holds the processes' command lines
+  // unredacted. Processes still running keep their mapping; the reader keeps its own.
+  void remove_file();
+
   // Processes that found every slot taken, and records (of both rings) overwritten before they
   // were read.
   uint64_t processes_without_slot() const;
@@ -95,6 +100,7 @@ class AgentReader {
              std::vector<Out>& out, Copy&& copy);
 
   void* m_base = nullptr;
+  std::string m_path;
   uint32_t m_scan_from = 0;        // every slot before it has been read as ready
   std::vector<bool> m_seen;        // per slot: identity read
   std::vector<bool> m_crash_seen;  // per slot: crash record returned

@@ -115,6 +115,7 @@ void record_end(const std::string& run_dir, const store::Evidence& evidence,
 
 void end_job(const std::string& run_dir, const std::function<void()>& report) {
   int64_t lost_ns = common::realtime_ns();
+  unlink((run_dir + "/" + common::kReserveFileName).c_str());  // the supervisor's, now free
   std::optional<store::Evidence> evidence = recorded(run_dir);
   Job job{recorded_running(evidence), {}};
   size_t alive = signal_run(run_dir, SIGTERM, false, job);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -110,6 +111,14 @@ void block_supervisor_signals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+namespace {
+mode_t g_user_umask = 022;
+}  // namespace
+
+void keep_own_files_private() {
+  g_user_umask = umask(077);
+}
+
 void end_if_stopped_before_launch() {
   sigset_t pending;
   sigpending(&pending);
@@ -145,6 +154,7 @@ LaunchedJob launch(const LaunchSpec& spec) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    umask(g_user_umask);
     if (dup2(job_out, STDOUT_FILENO) < 0 || dup2(job_err, STDERR_FILENO) < 0) _exit(126);
     execvpe(argv[0], argv.data(), envp.data());
     int error = errno;

@@ -35,6 +35,10 @@ struct LaunchError {
   std::string message;
 };
 
+// traindoc's own files are its user's alone (umask 077: files 0600, folders 0700); the job
+// still starts with the user's umask.
+void keep_own_files_private();
+
 // The signals the supervisor takes through its signalfd: blocked here, restored in the child.
 void block_supervisor_signals();
 

@@ -404,6 +404,7 @@ std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const
 
 void LogTap::keep(Stream& stream, const char* data, size_t size, uint64_t lines) {
   uint64_t total = size;
+  uint64_t lost = 0;  // not written: a full disk, a file that could not be opened
   while (size > 0) {
     uint64_t limit = stream.files_opened == 1 ? m_bounds.head_bytes : m_bounds.tail_bytes;
     if (stream.file_bytes >= limit) {
@@ -415,6 +416,7 @@ void LogTap::keep(Stream& stream, const char* data, size_t size, uint64_t lines)
       close(stream.file);  // a full disk must not stop the job's output
       stream.file = -1;
     }
+    if (stream.file < 0) lost += part;
     stream.file_bytes += part;
     data += part;
     size -= part;
@@ -422,6 +424,7 @@ void LogTap::keep(Stream& stream, const char* data, size_t size, uint64_t lines)
   std::lock_guard lock(m_mutex);
   stream.info.bytes += total;
   stream.info.lines += lines;
+  stream.info.bytes_not_kept += lost;
 }
 
 // The head file first, then numbered tail files of which the last two are kept.
@@ -431,7 +434,7 @@ void LogTap::open_next_file(Stream& stream) {
                                               : "logs/" + stream.log_name + ".tail-" +
                                                     std::to_string(stream.files_opened) + ".log";
   stream.file = open((m_run_dir + "/" + name).c_str(),
-                     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+                     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND | O_NOFOLLOW, 0600);
   stream.file_bytes = 0;
   ++stream.files_opened;
   std::lock_guard lock(m_mutex);

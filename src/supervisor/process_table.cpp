@@ -7,6 +7,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "supervisor/redact.h"
+
 namespace traindoc::supervisor {
 namespace {
 
@@ -135,8 +137,10 @@ void ProcessTable::set_details(int pid, uint64_t start_ticks, const std::string&
   Entry& entry = entry_for(pid, start_ticks, 0);
   store::ProcessRecord& r = entry.record;
   if (r.argv0.empty()) r.argv0 = argv0;
-  if (r.cmdline.empty() || (cmdline.size() > r.cmdline.size() && cmdline.starts_with(r.cmdline))) {
-    r.cmdline = cmdline;
+  std::string redacted = redact_command_line(cmdline);
+  if (r.cmdline.empty() ||
+      (redacted.size() > r.cmdline.size() && redacted.starts_with(r.cmdline))) {
+    r.cmdline = std::move(redacted);
   }
   if (!r.rank && env.rank >= 0) {
     r.rank = env.rank;
@@ -168,8 +172,8 @@ void ProcessTable::from_agent(const AgentIdentity& id) {
   entry.from_fork = id.forked;
   if (r.start_ns == 0 || r.start_ns > id.start_ns) r.start_ns = id.start_ns;
   if (r.cmdline.empty()) {
-    r.cmdline = id.cmdline;
-    r.argv0 = id.cmdline.substr(0, id.cmdline.find(' '));
+    r.cmdline = redact_command_line(id.cmdline);
+    r.argv0 = r.cmdline.substr(0, r.cmdline.find(' '));
   }
   common::RankEnv env;
   env.source = id.rank_source;
@@ -331,6 +335,10 @@ std::vector<store::ProcessRecord> ProcessTable::take_changed() {
     entry.changed = false;
   }
   return out;
+}
+
+void ProcessTable::mark_all_changed() {
+  for (Entry& entry : m_records) entry.changed = true;
 }
 
 std::vector<store::ProcessRecord> ProcessTable::take_ended() {

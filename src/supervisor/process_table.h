@@ -74,6 +74,8 @@ class ProcessTable {
 
   // Records changed since the last call, for the store.
   std::vector<store::ProcessRecord> take_changed();
+  // Every record is changed again: the store dropped what it was given (a full disk).
+  void mark_all_changed();
 
   // Processes whose end became known since the last call (each once), for the live checks.
   std::vector<store::ProcessRecord> take_ended();

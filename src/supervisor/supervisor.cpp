@@ -25,6 +25,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "common/clock.h"
 #include "store/store_writer.h"
 #include "store/time_limit.h"
@@ -32,6 +34,7 @@
 #include "supervisor/collective_checker.h"
 #include "supervisor/collective_text.h"
 #include "supervisor/crash_capture.h"
+#include "supervisor/disk_reserve.h"
 #include "supervisor/gpu/gpu_sampler.h"
 #include "supervisor/launcher.h"
 #include "supervisor/log_tap.h"
@@ -41,6 +44,7 @@
 #include "supervisor/proc/proc_sampler.h"
 #include "supervisor/proc/smaps_pacer.h"
 #include "supervisor/process_table.h"
+#include "supervisor/redact.h"
 #include "supervisor/stack_dumps.h"
 #include "supervisor/symbolizer.h"
 
@@ -51,6 +55,8 @@ constexpr int kTickMs = 100;
 constexpr int64_t kDownsampleEveryNs = 60'000'000'000;
 constexpr int kOutputGraceMs = 500;
 constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
+// Enough for the run's end, the last output lines and the report files after a full disk.
+constexpr uint64_t kReserveBytes = uint64_t{4} << 20;
 // Stacks asked for at a stop request or an idle spell: the most processes asked, how long a stop
 // signal waits for them before it is passed on (SIGTERM ends a process before it can write), and
 // how long they are waited for at all.
@@ -122,13 +128,14 @@ class Loop {
   explicit Loop(const SupervisorOptions& options)
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
+        m_reserve(options.run_dir + "/" + common::kReserveFileName, kReserveBytes),
         m_outputs(options.run_dir),
         m_gpu(options.nvml_library),
         m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}),
         m_smaps(int64_t{options.interval_ms} * options.slow_every * 1'000'000,
                 int64_t{options.interval_ms} * 500'000,
                 kSmapsBudget * 1000.0 / options.interval_ms) {
-    m_run.command = options.command;
+    m_run.command = redact_arguments(options.command);
     m_run.hostname = host_name();
     m_run.version = TRAINDOC_VERSION;
     m_run.supervisor_pid = getpid();
@@ -149,6 +156,9 @@ class Loop {
   void forward(const signalfd_siginfo& info);
   std::set<int> stopped_already(int sig, int sender, int64_t since_ns);
   void store_changes();
+  // When run.db stopped being written, at the end: the reserve given back, writing resumed, and
+  // what is missing said in run.db itself.
+  void recover_store(bool last_try);
   void finish();
   void event(const std::string& kind, int pid, const std::string& text);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
@@ -182,7 +192,9 @@ class Loop {
 
   const SupervisorOptions& m_options;
   store::StoreWriter m_store;
-  OutputFilesReader m_outputs;  // the files job processes write their output to
+  DiskReserve m_reserve;
+  int64_t m_store_failed_ns = 0;  // when run.db stopped being written (0: it never did)
+  OutputFilesReader m_outputs;    // the files job processes write their output to
   store::RunInfo m_run;
   std::unique_ptr<AgentReader> m_agent;
   ProcessTable m_table;
@@ -826,6 +838,26 @@ void Loop::store_changes() {
   m_store.add_step_samples(steps);
   m_steps.clear();
   m_store.flush();
+  // The job runs on, passing its output and reaped as ever; only storing stops.
+  if (m_store.failure() && m_store_failed_ns == 0) m_store_failed_ns = common::realtime_ns();
+}
+
+void Loop::recover_store(bool last_try) {
+  if (!m_store.failure()) return;
+  if (m_store_failed_ns == 0) m_store_failed_ns = common::realtime_ns();
+  std::string error = *m_store.failure();
+  m_reserve.release();
+  m_store.resume();
+  m_table.mark_all_changed();
+  double after_s = static_cast<double>(m_store_failed_ns - m_run.start_ns) / 1e9;
+  event("store-failed", 0,
+        fmt::format("run.db could not be written from {:.1f} s into the run ({}): samples, "
+                    "records and output lines of the time after are missing{}",
+                    after_s, error, last_try ? ", and all but the run's end" : ""));
+  if (last_try) {
+    m_store.write_run(m_run);
+    m_store.flush();
+  }
 }
 
 void Loop::store_calls(bool all) {
@@ -845,6 +877,7 @@ void Loop::finish() {
   // The process-list layout is known once a list had two entries.
   m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status(), m_gpu.driver_devices());
   store_changes();
+  recover_store(true);  // full again: the run's end at least
 }
 
 store::RunInfo Loop::run() {
@@ -929,6 +962,7 @@ store::RunInfo Loop::run() {
   }
   close(timer);
   close(signals);
+  recover_store(false);
   for (const OutputFile& file : m_outputs.take()) tap.add_file(file);
   tap.finish(kOutputGraceMs);
   // What traindoc says at the end starts on a line of its own.
@@ -942,6 +976,7 @@ store::RunInfo Loop::run() {
   m_store.add_log_lines(tap.take_lines());
   m_store.add_log_lines(tap.last_lines(kLastLines, common::realtime_ns()));
   finish();
+  if (m_agent) m_agent->remove_file();
   return m_run;
 }
 

@@ -2,6 +2,7 @@
 which still runs the one that would have run without traindoc; patches wait for the job's own
 imports."""
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -224,6 +225,10 @@ model(torch.ones(3, 5))  # uncaught: shapes that cannot be multiplied, in DDP's 
 """
 
 
+def without_log_records(stderr):
+    return re.sub(rb"(?m)^[WIEF]\d{4,8} [^\n]*\n", b"", stderr)
+
+
 def test_a_wrapped_call_that_raises_prints_the_traceback_it_prints_without_traindoc(traindoc,
                                                                                     tmp_path):
     """backward, init_process_group, a collective and DDP's forward go through the hook's
@@ -236,7 +241,9 @@ def test_a_wrapped_call_that_raises_prints_the_traceback_it_prints_without_train
     assert plain.returncode == run.status == 1
     assert plain.stderr.count(b"Traceback (most recent call last)") == 4, plain.stderr.decode()
     assert b"in counted" not in run.stderr and b"traindoc_hook" not in run.stderr, run.stderr.decode()
-    assert run.stderr == plain.stderr
+    # A logging library's record carries its time and pid (gloo's glog warning where the host
+    # name does not resolve): the same line, not the same bytes, in two runs.
+    assert without_log_records(run.stderr) == without_log_records(plain.stderr)
     with sqlite3.connect(run.run_dir / "run.db") as db:  # the broadcast was recorded all the same
         calls = db.execute("SELECT op, raised FROM collectives").fetchall()
     assert calls == [("broadcast", 1)], calls

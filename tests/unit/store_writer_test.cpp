@@ -1,7 +1,9 @@
 // Unit tests of StoreWriter against real SQLite in a temporary folder: round trips, merging of
 // process records, downsampling, event caps, and refusals. Test process only.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <map>
@@ -116,6 +118,52 @@ TEST(StoreWriter, FileIsWalAndVersioned) {
             1);
   EXPECT_EQ(query(path, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'"), 1);
   EXPECT_TRUE(std::filesystem::exists(path + "-wal"));
+}
+
+// A file that cannot grow (a full disk; here a file size limit, which fails writes as ENOSPC
+// does) stops the writer at the first error without a throw: what was committed stays readable,
+// later writes are dropped, and after resume() it writes again.
+TEST(StoreWriter, StopsAtTheFirstWriteErrorAndResumes) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  StoreWriter writer = StoreWriter::open(path);
+  RunInfo run = full_run();
+  writer.write_run(run);
+  writer.flush();
+  ASSERT_FALSE(writer.failure());
+
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction old_action {};
+  sigaction(SIGXFSZ, &ignore, &old_action);
+  rlimit old_limit{};
+  getrlimit(RLIMIT_FSIZE, &old_limit);
+  rlimit small = old_limit;
+  small.rlim_cur = 1 << 20;
+  setrlimit(RLIMIT_FSIZE, &small);
+  std::vector<ProcSample> samples;
+  for (int i = 0; i < 20000; ++i) {
+    samples.push_back(full_proc_sample(1000 + i % 50, i));
+  }
+  for (int round = 0; round < 10 && !writer.failure(); ++round) {
+    EXPECT_NO_THROW(writer.add_proc_samples(samples));
+    EXPECT_NO_THROW(writer.flush());
+  }
+  ASSERT_TRUE(writer.failure());
+  EXPECT_NO_THROW(writer.add_event({1, "dropped", 0, "never stored"}));
+  EXPECT_NO_THROW(writer.flush());
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  sigaction(SIGXFSZ, &old_action, nullptr);
+
+  EXPECT_EQ(read_evidence(path).run, run);  // committed before: readable
+  writer.add_event({2, "after", 0, "still dropped"});
+  writer.resume();
+  writer.add_event({3, "resumed", 0, "stored"});
+  writer.flush();
+  EXPECT_FALSE(writer.failure());
+  std::vector<std::string> kinds;
+  for (const Event& event : read_evidence(path).events) kinds.push_back(event.kind);
+  EXPECT_EQ(kinds, std::vector<std::string>{"resumed"});
 }
 
 TEST(StoreWriter, WriteRunReplacesTheRowAndCommand) {
