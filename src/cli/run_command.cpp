@@ -47,7 +47,8 @@ std::string prepare_run_dir(const std::string& requested) {
   std::error_code error;
   fs::create_directories(dir.parent_path(), error);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    refuse(dir, std::string("cannot create it: ") + strerror(errno));
+    throw std::runtime_error("cannot create the run folder " + dir.string() + ": " +
+                             strerror(errno));
   }
   struct stat info {};
   if (stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) refuse(dir, "not a folder");
