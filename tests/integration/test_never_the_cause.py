@@ -151,7 +151,7 @@ def test_secrets_in_arguments_are_written_nowhere(tmp_path):
     run_dir = tmp_path / "r"
     proc = traindoc_cli("run", "--out", run_dir, "--interval", "0.2", "--", *job)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == b"8"  # the job got every argument
+    assert proc.stdout.strip() == b"7"  # the job got every argument ("-c" and six)
     report = json.loads((run_dir / "report.json").read_text())
     assert report["run"]["command"][3:5] == ["--api-key", "***"], report["run"]["command"]
     assert not (run_dir / "agent" / "slots").exists()  # in run.db now; it held them raw
