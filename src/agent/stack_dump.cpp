@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/crash.h"
+#include "common/write_all.h"
 
 namespace traindoc::agent {
 namespace {
@@ -26,15 +27,9 @@ size_t g_prefix = 0;
 // Python stack when another thread takes the request.
 pthread_t g_main_thread{};
 
-// Async-signal-safe.
+// Async-signal-safe. A dump cut short by a write error is read as far as it goes.
 void write_text(int fd, const char* text, size_t length) {
-  while (length > 0) {
-    ssize_t n = write(fd, text, length);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    text += n;
-    length -= static_cast<size_t>(n);
-  }
+  common::write_all(fd, text, length);
 }
 
 // Async-signal-safe.

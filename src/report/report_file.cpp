@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "common/write_all.h"
+
 namespace traindoc::report {
 namespace {
 
@@ -54,17 +56,6 @@ uint64_t random_bits(int attempt) {
   return now ^ (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(attempt);
 }
 
-// Writes all of `text`, through short writes and interruptions.
-void write_all(int fd, std::string_view text, const std::string& path) {
-  while (!text.empty()) {
-    ssize_t written = write(fd, text.data(), text.size());
-    if (written < 0 && errno == EINTR) continue;
-    // A regular file takes at least a byte or says why not; nothing written is a full disk.
-    if (written <= 0) fail(path, "write", written < 0 ? errno : ENOSPC);
-    text.remove_prefix(static_cast<size_t>(written));
-  }
-}
-
 }  // namespace
 
 void write_report_file(const std::string& run_dir, std::string_view name, std::string_view text) {
@@ -84,7 +75,7 @@ void write_report_file(const std::string& run_dir, std::string_view name, std::s
 
   Descriptor file(fd);
   try {
-    write_all(file.get(), text, path);
+    if (!common::write_all(file.get(), text.data(), text.size())) fail(path, "write", errno);
     // On disk before the rename: after a crash of the machine, the old report or the new one.
     if (fsync(file.get()) != 0) fail(path, "fsync", errno);
     if (file.close() != 0) fail(path, "close", errno);

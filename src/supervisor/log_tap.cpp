@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 #include "common/layout.h"
+#include "common/write_all.h"
 #include "supervisor/log_anchors.h"
 
 #include <fcntl.h>
@@ -32,18 +33,6 @@ constexpr int kReadFilesEveryMs = 200;
 constexpr size_t kFileChunksPerRead = 32;  // a file written fast never holds up the pipes long
 // Files beyond these are not read: a job that gives every process a log file of its own.
 constexpr size_t kMaxFiles = 16;
-
-// False when the sink broke (EPIPE: our reader went away).
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // What a terminal shows of a line that a progress bar redrew with carriage returns: the text
 // after the last one. A carriage return right before the newline only ends the line.
@@ -303,7 +292,7 @@ void LogTap::pump(Stream& stream) {
   }
   auto size = static_cast<size_t>(n);
   m_last_written = &stream == &m_streams[0] ? 0 : 1;
-  if (stream.sink >= 0 && !write_all(stream.sink, buffer.data(), size)) {
+  if (stream.sink >= 0 && !common::write_all(stream.sink, buffer.data(), size)) {
     // Our reader is gone (`traindoc run ... | head`): close the job's pipe so the job meets the
     // same broken pipe it would have met without us.
     stream.sink = -1;
@@ -412,7 +401,7 @@ void LogTap::keep(Stream& stream, const char* data, size_t size, uint64_t lines)
       continue;
     }
     size_t part = static_cast<size_t>(std::min<uint64_t>(size, limit - stream.file_bytes));
-    if (stream.file >= 0 && !write_all(stream.file, data, part)) {
+    if (stream.file >= 0 && !common::write_all(stream.file, data, part)) {
       close(stream.file);  // a full disk must not stop the job's output
       stream.file = -1;
     }
