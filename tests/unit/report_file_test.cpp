@@ -5,8 +5,6 @@
 #include "report/report_file.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "file_size_limit.h"
 #include "report/html_report.h"
 #include "report/json_report.h"
 #include "store_test_util.h"
@@ -122,20 +121,16 @@ TEST(ReportFile, AShortWriteThrowsAndLeavesTheOldReport) {
   TempDir dir;
   write_report_file(dir.path().string(), "report.json", "old\n");
   std::string big(1 << 20, 'x');
-  rlimit saved{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-  rlimit small = saved;
-  small.rlim_cur = 64 << 10;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  sighandler_t old_handler = signal(SIGXFSZ, SIG_IGN);
   std::string message;
-  try {
-    write_report_file(dir.path().string(), "report.json", big);
-  } catch (const std::runtime_error& error) {
-    message = error.what();
+  {
+    traindoc::test::FileSizeLimit limit(64 << 10);
+    ASSERT_TRUE(limit.set());
+    try {
+      write_report_file(dir.path().string(), "report.json", big);
+    } catch (const std::runtime_error& error) {
+      message = error.what();
+    }
   }
-  setrlimit(RLIMIT_FSIZE, &saved);
-  signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find("cannot write " + dir.file("report.json")), std::string::npos) << message;
   EXPECT_NE(message.find("File too large"), std::string::npos) << message;
   EXPECT_EQ(read_file(dir.file("report.json")), "old\n");

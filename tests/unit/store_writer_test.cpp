@@ -1,13 +1,12 @@
 // Unit tests of StoreWriter against real SQLite in a temporary folder: round trips, merging of
 // process records, downsampling, event caps, and refusals. Test process only.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sqlite3.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <map>
 
+#include "file_size_limit.h"
 #include "store/store_reader.h"
 #include "store/store_writer.h"
 #include "store_test_util.h"
@@ -132,28 +131,21 @@ TEST(StoreWriter, StopsAtTheFirstWriteErrorAndResumes) {
   writer.flush();
   ASSERT_FALSE(writer.failure());
 
-  struct sigaction ignore {};
-  ignore.sa_handler = SIG_IGN;
-  struct sigaction old_action {};
-  sigaction(SIGXFSZ, &ignore, &old_action);
-  rlimit old_limit{};
-  getrlimit(RLIMIT_FSIZE, &old_limit);
-  rlimit small = old_limit;
-  small.rlim_cur = 1 << 20;
-  setrlimit(RLIMIT_FSIZE, &small);
-  std::vector<ProcSample> samples;
-  for (int i = 0; i < 20000; ++i) {
-    samples.push_back(full_proc_sample(1000 + i % 50, i));
-  }
-  for (int round = 0; round < 10 && !writer.failure(); ++round) {
-    EXPECT_NO_THROW(writer.add_proc_samples(samples));
+  {
+    traindoc::test::FileSizeLimit limit(1 << 20);
+    ASSERT_TRUE(limit.set());
+    std::vector<ProcSample> samples;
+    for (int i = 0; i < 20000; ++i) {
+      samples.push_back(full_proc_sample(1000 + i % 50, i));
+    }
+    for (int round = 0; round < 10 && !writer.failure(); ++round) {
+      EXPECT_NO_THROW(writer.add_proc_samples(samples));
+      EXPECT_NO_THROW(writer.flush());
+    }
+    ASSERT_TRUE(writer.failure());
+    EXPECT_NO_THROW(writer.add_event({1, "dropped", 0, "never stored"}));
     EXPECT_NO_THROW(writer.flush());
   }
-  ASSERT_TRUE(writer.failure());
-  EXPECT_NO_THROW(writer.add_event({1, "dropped", 0, "never stored"}));
-  EXPECT_NO_THROW(writer.flush());
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  sigaction(SIGXFSZ, &old_action, nullptr);
 
   EXPECT_EQ(read_evidence(path).run, run);  // committed before: readable
   writer.add_event({2, "after", 0, "still dropped"});
