@@ -23,6 +23,7 @@ using common::AgentHeader;
 using common::Slot;
 
 void* g_base = nullptr;
+char g_slots_path[4096];  // <run>/agent/slots
 Slot* g_slot = nullptr;
 // This process's pid as its start-up or its fork handler saw it: a vfork child, for which
 // neither runs, has another.
@@ -83,6 +84,13 @@ Slot* claim_slot() {
   auto* header = static_cast<AgentHeader*>(g_base);
   uint32_t index = header->slots_claimed.fetch_add(1, std::memory_order_relaxed);
   if (index >= header->slot_count) return nullptr;
+  // Its blocks before its first write (layout.h): on a full disk the process runs without a slot
+  // rather than die of SIGBUS. The file is opened again, as the job may have closed or reused
+  // any descriptor kept from start-up.
+  int fd = open(g_slots_path, O_RDWR | O_CLOEXEC);
+  bool backed = fd >= 0 && common::allocate_slot(fd, index);
+  if (fd >= 0) close(fd);
+  if (!backed) return nullptr;
   Slot* slot = common::slot_at(g_base, index);
   slot->state.store(static_cast<uint32_t>(common::SlotState::kClaimed), std::memory_order_relaxed);
   return slot;
@@ -130,8 +138,10 @@ void on_fork_child() {
 }
 
 bool map_agent_file(const char* run_dir) {
-  char path[4096];
-  if (run_file_path(path, sizeof(path), run_dir, common::kAgentFileName) == 0) return false;
+  char* path = g_slots_path;
+  if (run_file_path(path, sizeof(g_slots_path), run_dir, common::kAgentFileName) == 0) {
+    return false;
+  }
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return false;
   void* base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

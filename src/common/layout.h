@@ -1,11 +1,13 @@
 // The shared-memory contract between the agent (in every job process) and the supervisor.
 // Both map <run>/agent/slots: the supervisor creates it, each job process claims one slot.
-// Header-only; everything here is async-signal-safe (plain loads, stores and atomics).
+// Header-only; everything here is async-signal-safe (plain loads, stores, atomics, fallocate).
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -331,15 +333,38 @@ inline constexpr size_t agent_file_size() {
   return sizeof(AgentHeader) + size_t{kSlotCount} * (sizeof(Slot) + sizeof(CollectiveRing));
 }
 
+inline size_t slot_offset(uint32_t index) {
+  return sizeof(AgentHeader) + size_t{index} * sizeof(Slot);
+}
+
+inline size_t collective_ring_offset(uint32_t index) {
+  return sizeof(AgentHeader) + size_t{kSlotCount} * sizeof(Slot) +
+         size_t{index} * sizeof(CollectiveRing);
+}
+
 inline Slot* slot_at(void* base, uint32_t index) {
-  return reinterpret_cast<Slot*>(static_cast<char*>(base) + sizeof(AgentHeader) +
-                                 size_t{index} * sizeof(Slot));
+  return reinterpret_cast<Slot*>(static_cast<char*>(base) + slot_offset(index));
 }
 
 inline CollectiveRing* collective_ring_at(void* base, uint32_t index) {
-  return reinterpret_cast<CollectiveRing*>(static_cast<char*>(base) + sizeof(AgentHeader) +
-                                           size_t{kSlotCount} * sizeof(Slot) +
-                                           size_t{index} * sizeof(CollectiveRing));
+  return reinterpret_cast<CollectiveRing*>(static_cast<char*>(base) +
+                                           collective_ring_offset(index));
+}
+
+// The file is sparse, and a page of a mapping that the disk cannot back (a full disk, a full
+// tmpfs) is SIGBUS at its first touch, read or write. So each side gives a range its blocks
+// before it first touches it, and leaves a range alone where the disk has no room (ENOSPC).
+// A filesystem that cannot allocate ahead (EOPNOTSUPP) is touched as before. Async-signal-safe;
+// errno is changed.
+inline bool allocate_range(int fd, size_t offset, size_t length) {
+  return fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(length)) == 0 ||
+         errno == EOPNOTSUPP;
+}
+
+// A slot's blocks and its collective ring's.
+inline bool allocate_slot(int fd, uint32_t index) {
+  return allocate_range(fd, slot_offset(index), sizeof(Slot)) &&
+         allocate_range(fd, collective_ring_offset(index), sizeof(CollectiveRing));
 }
 
 }  // namespace traindoc::common

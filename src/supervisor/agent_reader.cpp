@@ -23,6 +23,7 @@ using common::Slot;
 
 AgentReader::AgentReader(const std::string& run_dir)
     : m_seen(common::kSlotCount, false),
+      m_backed(common::kSlotCount, false),
       m_crash_seen(common::kSlotCount, false),
       m_exit_seen(common::kSlotCount, false),
       m_records(common::kSlotCount),
@@ -32,20 +33,21 @@ AgentReader::AgentReader(const std::string& run_dir)
     throw std::runtime_error("cannot create " + dir + ": " + strerror(errno));
   }
   m_path = run_dir + "/" + common::kAgentFileName;
-  const std::string& path = m_path;
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + strerror(errno));
-  // Sparse: only the pages of claimed slots ever take memory or disk.
-  if (ftruncate(fd, static_cast<off_t>(common::agent_file_size())) != 0) {
+  m_fd = open(m_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (m_fd < 0) throw std::runtime_error("cannot create " + m_path + ": " + strerror(errno));
+  // Sparse: only the pages of claimed slots ever take memory or disk, each given its blocks before
+  // it is touched (layout.h); the header's now.
+  auto fail = [&](const char* step) {
     int error = errno;
-    close(fd);
-    throw std::runtime_error("cannot size " + path + ": " + strerror(error));
-  }
-  m_base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
+    close(m_fd);
+    throw std::runtime_error(std::string("cannot ") + step + " " + m_path + ": " + strerror(error));
+  };
+  if (ftruncate(m_fd, static_cast<off_t>(common::agent_file_size())) != 0) fail("size");
+  if (!common::allocate_range(m_fd, 0, sizeof(AgentHeader))) fail("allocate");
+  m_base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, m_fd, 0);
   if (m_base == MAP_FAILED) {
     m_base = nullptr;
-    throw std::runtime_error("cannot map " + path + ": " + strerror(errno));
+    fail("map");
   }
   auto* header = static_cast<AgentHeader*>(m_base);
   header->slot_count = common::kSlotCount;
@@ -58,6 +60,7 @@ AgentReader::AgentReader(const std::string& run_dir)
 
 AgentReader::~AgentReader() {
   if (m_base != nullptr) munmap(m_base, common::agent_file_size());
+  if (m_fd >= 0) close(m_fd);
 }
 
 void AgentReader::remove_file() {
@@ -182,6 +185,11 @@ AgentPoll AgentReader::poll() {
   // keep looking at it, without re-walking the long ready prefix every time.
   for (uint32_t index = m_scan_from; index < claimed; ++index) {
     if (m_seen[index]) continue;
+    // Its blocks before the first read (layout.h): on a full disk, looked at again next poll.
+    if (!m_backed[index]) {
+      if (!common::allocate_slot(m_fd, index)) continue;
+      m_backed[index] = true;
+    }
     const Slot* slot = common::slot_at(m_base, index);
     if (slot->state.load(std::memory_order_acquire) !=
         static_cast<uint32_t>(common::SlotState::kReady)) {

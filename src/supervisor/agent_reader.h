@@ -100,9 +100,11 @@ class AgentReader {
              std::vector<Out>& out, Copy&& copy);
 
   void* m_base = nullptr;
+  int m_fd = -1;  // kept to give each claimed slot its blocks (layout.h)
   std::string m_path;
   uint32_t m_scan_from = 0;        // every slot before it has been read as ready
   std::vector<bool> m_seen;        // per slot: identity read
+  std::vector<bool> m_backed;      // per slot: its blocks allocated, safe to read
   std::vector<bool> m_crash_seen;  // per slot: crash record returned
   std::vector<bool> m_exit_seen;   // per slot: exit returned
   std::vector<RingCursor> m_records;

@@ -56,6 +56,17 @@ def test_a_full_disk_never_ends_the_job_nor_takes_its_status(small_disk):
     assert not (run_dir / "reserve").exists()
 
 
+def test_processes_started_on_a_full_disk_run_as_ever(small_disk):
+    """The agent's shared file is sparse: a page the full disk cannot back would be SIGBUS at
+    its first touch, in a job process or in traindoc. Both leave such pages alone."""
+    filler = small_disk / "filler"
+    script = (f"head -c 4000000 /dev/zero > {filler} 2>/dev/null; "
+              f"{PYTHON} -c 'print(6 * 7)' && sh -c 'echo started' && echo done")
+    proc = traindoc_cli("run", "--out", small_disk / "run", "--", "sh", "-c", script)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    assert proc.stdout.split() == [b"42", b"started", b"done"], proc.stdout
+
+
 def test_two_traindocs_given_one_folder_at_once(tmp_path):
     """One claims the folder and runs its job to the end; the other stops before its job with a
     clear message, and no guard ends the other's job."""
