@@ -61,7 +61,7 @@ std::string prepare_run_dir(const std::string& requested) {
   if (!fs::is_empty(dir, error)) {
     refuse(dir, "already holds files; choose a new one (a run is never overwritten)");
   }
-  if (chmod(dir.c_str(), 0700) != 0 || access(dir.c_str(), W_OK) != 0) {
+  if (chmod(dir.c_str(), 0700) != 0) {
     refuse(dir, std::string("cannot write it: ") + strerror(errno));
   }
   int claim =
@@ -86,19 +86,18 @@ std::string prepare_run_dir(const std::string& requested) {
 // which would silently take the agent or hook away from every job.
 std::string installed(const char* env, const char* relative, std::string_view separators) {
   std::error_code error;
-  fs::path path;
-  if (const char* chosen = getenv(env)) {
-    path = chosen;
-  } else {
-    path = fs::read_symlink("/proc/self/exe", error).parent_path().parent_path() / relative;
-    if (!fs::exists(path, error)) return "";
-  }
+  const char* chosen = getenv(env);
+  fs::path path =
+      chosen != nullptr
+          ? fs::path(chosen)
+          : fs::read_symlink("/proc/self/exe", error).parent_path().parent_path() / relative;
+  if (chosen == nullptr && !fs::exists(path, error)) return "";
   std::string text = fs::absolute(path, error).lexically_normal().string();
   if (text.find_first_of(separators) != std::string::npos) {
     throw std::runtime_error(text + " holds a character (space or colon) at which the job's " +
                              "environment would split it; install traindoc in a path without " +
                              "spaces or colons" +
-                             (getenv(env) ? " or set " + std::string(env) + " to one" : ""));
+                             (chosen != nullptr ? " or set " + std::string(env) + " to one" : ""));
   }
   return text;
 }

@@ -18,7 +18,6 @@ class DiskReserve {
 
   // Gives the space back: the file is removed. Safe to call again.
   void release();
-  uint64_t held() const { return m_held; }
 
  private:
   std::string m_path;
