@@ -68,16 +68,14 @@ struct Job {
 // Sends `sig` to each process of the run not yet signalled (all of them when `again`). Returns
 // how many processes of the run are alive.
 size_t signal_run(const std::string& run_dir, int sig, bool again, Job& job) {
-  std::vector<int> alive = processes_of_run(run_dir, job.recorded);
-  for (int pid : alive) {
-    std::optional<ProcStat> stat = read_proc_stat(pid);
-    if (!stat) continue;
-    auto [it, fresh] = job.signalled.try_emplace(pid, stat->starttime);
-    if (!fresh && it->second != stat->starttime) {
-      it->second = stat->starttime;
+  ProcessIds alive = processes_of_run(run_dir, job.recorded);
+  for (auto [pid, start] : alive) {
+    auto [it, fresh] = job.signalled.try_emplace(pid, start);
+    if (!fresh && it->second != start) {
+      it->second = start;
       fresh = true;
     }
-    if (fresh || again) kill(pid, sig);
+    if (fresh || again) signal_process(pid, start, sig);
   }
   return alive.size();
 }
@@ -87,12 +85,12 @@ size_t signal_run(const std::string& run_dir, int sig, bool again, Job& job) {
 void record_end(const std::string& run_dir, const store::Evidence& evidence,
                 const ProcessIds& signalled, int64_t lost_ns, const std::string& how) {
   store::StoreWriter writer = store::StoreWriter::open(run_dir + "/run.db");
-  std::vector<int> alive = processes_of_run(run_dir, signalled);
+  ProcessIds alive = processes_of_run(run_dir, signalled);
   int64_t now = common::realtime_ns();
   for (const store::ProcessRecord& p : evidence.processes) {
     auto it = signalled.find(p.pid);
     if (it == signalled.end() || it->second != p.start_ticks ||
-        p.end_source != store::EndSource::kNone || std::ranges::count(alive, p.pid) > 0) {
+        p.end_source != store::EndSource::kNone || alive.contains(p.pid)) {
       continue;
     }
     store::ProcessRecord ended;
@@ -191,32 +189,35 @@ void rename_process(const std::string& run_dir) {
 
 }  // namespace
 
-std::vector<int> processes_of_run(const std::string& run_dir, const ProcessIds& recorded) {
-  std::set<int> found;
+ProcessIds processes_of_run(const std::string& run_dir, const ProcessIds& recorded) {
+  ProcessIds all;
+  ProcessIds found;
   std::multimap<int, int> children;
   for (int pid : list_proc_pids()) {
     std::optional<ProcStat> stat = read_proc_stat(pid);
     if (pid == getpid() || !stat || stat->dead()) continue;
+    all.emplace(pid, stat->starttime);
     children.emplace(stat->ppid, pid);
     auto it = recorded.find(pid);
     if (it != recorded.end() && it->second == stat->starttime) {
-      found.insert(pid);
+      found.emplace(pid, stat->starttime);
       continue;
     }
     std::optional<EnvironText> environ = read_proc_environ(pid);
     const char* value = environ ? environ->find(common::kRunDirEnv) : nullptr;
-    if (value != nullptr && value == run_dir) found.insert(pid);
+    if (value != nullptr && value == run_dir) found.emplace(pid, stat->starttime);
   }
-  std::vector<int> queue(found.begin(), found.end());
+  std::vector<int> queue;
+  for (const auto& entry : found) queue.push_back(entry.first);
   while (!queue.empty()) {
     int pid = queue.back();
     queue.pop_back();
     auto [first, last] = children.equal_range(pid);
     for (auto it = first; it != last; ++it) {
-      if (found.insert(it->second).second) queue.push_back(it->second);
+      if (found.emplace(it->second, all[it->second]).second) queue.push_back(it->second);
     }
   }
-  return {found.begin(), found.end()};
+  return found;
 }
 
 JobGuard::JobGuard(std::string run_dir, bool announce, std::function<void()> report) {

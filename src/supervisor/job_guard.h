@@ -13,17 +13,15 @@
 #include <string>
 #include <vector>
 
-namespace traindoc::supervisor {
+#include "supervisor/proc/signal_process.h"
 
-// Processes by pid and start time: a pid that comes back after its process ended is another
-// process.
-using ProcessIds = std::map<int, uint64_t>;
+namespace traindoc::supervisor {
 
 // The job's live processes, whichever parent they have now (once traindoc is gone they are
 // orphans): those whose environment names `run_dir` as their run folder, those of `recorded`
 // (run.db holds them as running; they may have dropped their environment, or run as another
 // user), and the descendants of both. Zombies are not: nothing is left of them to end.
-std::vector<int> processes_of_run(const std::string& run_dir, const ProcessIds& recorded = {});
+ProcessIds processes_of_run(const std::string& run_dir, const ProcessIds& recorded = {});
 
 class JobGuard {
  public:

@@ -289,6 +289,15 @@ std::vector<int> ProcessTable::live_pids() const {
   return out;
 }
 
+ProcessIds ProcessTable::live_processes() const {
+  ProcessIds out;
+  for (const auto& [pid, index] : m_live) {
+    const store::ProcessRecord& r = m_records[index].record;
+    if (r.end_source == store::EndSource::kNone) out.emplace(pid, r.start_ticks);
+  }
+  return out;
+}
+
 std::vector<int> ProcessTable::live_agent_pids(bool workers) const {
   std::vector<int> out;
   for (int pid : live_pids()) {

@@ -13,6 +13,7 @@
 #include "common/rank_env.h"
 #include "store/evidence.h"
 #include "supervisor/agent_reader.h"
+#include "supervisor/proc/signal_process.h"
 
 namespace traindoc::supervisor {
 
@@ -60,6 +61,8 @@ class ProcessTable {
 
   // Every process still thought to run, by pid.
   std::vector<int> live_pids() const;
+  // The same with their start times, for signals (signal_process).
+  ProcessIds live_processes() const;
   // Those that run the agent, the processes whose stacks say where the job was; without
   // `workers`, only those started by exec (not DataLoader workers forked from a rank).
   std::vector<int> live_agent_pids(bool workers) const;

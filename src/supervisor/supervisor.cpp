@@ -450,7 +450,7 @@ void Loop::check_collectives(bool final) {
     it = m_pending_issues.erase(it);
   }
   if (m_kill_at_ns != 0 && now >= m_kill_at_ns) {
-    for (int pid : m_table.live_pids()) kill(pid, SIGKILL);
+    for (auto [pid, start] : m_table.live_processes()) signal_process(pid, start, SIGKILL);
     m_kill_at_ns = 0;
   }
 }
@@ -472,8 +472,8 @@ void Loop::report_issue(store::CollectiveIssue& issue, const std::string& prompt
 
 void Loop::abort_job(const store::CollectiveIssue& issue) {
   int sent = 0;
-  for (int pid : m_table.live_pids()) {
-    if (kill(pid, SIGTERM) == 0) ++sent;
+  for (auto [pid, start] : m_table.live_processes()) {
+    if (signal_process(pid, start, SIGTERM)) ++sent;
   }
   m_kill_at_ns = common::realtime_ns() + kAbortGraceNs;
   event("traindoc-abort", 0,
@@ -614,10 +614,10 @@ void Loop::forward(const signalfd_siginfo& info) {
                              ? std::set<int>{}
                              : stopped_already(sig, static_cast<int>(info.ssi_pid), received_ns);
   int sent = 0;
-  for (int pid : m_table.live_pids()) {
+  for (auto [pid, start] : m_table.live_processes()) {
     if (from_terminal && sig != SIGKILL && getpgid(pid) == our_group) continue;
     if (had_it.contains(pid)) continue;
-    if (kill(pid, sig) == 0) ++sent;
+    if (signal_process(pid, start, sig)) ++sent;
   }
   std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
   std::string already =

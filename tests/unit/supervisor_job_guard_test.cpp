@@ -57,6 +57,16 @@ int wait_status(pid_t pid, double seconds) {
   return status;
 }
 
+// The pids processes_of_run finds, checked against the start times it gives them.
+std::vector<int> run_pids(const std::string& run_dir, const ProcessIds& recorded = {}) {
+  std::vector<int> pids;
+  for (auto [pid, start] : processes_of_run(run_dir, recorded)) {
+    std::optional<ProcStat> stat = read_proc_stat(pid);
+    if (stat && stat->starttime == start) pids.push_back(pid);
+  }
+  return pids;
+}
+
 // The guard of `run_dir` as ps shows it ("job-guard <run_dir>"); 0 when there is none.
 int guard_pid(const std::string& run_dir) {
   for (int pid : list_proc_pids()) {
@@ -79,13 +89,13 @@ TEST(JobGuardTest, TheRunsProcessesAreFoundByTheirEnvironment) {
     _exit(127);
   }
   // A forked child shows its parent's environment until it execs.
-  EXPECT_TRUE(wait_until([&] { return !processes_of_run(run).empty(); }, 5));
-  EXPECT_EQ(processes_of_run(run), std::vector<int>{ours});
+  EXPECT_TRUE(wait_until([&] { return !run_pids(run).empty(); }, 5));
+  EXPECT_EQ(run_pids(run), std::vector<int>{ours});
   for (pid_t pid : {ours, other_run, outside}) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
-  EXPECT_TRUE(processes_of_run(run).empty()) << "a zombie's environment is empty";
+  EXPECT_TRUE(run_pids(run).empty()) << "a zombie's environment is empty";
 }
 
 TEST(JobGuardTest, ProcessesWithoutTheEnvironmentAreFoundByRecordOrParent) {
@@ -98,17 +108,17 @@ TEST(JobGuardTest, ProcessesWithoutTheEnvironmentAreFoundByRecordOrParent) {
     execl("/usr/bin/env", "env", "-i", "sleep", "30", static_cast<char*>(nullptr));
     _exit(127);
   }
-  ASSERT_TRUE(wait_until([&] { return processes_of_run(run).size() == 2; }, 5));
+  ASSERT_TRUE(wait_until([&] { return run_pids(run).size() == 2; }, 5));
   std::optional<ProcStat> stat = read_proc_stat(recorded);
   ASSERT_TRUE(stat);
-  std::vector<int> found = processes_of_run(run);
+  std::vector<int> found = run_pids(run);
   ASSERT_EQ(std::ranges::count(found, shell), 1);
   int child = found[0] == shell ? found[1] : found[0];
   EXPECT_EQ(read_proc_stat(child)->ppid, shell);
   std::vector<int> all = {shell, child, recorded};
   std::ranges::sort(all);
-  EXPECT_EQ(processes_of_run(run, {{recorded, stat->starttime}}), all);
-  EXPECT_EQ(processes_of_run(run, {{recorded, stat->starttime + 1}}), found)
+  EXPECT_EQ(run_pids(run, {{recorded, stat->starttime}}), all);
+  EXPECT_EQ(run_pids(run, {{recorded, stat->starttime + 1}}), found)
       << "the pid of another process";
   for (pid_t pid : {shell, child, recorded}) kill(pid, SIGKILL);
   for (pid_t pid : {shell, recorded}) waitpid(pid, nullptr, 0);
@@ -128,7 +138,7 @@ TEST(JobGuardTest, AnOwnerThatEndsFirstHasItsJobEndedAndRecorded) {
   pid_t plain = start_job_process(run, "exec sleep 30");
   // A shell that ignores SIGTERM, and its sleep that inherits that.
   pid_t stubborn = start_job_process(run, "trap '' TERM; sleep 30; true");
-  ASSERT_TRUE(wait_until([&] { return processes_of_run(run).size() == 3; }, 5));
+  ASSERT_TRUE(wait_until([&] { return run_pids(run).size() == 3; }, 5));
   std::optional<ProcStat> stat = read_proc_stat(plain);
   ASSERT_TRUE(stat);
   {
@@ -170,7 +180,7 @@ TEST(JobGuardTest, AReleasedGuardLeavesWhatStillRunsAlone) {
   std::string run = dir.path().string();
   JobGuard guard(run, false, [run] { std::ofstream(run + "/reported") << 1; });
   pid_t left = start_job_process(run, "exec sleep 30");
-  ASSERT_TRUE(wait_until([&] { return processes_of_run(run).size() == 1; }, 5));
+  ASSERT_TRUE(wait_until([&] { return run_pids(run).size() == 1; }, 5));
   // The guard names itself once it runs, which may be after its constructor returned.
   ASSERT_TRUE(wait_until([&] { return guard_pid(run) == guard.pid(); }, 5));
   guard.release();

@@ -1,0 +1,24 @@
+// Signals that reach only the process that was seen. A pid is free for reuse once its process is
+// reaped, by whichever parent reaps it, so a pid alone may name an unrelated process by the time
+// a signal is sent.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+namespace traindoc::supervisor {
+
+// Processes by pid and start time (clock ticks after boot, /proc/<pid>/stat's field 22): a pid
+// that comes back after its process ended is another process.
+using ProcessIds = std::map<int, uint64_t>;
+
+// Sends `sig` to `pid` if the process holding it started at `start_ticks`. Race-free through a
+// pidfd: the descriptor pins the process that held the pid when it was opened, and its start time,
+// read after, says whether that is ours. Kernels without pidfds (before 5.3, or a seccomp filter
+// that refuses them) get the same check just before a plain kill(). Returns whether it was sent.
+bool signal_process(int pid, uint64_t start_ticks, int sig);
+
+// Whether the process holding `pid` now started at `start_ticks`.
+bool same_process(int pid, uint64_t start_ticks);
+
+}  // namespace traindoc::supervisor
