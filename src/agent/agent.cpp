@@ -183,7 +183,7 @@ __attribute__((constructor)) void start_agent() {
       read_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline));
       publish(g_slot);
     }
-    note_output_files(run_dir);
+    note_output_files(static_cast<const AgentHeader*>(g_base)->outputs_socket);
     pthread_atfork(nullptr, nullptr, on_fork_child);
     on_exit(exit_handler, nullptr);
     start_crash_capture(run_dir);

@@ -38,12 +38,12 @@ size_t run_file_path(char* out, size_t size, const char* run_dir, const char* na
 
 // Tells the supervisor which of this process's stdout and stderr are files (a shell's
 // `2> err.log`, a launcher's redirect), so that it reads what the process writes there: at
-// start-up (the run folder given) and in a fork child (nullptr: the one given at start-up).
-// Async-signal-safe.
-void note_output_files(const char* run_dir);
+// start-up (the supervisor's socket named, AgentHeader::outputs_socket) and in a fork child
+// (nullptr: the one named at start-up). Async-signal-safe.
+void note_output_files(const char* socket_name);
 
 // Tells the supervisor that this process writes its output to the regular file open as `fd`
-// (nothing for another kind of file, or before note_output_files knew the run folder).
+// (nothing for another kind of file, or before note_output_files knew the socket).
 // Async-signal-safe.
 void note_output_file(int fd);
 

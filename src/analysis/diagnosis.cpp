@@ -90,7 +90,8 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
   // Counting events repeat with a growing total: the last one says it all, in the first's place.
   std::map<std::string, size_t> counted;
   for (const store::Event& event : evidence.events) {
-    if (event.kind == "agent-no-slot" || event.kind == "agent-records-dropped") {
+    if (event.kind == "agent-no-slot" || event.kind == "agent-records-dropped" ||
+        event.kind == "agent-slot-refused") {
       auto [it, fresh] = counted.emplace(event.kind, out.size());
       if (fresh)
         out.push_back(event.text);
@@ -190,7 +191,10 @@ std::string format_bytes(uint64_t bytes) {
 
 std::string signal_name(int signal) {
   const char* abbrev = sigabbrev_np(signal);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signal);
+  if (abbrev != nullptr) return std::string("SIG") + abbrev;
+  // A number no signal has: a damaged or forged run.db.
+  return (signal > 0 && signal < NSIG ? "signal " : "an invalid signal number ") +
+         std::to_string(signal);
 }
 
 // One failure that several processes report (both ranks of a mismatch, workers crashing in the

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "report/json_report.h"
+#include "report/safe_text.h"
 #include "supervisor/job_guard.h"
 #include "supervisor/launcher.h"
 #include "supervisor/supervisor.h"
@@ -122,11 +123,15 @@ int run_command(const RunArgs& args) {
   options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python", ":");
   options.run_dir = prepare_run_dir(args.out);
   options.interval_ms = static_cast<int>(args.interval_s * 1000);
-  options.announce = args.flags.output() != Output::kNothing;
+  if (args.flags.output() != Output::kNothing) {
+    options.announce = [](const std::string& text) {
+      fprintf(stderr, "traindoc: %s\n", report::terminal_safe(text).c_str());
+    };
+  }
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
   // Before supervise() starts threads: the guard is forked.
-  supervisor::JobGuard guard(options.run_dir, options.announce,
+  supervisor::JobGuard guard(options.run_dir, static_cast<bool>(options.announce),
                              [&] { report_run(options.run_dir, Output::kNothing, stderr); });
   options.guard_pid = guard.pid();
   store::RunInfo run;
@@ -134,7 +139,7 @@ int run_command(const RunArgs& args) {
     run = supervisor::supervise(options);
   } catch (const supervisor::LaunchError& error) {
     guard.release();
-    fprintf(stderr, "traindoc: %s\n", error.message.c_str());
+    fprintf(stderr, "traindoc: %s\n", report::terminal_safe(error.message).c_str());
     report_or_say(options.run_dir, Output::kNothing);
     return error.exit_status;
   }

@@ -15,15 +15,14 @@
 namespace traindoc::common {
 
 inline constexpr uint32_t kAgentMagic = 0x54444147;  // "TDAG"
-inline constexpr uint32_t kAgentVersion = 5;
+inline constexpr uint32_t kAgentVersion = 6;
 inline constexpr uint32_t kSlotCount = 8192;  // a fork then exec takes two
 inline constexpr uint32_t kRingRecords = 120;
 inline constexpr uint32_t kCmdlineSize = 256;
 inline constexpr const char* kAgentFileName = "agent/slots";
-// Where each process that starts with a file as its stdout or stderr, or opens a log file, says
-// so, a line each:
-// "<pid> <fd> <realtime ns> <offset at start> <absolute path>\n", appended by the agent.
-inline constexpr const char* kOutputsFileName = "agent/outputs";
+// A process that starts with a file as its stdout or stderr, or opens a log file, hands that
+// file to the supervisor on a socket (common/output_socket.h): the kernel vouches for the sender's
+// pid (SO_PEERCRED) and the file is the one the process holds, nothing is taken on its word.
 // Space the supervisor holds while the job runs, given back for run.db's last records when the
 // disk fills up; removed at the end of the run (and by the guard).
 inline constexpr const char* kReserveFileName = "reserve";
@@ -206,7 +205,10 @@ struct AgentHeader {
   uint32_t slot_count;
   uint32_t slot_size;
   std::atomic<uint32_t> slots_claimed;  // may exceed slot_count: the excess found no slot
-  uint32_t reserved[11];
+  // The abstract name (without its leading NUL) of the socket that takes OutputNotes; empty when
+  // the supervisor has none.
+  char outputs_socket[40];
+  uint32_t reserved[1];
 };
 static_assert(sizeof(AgentHeader) == 64);
 

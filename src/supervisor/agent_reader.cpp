@@ -21,8 +21,10 @@ namespace traindoc::supervisor {
 using common::AgentHeader;
 using common::Slot;
 
-AgentReader::AgentReader(const std::string& run_dir)
+AgentReader::AgentReader(const std::string& run_dir, const std::string& outputs_socket)
     : m_seen(common::kSlotCount, false),
+      m_owners(common::kSlotCount),
+      m_asked(common::kSlotCount, 0),
       m_backed(common::kSlotCount, false),
       m_crash_seen(common::kSlotCount, false),
       m_exit_seen(common::kSlotCount, false),
@@ -53,6 +55,9 @@ AgentReader::AgentReader(const std::string& run_dir)
   header->slot_count = common::kSlotCount;
   header->slot_size = sizeof(Slot);
   header->version = common::kAgentVersion;
+  if (outputs_socket.size() < sizeof(header->outputs_socket)) {
+    memcpy(header->outputs_socket, outputs_socket.data(), outputs_socket.size());
+  }
   // The magic goes last: an agent that sees it sees a complete header.
   std::atomic_thread_fence(std::memory_order_release);
   header->magic = common::kAgentMagic;
@@ -75,14 +80,14 @@ uint64_t AgentReader::processes_without_slot() const {
 
 namespace {
 
-AgentCrash copy_crash(const Slot& slot, uint32_t index) {
+AgentCrash copy_crash(const Slot& slot, uint32_t index, int pid, uint64_t start_ticks) {
   const common::CrashRecord& r = slot.crash;
   AgentCrash out;
   out.slot = index;
   out.python_dumped = r.python_dumped != 0;
   store::Crash& c = out.crash;
-  c.pid = slot.pid;
-  c.start_ticks = slot.start_ticks;
+  c.pid = pid;
+  c.start_ticks = start_ticks;
   c.tid = r.tid;
   c.thread_name.assign(r.thread_name, strnlen(r.thread_name, sizeof(r.thread_name)));
   c.signo = r.signo;
@@ -175,7 +180,7 @@ void AgentReader::release_crash(uint32_t index) {
           nullptr, 0);
 }
 
-AgentPoll AgentReader::poll() {
+AgentPoll AgentReader::poll(const Vouch& vouch) {
   AgentPoll out;
   auto* header = static_cast<AgentHeader*>(m_base);
   uint32_t claimed = header->slots_claimed.load(std::memory_order_acquire);
@@ -195,7 +200,14 @@ AgentPoll AgentReader::poll() {
         static_cast<uint32_t>(common::SlotState::kReady)) {
       continue;
     }
+    if (!vouch(slot->pid, slot->ppid, slot->start_ticks)) {
+      if (++m_asked[index] < kVouchPolls) continue;
+      m_seen[index] = true;
+      ++m_slots_refused;
+      continue;
+    }
     m_seen[index] = true;
+    m_owners[index] = {slot->pid, slot->start_ticks};
     AgentIdentity id;
     id.pid = slot->pid;
     id.ppid = slot->ppid;
@@ -213,26 +225,27 @@ AgentPoll AgentReader::poll() {
   while (m_scan_from < claimed && m_seen[m_scan_from]) ++m_scan_from;
 
   for (uint32_t index = 0; index < claimed; ++index) {
-    if (!m_seen[index]) continue;
+    const Owner owner = m_owners[index];
+    if (!m_seen[index] || owner.pid == 0) continue;
     Slot* slot = common::slot_at(m_base, index);
     if (!m_crash_seen[index] && slot->crash.state.load(std::memory_order_acquire) >=
                                     static_cast<uint32_t>(common::CrashState::kWritten)) {
       m_crash_seen[index] = true;
-      out.crashes.push_back(copy_crash(*slot, index));
+      out.crashes.push_back(copy_crash(*slot, index, owner.pid, owner.start_ticks));
     }
     if (!m_exit_seen[index]) {
       if (uint32_t exited = slot->exited.load(std::memory_order_acquire); exited != 0) {
         m_exit_seen[index] = true;
-        out.exits.push_back(AgentExit{.pid = slot->pid,
-                                      .start_ticks = slot->start_ticks,
+        out.exits.push_back(AgentExit{.pid = owner.pid,
+                                      .start_ticks = owner.start_ticks,
                                       .code = static_cast<int>(exited - 1),
                                       .time_ns = slot->exit_ns});
       }
     }
     drain(slot->ring, common::kRingRecords, slot->next_record.load(std::memory_order_acquire),
           m_records[index], out.records, [&](const common::Record& record) {
-            return AgentRecord{.pid = slot->pid,
-                               .start_ticks = slot->start_ticks,
+            return AgentRecord{.pid = owner.pid,
+                               .start_ticks = owner.start_ticks,
                                .type = static_cast<common::RecordType>(record.type),
                                .time_ns = record.time_ns,
                                .a = record.a,
@@ -242,7 +255,7 @@ AgentPoll AgentReader::poll() {
     drain(ring->records, common::kCollectiveRecords, ring->next.load(std::memory_order_acquire),
           m_collectives[index], out.collectives, [&](const common::CollectiveRecord& record) {
             return AgentCollective{
-                .pid = slot->pid, .start_ticks = slot->start_ticks, .call = record.call};
+                .pid = owner.pid, .start_ticks = owner.start_ticks, .call = record.call};
           });
   }
   // Step records become step samples; the others stay records.

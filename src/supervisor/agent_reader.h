@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,13 +70,22 @@ struct AgentPoll {
 
 class AgentReader {
  public:
-  // Creates and maps the slots file; throws std::runtime_error when it cannot.
-  explicit AgentReader(const std::string& run_dir);
+  // Creates and maps the slots file; throws std::runtime_error when it cannot. `outputs_socket`:
+  // where agents hand over their output files (OutputFilesReader), empty for none.
+  explicit AgentReader(const std::string& run_dir, const std::string& outputs_socket = "");
   ~AgentReader();
   AgentReader(const AgentReader&) = delete;
   AgentReader& operator=(const AgentReader&) = delete;
 
-  AgentPoll poll();
+  // Whether a slot's process (pid, start ticks) is one of the job's. The slots file is written
+  // by the job's processes, and any of them may name any pid in any slot.
+  using Vouch = std::function<bool(int pid, int ppid, uint64_t start_ticks)>;
+
+  // A slot is read only once `vouch` took its identity; until then it is asked again at each
+  // poll, for a while (a process that ended at once is known only once its reaper tells), then
+  // the slot is refused. What is read after is the vouched process's, whatever the slot says
+  // later.
+  AgentPoll poll(const Vouch& vouch);
 
   // Lets a crashed process go on dying: its handler waits on this (a futex across processes).
   void release_crash(uint32_t slot);
@@ -89,6 +99,8 @@ class AgentReader {
   // were read.
   uint64_t processes_without_slot() const;
   uint64_t records_dropped() const { return m_records_dropped; }
+  // Slots whose identity was never vouched for.
+  uint64_t slots_refused() const { return m_slots_refused; }
 
  private:
   struct RingCursor {
@@ -102,15 +114,24 @@ class AgentReader {
   void* m_base = nullptr;
   int m_fd = -1;  // kept to give each claimed slot its blocks (layout.h)
   std::string m_path;
-  uint32_t m_scan_from = 0;        // every slot before it has been read as ready
-  std::vector<bool> m_seen;        // per slot: identity read
+  uint32_t m_scan_from = 0;  // every slot before it has been read as ready
+  struct Owner {
+    int pid = 0;
+    uint64_t start_ticks = 0;
+  };
+  std::vector<bool> m_seen;        // per slot: identity read (vouched for, or refused)
+  std::vector<Owner> m_owners;     // per slot: the vouched process; pid 0 for a refused slot
+  std::vector<uint8_t> m_asked;    // per slot: polls that asked for a vouch
   std::vector<bool> m_backed;      // per slot: its blocks allocated, safe to read
   std::vector<bool> m_crash_seen;  // per slot: crash record returned
   std::vector<bool> m_exit_seen;   // per slot: exit returned
   std::vector<RingCursor> m_records;
   std::vector<RingCursor> m_collectives;
   static constexpr int kStallPolls = 10;
+  // Polls (10 a second) that a slot waits for a vouch.
+  static constexpr uint8_t kVouchPolls = 50;
   uint64_t m_records_dropped = 0;
+  uint64_t m_slots_refused = 0;
 };
 
 }  // namespace traindoc::supervisor

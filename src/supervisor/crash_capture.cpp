@@ -6,8 +6,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "store/memory_map.h"
+#include "supervisor/proc/process_identity.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -19,11 +23,17 @@ std::string read_text(const std::string& path) {
   return out.str();
 }
 
-std::string code_at(int pid, uint64_t pc) {
+// The code at `pc`, read only from an executable mapping: a record that names an address in
+// data (a forged or corrupt one) gets none of the process's data in the report.
+std::string code_at(int pid, uint64_t pc, const std::string& maps) {
+  std::vector<store::MemoryMapping> mappings = store::parse_maps(maps);
+  const store::MemoryMapping* code = store::find_mapping(mappings, pc);
+  if (code == nullptr || code->perms.size() < 3 || code->perms[2] != 'x') return "";
   int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";
   unsigned char bytes[16];
-  ssize_t n = pread(fd, bytes, sizeof(bytes), static_cast<off_t>(pc));
+  size_t wanted = std::min<uint64_t>(sizeof(bytes), code->end - pc);
+  ssize_t n = pread(fd, bytes, wanted, static_cast<off_t>(pc));
   close(fd);
   std::string hex;
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -36,11 +46,18 @@ std::string code_at(int pid, uint64_t pc) {
 
 }  // namespace
 
-void complete_crash(AgentCrash& raw, const std::string& run_dir) {
+void complete_crash(AgentCrash& raw, const std::string& run_dir, int ancestor) {
   store::Crash& crash = raw.crash;
+  // The job's process, still there: it waits in its handler.
+  if (!runs_below(crash.pid, crash.start_ticks, ancestor)) return;
   std::string proc = "/proc/" + std::to_string(crash.pid);
   crash.maps = read_text(proc + "/maps");
-  crash.code_bytes = code_at(crash.pid, crash.pc);
+  // Read again after: the maps may be of a process that took the pid while they were read.
+  if (!same_process(crash.pid, crash.start_ticks)) {
+    crash.maps.clear();
+    return;
+  }
+  crash.code_bytes = code_at(crash.pid, crash.pc, crash.maps);
   if (raw.python_dumped) {
     crash.python_traceback =
         read_text(run_dir + "/agent/python-" + std::to_string(crash.pid) + ".txt");

@@ -10,8 +10,9 @@
 
 namespace traindoc::supervisor {
 
-// Adds /proc/<pid>/maps, the code at the pc and the Python traceback the agent wrote.
-// Never throws: what cannot be read stays empty.
-void complete_crash(AgentCrash& crash, const std::string& run_dir);
+// Adds /proc/<pid>/maps, the code at the pc and the Python traceback the agent wrote, if the
+// process runs below `ancestor` (the supervisor) with the record's start time: a slot may name
+// any pid. Never throws: what cannot be read stays empty.
+void complete_crash(AgentCrash& crash, const std::string& run_dir, int ancestor);
 
 }  // namespace traindoc::supervisor

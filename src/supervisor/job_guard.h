@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor/proc/signal_process.h"
+#include "supervisor/proc/process_identity.h"
 
 namespace traindoc::supervisor {
 

@@ -47,56 +47,7 @@ int64_t now_ms() {
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-// The next space-separated number of `line`, consumed.
-std::optional<int64_t> next_number(std::string_view& line) {
-  int64_t value = 0;
-  const char* end = line.data() + line.size();
-  auto [stop, error] = std::from_chars(line.data(), end, value);
-  if (error != std::errc() || stop == end || *stop != ' ') return std::nullopt;
-  line.remove_prefix(static_cast<size_t>(stop - line.data()) + 1);
-  return value;
-}
-
 }  // namespace
-
-std::optional<OutputFile> parse_output_file(std::string_view line) {
-  std::optional<int64_t> numbers[4];
-  for (std::optional<int64_t>& number : numbers) {
-    number = next_number(line);
-    if (!number || *number < 0) return std::nullopt;
-  }
-  if (!line.starts_with('/') || *numbers[0] > INT32_MAX || *numbers[1] < 1 ||
-      *numbers[1] > INT32_MAX) {
-    return std::nullopt;
-  }
-  return OutputFile{{static_cast<int>(*numbers[0]), static_cast<int>(*numbers[1]), *numbers[2]},
-                    static_cast<uint64_t>(*numbers[3]),
-                    std::string(line)};
-}
-
-OutputFilesReader::OutputFilesReader(const std::string& run_dir)
-    : m_path(run_dir + "/" + common::kOutputsFileName) {}
-
-std::vector<OutputFile> OutputFilesReader::take() {
-  std::vector<OutputFile> out;
-  int fd = open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;  // no process told one yet
-  char buffer[8192];
-  ssize_t n = 0;
-  while ((n = pread(fd, buffer, sizeof(buffer), static_cast<off_t>(m_offset))) > 0) {
-    m_offset += static_cast<uint64_t>(n);
-    m_partial.append(buffer, static_cast<size_t>(n));
-  }
-  close(fd);
-  size_t start = 0;
-  for (size_t end; (end = m_partial.find('\n', start)) != std::string::npos; start = end + 1) {
-    if (auto file = parse_output_file(std::string_view(m_partial).substr(start, end - start))) {
-      out.push_back(std::move(*file));
-    }
-  }
-  m_partial.erase(0, start);
-  return out;
-}
 
 LogTap::LogTap(const std::string& run_dir, const LaunchedJob& job, LogBounds bounds)
     : m_run_dir(run_dir), m_bounds(bounds), m_streams(2) {
@@ -155,9 +106,9 @@ std::vector<store::LogStream> LogTap::streams() const {
   return out;
 }
 
-void LogTap::add_file(const OutputFile& file) {
+void LogTap::add_file(OutputFile file) {
   std::lock_guard lock(m_mutex);
-  m_added.push_back(file);
+  m_added.push_back(std::move(file));
 }
 
 // Takes the files told since the last call: a new path becomes a stream, a known one gains a
@@ -168,20 +119,18 @@ void LogTap::adopt_files() {
     std::lock_guard lock(m_mutex);
     added.swap(m_added);
   }
-  for (const OutputFile& file : added) {
+  for (OutputFile& file : added) {
     auto known = std::find_if(m_streams.begin() + 2, m_streams.end(),
                               [&](const Stream& s) { return s.info.name == file.path; });
     if (known == m_streams.end()) {
       if (m_streams.size() - 2 >= kMaxFiles) continue;
-      int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0) continue;  // gone, or not ours to read
       {
         std::lock_guard lock(m_mutex);
         known = m_streams.emplace(m_streams.end());
         known->info.name = file.path;
       }
       known->log_name = "file-" + std::to_string(m_streams.size() - 2);
-      known->tailed = fd;
+      known->tailed = file.file.release();
       known->offset = file.offset;
       open_next_file(*known);
     } else {
@@ -201,14 +150,11 @@ void LogTap::adopt_files() {
 // A path told again that names another file than the one read (a rotated log: the old one
 // renamed, a new one opened in its place): the old one is read to its end, then the new one from
 // where its writer begins, as the same stream.
-void LogTap::follow_replaced(Stream& stream, const OutputFile& file) {
-  int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return;
+void LogTap::follow_replaced(Stream& stream, OutputFile& file) {
   struct stat now {};
   struct stat read {};
-  if (fstat(fd, &now) != 0 || fstat(stream.tailed, &read) != 0 ||
+  if (fstat(file.file.get(), &now) != 0 || fstat(stream.tailed, &read) != 0 ||
       (now.st_dev == read.st_dev && now.st_ino == read.st_ino)) {
-    close(fd);
     return;
   }
   tail(stream, SIZE_MAX);
@@ -217,7 +163,7 @@ void LogTap::follow_replaced(Stream& stream, const OutputFile& file) {
     stream.partial.clear();
   }
   close(stream.tailed);
-  stream.tailed = fd;
+  stream.tailed = file.file.release();
   stream.offset = file.offset;
 }
 

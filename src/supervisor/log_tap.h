@@ -15,31 +15,9 @@
 
 #include "store/evidence.h"
 #include "supervisor/launcher.h"
+#include "supervisor/output_files.h"
 
 namespace traindoc::supervisor {
-
-// A process's stdout or stderr that was a file when it started, or a log file it opened, as its
-// agent told.
-struct OutputFile {
-  store::LogWriter writer;
-  uint64_t offset = 0;  // where the process started writing
-  std::string path;
-};
-
-// One line of <run>/agent/outputs (common/layout.h); nullopt for a malformed one.
-std::optional<OutputFile> parse_output_file(std::string_view line);
-
-// Reads the lines the agents appended to <run>/agent/outputs since the last call.
-class OutputFilesReader {
- public:
-  explicit OutputFilesReader(const std::string& run_dir);
-  std::vector<OutputFile> take();
-
- private:
-  std::string m_path;
-  uint64_t m_offset = 0;
-  std::string m_partial;
-};
 
 struct LogBounds {
   uint64_t head_bytes = 64ull << 20;  // the start of the output, kept whole
@@ -66,7 +44,7 @@ class LogTap {
   // Reads the file a job process writes its output to from where that process started, as a
   // stream of its own named by the path (one stream per path, with each writer once; a new file
   // told at a known path goes on that stream), until finish().
-  void add_file(const OutputFile& file);
+  void add_file(OutputFile file);
 
   // Lines worth citing since the last call: each stream's first lines and those that look like
   // errors, with the time they were read. Every byte is in logs/ regardless.
@@ -98,7 +76,7 @@ class LogTap {
 
   void run();
   void adopt_files();
-  void follow_replaced(Stream& stream, const OutputFile& file);
+  void follow_replaced(Stream& stream, OutputFile& file);
   void tail(Stream& stream, size_t max_chunks);
   void pump(Stream& stream);
   void keep(Stream& stream, const char* data, size_t size, uint64_t lines);

@@ -289,6 +289,21 @@ std::vector<int> ProcessTable::live_pids() const {
   return out;
 }
 
+bool ProcessTable::vouches_for(int pid, uint64_t start_ticks) const {
+  auto it = m_live.find(pid);
+  if (it == m_live.end()) return false;
+  const Entry& entry = m_records[it->second];
+  const store::ProcessRecord& r = entry.record;
+  bool reaped =
+      r.end_source == store::EndSource::kSupervisor || r.end_source == store::EndSource::kParent;
+  return (entry.walked && r.start_ticks == start_ticks) || (reaped && r.start_ticks == 0);
+}
+
+uint64_t ProcessTable::start_of(int pid) const {
+  auto it = m_live.find(pid);
+  return it == m_live.end() ? 0 : m_records[it->second].record.start_ticks;
+}
+
 ProcessIds ProcessTable::live_processes() const {
   ProcessIds out;
   for (const auto& [pid, index] : m_live) {

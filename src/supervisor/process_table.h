@@ -13,7 +13,7 @@
 #include "common/rank_env.h"
 #include "store/evidence.h"
 #include "supervisor/agent_reader.h"
-#include "supervisor/proc/signal_process.h"
+#include "supervisor/proc/process_identity.h"
 
 namespace traindoc::supervisor {
 
@@ -63,6 +63,8 @@ class ProcessTable {
   std::vector<int> live_pids() const;
   // The same with their start times, for signals (signal_process).
   ProcessIds live_processes() const;
+  // The start time of the process now holding `pid` as the table knows it; 0 when none.
+  uint64_t start_of(int pid) const;
   // Those that run the agent, the processes whose stacks say where the job was; without
   // `workers`, only those started by exec (not DataLoader workers forked from a rank).
   std::vector<int> live_agent_pids(bool workers) const;
@@ -70,6 +72,11 @@ class ProcessTable {
   // from it, or exec'd by spawn or a forkserver below it.
   std::vector<int> live_workers_of(int pid) const;
   bool is_live(int pid) const;
+  // Whether the table holds a process under `pid`, alive or ended.
+  bool knows(int pid) const { return m_live.contains(pid); }
+  // Whether the table itself knows the process (pid, start_ticks) as the job's: a walk found
+  // it, or it ended before any sighting and the supervisor or a parent in the job reaped it.
+  bool vouches_for(int pid, uint64_t start_ticks) const;
   // Whether the process called init_process_group and has not returned from it (Python hook).
   bool in_init_process_group(int pid) const;
   // Whether `ancestor` is the parent of `pid`, or its parent's, and so on.

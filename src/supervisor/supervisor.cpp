@@ -71,6 +71,9 @@ constexpr size_t kStopNotesKept = 8;
 // The walks after the idle or stall watch asked for stacks, in which the dumps' CPU is not the
 // job's.
 constexpr int kDumpWalks = 2;
+// At the end, polls of the agents' slots while each brings processes in (a chain of forks gone
+// before any walk is vouched for one parent at a time).
+constexpr int kFinalPolls = 8;
 // How long before a `timeout` in the job sends its signal the stacks are asked for: the dumps
 // must be read while the processes still run.
 constexpr int64_t kLimitStacksLeadNs = 1'000'000'000;
@@ -129,7 +132,6 @@ class Loop {
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
         m_reserve(options.run_dir + "/" + common::kReserveFileName, kReserveBytes),
-        m_outputs(options.run_dir),
         m_gpu(options.nvml_library),
         m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}),
         m_smaps(int64_t{options.interval_ms} * options.slow_every * 1'000'000,
@@ -149,8 +151,10 @@ class Loop {
   void open_gpu();
   void sample_gpu(int64_t t, bool slow);
   void record_cpu();
-  void read_agent();
+  // Returns how many processes registered.
+  size_t read_agent();
   void record_crash(AgentCrash& crash);
+  void symbolize_crash(store::Crash& crash);
   double walk_and_sample(bool slow, bool final = false);
   void reap_children();
   void forward(const signalfd_siginfo& info);
@@ -207,6 +211,7 @@ class Loop {
   int m_interrupts = 0;
   uint64_t m_reported_no_slot = 0;
   uint64_t m_reported_dropped = 0;
+  uint64_t m_reported_refused = 0;
   // The newest step count of each (pid, start_ticks, kind) since the last commit: at most one
   // row per sampling interval each, however fast the job steps.
   std::map<std::tuple<int, uint64_t, store::StepKind>, store::StepSample> m_steps;
@@ -290,7 +295,7 @@ void Loop::open_agent() {
     return;
   }
   try {
-    m_agent = std::make_unique<AgentReader>(m_options.run_dir);
+    m_agent = std::make_unique<AgentReader>(m_options.run_dir, m_outputs.socket_name());
   } catch (const std::exception& e) {
     event("agent-unavailable", 0, std::string("the agent could not start: ") + e.what());
   }
@@ -312,9 +317,10 @@ void Loop::sample_gpu(int64_t t, bool slow) {
 }
 
 // The crashed process waits in its handler until released: take what only it can give, let
-// it die, commit the raw record at once, then symbolize at leisure and store the frames.
+// it die, commit the raw record at once. Symbolizing comes after (symbolize_crash), once every
+// crashed process of the poll is released: a sibling that crashed too may be ended meanwhile.
 void Loop::record_crash(AgentCrash& raw) {
-  complete_crash(raw, m_options.run_dir);
+  complete_crash(raw, m_options.run_dir, getpid());
   store::Crash& crash = raw.crash;
   // Its last sample, and the host's at that moment (/dev/shm for a SIGBUS): a process that
   // crashes early may never have been sampled.
@@ -329,14 +335,27 @@ void Loop::record_crash(AgentCrash& raw) {
   m_agent->release_crash(raw.slot);
   m_store.write_crash(crash);
   m_store.flush();
+}
+
+void Loop::symbolize_crash(store::Crash& crash) {
   m_symbolizer.symbolize_crash(crash);
   m_store.write_crash(crash);
   m_store.flush();
 }
 
-void Loop::read_agent() {
-  if (!m_agent) return;
-  AgentPoll poll = m_agent->poll();
+size_t Loop::read_agent() {
+  if (!m_agent) return 0;
+  std::set<int> vouched;  // in this poll, before the table hears of them
+  AgentPoll poll = m_agent->poll([&](int pid, int ppid, uint64_t start_ticks) {
+    // Gone before any walk (a fork that ended at once, reaped behind the agent's back): taken on
+    // the word of the job process it names as its parent. Such a process is only reported;
+    // nothing is read from /proc or sent for it, which needs it alive below traindoc.
+    bool ours =
+        m_table.vouches_for(pid, start_ticks) || runs_below(pid, start_ticks, getpid()) ||
+        (!same_process(pid, start_ticks) && (m_table.knows(ppid) || vouched.contains(ppid)));
+    if (ours) vouched.insert(pid);
+    return ours;
+  });
   for (const AgentIdentity& id : poll.identities) {
     m_table.from_agent(id);
     // A forked child has its rank's environment; it is a rank only once it joins a group.
@@ -345,6 +364,7 @@ void Loop::read_agent() {
   }
   for (const AgentCollective& record : poll.collectives) m_checker.add(record);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
+  for (AgentCrash& crash : poll.crashes) symbolize_crash(crash.crash);
   for (const store::StepSample& step : poll.steps) {
     m_checker.steps_counted(step.pid, step.kind, step.count);
     store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
@@ -395,10 +415,17 @@ void Loop::read_agent() {
               " process(es) started after all agent slots were taken: seen "
               "only by the /proc walk");
   }
+  if (uint64_t n = m_agent->slots_refused(); n != m_reported_refused) {
+    m_reported_refused = n;
+    event("agent-slot-refused", 0,
+          std::to_string(n) +
+              " agent slot(s) named a process that is not the job's: what they held was not read");
+  }
   if (uint64_t n = m_agent->records_dropped(); n != m_reported_dropped) {
     m_reported_dropped = n;
     event("agent-records-dropped", 0, std::to_string(n) + " agent record(s) were overwritten");
   }
+  return poll.identities.size();
 }
 
 // Compares the ranks' collectives, finishes the issues whose stacks came in, and reports each
@@ -464,9 +491,7 @@ void Loop::report_issue(store::CollectiveIssue& issue, const std::string& prompt
   m_store.add_collective_issue(issue);
   store_calls(false);
   m_store.flush();
-  if (m_options.announce) {
-    fprintf(stderr, "traindoc: %s%s\n", issue.message.c_str(), prompt.c_str());
-  }
+  if (m_options.announce) m_options.announce(issue.message + prompt);
   if (abort) abort_job(issue);
 }
 
@@ -480,7 +505,7 @@ void Loop::abort_job(const store::CollectiveIssue& issue) {
         "--on-mismatch abort: traindoc ended the job (SIGTERM to " + std::to_string(sent) +
             " process(es)) for " + issue.kind + ": " + issue.message);
   if (m_options.announce) {
-    fprintf(stderr, "traindoc: ending the job (--on-mismatch abort) to save its remaining time\n");
+    m_options.announce("ending the job (--on-mismatch abort) to save its remaining time");
   }
 }
 
@@ -629,9 +654,9 @@ void Loop::forward(const signalfd_siginfo& info) {
                                   : "SIG" + name + " from " + from + ", passed on to " +
                                         std::to_string(sent) + " process(es)" + already});
   if (m_options.announce && sig == SIGKILL) {
-    fprintf(stderr, "traindoc: second interrupt: killing the job\n");
+    m_options.announce("second interrupt: killing the job");
   } else if (m_options.announce && sig == SIGINT) {
-    fprintf(stderr, "traindoc: interrupt passed to the job; interrupt again to kill it\n");
+    m_options.announce("interrupt passed to the job; interrupt again to kill it");
   }
 }
 
@@ -690,6 +715,8 @@ std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
 }
 
 DumpRequest Loop::request_fresh_dump(int pid, bool stopping) {
+  // The signal that asks is sent by pid: only to the job's process, still there.
+  if (!runs_below(pid, m_table.start_of(pid), getpid())) return {};
   // An earlier dump must not pass for this one.
   unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
   return request_stack_dump(pid, stopping);
@@ -774,8 +801,8 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   ask_stacks("stack-at-idle", m_table.live_agent_pids(true));
   m_dump_walks = kDumpWalks;
   if (m_options.announce) {
-    fprintf(stderr, "traindoc: the job is idle: %s%s%s (each process's stack goes to the report)\n",
-            idle.c_str(), failure_before_idle(m_active_ns, stall_ns).c_str(), prompt.c_str());
+    m_options.announce("the job is idle: " + idle + failure_before_idle(m_active_ns, stall_ns) +
+                       prompt + " (each process's stack goes to the report)");
   }
 }
 
@@ -868,6 +895,10 @@ void Loop::store_calls(bool all) {
 void Loop::finish() {
   reap_children();
   read_agent();
+  // A slot that waits for a vouch may get it from what the poll before told (a reap, its
+  // parent's registration): polled again while that brings processes in.
+  for (int polls = 0; polls < kFinalPolls && read_agent() > 0; ++polls) {
+  }
   check_collectives(true);
   collect_stacks(true);
   store_calls(true);
@@ -946,8 +977,9 @@ store::RunInfo Loop::run() {
       check_collectives();
       if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
       if (!m_stack_requests.empty()) collect_stacks(false);
+      // Every tick: a fork-heavy job's processes must not fill the socket's backlog.
+      for (OutputFile& file : m_outputs.take()) tap.add_file(std::move(file));
       if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
-        for (const OutputFile& file : m_outputs.take()) tap.add_file(file);
         double cpu_s =
             walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
         watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
@@ -963,7 +995,7 @@ store::RunInfo Loop::run() {
   close(timer);
   close(signals);
   recover_store(false);
-  for (const OutputFile& file : m_outputs.take()) tap.add_file(file);
+  for (OutputFile& file : m_outputs.take()) tap.add_file(std::move(file));
   tap.finish(kOutputGraceMs);
   // What traindoc says at the end starts on a line of its own.
   if (m_options.announce && tap.stderr_mid_line()) fputc('\n', stderr);

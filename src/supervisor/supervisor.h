@@ -3,6 +3,7 @@
 // Supervisor process, main thread (the log tap has a thread of its own).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,15 @@ namespace traindoc::supervisor {
 
 struct SupervisorOptions {
   std::vector<std::string> command;
-  std::string run_dir;          // absolute, exists, holds logs/
-  std::string agent_path;       // empty: run without the agent
-  std::string python_path;      // the Python hook (python/ of the install); empty: none
-  int interval_ms = 1000;       // process and host samples
-  int slow_every = 5;           // descriptor counts and smaps_rollup every this many samples,
-                                // smaps_rollup less often where it costs too much (SmapsPacer)
-  bool announce = true;         // say on stderr when a signal is forwarded, and each live finding
+  std::string run_dir;      // absolute, exists, holds logs/
+  std::string agent_path;   // empty: run without the agent
+  std::string python_path;  // the Python hook (python/ of the install); empty: none
+  int interval_ms = 1000;   // process and host samples
+  int slow_every = 5;       // descriptor counts and smaps_rollup every this many samples,
+                            // smaps_rollup less often where it costs too much (SmapsPacer)
+  // Says a line on the terminal when a signal is forwarded, and each live finding, whose text
+  // holds the job's (call sites, program names): the caller makes it safe. Empty: silent.
+  std::function<void(const std::string&)> announce;
   double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
   // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.

@@ -329,8 +329,11 @@ TEST(JsonReport, SignalNames) {
   EXPECT_EQ(signal_name(SIGBUS), "SIGBUS");
   EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
   EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
-  EXPECT_EQ(signal_name(0), "signal 0");
-  EXPECT_EQ(signal_name(200), "signal 200");
+  EXPECT_EQ(signal_name(SIGRTMIN + 1), "signal " + std::to_string(SIGRTMIN + 1));
+  // Numbers no signal has, from a damaged or forged run.db.
+  EXPECT_EQ(signal_name(0), "an invalid signal number 0");
+  EXPECT_EQ(signal_name(-3), "an invalid signal number -3");
+  EXPECT_EQ(signal_name(200), "an invalid signal number 200");
 }
 
 TEST(JsonReport, WriteIsCompleteAndParses) {

@@ -29,6 +29,11 @@ using common::Record;
 using common::RecordType;
 using common::Slot;
 
+// Takes every slot's word for it: these tests are of the reading, not of who is vouched for.
+bool kAnyone(int, int, uint64_t) {
+  return true;
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -170,7 +175,7 @@ TEST(AgentReader, CreatesACompleteHeader) {
   EXPECT_EQ(agent.header()->slot_size, sizeof(Slot));
   EXPECT_EQ(agent.header()->slots_claimed.load(), 0u);
 
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   EXPECT_TRUE(poll.identities.empty());
   EXPECT_TRUE(poll.records.empty());
   EXPECT_EQ(reader.processes_without_slot(), 0u);
@@ -194,7 +199,7 @@ TEST(AgentReader, StepRecordsBecomeStepSamples) {
   step(common::StepKind::kDdpForward, 2, 1'002);
   FakeAgent::end_record(rank, FakeAgent::begin_record(rank, RecordType::kStep, 99, 5, 1'003));
 
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   EXPECT_EQ(values_a(poll.records), std::vector<int64_t>{102});
   using store::StepKind;
   EXPECT_EQ(poll.steps,
@@ -226,7 +231,7 @@ TEST(AgentReader, IdentitiesAppearOnce) {
                   common::RankSource::kTorch);
   FakeAgent::publish(child);
 
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 3u);
   const AgentIdentity& launcher = poll.identities[0];
   EXPECT_EQ(launcher.pid, 100);
@@ -254,12 +259,12 @@ TEST(AgentReader, IdentitiesAppearOnce) {
   EXPECT_TRUE(poll.identities[2].forked);
   EXPECT_EQ(poll.identities[2].cmdline, "python3 train.py");
 
-  EXPECT_TRUE(reader.poll().identities.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).identities.empty());
   agent.register_process(103, 100, 5030, "python3 train.py");
-  poll = reader.poll();
+  poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 1u);
   EXPECT_EQ(poll.identities[0].pid, 103);
-  EXPECT_TRUE(reader.poll().identities.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).identities.empty());
 }
 
 TEST(AgentReader, FullLengthCmdlineIsCutAtTheSlot) {
@@ -271,7 +276,7 @@ TEST(AgentReader, FullLengthCmdlineIsCutAtTheSlot) {
   // The whole buffer used, without a terminating NUL.
   memset(slot->cmdline, 'x', sizeof(slot->cmdline));
   FakeAgent::publish(slot);
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 1u);
   EXPECT_EQ(poll.identities[0].cmdline, std::string(common::kCmdlineSize, 'x'));
 }
@@ -285,14 +290,14 @@ TEST(AgentReader, ClaimedSlotDoesNotBlockLaterReadySlots) {
   Slot* fast = agent.register_process(201, 200, 2010, "python3 train.py");
   FakeAgent::append(fast, 1, 1);
 
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 1u);
   EXPECT_EQ(poll.identities[0].pid, 201);
   ASSERT_EQ(poll.records.size(), 1u);
   EXPECT_EQ(poll.records[0].pid, 201);
 
   Slot* later = agent.register_process(202, 200, 2020, "python3 train.py");
-  poll = reader.poll();
+  poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 1u);
   EXPECT_EQ(poll.identities[0].pid, 202);
 
@@ -301,7 +306,7 @@ TEST(AgentReader, ClaimedSlotDoesNotBlockLaterReadySlots) {
   FakeAgent::publish(slow);
   FakeAgent::append(slow, 7, 7);
   FakeAgent::append(later, 8, 8);
-  poll = reader.poll();
+  poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 1u);
   EXPECT_EQ(poll.identities[0].pid, 200);
   EXPECT_EQ(poll.identities[0].cmdline, "bash run.sh");
@@ -309,7 +314,7 @@ TEST(AgentReader, ClaimedSlotDoesNotBlockLaterReadySlots) {
   EXPECT_EQ(poll.records[0].pid, 200);  // slot order
   EXPECT_EQ(poll.records[0].a, 7);
   EXPECT_EQ(poll.records[1].pid, 202);
-  poll = reader.poll();
+  poll = reader.poll(kAnyone);
   EXPECT_TRUE(poll.identities.empty());
   EXPECT_TRUE(poll.records.empty());
 }
@@ -323,7 +328,7 @@ TEST(AgentReader, RecordsAppearOnceInOrder) {
   for (int64_t i = 0; i < 5; ++i) FakeAgent::append(slot, 400 + i, 0x100 + i);
   FakeAgent::append(other, 999, 0);
 
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   EXPECT_EQ(poll.identities.size(), 2u);
   ASSERT_EQ(poll.records.size(), 6u);
   for (int i = 0; i < 5; ++i) {
@@ -337,12 +342,60 @@ TEST(AgentReader, RecordsAppearOnceInOrder) {
   }
   EXPECT_EQ(poll.records[5].pid, 301);
   EXPECT_EQ(poll.records[5].start_ticks, 3010u);
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
 
   for (int64_t i = 5; i < 8; ++i) FakeAgent::append(slot, 400 + i, 0);
-  EXPECT_EQ(values_a(reader.poll().records), (std::vector<int64_t>{405, 406, 407}));
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_EQ(values_a(reader.poll(kAnyone).records), (std::vector<int64_t>{405, 406, 407}));
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
   EXPECT_EQ(reader.records_dropped(), 0u);
+}
+
+// A job process may write any pid into a slot: nothing of a slot is read before its process is
+// vouched for, a slot never vouched for is refused and counted, and what a vouched slot yields
+// stays its process's even when the slot names another pid later.
+TEST(AgentReader, OnlyVouchedSlotsAreRead) {
+  TempDir dir;
+  AgentReader reader(dir.path());
+  FakeAgent agent(dir.path());
+  Slot* ours = agent.register_process(400, 1, 4000, "python3 train.py");
+  Slot* forged = agent.register_process(1, 0, 1, "/sbin/init");
+  for (Slot* slot : {ours, forged}) {
+    FakeAgent::append(slot, 42, 0);
+    slot->crash.state.store(static_cast<uint32_t>(common::CrashState::kWritten),
+                            std::memory_order_release);
+  }
+  bool ours_known = false;
+  const auto vouch = [&](int pid, int, uint64_t start_ticks) {
+    return ours_known && pid == 400 && start_ticks == 4000;
+  };
+  AgentPoll poll = reader.poll(vouch);
+  EXPECT_TRUE(poll.identities.empty()) << "not vouched for yet: asked again later";
+  EXPECT_TRUE(poll.records.empty());
+  EXPECT_TRUE(poll.crashes.empty());
+
+  ours_known = true;
+  poll = reader.poll(vouch);
+  ASSERT_EQ(poll.identities.size(), 1u);
+  EXPECT_EQ(poll.identities[0].pid, 400);
+  ASSERT_EQ(poll.records.size(), 1u);
+  EXPECT_EQ(poll.records[0].pid, 400);
+  ASSERT_EQ(poll.crashes.size(), 1u);
+  EXPECT_EQ(poll.crashes[0].crash.pid, 400);
+
+  ours->pid = 1;  // rewritten once vouched for
+  ours->start_ticks = 1;
+  FakeAgent::append(ours, 43, 0);
+  for (int i = 0; i < 100 && reader.slots_refused() == 0; ++i) {
+    poll = reader.poll(vouch);
+    EXPECT_TRUE(poll.identities.empty());
+    for (const AgentRecord& record : poll.records) {
+      EXPECT_EQ(record.pid, 400);
+      EXPECT_EQ(record.start_ticks, 4000u);
+    }
+  }
+  EXPECT_EQ(reader.slots_refused(), 1u) << "the forged slot, refused after a while";
+  EXPECT_TRUE(reader.poll(vouch).identities.empty());
+  EXPECT_TRUE(reader.poll(vouch).crashes.empty());
 }
 
 TEST(AgentReader, OwnExitAppearsOnceWithItsStatus) {
@@ -351,17 +404,17 @@ TEST(AgentReader, OwnExitAppearsOnceWithItsStatus) {
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(300, 1, 3000, "python3 worker.py");
   agent.register_process(301, 1, 3010, "python3 worker.py");
-  EXPECT_TRUE(reader.poll().exits.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).exits.empty());
 
   slot->exit_ns = 5000;
   slot->exited.store(1 + 7, std::memory_order_release);
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.exits.size(), 1u);
   EXPECT_EQ(poll.exits[0].pid, 300);
   EXPECT_EQ(poll.exits[0].start_ticks, 3000u);
   EXPECT_EQ(poll.exits[0].code, 7);
   EXPECT_EQ(poll.exits[0].time_ns, 5000);
-  EXPECT_TRUE(reader.poll().exits.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).exits.empty());
 }
 
 TEST(AgentReader, ExactlyAFullRingIsNotAnOverrun) {
@@ -370,11 +423,11 @@ TEST(AgentReader, ExactlyAFullRingIsNotAnOverrun) {
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(300, 1, 3000, "python3 train.py");
   for (int64_t i = 0; i < kRingRecords; ++i) FakeAgent::append(slot, i, i);
-  EXPECT_EQ(values_a(reader.poll().records), range(0, kRingRecords));
+  EXPECT_EQ(values_a(reader.poll(kAnyone).records), range(0, kRingRecords));
   EXPECT_EQ(reader.records_dropped(), 0u);
   // Again across the ring's wrap.
   for (int64_t i = kRingRecords; i < 2 * kRingRecords; ++i) FakeAgent::append(slot, i, i);
-  EXPECT_EQ(values_a(reader.poll().records), range(kRingRecords, 2 * kRingRecords));
+  EXPECT_EQ(values_a(reader.poll(kAnyone).records), range(kRingRecords, 2 * kRingRecords));
   EXPECT_EQ(reader.records_dropped(), 0u);
 }
 
@@ -383,19 +436,19 @@ TEST(AgentReader, RingOverrunCountsDroppedAndReturnsTheLatest) {
   AgentReader reader(dir.path());
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(300, 1, 3000, "python3 train.py");
-  reader.poll();
+  reader.poll(kAnyone);
   const int64_t n = kRingRecords + 30;
   for (int64_t i = 0; i < n; ++i) FakeAgent::append(slot, i, i);
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   EXPECT_EQ(reader.records_dropped(), 30u);
   EXPECT_EQ(values_a(poll.records), range(30, n));
 
   // A second overrun adds to the count; a partly read ring drops only what was overwritten.
   for (int64_t i = n; i < n + 2 * kRingRecords + 5; ++i) FakeAgent::append(slot, i, i);
-  poll = reader.poll();
+  poll = reader.poll(kAnyone);
   EXPECT_EQ(reader.records_dropped(), 30u + kRingRecords + 5);
   EXPECT_EQ(values_a(poll.records), range(n + kRingRecords + 5, n + 2 * kRingRecords + 5));
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
 }
 
 TEST(AgentReader, OverrunInOneSlotLeavesOthersAlone) {
@@ -406,7 +459,7 @@ TEST(AgentReader, OverrunInOneSlotLeavesOthersAlone) {
   Slot* quiet = agent.register_process(301, 1, 3010, "b");
   for (int64_t i = 0; i < 3 * kRingRecords; ++i) FakeAgent::append(busy, i, i);
   FakeAgent::append(quiet, -1, -1);
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   EXPECT_EQ(reader.records_dropped(), 2u * kRingRecords);
   ASSERT_EQ(poll.records.size(), kRingRecords + 1);
   EXPECT_EQ(poll.records.back().pid, 301);
@@ -423,11 +476,11 @@ TEST(AgentReader, TornRecordIsNotReturnedUntilPublished) {
   uint64_t torn = FakeAgent::begin_record(slot, RecordType::kChildReaped, 1, 1);
   FakeAgent::append(slot, 2, 2);
 
-  EXPECT_EQ(values_a(reader.poll().records), (std::vector<int64_t>{0}));
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_EQ(values_a(reader.poll(kAnyone).records), (std::vector<int64_t>{0}));
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
   FakeAgent::end_record(slot, torn);
-  EXPECT_EQ(values_a(reader.poll().records), (std::vector<int64_t>{1, 2}));
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_EQ(values_a(reader.poll(kAnyone).records), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
   EXPECT_EQ(reader.records_dropped(), 0u);
 }
 
@@ -439,18 +492,18 @@ TEST(AgentReader, ClaimedRecordStillHoldingTheLastLapIsNotReturned) {
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(300, 1, 3000, "python3 train.py");
   for (int64_t i = 0; i < kRingRecords; ++i) FakeAgent::append(slot, i, i);
-  EXPECT_EQ(reader.poll().records.size(), kRingRecords);
+  EXPECT_EQ(reader.poll(kAnyone).records.size(), kRingRecords);
 
   // Claimed, nothing written yet.
   uint64_t pos = FakeAgent::claim_record(slot, slot->next_record.fetch_add(1));
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
   Record& record = slot->ring[pos % kRingRecords];
   record.pos = pos;
   record.type = static_cast<uint32_t>(RecordType::kChildReaped);
   record.a = record.b = record.time_ns = 555;
-  EXPECT_TRUE(reader.poll().records.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).records.empty());
   FakeAgent::end_record(slot, pos);
-  EXPECT_EQ(values_a(reader.poll().records), (std::vector<int64_t>{555}));
+  EXPECT_EQ(values_a(reader.poll(kAnyone).records), (std::vector<int64_t>{555}));
 }
 
 TEST(AgentReader, RecordsOfASlotAreReadOnlyOnceItIsReady) {
@@ -460,11 +513,11 @@ TEST(AgentReader, RecordsOfASlotAreReadOnlyOnceItIsReady) {
   Slot* slot = agent.claim();
   FakeAgent::fill(slot, 400, 1, 4000, common::SlotOrigin::kExec, "x");
   FakeAgent::append(slot, 1, 1);
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   EXPECT_TRUE(poll.identities.empty());
   EXPECT_TRUE(poll.records.empty());
   FakeAgent::publish(slot);
-  poll = reader.poll();
+  poll = reader.poll(kAnyone);
   EXPECT_EQ(poll.identities.size(), 1u);
   EXPECT_EQ(values_a(poll.records), (std::vector<int64_t>{1}));
 }
@@ -484,7 +537,7 @@ TEST(AgentReader, ProcessesWithoutSlot) {
   EXPECT_EQ(reader.processes_without_slot(), 3u);
 
   FakeAgent::append(last, 42, 42);
-  AgentPoll poll = reader.poll();
+  AgentPoll poll = reader.poll(kAnyone);
   ASSERT_EQ(poll.identities.size(), 2u);
   EXPECT_EQ(poll.identities[0].pid, 500);
   EXPECT_EQ(poll.identities[1].pid, 501);
@@ -492,7 +545,7 @@ TEST(AgentReader, ProcessesWithoutSlot) {
   EXPECT_EQ(reader.processes_without_slot(), 3u);
   EXPECT_EQ(agent.claim(), nullptr);
   EXPECT_EQ(reader.processes_without_slot(), 4u);
-  EXPECT_TRUE(reader.poll().identities.empty());
+  EXPECT_TRUE(reader.poll(kAnyone).identities.empty());
 }
 
 // A writer stalled inside append_record (preempted, or interrupted by a signal whose handler
@@ -522,7 +575,7 @@ TEST(AgentReader, AWriterNeverFillsAnEntryBesideALappedOne) {
   AgentReader reader(dir.path());
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(700, 1, 7000, "python3 train.py");
-  reader.poll();
+  reader.poll(kAnyone);
   LappedWriter stalled(slot);                                                    // position 0
   for (uint32_t i = 0; i < kRingRecords; ++i) FakeAgent::append_position(slot);  // 1..120
   EXPECT_EQ(slot->ring[0].seq.load(), 1 | common::kSeqWriting) << "position 120 was given up";
@@ -530,7 +583,7 @@ TEST(AgentReader, AWriterNeverFillsAnEntryBesideALappedOne) {
   stalled.publish();
   EXPECT_EQ(slot->ring[0].seq.load(), 1u);
 
-  std::vector<int64_t> got = values_a(reader.poll().records);
+  std::vector<int64_t> got = values_a(reader.poll(kAnyone).records);
   bool increasing = std::is_sorted(got.begin(), got.end()) &&
                     std::adjacent_find(got.begin(), got.end()) == got.end();
   EXPECT_TRUE(increasing);
@@ -543,7 +596,7 @@ TEST(AgentReader, LappedWriterPublishingLateLosesNoRecordSilently) {
   AgentReader reader(dir.path());
   FakeAgent agent(dir.path());
   Slot* slot = agent.register_process(700, 1, 7000, "python3 train.py");
-  reader.poll();
+  reader.poll(kAnyone);
   LappedWriter stalled(slot);                                                    // position 0
   for (uint32_t i = 0; i < kRingRecords; ++i) FakeAgent::append_position(slot);  // 1..120
   stalled.write_fields();
@@ -552,7 +605,7 @@ TEST(AgentReader, LappedWriterPublishingLateLosesNoRecordSilently) {
 
   std::vector<int64_t> got;
   for (int i = 0; i < 12; ++i) {  // past the reader's patience with an entry left behind (10 polls)
-    std::vector<int64_t> more = values_a(reader.poll().records);
+    std::vector<int64_t> more = values_a(reader.poll(kAnyone).records);
     got.insert(got.end(), more.begin(), more.end());
   }
   uint64_t written = slot->next_record.load();
@@ -601,13 +654,13 @@ TEST(AgentReader, ConcurrentWritersAndReader) {
   };
   uint64_t polls = 0;
   while (running.load() > 0) {
-    check(reader.poll());
+    check(reader.poll(kAnyone));
     ++polls;
   }
   for (std::thread& w : writers) w.join();
   // A record given up among the last ones is counted lost once a later one is out.
   FakeAgent::append_position(slot);
-  for (int i = 0; i < 12; ++i) check(reader.poll());
+  for (int i = 0; i < 12; ++i) check(reader.poll(kAnyone));
 
   uint64_t written = slot->next_record.load();
   EXPECT_EQ(written, uint64_t{kThreads} * kPerThread + 1);
@@ -657,9 +710,9 @@ TEST(AgentReader, ConcurrentRegistrations) {
       EXPECT_EQ(r.a, r.pid);
     }
   };
-  while (running.load() > 0) take(reader.poll());
+  while (running.load() > 0) take(reader.poll(kAnyone));
   for (std::thread& w : writers) w.join();
-  take(reader.poll());
+  take(reader.poll(kAnyone));
   EXPECT_EQ(identities.size(), size_t{kThreads} * kPerThread);
   EXPECT_EQ(records.size(), size_t{kThreads} * kPerThread);
   for (const auto& [pid, n] : identities) EXPECT_EQ(n, 1) << pid;

@@ -594,6 +594,16 @@ bool wait_for_bytes(const LogTap& tap, size_t index, uint64_t bytes) {
   return false;
 }
 
+// A file as OutputFilesReader hands it over: open for reading.
+OutputFile told(store::LogWriter writer, uint64_t offset, const std::string& path) {
+  OutputFile file;
+  file.writer = writer;
+  file.offset = offset;
+  file.path = path;
+  file.file.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  return file;
+}
+
 TEST(LogTap, ReadsTheFilesJobProcessesWriteFromWhereEachStarted) {
   TempRun run;
   const std::string path = run.path() + "/job.log";
@@ -605,11 +615,11 @@ TEST(LogTap, ReadsTheFilesJobProcessesWriteFromWhereEachStarted) {
   std::vector<store::LogLine> lines;
   {
     LogTap tap(run.path(), pipes.job);
-    tap.add_file({{42, 2, 1000}, 22, path});
+    tap.add_file(told({42, 2, 1000}, 22, path));
     append(path, "Traceback (most recent call last):\n  File \"t.py\", line 1");
     append(path, ", in <module>\nValueError: bad\n");
     seen_while_running = wait_for_bytes(tap, 2, 86);
-    tap.add_file({{43, 1, 2000}, 86, path});  // a second writer of the same file
+    tap.add_file(told({43, 1, 2000}, 86, path));  // a second writer of the same file
     append(path, "no newline at the end");
     pipes.close_out();
     pipes.close_err();
@@ -644,8 +654,7 @@ std::vector<std::string> tapped_texts(const TempRun& run, const std::string& pat
   std::vector<store::LogLine> lines;
   {
     LogTap tap(run.path(), pipes.job);
-    tap.add_file({{42, fd, 1000}, 0, path + ".missing"});  // gone before it was read: no stream
-    tap.add_file({{42, fd, 1000}, 0, path});
+    tap.add_file(told({42, fd, 1000}, 0, path));
     EXPECT_TRUE(wait_for_bytes(tap, 2, fs::file_size(path)));
     then(tap);
     pipes.close_out();
@@ -682,8 +691,8 @@ TEST(LogTap, ARotatedLogGoesOnInTheFileOpenedInItsPlace) {
     append(path, "step 2\n");  // written before the rotation, read after it
     fs::rename(path, path + ".1");
     append(path, "");
-    tap.add_file({{42, 3, 2000}, 0, path});  // RotatingFileHandler opened it again
-    tap.add_file({{42, 3, 3000}, 0, path});  // and again: the same writer
+    tap.add_file(told({42, 3, 2000}, 0, path));  // RotatingFileHandler opened it again
+    tap.add_file(told({42, 3, 3000}, 0, path));  // and again: the same writer
     append(path, "RuntimeError: after the rotation\n");
   });
   EXPECT_EQ(texts,
@@ -706,7 +715,7 @@ TEST(LogTap, AFileWrittenFasterThanItIsReadKeepsItsLatestOutput) {
   {
     LogTap tap(run.path(), pipes.job, bounds);
     append(path, "RuntimeError: the end\n");
-    tap.add_file({{42, 2, 1000}, 0, path});
+    tap.add_file(told({42, 2, 1000}, 0, path));
     pipes.close_out();
     pipes.close_err();
     tap.finish(1000);
@@ -721,37 +730,6 @@ TEST(LogTap, AFileWrittenFasterThanItIsReadKeepsItsLatestOutput) {
   EXPECT_EQ(run.file("logs/file-1.log"), read_file(path).substr(size - 4096));
   ASSERT_FALSE(lines.empty());
   EXPECT_EQ(lines.back().text, "RuntimeError: the end");
-}
-
-TEST(OutputFiles, ParsesTheAgentsLines) {
-  std::optional<OutputFile> file = parse_output_file("4242 2 1700000000000000000 17 /a b/err.log");
-  ASSERT_TRUE(file);
-  EXPECT_EQ(file->writer, (store::LogWriter{4242, 2, 1700000000000000000}));
-  EXPECT_EQ(file->offset, 17u);
-  EXPECT_EQ(file->path, "/a b/err.log");
-  // A log file the process opened itself has a descriptor of its own.
-  EXPECT_EQ(parse_output_file("4242 7 1 0 /x")->writer.fd, 7);
-  for (const char* bad : {"4242 0 1 0 /x", "4242 2 1 0 x", "4242 2 1 /x", "-1 2 1 0 /x",
-                          "4242 2 1 0 ", "99999999999 1 1 0 /x", ""}) {
-    EXPECT_FALSE(parse_output_file(bad)) << bad;
-  }
-}
-
-TEST(OutputFiles, TakesEachWholeLineOnce) {
-  TempRun run;
-  const std::string path = run.path() + "/" + common::kOutputsFileName;
-  OutputFilesReader reader(run.path());
-  EXPECT_TRUE(reader.take().empty());  // no process told one yet
-  fs::create_directories(run.path() + "/agent");
-  append(path, "1 1 5 0 /one\n2 2 6 0 /tw");
-  std::vector<OutputFile> first = reader.take();
-  append(path, "o\n");
-  std::vector<OutputFile> second = reader.take();
-  ASSERT_EQ(first.size(), 1u);
-  EXPECT_EQ(first[0].path, "/one");
-  ASSERT_EQ(second.size(), 1u);
-  EXPECT_EQ(second[0].path, "/two");
-  EXPECT_TRUE(reader.take().empty());
 }
 
 }  // namespace

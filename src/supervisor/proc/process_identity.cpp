@@ -1,4 +1,4 @@
-#include "supervisor/proc/signal_process.h"
+#include "supervisor/proc/process_identity.h"
 
 #include <signal.h>
 #include <sys/syscall.h>
@@ -14,6 +14,18 @@ namespace traindoc::supervisor {
 bool same_process(int pid, uint64_t start_ticks) {
   std::optional<ProcStat> stat = read_proc_stat(pid);
   return stat && stat->starttime == start_ticks;
+}
+
+bool runs_below(int pid, uint64_t start_ticks, int ancestor) {
+  std::optional<ProcStat> stat = read_proc_stat(pid);
+  if (!stat || stat->starttime != start_ticks) return false;
+  // Bounded: a parent that ends mid-walk may leave its pid to a newer process.
+  for (int depth = 0; stat && depth < 1024; ++depth) {
+    if (stat->ppid == ancestor) return true;
+    if (stat->ppid <= 1) return false;
+    stat = read_proc_stat(stat->ppid);
+  }
+  return false;
 }
 
 bool signal_process(int pid, uint64_t start_ticks, int sig) {

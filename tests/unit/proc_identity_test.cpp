@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "supervisor/proc/proc_files.h"
-#include "supervisor/proc/signal_process.h"
+#include "supervisor/proc/process_identity.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -61,6 +61,33 @@ TEST(SignalProcessTest, AnotherStartTimeIsAnotherProcess) {
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   EXPECT_FALSE(signal_process(pid, start, SIGTERM)) << "reaped: nobody holds the pid";
+}
+
+TEST(SignalProcessTest, OnlyProcessesBelowAnAncestorRunBelowIt) {
+  pid_t shell = fork();
+  if (shell == 0) {
+    execl("/bin/sh", "sh", "-c", "sleep 30 & wait", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // The shell's child, once it runs.
+  int grandchild = 0;
+  for (int i = 0; i < 500 && grandchild == 0; ++i) {
+    for (int pid : list_proc_pids()) {
+      std::optional<ProcStat> stat = read_proc_stat(pid);
+      if (stat && stat->ppid == shell && stat->comm == "sleep") grandchild = pid;
+    }
+    constexpr timespec kTick{0, 10'000'000};
+    nanosleep(&kTick, nullptr);
+  }
+  ASSERT_NE(grandchild, 0);
+  EXPECT_TRUE(runs_below(grandchild, start_of(grandchild), getpid()));
+  EXPECT_TRUE(runs_below(grandchild, start_of(grandchild), shell));
+  EXPECT_FALSE(runs_below(grandchild, start_of(grandchild) + 1, getpid()));
+  EXPECT_FALSE(runs_below(getpid(), start_of(getpid()), shell));
+  EXPECT_FALSE(runs_below(1, start_of(1), getpid()));
+  kill(grandchild, SIGKILL);
+  kill(shell, SIGKILL);
+  waitpid(shell, nullptr, 0);
 }
 
 // The pid of a reaped process handed to an unrelated one, as a busy machine does: ns_last_pid

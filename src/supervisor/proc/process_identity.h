@@ -1,6 +1,6 @@
-// Signals that reach only the process that was seen. A pid is free for reuse once its process is
-// reaped, by whichever parent reaps it, so a pid alone may name an unrelated process by the time
-// a signal is sent.
+// Which process a pid names. A pid is free for reuse once its process is reaped, by whichever
+// parent reaps it, so a pid alone may name an unrelated process by the time it is used; and a pid
+// that a job process wrote (agent/slots) may name any process at all.
 #pragma once
 
 #include <cstdint>
@@ -20,5 +20,9 @@ bool signal_process(int pid, uint64_t start_ticks, int sig);
 
 // Whether the process holding `pid` now started at `start_ticks`.
 bool same_process(int pid, uint64_t start_ticks);
+
+// Whether that process is alive (or a zombie) below `ancestor` now: its parent, or its parent's,
+// and so on (orphans are adopted by a subreaper, which traindoc is to its job).
+bool runs_below(int pid, uint64_t start_ticks, int ancestor);
 
 }  // namespace traindoc::supervisor

@@ -1,0 +1,134 @@
+// The output files' socket. Supervisor process, main loop thread.
+#include "supervisor/output_files.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "common/layout.h"
+#include "common/output_socket.h"
+#include "supervisor/proc/proc_files.h"
+#include "supervisor/proc/process_identity.h"
+
+namespace traindoc::supervisor {
+namespace {
+
+// Connections that wait for their note at once (a process that connected, then stopped or was
+// killed before it sent) are kept at most this many; the oldest goes first.
+constexpr size_t kMaxWaiting = 256;
+
+// Whether the peer of a connection may hand files over.
+bool trusted_peer(const ucred& peer) {
+  if (peer.uid == geteuid()) return true;
+  std::optional<ProcStat> stat = read_proc_stat(peer.pid);
+  return stat && runs_below(peer.pid, stat->starttime, getpid());
+}
+
+// The note and the descriptor on one connection; nullopt while the note is not there yet.
+// `done`: the connection has nothing more to give.
+std::optional<OutputFile> receive(int connection, bool& done) {
+  common::NoteMessage message;
+  ssize_t n = recvmsg(connection, &message.header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  done = !(n < 0 && (errno == EAGAIN || errno == EINTR));
+  if (n < 0) return std::nullopt;
+  FileDescriptor sent(message.attached());
+  const common::OutputNote& note = message.note;
+  ucred peer{};
+  socklen_t size = sizeof(peer);
+  if (n < static_cast<ssize_t>(sizeof(note)) || sent.get() < 0 || note.fd < 0 ||
+      getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || !trusted_peer(peer)) {
+    return std::nullopt;
+  }
+  // Opened anew for reading (the process's own may be write-only), through our descriptor: the
+  // file the process holds, whatever its name is now.
+  std::string link = "/proc/self/fd/" + std::to_string(sent.get());
+  OutputFile out;
+  out.file.reset(open(link.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (out.file.get() < 0) return std::nullopt;
+  // The name the process saw, else the one it has now.
+  std::string_view told(message.body.path, static_cast<size_t>(n) - sizeof(note));
+  if (told.starts_with('/') && told.find('\0') == std::string_view::npos) {
+    out.path = told;
+  } else {
+    char path[common::kOutputPathMax];
+    ssize_t length = readlink(link.c_str(), path, sizeof(path));
+    if (length <= 0 || static_cast<size_t>(length) >= sizeof(path)) return std::nullopt;
+    out.path.assign(path, static_cast<size_t>(length));
+  }
+  out.writer = {peer.pid, note.fd, note.time_ns};
+  out.offset = note.offset;
+  return out;
+}
+
+}  // namespace
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+int FileDescriptor::release() {
+  return std::exchange(m_fd, -1);
+}
+
+void FileDescriptor::reset(int fd) {
+  if (m_fd >= 0) close(m_fd);
+  m_fd = fd;
+}
+
+OutputFilesReader::OutputFilesReader() {
+  unsigned char random[12];
+  if (getrandom(random, sizeof(random), 0) != sizeof(random)) return;
+  std::string name = "traindoc-";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (unsigned char byte : random) {
+    name += kDigits[byte >> 4];
+    name += kDigits[byte & 15];
+  }
+  static_assert(sizeof(common::AgentHeader::outputs_socket) > 9 + 2 * sizeof(random));
+  m_listener.reset(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_un address{};
+  socklen_t size = common::abstract_address(address, name);
+  if (m_listener.get() < 0 ||
+      bind(m_listener.get(), reinterpret_cast<const sockaddr*>(&address), size) != 0 ||
+      listen(m_listener.get(), SOMAXCONN) != 0) {
+    m_listener.reset();
+    return;
+  }
+  m_name = std::move(name);
+}
+
+OutputFilesReader::~OutputFilesReader() = default;
+
+std::vector<OutputFile> OutputFilesReader::take() {
+  std::vector<OutputFile> out;
+  if (m_listener.get() < 0) return out;
+  while (true) {
+    int connection = accept4(m_listener.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (connection < 0) break;
+    m_waiting.emplace_back(connection);
+  }
+  std::erase_if(m_waiting, [&](const FileDescriptor& connection) {
+    bool done = false;
+    if (std::optional<OutputFile> file = receive(connection.get(), done)) {
+      out.push_back(std::move(*file));
+    }
+    return done;
+  });
+  if (m_waiting.size() > kMaxWaiting) {
+    m_waiting.erase(m_waiting.begin(),
+                    m_waiting.begin() + static_cast<ptrdiff_t>(m_waiting.size() - kMaxWaiting));
+  }
+  return out;
+}
+
+}  // namespace traindoc::supervisor
