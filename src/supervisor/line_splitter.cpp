@@ -52,6 +52,8 @@ uint64_t LineSplitter::scan(std::string_view chunk, const std::string& stream, i
       }
       size_t room = kLineKept - std::min(kLineKept, m_partial.size());
       m_partial.append(piece.substr(0, room));
+      // One that ends the read is kept even past the kept length: the next read may redraw.
+      if (room < piece.size() && piece.ends_with('\r')) m_partial += '\r';
       if (newline == nullptr) break;
       end_line(m_partial, stream, t_ns, cited);
       m_partial.clear();

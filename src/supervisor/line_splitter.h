@@ -37,7 +37,8 @@ class LineSplitter {
   void end_line(std::string_view line, const std::string& stream, int64_t t_ns,
                 std::vector<store::LogLine>& cited);
 
-  std::string m_partial;  // the current line so far, cut at the kept length
+  // The current line so far, cut at the kept length (but for a carriage return ending a read).
+  std::string m_partial;
   uint64_t m_line_number = 0;
 };
 
