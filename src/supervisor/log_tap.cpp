@@ -5,7 +5,7 @@
 #include "common/clock.h"
 #include "common/layout.h"
 #include "common/write_all.h"
-#include "supervisor/log_anchors.h"
+#include "supervisor/line_splitter.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -26,21 +26,11 @@ namespace traindoc::supervisor {
 namespace {
 
 constexpr size_t kChunk = size_t{256} * 1024;
-constexpr size_t kLineKept = 4096;
-constexpr uint64_t kFirstLines = 100;
 constexpr std::streamoff kTailRead = std::streamoff{1} << 20;  // of each log file, at the end
 constexpr int kReadFilesEveryMs = 200;
 constexpr size_t kFileChunksPerRead = 32;  // a file written fast never holds up the pipes long
 // Files beyond these are not read: a job that gives every process a log file of its own.
 constexpr size_t kMaxFiles = 16;
-
-// What a terminal shows of a line that a progress bar redrew with carriage returns: the text
-// after the last one. A carriage return right before the newline only ends the line.
-std::string_view shown(std::string_view line) {
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  size_t cr = line.rfind('\r');
-  return cr == std::string_view::npos ? line : line.substr(cr + 1);
-}
 
 int64_t now_ms() {
   using namespace std::chrono;
@@ -85,9 +75,10 @@ void LogTap::finish(int grace_ms) {
   adopt_files();
   for (size_t i = 2; i < m_streams.size(); ++i) tail(m_streams[i], SIZE_MAX);
   for (Stream& stream : m_streams) {
-    stream.unfinished = !stream.partial.empty();
-    if (stream.unfinished)  // output ending without a newline
-      end_line(stream, stream.partial, common::realtime_ns());
+    std::vector<store::LogLine> cited;
+    // Output ending without a newline.
+    stream.unfinished = stream.lines.end_partial(stream.info.name, common::realtime_ns(), cited);
+    cite(cited);
   }
 }
 
@@ -158,10 +149,9 @@ void LogTap::follow_replaced(Stream& stream, OutputFile& file) {
     return;
   }
   tail(stream, SIZE_MAX);
-  if (!stream.partial.empty()) {  // its last line, never ended
-    end_line(stream, stream.partial, common::realtime_ns());
-    stream.partial.clear();
-  }
+  std::vector<store::LogLine> cited;  // its last line, never ended
+  stream.lines.end_partial(stream.info.name, common::realtime_ns(), cited);
+  cite(cited);
   close(stream.tailed);
   stream.tailed = file.file.release();
   stream.offset = file.offset;
@@ -178,7 +168,7 @@ void LogTap::tail(Stream& stream, size_t max_chunks) {
     if (size - stream.offset > m_bounds.file_lag_bytes) {
       uint64_t passed = size - stream.offset - m_bounds.file_lag_bytes;
       stream.offset += passed;
-      stream.partial.clear();
+      stream.lines.drop_partial();
       std::lock_guard lock(m_mutex);
       stream.info.bytes += passed;
       stream.info.bytes_not_kept += passed;
@@ -249,47 +239,18 @@ void LogTap::pump(Stream& stream) {
   keep(stream, buffer.data(), size, lines);
 }
 
-// Returns the number of lines it ended. A line whole in the chunk is looked at where it lies;
-// only a line cut by the chunk's end is copied, so that the next chunk can finish it.
 uint64_t LogTap::scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns) {
-  const char* end = data + size;
-  uint64_t lines = 0;
-  while (data < end) {
-    const char* newline =
-        static_cast<const char*>(memchr(data, '\n', static_cast<size_t>(end - data)));
-    const char* stop = newline != nullptr ? newline : end;
-    std::string_view piece(data, static_cast<size_t>(stop - data));
-    if (newline != nullptr && stream.partial.empty()) {
-      end_line(stream, piece, t_ns);
-    } else {
-      // A redraw starts the kept line again, so that a progress bar drawn for hours without a
-      // newline leaves its last state, and whatever is printed after it, not its first 4 KiB.
-      // A carriage return that ended the previous read redraws only if text follows it.
-      if (!piece.empty() && stream.partial.ends_with('\r')) stream.partial.clear();
-      size_t cr = piece.size() < 2 ? std::string_view::npos : piece.rfind('\r', piece.size() - 2);
-      if (cr != std::string_view::npos) {
-        stream.partial.clear();
-        piece.remove_prefix(cr + 1);
-      }
-      size_t room = kLineKept - std::min(kLineKept, stream.partial.size());
-      stream.partial.append(piece.substr(0, room));
-      if (newline == nullptr) break;
-      end_line(stream, stream.partial, t_ns);
-      stream.partial.clear();
-    }
-    ++lines;
-    data = newline + 1;
-  }
+  std::vector<store::LogLine> cited;
+  uint64_t lines = stream.lines.scan({data, size}, stream.info.name, t_ns, cited);
+  cite(cited);
   return lines;
 }
 
-void LogTap::end_line(Stream& stream, std::string_view line, int64_t t_ns) {
-  ++stream.line_number;
-  line = shown(line).substr(0, kLineKept);
-  if (stream.line_number <= kFirstLines || worth_keeping(line)) {
-    std::lock_guard lock(m_mutex);
-    m_lines.push_back({t_ns, stream.info.name, stream.line_number, std::string(line)});
-  }
+void LogTap::cite(std::vector<store::LogLine>& lines) {
+  if (lines.empty()) return;
+  std::lock_guard lock(m_mutex);
+  m_lines.insert(m_lines.end(), std::make_move_iterator(lines.begin()),
+                 std::make_move_iterator(lines.end()));
 }
 
 std::vector<store::LogLine> LogTap::take_lines() {
@@ -324,11 +285,11 @@ std::vector<store::LogLine> LogTap::last_lines(size_t count, int64_t t_ns) const
       lines.push_back(line);
       rest = cut == std::string_view::npos ? std::string_view() : rest.substr(0, cut);
     }
-    uint64_t number = stream.line_number;
+    uint64_t number = stream.lines.lines();
     for (std::string_view line : lines) {
-      // The lines end_line kept already are those whose shown text looked worth it.
-      std::string_view text = shown(line).substr(0, kLineKept);
-      if (number > kFirstLines && !worth_keeping(text)) {
+      // The lines cited already are not repeated.
+      std::string_view text = shown_line(line);
+      if (!worth_citing(number, text)) {
         out.push_back({t_ns, stream.info.name, number, std::string(text)});
       }
       --number;

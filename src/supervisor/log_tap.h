@@ -15,6 +15,7 @@
 
 #include "store/evidence.h"
 #include "supervisor/launcher.h"
+#include "supervisor/line_splitter.h"
 #include "supervisor/output_files.h"
 
 namespace traindoc::supervisor {
@@ -66,8 +67,7 @@ class LogTap {
     int file = -1;
     uint64_t file_bytes = 0;
     int files_opened = 0;  // the first is the head file
-    std::string partial;   // the current line so far, cut at the kept length
-    uint64_t line_number = 0;
+    LineSplitter lines;
     bool unfinished = false;  // it ended without a newline
     std::string log_name;     // of its copies in logs/: "stdout", "stderr", "file-1"
     int tailed = -1;          // a file read from `offset` on, instead of a pipe
@@ -82,7 +82,7 @@ class LogTap {
   void keep(Stream& stream, const char* data, size_t size, uint64_t lines);
   void open_next_file(Stream& stream);
   uint64_t scan_lines(Stream& stream, const char* data, size_t size, int64_t t_ns);
-  void end_line(Stream& stream, std::string_view line, int64_t t_ns);
+  void cite(std::vector<store::LogLine>& lines);  // takes them to m_lines
 
   std::string m_run_dir;
   LogBounds m_bounds;
