@@ -65,18 +65,37 @@ uint64_t read_start_ticks() {
   return 0;
 }
 
-// Async-signal-safe.
-void read_cmdline(char* out, size_t size) {
-  ssize_t n = read_small_file("/proc/self/cmdline", out, size - 1);
-  if (n <= 0) {
-    out[0] = '\0';
-    return;
-  }
+// Makes the arguments of a /proc/self/cmdline image (`n` bytes, each argument ended by a NUL)
+// one line joined by spaces. Async-signal-safe.
+void join_arguments(char* out, ssize_t n) {
   while (n > 0 && out[n - 1] == '\0') --n;
   for (ssize_t i = 0; i < n; ++i) {
     if (out[i] == '\0') out[i] = ' ';
   }
   out[n] = '\0';
+}
+
+// Async-signal-safe.
+void read_cmdline(char* out, size_t size) {
+  ssize_t n = read_small_file("/proc/self/cmdline", out, size - 1);
+  join_arguments(out, n > 0 ? n : 0);
+}
+
+// The same line from the arguments that glibc hands to library constructors, which are what
+// /proc/self/cmdline shows at this point: no file to open in every process.
+void copy_cmdline(char* out, size_t size, int argc, char** argv) {
+  if (argv == nullptr) {
+    read_cmdline(out, size);
+    return;
+  }
+  size_t used = 0;
+  for (int i = 0; i < argc && argv[i] != nullptr && used < size - 1; ++i) {
+    size_t length = strnlen(argv[i], size - 1 - used);
+    memcpy(out + used, argv[i], length);
+    used += length;
+    if (used < size - 1) out[used++] = '\0';
+  }
+  join_arguments(out, static_cast<ssize_t>(used));
 }
 
 // Claims the next free slot; nullptr when all are taken. Async-signal-safe.
@@ -165,7 +184,8 @@ void exit_handler(int status, void*) {
   note_exit(status);
 }
 
-__attribute__((constructor)) void start_agent() {
+// glibc calls constructors with main's arguments.
+__attribute__((constructor)) void start_agent(int argc, char** argv, char** /*envp*/) {
   int saved_errno = errno;
   const char* run_dir = getenv(common::kRunDirEnv);
   if (run_dir != nullptr && *run_dir != '\0' && map_agent_file(run_dir)) {
@@ -180,7 +200,7 @@ __attribute__((constructor)) void start_agent() {
       g_slot->world_size = env.world_size;
       g_slot->node_rank = env.node_rank;
       g_slot->rank_source = static_cast<uint32_t>(env.source);
-      read_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline));
+      copy_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline), argc, argv);
       publish(g_slot);
     }
     note_output_files(run_dir);
