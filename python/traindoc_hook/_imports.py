@@ -1,7 +1,6 @@
 """Post-import hooks: run a callable right after a module has been imported by the job, without
 importing it ourselves (an `import torch` costs seconds)."""
 import _thread
-import importlib.abc
 import sys
 
 from traindoc_hook import _agent
@@ -37,7 +36,9 @@ def _after_exec(loader):
     loader.exec_module = exec_then_patch
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+# Not importlib.abc's MetaPathFinder, which imports importlib.resources, tempfile and random:
+# random reseeds itself in every os.fork() child.
+class _Finder:
     def find_spec(self, name, path, target=None):
         if name not in _pending:
             return None
