@@ -1,81 +1,141 @@
-"""Agent start-up cost per process: fork+exec of /bin/true N times (a shell loop), with and
-without the injected agent.
+"""Agent start-up cost per process: a fork without exec, an exec, and a shell loop of both, with
+and without the injected agent, and under `traindoc run`; optionally against another build.
 
-Four conditions, the same job each time, repetitions interleaved (the order rotates):
+Three jobs, each a Python wrapper that times its own loop of N processes (perf_counter, and the
+CPU time of itself and its children), so that the wrapper's start and traindoc's start-up and
+report stay out of the per-process figure:
 
-  direct        no LD_PRELOAD: the baseline
-  agent inert   LD_PRELOAD of libtraindoc_agent.so, TRAINDOC_RUN_DIR unset: loading the library
-  agent         LD_PRELOAD and TRAINDOC_RUN_DIR of a fresh run folder whose agent/slots exists
-                (made by a `traindoc run -- true` before), no supervisor: each process maps the
-                slots file and claims a slot (two per iteration: the shell's fork, then the exec)
-  traindoc run  the job under `traindoc run --silent`: the agent plus the supervisor's sampling
+  fork    os.fork() N times; each child os._exit(0)s at once, the parent waits for it: the
+          agent's fork handler (no exec)
+  exec    os.posix_spawn of /bin/true N times (glibc spawns with a vfork-like clone, which runs
+          no fork handler): the agent's start-up in a fresh program
+  shell   sh -c 'for i in $(seq N); do /bin/true; done': dash forks, the child execs, both
 
-The job is a Python wrapper that times `sh -c 'for i in $(seq N); do /bin/true; done'` with
-perf_counter and writes the seconds to a side file, so the wrapper's own start (and traindoc's
-start-up and report) stay out of the figure.
+Conditions, the same job each time, repetitions interleaved (the order rotates):
+
+  direct          no LD_PRELOAD: the baseline
+  agent inert     LD_PRELOAD of libtraindoc_agent.so, TRAINDOC_RUN_DIR unset: loading it
+  agent           LD_PRELOAD and TRAINDOC_RUN_DIR of a folder holding a fresh agent/slots (a copy
+                  of the one a `traindoc run` made), no supervisor
+  traindoc run    the job under `traindoc run --silent`: the agent plus the supervisor
+  ... (baseline)  the last two with the build given by --baseline
+
+For `traindoc run` the wall time of the whole command (its start-up, the job, its report) is
+given as well ("whole s"), against the wrapper's own whole time run directly.
 
 Usage:
-  /usr/bin/python3 bench/agent_startup.py [--traindoc build/bin/traindoc] [--count 1000]
-      [--reps 5]
+  /usr/bin/python3 bench/agent_startup.py [--traindoc build/bin/traindoc]
+      [--baseline OTHER/bin/traindoc] [--count 2000] [--reps 5] [--jobs fork,exec,shell]
+      [--idle-timeout 120]
 
-Each run waits (up to 2 minutes) for the machine to be idle first. Prints a table (median
-seconds, wall and CPU microseconds per process, ratios to direct) and exits 0.
+Each run waits (up to --idle-timeout seconds) for the machine to be idle first. Prints a table
+per job (median seconds, wall and CPU microseconds per process over direct, ratios) and the
+verdict against the target (under 100 us per fork and per exec with the agent active; a
+fork-heavy job under `traindoc run` within 1.2x), and exits 0.
 """
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
+import time
 
 import bench_util
 
 WRAPPER = r"""
-import resource, subprocess, sys, time
-result, count = sys.argv[1], sys.argv[2]
-loop = f"for i in $(seq {count}); do /bin/true; done"
-t0 = time.perf_counter()
-subprocess.run(["/bin/sh", "-c", loop], check=True)
-seconds = time.perf_counter() - t0
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+import os, resource, sys, time
+result, job, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if job == "shell":
+    import subprocess  # which imports threading: not in the fork job, whose forks it slows
+
+def cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+t0, c0 = time.perf_counter(), cpu()
+if job == "fork":
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+elif job == "exec":
+    for _ in range(count):
+        os.waitpid(os.posix_spawn("/bin/true", ["/bin/true"], os.environ), 0)
+else:
+    subprocess.run(["/bin/sh", "-c", f"for i in $(seq {count}); do /bin/true; done"], check=True)
+seconds, cpu_seconds = time.perf_counter() - t0, cpu() - c0
 with open(result, "w") as f:
-    f.write(f"{seconds} {usage.ru_utime + usage.ru_stime}\n")
+    f.write(f"{seconds} {cpu_seconds}\n")
 """
 
-CONDITIONS = ("direct", "agent inert", "agent", "traindoc run")
+JOBS = ("fork", "exec", "shell")
+TARGET_US = 100.0
+TARGET_RATIO = 1.2
 
 
 def clean_env():
     """The caller's environment without any agent settings."""
-    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TRAINDOC_RUN_DIR")}
+    return {k: v for k, v in os.environ.items()
+            if k not in ("LD_PRELOAD", "TRAINDOC_RUN_DIR", "TRAINDOC_AGENT")}
 
 
-def run_once(condition, traindoc, agent, workdir, count, rep):
-    """One timed loop in `condition`: (seconds, CPU seconds of the loop's processes, slots
-    claimed or None)."""
+def conditions(baseline):
+    """(name, traindoc binary or None, how) for every condition of this run."""
+    out = [("direct", None, "direct"), ("agent inert", "new", "inert"),
+           ("agent", "new", "agent"), ("traindoc run", "new", "run")]
+    if baseline:
+        out += [("agent (baseline)", "base", "agent"), ("traindoc run (baseline)", "base", "run")]
+    return out
+
+
+_templates = {}
+
+
+def slots_template(traindoc, workdir):
+    """A fresh slots file as `traindoc` prepares it for a job, made once per build (traindoc
+    removes its own at the end of the run, so the job copies it). The copying process holds
+    slot 0."""
+    if traindoc not in _templates:
+        path = os.path.join(workdir, f"slots-{len(_templates)}")
+        made = os.path.join(workdir, "made")
+        bench_util.run_quietly([traindoc, "run", "--silent", "--out", made, "--", "/bin/sh", "-c",
+                                f'cp --sparse=always "$TRAINDOC_RUN_DIR/agent/slots" {path}'])
+        bench_util.remove_tree(made)
+        _templates[traindoc] = path
+    return _templates[traindoc]
+
+
+def run_once(how, traindoc, workdir, job, count, rep):
+    """One timed loop: (seconds, CPU seconds, whole seconds of the command, slots claimed)."""
     result = os.path.join(workdir, "result")
-    job = [sys.executable, "-c", WRAPPER, result, str(count)]
+    wrapper = [sys.executable, "-c", WRAPPER, result, job, str(count)]
     env = clean_env()
     run_dir = os.path.join(workdir, f"run-{rep}")
-    argv = job
-    if condition == "agent inert":
-        env["LD_PRELOAD"] = agent
-    elif condition == "agent":
-        # A run folder with a fresh slots file, as traindoc prepares it.
-        bench_util.run_quietly([traindoc, "run", "--silent", "--out", run_dir, "--", "true"])
-        env["LD_PRELOAD"] = agent
+    argv = wrapper
+    if how in ("inert", "agent"):
+        env["LD_PRELOAD"] = bench_util.agent_beside(traindoc)
+    if how == "agent":
+        os.makedirs(os.path.join(run_dir, "agent"))
+        subprocess.run(["cp", "--sparse=always", slots_template(traindoc, workdir),
+                        os.path.join(run_dir, "agent", "slots")], check=True)
         env["TRAINDOC_RUN_DIR"] = run_dir
-    elif condition == "traindoc run":
-        argv = [traindoc, "run", "--silent", "--out", run_dir, "--", *job]
+    elif how == "run":
+        argv = [traindoc, "run", "--silent", "--out", run_dir, "--", *wrapper]
+    t0 = time.perf_counter()
     bench_util.run_quietly(argv, env=env)
+    whole = time.perf_counter() - t0
     with open(result, encoding="utf-8") as f:
         seconds, cpu = (float(v) for v in f.read().split())
     os.unlink(result)
-    claimed = slots_claimed(run_dir) if condition in ("agent", "traindoc run") else None
+    claimed = slots_claimed(run_dir) if how in ("agent", "run") else None
     bench_util.remove_tree(run_dir)
-    return seconds, cpu, claimed
+    return seconds, cpu, whole, claimed
 
 
 def slots_claimed(run_dir):
-    """How many agent slots were claimed in the run folder (a check that the agent ran)."""
+    """How many agent slots were claimed in the run folder (a check that the agent ran); None
+    once traindoc has removed the file at the end of its run."""
     try:
         with open(os.path.join(run_dir, "agent", "slots"), "rb") as f:
             header = f.read(64)
@@ -86,59 +146,90 @@ def slots_claimed(run_dir):
     return int.from_bytes(header[16:20], "little")
 
 
+def job_table(job, names, results, count):
+    """Prints one job's table; returns {condition: (extra wall us, extra cpu us, ratio,
+    whole ratio)}."""
+    med = {n: [bench_util.median([r[i] for r in results[n]]) for i in range(3)] for n in names}
+    base_s, base_cpu, base_whole = med["direct"][:3]
+    rows, summary = [], {}
+    for name in names:
+        seconds, cpu, whole = med[name][:3]
+        extra = 1e6 * (seconds - base_s) / count
+        extra_cpu = 1e6 * (cpu - base_cpu) / count
+        whole_ratio = whole / base_whole
+        summary[name] = (extra, extra_cpu, seconds / base_s, whole_ratio)
+        slots = ",".join(str(s) for s in sorted({r[3] for r in results[name]} - {None})) or "-"
+        rows.append([name, f"{seconds:.3f}",
+                     f"{bench_util.spread([r[0] for r in results[name]]):.1f}",
+                     f"{1e6 * seconds / count:.0f}", f"{extra:+.0f}", f"{seconds / base_s:.3f}",
+                     f"{1e6 * cpu / count:.0f}", f"{extra_cpu:+.0f}", f"{cpu / base_cpu:.3f}",
+                     f"{whole:.2f}", f"{whole_ratio:.3f}", slots])
+    print(f"job: {job}, {count} processes")
+    bench_util.print_table(
+        ["condition", "median s", "noise %", "us/process", "extra", "ratio", "cpu us/process",
+         "extra cpu", "cpu ratio", "whole s", "whole ratio", "slots"],
+        rows)
+    print()
+    return summary
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traindoc", default=bench_util.default_traindoc())
-    parser.add_argument("--count", type=int, default=1000, help="processes per loop (1000)")
+    parser.add_argument("--baseline", help="another build's bin/traindoc, run side by side")
+    parser.add_argument("--count", type=int, default=2000, help="processes per loop (2000)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions (5)")
+    parser.add_argument("--jobs", default=",".join(JOBS), help="fork,exec,shell")
+    parser.add_argument("--idle-timeout", type=float, default=120.0,
+                        help="seconds to wait for an idle machine before each run (120)")
     args = parser.parse_args()
-    bench_util.check_traindoc(args.traindoc)
-    agent = bench_util.agent_beside(args.traindoc)
-    if not os.path.exists(agent):
-        raise SystemExit(f"{agent} is missing: build first")
+    jobs = [j for j in args.jobs.split(",") if j]
+    if not set(jobs) <= set(JOBS):
+        raise SystemExit(f"--jobs: one or more of {','.join(JOBS)}")
+    builds = {"new": args.traindoc, "base": args.baseline}
+    for traindoc in filter(None, builds.values()):
+        bench_util.check_traindoc(traindoc)
+        if not os.path.exists(bench_util.agent_beside(traindoc)):
+            raise SystemExit(f"{bench_util.agent_beside(traindoc)} is missing: build first")
+    conds = conditions(args.baseline)
+    names = [c[0] for c in conds]
 
     print(f"machine: {bench_util.machine()}; {bench_util.load_average()}")
-    print(f"traindoc: {args.traindoc}; agent: {agent}")
-    print(f"job: sh -c 'for i in $(seq {args.count}); do /bin/true; done', "
-          f"{args.reps} repetitions, interleaved")
+    print(f"traindoc: {args.traindoc}; baseline: {args.baseline or '-'}")
+    print(f"{args.count} processes per loop, {args.reps} repetitions, interleaved")
     print()
-    times = {c: [] for c in CONDITIONS}
-    cpus = {c: [] for c in CONDITIONS}
-    claimed = {c: set() for c in CONDITIONS}
-    busy_starts = 0
+    results = {job: {n: [] for n in names} for job in jobs}
+    busy_starts = runs = 0
     with tempfile.TemporaryDirectory(prefix="traindoc-bench-") as workdir:
         for rep in range(args.reps):
-            order = CONDITIONS[rep % 4:] + CONDITIONS[:rep % 4]
-            for condition in order:
-                busy_starts += not bench_util.wait_for_idle()
-                seconds, cpu, slots = run_once(condition, args.traindoc, agent, workdir,
-                                               args.count, rep)
-                times[condition].append(seconds)
-                cpus[condition].append(cpu)
-                claimed[condition].add(slots)
+            shift = rep % len(conds)
+            for job in jobs:
+                for name, build, how in conds[shift:] + conds[:shift]:
+                    busy_starts += not bench_util.wait_for_idle(timeout_s=args.idle_timeout)
+                    runs += 1
+                    result = run_once(how, builds.get(build) or args.traindoc, workdir, job,
+                                      args.count, rep)
+                    results[job][name].append(result)
+                    print(f"  rep {rep + 1} {job} {name}: {result[0]:.3f} s, cpu {result[1]:.3f} s,"
+                          f" whole {result[2]:.2f} s", flush=True)
 
-    base = bench_util.median(times["direct"])
-    base_cpu = bench_util.median(cpus["direct"])
-    rows = []
-    for condition in CONDITIONS:
-        mid = bench_util.median(times[condition])
-        cpu = bench_util.median(cpus[condition])
-        slots = ",".join(str(s) for s in sorted(claimed[condition]) if s is not None) or "-"
-        rows.append([condition, f"{mid:.3f}", f"{bench_util.spread(times[condition]):.1f}",
-                     f"{1e6 * mid / args.count:.0f}", f"{1e6 * (mid - base) / args.count:+.0f}",
-                     f"{mid / base:.3f}", f"{1e6 * cpu / args.count:.0f}",
-                     f"{1e6 * (cpu - base_cpu) / args.count:+.0f}", f"{cpu / base_cpu:.3f}",
-                     slots])
-    bench_util.print_table(
-        ["condition", "median s", "noise %", "us/process", "extra", "ratio", "cpu us/process",
-         "extra cpu", "cpu ratio", "slots claimed"],
-        rows)
-    print()
-    print("us/process: the loop's wall time over its iterations (a fork and an exec each); cpu:"
-          " utime+stime of the shell and its children. extra: over direct, in microseconds."
-          " slots claimed: by the whole job (the wrapper and the shells included).")
-    print(f"runs started while the machine was busy: {busy_starts} of "
-          f"{args.reps * len(CONDITIONS)}")
+    summaries = {job: job_table(job, names, results[job], args.count) for job in jobs}
+    print("extra: microseconds per process over direct (wall, then CPU of the wrapper and its"
+          " children). whole: the command's own wall time, traindoc's start-up and report"
+          " included. slots: claimed by the whole job (the wrapper included).")
+    for job in ("fork", "exec"):
+        if job in summaries:
+            extra, extra_cpu = summaries[job]["agent"][:2]
+            print(f"verdict, {job}: agent active +{extra:.0f} us wall, +{extra_cpu:.0f} us CPU"
+                  f" per process: {'met' if max(extra, extra_cpu) < TARGET_US else 'NOT met'}"
+                  f" (target under {TARGET_US:.0f} us)")
+    for job in ("fork", "shell"):
+        if job in summaries:
+            ratio, whole = summaries[job]["traindoc run"][2:]
+            print(f"verdict, {job} job under traindoc run: {ratio:.3f}x (whole command"
+                  f" {whole:.3f}x): {'met' if ratio <= TARGET_RATIO else 'NOT met'}"
+                  f" (target within {TARGET_RATIO}x)")
+    print(f"runs started while the machine was busy: {busy_starts} of {runs}")
     print(f"after: {bench_util.load_average()}")
     return 0
 

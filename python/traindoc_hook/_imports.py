@@ -1,13 +1,14 @@
 """Post-import hooks: run a callable right after a module has been imported by the job, without
 importing it ourselves (an `import torch` costs seconds)."""
-import importlib.abc
+import _thread
 import sys
-import threading
 
 from traindoc_hook import _agent
 
 _pending = {}  # module name -> [callable(module)]
-_lock = threading.Lock()
+# Not threading's: importing threading makes every os.fork() of the job run its after-fork work
+# (2 to 3 times the cost of a plain fork in Python 3.11) in a job that never imported it.
+_lock = _thread.allocate_lock()
 
 
 def when_imported(name, callback):
@@ -35,7 +36,9 @@ def _after_exec(loader):
     loader.exec_module = exec_then_patch
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+# Not importlib.abc's MetaPathFinder, which imports importlib.resources, tempfile and random:
+# random reseeds itself in every os.fork() child.
+class _Finder:
     def find_spec(self, name, path, target=None):
         if name not in _pending:
             return None

@@ -2,12 +2,12 @@
 agent (src/agent/collective_abi.cpp): its process group, op, tensors, reduce op, root or peer,
 call site and step, before the call, and its return after it. The supervisor compares the ranks'
 calls as they come (docs/collectives.md). Any backend; PyTorch 1.13 and 2.x."""
+import _thread
 import ctypes
 import functools
 import inspect
 import os
 import sys
-import threading
 import weakref
 
 from traindoc_hook import _agent, _imports
@@ -103,7 +103,7 @@ _OTHER_DEVICE = 3
 _REDOPS = {"SUM": 0, "PRODUCT": 1, "MAX": 2, "MIN": 3, "AVG": 4, "PREMUL_SUM": 5, "BAND": 6,
            "BOR": 7, "BXOR": 8}
 
-_state = threading.local()  # depth: calls made inside a recorded one (object variants) are not
+_state = _thread._local()  # depth: calls made inside a recorded one (object variants) are not
 # process group -> (64-bit identity, whether its backend queues ops); weak, so that
 # destroy_process_group still frees the group (a group kept alive until the interpreter ends can
 # abort the process as it goes)

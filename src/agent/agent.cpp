@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,9 @@ using common::Slot;
 void* g_base = nullptr;
 char g_slots_path[4096];  // <run>/agent/slots
 Slot* g_slot = nullptr;
+// Whether the blocks of g_slot's collective ring are allocated: 0 not yet, 1 yes, 2 no room.
+// Allocated at the first collective, as most processes make none.
+std::atomic<uint32_t> g_ring_backed{0};
 // This process's pid as its start-up or its fork handler saw it: a vfork child, for which
 // neither runs, has another.
 pid_t g_pid = 0;
@@ -65,13 +69,9 @@ uint64_t read_start_ticks() {
   return 0;
 }
 
-// Async-signal-safe.
-void read_cmdline(char* out, size_t size) {
-  ssize_t n = read_small_file("/proc/self/cmdline", out, size - 1);
-  if (n <= 0) {
-    out[0] = '\0';
-    return;
-  }
+// Makes the arguments of a /proc/self/cmdline image (`n` bytes, each argument ended by a NUL)
+// one line joined by spaces. Async-signal-safe.
+void join_arguments(char* out, ssize_t n) {
   while (n > 0 && out[n - 1] == '\0') --n;
   for (ssize_t i = 0; i < n; ++i) {
     if (out[i] == '\0') out[i] = ' ';
@@ -79,18 +79,46 @@ void read_cmdline(char* out, size_t size) {
   out[n] = '\0';
 }
 
+// Async-signal-safe.
+void read_cmdline(char* out, size_t size) {
+  ssize_t n = read_small_file("/proc/self/cmdline", out, size - 1);
+  join_arguments(out, n > 0 ? n : 0);
+}
+
+// The same line from the arguments that glibc hands to library constructors, which are what
+// /proc/self/cmdline shows at this point: no file to open in every process.
+void copy_cmdline(char* out, size_t size, int argc, char** argv) {
+  if (argv == nullptr) {
+    read_cmdline(out, size);
+    return;
+  }
+  size_t used = 0;
+  for (int i = 0; i < argc && argv[i] != nullptr && used < size - 1; ++i) {
+    size_t length = strnlen(argv[i], size - 1 - used);
+    memcpy(out + used, argv[i], length);
+    used += length;
+    if (used < size - 1) out[used++] = '\0';
+  }
+  join_arguments(out, static_cast<ssize_t>(used));
+}
+
+// Gives a range of the slots file its blocks before its first touch (layout.h): on a full disk
+// the process goes without rather than die of SIGBUS. The file is opened again, as the job may
+// have closed or reused any descriptor kept from start-up. Async-signal-safe.
+bool allocate_in_file(size_t offset, size_t length) {
+  int fd = open(g_slots_path, O_RDWR | O_CLOEXEC);
+  bool backed = fd >= 0 && common::allocate_range(fd, offset, length);
+  if (fd >= 0) close(fd);
+  return backed;
+}
+
 // Claims the next free slot; nullptr when all are taken. Async-signal-safe.
 Slot* claim_slot() {
   auto* header = static_cast<AgentHeader*>(g_base);
   uint32_t index = header->slots_claimed.fetch_add(1, std::memory_order_relaxed);
   if (index >= header->slot_count) return nullptr;
-  // Its blocks before its first write (layout.h): on a full disk the process runs without a slot
-  // rather than die of SIGBUS. The file is opened again, as the job may have closed or reused
-  // any descriptor kept from start-up.
-  int fd = open(g_slots_path, O_RDWR | O_CLOEXEC);
-  bool backed = fd >= 0 && common::allocate_slot(fd, index);
-  if (fd >= 0) close(fd);
-  if (!backed) return nullptr;
+  g_ring_backed.store(0, std::memory_order_relaxed);
+  if (!allocate_in_file(common::slot_offset(index), sizeof(Slot))) return nullptr;
   Slot* slot = common::slot_at(g_base, index);
   slot->state.store(static_cast<uint32_t>(common::SlotState::kClaimed), std::memory_order_relaxed);
   return slot;
@@ -165,7 +193,8 @@ void exit_handler(int status, void*) {
   note_exit(status);
 }
 
-__attribute__((constructor)) void start_agent() {
+// glibc calls constructors with main's arguments.
+__attribute__((constructor)) void start_agent(int argc, char** argv, char** /*envp*/) {
   int saved_errno = errno;
   const char* run_dir = getenv(common::kRunDirEnv);
   if (run_dir != nullptr && *run_dir != '\0' && map_agent_file(run_dir)) {
@@ -180,7 +209,7 @@ __attribute__((constructor)) void start_agent() {
       g_slot->world_size = env.world_size;
       g_slot->node_rank = env.node_rank;
       g_slot->rank_source = static_cast<uint32_t>(env.source);
-      read_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline));
+      copy_cmdline(g_slot->cmdline, sizeof(g_slot->cmdline), argc, argv);
       publish(g_slot);
     }
     note_output_files(static_cast<const AgentHeader*>(g_base)->outputs_socket);
@@ -252,7 +281,17 @@ common::CollectiveRing* current_collective_ring() {
   Slot* slot = g_slot;
   if (slot == nullptr) return nullptr;
   auto index = static_cast<uint32_t>(slot - common::slot_at(g_base, 0));
-  return common::collective_ring_at(g_base, index);
+  uint32_t backed = g_ring_backed.load(std::memory_order_acquire);
+  if (backed == 0) {
+    // Two threads may both get here: allocating twice is harmless.
+    int saved_errno = errno;
+    backed = allocate_in_file(common::collective_ring_offset(index), sizeof(common::CollectiveRing))
+                 ? 1
+                 : 2;
+    errno = saved_errno;
+    g_ring_backed.store(backed, std::memory_order_release);
+  }
+  return backed == 1 ? common::collective_ring_at(g_base, index) : nullptr;
 }
 
 }  // namespace traindoc::agent

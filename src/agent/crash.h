@@ -34,7 +34,7 @@ bool crash_capture_dying();
 
 // --- crash_record.cpp --------------------------------------------------------------------------
 
-// Start-up: warms up backtrace(), resolves the CPython dump entry points, prepares the path
+// Start-up: warms up native_backtrace(), resolves the CPython dump entry points, prepares the path
 // prefix of <run>/agent/python-<pid>.txt. Outside any handler.
 void prepare_crash_record(const char* run_dir);
 
@@ -58,6 +58,10 @@ bool dump_python_traceback();
 // Async-signal-safe as above; false when the process runs no initialised CPython.
 bool write_python_traceback(int fd);
 
+// The calling thread's return addresses, innermost (this function's caller) first, at most
+// `size`; returns how many. Async-signal-safe after prepare_crash_record().
+int native_backtrace(void** frames, int size);
+
 // Writes `value` in decimal, without a NUL; returns the length. Async-signal-safe.
 size_t format_decimal(char* out, uint64_t value);
 
@@ -72,8 +76,8 @@ void store_next_action(int sig, const struct sigaction& action);
 
 // --- thread_hooks.cpp --------------------------------------------------------------------------
 
-// Start-up, on the main thread: computes the alternate-stack size, gives the main thread one
-// (unless it has an adequate one) and records its stack bounds.
+// Start-up, on the main thread: computes the alternate-stack size and gives the main thread one
+// (unless it has an adequate one). Its stack bounds are found when a crash needs them.
 void prepare_thread_stacks();
 
 struct StackBounds {
@@ -82,7 +86,8 @@ struct StackBounds {
 };
 
 // The calling thread's stack [lo, hi); zero when unknown (threads not made by pthread_create
-// after start-up). Async-signal-safe.
+// after start-up). The main thread's are read from /proc/self/maps at the first call.
+// Async-signal-safe.
 StackBounds current_thread_stack();
 
 }  // namespace traindoc::agent

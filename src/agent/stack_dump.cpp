@@ -1,7 +1,6 @@
 // Stack dumps on request, in every job process (LD_PRELOAD): the handler of the stack-dump signal
 // (layout.h) writes every thread's Python stack and the receiving thread's native return
 // addresses into <run>/agent/stack-<pid>.txt. Runs in a signal handler: async-signal-safe only.
-#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -69,7 +68,7 @@ void dump_stacks() {
   static constexpr char kNative[] = "native:\n";
   write_text(fd, kNative, sizeof(kNative) - 1);
   void* frames[kNativeFrames];
-  int depth = backtrace(frames, kNativeFrames);
+  int depth = native_backtrace(frames, kNativeFrames);
   for (int i = 0; i < depth; ++i) write_hex_line(fd, reinterpret_cast<uint64_t>(frames[i]));
   static constexpr char kEnd[] = "end\n";
   write_text(fd, kEnd, sizeof(kEnd) - 1);

@@ -3,10 +3,13 @@
 // the program's code, gets an mmap'd alternate stack with guard pages (a stack overflow still
 // reaches the crash handler) and records its stack bounds for the crash record.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +22,9 @@
 #ifndef AT_MINSIGSTKSZ
 #define AT_MINSIGSTKSZ 51
 #endif
+
+// The dynamic loader's: the top of the main thread's stack as the process started.
+extern "C" void* __libc_stack_end;
 
 namespace traindoc::agent {
 namespace {
@@ -35,6 +41,9 @@ pthread_key_t g_key;    // value: the thread's alternate-stack mapping, unmapped
 
 __attribute__((tls_model("initial-exec"))) thread_local uint64_t t_stack_lo = 0;
 __attribute__((tls_model("initial-exec"))) thread_local uint64_t t_stack_hi = 0;
+// The thread that started the agent is the main one (as is, after a fork, the child of it):
+// its bounds are found only when a crash needs them (main_thread_stack).
+__attribute__((tls_model("initial-exec"))) thread_local bool t_main = false;
 
 // Mappings of exited threads, reused by the next ones: unmapping and mapping anew cost every
 // other thread a TLB shootdown, which programs that churn threads would pay for. A slot holds
@@ -150,6 +159,56 @@ void record_stack_bounds() {
   pthread_attr_destroy(&attr);
 }
 
+// The main thread's stack as pthread_getattr_np finds it: from the page above __libc_stack_end down
+// by the stack limit, but not into the mapping below. pthread_getattr_np reads /proc/self/maps
+// with stdio (long in a PyTorch process), which every process would pay at start-up and a
+// handler cannot call; this reads it with raw calls, in the crash handler. Async-signal-safe.
+StackBounds main_thread_stack() {
+  auto top = reinterpret_cast<uint64_t>(__libc_stack_end);
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (top == 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    return {};
+  }
+  // Each line starts "from-to ": parsed byte by byte across reads.
+  uint64_t from = 0;
+  uint64_t to = 0;
+  uint64_t below = 0;  // the end of the mapping before the stack's
+  int field = 0;       // 0: from, 1: to, 2: the rest of the line
+  bool found = false;
+  char buffer[4096];
+  ssize_t n = 0;
+  while (!found && (n = read(fd, buffer, sizeof(buffer))) > 0) {
+    for (ssize_t i = 0; i < n && !found; ++i) {
+      char c = buffer[i];
+      if (field == 2) {
+        if (c == '\n') {
+          field = 0;
+          from = to = 0;
+        }
+        continue;
+      }
+      if (c == '-' || c == ' ') {
+        if (field == 1) {
+          found = from <= top && top < to;
+          if (!found) below = to;
+        }
+        ++field;
+        continue;
+      }
+      uint64_t digit = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+      (field == 0 ? from : to) = (field == 0 ? from : to) * 16 + digit;
+    }
+  }
+  close(fd);
+  rlimit limit{};
+  if (!found || syscall(SYS_prlimit64, 0, RLIMIT_STACK, nullptr, &limit) != 0) return {};
+  uint64_t hi = (top & ~(uint64_t{g_page} - 1)) + g_page;
+  uint64_t size = hi <= to ? limit.rlim_cur - std::min<uint64_t>(limit.rlim_cur, to - hi) : 0;
+  size = std::min(size / g_page * g_page, hi - below);
+  return StackBounds{hi - size, hi};
+}
+
 // The start routine of every thread created after start-up.
 void* start_thread(void* raw) {
   auto* launch = static_cast<Launch*>(raw);
@@ -180,7 +239,8 @@ void prepare_thread_stacks() {
   if (min_frame > 0) size = std::max(size, min_frame + kMinAltStack / 2);
   g_alt_size = (size + g_page - 1) / g_page * g_page;
 
-  record_stack_bounds();
+  t_main = static_cast<pid_t>(syscall(SYS_gettid)) == getpid();
+  if (!t_main) record_stack_bounds();
   char* main_stack = map_alt_stack();
   if (main_stack != nullptr && !adopt_alt_stack(main_stack)) give_back_stack(main_stack);
   // The main thread keeps its stack for the life of the process: no key value.
@@ -192,6 +252,11 @@ void prepare_thread_stacks() {
 
 // Async-signal-safe.
 StackBounds current_thread_stack() {
+  if (t_stack_hi == 0 && t_main) {
+    StackBounds main = main_thread_stack();
+    t_stack_lo = main.lo;
+    t_stack_hi = main.hi;
+  }
   return StackBounds{t_stack_lo, t_stack_hi};
 }
 

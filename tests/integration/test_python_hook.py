@@ -45,6 +45,21 @@ def test_users_sitecustomize_still_runs(traindoc, tmp_path):
     assert lines(run.stdout) == ["hook True", "sitecustomize theirs", "ran 1"]
 
 
+def test_the_hook_leaves_threading_to_the_job(traindoc):
+    """Importing threading (or random) makes every os.fork() of the process run its after-fork
+    work: the hook must not import them in a job that does not; once the job imports threading,
+    its threads' deaths are noted (threading.excepthook)."""
+    code = REPORT_HOOK + textwrap.dedent("""
+        print("threading", "threading" in sys.modules, "random" in sys.modules, flush=True)
+        import threading
+        print("excepthook", hasattr(threading.excepthook, "__traindoc_recorded__"), flush=True)
+    """)
+    run = traindoc(python_job(code))
+    assert run.status == 0, run.stderr
+    assert lines(run.stdout) == ["hook True", "sitecustomize system", "threading False False",
+                                 "excepthook True"]
+
+
 def test_without_the_agent_nothing_is_patched(tmp_path):
     """TRAINDOC_RUN_DIR without the preloaded agent (a process that escaped LD_PRELOAD): the hook
     finds no agent and installs nothing, and the program runs as without traindoc."""
