@@ -6,6 +6,7 @@
 #include "analysis/rules.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -318,11 +319,117 @@ bool caused_by(const TimedFinding& root, const TimedFinding& later) {
          later.finding.kind == "killed-externally" || later.finding.kind == "job-idle";
 }
 
+// Alike findings are grouped from this many on; fewer read well one by one.
+constexpr size_t kGroupFrom = 3;
+// A group keeps its first few findings as examples, and its last.
+constexpr size_t kGroupFirstExamples = 3;
+
+// `text` with what tells alike findings apart blanked: the numbers that name processes (pid
+// 4250, pid(s) 4250, 4251, rank 1, worker 3), lines of the output, and times (+12.3 s, 0.4 s).
+// Other numbers (an exit code, a size, a line of code) are the failure's own and stay.
+std::string alike_text(std::string_view text) {
+  static constexpr std::string_view kNaming[] = {"pid ",    "pids ", "pid(s) ", "rank ", "ranks ",
+                                                 "worker ", "line ", "lines ",  "+"};
+  auto digit = [&](size_t i) {
+    return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+  };
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!digit(i) || (i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1])))) {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (digit(end) || (end < text.size() && text[end] == '.' && digit(end + 1))) ++end;
+    std::string_view before = text.substr(0, i);
+    bool naming = std::any_of(std::begin(kNaming), std::end(kNaming), [&](std::string_view word) {
+      return before.ends_with(word) &&
+             (before.size() == word.size() || word == "+" ||
+              !std::isalpha(static_cast<unsigned char>(before[before.size() - word.size() - 1])));
+    });
+    std::string_view after = text.substr(end);
+    bool seconds = after.starts_with(" s") &&
+                   (after.size() == 2 || !std::isalnum(static_cast<unsigned char>(after[2])));
+    if (!naming && !seconds) {
+      out.append(text.substr(i, end - i));
+      i = end;
+      continue;
+    }
+    out += '#';
+    i = end;
+    // and the rest of a list or range of them: "pids 4250, 4251", "lines 12-30"
+    while ((text.substr(i).starts_with(", ") && digit(i + 2)) ||
+           (i < text.size() && text[i] == '-' && digit(i + 1))) {
+      i += text[i] == '-' ? 1 : 2;
+      while (digit(i)) ++i;
+    }
+  }
+  return out;
+}
+
+// Findings that say the same but for the processes and times they name (a job that forks
+// thousands of children, each exiting alike) are told once: the earliest stands for them all,
+// with their count, every pid and rank, and a few examples. The root cause is never grouped: it
+// stays alone, and the alike findings after it are one consequence. Those it caused and those it
+// did not are grouped apart.
+void group_alike(const RuleContext& context, std::vector<TimedFinding>& found, bool rooted) {
+  size_t from = rooted ? 1 : 0;
+  std::map<std::string, std::vector<size_t>> alike;
+  for (size_t i = from; i < found.size(); ++i) {
+    const Finding& f = found[i].finding;
+    bool caused = rooted && caused_by(found.front(), found[i]);
+    alike[f.kind + '\n' + to_string(f.severity) + '\n' + (caused ? "caused" : "") + '\n' +
+          alike_text(f.title) + '\n' + alike_text(f.fix)]
+        .push_back(i);
+  }
+  std::vector<bool> grouped(found.size(), false);
+  for (const auto& [key, members] : alike) {
+    if (members.size() < kGroupFrom) continue;
+    Finding& into = found[members.front()].finding;
+    std::set<int> named(into.pids.begin(), into.pids.end());
+    Repeats repeats;
+    repeats.count = members.size();
+    repeats.first_ns = found[members.front()].t_ns;
+    repeats.last_ns = found[members.back()].t_ns;
+    std::string examples;
+    for (size_t k = 0; k < members.size(); ++k) {
+      const TimedFinding& member = found[members[k]];
+      if (k < kGroupFirstExamples || k + 1 == members.size()) {
+        repeats.examples.push_back({member.finding.title, member.finding.pids, member.t_ns});
+        examples += (k == 0                    ? ""
+                     : k + 1 == members.size() ? "; the last, "
+                                               : "; ") +
+                    member.finding.title + context.when(member.t_ns);
+      } else if (k == kGroupFirstExamples) {
+        examples += "; ...";
+      }
+      if (k == 0) continue;
+      grouped[members[k]] = true;
+      add_ranks(into.ranks, member.finding.ranks);
+      for (int pid : member.finding.pids) {
+        if (named.insert(pid).second) into.pids.push_back(pid);
+      }
+    }
+    std::sort(into.ranks.begin(), into.ranks.end());
+    into.evidence.insert(into.evidence.begin(),
+                         std::to_string(members.size()) + " alike findings: " + examples);
+    into.title += " (and " + std::to_string(members.size() - 1) + " more alike)";
+    into.repeats = std::move(repeats);
+  }
+  std::vector<TimedFinding> kept;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (!grouped[i]) kept.push_back(std::move(found[i]));
+  }
+  found = std::move(kept);
+}
+
 // Failures cascade (a worker dies, its rank raises, the launcher stops the rest): the earliest
 // error is the root cause and the later failures are its consequences. A stop that was asked for
 // (Ctrl-C, a scheduler's SIGTERM) with no error before it is the cause of what fails after it; a
-// job that `finished` (exit code 0) after one did not fail.
-std::vector<Finding> order_by_cause(std::vector<TimedFinding> found, bool finished) {
+// job that finished (exit code 0) after one did not fail.
+std::vector<Finding> order_by_cause(const RuleContext& context, std::vector<TimedFinding> found) {
+  bool finished = run_finished(context);
   auto leads = [&](const TimedFinding& t) {
     return t.finding.severity == Severity::kError ||
            (t.finding.kind == "stop-requested" && !finished);
@@ -331,8 +438,10 @@ std::vector<Finding> order_by_cause(std::vector<TimedFinding> found, bool finish
     if (leads(a) != leads(b)) return leads(a);
     return a.t_ns < b.t_ns;
   });
-  if (!found.empty() && leads(found.front())) {
-    found.front().finding.root_cause = true;
+  bool rooted = !found.empty() && leads(found.front());
+  if (rooted) found.front().finding.root_cause = true;
+  group_alike(context, found, rooted);
+  if (rooted) {
     for (size_t i = 1; i < found.size(); ++i) {
       if (caused_by(found.front(), found[i])) found.front().finding.consequences.push_back(i);
     }
@@ -403,7 +512,7 @@ Diagnosis diagnose_evidence(const store::Evidence& evidence) {
   mark_recovered(context, found);
   merge_same(found);
   mark_repeated(context, found);
-  out.findings = order_by_cause(std::move(found), run_finished(context));
+  out.findings = order_by_cause(context, std::move(found));
   return out;
 }
 

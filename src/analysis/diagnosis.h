@@ -17,6 +17,21 @@ enum class Severity { kError, kWarning, kInfo };
 
 const char* to_string(Severity severity);
 
+// Findings alike but for the processes they name and the times they cite (a thousand forked
+// children exiting alike) are told as one: the earliest, standing for them all (report.json's
+// `repeated`).
+struct Repeats {
+  struct Example {
+    std::string title;  // the finding's own, naming its process
+    std::vector<int> pids;
+    int64_t t_ns = 0;  // when it failed; 0 when unknown
+  };
+  size_t count = 0;  // alike findings, this one included
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::vector<Example> examples;  // the first few and the last, in time order
+};
+
 struct Finding {
   std::string kind;  // one of DESIGN.md's finding kinds
   Severity severity = Severity::kError;
@@ -28,6 +43,7 @@ struct Finding {
   std::string fix;
   double confidence = 0;
   std::vector<size_t> consequences;  // indexes of the findings this one caused
+  std::optional<Repeats> repeats;    // set where it stands for alike findings
 };
 
 struct ProcessSummary {

@@ -26,6 +26,8 @@ namespace {
 
 // Processes listed in the table; report.json has them all.
 constexpr size_t kProcessRows = 500;
+// Ranks and pids named in a finding's line (a group of alike findings names thousands); likewise.
+constexpr size_t kNumbersShown = 20;
 
 constexpr std::string_view kStyle = R"css(
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
@@ -127,10 +129,18 @@ constexpr std::string_view kScript = R"js(
 })();
 )js";
 
+// "4250, 4251, 4252", then "and 1711 more" past kNumbersShown.
 std::string join_numbers(const std::vector<int>& numbers) {
   std::string out;
-  for (int n : numbers) out += (out.empty() ? "" : ", ") + std::to_string(n);
+  size_t shown = std::min(numbers.size(), kNumbersShown);
+  for (size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : ", ") + std::to_string(numbers[i]);
+  if (shown < numbers.size()) out += fmt::format(" and {} more", numbers.size() - shown);
   return out;
+}
+
+// The count of alike findings a finding stands for, for tools: ` data-repeated="1714"`.
+std::string repeated_attribute(const analysis::Finding& f) {
+  return f.repeats ? fmt::format(" data-repeated=\"{}\"", f.repeats->count) : "";
 }
 
 // "2026-11-27 23:48:04 UTC"; "at an unknown time" for one not recorded (a wall-clock time, so
@@ -195,9 +205,9 @@ std::string finding_body(const analysis::Finding& f) {
 // A finding as an article; `inside` (what it caused) goes at its end.
 std::string finding_html(const analysis::Finding& f, std::string_view label, bool root,
                          const std::string& inside) {
-  std::string out =
-      fmt::format("<article class=\"finding {}{}\" data-kind=\"{}\">\n",
-                  analysis::to_string(f.severity), root ? " root" : "", html_escape(f.kind));
+  std::string out = fmt::format("<article class=\"finding {}{}\" data-kind=\"{}\"{}>\n",
+                                analysis::to_string(f.severity), root ? " root" : "",
+                                html_escape(f.kind), repeated_attribute(f));
   out +=
       fmt::format("<h3><span class=\"label\">{}</span>{} <span class=\"kind\">[{}]</span></h3>\n",
                   html_escape(label), html_text(f.title), html_escape(f.kind));
@@ -215,9 +225,10 @@ std::string findings_html(const analysis::Diagnosis& d) {
     for (size_t k : root.consequences) {
       const analysis::Finding& f = d.findings[k];
       caused += fmt::format(
-          "<details class=\"consequence\" data-kind=\"{}\"><summary>{} "
+          "<details class=\"consequence\" data-kind=\"{}\"{}><summary>{} "
           "<span class=\"kind\">[{}]</span></summary>\n{}</details>\n",
-          html_escape(f.kind), html_text(f.title), html_escape(f.kind), finding_body(f));
+          html_escape(f.kind), repeated_attribute(f), html_text(f.title), html_escape(f.kind),
+          finding_body(f));
     }
     if (!caused.empty()) caused = "<p><b>Which caused:</b></p>\n" + caused;
     out += finding_html(d.findings[root.index], "root cause", true, caused);

@@ -71,17 +71,34 @@ json process_json(const analysis::ProcessSummary& summary) {
   return out;
 }
 
+// Times not known (0) are left out.
+json repeats_json(const analysis::Repeats& r) {
+  json examples = json::array();
+  for (const analysis::Repeats::Example& e : r.examples) {
+    json example = {{"title", e.title}, {"pids", e.pids}};
+    if (e.t_ns != 0) example["time_ns"] = e.t_ns;
+    examples.push_back(example);
+  }
+  json out = {{"count", r.count}};
+  if (r.first_ns != 0) out["first_ns"] = r.first_ns;
+  if (r.last_ns != 0) out["last_ns"] = r.last_ns;
+  out["examples"] = examples;
+  return out;
+}
+
 json finding_json(const analysis::Finding& f) {
-  return {{"kind", f.kind},
-          {"severity", analysis::to_string(f.severity)},
-          {"root_cause", f.root_cause},
-          {"title", f.title},
-          {"ranks", f.ranks},
-          {"pids", f.pids},
-          {"evidence", f.evidence},
-          {"fix", f.fix},
-          {"confidence", f.confidence},
-          {"consequences", f.consequences}};
+  json out = {{"kind", f.kind},
+              {"severity", analysis::to_string(f.severity)},
+              {"root_cause", f.root_cause},
+              {"title", f.title},
+              {"ranks", f.ranks},
+              {"pids", f.pids},
+              {"evidence", f.evidence},
+              {"fix", f.fix},
+              {"confidence", f.confidence},
+              {"consequences", f.consequences}};
+  if (f.repeats) out["repeated"] = repeats_json(*f.repeats);
+  return out;
 }
 
 json gpu_json(const analysis::GpuSummary& g) {

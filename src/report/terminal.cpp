@@ -64,6 +64,10 @@ std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
     for (size_t k : root.consequences) {
       const analysis::Finding& f = d.findings[k];
       out += std::string(c.dim) + fmt::format("    [{}] {}", f.kind, f.title) + c.reset + "\n";
+      // A group of alike findings also names a few of them: its first evidence line.
+      if (f.repeats && !f.evidence.empty()) {
+        out += std::string(c.dim) + "        " + f.evidence.front() + c.reset + "\n";
+      }
     }
   }
   if (!order.roots.empty() && !order.others.empty()) out += "  not caused by the root cause:\n";

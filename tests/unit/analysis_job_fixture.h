@@ -118,6 +118,22 @@ inline void killed(Evidence& e, int pid, double seconds, int signal) {
   p.end_source = store::EndSource::kParent;
 }
 
+// `count` children that rank `parent` forked one after another from `seconds` on, 10 ms apart,
+// each exiting with `code` 5 ms after its start (a loop of short forks); pids from `first_pid`.
+inline std::vector<int> forked_children(Evidence& e, int parent, int first_pid, int count,
+                                        double seconds, int code) {
+  const ProcessRecord from = process(e, parent);
+  std::vector<int> pids;
+  for (int i = 0; i < count; ++i) {
+    auto ticks = static_cast<uint64_t>(500'000 + seconds * 100 + i);
+    e.processes.push_back(
+        ranked(proc(first_pid + i, parent, ticks, from.cmdline), from.rank.value_or(0), true));
+    exited(e, first_pid + i, seconds + i * 0.01 + 0.005, code);
+    pids.push_back(first_pid + i);
+  }
+  return pids;
+}
+
 inline store::LogLine stderr_line(double seconds, uint64_t number, const std::string& text) {
   return {at(seconds), "stderr", number, text};
 }
