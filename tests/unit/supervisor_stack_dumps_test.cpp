@@ -14,6 +14,7 @@
 #include <cerrno>
 
 #include "common/layout.h"
+#include "sanitizers.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -77,11 +78,7 @@ pid_t sleeper(bool second_thread) {
 // Under ThreadSanitizer the forked child is not the program these tests describe: the runtime's
 // interceptors stand between its code and its waits, and it runs a signal's handler only at its
 // own safe points, never inside a blocked read().
-#if defined(__SANITIZE_THREAD__)
-#define SKIP_UNDER_TSAN() GTEST_SKIP() << "ThreadSanitizer runs the child's waits and handlers"
-#else
-#define SKIP_UNDER_TSAN() (void)0
-#endif
+constexpr const char* kTsanChild = "ThreadSanitizer runs the child's waits and handlers";
 
 int exit_code(pid_t pid) {
   int status = 0;
@@ -124,7 +121,7 @@ TEST(StackDumps, AProcessThatCatchesTheSignalIsAsked) {
 }
 
 TEST(StackDumps, AThreadWhoseWaitTheSignalWouldCutShortIsSpared) {
-  SKIP_UNDER_TSAN();
+  if (test::kThreadSanitizer) GTEST_SKIP() << kTsanChild;
   pid_t pid = sleeper(false);
   ASSERT_GT(pid, 0);
   DumpRequest request = request_stack_dump(pid, false);
@@ -134,7 +131,7 @@ TEST(StackDumps, AThreadWhoseWaitTheSignalWouldCutShortIsSpared) {
 }
 
 TEST(StackDumps, AnotherThreadTakesTheRequestWhileTheMainOneSleeps) {
-  SKIP_UNDER_TSAN();
+  if (test::kThreadSanitizer) GTEST_SKIP() << kTsanChild;
   pid_t pid = sleeper(true);
   ASSERT_GT(pid, 0);
   DumpRequest request = request_stack_dump(pid, false);
