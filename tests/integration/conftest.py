@@ -15,12 +15,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "faults"))
 from zoo import free_port  # noqa: E402  (a port for a job's store, shared with the fault zoo)
 TRAINDOC = Path(os.environ.get("TRAINDOC_BIN", ROOT / "build" / "bin" / "traindoc"))
+# The build folder of the traindoc under test (TRAINDOC_BIN may name another build, such as a
+# sanitizer build): its agent, hook, crashers and stand-in libraries go with it.
+BUILD = TRAINDOC.parents[1]
 JOBS = Path(__file__).resolve().parent / "jobs"
 # The interpreter that has torch: the one running these tests (scripts/test picks it).
 PYTHON = os.environ.get("TRAINDOC_PYTHON", sys.executable)
 
 # The stand-in libnvidia-ml of tests/fakes/nvml.
-FAKE_NVML = ROOT / "build" / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
+FAKE_NVML = BUILD / "tests" / "fakes" / "nvml" / "libnvidia-ml.so.1"
 
 
 def nvml_env(tmp_path, scenario=None, **extra):

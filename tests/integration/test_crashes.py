@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, ROOT, python_job
+from conftest import BUILD, PYTHON, python_job
 
-CRASHERS = Path(os.environ.get("TRAINDOC_CRASHERS", ROOT / "build" / "tests" / "crashers"))
+CRASHERS = Path(os.environ.get("TRAINDOC_CRASHERS", BUILD / "tests" / "crashers"))
 
 CASES = [
     # crasher, root-cause kind, blame function, words of the explanation

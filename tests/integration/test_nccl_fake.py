@@ -8,16 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import BUILD
 
-FAKES = ROOT / "build" / "tests" / "fakes" / "nccl"
+FAKES = BUILD / "tests" / "fakes" / "nccl"
 JOB = FAKES / "nccl_job"
 # The same job in a module opened RTLD_LOCAL, with NCCL as its dependency: PyTorch's layout.
 LOCAL_JOB = [FAKES / "nccl_job_loader", FAKES / "libnccl_job_module.so"]
 # PyTorch's layout beside a framework that bundles a copy of NCCL and exports it, in one process.
 TWO_NCCLS = [FAKES / "nccl_job_loader",
              f"{FAKES / 'libnccl_job_module.so'},{FAKES / 'libnccl_job_bundled.so'}"]
-AGENT = ROOT / "build" / "lib" / "libtraindoc_agent.so"
+AGENT = BUILD / "lib" / "libtraindoc_agent.so"
 
 
 def ranks(tmp_path, count, fault, job=(JOB,)):

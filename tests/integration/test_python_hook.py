@@ -9,9 +9,9 @@ import sys
 import textwrap
 import types
 
-from conftest import PYTHON, ROOT, free_port, python_job
+from conftest import BUILD, PYTHON, ROOT, free_port, python_job
 
-HOOK_DIR = ROOT / "build" / "python"
+HOOK_DIR = BUILD / "python"
 
 REPORT_HOOK = """
 import sys

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import JOBS, ROOT, python_job, torchrun_ranks
+from conftest import BUILD, JOBS, python_job, torchrun_ranks
 
 
 def step_rows(run):
@@ -123,6 +123,6 @@ def test_pytorch_2_optimizer_hook_counts(tmp_path):
         print(len(hooks), sent[-1])
         """
     )
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "build" / "python"))
+    env = dict(os.environ, PYTHONPATH=str(BUILD / "python"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True)
     assert out.stdout.decode().split("\n")[0] == "1 (1, 3)"
