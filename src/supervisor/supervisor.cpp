@@ -243,10 +243,12 @@ class Loop {
     int64_t limit_at_ns = 0;
   };
   std::vector<TimeLimitWatch> m_time_limits;
-  // The idle watch: each process's CPU seconds at the last walk, the output seen, when the job
-  // last used CPU or printed, and since when it is idle once told (0: not idle).
+  // The idle watch: each process's CPU seconds at the last walk, the output seen, the processes
+  // known, when the job last used CPU, printed or started one, and since when it is idle once
+  // told (0: not idle).
   std::map<int, double> m_cpu_seen;
   uint64_t m_output_seen = 0;
+  size_t m_processes_seen = 0;
   int64_t m_active_ns = 0;
   int64_t m_idle_since_ns = 0;
   int m_dump_walks = 0;  // walks left whose CPU the stacks' dumps may have taken
@@ -778,9 +780,13 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
     window_cpu_s -= m_cpu_window.front().second;
     m_cpu_window.pop_front();
   }
+  // A job that starts processes is at work, however short they live: a walk sees none of their
+  // CPU, and their parent mostly waits for them.
   bool active = window_cpu_s > kIdleCpuShare * static_cast<double>(covered_ns) / 1e9 ||
-                output_bytes != m_output_seen || m_active_ns == 0;
+                output_bytes != m_output_seen || m_table.size() != m_processes_seen ||
+                m_active_ns == 0;
   m_output_seen = output_bytes;
+  m_processes_seen = m_table.size();
   if (active) {
     if (m_idle_since_ns != 0) {
       m_store.add_event({t_ns, "job-resumed", 0,

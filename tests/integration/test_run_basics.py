@@ -350,6 +350,17 @@ def test_a_timeout_that_ran_out_is_the_jobs_time_limit(traindoc, tmp_path):
     assert all(f["kind"] != "launcher-exit" for f in run.report["findings"]), run.report
 
 
+def test_a_job_that_keeps_starting_short_processes_is_not_idle(traindoc):
+    """A driver that runs one short program after another uses almost no CPU itself, and no walk
+    sees its programs' CPU: the processes it starts are its activity."""
+    code = ("import subprocess, time\nstart = time.time()\n"
+            "while time.time() - start < 4: subprocess.run(['sleep', '0.05'])\n")
+    run = traindoc(python_job(code), "--stall-seconds", "1.5", "--interval", "0.2")
+    assert run.status == 0, run.stderr
+    assert b"the job is idle" not in run.stderr, run.stderr
+    assert all(f["kind"] != "job-idle" for f in run.report["findings"]), run.report
+
+
 def test_an_idle_spell_is_told_with_where_the_job_waited(traindoc):
     """No CPU and no output for --stall-seconds: said on the terminal while it lasts, and in the
     report as a pause the job came out of, with the stack it waited in."""
