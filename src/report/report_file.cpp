@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "common/file_descriptor.h"
 #include "common/write_all.h"
 
 namespace traindoc::report {
@@ -23,25 +24,6 @@ namespace {
 // Attempts at a fresh temporary name: each is 64 random bits, so only a name planted on purpose
 // (or a broken random source) is ever taken.
 constexpr int kNameAttempts = 100;
-
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : m_fd(fd) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() { close(); }
-
-  int get() const { return m_fd; }
-  // Closes now, as the last step of a write: NFS and some quotas report a full disk only here.
-  int close() {
-    int result = m_fd >= 0 ? ::close(m_fd) : 0;
-    m_fd = -1;
-    return result;
-  }
-
- private:
-  int m_fd;
-};
 
 // Why a step failed, as errno said it.
 [[noreturn]] void fail(const std::string& path, std::string_view step, int error) {
@@ -60,7 +42,7 @@ uint64_t random_bits(int attempt) {
 
 void write_report_file(const std::string& run_dir, std::string_view name, std::string_view text) {
   std::string path = fmt::format("{}/{}", run_dir, name);
-  Descriptor dir(open(run_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  common::FileDescriptor dir(open(run_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0) fail(path, "open the folder", errno);
 
   std::string temporary;
@@ -73,7 +55,7 @@ void write_report_file(const std::string& run_dir, std::string_view name, std::s
   }
   if (fd < 0) fail(path, "create a temporary file", EEXIST);
 
-  Descriptor file(fd);
+  common::FileDescriptor file(fd);
   try {
     if (!common::write_all(file.get(), text.data(), text.size())) fail(path, "write", errno);
     // On disk before the rename: after a crash of the machine, the old report or the new one.

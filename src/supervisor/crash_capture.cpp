@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/hex.h"
 #include "store/memory_map.h"
 #include "supervisor/proc/process_identity.h"
 
@@ -35,13 +36,7 @@ std::string code_at(int pid, uint64_t pc, const std::string& maps) {
   size_t wanted = std::min<uint64_t>(sizeof(bytes), code->end - pc);
   ssize_t n = pread(fd, bytes, wanted, static_cast<off_t>(pc));
   close(fd);
-  std::string hex;
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (ssize_t i = 0; i < n; ++i) {
-    hex += kDigits[bytes[i] >> 4];
-    hex += kDigits[bytes[i] & 15];
-  }
-  return hex;
+  return n > 0 ? common::hex_bytes(bytes, static_cast<size_t>(n)) : "";
 }
 
 }  // namespace

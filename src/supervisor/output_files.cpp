@@ -14,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/hex.h"
 #include "common/layout.h"
 #include "common/output_socket.h"
 #include "supervisor/proc/proc_files.h"
@@ -71,29 +72,10 @@ std::optional<OutputFile> receive(int connection, bool& done) {
 
 }  // namespace
 
-FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int FileDescriptor::release() {
-  return std::exchange(m_fd, -1);
-}
-
-void FileDescriptor::reset(int fd) {
-  if (m_fd >= 0) close(m_fd);
-  m_fd = fd;
-}
-
 OutputFilesReader::OutputFilesReader() {
   unsigned char random[12];
   if (getrandom(random, sizeof(random), 0) != sizeof(random)) return;
-  std::string name = "traindoc-";
-  static constexpr char kDigits[] = "0123456789abcdef";
-  for (unsigned char byte : random) {
-    name += kDigits[byte >> 4];
-    name += kDigits[byte & 15];
-  }
+  std::string name = "traindoc-" + common::hex_bytes(random, sizeof(random));
   static_assert(sizeof(common::AgentHeader::outputs_socket) > 9 + 2 * sizeof(random));
   m_listener.reset(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   sockaddr_un address{};

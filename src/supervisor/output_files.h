@@ -7,27 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "common/file_descriptor.h"
 #include "store/evidence.h"
 
 namespace traindoc::supervisor {
 
-// An owned descriptor, closed with its holder.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd = -1) : m_fd(fd) {}
-  ~FileDescriptor() { reset(); }
-  FileDescriptor(FileDescriptor&& other) noexcept : m_fd(other.release()) {}
-  FileDescriptor& operator=(FileDescriptor&& other) noexcept;
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-
-  int get() const { return m_fd; }
-  int release();
-  void reset(int fd = -1);
-
- private:
-  int m_fd = -1;
-};
+using common::FileDescriptor;
 
 struct OutputFile {
   store::LogWriter writer;  // the pid as the kernel told it; the descriptor number and time, told

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/hex.h"
 #include "store/symbol_name.h"
 
 namespace traindoc::supervisor {
@@ -123,16 +124,6 @@ struct DebugSearch {
   const SymbolizerOptions* options = nullptr;
 };
 
-std::string hex(const unsigned char* bits, size_t len) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < len; ++i) {
-    out += kDigits[bits[i] >> 4];
-    out += kDigits[bits[i] & 0xf];
-  }
-  return out;
-}
-
 bool file_crc_matches(int fd, GElf_Word expected) {
   uLong crc = crc32(0L, Z_NULL, 0);
   std::vector<unsigned char> buffer(1 << 16);
@@ -209,7 +200,8 @@ int find_debuginfo_local(Dwfl_Module* mod, void** userdata, const char* /*modnam
   if (id_len < 0) id_len = 0;
   bool alt = debuglink_file != nullptr && debuglink_crc == 0;
   if (id_len > 1 && !alt) {
-    std::string name = hex(id, 1) + "/" + hex(id + 1, static_cast<size_t>(id_len - 1)) + ".debug";
+    std::string name = common::hex_bytes(id, 1) + "/" +
+                       common::hex_bytes(id + 1, static_cast<size_t>(id_len - 1)) + ".debug";
     for (const std::string& root : roots) {
       std::string path = root;
       path.append("/.build-id/").append(name);
