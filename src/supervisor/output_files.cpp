@@ -31,7 +31,7 @@ constexpr size_t kMaxWaiting = 256;
 bool trusted_peer(const ucred& peer) {
   if (peer.uid == geteuid()) return true;
   std::optional<ProcStat> stat = read_proc_stat(peer.pid);
-  return stat && runs_below(peer.pid, stat->starttime, getpid());
+  return stat && below(*stat, getpid());
 }
 
 // The note and the descriptor on one connection; nullopt while the note is not there yet.

@@ -352,9 +352,12 @@ size_t Loop::read_agent() {
     // Gone before any walk (a fork that ended at once, reaped behind the agent's back): taken on
     // the word of the job process it names as its parent. Such a process is only reported;
     // nothing is read from /proc or sent for it, which needs it alive below traindoc.
-    bool ours =
-        m_table.vouches_for(pid, start_ticks) || runs_below(pid, start_ticks, getpid()) ||
-        (!same_process(pid, start_ticks) && (m_table.knows(ppid) || vouched.contains(ppid)));
+    bool ours = m_table.vouches_for(pid, start_ticks);
+    if (!ours) {
+      Whereabouts where = locate(pid, start_ticks, getpid());
+      ours = where == Whereabouts::kBelow ||
+             (where == Whereabouts::kGone && (m_table.knows(ppid) || vouched.contains(ppid)));
+    }
     if (ours) vouched.insert(pid);
     return ours;
   });

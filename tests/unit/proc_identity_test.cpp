@@ -85,6 +85,8 @@ TEST(SignalProcessTest, OnlyProcessesBelowAnAncestorRunBelowIt) {
   EXPECT_FALSE(runs_below(grandchild, start_of(grandchild) + 1, getpid()));
   EXPECT_FALSE(runs_below(getpid(), start_of(getpid()), shell));
   EXPECT_FALSE(runs_below(1, start_of(1), getpid()));
+  EXPECT_EQ(locate(grandchild, start_of(grandchild) + 1, getpid()), Whereabouts::kGone);
+  EXPECT_EQ(locate(1, start_of(1), getpid()), Whereabouts::kElsewhere);
   kill(grandchild, SIGKILL);
   kill(shell, SIGKILL);
   waitpid(shell, nullptr, 0);

@@ -16,16 +16,21 @@ bool same_process(int pid, uint64_t start_ticks) {
   return stat && stat->starttime == start_ticks;
 }
 
-bool runs_below(int pid, uint64_t start_ticks, int ancestor) {
-  std::optional<ProcStat> stat = read_proc_stat(pid);
-  if (!stat || stat->starttime != start_ticks) return false;
+bool below(const ProcStat& stat, int ancestor) {
+  std::optional<ProcStat> at = stat;
   // Bounded: a parent that ends mid-walk may leave its pid to a newer process.
-  for (int depth = 0; stat && depth < 1024; ++depth) {
-    if (stat->ppid == ancestor) return true;
-    if (stat->ppid <= 1) return false;
-    stat = read_proc_stat(stat->ppid);
+  for (int depth = 0; at && depth < 1024; ++depth) {
+    if (at->ppid == ancestor) return true;
+    if (at->ppid <= 1) return false;
+    at = read_proc_stat(at->ppid);
   }
   return false;
+}
+
+Whereabouts locate(int pid, uint64_t start_ticks, int ancestor) {
+  std::optional<ProcStat> stat = read_proc_stat(pid);
+  if (!stat || stat->starttime != start_ticks) return Whereabouts::kGone;
+  return below(*stat, ancestor) ? Whereabouts::kBelow : Whereabouts::kElsewhere;
 }
 
 bool signal_process(int pid, uint64_t start_ticks, int sig) {

@@ -21,8 +21,19 @@ bool signal_process(int pid, uint64_t start_ticks, int sig);
 // Whether the process holding `pid` now started at `start_ticks`.
 bool same_process(int pid, uint64_t start_ticks);
 
-// Whether that process is alive (or a zombie) below `ancestor` now: its parent, or its parent's,
-// and so on (orphans are adopted by a subreaper, which traindoc is to its job).
-bool runs_below(int pid, uint64_t start_ticks, int ancestor);
+struct ProcStat;
+
+// Whether the process /proc described as `stat` is below `ancestor` now: its parent, or its
+// parent's, and so on (orphans are adopted by a subreaper, which traindoc is to its job).
+bool below(const ProcStat& stat, int ancestor);
+
+// Where the process (pid, start_ticks) is now: gone (no process holds the pid with that start
+// time), alive (or a zombie) below `ancestor`, or elsewhere.
+enum class Whereabouts { kGone, kBelow, kElsewhere };
+Whereabouts locate(int pid, uint64_t start_ticks, int ancestor);
+
+inline bool runs_below(int pid, uint64_t start_ticks, int ancestor) {
+  return locate(pid, start_ticks, ancestor) == Whereabouts::kBelow;
+}
 
 }  // namespace traindoc::supervisor
