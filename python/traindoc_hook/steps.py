@@ -23,11 +23,26 @@ _MIN_INTERVAL_S = 0.01
 _counts = [0, 0, 0, 0]  # by kind
 _sent = [0, 0, 0, 0]  # the totals the agent has
 _sent_at = [0.0, 0.0, 0.0, 0.0]
+_pid = None  # the process the counts above are of
 _step = None
+
+
+def _own():
+    """Starts the counts from zero in the child of a fork (a DataLoader worker): its steps are
+    its own. Checked here rather than in an at-fork handler, which would run Python code in every
+    child of every fork, most of which never step."""
+    global _pid
+    pid = os.getpid()
+    if pid != _pid:
+        _pid = pid
+        _counts[:] = [0, 0, 0, 0]
+        _sent[:] = [0, 0, 0, 0]
+        _sent_at[:] = [0.0, 0.0, 0.0, 0.0]
 
 
 def count(kind):
     """One more step of `kind` in this process."""
+    _own()
     _counts[kind] += 1
     now = time.monotonic()
     if now - _sent_at[kind] >= _MIN_INTERVAL_S:
@@ -38,6 +53,7 @@ def count(kind):
 def current():
     """This process's training step so far: its optimizer steps, else its backward calls (what
     the collective records carry as their step)."""
+    _own()
     return _counts[OPTIMIZER] or _counts[BACKWARD]
 
 
@@ -47,16 +63,10 @@ def _send(kind):
 
 
 def _flush():
+    _own()
     for kind, total in enumerate(_counts):
         if total != _sent[kind]:
             _send(kind)
-
-
-def _forget():
-    """In the child of a fork (a DataLoader worker): its steps are its own, from zero."""
-    _counts[:] = [0, 0, 0, 0]
-    _sent[:] = [0, 0, 0, 0]
-    _sent_at[:] = [0.0, 0.0, 0.0, 0.0]
 
 
 def _counting(function, kind):
@@ -104,7 +114,7 @@ def install():
         return
     _step.restype = None
     _step.argtypes = [ctypes.c_int, ctypes.c_int64]
-    os.register_at_fork(after_in_child=_forget)
+    _own()
     atexit.register(_flush)
     _imports.when_imported("torch.optim.optimizer", _patch_optimizer)
     _imports.when_imported("torch.autograd", _patch_autograd)

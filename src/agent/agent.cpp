@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "agent/crash.h"
 #include "common/clock.h"
 #include "common/rank_env.h"
 
@@ -24,7 +25,11 @@ using common::AgentHeader;
 using common::Slot;
 
 void* g_base = nullptr;
-char g_slots_path[4096];  // <run>/agent/slots
+// The run folder, copied at start-up: a job may write over its environment's strings (as
+// setproctitle does). A page of its own (CMakeLists.txt: the variables every process writes
+// share one page).
+alignas(4096) char g_run_dir[kMaxRunDir + 1];
+size_t g_run_dir_length = 0;
 Slot* g_slot = nullptr;
 // Whether the blocks of g_slot's collective ring are allocated: 0 not yet, 1 yes, 2 no room.
 // Allocated at the first collective, as most processes make none.
@@ -106,7 +111,9 @@ void copy_cmdline(char* out, size_t size, int argc, char** argv) {
 // the process goes without rather than die of SIGBUS. The file is opened again, as the job may
 // have closed or reused any descriptor kept from start-up. Async-signal-safe.
 bool allocate_in_file(size_t offset, size_t length) {
-  int fd = open(g_slots_path, O_RDWR | O_CLOEXEC);
+  char path[kRunPathSize];
+  run_file_path(path, common::kAgentFileName);
+  int fd = open(path, O_RDWR | O_CLOEXEC);
   bool backed = fd >= 0 && common::allocate_range(fd, offset, length);
   if (fd >= 0) close(fd);
   return backed;
@@ -166,10 +173,11 @@ void on_fork_child() {
 }
 
 bool map_agent_file(const char* run_dir) {
-  char* path = g_slots_path;
-  if (run_file_path(path, sizeof(g_slots_path), run_dir, common::kAgentFileName) == 0) {
-    return false;
-  }
+  g_run_dir_length = strnlen(run_dir, sizeof(g_run_dir));
+  if (g_run_dir_length == 0 || g_run_dir_length > kMaxRunDir) return false;
+  memcpy(g_run_dir, run_dir, g_run_dir_length + 1);
+  char path[kRunPathSize];
+  run_file_path(path, common::kAgentFileName);
   int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) return false;
   void* base = mmap(nullptr, common::agent_file_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -197,7 +205,7 @@ void exit_handler(int status, void*) {
 __attribute__((constructor)) void start_agent(int argc, char** argv, char** /*envp*/) {
   int saved_errno = errno;
   const char* run_dir = getenv(common::kRunDirEnv);
-  if (run_dir != nullptr && *run_dir != '\0' && map_agent_file(run_dir)) {
+  if (run_dir != nullptr && map_agent_file(run_dir)) {
     resolve_hooks();
     g_pid = getpid();
     g_slot = claim_slot();
@@ -215,22 +223,27 @@ __attribute__((constructor)) void start_agent(int argc, char** argv, char** /*en
     note_output_files(static_cast<const AgentHeader*>(g_base)->outputs_socket);
     pthread_atfork(nullptr, nullptr, on_fork_child);
     on_exit(exit_handler, nullptr);
-    start_crash_capture(run_dir);
-    start_stack_dumps(run_dir);
+    start_crash_capture();
+    start_stack_dumps();
   }
   errno = saved_errno;
 }
 
 }  // namespace
 
-size_t run_file_path(char* out, size_t size, const char* run_dir, const char* name, size_t tail) {
-  size_t dir_len = strlen(run_dir);
-  size_t name_len = strlen(name);
-  if (dir_len + 1 + name_len + (tail > 0 ? tail : 1) > size) return 0;
-  memcpy(out, run_dir, dir_len);
-  out[dir_len] = '/';
-  memcpy(out + dir_len + 1, name, name_len + 1);
-  return dir_len + 1 + name_len;
+void run_file_path(char (&out)[kRunPathSize], const char* name, pid_t pid) {
+  memcpy(out, g_run_dir, g_run_dir_length);
+  size_t used = g_run_dir_length;
+  out[used++] = '/';
+  size_t name_length = strlen(name);
+  memcpy(out + used, name, name_length);
+  used += name_length;
+  if (pid > 0) {
+    used += format_decimal(out + used, static_cast<uint64_t>(pid));
+    memcpy(out + used, ".txt", 4);
+    used += 4;
+  }
+  out[used] = '\0';
 }
 
 void note_exit(int status) {

@@ -2,6 +2,8 @@
 // the table of interposed libc functions. Everything callable from hooks is async-signal-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -30,11 +32,13 @@ void resolve_hooks();
 // This process's slot; nullptr without one. Async-signal-safe.
 common::Slot* current_slot();
 
-// Writes "<run_dir>/<name>" into `out` (`size` bytes) with `tail` bytes free after the name, its
-// NUL among them (a pid and an extension may be written there later); returns the length up to
-// the end of the name, 0 when that does not fit. Async-signal-safe.
-size_t run_file_path(char* out, size_t size, const char* run_dir, const char* name,
-                     size_t tail = 1);
+// Room for "<run>/<name>" and "<pid>.txt" after it: the run folder's path is at most
+// kMaxRunDir bytes (longer, the agent stays inactive) and every name under 32.
+constexpr size_t kMaxRunDir = 4095;
+constexpr size_t kRunPathSize = kMaxRunDir + 64;
+
+// Writes "<run>/<name>" into `out`, followed by "<pid>.txt" where `pid` > 0. Async-signal-safe.
+void run_file_path(char (&out)[kRunPathSize], const char* name, pid_t pid = 0);
 
 // Tells the supervisor which of this process's stdout and stderr are files (a shell's
 // `2> err.log`, a launcher's redirect), so that it reads what the process writes there: at
@@ -52,13 +56,13 @@ common::CollectiveRing* current_collective_ring();
 
 // Crash capture (crash_handler.cpp): installs the fatal-signal handlers, the alternate stacks
 // and what the handler needs, at start-up once the slots file is mapped.
-void start_crash_capture(const char* run_dir);
+void start_crash_capture();
 
 // In the child of a fork without exec: the child's crashes are its own. Async-signal-safe.
 void reset_crash_capture_after_fork();
 
 // Stack dumps on request (stack_dump.cpp): installs the handler of kStackDumpSignal at start-up.
-void start_stack_dumps(const char* run_dir);
+void start_stack_dumps();
 
 // In the child of a fork without exec: its main thread is the one that forked.
 // Async-signal-safe.

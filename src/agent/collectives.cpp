@@ -21,7 +21,9 @@ struct GroupCounter {
   std::atomic<uint64_t> calls{0};
 };
 
-GroupCounter g_groups[kGroupTable];
+// Written only by processes that make collectives: apart from the page every process writes at
+// start-up (CMakeLists.txt).
+alignas(4096) GroupCounter g_groups[kGroupTable];
 
 }  // namespace
 

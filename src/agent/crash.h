@@ -36,7 +36,7 @@ bool crash_capture_dying();
 
 // Start-up: warms up native_backtrace(), resolves the CPython dump entry points, prepares the path
 // prefix of <run>/agent/python-<pid>.txt. Outside any handler.
-void prepare_crash_record(const char* run_dir);
+void prepare_crash_record();
 
 // Fills siginfo, thread, registers and stack bounds, and frames[0] = the pc: nothing that reads
 // memory the crash may have damaged. Async-signal-safe.

@@ -357,8 +357,8 @@ bool crash_capture_dying() {
   return g_dying.load(std::memory_order_relaxed);
 }
 
-void start_crash_capture(const char* run_dir) {
-  prepare_crash_record(run_dir);
+void start_crash_capture() {
+  prepare_crash_record();
   prepare_thread_stacks();
   struct sigaction action = our_action();
   for (int sig : kCrashSignals) {

@@ -29,12 +29,6 @@ using IsInitializedFn = int (*)();
 DumpThreadsFn g_py_dump = nullptr;
 IsInitializedFn g_py_initialized = nullptr;
 
-// "<run>/agent/python-" followed, at crash time, by the pid and ".txt". Only the thread that
-// owns the crash record writes the tail.
-char g_python_path[4096];
-size_t g_python_prefix = 0;
-constexpr size_t kPathTail = 32;  // pid digits + ".txt" + NUL
-
 // Our own frames (handler, capture) and the signal trampoline above the faulting frame.
 constexpr int kOwnFrames = 32;
 
@@ -159,17 +153,13 @@ size_t format_decimal(char* out, uint64_t value) {
   return n;
 }
 
-void prepare_crash_record(const char* run_dir) {
+void prepare_crash_record() {
   // The unwinder's one-time set-up (a pthread_once), never first in a handler.
   void* warm_up[1];
   native_backtrace(warm_up, 1);
 
   g_py_dump = reinterpret_cast<DumpThreadsFn>(dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads"));
   g_py_initialized = reinterpret_cast<IsInitializedFn>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
-
-  // Completed with the pid, ".txt" and the NUL at crash time.
-  g_python_prefix =
-      run_file_path(g_python_path, sizeof(g_python_path), run_dir, "agent/python-", kPathTail);
 }
 
 // Async-signal-safe.
@@ -232,12 +222,11 @@ bool write_python_traceback(int fd) {
 
 // Async-signal-safe.
 bool dump_python_traceback() {
-  if (g_py_dump == nullptr || g_py_initialized == nullptr || g_python_prefix == 0) return false;
+  if (g_py_dump == nullptr || g_py_initialized == nullptr) return false;
   if (g_py_initialized() == 0) return false;
-  char* tail = g_python_path + g_python_prefix;
-  size_t n = format_decimal(tail, static_cast<uint64_t>(getpid()));
-  memcpy(tail + n, ".txt", 5);
-  int fd = open(g_python_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  char path[kRunPathSize];
+  run_file_path(path, "agent/python-", getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   bool written = write_python_traceback(fd);
   close(fd);

@@ -426,7 +426,9 @@ constexpr const char* kNames[kFnCount] = {"ncclAllReduce",
                                           "ncclCommCount",
                                           "ncclCommGetAsyncError"};
 
-Slot g_next[kFnCount];
+// Written only by processes that load NCCL: apart from the page every process writes at start-up
+// (CMakeLists.txt).
+alignas(4096) Slot g_next[kFnCount];
 
 // Calls the real function, or fails as NCCL would on an internal error when there is none (the
 // program called our symbol without NCCL loaded).

@@ -19,9 +19,6 @@ namespace {
 
 constexpr int kNativeFrames = 64;
 
-// "<run>/agent/stack-", completed with the pid and ".txt" in the handler.
-char g_path[4096];
-size_t g_prefix = 0;
 // The main thread's id as Python names threads (pthread_self), for the supervisor to find its
 // Python stack when another thread takes the request.
 pthread_t g_main_thread{};
@@ -48,10 +45,9 @@ void write_hex_line(int fd, uint64_t value) {
 
 // Async-signal-safe.
 void dump_stacks() {
-  char* tail = g_path + g_prefix;
-  size_t n = format_decimal(tail, static_cast<uint64_t>(getpid()));
-  memcpy(tail + n, ".txt", 5);
-  int fd = open(g_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  char path[kRunPathSize];
+  run_file_path(path, "agent/stack-", getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return;
   static constexpr char kThread[] = "thread: ";
   write_text(fd, kThread, sizeof(kThread) - 1);
@@ -93,10 +89,7 @@ void stack_dump_handler(int sig, siginfo_t* info, void* /*context*/) {
 }  // namespace
 
 // A program that already handles the signal keeps it: then this process gives no stack dumps.
-void start_stack_dumps(const char* run_dir) {
-  // The pid and ".txt" are written after the name in the handler.
-  g_prefix = run_file_path(g_path, sizeof(g_path), run_dir, "agent/stack-", 1 + 32);
-  if (g_prefix == 0) return;
+void start_stack_dumps() {
   g_main_thread = pthread_self();
   int sig = common::stack_dump_signal();
   struct sigaction previous {};

@@ -84,6 +84,32 @@ def test_ddp_ranks_count_their_steps_and_workers_none(traindoc):
     assert all("steps" not in p for p in others), others
 
 
+FORKED = """
+import os, sys, torch
+model = torch.nn.Linear(4, 1)
+def backward(times):
+    for _ in range(times):
+        model(torch.randn(2, 4)).sum().backward()
+backward(5)
+for child_steps in (2, 0):
+    pid = os.fork()
+    if pid == 0:
+        backward(child_steps)
+        sys.exit(0)  # through the exit handlers, where the hook sends its last counts
+    os.waitpid(pid, 0)
+backward(1)
+"""
+
+
+def test_a_fork_child_counts_its_own_steps_from_zero(traindoc):
+    """A child forked after steps (a DataLoader worker) starts from zero: one that steps has its
+    own count, one that never steps has none, and the parent keeps counting its own."""
+    run = traindoc(python_job(FORKED))
+    assert run.status == 0, run.stderr.decode()[-2000:]
+    steps = [p.get("steps") for p in run.report["processes"]]
+    assert sorted(s["backward"] for s in steps if s) == [2, 6] and steps.count(None) == 1, steps
+
+
 FAST = """
 import torch
 model = torch.nn.Linear(1, 1)
