@@ -105,7 +105,7 @@ void classify_segv(const store::Crash& crash, const std::vector<store::MemoryMap
       (crash.sp != 0 && crash.fault_addr <= crash.sp && crash.sp - crash.fault_addr < 65536 &&
        (target == nullptr || target->perms.starts_with("---")));
   if (near_stack) {
-    facts.kind = "stack-overflow";
+    facts.kind = FindingKind::kStackOverflow;
     facts.what = "stack overflow: the thread ran past the end of its stack (fault at " +
                  hex(crash.fault_addr) + ", stack pointer " + hex(crash.sp) + ")";
     facts.fix =
@@ -114,7 +114,7 @@ void classify_segv(const store::Crash& crash, const std::vector<store::MemoryMap
         "pthread_attr_setstacksize for others).";
     return;
   }
-  facts.kind = "native-crash";
+  facts.kind = FindingKind::kNativeCrash;
   if (crash.code == SI_KERNEL) {
     // x86-64 reports a non-canonical pointer as a general protection fault, without an address.
     facts.what =
@@ -148,7 +148,7 @@ void classify_bus(const store::Crash& crash, const std::vector<store::MemoryMapp
   const store::MemoryMapping* target = store::find_mapping(maps, crash.fault_addr);
   std::string path = target != nullptr ? target->path : "";
   if (path.starts_with("/dev/shm/")) {
-    facts.kind = "shm-exhausted";
+    facts.kind = FindingKind::kShmExhausted;
     facts.what = "bus error in shared memory " + path + ": /dev/shm is full";
     if (const store::HostSample* host = host_at(evidence, crash.time_ns);
         host != nullptr && host->shm_total) {
@@ -161,14 +161,14 @@ void classify_bus(const store::Crash& crash, const std::vector<store::MemoryMapp
         "--shm-size=8g (or --ipc=host); or lower batch size, num_workers or prefetch_factor; "
         "remove stale /dev/shm/torch_* files.";
   } else if (!path.empty() && !path.starts_with("[")) {
-    facts.kind = "bus-error";
+    facts.kind = FindingKind::kBusError;
     facts.what = "bus error reading the memory-mapped file " + path +
                  ": the file is shorter than its mapping (truncated or rewritten while in use)";
     facts.fix =
         "Do not truncate or overwrite a file another process has mapped (a dataset or checkpoint "
         "being rewritten); write to a new file and rename it into place.";
   } else {
-    facts.kind = "bus-error";
+    facts.kind = FindingKind::kBusError;
     facts.what =
         "bus error at " + hex(crash.fault_addr) +
         (crash.code == BUS_ADRALN ? " (misaligned access)" : " (hardware or mapping fault)");
@@ -177,7 +177,7 @@ void classify_bus(const store::Crash& crash, const std::vector<store::MemoryMapp
 }
 
 void classify_ill(const store::Crash& crash, const store::Evidence& evidence, CrashFacts& facts) {
-  facts.kind = "illegal-instruction";
+  facts.kind = FindingKind::kIllegalInstruction;
   const std::string& code = crash.code_bytes;
   std::string flags = cpu_flags(evidence);
   if (code.starts_with("0f0b")) {
@@ -202,7 +202,7 @@ void classify_ill(const store::Crash& crash, const store::Evidence& evidence, Cr
 
 void classify_abort(const store::Crash& crash, const store::Evidence& evidence,
                     const ProcessSummary* process, CrashFacts& facts) {
-  facts.kind = "abort";
+  facts.kind = FindingKind::kAbort;
   std::vector<const store::LogLine*> messages = abort_messages(crash, evidence, process);
   std::string said;
   for (const store::LogLine* line : messages) {
@@ -289,14 +289,14 @@ CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context)
       classify_abort(crash, context.evidence, context.process(crash.pid, crash.start_ticks), facts);
       break;
     case SIGFPE:
-      facts.kind = "fpe";
+      facts.kind = FindingKind::kFpe;
       facts.what = crash.code == FPE_INTDIV   ? "integer division by zero"
                    : crash.code == FPE_INTOVF ? "integer overflow (INT_MIN / -1)"
                                               : "arithmetic exception";
       facts.fix = "Guard the divisor in the blame frame (an empty batch or a zero count).";
       break;
     default:
-      facts.kind = "native-crash";
+      facts.kind = FindingKind::kNativeCrash;
       facts.what = "fatal signal " + std::to_string(crash.signo);
       facts.fix = "Check the blame frame.";
   }

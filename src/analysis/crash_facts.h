@@ -14,7 +14,7 @@
 namespace traindoc::analysis {
 
 struct CrashFacts {
-  std::string kind;  // finding kind: native-crash, stack-overflow, abort, fpe, ...
+  FindingKind kind = FindingKind::kNativeCrash;
   std::string what;  // "null pointer dereference (read of address 0x0)"
   std::string fix;
   int blame = -1;                     // index into the crash's frames

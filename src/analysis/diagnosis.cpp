@@ -218,7 +218,8 @@ void merge_same(std::vector<TimedFinding>& found) {
     // A hang the checker saw names who never came; a rank's timeout text of it, however early
     // it was stamped, names the one that waited, and is evidence. (For a peer that left, the
     // texts' account, with each rank's steps, stays first.)
-    if (timed.from_checker && !same->from_checker && timed.finding.kind == "collective-missing") {
+    if (timed.from_checker && !same->from_checker &&
+        timed.finding.kind == FindingKind::kCollectiveMissing) {
       int64_t first_ns = same->t_ns;
       std::swap(*same, timed);
       same->t_ns = first_ns;
@@ -226,8 +227,8 @@ void merge_same(std::vector<TimedFinding>& found) {
     Finding& into = same->finding;
     // A hang names the ranks that were missing; another rank's timeout, the same hang seen
     // from where it waited, is evidence and adds no one to look at.
-    bool waited = into.kind == "collective-missing" && !into.ranks.empty() &&
-                  timed.finding.kind == "collective-missing";
+    bool waited = into.kind == FindingKind::kCollectiveMissing && !into.ranks.empty() &&
+                  timed.finding.kind == FindingKind::kCollectiveMissing;
     if (!waited) {
       add_ranks(into.ranks, timed.finding.ranks);
       std::sort(into.ranks.begin(), into.ranks.end());
@@ -316,7 +317,8 @@ void mark_repeated(const RuleContext& context, std::vector<TimedFinding>& found)
 bool caused_by(const TimedFinding& root, const TimedFinding& later) {
   if (later.t_ns < root.t_ns) return false;
   return later.finding.severity != Severity::kWarning ||
-         later.finding.kind == "killed-externally" || later.finding.kind == "job-idle";
+         later.finding.kind == FindingKind::kKilledExternally ||
+         later.finding.kind == FindingKind::kJobIdle;
 }
 
 // Alike findings are grouped from this many on; fewer read well one by one.
@@ -379,8 +381,8 @@ void group_alike(const RuleContext& context, std::vector<TimedFinding>& found, b
   for (size_t i = from; i < found.size(); ++i) {
     const Finding& f = found[i].finding;
     bool caused = rooted && caused_by(found.front(), found[i]);
-    alike[f.kind + '\n' + to_string(f.severity) + '\n' + (caused ? "caused" : "") + '\n' +
-          alike_text(f.title) + '\n' + alike_text(f.fix)]
+    alike[std::string(to_string(f.kind)) + '\n' + to_string(f.severity) + '\n' +
+          (caused ? "caused" : "") + '\n' + alike_text(f.title) + '\n' + alike_text(f.fix)]
         .push_back(i);
   }
   std::vector<bool> grouped(found.size(), false);
@@ -432,7 +434,7 @@ std::vector<Finding> order_by_cause(const RuleContext& context, std::vector<Time
   bool finished = run_finished(context);
   auto leads = [&](const TimedFinding& t) {
     return t.finding.severity == Severity::kError ||
-           (t.finding.kind == "stop-requested" && !finished);
+           (t.finding.kind == FindingKind::kStopRequested && !finished);
   };
   std::stable_sort(found.begin(), found.end(), [&](const TimedFinding& a, const TimedFinding& b) {
     if (leads(a) != leads(b)) return leads(a);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/finding_kind.h"
 #include "analysis/roles.h"
 #include "store/evidence.h"
 
@@ -33,7 +34,7 @@ struct Repeats {
 };
 
 struct Finding {
-  std::string kind;  // one of DESIGN.md's finding kinds
+  FindingKind kind = FindingKind::kPythonException;
   Severity severity = Severity::kError;
   bool root_cause = false;
   std::string title;

@@ -246,7 +246,7 @@ std::map<int, uint64_t> peak_by_device(const store::GpuEvidence& gpu) {
 
 std::vector<PrintedFailure> printed_failures(const RuleContext& context,
                                              const std::vector<PythonTraceback>& tracebacks,
-                                             const std::vector<std::string>& kinds) {
+                                             const std::vector<std::optional<FindingKind>>& kinds) {
   std::vector<PrintedFailure> out;
   std::set<int> seen;
   for (const PythonTraceback& tb : tracebacks) {
@@ -429,7 +429,7 @@ bool looks_like_gpu_job(const store::Evidence& evidence) {
     }
     for (const SignatureMatch& m : match_line(text)) {
       gpu_job |= m.id.starts_with("cuda.") || m.id.starts_with("torch.cuda") ||
-                 m.kind == "gpu-oom" || m.kind == "gpu-fragmentation";
+                 m.kind == FindingKind::kGpuOom || m.kind == FindingKind::kGpuFragmentation;
     }
   }
   return gpu_job;

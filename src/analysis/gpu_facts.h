@@ -84,7 +84,7 @@ std::map<int, uint64_t> peak_by_device(const store::GpuEvidence& gpu);
 struct PrintedFailure {
   const ProcessSummary* process = nullptr;
   const PythonTraceback* traceback = nullptr;
-  std::string kind;  // the first matching signature's kind
+  std::optional<FindingKind> kind;  // the first matching signature's kind
   std::vector<SignatureMatch> matches;
   std::map<std::string, std::string> fields;
   int64_t t_ns = 0;
@@ -93,7 +93,7 @@ struct PrintedFailure {
 // prefix names, else the only rank, else the first process to exit non-zero after it.
 std::vector<PrintedFailure> printed_failures(const RuleContext& context,
                                              const std::vector<PythonTraceback>& tracebacks,
-                                             const std::vector<std::string>& kinds);
+                                             const std::vector<std::optional<FindingKind>>& kinds);
 
 // The log lines printed shortly before a traceback by the same process (same stream, same
 // launcher prefix): kernels' assertions, allocators' warnings that precede the exception; with

@@ -404,27 +404,27 @@ void network_unreachable(const SignatureMatch& m, KnownFailure& f) {
   f.fix = network_fix(m, host);
 }
 
-const std::map<std::string, Describer>& describers() {
-  static const std::map<std::string, Describer> kDescribers = {
-      {"label-out-of-range", label},
-      {"index-out-of-range", index},
-      {"worker-timeout", worker_timeout},
-      {"rendezvous-timeout", store_timeout},
-      {"ddp-unused-parameters", unused_parameters},
-      {"ddp-model-mismatch", model_mismatch},
-      {"collective-mismatch", collective_mismatch},
-      {"collective-missing", collective_missing},
-      {"launcher-bug", launcher_bug},
-      {"host-alloc-failed", host_alloc},
-      {"killed-externally", stopped_by_signal},
-      {"python-exception", describe_python},
-      {"bad-arguments", describe_python},
-      {"cuda-unavailable", cuda_unavailable},
-      {"port-in-use", port_in_use},
-      {"disk-full", disk_full},
-      {"checkpoint-corrupt", checkpoint_corrupt},
-      {"process-limit", process_limit},
-      {"network-unreachable", network_unreachable},
+const std::map<FindingKind, Describer>& describers() {
+  static const std::map<FindingKind, Describer> kDescribers = {
+      {FindingKind::kLabelOutOfRange, label},
+      {FindingKind::kIndexOutOfRange, index},
+      {FindingKind::kWorkerTimeout, worker_timeout},
+      {FindingKind::kRendezvousTimeout, store_timeout},
+      {FindingKind::kDdpUnusedParameters, unused_parameters},
+      {FindingKind::kDdpModelMismatch, model_mismatch},
+      {FindingKind::kCollectiveMismatch, collective_mismatch},
+      {FindingKind::kCollectiveMissing, collective_missing},
+      {FindingKind::kLauncherBug, launcher_bug},
+      {FindingKind::kHostAllocFailed, host_alloc},
+      {FindingKind::kKilledExternally, stopped_by_signal},
+      {FindingKind::kPythonException, describe_python},
+      {FindingKind::kBadArguments, describe_python},
+      {FindingKind::kCudaUnavailable, cuda_unavailable},
+      {FindingKind::kPortInUse, port_in_use},
+      {FindingKind::kDiskFull, disk_full},
+      {FindingKind::kCheckpointCorrupt, checkpoint_corrupt},
+      {FindingKind::kProcessLimit, process_limit},
+      {FindingKind::kNetworkUnreachable, network_unreachable},
   };
   return kDescribers;
 }
@@ -433,11 +433,13 @@ const std::map<std::string, Describer>& describers() {
 // fix after any more specific kind), then the number of values it extracted (the monitored
 // barrier's text beats the gloo timeout inside it).
 int weight(const SignatureMatch& m) {
-  if (!m.failure || m.kind.empty()) return -1;
+  if (!m.failure || !m.kind) return -1;
   int fields = static_cast<int>(std::count_if(m.fields.begin(), m.fields.end(), [](auto& kv) {
     return kv.first != "prefix" && kv.first != "prefix_rank" && kv.first != "exception_type";
   }));
-  int base = reports_another_process(m.kind) ? 0 : m.kind == "python-exception" ? 500 : 1000;
+  int base = reports_another_process(*m.kind)          ? 0
+             : m.kind == FindingKind::kPythonException ? 500
+                                                       : 1000;
   return base + fields;
 }
 
@@ -486,9 +488,10 @@ const char* const kCudaUnknownErrorFix =
     "(--gpus, or --device /dev/nvidia-uvm). CUDA_VISIBLE_DEVICES changed after CUDA started in "
     "the process gives the same error.";
 
-bool reports_another_process(const std::string& kind) {
-  static const std::set<std::string> kAboutAnother = {"worker-crash", "worker-exit", "peer-exited",
-                                                      "host-oom-killed"};
+bool reports_another_process(FindingKind kind) {
+  static const std::set<FindingKind> kAboutAnother = {
+      FindingKind::kWorkerCrash, FindingKind::kWorkerExit, FindingKind::kPeerExited,
+      FindingKind::kHostOomKilled};
   return kAboutAnother.contains(kind);
 }
 
@@ -501,8 +504,8 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
   if (best == nullptr) return std::nullopt;
   KnownFailure f;
   f.match = best;
-  f.kind = best->kind;
-  auto it = describers().find(best->kind);
+  f.kind = *best->kind;
+  auto it = describers().find(f.kind);
   if (it != describers().end()) it->second(*best, f);
   if (f.fix.empty()) f.fix = fix_for(f.kind);
   if (f.fix.empty()) {
@@ -518,61 +521,61 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
   return f;
 }
 
-std::string merge_key(const std::string& kind, const std::string& signature_id) {
-  static const std::set<std::string> kCollective = {"collective-mismatch", "collective-order",
-                                                    "collective-missing", "uneven-inputs",
-                                                    "peer-exited"};
-  return kCollective.contains(kind) ? kind : signature_id;
+std::string merge_key(FindingKind kind, const std::string& signature_id) {
+  static const std::set<FindingKind> kCollective = {
+      FindingKind::kCollectiveMismatch, FindingKind::kCollectiveOrder,
+      FindingKind::kCollectiveMissing, FindingKind::kUnevenInputs, FindingKind::kPeerExited};
+  return kCollective.contains(kind) ? std::string(to_string(kind)) : signature_id;
 }
 
-std::string fix_for(const std::string& kind) {
-  static const std::map<std::string, std::string> kFixes = {
-      {"label-out-of-range",
+std::string fix_for(FindingKind kind) {
+  static const std::map<FindingKind, std::string> kFixes = {
+      {FindingKind::kLabelOutOfRange,
        "A target label is outside [0, classes): check the label mapping and the number of "
        "classes, or pass ignore_index for the label that marks pixels to skip."},
-      {"index-out-of-range",
+      {FindingKind::kIndexOutOfRange,
        "An index exceeds its dimension: check the ids fed to the embedding or gather against "
        "its size."},
-      {"ddp-unused-parameters",
+      {FindingKind::kDdpUnusedParameters,
        "Some parameters took no part in the loss, so DDP's reduction never finished. Use every "
        "output in the loss, remove the unused layers, or pass find_unused_parameters=True "
        "(slower; static_graph=True when the pattern is fixed)."},
-      {"ddp-model-mismatch",
+      {FindingKind::kDdpModelMismatch,
        "The model differs across ranks: build it identically everywhere (same config, same "
        "conditional layers, same vocabulary) and freeze the same parameters on every rank (DDP "
        "counts only those that require grad) before wrapping it in DDP."},
-      {"rendezvous-timeout",
+      {FindingKind::kRendezvousTimeout,
        "A store key that no rank ever wrote: a rank never reached the same rendezvous (it "
        "crashed, used another MASTER_PORT or group name). Find the rank that should have set "
        "it."},
-      {"worker-timeout",
+      {FindingKind::kWorkerTimeout,
        "DataLoader workers are alive but slower than `timeout`: find the slow or blocked "
        "__getitem__ (py-spy dump on the workers), or raise the timeout."},
-      {"collective-mismatch",
+      {FindingKind::kCollectiveMismatch,
        "Ranks called the same collective with different ops, shapes or dtypes: make the "
        "control flow rank-independent and the shapes identical (pad, or all-gather the sizes "
        "first)."},
-      {"collective-missing",
+      {FindingKind::kCollectiveMissing,
        "A rank never entered the collective the others waited in (a rank-dependent branch, an "
        "early return or `continue`, or one rank still busy): make the collective unconditional "
        "or decide skips collectively; raise the timeout only for genuinely slow work."},
-      {"host-alloc-failed",
+      {FindingKind::kHostAllocFailed,
        "One allocation was refused: the requested size is often a shape bug (a wrong dimension "
        "multiplied in); check it before adding memory."},
-      {"port-in-use",
+      {FindingKind::kPortInUse,
        "Another process holds the port: an earlier run still alive (`ss -ltnp` names it) or "
        "another job on this node. End it, or give this job another port (torchrun "
        "--master_port, MASTER_PORT)."},
-      {"fd-exhausted",
+      {FindingKind::kFdExhausted,
        "File descriptors ran out: raise `ulimit -n`, or use "
        "torch.multiprocessing.set_sharing_strategy('file_system')."},
-      {"checkpoint-corrupt",
+      {FindingKind::kCheckpointCorrupt,
        "torch.load read a file that is not a whole checkpoint: a save cut short (a full disk, a "
        "job killed while saving), a partial copy or download, or a Git LFS pointer left in place "
        "of the file (`git lfs pull`). Load an earlier checkpoint or save this one again, and "
        "compare its size with the original. Save to a temporary name then os.replace() it, so "
        "that a checkpoint is whole or absent."},
-      {"process-limit",
+      {FindingKind::kProcessLimit,
        "Every thread counts against the limit on processes: the user's (`ulimit -u`, across all "
        "of that user's processes on the machine), the container's (`cat "
        "/sys/fs/cgroup/pids.max`; docker --pids-limit, a Kubernetes pod's pid limit) and the "
@@ -582,7 +585,7 @@ std::string fix_for(const std::string& kind) {
        "workers too: set OMP_NUM_THREADS, MKL_NUM_THREADS and OPENBLAS_NUM_THREADS to a few, "
        "use fewer num_workers, or raise the limit. A thread also needs memory for its stack: "
        "check `ulimit -v` and `ulimit -s`."},
-      {"network-unreachable",
+      {FindingKind::kNetworkUnreachable,
        "The job downloads as it runs, and this node cannot reach the server: compute nodes "
        "often have no internet access. Fetch once on a machine that has it (a login node) into "
        "the cache the job reads, on a filesystem the nodes share: torch.hub and torchvision "
@@ -590,7 +593,7 @@ std::string fix_for(const std::string& kind) {
        "datasets in $HF_HOME (~/.cache/huggingface), then run with HF_HUB_OFFLINE=1 so that it "
        "reads only the cache; or pass a local path instead of a URL or a model name. Where the "
        "site has a proxy, set HTTPS_PROXY for the job."},
-      {"shm-exhausted",
+      {FindingKind::kShmExhausted,
        "/dev/shm is too small for what the workers pass: run the container with --shm-size "
        "(or --ipc=host), or lower batch size, num_workers or prefetch_factor."},
   };

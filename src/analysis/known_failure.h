@@ -13,7 +13,7 @@ namespace traindoc::analysis {
 
 struct KnownFailure {
   const SignatureMatch* match = nullptr;  // the signature that decided it
-  std::string kind;
+  FindingKind kind = FindingKind::kPythonException;
   std::string title;       // without the process's name: "target label 255 is out of range"
   std::vector<int> ranks;  // ranks the text names (besides the process that printed it)
   std::vector<std::string> evidence;
@@ -32,15 +32,15 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
 std::string traceback_place(const PythonTraceback& traceback);
 
 // Kinds whose text reports another process's end: the other process's own finding is the cause.
-bool reports_another_process(const std::string& kind);
+bool reports_another_process(FindingKind kind);
 
 // How a finding from a known text is merged with the same failure seen elsewhere (TimedFinding's
 // merge_key): collective failures by their kind, since the collective checker's finding and every
 // rank's error text describe one event; others by the signature.
-std::string merge_key(const std::string& kind, const std::string& signature_id);
+std::string merge_key(FindingKind kind, const std::string& signature_id);
 
 // The fix for a kind when no text says more; "" for a kind without advice of its own.
-std::string fix_for(const std::string& kind);
+std::string fix_for(FindingKind kind);
 // The fix for ranks or nodes that never joined the rendezvous.
 extern const char* const kJoinFix;
 // The fix for CUDA that could not start with "CUDA unknown error" (cudaErrorUnknown).

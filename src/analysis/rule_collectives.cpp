@@ -16,7 +16,7 @@ namespace {
 
 constexpr size_t kStackLines = 12;  // of each rank's dump, in the evidence
 
-std::string fix_for(const std::string& kind, const std::string& field) {
+std::string fix_for(FindingKind kind, const std::string& field) {
   if (field == "site") {
     return "Make every rank run the same collectives: move the call out of code that only some "
            "ranks run (`if rank == 0:`, rank_zero_only), or keep that code local (log the "
@@ -27,20 +27,20 @@ std::string fix_for(const std::string& kind, const std::string& field) {
            "side send first (even ranks send then receive, odd ranks receive then send), or post "
            "both with isend/irecv (or batch_isend_irecv) and wait on both.";
   }
-  if (kind == "collective-order") {
+  if (kind == FindingKind::kCollectiveOrder) {
     return "Issue collectives in the same order on every rank: no rank-dependent branches, "
            "early returns or iteration over unordered containers around them.";
   }
-  if (kind == "collective-missing") {
+  if (kind == FindingKind::kCollectiveMissing) {
     return "Make the collective unconditional, or guard it identically on every rank (decide a "
            "skip collectively, e.g. all_reduce a flag with MAX); if the missing rank is only "
            "slower, balance its work or raise the process group timeout.";
   }
-  if (kind == "peer-exited") {
+  if (kind == FindingKind::kPeerExited) {
     return "Find why the rank that ended first failed (its own finding and log); the ranks that "
            "waited for it are victims, not causes.";
   }
-  if (kind == "uneven-inputs") {
+  if (kind == FindingKind::kUnevenInputs) {
     return "Give every rank the same number of batches (DistributedSampler with drop_last=True, "
            "or the DDP join() context manager), and decide to skip a batch collectively rather "
            "than per rank.";
@@ -80,11 +80,13 @@ bool missing(const store::CollectiveIssueRank& rank) {
 }
 
 // A kind of failure that a process's peers or collectives gave it.
-bool about_peers(const std::string& kind) {
-  static const std::set<std::string> kAboutPeers = {
-      "collective-mismatch", "collective-order",   "collective-missing", "uneven-inputs",
-      "peer-exited",         "rendezvous-timeout", "killed-externally"};
-  return kAboutPeers.contains(kind);
+bool about_peers(std::optional<FindingKind> kind) {
+  static const std::set<FindingKind> kAboutPeers = {
+      FindingKind::kCollectiveMismatch, FindingKind::kCollectiveOrder,
+      FindingKind::kCollectiveMissing,  FindingKind::kUnevenInputs,
+      FindingKind::kPeerExited,         FindingKind::kRendezvousTimeout,
+      FindingKind::kKilledExternally};
+  return kind && kAboutPeers.contains(*kind);
 }
 
 // An uneven-inputs issue (a rank failed soon after another exited normally) whose failed rank
@@ -100,8 +102,8 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
   if (store::same_step_counts(left->steps, failed->steps).value_or(false)) return true;
   // An error known to be its own; an unknown one may be a lost peer's in words no text knows.
   if (context.texts.final_exception(*failed) == nullptr) return false;
-  std::string own = final_exception_kind(context, *failed);
-  return !own.empty() && !about_peers(own);
+  std::optional<FindingKind> own = final_exception_kind(context, *failed);
+  return own && !about_peers(own);
 }
 
 // The missing rank failed on a lost peer, and a rank that waited in the call had given up and
@@ -109,7 +111,7 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
 // crash capture, so its end may come after a waiting rank's.)
 bool lost_a_waiting_rank(const RuleContext& context, const store::CollectiveIssue& issue,
                          const ProcessSummary& process) {
-  if (final_exception_kind(context, process) != "peer-exited") return false;
+  if (final_exception_kind(context, process) != FindingKind::kPeerExited) return false;
   return std::any_of(issue.ranks.begin(), issue.ranks.end(), [&](const auto& rank) {
     const ProcessSummary* waited = context.process(rank.pid, rank.start_ticks);
     return !missing(rank) && waited != nullptr && ended_in_failure(waited->record) &&
@@ -359,15 +361,17 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     if (issue.field == "late") continue;  // told with the stall it ends
     if (failed_on_its_own(context, issue)) continue;
+    std::optional<FindingKind> kind = finding_kind_named(issue.kind);
+    if (!kind) continue;  // a kind this build does not know
     TimedFinding timed;
     Finding& f = timed.finding;
-    f.kind = issue.kind;
+    f.kind = *kind;
     // Calls from different places may have paired harmlessly: an error only if the job failed.
     f.severity =
         issue.field == "site" && run_finished(context) ? Severity::kWarning : Severity::kError;
     f.title = issue.message.substr(issue.message.find(": ") + 2);
-    f.fix = fix_for(issue.kind, issue.field);
-    f.confidence = issue.kind == "uneven-inputs" ? 0.7 : 0.9;
+    f.fix = fix_for(*kind, issue.field);
+    f.confidence = *kind == FindingKind::kUnevenInputs ? 0.7 : 0.9;
     timed.t_ns = issue.first_ns;
     // The text rules may see the same failure in the ranks' errors: one finding.
     timed.merge_key = issue.kind;
@@ -405,28 +409,28 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
           (rank.state.ends_with("without calling it") ||
            !stopped_by_request_signal(process->record))) {
         // It died first: its own finding is the cause, the others' wait its consequence.
-        f.kind = "peer-exited";
+        f.kind = FindingKind::kPeerExited;
         bool pair = issue.op == "send" || issue.op == "recv";
         f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +
                   std::to_string(issue.number) + ", which " +
                   (pair ? "its peer" : "the other ranks") + " waited in";
-        f.fix = fix_for("peer-exited", "");
+        f.fix = fix_for(FindingKind::kPeerExited, "");
         // After the end it tells, and after a waiting rank's own account of the same end
         // (rule_peer_exited's lost connection, timed at that end), which then leads the merge
         // whichever of the two was seen first.
         timed.t_ns = std::max(issue.t_ns, process->record.end_ns + 2);
-        timed.merge_key = f.kind;
+        timed.merge_key = to_string(f.kind);
       }
       // A missing rank at a prompt: the prompt is why, and what to fix.
       const store::Event* prompt =
           issue.kind == "collective-missing" && missing(rank) && rank.pid != 0
               ? stdin_wait(context, rank.pid, issue.first_ns)
               : nullptr;
-      if (prompt != nullptr && f.kind == "collective-missing") {
+      if (prompt != nullptr && f.kind == FindingKind::kCollectiveMissing) {
         f.title += "; " + who + " " + prompt->text;
         f.evidence.push_back(who + " " + prompt->text + context.when(prompt->t_ns));
         f.fix = kPromptFix;
-      } else if (f.kind == "collective-missing" && missing(rank) && late == nullptr) {
+      } else if (f.kind == FindingKind::kCollectiveMissing && missing(rank) && late == nullptr) {
         // Where the missing rank is: often another collective only it makes (a model wrapped
         // in DDP on one rank only) or work only it does.
         std::string place = user_place(rank.stack);

@@ -271,15 +271,16 @@ const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
   return nullptr;
 }
 
-std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process) {
+std::optional<FindingKind> final_exception_kind(const RuleContext& context,
+                                                const ProcessSummary& process) {
   const PythonTraceback* last = context.texts.final_exception(process);
   std::optional<KnownFailure> known =
       last ? describe_known(context.texts.signatures(*last)) : std::nullopt;
-  return known ? known->kind : "";
+  return known ? std::optional(known->kind) : std::nullopt;
 }
 
 bool gave_up_waiting(const RuleContext& context, const ProcessSummary& process) {
-  return final_exception_kind(context, process) == "collective-missing";
+  return final_exception_kind(context, process) == FindingKind::kCollectiveMissing;
 }
 
 std::string where_it_was(const RuleContext& context, const ProcessSummary& process,

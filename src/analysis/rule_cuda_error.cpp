@@ -13,7 +13,7 @@ namespace {
 
 struct Assertions {
   std::map<std::string, std::string> kernel;  // cuda.device-assertion's block, thread, file, line
-  std::string kind;                           // label-out-of-range or index-out-of-range, if said
+  std::optional<FindingKind> kind;            // label-out-of-range or index-out-of-range, if said
   std::string line;
   size_t count = 0;
 };
@@ -26,12 +26,12 @@ Assertions assertions_near(const RuleContext& context, const PythonTraceback& tb
     if (line->text.find("Assertion `") == std::string::npos) continue;
     bool counted = false;
     for (const SignatureMatch& m : match_line(line->text)) {
-      if (m.id == "cuda.device-assertion" || m.kind == "label-out-of-range" ||
-          m.kind == "index-out-of-range") {
+      if (m.id == "cuda.device-assertion" || m.kind == FindingKind::kLabelOutOfRange ||
+          m.kind == FindingKind::kIndexOutOfRange) {
         if (!counted) ++out.count;
         counted = true;
         if (out.line.empty()) out.line = line->text;
-        if (out.kind.empty() && m.kind != "device-side-assert") out.kind = m.kind;
+        if (!out.kind && m.kind != FindingKind::kDeviceSideAssert) out.kind = m.kind;
         if (m.id == "cuda.device-assertion" && out.kernel.empty()) out.kernel = m.fields;
       }
     }
@@ -39,13 +39,13 @@ Assertions assertions_near(const RuleContext& context, const PythonTraceback& tb
   return out;
 }
 
-std::string fix_for(const std::string& kind, bool kernel_known) {
-  if (kind == "label-out-of-range") {
+std::string fix_for(FindingKind kind, bool kernel_known) {
+  if (kind == FindingKind::kLabelOutOfRange) {
     return "A target label is outside [0, classes): the dataset's void label (255 in Cityscapes) "
            "is not ignored. Use CrossEntropyLoss(ignore_index=255) or remap the labels; check "
            "with `assert target.max() < num_classes` on the CPU.";
   }
-  if (kind == "index-out-of-range") {
+  if (kind == FindingKind::kIndexOutOfRange) {
     return "An index exceeds its dimension on the GPU: check the ids fed to the embedding, "
            "gather or index_select against its size (vocabulary, number of classes).";
   }
@@ -53,7 +53,7 @@ std::string fix_for(const std::string& kind, bool kernel_known) {
       kernel_known ? ""
                    : "The failing kernel is unknown (CUDA reports errors asynchronously): rerun "
                      "with CUDA_LAUNCH_BLOCKING=1 so that the traceback points at it. ";
-  if (kind == "cuda-illegal-access") {
+  if (kind == FindingKind::kCudaIllegalAccess) {
     return rerun +
            "An illegal address is an out-of-bounds access in a kernel (often an index or label "
            "out of range in a custom or fused op), or, inside NCCL, ranks calling a collective "
@@ -84,18 +84,19 @@ std::vector<KernelFailure> kernel_failures(const RuleContext& context,
                                            const std::vector<PythonTraceback>& tracebacks) {
   std::vector<KernelFailure> out;
   for (PrintedFailure& failure :
-       printed_failures(context, tracebacks, {"device-side-assert", "cuda-illegal-access"})) {
+       printed_failures(context, tracebacks,
+                        {FindingKind::kDeviceSideAssert, FindingKind::kCudaIllegalAccess})) {
     Assertions found = assertions_near(context, *failure.traceback);
     out.push_back({std::move(failure), std::move(found)});
   }
-  for (PrintedFailure& echo : printed_failures(context, tracebacks, {""})) {
+  for (PrintedFailure& echo : printed_failures(context, tracebacks, {std::nullopt})) {
     bool told = std::any_of(out.begin(), out.end(), [&](const KernelFailure& k) {
       return k.failure.process == echo.process;
     });
     if (told || !gpu_library_error(echo)) continue;
     Assertions found = assertions_near(context, *echo.traceback);
     if (found.count == 0) continue;
-    echo.kind = "device-side-assert";
+    echo.kind = FindingKind::kDeviceSideAssert;
     out.push_back({std::move(echo), std::move(found)});
   }
   return out;
@@ -108,7 +109,7 @@ void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceba
   for (const auto& [failure, found] : kernel_failures(context, tracebacks)) {
     const PythonTraceback& tb = *failure.traceback;
     Finding f;
-    f.kind = found.kind.empty() ? failure.kind : found.kind;
+    f.kind = found.kind ? *found.kind : *failure.kind;
     std::string who = failure.process ? context.name(*failure.process) : "a process";
     int pid = failure.process ? failure.process->record.pid : 0;
     if (failure.process) {
@@ -130,13 +131,14 @@ void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceba
         f.evidence.push_back(std::to_string(found.count) + " GPU threads printed this assertion");
       }
     } else {
-      f.title =
-          who + ": " +
-          (f.kind == "cuda-illegal-access" ? "a CUDA kernel accessed an illegal address"
-                                           : "a CUDA kernel assertion failed (device-side assert)");
+      f.title = who + ": " +
+                (f.kind == FindingKind::kCudaIllegalAccess
+                     ? "a CUDA kernel accessed an illegal address"
+                     : "a CUDA kernel assertion failed (device-side assert)");
     }
-    if (f.kind == "label-out-of-range") f.title += " (a target label outside [0, classes))";
-    if (f.kind == "index-out-of-range") f.title += " (an index beyond its dimension)";
+    if (f.kind == FindingKind::kLabelOutOfRange)
+      f.title += " (a target label outside [0, classes))";
+    if (f.kind == FindingKind::kIndexOutOfRange) f.title += " (an index beyond its dimension)";
     std::string line = tb.exception_type + ": " + tb.message.substr(0, tb.message.find('\n'));
     f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
                          line.substr(0, 300));
@@ -146,7 +148,7 @@ void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceba
                            "); CUDA errors surface at a later call than the kernel that failed");
     }
     f.fix = fix_for(f.kind, !kernel.empty());
-    f.confidence = found.kind.empty() ? 0.7 : 0.9;
+    f.confidence = found.kind ? 0.9 : 0.7;
     out.push_back({std::move(f), failure.t_ns, pid});
   }
 }

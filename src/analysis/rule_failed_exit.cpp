@@ -45,8 +45,8 @@ std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSumm
   std::vector<int> out;
   for (const ProcessSummary& p : context.processes) {
     if (p.role.role != Role::kRank || !p.role.rank || &p == &waiting) continue;
-    std::string kind = final_exception_kind(context, p);
-    if (kind == "collective-missing" || kind == "peer-exited") continue;
+    std::optional<FindingKind> kind = final_exception_kind(context, p);
+    if (kind == FindingKind::kCollectiveMissing || kind == FindingKind::kPeerExited) continue;
     out.push_back(*p.role.rank);
   }
   return out;
@@ -138,13 +138,13 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
         "Set MASTER_ADDR and MASTER_PORT in os.environ before mp.spawn (every process it "
         "starts inherits them) and pass rank= and world_size= to init_process_group, or give "
         "it init_method=\"tcp://HOST:PORT\".";
-  } else if (f.kind == "checkpoint-corrupt" && p.record.world_size.value_or(1) > 1) {
+  } else if (f.kind == FindingKind::kCheckpointCorrupt && p.record.world_size.value_or(1) > 1) {
     f.fix +=
         " With several ranks, one may read the file while another still writes it: load it "
         "only after the rank that saves it is done (dist.barrier() after rank 0's torch.save).";
-  } else if (f.kind == "process-limit") {
+  } else if (f.kind == FindingKind::kProcessLimit) {
     if (std::string peak = thread_peak(context); !peak.empty()) f.evidence.push_back(peak);
-  } else if (f.kind == "fd-exhausted") {
+  } else if (f.kind == FindingKind::kFdExhausted) {
     // Descriptors are sampled now and then: a peak far below the limit missed the climb.
     if (p.peak_fds && p.fd_limit && *p.peak_fds * 2 >= *p.fd_limit) {
       f.evidence.push_back("its open descriptors peaked at " + std::to_string(*p.peak_fds) +
@@ -171,8 +171,9 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
 bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
                            const std::string& who, const PythonTraceback& tb, Finding& f) {
   // Of plain exceptions, the refusals a world of another size explains (gloo's enforce).
-  if (f.kind != "rendezvous-timeout" &&
-      !(f.kind == "python-exception" && tb.message.find("rank < size") != std::string::npos)) {
+  if (f.kind != FindingKind::kRendezvousTimeout &&
+      !(f.kind == FindingKind::kPythonException &&
+        tb.message.find("rank < size") != std::string::npos)) {
     return false;
   }
   if (std::none_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
@@ -184,7 +185,7 @@ bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
   std::optional<InitMismatch> mismatch = init_mismatch(context, p);
   if (!mismatch) return false;
   // The wait it ended in, which the title told so far, is evidence now.
-  if (f.kind == "rendezvous-timeout" && f.title.starts_with(who + ": ")) {
+  if (f.kind == FindingKind::kRendezvousTimeout && f.title.starts_with(who + ": ")) {
     f.evidence.push_back(f.title.substr(who.size() + 2));
   }
   f.title = who + ": " + mismatch->title;
@@ -216,7 +217,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
   }
   if (known && !reports_another_process(known->kind)) {
     f.kind = known->kind;
-    if (f.kind == "collective-missing" && known->ranks.empty()) {
+    if (f.kind == FindingKind::kCollectiveMissing && known->ranks.empty()) {
       known->ranks = ranks_not_waiting(context, p);
       if (!known->ranks.empty()) {
         std::string names;
@@ -228,24 +229,24 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     f.title = who + (known->title.empty() ? raised : ": " + known->title);
     f.fix = known->fix;
     // A signal it was sent, not a failure of its own (torchrun's SignalException).
-    if (f.kind == "killed-externally") f.severity = Severity::kWarning;
-    if (f.kind == "label-out-of-range") {
+    if (f.kind == FindingKind::kKilledExternally) f.severity = Severity::kWarning;
+    if (f.kind == FindingKind::kLabelOutOfRange) {
       add_class_count(context, p, field(*known->match, "label"), f);
     }
     fit_to_process(context, p, *known->match, who, f);
     // A missing rank is the one to look at; the ranks that waited for it are in the title.
-    if (f.kind == "collective-missing" && !known->ranks.empty()) f.ranks.clear();
+    if (f.kind == FindingKind::kCollectiveMissing && !known->ranks.empty()) f.ranks.clear();
     add_ranks(f.ranks, known->ranks);
     merge_key = analysis::merge_key(f.kind, known->match->id);
   } else if (p.role.role == Role::kLauncher && tb.thread.empty()) {
-    f.kind = "launcher-exit";
+    f.kind = FindingKind::kLauncherExit;
     std::string ranks = failed_before(context, p);
     f.title = who + (ranks.empty() ? " raised " + exception
                                    : " stopped the job after " + ranks + " failed");
     f.fix = "The launcher's error follows the failure of its ranks: see the root cause.";
   } else if (const ProcessSummary* worker = worker_gone_mid_batch(context, p, tb)) {
     const store::ProcessRecord& r = worker->record;
-    f.kind = "python-exception";
+    f.kind = FindingKind::kPythonException;
     f.title = who + " was receiving a batch from DataLoader " + context.name(*worker) +
               " when it " +
               (r.exit_signal ? "died of " + signal_name(*r.exit_signal) : exit_text(r)) + ": " +
@@ -256,7 +257,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
         "the cause: see it above.";
     merge_key = "exception " + raised;
   } else {
-    f.kind = "python-exception";
+    f.kind = FindingKind::kPythonException;
     f.title = who + raised;
     f.fix = known ? known->fix : unknown_exception_fix(first);
     // The same exception, word for word, from several ranks or from each attempt of a launcher
@@ -405,7 +406,7 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
     // started and that printed a traceback of its own (spawn's bootstrap, a Pool's initializer)
     // is explained by it. Another traceback near a worker's end is its rank's.
     if (p.role.role == Role::kWorker && (tb == nullptr || !in_multiprocessing_bootstrap(*tb))) {
-      f.kind = "worker-exit";
+      f.kind = FindingKind::kWorkerExit;
       f.title = who + " " + exit_text(r);
       f.fix =
           "A DataLoader worker raised or called exit: run with num_workers=0 to see the "
@@ -413,7 +414,7 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       f.confidence = 0.5;
     } else if (tb != nullptr) {
       auto known = describe_known(context.texts.signatures(*tb));
-      if (known && known->kind == "peer-exited") continue;  // rule_peer_exited
+      if (known && known->kind == FindingKind::kPeerExited) continue;  // rule_peer_exited
       from_exception(context, p, *tb, f, merge_key);
       if (t_ns == 0 || tb->t_ns < t_ns) t_ns = tb->t_ns;  // it failed when it printed it
       // unless it failed for its worker's end, however late that was seen,
@@ -426,7 +427,8 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       }
     } else if ((p.role.role == Role::kLauncher && started_ranks(context)) ||
                !from_known_line(context, p, f, merge_key)) {
-      f.kind = p.role.role == Role::kLauncher ? "launcher-exit" : "nonzero-exit";
+      f.kind =
+          p.role.role == Role::kLauncher ? FindingKind::kLauncherExit : FindingKind::kNonzeroExit;
       f.title = who + " " + exit_text(r);
       // Without a traceback, what it said last is usually why (`sys.exit("no config")`,
       // argparse's "error: unrecognized arguments").
@@ -444,7 +446,7 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       }
       // A rank that printed nothing with a code of its own choosing (not 1, an uncaught
       // exception's, whose traceback a launcher may have filtered out): an exit call.
-      if (last == nullptr && f.kind == "nonzero-exit" && *r.exit_code != 1) {
+      if (last == nullptr && f.kind == FindingKind::kNonzeroExit && *r.exit_code != 1) {
         f.fix =
             "It printed nothing on stderr as it ended: an exit call with that code and no "
             "message (sys.exit(" +

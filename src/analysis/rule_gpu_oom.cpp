@@ -204,21 +204,23 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
 void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
                   std::vector<TimedFinding>& out) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
-  for (const PrintedFailure& failure :
-       printed_failures(context, tracebacks, {"gpu-oom", "gpu-fragmentation"})) {
+  for (const PrintedFailure& failure : printed_failures(
+           context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {
     // TensorFlow's and XLA's allocators log the request before the exception that names none.
     std::map<std::string, std::string> fields = failure.fields;
     for (const store::LogLine* line : lines_near(context.evidence, *failure.traceback, false)) {
       for (const SignatureMatch& m : match_line(line->text)) {
-        if (m.failure && (m.kind == "gpu-oom" || m.kind == "gpu-fragmentation")) {
+        if (m.failure &&
+            (m.kind == FindingKind::kGpuOom || m.kind == FindingKind::kGpuFragmentation)) {
           fields.insert(m.fields.begin(), m.fields.end());
         }
       }
     }
-    bool fragmented = std::any_of(failure.matches.begin(), failure.matches.end(),
-                                  [](const auto& m) { return m.kind == "gpu-fragmentation"; });
+    bool fragmented =
+        std::any_of(failure.matches.begin(), failure.matches.end(),
+                    [](const auto& m) { return m.kind == FindingKind::kGpuFragmentation; });
     Finding f;
-    f.kind = fragmented ? "gpu-fragmentation" : "gpu-oom";
+    f.kind = fragmented ? FindingKind::kGpuFragmentation : FindingKind::kGpuOom;
     std::string who = failure.process ? context.name(*failure.process) : "a process";
     int pid = failure.process ? failure.process->record.pid : 0;
     if (failure.process) {

@@ -95,7 +95,7 @@ void foreign_contexts(const RuleContext& context, const std::vector<int>& oom_de
     if (f.pids.empty()) continue;
     std::sort(f.ranks.begin(), f.ranks.end());
     add_order_caveat(context, f.pids, f);
-    f.kind = "foreign-gpu-context";
+    f.kind = FindingKind::kForeignGpuContext;
     bool oom_here = std::find(oom_devices.begin(), oom_devices.end(), device) != oom_devices.end();
     f.severity = oom_here ? Severity::kError : Severity::kWarning;
     f.title = (f.ranks.size() == 1 ? "rank " : "ranks ") + list_ints(f.ranks) + " hold memory on " +
@@ -192,7 +192,7 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
   if (top < kImbalanceRatio * median || top - median < static_cast<double>(kImbalanceFloor)) return;
 
   Finding f;
-  f.kind = "gpu-imbalance";
+  f.kind = FindingKind::kGpuImbalance;
   bool oom_here =
       std::find(oom_devices.begin(), oom_devices.end(), heavy->first) != oom_devices.end();
   f.severity = oom_here ? Severity::kError : Severity::kWarning;
@@ -254,8 +254,8 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
 void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
                         std::vector<TimedFinding>& out) {
   std::vector<int> oom_devices;
-  for (const PrintedFailure& failure :
-       printed_failures(context, tracebacks, {"gpu-oom", "gpu-fragmentation"})) {
+  for (const PrintedFailure& failure : printed_failures(
+           context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {
     if (std::optional<int> device = failure_device(context, failure)) {
       oom_devices.push_back(*device);
     }

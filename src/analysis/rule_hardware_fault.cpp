@@ -68,7 +68,7 @@ void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& 
 
   for (auto& [device, fault] : faults) {
     Finding f;
-    f.kind = "hardware-fault";
+    f.kind = FindingKind::kHardwareFault;
     const store::GpuDevice* d = find_device(gpu, device);
     std::string where = device_label(gpu, device);
     if (d && !d->name.empty()) where += " " + d->name;

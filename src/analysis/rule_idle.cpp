@@ -117,7 +117,7 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
     const ProcessSummary* timed_out =
         resumed != nullptr ? gave_up(context, idle.t_ns, resumed->t_ns) : nullptr;
     Finding f;
-    f.kind = "job-idle";
+    f.kind = FindingKind::kJobIdle;
     // A pause the job came out of, or ended well after, is worth knowing; one it never left
     // before it failed is a hang; one it never left until it was stopped is why it was stopped
     // (its user gave up on it, a scheduler's time limit ran out): the root cause.

@@ -256,7 +256,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
                                        : std::vector<std::string>{};
     if (!oom.empty()) sender = nullptr;
     if (sender == &p) {
-      f.kind = worker ? "worker-crash" : "nonzero-exit";
+      f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNonzeroExit;
       f.title = who + " killed itself with SIGKILL";
       f.evidence.push_back("it called kill() on its own pid with SIGKILL");
       f.fix =
@@ -265,7 +265,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
           "is in logs/.";
       f.confidence = 0.9;
     } else if (sender != nullptr) {
-      f.kind = "killed-externally";
+      f.kind = FindingKind::kKilledExternally;
       f.severity = Severity::kInfo;
       f.title = who + " was killed by SIGKILL from " + context.name(*sender);
       f.evidence.push_back(context.name(*sender) + " called kill() on it with SIGKILL");
@@ -275,7 +275,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.confidence = 0.9;
     } else if (sig == SIGKILL) {
       if (!oom.empty()) {
-        f.kind = "host-oom-killed";
+        f.kind = FindingKind::kHostOomKilled;
         f.title = who + " was killed by the out-of-memory killer";
         f.evidence.insert(f.evidence.end(), oom.begin(), oom.end());
         f.fix =
@@ -284,7 +284,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
             "memory limit. `dmesg` shows the kernel's \"Out of memory: Killed process\" line.";
         f.confidence = 0.9;
       } else {
-        f.kind = worker ? "worker-crash" : "killed-externally";
+        f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kKilledExternally;
         f.title = who + " was killed by SIGKILL from outside";
         f.evidence.push_back(
             "no OOM kill was counted in the memory cgroup and memory was not near its limit");
@@ -300,14 +300,14 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
     } else if (stopped_by_launcher(context, p) ||
                (is_stop_signal(sig) && p.role.role == Role::kRank &&
                 spawn_reported_sibling(context, p) != nullptr)) {
-      f.kind = "killed-externally";
+      f.kind = FindingKind::kKilledExternally;
       f.severity = Severity::kInfo;
       f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
       f.fix = "The launcher stops the other processes once one fails: see the root cause.";
       f.confidence = 0.9;
     } else if (const ProcessSummary* rank =
                    is_stop_signal(sig) ? stopping_rank(context, p) : nullptr) {
-      f.kind = "killed-externally";
+      f.kind = FindingKind::kKilledExternally;
       f.severity = Severity::kInfo;
       f.title =
           who + " was stopped by " + signal_name(sig) + " as " + context.name(*rank) + " ended";
@@ -318,7 +318,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
     } else if (const ProcessSummary* victim =
                    is_stop_signal(sig) && worker ? failed_for(context, p) : nullptr) {
       // A worker alone was stopped, and its process failed for it: the stop is the failure.
-      f.kind = "killed-externally";
+      f.kind = FindingKind::kKilledExternally;
       f.title = who + " was stopped by " + signal_name(sig) + ", and " + context.name(*victim) +
                 " failed for it";
       f.fix =
@@ -327,7 +327,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
           "Find the sender (the scheduler's or the node's logs) and keep it from the job.";
       f.confidence = 0.7;
     } else if (is_stop_signal(sig)) {
-      f.kind = "killed-externally";
+      f.kind = FindingKind::kKilledExternally;
       f.severity = Severity::kWarning;
       f.title = who + " was stopped by " + signal_name(sig);
       f.fix =
@@ -336,7 +336,7 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
           "the scheduler's log.";
       f.confidence = 0.6;
     } else {
-      f.kind = worker ? "worker-crash" : "native-crash";
+      f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNativeCrash;
       f.title = who + " died of " + signal_name(sig) + " with no crash record";
       f.evidence.push_back(
           "its crash handler did not run: the agent was not loaded (static or set-uid program) "
@@ -355,7 +355,7 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   if (requests.empty() || !ended) return;
   const StopRequest& first = requests.front();
   Finding f;
-  f.kind = "stop-requested";
+  f.kind = FindingKind::kStopRequested;
   f.severity = Severity::kInfo;
   f.confidence = 0.95;
   // A job that ended well after it may have left early on it (a handler that saves and exits 0,

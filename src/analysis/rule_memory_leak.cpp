@@ -229,7 +229,7 @@ std::optional<std::pair<double, std::string>> gpu_headroom(const store::GpuEvide
 // growing rank's parent or one of its workers (they share its pages) rather than the rank.
 const TimedFinding* exhaustion_of(const RuleContext& context,
                                   const std::vector<TimedFinding>& found, const ProcessSummary& p,
-                                  int64_t since_ns, const std::set<std::string>& kinds) {
+                                  int64_t since_ns, const std::set<FindingKind>& kinds) {
   const ProcessSummary* rank = rank_above(context, p);
   for (const TimedFinding& f : found) {
     if (!kinds.contains(f.finding.kind) || f.t_ns < since_ns) continue;
@@ -244,14 +244,15 @@ const TimedFinding* exhaustion_of(const RuleContext& context,
 }
 
 std::string ran_out(const TimedFinding& end) {
-  return fmt::format("then {} ({}): memory ran out", end.finding.title, end.finding.kind);
+  return fmt::format("then {} ({}): memory ran out", end.finding.title,
+                     to_string(end.finding.kind));
 }
 
 // What leaks, and in what: "host memory (RSS)", with the failures it ends in and its headroom.
 struct Measure {
   std::string memory;  // "host memory"
   std::string name;    // "RSS"
-  std::set<std::string> exhausted_kinds;
+  std::set<FindingKind> exhausted_kinds;
   std::function<std::optional<std::pair<double, std::string>>(int64_t t_ns)> headroom;
 };
 
@@ -293,7 +294,7 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
   const ProcessSummary& first = *grown.front().process;
   const std::string unit = axis.unit();
   Finding f;
-  f.kind = "memory-leak";
+  f.kind = FindingKind::kMemoryLeak;
   double slope = 0;
   double to_x = 0;
   int64_t start_ns = grown.front().start_ns;
@@ -397,7 +398,7 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
                             std::vector<TimedFinding>& out) {
   if (workers.empty()) return;
   Finding f;
-  f.kind = "memory-leak";
+  f.kind = FindingKind::kMemoryLeak;
   f.severity = Severity::kWarning;
   f.confidence = 0.75;
   double total = 0;
@@ -419,7 +420,7 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
         mib(w.rss)));
     int64_t t = p.record.start_ns;
     if (start_ns == 0 || t < start_ns) start_ns = t;
-    const TimedFinding* end = exhaustion_of(context, out, p, t, {"host-oom-killed"});
+    const TimedFinding* end = exhaustion_of(context, out, p, t, {FindingKind::kHostOomKilled});
     if (end != nullptr && f.severity != Severity::kError) {
       f.severity = Severity::kError;
       f.evidence.push_back(ran_out(*end));
@@ -473,7 +474,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
   Measure host{
       "host memory",
       file_pages ? "RSS without the pages of mapped files" : "RSS",
-      {"host-oom-killed", "host-alloc-failed"},
+      {FindingKind::kHostOomKilled, FindingKind::kHostAllocFailed},
       [&](int64_t t_ns) { return host_headroom(context.evidence, t_ns); },
   };
   std::vector<WorkerGrowth> workers;
@@ -485,7 +486,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
     Measure gpu{
         "GPU memory",
         "GPU memory held (NVML, all its GPUs)",
-        {"gpu-oom", "gpu-fragmentation"},
+        {FindingKind::kGpuOom, FindingKind::kGpuFragmentation},
         [&](int64_t t_ns) { return gpu_headroom(context.evidence.gpu, p, t_ns); },
     };
     if (std::optional<Grown> g = grown_in(p, axis, gpu_series_of(context, p, axis))) {

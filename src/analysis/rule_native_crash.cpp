@@ -15,7 +15,8 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     Finding f;
     bool worker = process != nullptr && process->role.role == Role::kWorker;
     // In a DataLoader worker the crash itself is the news: the rank's RuntimeError follows it.
-    f.kind = worker && facts.kind != "shm-exhausted" ? "worker-crash" : facts.kind;
+    f.kind =
+        worker && facts.kind != FindingKind::kShmExhausted ? FindingKind::kWorkerCrash : facts.kind;
     std::string who =
         process != nullptr ? context.name(*process) : "process " + std::to_string(crash.pid);
     f.title = who + " died of " + signal_name(crash.signo) + ": " + facts.what;
@@ -82,14 +83,14 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     // An abort whose message is a known failure (gloo's size check in a collective) is that
     // failure; the abort is only how it ended the process.
     if (auto known = describe_known(facts.message_signatures);
-        known && known->kind != "abort" && !worker) {
+        known && known->kind != FindingKind::kAbort && !worker) {
       f.kind = known->kind;
       f.title = who + " aborted: " + known->title;
       f.fix = known->fix;
       f.ranks.insert(f.ranks.end(), known->ranks.begin(), known->ranks.end());
       f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
     }
-    if (f.kind == "worker-crash") {
+    if (f.kind == FindingKind::kWorkerCrash) {
       f.fix +=
           " The crash is in a DataLoader worker: reproduce it in the main process with "
           "num_workers=0, where the traceback is complete.";
@@ -98,7 +99,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
     // Crashes at one place are one failure; an abort that is a collective failure (gloo's size
     // check) is the failure that the collective checker and the other ranks report too.
     std::string key =
-        merge_key(f.kind, f.kind + " at " +
+        merge_key(f.kind, std::string(to_string(f.kind)) + " at " +
                               (facts.blame >= 0
                                    ? describe_frame(crash.frames[static_cast<size_t>(facts.blame)])
                                    : facts.what));

@@ -59,7 +59,7 @@ Finding early_exit(const RuleContext& context, const ProcessSummary& peer,
   // With the step counts of both, a different number of steps is the story; without them (or
   // equal), a collective the leaving rank never issued.
   std::vector<std::string> uneven = step_differences(peer, victim);
-  f.kind = uneven.empty() ? "collective-missing" : "uneven-inputs";
+  f.kind = uneven.empty() ? FindingKind::kCollectiveMissing : FindingKind::kUnevenInputs;
   f.title = context.name(peer) + " finished (exit code 0) while " + context.name(victim) +
             " still waited for it in a collective";
   f.ranks = context.ranks_of(peer);
@@ -88,10 +88,10 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     const PythonTraceback* tb = context.texts.final_exception(p);
     if (tb == nullptr) continue;
     auto known = describe_known(context.texts.signatures(*tb));
-    if (!known || known->kind != "peer-exited") continue;
+    if (!known || known->kind != FindingKind::kPeerExited) continue;
     const ProcessSummary* peer = first_gone(context, p, tb->t_ns);
     Finding f;
-    f.kind = "peer-exited";
+    f.kind = FindingKind::kPeerExited;
     f.ranks = context.ranks_of(p);
     f.pids = {r.pid};
     std::string who = context.name(p);
@@ -113,7 +113,7 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     // lines pass through the launcher in any order): after the peer's own failure, and before
     // the collective checker's account of the same end (rule_collectives).
     int64_t lost_ns = peer != nullptr ? peer->record.end_ns + 1 : tb->t_ns;
-    out.push_back({std::move(f), lost_ns, r.pid, merge_key("peer-exited", "")});
+    out.push_back({std::move(f), lost_ns, r.pid, merge_key(FindingKind::kPeerExited, "")});
     // A peer that left after a call only this rank made (rank-0-only code) is no cause.
     bool clean = peer != nullptr && clean_exit(peer->record) && !odd_call_found(context);
     if (clean && blamed.insert(peer).second) {

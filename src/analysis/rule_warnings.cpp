@@ -74,9 +74,9 @@ void describe(const SignatureMatch& m, Finding& f) {
 void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const TextMatch& text : context.texts.all_matches()) {
     const SignatureMatch& m = text.match;
-    if (m.kind != "framework-warning") continue;
+    if (m.kind != FindingKind::kFrameworkWarning) continue;
     Finding f;
-    f.kind = m.kind;
+    f.kind = *m.kind;
     f.severity = Severity::kWarning;  // unless it is about speed alone
     f.confidence = 0.8;
     describe(m, f);

@@ -98,8 +98,9 @@ std::vector<StopRequest> stop_requests(const RuleContext& context);
 // prints no other, and stops the rest (SIGTERM). nullptr when it printed none of its children's.
 const ProcessSummary* spawn_reported_sibling(const RuleContext& context,
                                              const ProcessSummary& process);
-// The kind of the known failure the process's last exception names; "" when none.
-std::string final_exception_kind(const RuleContext& context, const ProcessSummary& process);
+// The kind of the known failure the process's last exception names; none when none.
+std::optional<FindingKind> final_exception_kind(const RuleContext& context,
+                                                const ProcessSummary& process);
 // A process whose own last exception says it timed out waiting in a collective: it waited (in
 // the call the others missed, or in another only it makes), so its end is a hang's.
 bool gave_up_waiting(const RuleContext& context, const ProcessSummary& process);

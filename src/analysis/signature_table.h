@@ -3,8 +3,11 @@
 // to the analysis library: use signatures.h.
 #pragma once
 
+#include <optional>
 #include <string_view>
 #include <vector>
+
+#include "analysis/finding_kind.h"
 
 namespace traindoc::analysis {
 
@@ -57,14 +60,15 @@ struct Condition {
 // whose conditions all hold applies.
 struct Refinement {
   std::vector<Condition> when;
-  const char* kind;  // nullptr: unchanged
-  int failure = -1;  // -1: unchanged, 0 or 1
+  std::optional<FindingKind> kind;  // none: unchanged
+  int failure = -1;                 // -1: unchanged, 0 or 1
+  bool evidence_only = false;       // then the match points to no kind: supporting evidence
 };
 
 struct Entry {
   const char* id;
   const char* framework;
-  const char* kind;
+  std::optional<FindingKind> kind;  // none: supporting evidence only
   bool failure;
   // Substrings of which one must occur: the cheap test before any pattern runs.
   std::vector<std::string_view> needles;

@@ -320,7 +320,8 @@ std::vector<SignatureMatch> match_impl(std::string_view line,
     SignatureMatch match{e.id, e.kind, e.failure, {}};
     for (const Refinement& r : e.refine) {
       if (!refinement_applies(r, fields)) continue;
-      if (r.kind != nullptr) match.kind = r.kind;
+      if (r.kind) match.kind = r.kind;
+      if (r.evidence_only) match.kind.reset();
       if (r.failure >= 0) match.failure = r.failure != 0;
       break;
     }

@@ -11,13 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/finding_kind.h"
+
 namespace traindoc::analysis {
 
 // One signature that a line matched.
 struct SignatureMatch {
-  std::string id;    // stable, e.g. "torch.cuda-oom"; never renamed
-  std::string kind;  // the finding kind it points to (DESIGN.md), "" when only supporting evidence
-  bool failure = true;  // false for texts that are warnings or hints, not failures
+  std::string id;                   // stable, e.g. "torch.cuda-oom"; never renamed
+  std::optional<FindingKind> kind;  // the finding kind it points to; none: supporting evidence
+  bool failure = true;              // false for texts that are warnings or hints, not failures
   // Extracted values, normalized: byte sizes as plain integers ("requested_bytes"), durations
   // in ms ("timeout_ms"), signals as numbers ("signo"), lists comma-separated ("param_indices").
   // Every match of a prefixed line also has "prefix" ("[default0]:") and "prefix_rank" ("0"),
@@ -31,7 +33,7 @@ struct SignatureMatch {
 struct SignatureInfo {
   std::string_view id;
   std::string_view framework;  // pytorch, pytorch-distributed, gloo, nccl, cuda, tensorflow, ...
-  std::string_view kind;
+  std::optional<FindingKind> kind;
   bool failure = true;
   std::string_view description;     // what it matches, in words
   std::string_view example;         // a real line it matches

@@ -207,10 +207,10 @@ std::string finding_html(const analysis::Finding& f, std::string_view label, boo
                          const std::string& inside) {
   std::string out = fmt::format("<article class=\"finding {}{}\" data-kind=\"{}\"{}>\n",
                                 analysis::to_string(f.severity), root ? " root" : "",
-                                html_escape(f.kind), repeated_attribute(f));
+                                html_escape(analysis::to_string(f.kind)), repeated_attribute(f));
   out +=
       fmt::format("<h3><span class=\"label\">{}</span>{} <span class=\"kind\">[{}]</span></h3>\n",
-                  html_escape(label), html_text(f.title), html_escape(f.kind));
+                  html_escape(label), html_text(f.title), html_escape(analysis::to_string(f.kind)));
   return out + finding_body(f) + inside + "</article>\n";
 }
 
@@ -227,8 +227,8 @@ std::string findings_html(const analysis::Diagnosis& d) {
       caused += fmt::format(
           "<details class=\"consequence\" data-kind=\"{}\"{}><summary>{} "
           "<span class=\"kind\">[{}]</span></summary>\n{}</details>\n",
-          html_escape(f.kind), repeated_attribute(f), html_text(f.title), html_escape(f.kind),
-          finding_body(f));
+          html_escape(analysis::to_string(f.kind)), repeated_attribute(f), html_text(f.title),
+          html_escape(analysis::to_string(f.kind)), finding_body(f));
     }
     if (!caused.empty()) caused = "<p><b>Which caused:</b></p>\n" + caused;
     out += finding_html(d.findings[root.index], "root cause", true, caused);

@@ -87,7 +87,7 @@ json repeats_json(const analysis::Repeats& r) {
 }
 
 json finding_json(const analysis::Finding& f) {
-  json out = {{"kind", f.kind},
+  json out = {{"kind", std::string(analysis::to_string(f.kind))},
               {"severity", analysis::to_string(f.severity)},
               {"root_cause", f.root_cause},
               {"title", f.title},

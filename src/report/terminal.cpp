@@ -42,7 +42,8 @@ constexpr size_t kOtherEvidenceLines = 3;
 // A finding's heading, its first evidence lines and its fix.
 std::string render_finding(const analysis::Finding& f, const char* label, const char* colour,
                            size_t evidence_lines, const Palette& c) {
-  std::string out = fmt::format("  {}{}{} [{}] {}\n", colour, label, c.reset, f.kind, f.title);
+  std::string out = fmt::format("  {}{}{} [{}] {}\n", colour, label, c.reset,
+                                analysis::to_string(f.kind), f.title);
   size_t shown = std::min(f.evidence.size(), evidence_lines);
   for (size_t e = 0; e < shown; ++e) out += "      " + f.evidence[e] + "\n";
   if (shown < f.evidence.size()) {
@@ -63,7 +64,8 @@ std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
     if (!root.consequences.empty()) out += "  which caused:\n";
     for (size_t k : root.consequences) {
       const analysis::Finding& f = d.findings[k];
-      out += std::string(c.dim) + fmt::format("    [{}] {}", f.kind, f.title) + c.reset + "\n";
+      out += std::string(c.dim) + fmt::format("    [{}] {}", analysis::to_string(f.kind), f.title) +
+             c.reset + "\n";
       // A group of alike findings also names a few of them: its first evidence line.
       if (f.repeats && !f.evidence.empty()) {
         out += std::string(c.dim) + "        " + f.evidence.front() + c.reset + "\n";
@@ -120,7 +122,6 @@ analysis::Diagnosis printable(const analysis::Diagnosis& d) {
     for (analysis::GpuSummary::Holder& h : g.holders) clean(h.who);
   }
   for (analysis::Finding& f : out.findings) {
-    clean(f.kind);
     clean(f.title);
     clean(f.fix);
     for (std::string& line : f.evidence) clean(line);
@@ -135,10 +136,10 @@ std::string verdict_text(const analysis::Diagnosis& d, const std::string& run_di
   // still says that something deserves a look, or who asked the job to stop.
   if (!d.findings.empty() &&
       (d.findings.front().root_cause || d.findings.front().severity != analysis::Severity::kInfo ||
-       d.findings.front().kind == "stop-requested")) {
+       d.findings.front().kind == analysis::FindingKind::kStopRequested)) {
     const analysis::Finding& f = d.findings.front();
-    out += fmt::format("; {} [{}] {}", f.root_cause ? "root cause" : to_string(f.severity), f.kind,
-                       f.title);
+    out += fmt::format("; {} [{}] {}", f.root_cause ? "root cause" : to_string(f.severity),
+                       analysis::to_string(f.kind), f.title);
     size_t rest = static_cast<size_t>(std::count_if(
         d.findings.begin() + 1, d.findings.end(),
         [](const analysis::Finding& o) { return o.severity != analysis::Severity::kInfo; }));

@@ -24,7 +24,7 @@ using testing::HasSubstr;
 using testing::Not;
 using testing::UnorderedElementsAreArray;
 
-std::vector<const Finding*> of_kind(const Diagnosis& d, const std::string& kind) {
+std::vector<const Finding*> of_kind(const Diagnosis& d, FindingKind kind) {
   std::vector<const Finding*> out;
   for (const Finding& f : d.findings) {
     if (f.kind == kind) out.push_back(&f);
@@ -38,7 +38,7 @@ TEST(AlikeFindings, ManyChildrenFailingAlikeAreOneFindingBesideTheRootCause) {
   std::vector<int> ones = forked_children(e, kRank0, 3000, 60, 2.0, 1);
   std::vector<int> twos = forked_children(e, kRank0, 4000, 20, 5.0, 2);
   Diagnosis d = diagnose(e);
-  std::vector<const Finding*> exits = of_kind(d, "worker-exit");
+  std::vector<const Finding*> exits = of_kind(d, FindingKind::kWorkerExit);
   ASSERT_EQ(exits.size(), 3u);
   // The root cause: the first child's exit, alone and whole.
   const Finding& root = d.findings.front();
@@ -88,7 +88,7 @@ TEST(AlikeFindings, TwoAlikeAfterTheRootCauseStayApart) {
   Evidence e = torchrun_job();
   forked_children(e, kRank0, 3000, 3, 2.0, 1);
   Diagnosis d = diagnose(e);
-  std::vector<const Finding*> exits = of_kind(d, "worker-exit");
+  std::vector<const Finding*> exits = of_kind(d, FindingKind::kWorkerExit);
   ASSERT_EQ(exits.size(), 3u);
   for (const Finding* f : exits) {
     EXPECT_FALSE(f->repeats);
@@ -102,7 +102,7 @@ TEST(AlikeFindings, AGroupNamesEveryRankOfItsProcesses) {
   forked_children(e, kRank0, 3000, 5, 2.0, 1);
   forked_children(e, kRank1, 4000, 5, 3.0, 1);
   Diagnosis d = diagnose(e);
-  std::vector<const Finding*> exits = of_kind(d, "worker-exit");
+  std::vector<const Finding*> exits = of_kind(d, FindingKind::kWorkerExit);
   ASSERT_EQ(exits.size(), 2u);
   ASSERT_TRUE(exits[1]->repeats);
   EXPECT_EQ(exits[1]->repeats->count, 9u);

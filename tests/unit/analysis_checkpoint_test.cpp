@@ -25,7 +25,7 @@ constexpr const char* kSerialization = "/usr/lib/python3/dist-packages/torch/ser
 
 TEST(CheckpointSignatures, FullDiskAndQuota) {
   SignatureMatch m = match("OSError: [Errno 28] No space left on device", "python.no-space");
-  EXPECT_EQ(m.kind, "disk-full");
+  EXPECT_EQ(m.kind, FindingKind::kDiskFull);
   expect_fields(m, {{"errno", "28"}, {"error", "No space left on device"}});
   m = match("OSError: [Errno 122] Disk quota exceeded: '/home/user/ckpt/epoch_3.pt'",
             "python.no-space");
@@ -48,7 +48,7 @@ TEST(CheckpointSignatures, UnreadableCheckpoints) {
       "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
       "directory",
       "torch.checkpoint-truncated");
-  EXPECT_EQ(m.kind, "checkpoint-corrupt");
+  EXPECT_EQ(m.kind, FindingKind::kCheckpointCorrupt);
   expect_fields(m, {{"reason", "failed finding central directory"}});
   // A small file cut in half: the zip reader's seek fails before it finds the directory.
   std::vector<FrameHint> open_zip = {{"/home/user/proj/train.py", "<module>"},
@@ -84,7 +84,7 @@ TEST(CheckpointRules, AnUnreadableCheckpointNamesWhatTheFileIs) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "checkpoint-corrupt");
+  EXPECT_EQ(f.kind, FindingKind::kCheckpointCorrupt);
   EXPECT_EQ(f.title,
             "rank 0 (pid 1010): the file is not a PyTorch checkpoint (invalid load key, 'v')");
   EXPECT_THAT(f.evidence, Contains(HasSubstr("Git LFS pointer")));
@@ -139,7 +139,7 @@ TEST(CheckpointRules, ASaveOnAFullDiskIsTheCauseOfTheAbortThatFollows) {
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& root = d.findings[0];
   EXPECT_TRUE(root.root_cause);
-  EXPECT_EQ(root.kind, "disk-full");
+  EXPECT_EQ(root.kind, FindingKind::kDiskFull);
   EXPECT_EQ(root.title,
             "rank 0 (pid 1010): torch.save could not write the checkpoint (record data/0): its "
             "filesystem is full or over quota");
@@ -151,7 +151,7 @@ TEST(CheckpointRules, ASaveOnAFullDiskIsTheCauseOfTheAbortThatFollows) {
   EXPECT_THAT(root.evidence, Contains(HasSubstr("unexpected pos 448 vs 378")));
   EXPECT_THAT(root.evidence, Not(Contains(HasSubstr("known error cpp.terminate"))));
   const Finding& abort = d.findings[1];
-  EXPECT_EQ(abort.kind, "abort");
+  EXPECT_EQ(abort.kind, FindingKind::kAbort);
   EXPECT_THAT(abort.title, HasSubstr("(in its teardown, after it raised RuntimeError)"));
   EXPECT_THAT(root.consequences, ElementsAre(1u));
 }
@@ -160,8 +160,8 @@ TEST(CheckpointRules, AnExceptionReadAfterTheCrashRecordStillLeads) {
   // The crash record's time comes from the handler; the lines' from when they were read.
   Diagnosis d = diagnose(full_disk_save(2.9));
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "disk-full");
-  EXPECT_EQ(d.findings[1].kind, "abort");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kDiskFull);
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kAbort);
 }
 
 TEST(CheckpointRules, ACrashWithoutAnExceptionBeforeItStaysTheCause) {
@@ -169,7 +169,7 @@ TEST(CheckpointRules, ACrashWithoutAnExceptionBeforeItStaysTheCause) {
   e.log_lines.clear();
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "abort");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kAbort);
   EXPECT_THAT(d.findings[0].title, Not(HasSubstr("teardown")));
 }
 

@@ -35,7 +35,7 @@ store::ProcessRecord rank(int pid, int rank, uint64_t start_ticks) {
   return p;
 }
 
-store::Evidence job_with_issue(const std::string& kind, const std::string& field) {
+store::Evidence job_with_issue(FindingKind kind, const std::string& field) {
   store::Evidence e;
   e.run.root_pid = 10;
   e.run.start_ns = kT0;
@@ -55,11 +55,11 @@ store::Evidence job_with_issue(const std::string& kind, const std::string& field
   store::CollectiveIssue issue;
   issue.t_ns = kT0 + 2 * kSecond;
   issue.first_ns = kT0 + kSecond;
-  issue.kind = kind;
+  issue.kind = to_string(kind);
   issue.field = field;
   issue.op = "all_reduce";
   issue.number = 4;
-  issue.message = kind + ": all_reduce #4 has a different " + field;
+  issue.message = std::string(to_string(kind)) + ": all_reduce #4 has a different " + field;
   issue.ranks.push_back({.group_rank = 0,
                          .pid = 11,
                          .start_ticks = 2,
@@ -93,13 +93,13 @@ void rank1_ended(store::Evidence& e, const std::string& state) {
   e.collective_issues[0].ranks[1].state = state;
 }
 
-void expect_its_end_leads(const Diagnosis& d, const std::string& kind) {
+void expect_its_end_leads(const Diagnosis& d, FindingKind kind) {
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings.front();
   EXPECT_EQ(root.kind, kind);
   EXPECT_EQ(root.ranks, (std::vector<int>{1}));
   auto waited = std::find_if(d.findings.begin(), d.findings.end(),
-                             [](const Finding& f) { return f.kind == "peer-exited"; });
+                             [](const Finding& f) { return f.kind == FindingKind::kPeerExited; });
   ASSERT_NE(waited, d.findings.end());
   EXPECT_NE(
       std::find(root.consequences.begin(), root.consequences.end(), waited - d.findings.begin()),
@@ -107,10 +107,10 @@ void expect_its_end_leads(const Diagnosis& d, const std::string& kind) {
 }
 
 TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
-  Diagnosis d = diagnose(job_with_issue("collective-mismatch", "shape"));
+  Diagnosis d = diagnose(job_with_issue(FindingKind::kCollectiveMismatch, "shape"));
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings.front();
-  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMismatch);
   EXPECT_TRUE(root.root_cause);
   EXPECT_EQ(root.title, "all_reduce #4 has a different shape");
   EXPECT_EQ(root.ranks, (std::vector<int>{0, 1}));
@@ -127,7 +127,7 @@ TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
 // Rank 0's own account of the same mismatch (TORCH_DISTRIBUTED_DEBUG=DETAIL) merges into the
 // checker's finding without naming rank 0 twice, which would read as a restart of it.
 TEST(CollectivesRule, AMergedAccountNamesEachProcessOnce) {
-  store::Evidence e = job_with_issue("collective-mismatch", "shape");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMismatch, "shape");
   e.log_lines = {{kT0 + 7 * kSecond, "stderr", 1, "Traceback (most recent call last):"},
                  {kT0 + 7 * kSecond, "stderr", 2, "  File \"train.py\", line 6, in main"},
                  {kT0 + 7 * kSecond, "stderr", 3,
@@ -138,7 +138,7 @@ TEST(CollectivesRule, AMergedAccountNamesEachProcessOnce) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings.front();
-  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMismatch);
   EXPECT_EQ(root.pids, (std::vector<int>{11, 12}));
   EXPECT_THAT(root.evidence, Contains(HasSubstr("the same failure, also: rank 0 (pid 11)")));
   EXPECT_THAT(root.title, Not(HasSubstr("attempts")));
@@ -147,7 +147,7 @@ TEST(CollectivesRule, AMergedAccountNamesEachProcessOnce) {
 // Rank 1's prefetch thread died, and rank 1 then never made the collective the others waited in
 // (it waited for a batch the thread would have made): the thread's exception is the cause.
 TEST(CollectivesRule, AThreadThatDiedBeforeItsRankWentMissingIsTheCause) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.collective_issues[0].ranks[1].state = "never called it";
   e.processes[2].rank = 1;
   uint64_t number = 1;
@@ -163,24 +163,31 @@ TEST(CollectivesRule, AThreadThatDiedBeforeItsRankWentMissingIsTheCause) {
   EXPECT_EQ(root.title,
             "thread prefetch of rank 1 (pid 12) raised OSError: [Errno 5] Input/output error; the "
             "job then hung");
-  auto missing = std::find_if(d.findings.begin(), d.findings.end(),
-                              [](const Finding& f) { return f.kind == "collective-missing"; });
+  auto missing = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.kind == FindingKind::kCollectiveMissing;
+  });
   ASSERT_NE(missing, d.findings.end());
   EXPECT_THAT(root.consequences, Contains(missing - d.findings.begin()));
 }
 
 TEST(CollectivesRule, EachKindHasItsFix) {
-  EXPECT_NE(diagnose(job_with_issue("collective-mismatch", "dtype")).findings[0].fix.find("Cast"),
+  EXPECT_NE(diagnose(job_with_issue(FindingKind::kCollectiveMismatch, "dtype"))
+                .findings[0]
+                .fix.find("Cast"),
             std::string::npos);
-  EXPECT_NE(diagnose(job_with_issue("collective-order", "op")).findings[0].fix.find("same order"),
+  EXPECT_NE(diagnose(job_with_issue(FindingKind::kCollectiveOrder, "op"))
+                .findings[0]
+                .fix.find("same order"),
             std::string::npos);
-  EXPECT_NE(diagnose(job_with_issue("collective-missing", "missing"))
+  EXPECT_NE(diagnose(job_with_issue(FindingKind::kCollectiveMissing, "missing"))
                 .findings[0]
                 .fix.find("unconditional"),
             std::string::npos);
-  EXPECT_NE(diagnose(job_with_issue("uneven-inputs", "calls")).findings[0].fix.find("drop_last"),
+  EXPECT_NE(diagnose(job_with_issue(FindingKind::kUnevenInputs, "calls"))
+                .findings[0]
+                .fix.find("drop_last"),
             std::string::npos);
-  store::Evidence deadlock = job_with_issue("collective-order", "deadlock");
+  store::Evidence deadlock = job_with_issue(FindingKind::kCollectiveOrder, "deadlock");
   std::swap(deadlock.collective_issues[0].ranks[0], deadlock.collective_issues[0].ranks[1]);
   Diagnosis d = diagnose(deadlock);
   EXPECT_NE(d.findings[0].fix.find("batch_isend_irecv"), std::string::npos);
@@ -190,22 +197,22 @@ TEST(CollectivesRule, EachKindHasItsFix) {
 // T14: rank 0's monitored barrier timed out, then the launcher stopped rank 1, which never
 // called it: the missing call is the cause, rank 1's SIGTERM a consequence.
 TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.processes[2].exit_signal = 15;
   rank1_ended(e, "never called it");
   Diagnosis d = diagnose(e);
-  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
   // One that ended while the others waited is the cause: peer-exited.
   e.collective_issues[0].ranks[1].state = "killed by SIGTERM without calling it";
-  EXPECT_EQ(diagnose(e).findings.front().kind, "peer-exited");
+  EXPECT_EQ(diagnose(e).findings.front().kind, FindingKind::kPeerExited);
 }
 
 // The missing rank waited elsewhere (a collective only it makes); rank 0, waiting in the call,
 // timed out first and left, and the missing rank then failed on the lost connection: the hang is
 // the cause, whichever rank's timeout came first.
 TEST(CollectivesRule, AMissingRankThatLostAWaitingRankThatLeftStaysMissing) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.collective_issues[0].ranks[1].state = "never called it";
   e.processes[2].exit_code = 1;
   e.processes[2].end_ns = kT0 + 9 * kSecond;  // after rank 0's, at 8 s
@@ -217,7 +224,7 @@ TEST(CollectivesRule, AMissingRankThatLostAWaitingRankThatLeftStaysMissing) {
         {kT0 + 9 * kSecond - kSecond / 10, "stderr", e.log_lines.size() + 1, "[default1]:" + text});
   }
   Diagnosis d = diagnose(e);
-  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
   // Ended before rank 0 gave up, or of a failure of its own (a crash held it past rank 0's
   // end): it left the others waiting, and its end is the cause.
@@ -229,22 +236,23 @@ TEST(CollectivesRule, AMissingRankThatLostAWaitingRankThatLeftStaysMissing) {
       before.processes[2].end_ns = kT0 + 7 * kSecond;
       for (store::LogLine& line : before.log_lines) line.t_ns -= 2 * kSecond;
     }
-    EXPECT_NE(diagnose(before).findings.front().kind, "collective-missing") << own_failure;
+    EXPECT_NE(diagnose(before).findings.front().kind, FindingKind::kCollectiveMissing)
+        << own_failure;
   }
 }
 
 // The checker files a missing rank's failed end as peer-exited when it saw that end before any
 // waiting rank gave up (under load, the waiting rank's error comes late): the same story.
 TEST(CollectivesRule, AMissingRanksEndSeenFirstIsItsOwnFinding) {
-  store::Evidence e = job_with_issue("peer-exited", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kPeerExited, "missing");
   e.processes[2].exit_signal = SIGKILL;
   e.processes[2].end_ns = kT0 + kSecond;
   e.processes[2].end_source = store::EndSource::kParent;
   e.collective_issues[0].ranks[1].state = "killed by SIGKILL without calling it";
   Diagnosis d = diagnose(e);
-  expect_its_end_leads(d, "killed-externally");
+  expect_its_end_leads(d, FindingKind::kKilledExternally);
   auto waited = std::find_if(d.findings.begin(), d.findings.end(),
-                             [](const Finding& f) { return f.kind == "peer-exited"; });
+                             [](const Finding& f) { return f.kind == FindingKind::kPeerExited; });
   ASSERT_NE(waited, d.findings.end());
   EXPECT_EQ(
       waited->title,
@@ -255,7 +263,7 @@ TEST(CollectivesRule, AMissingRanksEndSeenFirstIsItsOwnFinding) {
 // A hang its user gave up on: the interrupt reached the job, and the launcher's teardown killed
 // the missing rank. The missing call stays the cause, and the title says where that rank was.
 TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
   missing.state = "never called it";
   missing.stack =
@@ -276,21 +284,21 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
   e.processes[2].end_source = store::EndSource::kParent;
   Diagnosis d = diagnose(e);
   const Finding& root = d.findings.front();
-  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(
       root.title,
       "all_reduce #4 has a different missing; rank 1 (pid 12) is at /home/user/proj/train.py:7 in "
       "<module>, in torch/nn/parallel/distributed.py:655 in __init__");
   // Killed without a stop request, it died while the others waited: peer-exited.
   e.events.clear();
-  expect_its_end_leads(diagnose(e), "killed-externally");
+  expect_its_end_leads(diagnose(e), FindingKind::kKilledExternally);
 }
 
 // The missing rank waits for a batch its DataLoader worker never finishes: the stall watch's
 // stack of the worker names it and its line, with the worker fix; a worker idle between samples
 // does not.
 TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
   missing.state = "never called it";
   missing.stack =
@@ -375,7 +383,7 @@ void sample_cpu(store::Evidence& e, double cpu_s) {
 // A missing rank that runs its own code (a loop) or waits on a lock while the others wait: the
 // title says which, with a fix for it; without samples, where it is. Real stacks of PyTorch 1.13.
 TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
   missing.state = "never called it";
   missing.stack =
@@ -438,7 +446,7 @@ TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
   // The waits the checker saw began before the ranks' timeouts, or, stamped from a rank's own
   // idea of its wait, after: the checker's account leads either way.
   for (int64_t first_ns : {kT0 + kSecond, kT0 + 7 * kSecond + kSecond / 2}) {
-    store::Evidence e = job_with_issue("collective-missing", "missing");
+    store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
     e.collective_issues[0].first_ns = first_ns;
     e.collective_issues[0].ranks[1].state = "never called it";
     e.collective_issues[0].ranks[0].state = "waiting in it";
@@ -462,7 +470,7 @@ TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
     }
     Diagnosis d = diagnose(e);
     const Finding& root = d.findings.front();
-    EXPECT_EQ(root.kind, "collective-missing");
+    EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);
     EXPECT_EQ(root.ranks, (std::vector<int>{1}));
     EXPECT_EQ(root.title, e.collective_issues[0].message.substr(20));
     EXPECT_EQ(std::count_if(root.evidence.begin(), root.evidence.end(),
@@ -477,7 +485,7 @@ TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
 // which runs the exit handlers, so the hook marked its program finished. Its exception, not a
 // skipped call, is why the other rank waited, however late its end was seen.
 TEST(CollectivesRule, AMissingRankThatRaisedLeadsThoughItsProgramWasMarkedFinished) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.processes[2].exit_code = 1;
   rank1_ended(e, "exited 1 without calling it");
   e.events.push_back({kT0 + 3 * kSecond - kSecond / 10, "script-finished", 12, ""});
@@ -491,13 +499,13 @@ TEST(CollectivesRule, AMissingRankThatRaisedLeadsThoughItsProgramWasMarkedFinish
     line.text = "[default1]:" + text;
     e.log_lines.push_back(line);
   }
-  expect_its_end_leads(diagnose(e), "python-exception");
+  expect_its_end_leads(diagnose(e), FindingKind::kPythonException);
 }
 
 // H08 (c) with a teardown abort: rank 1 skipped the call, finished its program, then aborted at
 // exit. The skip is the cause; the abort is told as a crash at exit, not as a death mid-work.
 TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.processes[2].exit_signal = SIGABRT;
   e.processes[2].end_ns = kT0 + 3 * kSecond;
   e.processes[2].end_source = store::EndSource::kParent;
@@ -509,31 +517,31 @@ TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
   crash.time_ns = kT0 + 3 * kSecond - 1;
   e.crashes = {crash};
   // Without the hook's mark, a rank that died before the call is the cause.
-  expect_its_end_leads(diagnose(e), "abort");
+  expect_its_end_leads(diagnose(e), FindingKind::kAbort);
 
   e.events.push_back({kT0 + 2 * kSecond, "script-finished", 12, ""});
   Diagnosis d = diagnose(e);
   const Finding& root = d.findings.front();
-  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(root.ranks, (std::vector<int>{1}));
   EXPECT_NE(root.evidence.back().find("finished its program at +2.0 s, then died of SIGABRT in "
                                       "its teardown at exit"),
             std::string::npos)
       << root.evidence.back();
   auto abort = std::find_if(d.findings.begin(), d.findings.end(),
-                            [](const Finding& f) { return f.kind == "abort"; });
+                            [](const Finding& f) { return f.kind == FindingKind::kAbort; });
   ASSERT_NE(abort, d.findings.end());
   EXPECT_NE(abort->title.find("(at exit, after its program had finished)"), std::string::npos)
       << abort->title;
   EXPECT_NE(abort->fix.find("destroy_process_group"), std::string::npos);
   // A mark from an earlier process that held the same pid says nothing of this one.
   e.events.back().t_ns = kT0 - kSecond;
-  expect_its_end_leads(diagnose(e), "abort");
+  expect_its_end_leads(diagnose(e), FindingKind::kAbort);
 }
 
 // H14: the stall ended when rank 1 came to the same call late; the job then finished.
 TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
-  store::Evidence e = job_with_issue("collective-missing", "missing");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.collective_issues[0].ranks[1].state = "never called it";
   store::CollectiveIssue late = e.collective_issues[0];
   late.field = "late";
@@ -550,7 +558,7 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);  // the late arrival is told with its stall
   const Finding& f = d.findings.front();
-  EXPECT_EQ(f.kind, "collective-missing");
+  EXPECT_EQ(f.kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_EQ(f.ranks, (std::vector<int>{1}));
@@ -589,7 +597,7 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
         "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
         "[127.0.0.1]:61103");
   d = diagnose(e);
-  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().kind, FindingKind::kCollectiveMissing);
   EXPECT_THAT(d.findings.front().title, HasSubstr("5.0 s after the others: a straggler"));
   // The call came from a restarted attempt's rank 1: this one died before it.
   e.collective_issues[1].ranks[1].pid = 22;
@@ -615,12 +623,12 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
 // CASES.md H16: rank 0 alone made a call from its rank-0-only code; it alone is named, and the
 // finding is a warning while the job still finished.
 TEST(CollectivesRule, TheOddRankAloneIsNamed) {
-  store::Evidence e = job_with_issue("collective-order", "site");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveOrder, "site");
   e.collective_issues[0].ranks[0].state = "the odd one: made all_reduce #4 from another place";
   e.collective_issues[0].ranks[1].state = "made all_reduce #4";
   Diagnosis d = diagnose(e);
   const Finding& f = d.findings.front();
-  EXPECT_EQ(f.kind, "collective-order");
+  EXPECT_EQ(f.kind, FindingKind::kCollectiveOrder);
   EXPECT_EQ(f.severity, Severity::kError);  // rank 0 exited 1
   EXPECT_EQ(f.ranks, (std::vector<int>{0}));
   EXPECT_NE(f.fix.find("rank_zero_only=True"), std::string::npos) << f.fix;
@@ -628,24 +636,24 @@ TEST(CollectivesRule, TheOddRankAloneIsNamed) {
   e.run.exit_code = 0;
   EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kWarning);
   // A call only rank 0 made, which the others never make: rank 0, not the ranks that did not.
-  e = job_with_issue("collective-missing", "missing");
+  e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
   e.collective_issues[0].ranks[1].state = "exited 0; never calls from there";
   d = diagnose(e);
-  EXPECT_EQ(d.findings.front().kind, "collective-missing");
+  EXPECT_EQ(d.findings.front().kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{0}));
 }
 
 // H11: the rank that ran out of batches and left first is named; the one that then failed is a
 // victim, in the evidence.
 TEST(CollectivesRule, UnevenInputsNameTheRankThatLeftFirst) {
-  store::Evidence e = job_with_issue("uneven-inputs", "calls");
+  store::Evidence e = job_with_issue(FindingKind::kUnevenInputs, "calls");
   std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
   e.collective_issues[0].ranks[0].state = "exited 0";
   e.collective_issues[0].ranks[1].state = "exited 1";
   Diagnosis d = diagnose(e);
   const Finding& f = d.findings.front();
-  EXPECT_EQ(f.kind, "uneven-inputs");
+  EXPECT_EQ(f.kind, FindingKind::kUnevenInputs);
   EXPECT_EQ(f.ranks, (std::vector<int>{1}));
 }
 
@@ -665,7 +673,7 @@ TEST(CollectivesRule, ARankThatFailedOnItsOwnAfterItsPeerLeftIsNoUnevenInputs) {
              "closed by peer [127.0.0.1]:29500",
              0, true},
         Case{"torch.distributed.DistNetworkError: Connection reset by peer", 6, true}}) {
-    store::Evidence e = job_with_issue("uneven-inputs", "calls");
+    store::Evidence e = job_with_issue(FindingKind::kUnevenInputs, "calls");
     std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
     e.collective_issues[0].ranks[0].state = "exited 0";
     e.collective_issues[0].ranks[1].state = "exited 1";
@@ -681,14 +689,15 @@ TEST(CollectivesRule, ARankThatFailedOnItsOwnAfterItsPeerLeftIsNoUnevenInputs) {
     }
     Diagnosis d = diagnose(e);
     ASSERT_FALSE(d.findings.empty());
-    bool uneven = std::any_of(d.findings.begin(), d.findings.end(),
-                              [](const Finding& f) { return f.kind == "uneven-inputs"; });
+    bool uneven = std::any_of(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+      return f.kind == FindingKind::kUnevenInputs;
+    });
     EXPECT_EQ(uneven, c.uneven) << c.error;
   }
 }
 
 TEST(CollectivesRule, AnAbortIsSaid) {
-  store::Evidence e = job_with_issue("collective-mismatch", "shape");
+  store::Evidence e = job_with_issue(FindingKind::kCollectiveMismatch, "shape");
   e.collective_issues[0].aborted = true;
   Diagnosis d = diagnose(e);
   EXPECT_EQ(d.findings.front().evidence.back(),

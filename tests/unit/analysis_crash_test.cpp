@@ -192,7 +192,7 @@ class ClassifyCrash : public testing::Test {
 
 TEST_F(ClassifyCrash, NullPointerAtZero) {
   CrashFacts facts = classify(base_crash(SIGSEGV, SEGV_MAPERR, 0x0));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, HasSubstr("null pointer"));
   EXPECT_THAT(facts.what, HasSubstr("0x0"));
   EXPECT_FALSE(facts.fix.empty());
@@ -202,7 +202,7 @@ TEST_F(ClassifyCrash, NullPointerAtZero) {
 TEST_F(ClassifyCrash, NullPointerPlusFieldOffset) {
   // p->field with p == NULL: the fault address is the field's offset.
   CrashFacts facts = classify(base_crash(SIGSEGV, SEGV_MAPERR, 0x18));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, HasSubstr("null pointer"));
   EXPECT_THAT(facts.what, HasSubstr("0x18"));
 }
@@ -210,7 +210,7 @@ TEST_F(ClassifyCrash, NullPointerPlusFieldOffset) {
 TEST_F(ClassifyCrash, WildPointerAtUnmappedHighAddress) {
   // Between the extra thread's stack and the dataset mapping: nothing is mapped there.
   CrashFacts facts = classify(base_crash(SIGSEGV, SEGV_MAPERR, 0x7f2b1e000010));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, HasSubstr("wild pointer"));
   EXPECT_THAT(facts.what, HasSubstr("0x7f2b1e000010"));
   EXPECT_THAT(facts.what, Not(HasSubstr("null")));
@@ -220,7 +220,7 @@ TEST_F(ClassifyCrash, WildPointerAtUnmappedHighAddress) {
 TEST_F(ClassifyCrash, WriteToReadOnlyDataMapping) {
   // A write into libtorch_cpu.so's read-only data (a string literal).
   CrashFacts facts = classify(base_crash(SIGSEGV, SEGV_ACCERR, 0x7f2b3b001234));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, HasSubstr("read-only"));
   EXPECT_THAT(facts.what, HasSubstr("r--p"));
   EXPECT_THAT(facts.what, HasSubstr(kTorch));
@@ -228,7 +228,7 @@ TEST_F(ClassifyCrash, WriteToReadOnlyDataMapping) {
 
 TEST_F(ClassifyCrash, WriteToCodeMapping) {
   CrashFacts facts = classify(base_crash(SIGSEGV, SEGV_ACCERR, 0x7f2b3e601100));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, HasSubstr("read-only"));
   EXPECT_THAT(facts.what, HasSubstr("r-xp"));
   EXPECT_THAT(facts.what, HasSubstr("libaugment.so"));
@@ -237,7 +237,7 @@ TEST_F(ClassifyCrash, WriteToCodeMapping) {
 TEST_F(ClassifyCrash, AccessErrorOnAnonymousMappingSaysAnonymous) {
   // The thread's guard page, reached through a stray pointer from the main thread's stack.
   CrashFacts facts = classify(base_crash(SIGSEGV, SEGV_ACCERR, kThreadGuard + 0x800));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, HasSubstr("---p anonymous"));
 }
 
@@ -252,7 +252,7 @@ TEST_F(ClassifyCrash, StackOverflowJustBelowStackLow) {
             "/home/user/proj/src/augment.cpp", 78),
   };
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "stack-overflow");
+  EXPECT_EQ(facts.kind, FindingKind::kStackOverflow);
   EXPECT_THAT(facts.what, HasSubstr("stack overflow"));
   EXPECT_THAT(facts.fix, HasSubstr("recursion"));
   EXPECT_EQ(facts.blame, 0);
@@ -265,7 +265,7 @@ TEST_F(ClassifyCrash, StackOverflowOfAThreadIntoItsGuardPage) {
   crash.sp = kThreadStackLo - 0x20;
   crash.stack_lo = kThreadStackLo;
   crash.stack_hi = kThreadStackHi;
-  EXPECT_EQ(classify(crash).kind, "stack-overflow");
+  EXPECT_EQ(classify(crash).kind, FindingKind::kStackOverflow);
 }
 
 TEST_F(ClassifyCrash, StackOverflowWithoutStackBoundsInAGuardMapping) {
@@ -275,7 +275,7 @@ TEST_F(ClassifyCrash, StackOverflowWithoutStackBoundsInAGuardMapping) {
   crash.stack_lo = 0;
   crash.stack_hi = 0;
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "stack-overflow");
+  EXPECT_EQ(facts.kind, FindingKind::kStackOverflow);
   EXPECT_THAT(facts.what, HasSubstr("0x7f2b1c5f0ff8"));
   EXPECT_THAT(facts.what, HasSubstr("0x7f2b1c5f1010"));
 }
@@ -285,7 +285,7 @@ TEST_F(ClassifyCrash, NoStackBoundsAndFaultFarBelowSpIsNotAnOverflow) {
   Crash crash = base_crash(SIGSEGV, SEGV_ACCERR, kThreadGuard + 0xff8);
   crash.stack_lo = 0;
   crash.stack_hi = 0;
-  EXPECT_EQ(classify(crash).kind, "native-crash");
+  EXPECT_EQ(classify(crash).kind, FindingKind::kNativeCrash);
 }
 
 TEST_F(ClassifyCrash, NoStackBoundsAndFaultBelowSpInAWritableMappingIsNotAnOverflow) {
@@ -294,7 +294,7 @@ TEST_F(ClassifyCrash, NoStackBoundsAndFaultBelowSpInAWritableMappingIsNotAnOverf
   crash.sp = kThreadStackLo + 0x2000;
   crash.stack_lo = 0;
   crash.stack_hi = 0;
-  EXPECT_NE(classify(crash).kind, "stack-overflow");
+  EXPECT_NE(classify(crash).kind, FindingKind::kStackOverflow);
 }
 
 TEST_F(ClassifyCrash, GeneralProtectionFaultIsNotANullPointer) {
@@ -302,7 +302,7 @@ TEST_F(ClassifyCrash, GeneralProtectionFaultIsNotANullPointer) {
   // general protection fault: SIGSEGV with si_code SI_KERNEL and si_addr 0. The address is
   // unknown, not NULL.
   CrashFacts facts = classify(base_crash(SIGSEGV, SI_KERNEL, 0x0));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(facts.what, Not(HasSubstr("null pointer")));
 }
 
@@ -315,7 +315,7 @@ TEST_F(ClassifyCrash, BusErrorInDevShmIsShmExhausted) {
       host(kCrashNs + 2 * kSecond, 12 * kMiB, 64 * kMiB),
   };
   CrashFacts facts = classify(base_crash(SIGBUS, BUS_ADRERR, 0x7f2b15000000));
-  EXPECT_EQ(facts.kind, "shm-exhausted");
+  EXPECT_EQ(facts.kind, FindingKind::kShmExhausted);
   EXPECT_THAT(facts.what, HasSubstr("/dev/shm/torch_123"));
   EXPECT_THAT(facts.evidence,
               testing::Contains(std::string("/dev/shm at that time: 64.0 MiB used of 64.0 MiB")));
@@ -326,7 +326,7 @@ TEST_F(ClassifyCrash, BusErrorInDeletedShmSegment) {
   // PyTorch unlinks its segments once mapped: the maps line ends in " (deleted)".
   m_evidence.host_samples = {host(kCrashNs + kSecond, 7 * kMiB, 8 * kMiB)};
   CrashFacts facts = classify(base_crash(SIGBUS, BUS_ADRERR, 0x7f2b18100000));
-  EXPECT_EQ(facts.kind, "shm-exhausted");
+  EXPECT_EQ(facts.kind, FindingKind::kShmExhausted);
   EXPECT_THAT(facts.what, HasSubstr("/dev/shm/torch_4242_1938274"));
   EXPECT_THAT(facts.what, Not(HasSubstr("(deleted)")));
   EXPECT_THAT(facts.evidence,
@@ -335,7 +335,7 @@ TEST_F(ClassifyCrash, BusErrorInDeletedShmSegment) {
 
 TEST_F(ClassifyCrash, BusErrorInDevShmWithoutHostSamplesHasNoShmLine) {
   CrashFacts facts = classify(base_crash(SIGBUS, BUS_ADRERR, 0x7f2b15000000));
-  EXPECT_EQ(facts.kind, "shm-exhausted");
+  EXPECT_EQ(facts.kind, FindingKind::kShmExhausted);
   for (const std::string& line : facts.evidence) {
     EXPECT_THAT(line, Not(HasSubstr("/dev/shm at that time")));
   }
@@ -343,7 +343,7 @@ TEST_F(ClassifyCrash, BusErrorInDevShmWithoutHostSamplesHasNoShmLine) {
 
 TEST_F(ClassifyCrash, BusErrorInRegularFileMappingIsTruncatedFile) {
   CrashFacts facts = classify(base_crash(SIGBUS, BUS_ADRERR, 0x7f2b20400000));
-  EXPECT_EQ(facts.kind, "bus-error");
+  EXPECT_EQ(facts.kind, FindingKind::kBusError);
   EXPECT_THAT(facts.what, HasSubstr("/data/cityscapes/train.bin"));
   EXPECT_THAT(facts.what, HasSubstr("truncated"));
   EXPECT_THAT(facts.fix, HasSubstr("rename"));
@@ -351,14 +351,14 @@ TEST_F(ClassifyCrash, BusErrorInRegularFileMappingIsTruncatedFile) {
 
 TEST_F(ClassifyCrash, MisalignedBusErrorOutsideFiles) {
   CrashFacts facts = classify(base_crash(SIGBUS, BUS_ADRALN, 0x7f2b10000003));
-  EXPECT_EQ(facts.kind, "bus-error");
+  EXPECT_EQ(facts.kind, FindingKind::kBusError);
   EXPECT_THAT(facts.what, HasSubstr("misaligned"));
   EXPECT_THAT(facts.what, HasSubstr("0x7f2b10000003"));
 }
 
 TEST_F(ClassifyCrash, OtherBusErrorOutsideFilesIsHardwareOrMapping) {
   CrashFacts facts = classify(base_crash(SIGBUS, BUS_OBJERR, 0x55d0c8b20000));  // [heap]
-  EXPECT_EQ(facts.kind, "bus-error");
+  EXPECT_EQ(facts.kind, FindingKind::kBusError);
   EXPECT_THAT(facts.what, Not(HasSubstr("misaligned")));
   EXPECT_THAT(facts.what, Not(HasSubstr("truncated")));
 }
@@ -367,20 +367,20 @@ TEST_F(ClassifyCrash, OtherBusErrorOutsideFilesIsHardwareOrMapping) {
 
 TEST_F(ClassifyCrash, IntegerDivisionByZero) {
   CrashFacts facts = classify(base_crash(SIGFPE, FPE_INTDIV, 0x7f2b3e6012f4));
-  EXPECT_EQ(facts.kind, "fpe");
+  EXPECT_EQ(facts.kind, FindingKind::kFpe);
   EXPECT_THAT(facts.what, HasSubstr("division by zero"));
   EXPECT_THAT(facts.fix, HasSubstr("divisor"));
 }
 
 TEST_F(ClassifyCrash, IntegerOverflow) {
   CrashFacts facts = classify(base_crash(SIGFPE, FPE_INTOVF, 0x7f2b3e6012f4));
-  EXPECT_EQ(facts.kind, "fpe");
+  EXPECT_EQ(facts.kind, FindingKind::kFpe);
   EXPECT_THAT(facts.what, HasSubstr("integer overflow"));
 }
 
 TEST_F(ClassifyCrash, OtherArithmeticException) {
   CrashFacts facts = classify(base_crash(SIGFPE, FPE_FLTINV, 0x7f2b3e6012f4));
-  EXPECT_EQ(facts.kind, "fpe");
+  EXPECT_EQ(facts.kind, FindingKind::kFpe);
   EXPECT_THAT(facts.what, Not(HasSubstr("division by zero")));
 }
 
@@ -389,7 +389,7 @@ TEST_F(ClassifyCrash, Ud2TrapInstruction) {
   crash.code_bytes = "0f0b660f1f440000f30f1efa55488955";
   cpu_flags(kCpuFlagsNoAvx512);
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "illegal-instruction");
+  EXPECT_EQ(facts.kind, FindingKind::kIllegalInstruction);
   EXPECT_THAT(facts.what, HasSubstr("ud2"));
   EXPECT_THAT(facts.what, Not(HasSubstr("lacks")));
 }
@@ -399,7 +399,7 @@ TEST_F(ClassifyCrash, Avx512InstructionOnACpuWithoutIt) {
   crash.code_bytes = "62f17c4810064883c0404839c875f1c3";  // vmovups zmm0, [rsi]
   cpu_flags(kCpuFlagsNoAvx512);
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "illegal-instruction");
+  EXPECT_EQ(facts.kind, FindingKind::kIllegalInstruction);
   EXPECT_THAT(facts.what, HasSubstr("avx512f instruction, which this CPU lacks"));
   EXPECT_THAT(facts.what, HasSubstr("62f17c4810064883"));
   EXPECT_THAT(facts.fix, HasSubstr("-march=native"));
@@ -410,7 +410,7 @@ TEST_F(ClassifyCrash, Avx512InstructionOnACpuWithItMakesNoClaim) {
   crash.code_bytes = "62f17c4810064883c0404839c875f1c3";
   cpu_flags(kCpuFlagsAvx512);
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "illegal-instruction");
+  EXPECT_EQ(facts.kind, FindingKind::kIllegalInstruction);
   EXPECT_THAT(facts.what, Not(HasSubstr("lacks")));
 }
 
@@ -418,7 +418,7 @@ TEST_F(ClassifyCrash, Avx512InstructionWithoutCpuFlagsMakesNoClaim) {
   Crash crash = base_crash(SIGILL, ILL_ILLOPN, 0x7f2b2c1d3e40);
   crash.code_bytes = "62f17c4810064883c0404839c875f1c3";
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "illegal-instruction");
+  EXPECT_EQ(facts.kind, FindingKind::kIllegalInstruction);
   EXPECT_THAT(facts.what, Not(HasSubstr("lacks")));
 }
 
@@ -434,7 +434,7 @@ TEST_F(ClassifyCrash, VexInstructionOnACpuWithoutAvx) {
 
 TEST_F(ClassifyCrash, IllegalInstructionWithoutCodeBytes) {
   CrashFacts facts = classify(base_crash(SIGILL, ILL_ILLOPC, 0x7f2b2c1d3e40));
-  EXPECT_EQ(facts.kind, "illegal-instruction");
+  EXPECT_EQ(facts.kind, FindingKind::kIllegalInstruction);
   EXPECT_THAT(facts.what, Not(HasSubstr("bytes")));
 }
 
@@ -464,7 +464,7 @@ TEST_F(ClassifyCrash, AbortFromUncaughtCppException) {
       log(kCrashNs - kSecond / 100, "stderr", 58, "  what():  shape mismatch"),
   };
   CrashFacts facts = classify(self_abort());
-  EXPECT_EQ(facts.kind, "abort");
+  EXPECT_EQ(facts.kind, FindingKind::kAbort);
   EXPECT_THAT(facts.what, HasSubstr("uncaught C++ exception"));
   EXPECT_THAT(facts.what, HasSubstr("std::runtime_error"));
   EXPECT_THAT(facts.what, HasSubstr("shape mismatch"));
@@ -493,7 +493,7 @@ TEST_F(ClassifyCrash, AbortFromGlibcDoubleFree) {
       log(kCrashNs - kSecond / 1000, "stderr", 12, "free(): double free detected in tcache 2"),
   };
   CrashFacts facts = classify(self_abort());
-  EXPECT_EQ(facts.kind, "abort");
+  EXPECT_EQ(facts.kind, FindingKind::kAbort);
   EXPECT_THAT(facts.what, HasSubstr("heap corruption"));
   EXPECT_THAT(facts.what, HasSubstr("free(): double free detected in tcache 2"));
   EXPECT_THAT(facts.fix, HasSubstr("AddressSanitizer"));
@@ -513,7 +513,7 @@ TEST_F(ClassifyCrash, AbortFromFailedAssertion) {
           "Assertion `x > 0' failed."),
   };
   CrashFacts facts = classify(self_abort());
-  EXPECT_EQ(facts.kind, "abort");
+  EXPECT_EQ(facts.kind, FindingKind::kAbort);
   EXPECT_THAT(facts.what, HasSubstr("assertion"));
   EXPECT_THAT(facts.what, HasSubstr("Assertion `x > 0' failed."));
   EXPECT_THAT(facts.what, Not(HasSubstr("heap corruption")));
@@ -532,7 +532,7 @@ TEST_F(ClassifyCrash, AbortIgnoresMessagesOutsideTheWindowAndOnStdout) {
       log(kCrashNs + 2 * kSecond + 1, "stderr", 5, "  what():  from a later process"),
   };
   CrashFacts facts = classify(self_abort());
-  EXPECT_EQ(facts.kind, "abort");
+  EXPECT_EQ(facts.kind, FindingKind::kAbort);
   EXPECT_THAT(facts.what, HasSubstr("no message found"));
   EXPECT_TRUE(facts.evidence.empty());
 }
@@ -592,7 +592,7 @@ TEST_F(ClassifyCrash, PythonLineOfTheCrashingThread) {
 
 TEST_F(ClassifyCrash, UnknownSignalIsANativeCrash) {
   CrashFacts facts = classify(base_crash(SIGTRAP, TRAP_BRKPT, 0));
-  EXPECT_EQ(facts.kind, "native-crash");
+  EXPECT_EQ(facts.kind, FindingKind::kNativeCrash);
   EXPECT_FALSE(facts.what.empty());
 }
 
@@ -600,7 +600,7 @@ TEST_F(ClassifyCrash, EmptyMapsIsTotal) {
   Crash crash = base_crash(SIGBUS, BUS_ADRERR, 0x7f2b15000000);
   crash.maps.clear();
   CrashFacts facts = classify(crash);
-  EXPECT_EQ(facts.kind, "bus-error");
+  EXPECT_EQ(facts.kind, FindingKind::kBusError);
   crash = base_crash(SIGSEGV, SEGV_ACCERR, 0x7f2b3b001234);
   crash.maps.clear();
   EXPECT_THAT(classify(crash).what, HasSubstr("wild pointer"));

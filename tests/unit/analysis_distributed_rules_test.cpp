@@ -45,7 +45,7 @@ void launcher_error(Evidence& e, double seconds, uint64_t number) {
   exited(e, kLauncher, seconds + 0.1, 1);
 }
 
-const Finding* find_kind(const Diagnosis& d, const std::string& kind) {
+const Finding* find_kind(const Diagnosis& d, FindingKind kind) {
   for (const Finding& f : d.findings) {
     if (f.kind == kind) return &f;
   }
@@ -69,13 +69,13 @@ TEST(DistributedRules, BothRanksReportingOneMismatchGiveOneFinding) {
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& root = d.findings[0];
   EXPECT_TRUE(root.root_cause);
-  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMismatch);
   EXPECT_THAT(root.ranks, ElementsAre(0, 1));
   EXPECT_THAT(root.pids, ElementsAre(kRank0, kRank1));
   EXPECT_THAT(root.title, HasSubstr("rank 0 ALLREDUCE [20, 10] Float, rank 1 REDUCE"));
   EXPECT_THAT(root.evidence, testing::Contains("at /home/user/proj/train.py:20 in <module>"));
   // The unprefixed traceback is the launcher's, not a rank's.
-  EXPECT_EQ(d.findings[1].kind, "launcher-exit");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kLauncherExit);
   EXPECT_THAT(d.findings[1].title, HasSubstr("stopped the job after rank 0, rank 1 failed"));
 }
 
@@ -94,11 +94,11 @@ TEST(DistributedRules, APeerThatExitedNormallyFirstIsTheCause) {
   ASSERT_GE(d.findings.size(), 2u);
   const Finding& root = d.findings[0];
   EXPECT_TRUE(root.root_cause);
-  EXPECT_EQ(root.kind, "collective-missing");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);
   EXPECT_THAT(root.ranks, ElementsAre(1));
   EXPECT_THAT(root.pids, ElementsAre(kRank1));
   EXPECT_THAT(root.title, HasSubstr("rank 1 (pid 1011) finished (exit code 0) while rank 0"));
-  EXPECT_EQ(d.findings[1].kind, "peer-exited");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kPeerExited);
   EXPECT_THAT(d.findings[1].title, HasSubstr("lost its connection to rank 1 (pid 1011)"));
   EXPECT_THAT(d.findings[1].ranks, ElementsAre(0, 1));
 }
@@ -117,7 +117,7 @@ TEST(DistributedRules, APeerThatRanFewerStepsIsUnevenInputs) {
   steps(kRank1, 500'101, 3);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "uneven-inputs");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kUnevenInputs);
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
   EXPECT_THAT(d.findings[0].evidence, testing::Contains("backward steps: rank 1 ran 3, rank 0 4"));
 }
@@ -129,11 +129,11 @@ TEST(DistributedRules, APeerThatCrashedIsTheCauseThroughItsOwnFinding) {
   exited(e, kRank0, 5.5, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "killed-externally");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kKilledExternally);
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank1));
-  EXPECT_EQ(d.findings[1].kind, "peer-exited");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kPeerExited);
   EXPECT_THAT(d.findings[1].title, HasSubstr("which had died of SIGKILL before"));
-  EXPECT_EQ(find_kind(d, "collective-missing"), nullptr);
+  EXPECT_EQ(find_kind(d, FindingKind::kCollectiveMissing), nullptr);
 }
 
 TEST(DistributedRules, APeerWhoseExceptionCamePrintedAfterTheLossIsStillTheCause) {
@@ -153,9 +153,9 @@ TEST(DistributedRules, APeerWhoseExceptionCamePrintedAfterTheLossIsStillTheCause
   Diagnosis d = diagnose(e);
   ASSERT_GE(d.findings.size(), 2u);
   EXPECT_TRUE(d.findings[0].root_cause);
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
   EXPECT_THAT(d.findings[0].title, HasSubstr("rank 1 (pid 1011) raised ValueError"));
-  EXPECT_EQ(d.findings[1].kind, "peer-exited");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kPeerExited);
   EXPECT_THAT(d.findings[0].consequences, testing::Contains(1u));
 }
 
@@ -188,16 +188,16 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
   Diagnosis d = diagnose(e);
   ASSERT_GE(d.findings.size(), 2u);
   const Finding& root = d.findings[0];
-  EXPECT_EQ(root.kind, "python-exception");
+  EXPECT_EQ(root.kind, FindingKind::kPythonException);
   EXPECT_EQ(root.title, "rank 1 (pid 1011) raised RuntimeError: bad batch on rank 1");
   EXPECT_THAT(root.evidence, testing::Contains("at /home/user/proj/train.py:8 in run: raise "
                                                "RuntimeError(\"bad batch on rank 1\")"));
-  const Finding* launcher = find_kind(d, "launcher-exit");
+  const Finding* launcher = find_kind(d, FindingKind::kLauncherExit);
   ASSERT_NE(launcher, nullptr);
   EXPECT_THAT(launcher->pids, ElementsAre(kLauncher));
   // Rank 0 was stopped by the launcher's teardown: it did not fail.
   EXPECT_EQ(launcher->title, "launcher (pid 1000) stopped the job after rank 1 failed");
-  const Finding* stopped = find_kind(d, "killed-externally");
+  const Finding* stopped = find_kind(d, FindingKind::kKilledExternally);
   ASSERT_NE(stopped, nullptr);
   EXPECT_EQ(stopped->severity, Severity::kInfo);
   EXPECT_EQ(stopped->title, "rank 0 (pid 1010) was stopped by SIGTERM from its launcher");
@@ -208,7 +208,7 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
   d = diagnose(e);
   ASSERT_GE(d.findings.size(), 2u);
   EXPECT_EQ(d.findings[0].title, "rank 1 (pid 1011) raised RuntimeError: bad batch on rank 1");
-  const Finding* echo = find_kind(d, "nonzero-exit");
+  const Finding* echo = find_kind(d, FindingKind::kNonzeroExit);
   ASSERT_NE(echo, nullptr);
   EXPECT_EQ(echo->severity, Severity::kWarning);
   EXPECT_EQ(echo->title,
@@ -247,7 +247,7 @@ TEST(DistributedRules, AStoreNothingListensAtIsNamedWithItsAddress) {
   exited(e, kRank1, 20.2, 1);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kRendezvousTimeout);
   EXPECT_EQ(d.findings[0].title,
             "rank 1 (pid 1011): could not connect to the store at 10.0.0.7:29500 in 8000 ms");
   EXPECT_THAT(d.findings[0].fix, HasSubstr("MASTER_ADDR and MASTER_PORT"));
@@ -268,7 +268,7 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   // Without the hook's record of the call: a rank that never joined, in general words.
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kRendezvousTimeout);
   EXPECT_EQ(d.findings[0].title,
             "rank 0 (pid 1010): timed out in init_process_group waiting for the other ranks to "
             "connect");
@@ -281,7 +281,7 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings[0];
-  EXPECT_EQ(root.kind, "rendezvous-timeout");
+  EXPECT_EQ(root.kind, FindingKind::kRendezvousTimeout);
   EXPECT_EQ(root.title,
             "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but the "
             "launcher set WORLD_SIZE=2");
@@ -334,7 +334,7 @@ TEST(DistributedRules, InitProcessGroupArgumentsThatContradictTheLaunchAreTheCau
   }
   d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
   EXPECT_EQ(d.findings[0].title,
             "rank 1 (pid 1011): init_process_group was asked for a world of 1 rank, but the "
             "launcher set WORLD_SIZE=2");
@@ -441,7 +441,7 @@ TEST(DistributedRules, AWorldLargerThanSpawnStartedIsTheCause) {
   exited(e, kLauncher, 20.5, 1);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kRendezvousTimeout);
   EXPECT_EQ(d.findings[0].title,
             "rank 0 (pid 1010): init_process_group was asked for a world of 4 ranks, but "
             "torch.multiprocessing.spawn started 2 processes on this machine");
@@ -510,11 +510,11 @@ TEST(DistributedRules, AScriptThatDoesNotExistIsOneFindingWithItsFix) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& root = d.findings[0];
-  EXPECT_EQ(root.kind, "python-exception");
+  EXPECT_EQ(root.kind, FindingKind::kPythonException);
   EXPECT_THAT(root.ranks, ElementsAre(0, 1));
   EXPECT_THAT(root.fix, HasSubstr("Python could not open the script '/home/user/proj/trian.py' "
                                   "(No such file or directory), so nothing ran"));
-  EXPECT_EQ(d.findings[1].kind, "launcher-exit");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kLauncherExit);
 }
 
 TEST(DistributedRules, AFailureTheLauncherRestartedFromIsAWarning) {
@@ -538,7 +538,7 @@ TEST(DistributedRules, AFailureTheLauncherRestartedFromIsAWarning) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_THAT(f.title, HasSubstr("(recovered: the launcher restarted the ranks and the job "
@@ -587,8 +587,9 @@ TEST(DistributedRules, AFailureEachRestartRepeatedIsOneFindingWithItsAttempts) {
   EXPECT_THAT(f.pids, testing::ElementsAre(kRank1, 1031));
   EXPECT_THAT(f.fix, HasSubstr("Your code raised it at /home/user/proj/train.py:7: fix it there."));
   EXPECT_THAT(f.fix, HasSubstr("restarts do not help"));
-  auto launcher = std::find_if(d.findings.begin(), d.findings.end(),
-                               [](const Finding& x) { return x.kind == "launcher-exit"; });
+  auto launcher = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& x) {
+    return x.kind == FindingKind::kLauncherExit;
+  });
   ASSERT_NE(launcher, d.findings.end());
   EXPECT_EQ(launcher->title, "launcher (pid 1000) stopped the job after rank 1 failed");
 }
@@ -608,7 +609,7 @@ TEST(DistributedRules, MonitoredBarrierNamesTheMissingRank) {
   exited(e, kRank0, 4.2, 1);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "collective-missing");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kCollectiveMissing);
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
   EXPECT_THAT(d.findings[0].title,
               HasSubstr("rank 0 (pid 1010): rank 1 did not reach the monitored barrier within "
@@ -628,12 +629,12 @@ TEST(DistributedRules, ATimeoutNamesTheRanksThatWereNotWaiting) {
   killed(e, kRank1, 9.6, SIGTERM);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "collective-missing");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kCollectiveMissing);
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
   EXPECT_THAT(d.findings[0].title, HasSubstr("waited 5000 ms in a collective that a peer never "
                                              "joined (rank 1 never joined it)"));
   // Stopped by torchrun's teardown: information, not a second failure.
-  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kKilledExternally);
   EXPECT_EQ(d.findings[1].severity, Severity::kInfo);
   EXPECT_THAT(d.findings[1].title, HasSubstr("from its launcher"));
 }
@@ -663,7 +664,7 @@ TEST(DistributedRules, GlooAbortOnSizesIsACollectiveMismatch) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings[0];
-  EXPECT_EQ(root.kind, "collective-mismatch");
+  EXPECT_EQ(root.kind, FindingKind::kCollectiveMismatch);
   EXPECT_THAT(root.title, HasSubstr("rank 0 (pid 1010) aborted: a collective's sizes differ "
                                     "across ranks: a peer sent 20 bytes where this rank "
                                     "expected 12"));
@@ -695,7 +696,7 @@ TEST(DistributedRules, OlderShapeCheckNamesTheRanksShape) {
     exited(e, kRank0, 5.2, 1);
     Diagnosis d = diagnose(e);
     ASSERT_FALSE(d.findings.empty());
-    EXPECT_EQ(d.findings[0].kind, "collective-mismatch");
+    EXPECT_EQ(d.findings[0].kind, FindingKind::kCollectiveMismatch);
     EXPECT_EQ(d.findings[0].title,
               std::string("rank 0 (pid 1010): input shapes of ALLREDUCE differ across ranks: "
                           "rank 0's shape ") +
@@ -716,7 +717,7 @@ TEST(DistributedRules, LauncherThatFailedBeforeStartingAnyRank) {
   exited(e, kLauncher, 2.1, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "launcher-bug");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kLauncherBug);
   EXPECT_THAT(d.findings[0].title, HasSubstr("launcher (pid 1000)"));
   EXPECT_THAT(d.findings[0].fix, HasSubstr("--redirects 2 --tee 2"));
   EXPECT_THAT(d.findings[0].ranks, IsEmpty());

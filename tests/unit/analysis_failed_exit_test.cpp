@@ -35,7 +35,7 @@ TEST(RuleFailedExit, RankCitesItsPythonException) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_THAT(f.ranks, ElementsAre(0));
   EXPECT_THAT(f.pids, ElementsAre(kRank0));
   EXPECT_EQ(f.title, "rank 0 (pid 1010) raised " + kDataLoaderError);
@@ -56,7 +56,7 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesTheLastLineItPrinted) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "nonzero-exit");
+  EXPECT_EQ(f.kind, FindingKind::kNonzeroExit);
   EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1: no such config: configs/run.yaml");
   EXPECT_THAT(f.evidence, Contains(std::string("the last line it printed, stderr line 8 at +10.0 "
                                                "s: no such config: configs/run.yaml")));
@@ -81,7 +81,7 @@ Diagnosis expect_raised(const Evidence& e, const std::string& who, const std::st
   EXPECT_FALSE(d.findings.empty());
   if (d.findings.empty()) return d;
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_EQ(f.title, who + " raised " + kDataLoaderError);
   EXPECT_THAT(f.evidence, Contains(cited + ": " + kDataLoaderError));
   return d;
@@ -123,7 +123,7 @@ TEST(RuleFailedExit, LastWordsInAFileNameTheFile) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "nonzero-exit");
+  EXPECT_EQ(f.kind, FindingKind::kNonzeroExit);
   EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 3: no such config: configs/run.yaml");
   EXPECT_THAT(f.evidence, Contains("the last line it printed, " + file +
                                    " line 1 at +10.0 s: no such config: configs/run.yaml"));
@@ -260,14 +260,14 @@ TEST(RuleFailedExit, AnExceptionTheProcessTrainedOnFromIsNotItsEnd) {
     Diagnosis d = diagnose(e);
     ASSERT_FALSE(d.findings.empty());
     if (trained_on) {
-      EXPECT_EQ(d.findings[0].kind, "nonzero-exit");
+      EXPECT_EQ(d.findings[0].kind, FindingKind::kNonzeroExit);
       EXPECT_EQ(d.findings[0].title,
                 "rank 0 (pid 1010) exited with code 1: FAILED: val_acc below 0.50 threshold");
       // Silent at its end: the caught error's words are no last words.
       e.log_lines.pop_back();
       EXPECT_EQ(diagnose(e).findings.at(0).title, "rank 0 (pid 1010) exited with code 1");
     } else {
-      EXPECT_EQ(d.findings[0].kind, "python-exception");
+      EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
       EXPECT_THAT(d.findings[0].title, HasSubstr("raised FileNotFoundError"));
     }
   }
@@ -303,7 +303,7 @@ TEST(RuleFailedExit, DescriptorsRunOutWhereTheProcessKeepsWhatItOpens) {
     Diagnosis d = diagnose(e);
     ASSERT_FALSE(d.findings.empty());
     const Finding& f = d.findings[0];
-    EXPECT_EQ(f.kind, "fd-exhausted");
+    EXPECT_EQ(f.kind, FindingKind::kFdExhausted);
     EXPECT_THAT(f.evidence, Contains(std::string("its open descriptors peaked at 1000, of a limit "
                                                  "of 1024")));
     EXPECT_EQ(f.fix.find("set_sharing_strategy") != std::string::npos, workers) << f.fix;
@@ -334,7 +334,7 @@ TEST(RuleFailedExit, AThreadRefusedNamesTheLimitAndTheJobsThreads) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "process-limit");
+  EXPECT_EQ(f.kind, FindingKind::kProcessLimit);
   EXPECT_EQ(f.title,
             "rank 0 (pid 1010): could not start a thread: the limit on processes and threads, or "
             "memory for its stack");
@@ -369,7 +369,7 @@ TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
   exited(e, kRank0, 10.3, 2);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "bad-arguments");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kBadArguments);
   EXPECT_EQ(d.findings[0].title,
             "rank 0 (pid 1010): train.py does not accept the arguments --bacth-size 16");
   EXPECT_THAT(d.findings[0].fix, HasSubstr("spelling"));
@@ -389,7 +389,7 @@ TEST(RuleFailedExit, ACommandLineTheScriptRejectedIsNamed) {
   exited(launcher, kLauncher, 1.1, 2);
   d = diagnose(launcher);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "bad-arguments");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kBadArguments);
   EXPECT_EQ(d.findings[0].title,
             "launcher (pid 1000): torchrun does not accept the arguments --bogus");
 }
@@ -470,7 +470,7 @@ TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_THAT(f.evidence, Contains(std::string("at /home/user/proj/train.py:3: print(1)")));
   EXPECT_THAT(f.evidence, Not(Contains(HasSubstr("were not kept"))));
   EXPECT_THAT(f.fix, HasSubstr("nothing in it ran"));
@@ -515,7 +515,9 @@ TEST(RuleFailedExit, CommonExceptionsNameTheirFix) {
     ASSERT_EQ(d.findings.size(), 1u) << text;
     bool cuda = text.find("CUDA") != std::string::npos ||
                 text.find("NVIDIA") != std::string::npos || text.find("NCCL") != std::string::npos;
-    EXPECT_EQ(d.findings[0].kind, cuda ? "cuda-unavailable" : "python-exception") << text;
+    EXPECT_EQ(d.findings[0].kind,
+              cuda ? FindingKind::kCudaUnavailable : FindingKind::kPythonException)
+        << text;
     EXPECT_THAT(d.findings[0].fix, HasSubstr(fix)) << text;
   }
   Evidence e = torchrun_job();
@@ -544,7 +546,7 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesAKnownErrorItPrinted) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "cuda-unavailable");
+  EXPECT_EQ(f.kind, FindingKind::kCudaUnavailable);
   EXPECT_EQ(
       f.title,
       "rank 0 (pid 1010): the NVIDIA driver is older than the CUDA runtime this program uses");
@@ -563,7 +565,7 @@ TEST(RuleFailedExit, AnExitWithoutATracebackCitesAKnownErrorItPrinted) {
   e.log_lines = {stderr_line(10.0, 1,
                              "[default0]:ncclRemoteError: A call failed possibly due to "
                              "a network error or a remote process exiting prematurely.")};
-  EXPECT_EQ(diagnose(e).findings[0].kind, "nonzero-exit");
+  EXPECT_EQ(diagnose(e).findings[0].kind, FindingKind::kNonzeroExit);
 }
 
 // As PyTorch 1.13 prints a dataset's exception in worker 1.
@@ -610,7 +612,7 @@ TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_EQ(f.title, "rank 0 (pid 1010): DataLoader worker 1 raised KeyError: 'label'");
   EXPECT_THAT(f.evidence, Contains(std::string("in the worker: KeyError: 'label'")));
   EXPECT_THAT(f.evidence,
@@ -635,7 +637,7 @@ TEST(RuleFailedExit, AWorkersExceptionCitesWhereTheWorkerRaisedIt) {
   }
   d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
   EXPECT_THAT(d.findings[0].fix, HasSubstr("([3, 512, 1024] at entry 0, [3, 512, 1000] at entry "
                                            "2), so the default collate cannot stack them"));
 }
@@ -649,13 +651,13 @@ TEST(RuleFailedExit, TorchrunPrefixedLinesMatch) {
   exited(e, kRank0, 10.5, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
   EXPECT_THAT(d.findings[0].title, HasSubstr("ValueError: bad"));
 
   e.log_lines = {stderr_line(10.1, 95, "[rank0]: torch.distributed.DistBackendError: NCCL error")};
   d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
   EXPECT_THAT(d.findings[0].title, HasSubstr("DistBackendError: NCCL error"));
 }
 
@@ -718,7 +720,7 @@ TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "nonzero-exit");
+  EXPECT_EQ(f.kind, FindingKind::kNonzeroExit);
   // No exception is cited: only the last line it printed on stderr by its end.
   EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1: error: not an exception");
 }
@@ -732,7 +734,7 @@ TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "label-out-of-range");
+  EXPECT_EQ(f.kind, FindingKind::kLabelOutOfRange);
   EXPECT_EQ(f.title,
             "rank 0 (pid 1010): target label 255 is outside [0, 19): the loss's input has 19 "
             "classes");
@@ -790,7 +792,7 @@ TEST(RuleFailedExit, WorkerExitCode) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "worker-exit");
+  EXPECT_EQ(f.kind, FindingKind::kWorkerExit);
   EXPECT_THAT(f.ranks, ElementsAre(1));
   EXPECT_EQ(f.title, "worker 0 of rank 1 (pid 1021) exited with code 3");
   EXPECT_THAT(f.fix, HasSubstr("num_workers=0"));
@@ -805,7 +807,7 @@ TEST(RuleFailedExit, ProgramARankRanIsNotAFinding) {
   exited(e, kRank0, 10.2, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kRank0));
 }
 
@@ -823,7 +825,7 @@ TEST(RuleFailedExit, SpawnedWorkerExitIsAFinding) {
   exited(e, 1041, 1.0, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "worker-exit");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kWorkerExit);
   EXPECT_THAT(d.findings[0].pids, ElementsAre(1041));
 }
 
@@ -846,7 +848,7 @@ TEST(RuleFailedExit, ASpawnedProcessThatPrintedItsExceptionIsExplainedByIt) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_THAT(f.pids, ElementsAre(1041));
   EXPECT_THAT(f.title, HasSubstr("worker 1 of rank 0 (pid 1041): a started process re-ran"));
   EXPECT_THAT(f.fix, HasSubstr("if __name__ == '__main__':"));
@@ -874,7 +876,7 @@ TEST(RuleFailedExit, LauncherExit) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "launcher-exit");
+  EXPECT_EQ(f.kind, FindingKind::kLauncherExit);
   EXPECT_THAT(f.pids, ElementsAre(kLauncher));
   EXPECT_THAT(f.ranks, IsEmpty());
   EXPECT_EQ(f.title, "launcher (pid 1000) exited with code 1");

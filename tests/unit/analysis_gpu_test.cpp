@@ -104,15 +104,15 @@ void fail(Evidence& e, int pid, int64_t t, const std::string& prefix,
   }
 }
 
-const Finding* find(const Diagnosis& d, const std::string& kind) {
+const Finding* find(const Diagnosis& d, FindingKind kind) {
   for (const Finding& f : d.findings) {
     if (f.kind == kind) return &f;
   }
   return nullptr;
 }
 
-std::vector<std::string> kinds(const Diagnosis& d) {
-  std::vector<std::string> out;
+std::vector<FindingKind> kinds(const Diagnosis& d) {
+  std::vector<FindingKind> out;
   for (const Finding& f : d.findings) out.push_back(f.kind);
   return out;
 }
@@ -208,7 +208,7 @@ TEST(GpuDevices, MixedModelsWithoutPciBusIdOrderMakeTheMappingUncertain) {
     }
     fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(oom));
     Diagnosis d = diagnose(e);
-    const Finding* f = find(d, "gpu-oom");
+    const Finding* f = find(d, FindingKind::kGpuOom);
     std::vector<std::string> out;
     for (const std::string& line : f ? f->evidence : std::vector<std::string>{}) {
       if (line.starts_with("the device mapping may be off")) out.push_back(line);
@@ -238,7 +238,7 @@ TEST(GpuDevices, MixedModelsWithoutPciBusIdOrderMakeTheMappingUncertain) {
          {{112, 20 * kGiB}},
          {{113, 20 * kGiB}}});
   Diagnosis d = diagnose(e);
-  const Finding* foreign = find(d, "foreign-gpu-context");
+  const Finding* foreign = find(d, FindingKind::kForeignGpuContext);
   ASSERT_NE(foreign, nullptr);
   EXPECT_THAT(foreign->evidence, Contains(HasSubstr("the device mapping may be off: rank 1")));
 }
@@ -253,7 +253,7 @@ TEST(GpuPlacement, OtherRanksOnGpu0AreForeignAndMakeItHeavy) {
            {{113, 20 * kGiB}}});
   }
   Diagnosis d = diagnose(e);
-  EXPECT_THAT(kinds(d), ElementsAre("foreign-gpu-context", "gpu-imbalance"));
+  EXPECT_THAT(kinds(d), ElementsAre(FindingKind::kForeignGpuContext, FindingKind::kGpuImbalance));
   const Finding& foreign = d.findings[0];
   EXPECT_EQ(foreign.severity, Severity::kWarning);  // no OOM: a warning, not the root cause
   EXPECT_FALSE(foreign.root_cause);
@@ -276,7 +276,7 @@ TEST(GpuPlacement, TwoRanksOnOneGpu) {
   for (auto& p : e.processes) p.world_size = 2;
   round(e, kT0 + kSecond, {{{110, 10 * kGiB}, {111, 10 * kGiB}}, {}});
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("foreign-gpu-context"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kForeignGpuContext));
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
 }
 
@@ -295,7 +295,7 @@ TEST(GpuPlacement, RankZeroAloneHeavyIsRankZeroWork) {
   round(e, kT0 + kSecond,
         {{{110, 40 * kGiB}}, {{111, 20 * kGiB}}, {{112, 20 * kGiB}}, {{113, 21 * kGiB}}});
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("gpu-imbalance"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuImbalance));
   EXPECT_THAT(joined(d.findings[0].evidence), HasSubstr("likely cause: rank 0 holds the most"));
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(0));
 }
@@ -307,7 +307,7 @@ TEST(GpuPlacement, ARankHeavyOnItsOwnGpuHadLargerInputs) {
   round(e, kT0 + kSecond,
         {{{110, 20 * kGiB}}, {{111, 21 * kGiB}}, {{112, 39 * kGiB}}, {{113, 20 * kGiB}}});
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("gpu-imbalance"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuImbalance));
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.title,
             "GPU 2 (00000000:08:00.0) peaked at 39.5 GiB, 1.9x the median of the job's other GPUs "
@@ -328,7 +328,7 @@ TEST(GpuPlacement, OneProcessOnEveryGpuIsDataParallel) {
   e.processes[1].rank_source = "";
   round(e, kT0 + kSecond, {{{110, 30 * kGiB}}, {{110, 10 * kGiB}}, {{110, 10 * kGiB}}});
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("gpu-imbalance"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuImbalance));
   EXPECT_THAT(joined(d.findings[0].evidence), HasSubstr("nn.DataParallel"));
   EXPECT_THAT(d.findings[0].fix, HasSubstr("DistributedDataParallel"));
 }
@@ -356,7 +356,7 @@ TEST(GpuOom, PyTorch2TextWithNvmlHoldersAndTheDeviceOfTheRank) {
            "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."));
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));  // and no second finding from the exit
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuOom));  // and no second finding from the exit
   const Finding& oom = d.findings[0];
   EXPECT_TRUE(oom.root_cause);
   EXPECT_EQ(oom.title, "rank 1 (pid 111) ran out of GPU memory on GPU 2 (00000000:08:00.0)");
@@ -386,7 +386,7 @@ TEST(GpuOom, TheMessagesOtherProcessesByRole) {
                       "memory 65.20 GiB is allocated by PyTorch, and 1.20 GiB is reserved by "
                       "PyTorch but unallocated."));
   Diagnosis d = diagnose(e);
-  const Finding* oom = find(d, "gpu-oom");
+  const Finding* oom = find(d, FindingKind::kGpuOom);
   ASSERT_NE(oom, nullptr);
   EXPECT_THAT(oom->evidence, Contains("the OOM message names other processes on the GPU: rank 1 "
                                       "(pid 111) 700 MiB, rank 2 (pid 112) 720 MiB, pid 9 (not a "
@@ -409,7 +409,7 @@ TEST(GpuOom, AnOomTheProcessSurvivedIsNoFailure) {
   EXPECT_TRUE(diagnose(e).findings.at(0).root_cause);
   e.run.exit_code = 0;
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuOom));
   const Finding& oom = d.findings[0];
   EXPECT_FALSE(oom.root_cause);
   EXPECT_EQ(oom.severity, Severity::kInfo);
@@ -434,7 +434,7 @@ TEST(GpuOom, FragmentationAdviceFollowsTheVersion) {
     Evidence e = four_ranks();
     fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(text));
     Diagnosis d = diagnose(e);
-    ASSERT_THAT(kinds(d), ElementsAre("gpu-fragmentation")) << text;
+    ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuFragmentation)) << text;
     EXPECT_THAT(d.findings[0].fix, HasSubstr(advice));
     EXPECT_THAT(d.findings[0].title, HasSubstr("through fragmentation"));
   }
@@ -462,7 +462,7 @@ TEST(GpuOom, FragmentationAdviceFitsTheAllocatorSettings) {
     e.gpu.cuda_env[0].alloc_conf = std::move(conf);
     fail(e, 110, kT0 + kSecond, "[rank0]: ", with_traceback(text));
     Diagnosis d = diagnose(e);
-    EXPECT_THAT(kinds(d), ElementsAre("gpu-fragmentation")) << text;
+    EXPECT_THAT(kinds(d), ElementsAre(FindingKind::kGpuFragmentation)) << text;
     return d.findings.empty() ? Finding{} : d.findings[0];
   };
 
@@ -503,8 +503,8 @@ TEST(GpuOom, ASingleRequestLargerThanTheGpuIsAShapeBug) {
                       "GiB is free. Of the allocated memory 0 bytes is allocated by PyTorch, and "
                       "0 bytes is reserved by PyTorch but unallocated."));
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), Contains("gpu-oom"));
-  EXPECT_THAT(find(d, "gpu-oom")->fix, HasSubstr("shape or unit bug"));
+  ASSERT_THAT(kinds(d), Contains(FindingKind::kGpuOom));
+  EXPECT_THAT(find(d, FindingKind::kGpuOom)->fix, HasSubstr("shape or unit bug"));
 }
 
 TEST(GpuOom, TensorFlowAndJaxTexts) {
@@ -520,7 +520,7 @@ TEST(GpuOom, TensorFlowAndJaxTexts) {
   }
   fail(tf, 111, kT0 + kSecond, "[default1]:", lines);
   Diagnosis d = diagnose(tf);
-  const Finding* oom = find(d, "gpu-oom");
+  const Finding* oom = find(d, FindingKind::kGpuOom);
   ASSERT_NE(oom, nullptr);
   EXPECT_THAT(oom->title, HasSubstr("GPU 1 (00000000:07:00.0)"));
   EXPECT_THAT(joined(oom->evidence), HasSubstr("requested 256 MiB"));
@@ -533,7 +533,7 @@ TEST(GpuOom, TensorFlowAndJaxTexts) {
        with_traceback("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory "
                       "while trying to allocate 17179869184 bytes."));
   d = diagnose(jax);
-  oom = find(d, "gpu-oom");
+  oom = find(d, FindingKind::kGpuOom);
   ASSERT_NE(oom, nullptr);
   EXPECT_THAT(joined(oom->evidence), HasSubstr("requested 16.0 GiB"));
   EXPECT_THAT(joined(oom->evidence), HasSubstr("no NVML evidence"));
@@ -553,10 +553,10 @@ TEST(GpuOom, AnOomOnAGpuWithForeignContextsMakesThemTheRootCause) {
                       "GPU 0 has a total capacity of 79.65 GiB of which 1.06 GiB is free."));
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "foreign-gpu-context");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kForeignGpuContext);
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_THAT(d.findings[0].title, HasSubstr("and that GPU ran out of memory"));
-  EXPECT_THAT(find(d, "gpu-oom")->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
+  EXPECT_THAT(find(d, FindingKind::kGpuOom)->fix, HasSubstr("Ranks 1, 2 put memory on this GPU"));
 }
 
 // ---- pid namespaces ----------------------------------------------------------------------------
@@ -595,7 +595,7 @@ TEST(GpuPidNamespace, HostPidsOfTheJobAreNotCalledOutsiders) {
   fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(text));
   EXPECT_THAT(pids_of_another_namespace(e), ElementsAre(kHostOffset + 110, kHostOffset + 111));
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("gpu-oom"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuOom));
   const Finding& oom = d.findings[0];
   std::string evidence = joined(oom.evidence);
   EXPECT_THAT(evidence, HasSubstr("at that moment (NVML): pid 5000110 (a pid of another pid "
@@ -627,7 +627,7 @@ TEST(GpuPidNamespace, AnInvisibleProcessBesideTheJobsIsAnotherContainers) {
   fail(e, 110, kT0 + 2 * kSecond, "[rank0]: ", with_traceback(kOomOnGpu0));
   EXPECT_THAT(pids_of_another_namespace(e), IsEmpty());
   Diagnosis d = diagnose(e);
-  const Finding* oom = find(d, "gpu-oom");
+  const Finding* oom = find(d, FindingKind::kGpuOom);
   ASSERT_NE(oom, nullptr);
   EXPECT_THAT(joined(oom->evidence), HasSubstr("pid 5000000 (not visible from traindoc's pid "
                                                "namespace: another container or user) 20.0 GiB"));
@@ -649,7 +649,7 @@ TEST(CudaError, AnUnknownKernelAsksForLaunchBlocking) {
   fail(e, 110, kT0 + kSecond, "",
        with_traceback("RuntimeError: CUDA error: device-side assert triggered"));
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("device-side-assert"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kDeviceSideAssert));
   EXPECT_THAT(d.findings[0].fix, HasSubstr("CUDA_LAUNCH_BLOCKING=1"));
 }
 
@@ -664,7 +664,7 @@ TEST(CudaError, AnIndexAssertionIsIndexOutOfRange) {
   }
   fail(e, 112, kT0 + kSecond, "[rank2]: ", lines);
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("index-out-of-range"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kIndexOutOfRange));
   EXPECT_THAT(d.findings[0].title, HasSubstr("rank 2 (pid 112)"));
   EXPECT_THAT(d.findings[0].title, HasSubstr("`srcIndex < srcSelectDimSize` in "));
   EXPECT_THAT(d.findings[0].fix, HasSubstr("embedding"));
@@ -683,7 +683,7 @@ TEST(CudaError, ACudnnErrorBesideTheLabelsAssertionIsTheLabel) {
     Evidence e = four_ranks();
     fail(e, 110, kT0 + kSecond, "[rank0]: ", lines);
     Diagnosis d = diagnose(e);
-    ASSERT_THAT(kinds(d), ElementsAre("label-out-of-range"));
+    ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kLabelOutOfRange));
     EXPECT_THAT(d.findings[0].title,
                 HasSubstr("rank 0 (pid 110): a CUDA kernel assertion failed: `t >= 0 && t < "
                           "n_classes` in /pytorch/aten/src/ATen/native/cuda/NLLLoss2d.cu:106"));
@@ -696,7 +696,7 @@ TEST(CudaError, ACudnnErrorBesideTheLabelsAssertionIsTheLabel) {
   Evidence alone = four_ranks();
   fail(alone, 110, kT0 + kSecond,
        "[rank0]: ", with_traceback("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR"));
-  EXPECT_THAT(kinds(diagnose(alone)), ElementsAre("python-exception"));
+  EXPECT_THAT(kinds(diagnose(alone)), ElementsAre(FindingKind::kPythonException));
 }
 
 // ---- hardware -----------------------------------------------------------------------------------
@@ -715,7 +715,7 @@ TEST(HardwareFault, XidAndEccButNotApplicationXids) {
     e.gpu.samples.push_back(s);
   }
   Diagnosis d = diagnose(e);
-  ASSERT_THAT(kinds(d), ElementsAre("hardware-fault", "hardware-fault"));
+  ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kHardwareFault, FindingKind::kHardwareFault));
   const Finding& bus = d.findings[0];
   EXPECT_EQ(bus.title,
             "Xid 79: GPU has fallen off the bus on GPU 3 (00000000:09:00.0) NVIDIA H100, "

@@ -117,7 +117,7 @@ void oom_killed(Evidence& e, size_t index, int second) {
 std::vector<const Finding*> leaks(const Diagnosis& d) {
   std::vector<const Finding*> out;
   for (const Finding& f : d.findings) {
-    if (f.kind == "memory-leak") out.push_back(&f);
+    if (f.kind == FindingKind::kMemoryLeak) out.push_back(&f);
   }
   return out;
 }
@@ -129,7 +129,7 @@ TEST(RuleMemoryLeak, GrowthPerStepFromTheStepCounts) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "memory-leak");
+  EXPECT_EQ(f.kind, FindingKind::kMemoryLeak);
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_THAT(f.pids, ElementsAre(kRank));
@@ -206,12 +206,12 @@ TEST(RuleMemoryLeak, ALeakThatEndsInAnOomKillIsTheRootCause) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& leak = d.findings[0];
-  EXPECT_EQ(leak.kind, "memory-leak");
+  EXPECT_EQ(leak.kind, FindingKind::kMemoryLeak);
   EXPECT_EQ(leak.severity, Severity::kError);
   EXPECT_TRUE(leak.root_cause);
   EXPECT_THAT(leak.consequences, ElementsAre(1));
   EXPECT_THAT(leak.evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
-  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kHostOomKilled);
 }
 
 // The OOM killer picked one of the leaking rank's workers, which share its pages: still the
@@ -223,10 +223,10 @@ TEST(RuleMemoryLeak, AnOomKillOfTheLeakingRanksWorkerIsItsConsequence) {
   oom_killed(e, 2, 119);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMemoryLeak);
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker1));
-  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kHostOomKilled);
 }
 
 // A kill before the growth began is not the growth's consequence.
@@ -237,8 +237,8 @@ TEST(RuleMemoryLeak, AnOomKillBeforeTheGrowthIsNotItsConsequence) {
   oom_killed(e, 2, 8);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
-  EXPECT_EQ(d.findings[1].kind, "memory-leak");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kHostOomKilled);
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kMemoryLeak);
   EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
   // Nor is the growth that came after the kill the kill's consequence: a finding of its own.
   EXPECT_TRUE(d.findings[0].root_cause);
@@ -278,7 +278,7 @@ TEST(RuleMemoryLeak, GpuMemoryGrowingWithTheStepsIsALeak) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);  // the host memory stayed flat
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "memory-leak");
+  EXPECT_EQ(f.kind, FindingKind::kMemoryLeak);
   EXPECT_EQ(f.title, "rank 0 (pid 2000): GPU memory grows 5.00 MiB per step");
   EXPECT_THAT(f.evidence[0], HasSubstr("GPU memory held (NVML, all its GPUs) of rank 0"));
   // 80 GiB less the rank's 1693 MiB and 1 GiB of others' at the last sample: 79203 MiB, at
@@ -316,14 +316,14 @@ TEST(RuleMemoryLeak, AGpuLeakThatEndsInCudaOomIsTheRootCause) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings.front();
-  EXPECT_EQ(root.kind, "memory-leak");
+  EXPECT_EQ(root.kind, FindingKind::kMemoryLeak);
   EXPECT_TRUE(root.root_cause);
   EXPECT_EQ(root.severity, Severity::kError);
   EXPECT_THAT(root.title, HasSubstr("GPU memory grows 5.00 MiB per step"));
   EXPECT_THAT(root.evidence, Contains(HasSubstr("(gpu-oom): memory ran out")));
-  std::vector<std::string> consequences;
+  std::vector<FindingKind> consequences;
   for (size_t i : root.consequences) consequences.push_back(d.findings[i].kind);
-  EXPECT_THAT(consequences, Contains("gpu-oom"));
+  EXPECT_THAT(consequences, Contains(FindingKind::kGpuOom));
 }
 
 TEST(RuleMemoryLeak, OneLargeAllocationIsNotALeak) {
@@ -339,7 +339,7 @@ TEST(RuleMemoryLeak, WorkersCopyingTheirDatasetGetOneFinding) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "memory-leak");
+  EXPECT_EQ(f.kind, FindingKind::kMemoryLeak);
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_THAT(f.title, HasSubstr("DataLoader workers copy the Python objects they read"));
   EXPECT_THAT(f.title, HasSubstr("in 2 worker(s)"));
@@ -358,11 +358,11 @@ TEST(RuleMemoryLeak, WorkersCopyingUntilOneIsOomKilledAreTheRootCause) {
   oom_killed(e, 1, 119);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "memory-leak");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kMemoryLeak);
   EXPECT_THAT(d.findings[0].title, HasSubstr("DataLoader workers copy"));
   EXPECT_EQ(d.findings[0].severity, Severity::kError);
   EXPECT_TRUE(d.findings[0].root_cause);
-  EXPECT_EQ(d.findings[1].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kHostOomKilled);
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kWorker0));
   EXPECT_THAT(d.findings[0].evidence, Contains(HasSubstr("(host-oom-killed): memory ran out")));
 }

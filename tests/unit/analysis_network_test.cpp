@@ -26,7 +26,7 @@ TEST(NetworkSignatures, EachLibrarysWordsForAServerOutOfReach) {
   SignatureMatch m =
       match("urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
             "python.urlopen-error");
-  EXPECT_EQ(m.kind, "network-unreachable");
+  EXPECT_EQ(m.kind, FindingKind::kNetworkUnreachable);
   expect_fields(m, {{"errno", "-2"}, {"error", "Name or service not known"}});
   m = match("urllib.error.URLError: <urlopen error timed out>", "python.urlopen-error");
   expect_fields(m, {{"error", "timed out"}});
@@ -52,7 +52,7 @@ TEST(NetworkSignatures, EachLibrarysWordsForAServerOutOfReach) {
 TEST(NetworkRules, ADownloadThatFailedSaysWhyAndHowToWorkOffline) {
   Finding f = exception_finding(
       "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>");
-  EXPECT_EQ(f.kind, "network-unreachable");
+  EXPECT_EQ(f.kind, FindingKind::kNetworkUnreachable);
   EXPECT_EQ(f.title,
             "rank 0 (pid 1010): a download failed: the host name could not be resolved (Name or "
             "service not known)");

@@ -94,7 +94,7 @@ TEST(RuleNativeCrash, CrashInAWorkerIsAWorkerCrash) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "worker-crash");
+  EXPECT_EQ(f.kind, FindingKind::kWorkerCrash);
   EXPECT_EQ(f.severity, Severity::kError);
   EXPECT_TRUE(f.root_cause);
   EXPECT_THAT(f.ranks, ElementsAre(0));
@@ -128,7 +128,7 @@ TEST(RuleNativeCrash, ShmExhaustedInAWorkerStaysShmExhausted) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "shm-exhausted");
+  EXPECT_EQ(f.kind, FindingKind::kShmExhausted);
   EXPECT_THAT(f.ranks, ElementsAre(1));
   EXPECT_THAT(f.title, HasSubstr("worker 0 of rank 1 (pid 1021) died of SIGBUS"));
   EXPECT_THAT(f.evidence,
@@ -143,7 +143,7 @@ TEST(RuleNativeCrash, CrashInARankIsANativeCrash) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "native-crash");
+  EXPECT_EQ(f.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(f.ranks, ElementsAre(1));
   EXPECT_THAT(f.pids, ElementsAre(kRank1));
   EXPECT_THAT(f.title, HasSubstr("rank 1 (pid 1011) died of SIGSEGV"));
@@ -171,7 +171,7 @@ TEST(RuleNativeCrash, NoTracebackNoteForANonPythonProcess) {
   e.crashes = {c};
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "native-crash");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kNativeCrash);
   EXPECT_THAT(d.findings[0].evidence, Not(Contains(HasSubstr("CPython"))));
 }
 
@@ -184,7 +184,7 @@ TEST(RuleNativeCrash, CrashOfAnUnknownProcess) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "native-crash");
+  EXPECT_EQ(f.kind, FindingKind::kNativeCrash);
   EXPECT_THAT(f.title, HasSubstr("process 5555 died of SIGSEGV"));
   EXPECT_THAT(f.ranks, IsEmpty());
   EXPECT_THAT(f.evidence, Contains(std::string("2 other thread(s) crashed at the same time")));
@@ -225,7 +225,7 @@ TEST(RuleKilled, SigkillWithOomKillCountRisingIsHostOom) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "host-oom-killed");
+  EXPECT_EQ(f.kind, FindingKind::kHostOomKilled);
   EXPECT_THAT(f.ranks, ElementsAre(0));
   EXPECT_THAT(f.pids, ElementsAre(kWorker0));
   EXPECT_THAT(f.title, HasSubstr("worker 0 of rank 0 (pid 1020) was killed by the out-of-memory"));
@@ -244,7 +244,7 @@ TEST(RuleKilled, SigkillWithCgroupAtItsLimitIsHostOom) {
   killed(e, kRank0, 20, SIGKILL);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kHostOomKilled);
   EXPECT_THAT(d.findings[0].evidence,
               Contains(std::string("memory cgroup at 7.8 GiB of its 8.0 GiB limit")));
 }
@@ -256,7 +256,7 @@ TEST(RuleKilled, CgroupAtItsLimitLongBeforeTheEndIsNotEvidence) {
   killed(e, kRank0, 20, SIGKILL);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "killed-externally");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kKilledExternally);
 }
 
 TEST(RuleKilled, SigkillWithHostMemoryExhaustedIsHostOom) {
@@ -271,7 +271,7 @@ TEST(RuleKilled, SigkillWithHostMemoryExhaustedIsHostOom) {
   killed(e, kRank1, 20, SIGKILL);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kHostOomKilled);
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
   EXPECT_THAT(d.findings[0].evidence,
               Contains(std::string("the machine had 256 MiB available of 16.0 GiB")));
@@ -286,7 +286,7 @@ TEST(RuleKilled, HostMemoryAboveThreePercentIsNotEvidence) {
   killed(e, kRank1, 20, SIGKILL);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "killed-externally");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kKilledExternally);
 }
 
 TEST(RuleKilled, SigkillOfAWorkerWithoutOomEvidenceIsAWorkerCrash) {
@@ -296,7 +296,7 @@ TEST(RuleKilled, SigkillOfAWorkerWithoutOomEvidenceIsAWorkerCrash) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "worker-crash");
+  EXPECT_EQ(f.kind, FindingKind::kWorkerCrash);
   EXPECT_THAT(f.ranks, ElementsAre(1));
   EXPECT_THAT(f.title, HasSubstr("killed by SIGKILL from outside"));
   EXPECT_THAT(f.evidence, Contains(HasSubstr("no OOM kill was counted")));
@@ -324,9 +324,9 @@ TEST(RuleKilled, ARankThatLostItsWorkerMidBatchNamesIt) {
     exited(e, kRank0, 10.3, 1);
     Diagnosis d = diagnose(e);
     ASSERT_EQ(d.findings.size(), 2u) << through_sharer;
-    EXPECT_EQ(d.findings[0].kind, "worker-crash");
+    EXPECT_EQ(d.findings[0].kind, FindingKind::kWorkerCrash);
     const Finding& rank = d.findings[1];
-    EXPECT_EQ(rank.kind, "python-exception");
+    EXPECT_EQ(rank.kind, FindingKind::kPythonException);
     if (!through_sharer) {
       EXPECT_EQ(rank.title,
                 "rank 0 (pid 1010) raised ConnectionResetError: [Errno 104] Connection reset by "
@@ -371,7 +371,7 @@ TEST(RuleKilled, SigkillOfARankWithoutOomEvidenceIsKilledExternally) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "killed-externally");
+  EXPECT_EQ(f.kind, FindingKind::kKilledExternally);
   EXPECT_EQ(f.severity, Severity::kError);
   EXPECT_THAT(f.title, HasSubstr("rank 0 (pid 1010) was killed by SIGKILL from outside"));
   EXPECT_THAT(f.fix, HasSubstr("dmesg"));
@@ -392,11 +392,11 @@ TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
     ASSERT_EQ(d.findings.size(), 1u);
     const Finding& f = d.findings[0];
     if (sender == kRank0) {
-      EXPECT_EQ(f.kind, "nonzero-exit");
+      EXPECT_EQ(f.kind, FindingKind::kNonzeroExit);
       EXPECT_EQ(f.title, "rank 0 (pid 1010) killed itself with SIGKILL");
       EXPECT_TRUE(f.root_cause);
     } else {
-      EXPECT_EQ(f.kind, "killed-externally");
+      EXPECT_EQ(f.kind, FindingKind::kKilledExternally);
       EXPECT_EQ(f.severity, Severity::kInfo);
       EXPECT_EQ(f.title, "rank 0 (pid 1010) was killed by SIGKILL from launcher (pid 1000)");
     }
@@ -411,7 +411,7 @@ TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
   e.host_samples = {before, after};
   e.events = {{at(10.2), "kill-sent", kLauncher, "pid 1010"}};
   killed(e, kRank0, 10, SIGKILL);
-  EXPECT_EQ(diagnose(e).findings.at(0).kind, "host-oom-killed");
+  EXPECT_EQ(diagnose(e).findings.at(0).kind, FindingKind::kHostOomKilled);
 }
 
 TEST(RuleKilled, PeakRssIsCited) {
@@ -434,7 +434,7 @@ TEST(RuleKilled, SigtermIsAWarning) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "killed-externally");
+  EXPECT_EQ(f.kind, FindingKind::kKilledExternally);
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_THAT(f.title, HasSubstr("rank 1 (pid 1011) was stopped by SIGTERM"));
@@ -493,8 +493,9 @@ TEST(RuleKilled, ATracebackIsNotAWorkersThatWasStoppedSilently) {
   killed(e, kWorker1, 3.15, SIGTERM);
   exited(e, kRank0, 3.4, 1);
   Diagnosis d = diagnose(e);
-  auto raised = std::find_if(d.findings.begin(), d.findings.end(),
-                             [](const Finding& f) { return f.kind == "python-exception"; });
+  auto raised = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.kind == FindingKind::kPythonException;
+  });
   ASSERT_NE(raised, d.findings.end());
   EXPECT_THAT(raised->pids, ElementsAre(kRank0));
 }
@@ -510,9 +511,9 @@ TEST(RuleKilled, SegvWithoutCrashRecord) {
   for (const Finding& f : d.findings) {
     EXPECT_THAT(f.title, HasSubstr("died of SIGSEGV with no crash record"));
     if (f.pids == std::vector<int>{kRank0}) {
-      EXPECT_EQ(f.kind, "native-crash");
+      EXPECT_EQ(f.kind, FindingKind::kNativeCrash);
     } else {
-      EXPECT_EQ(f.kind, "worker-crash");
+      EXPECT_EQ(f.kind, FindingKind::kWorkerCrash);
     }
   }
 }
@@ -523,7 +524,7 @@ TEST(RuleKilled, CrashRecordWithoutStartTicksStillMatches) {
   killed(e, kRank0, 10.05, SIGSEGV);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "native-crash");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kNativeCrash);
   EXPECT_THAT(d.findings[0].title, Not(HasSubstr("no crash record")));
 }
 
@@ -541,9 +542,9 @@ TEST(RuleKilled, EarlierOomKillOfAnotherProcessIsNotEvidence) {
   killed(e, kRank1, 60, SIGKILL);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "host-oom-killed");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kHostOomKilled);
   EXPECT_THAT(d.findings[0].pids, ElementsAre(kWorker0));
-  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kKilledExternally);
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kRank1));
 }
 
@@ -558,11 +559,11 @@ TEST(OrderByCause, WorkerCrashIsTheRootOfTheCascade) {
   exited(e, kLauncher, 12, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 3u);
-  EXPECT_EQ(d.findings[0].kind, "worker-crash");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kWorkerCrash);
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_THAT(d.findings[0].consequences, ElementsAre(1u, 2u));
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kRank0));
-  EXPECT_EQ(d.findings[1].kind, "python-exception");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kPythonException);
   EXPECT_THAT(d.findings[2].pids, ElementsAre(kLauncher));
   for (size_t i = 1; i < d.findings.size(); ++i) {
     EXPECT_FALSE(d.findings[i].root_cause);
@@ -588,13 +589,13 @@ TEST(OrderByCause, AWorkerStillInItsCrashHandlerDidNotPrintTheRanksError) {
   exited(e, kRank0, 11, 1);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "worker-crash");
-  std::vector<std::string> caused;
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kWorkerCrash);
+  std::vector<FindingKind> caused;
   for (size_t i : d.findings[0].consequences) {
     const Finding& f = d.findings[i];
     if (f.pids == std::vector<int>{kRank0}) caused.push_back(f.kind);
   }
-  EXPECT_THAT(caused, ElementsAre("python-exception"));
+  EXPECT_THAT(caused, ElementsAre(FindingKind::kPythonException));
 }
 
 TEST(OrderByCause, WarningsComeAfterErrors) {
@@ -604,9 +605,9 @@ TEST(OrderByCause, WarningsComeAfterErrors) {
   killed(e, kRank0, 10.05, SIGSEGV);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
-  EXPECT_EQ(d.findings[0].kind, "native-crash");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kNativeCrash);
   EXPECT_TRUE(d.findings[0].root_cause);
-  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kKilledExternally);
   EXPECT_EQ(d.findings[1].severity, Severity::kWarning);
   EXPECT_FALSE(d.findings[1].root_cause);
   // Stopped before the crash: not something the crash caused.

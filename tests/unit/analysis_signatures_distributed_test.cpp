@@ -37,13 +37,13 @@ TEST(SignatureDdp, UnusedParameters113) {
       "which particular parameters did not receive gradient on this rank as part of this error";
   EXPECT_THAT(ids(line), UnorderedElementsAre("torch.ddp-unfinished-reduction",
                                               "torch.ddp-unused-param-indices"));
-  EXPECT_EQ(match(line, "torch.ddp-unfinished-reduction").kind, "ddp-unused-parameters");
+  EXPECT_EQ(match(line, "torch.ddp-unfinished-reduction").kind, FindingKind::kDdpUnusedParameters);
   expect_fields(match(line, "torch.ddp-unused-param-indices"),
                 {{"rank", "0"}, {"param_indices", "0"}});
   // With TORCH_DISTRIBUTED_DEBUG=INFO
   SignatureMatch m = match("Parameters which did not receive grad for rank 0: a.weight",
                            "torch.ddp-unused-param-names");
-  EXPECT_EQ(m.kind, "ddp-unused-parameters");
+  EXPECT_EQ(m.kind, FindingKind::kDdpUnusedParameters);
   expect_fields(m, {{"rank", "0"}, {"param_names", "a.weight"}});
   m = match("[Rank 0] Parameter: a.weight did not get gradient in backwards pass.",
             "torch.ddp-param-no-grad");
@@ -66,7 +66,7 @@ TEST(SignatureDdp, ModelMismatch) {
       "RuntimeError: DDP expects same model across all ranks, but Rank 0 has 4 params, while "
       "rank 1 has inconsistent 2 params.",
       "torch.ddp-model-mismatch");
-  EXPECT_EQ(m.kind, "ddp-model-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kDdpModelMismatch);
   expect_fields(m, {{"rank", "0"}, {"params", "4"}, {"other_rank", "1"}, {"other_params", "2"}});
   // CASES.md T28 (1.13, verified)
   m = match(
@@ -78,7 +78,7 @@ TEST(SignatureDdp, ModelMismatch) {
       "RuntimeError: [1]: params[0] in this process with sizes [5, 4] appears not to match sizes "
       "of the same param in process 0.",
       "torch.ddp-param-shape-mismatch");
-  EXPECT_EQ(m.kind, "ddp-model-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kDdpModelMismatch);
   expect_fields(m, {{"rank", "1"}, {"param_index", "0"}, {"sizes", "5,4"}, {"other_rank", "0"}});
   // PyTorch <= 1.10: "replicas[0][i]"
   m = match(
@@ -130,7 +130,7 @@ TEST(SignatureGloo, PeerGone) {
       "RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer "
       "[127.0.0.1]:61103",
       "gloo.connection-closed");
-  EXPECT_EQ(m.kind, "peer-exited");
+  EXPECT_EQ(m.kind, FindingKind::kPeerExited);
   expect_fields(m, {{"peer_host", "127.0.0.1"}, {"peer_port", "61103"}});
   // H11, verified: without the address
   m = match("RuntimeError: [./gloo/transport/tcp/pair.cc:598] Connection closed by peer",
@@ -140,13 +140,13 @@ TEST(SignatureGloo, PeerGone) {
       "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error "
       "[127.0.0.1]:36417: Connection reset by peer",
       "gloo.connection-reset");
-  EXPECT_EQ(m.kind, "peer-exited");
+  EXPECT_EQ(m.kind, FindingKind::kPeerExited);
   expect_fields(m, {{"peer_host", "127.0.0.1"}, {"peer_port", "36417"}});
   // The same errno from a download or a logger is no peer of the job.
   const std::string reset = "ConnectionResetError: [Errno 104] Connection reset by peer";
   EXPECT_THAT(ids(reset), UnorderedElementsAre("python.connection-reset"));
   m = match(reset, "python.connection-reset");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(m, {{"errno", "104"}, {"exception_type", "ConnectionResetError"}});
 }
 
@@ -156,7 +156,7 @@ TEST(SignatureGloo, TimeoutsAndSizeMismatches) {
       "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 10000ms for "
       "recv operation to complete",
       "gloo.io-timeout");
-  EXPECT_EQ(m.kind, "collective-missing");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMissing);
   expect_fields(m, {{"timeout_ms", "10000"}, {"op", "recv"}});
 
   // T13 without DETAIL (verified)
@@ -165,10 +165,10 @@ TEST(SignatureGloo, TimeoutsAndSizeMismatches) {
       "fail at ./gloo/transport/tcp/pair.cc:510] op.preamble.length <= op.nbytes. 20 vs 12";
   EXPECT_THAT(ids(t13), UnorderedElementsAre("gloo.preamble-size-mismatch", "cpp.terminate"));
   m = match(t13, "gloo.preamble-size-mismatch");
-  EXPECT_EQ(m.kind, "collective-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMismatch);
   expect_fields(m, {{"peer_bytes", "20"}, {"local_bytes", "12"}});
   m = match(t13, "cpp.terminate");
-  EXPECT_EQ(m.kind, "abort");
+  EXPECT_EQ(m.kind, FindingKind::kAbort);
   expect_fields(m, {{"cpp_exception", "gloo::EnforceNotMet"},
                     {"what",
                      "[enforce fail at ./gloo/transport/tcp/pair.cc:510] "
@@ -184,9 +184,10 @@ TEST(SignatureGloo, TimeoutsAndSizeMismatches) {
       "RuntimeError: ProcessGroupGloo::allgather: invalid tensor size at index 1 (expected (2), "
       "got (3))",
       "gloo.invalid-tensor-size");
-  EXPECT_EQ(m.kind, "collective-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMismatch);
   expect_fields(m, {{"op", "allgather"}, {"index", "1"}, {"expected_shape", "2"}, {"shape", "3"}});
-  EXPECT_EQ(match("terminate called without an active exception", "cpp.terminate").kind, "abort");
+  EXPECT_EQ(match("terminate called without an active exception", "cpp.terminate").kind,
+            FindingKind::kAbort);
 }
 
 TEST(SignatureC10d, DetailCollectiveMismatch113) {
@@ -202,7 +203,7 @@ TEST(SignatureC10d, DetailCollectiveMismatch113) {
       "(default), requires_grad=false (default), pinned_memory=false (default), "
       "memory_format=(nullopt))).",
       "torch.collective-mismatch");
-  EXPECT_EQ(m.kind, "collective-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMismatch);
   expect_fields(m, {{"rank", "0"},
                     {"op", "ALLREDUCE"},
                     {"shape", "20,10"},
@@ -253,7 +254,7 @@ TEST(SignatureC10d, DetailCollectiveMismatchCurrentAndOld) {
       "likely indicates that input shapes into the collective are mismatched across ranks. Got "
       "shapes:  10 [ torch.LongTensor{1} ]",
       "torch.collective-shape-verify");
-  EXPECT_EQ(m.kind, "collective-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMismatch);
   expect_fields(m, {{"op", "ALLREDUCE"}, {"rank", "0"}, {"shape", "10"}, {"shape_dims", "1"}});
   // As PyTorch prints it: the shape tensor's values one a line, then its type and length.
   m = match(
@@ -271,7 +272,7 @@ TEST(SignatureC10d, MonitoredBarrier) {
       "E0101 12:00:00.000000 1234 ProcessGroupGloo.cpp:2803] [Rank 0]: Rank 1 failed to pass "
       "monitoredBarrier in 10000 ms",
       "torch.monitored-barrier");
-  EXPECT_EQ(m.kind, "collective-missing");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMissing);
   expect_fields(m, {{"rank", "0"}, {"ranks", "1"}, {"timeout_ms", "10000"}});
   m = match("RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 10000 ms",
             "torch.monitored-barrier");
@@ -288,7 +289,7 @@ TEST(SignatureC10d, MonitoredBarrier) {
       "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while "
       "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
       "torch.monitored-barrier-victim");
-  EXPECT_EQ(m.kind, "collective-missing");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMissing);
   expect_fields(m, {{"check_rank", "0"}});
   m = match(
       "RuntimeError: ProcessGroupWrapper: Monitored Barrier encountered error running "
@@ -307,7 +308,7 @@ TEST(SignatureNccl, WatchdogTimeoutAllFormats) {
       "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 "
       "milliseconds before timing out.",
       "torch.nccl-watchdog-timeout");
-  EXPECT_EQ(m.kind, "collective-missing");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMissing);
   expect_fields(m, {{"rank", "1"},
                     {"seq", "469508"},
                     {"op", "ALLREDUCE"},
@@ -349,7 +350,7 @@ TEST(SignatureNccl, ProcessGroupStatusAndTeardown) {
       "Rank 0]  failure detected by watchdog at work sequence id: 20585 PG status: last enqueued "
       "work: 20589, last completed work: 20584",
       "torch.nccl-pg-status");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(
       m,
       {{"rank", "0"}, {"seq", "20585"}, {"last_enqueued", "20589"}, {"last_completed", "20584"}});
@@ -384,7 +385,7 @@ TEST(SignatureNccl, ProcessGroupStatusAndTeardown) {
   EXPECT_THAT(ids(ecc), IsSupersetOf({"torch.nccl-watchdog-exception", "cuda.ecc-uncorrectable"}));
   expect_fields(match(ecc, "torch.nccl-watchdog-exception"),
                 {{"rank", "1"}, {"error", "CUDA error: uncorrectable ECC error encountered"}});
-  EXPECT_EQ(match(ecc, "cuda.ecc-uncorrectable").kind, "hardware-fault");
+  EXPECT_EQ(match(ecc, "cuda.ecc-uncorrectable").kind, FindingKind::kHardwareFault);
 }
 
 TEST(SignatureNccl, NcclErrorsAndResults) {
@@ -394,7 +395,7 @@ TEST(SignatureNccl, NcclErrorsAndResults) {
       "NCCL_DEBUG=INFO for details), NCCL version 2.19.3";
   EXPECT_THAT(ids(dbe), UnorderedElementsAre("torch.nccl-error", "torch.dist-backend-error"));
   SignatureMatch m = match(dbe, "torch.nccl-error");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(m, {{"location", "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970"},
                     {"nccl_error", "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"},
                     {"nccl_version", "2.19.3"},
@@ -406,11 +407,11 @@ TEST(SignatureNccl, NcclErrorsAndResults) {
   expect_fields(m, {{"nccl_error", "unhandled system error"}, {"nccl_version", "2.14.3"}});
   m = match("RuntimeError: NCCL error: remote process exited or there was a network error",
             "torch.nccl-error");
-  EXPECT_EQ(m.kind, "peer-exited");
+  EXPECT_EQ(m.kind, FindingKind::kPeerExited);
 
   m = match("ncclUnhandledCudaError: Call to CUDA function failed.", "nccl.result");
   expect_fields(m, {{"nccl_result", "ncclUnhandledCudaError"}});
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   m = match(
       "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
       "device error.",
@@ -420,7 +421,7 @@ TEST(SignatureNccl, NcclErrorsAndResults) {
       "ncclRemoteError: A call failed possibly due to a network error or a remote process "
       "exiting prematurely.",
       "nccl.result");
-  EXPECT_EQ(m.kind, "peer-exited");
+  EXPECT_EQ(m.kind, FindingKind::kPeerExited);
   // T27's comment: "ncclInvalidUsage"
   EXPECT_THAT(ids("torch.distributed.DistBackendError: NCCL error in: x.cpp:1, invalid usage (run "
                   "with NCCL_DEBUG=WARN for details), NCCL version 2.28.3 ncclInvalidUsage: This "
@@ -433,7 +434,7 @@ TEST(SignatureNccl, WarnLines) {
       "node1:2048:2048 [0] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'";
   EXPECT_THAT(ids(oom), UnorderedElementsAre("nccl.cuda-oom", "nccl.warn"));
   SignatureMatch m = match(oom, "nccl.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"host", "node1"}, {"pid", "2048"}, {"gpu", "0"}});
   m = match(oom, "nccl.warn");
   EXPECT_FALSE(m.failure);
@@ -448,14 +449,14 @@ TEST(SignatureNccl, WarnLines) {
       "node1:2048:2049 [3] include/alloc.h:109 NCCL WARN Failed to CUDA calloc 10485760 bytes",
       "nccl.cuda-oom");
   expect_fields(m, {{"requested_bytes", "10485760"}, {"gpu", "3"}});
-  EXPECT_EQ(match("Cuda failure 2 'out of memory'", "nccl.cuda-oom").kind, "gpu-oom");
+  EXPECT_EQ(match("Cuda failure 2 'out of memory'", "nccl.cuda-oom").kind, FindingKind::kGpuOom);
 
   // /dev/shm full (real lines, docker's 64 MB default)
   m = match(
       "3d3e22c3066f:168:168 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend "
       "/dev/shm/nccl-UbzKZ9 to 9637892 bytes",
       "nccl.shm-failed");
-  EXPECT_EQ(m.kind, "shm-exhausted");
+  EXPECT_EQ(m.kind, FindingKind::kShmExhausted);
   expect_fields(m,
                 {{"path", "/dev/shm/nccl-UbzKZ9"}, {"requested_bytes", "9637892"}, {"pid", "168"}});
   m = match(
@@ -473,7 +474,7 @@ TEST(SignatureNccl, WarnLines) {
       "ubuntu1583:1585 [0] init.cc:738 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both "
       "on CUDA device 1000",
       "nccl.duplicate-gpu");
-  EXPECT_EQ(m.kind, "foreign-gpu-context");
+  EXPECT_EQ(m.kind, FindingKind::kForeignGpuContext);
   expect_fields(m, {{"rank", "0"}, {"other_rank", "1"}, {"device", "1000"}});
   expect_no_field(m, "pid");  // not NCCL's host:pid:tid header (an edited log?)
   m = match(
@@ -492,7 +493,7 @@ TEST(SignatureNccl, WarnLines) {
       "at and around rank 39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the "
       "collective logs",
       "nccl.mismatched-collective");
-  EXPECT_EQ(m.kind, "collective-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMismatch);
   expect_fields(m, {{"rank", "39"}});
   m = match(
       "NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local size 496640 "
@@ -513,7 +514,7 @@ TEST(SignatureNccl, BarrierOnGuessedGpu) {
       "this process are currently unknown. This can potentially cause a hang if this rank to GPU "
       "mapping is incorrect.",
       "torch.nccl-barrier-unknown-device");
-  EXPECT_EQ(m.kind, "foreign-gpu-context");
+  EXPECT_EQ(m.kind, FindingKind::kForeignGpuContext);
   EXPECT_FALSE(m.failure);
   expect_fields(m, {{"rank", "1"}, {"gpu", "0"}});
   m = match(
@@ -530,7 +531,7 @@ TEST(SignatureStore, Timeouts) {
   SignatureMatch m =
       match("RuntimeError: Timeout waiting for key: default_pg/nonexistent key after 1000 ms",
             "torch.store-key-timeout");
-  EXPECT_EQ(m.kind, "rendezvous-timeout");
+  EXPECT_EQ(m.kind, FindingKind::kRendezvousTimeout);
   expect_fields(m, {{"key", "default_pg/nonexistent key"}, {"timeout_ms", "1000"}});
   m = match(
       "torch.distributed.DistStoreError: wait timeout after 600000ms, keys: "
@@ -541,7 +542,7 @@ TEST(SignatureStore, Timeouts) {
       "torch.distributed.DistStoreError: Timed out after 1201 seconds waiting for clients. "
       "511/512 clients joined.",
       "torch.store-clients-timeout");
-  EXPECT_EQ(m.kind, "rendezvous-timeout");
+  EXPECT_EQ(m.kind, FindingKind::kRendezvousTimeout);
   expect_fields(m, {{"timeout_ms", "1201000"}, {"joined", "511"}, {"world_size", "512"}});
   m = match(
       "[E220 15:40:19.862248270 socket.cpp:1011] [c10d] The client socket has timed out after "
@@ -556,7 +557,7 @@ TEST(SignatureStore, Timeouts) {
   EXPECT_EQ(match("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
                   "torch.rendezvous-timeout")
                 .kind,
-            "rendezvous-timeout");
+            FindingKind::kRendezvousTimeout);
   SignatureMatch connection = match(
       "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
       "the C10d store has failed. See inner exception for details.",
@@ -575,7 +576,7 @@ TEST(SignatureStore, Timeouts) {
   std::vector<SignatureMatch> ms = match_line(socket, frames);
   ASSERT_EQ(ms.size(), 1u);
   EXPECT_EQ(ms[0].id, "torch.gloo-connect-timeout");
-  EXPECT_EQ(ms[0].kind, "rendezvous-timeout");
+  EXPECT_EQ(ms[0].kind, FindingKind::kRendezvousTimeout);
 }
 
 TEST(SignatureStore, PortInUse) {
@@ -585,7 +586,7 @@ TEST(SignatureStore, PortInUse) {
       "server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).";
   EXPECT_THAT(ids(line), UnorderedElementsAre("torch.store-bind-failed", "python.address-in-use"));
   SignatureMatch m = match(line, "torch.store-bind-failed");
-  EXPECT_EQ(m.kind, "port-in-use");
+  EXPECT_EQ(m.kind, FindingKind::kPortInUse);
   expect_fields(
       m,
       {{"host", "[::]"}, {"port", "29500"}, {"errno", "98"}, {"error", "Address already in use"}});
@@ -593,9 +594,9 @@ TEST(SignatureStore, PortInUse) {
       "The server socket has failed to bind to 10.1.1.1:29500 (errno: 99 - Cannot assign "
       "requested address).",
       "torch.store-bind-failed");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   m = match("OSError: [Errno 98] Address already in use", "python.address-in-use");
-  EXPECT_EQ(m.kind, "port-in-use");
+  EXPECT_EQ(m.kind, FindingKind::kPortInUse);
   expect_fields(m, {{"errno", "98"}});
 }
 
@@ -613,7 +614,7 @@ TEST(SignatureLaunchers, TorchrunRedirectsBugNeedsItsFrame) {
   std::vector<SignatureMatch> ms = match_line(line, frames);
   ASSERT_EQ(ms.size(), 1u);
   EXPECT_EQ(ms[0].id, "torchrun.redirects-none");
-  EXPECT_EQ(ms[0].kind, "launcher-bug");
+  EXPECT_EQ(ms[0].kind, FindingKind::kLauncherBug);
   expect_fields(ms[0], {{"exception_type", "AttributeError"}});
   // The same text elsewhere is someone else's bug.
   frames.pop_back();

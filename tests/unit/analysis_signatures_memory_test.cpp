@@ -36,7 +36,8 @@ TEST(SignatureTorchCudaOom, Format113And20) {
       "PYTORCH_CUDA_ALLOC_CONF";
   EXPECT_THAT(ids(line), UnorderedElementsAre("torch.cuda-oom"));
   SignatureMatch m = match(line, "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");  // 10 MiB reserved but unallocated: a sliver, not fragmentation
+  EXPECT_EQ(m.kind,
+            FindingKind::kGpuOom);  // 10 MiB reserved but unallocated: a sliver, not fragmentation
   EXPECT_TRUE(m.failure);
   expect_fields(m, {{"exception_type", "torch.cuda.OutOfMemoryError"},
                     {"requested_bytes", "2097152"},
@@ -53,7 +54,7 @@ TEST(SignatureTorchCudaOom, Format113And20) {
       "capacity; 3.07 GiB already allocated; 14.06 MiB free; 3.12 GiB reserved in total by "
       "PyTorch)",
       "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");  // 50 MiB, 1.2% of the GPU: a sliver too
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);  // 50 MiB, 1.2% of the GPU: a sliver too
   expect_fields(m, {{"exception_type", "RuntimeError"},
                     {"requested_bytes", "20971520"},
                     {"capacity_bytes", "4241280205"},
@@ -85,7 +86,8 @@ TEST(SignatureTorchCudaOom, Format2xFragmentation) {
       "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
   EXPECT_THAT(ids(line), UnorderedElementsAre("torch.cuda-oom"));
   SignatureMatch m = match(line, "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-fragmentation");  // 6.5 GiB unusable >= the 2 GiB asked, 8% of the GPU
+  EXPECT_EQ(m.kind,
+            FindingKind::kGpuFragmentation);  // 6.5 GiB unusable >= the 2 GiB asked, 8% of the GPU
   EXPECT_TRUE(m.failure);
   expect_fields(m, {{"exception_type", "torch.OutOfMemoryError"},
                     {"requested_bytes", "2147483648"},
@@ -111,7 +113,8 @@ TEST(SignatureTorchCudaOom, Format211SeenOnAnH100) {
       "pytorch-cuda-alloc-conf)";
   EXPECT_THAT(ids(line), UnorderedElementsAre("torch.cuda-oom"));
   SignatureMatch m = match(line, "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");  // 17 MiB unusable: the batch is too large, not fragmented
+  EXPECT_EQ(m.kind,
+            FindingKind::kGpuOom);  // 17 MiB unusable: the batch is too large, not fragmented
   expect_fields(m, {{"exception_type", "torch.OutOfMemoryError"},
                     {"requested_bytes", "385875968"},
                     {"gpu", "0"},
@@ -139,7 +142,7 @@ TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) 
                                "allocated by PyTorch, and 3.10 GiB" +
                                hint,
                            "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-fragmentation");
+  EXPECT_EQ(m.kind, FindingKind::kGpuFragmentation);
   expect_fields(m, {{"requested_bytes", "2147483648"},
                     {"free_bytes", "314572800"},
                     {"reserved_unallocated_bytes", "3328599654"}});
@@ -151,7 +154,7 @@ TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) 
                 "allocated memory 18.40 GiB is allocated by PyTorch, and 3.00 GiB" +
                 hint,
             "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-fragmentation");
+  EXPECT_EQ(m.kind, FindingKind::kGpuFragmentation);
   // 5 GiB stuck is 6% of the GPU, but with the 1 GiB free far from the 20 GiB asked: the request
   // does not fit however the memory is arranged.
   m = match(head +
@@ -160,7 +163,7 @@ TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) 
                 "allocated memory 72.60 GiB is allocated by PyTorch, and 5.00 GiB" +
                 hint,
             "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   // 1.2 GiB stuck would, with the 1.06 GiB free, have held the 2 GiB asked, but is 1.5% of the
   // GPU: the GPU was full (another process held 20 GiB).
   m = match(head +
@@ -170,7 +173,7 @@ TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) 
                 "by PyTorch, and 1.20 GiB" +
                 hint,
             "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   // The 1.13 format: 8.5 GiB (20.5 reserved - 12.0 allocated) holds the 1.5 GiB asked.
   m = match(
       "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 22.20 "
@@ -179,7 +182,7 @@ TEST(SignatureTorchCudaOom, FragmentationIsLargeAgainstTheRequestOrTheCapacity) 
       "to avoid fragmentation.  See documentation for Memory Management and "
       "PYTORCH_CUDA_ALLOC_CONF",
       "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-fragmentation");
+  EXPECT_EQ(m.kind, FindingKind::kGpuFragmentation);
   expect_fields(m, {{"reserved_unallocated_bytes", "9126805504"}});
 }
 
@@ -194,7 +197,7 @@ TEST(SignatureTorchCudaOom, Format2xOtherProcessesPoolsAndLimit) {
       "Graphs), and 20.00 KiB is reserved by PyTorch but unallocated. If reserved but "
       "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
       "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"prefix", "[rank1]: "},
                     {"prefix_rank", "1"},
                     {"exception_type", "torch.OutOfMemoryError"},
@@ -229,7 +232,7 @@ TEST(SignatureTorchCudaOom, Format2xManyProcesses) {
       "documentation for Memory Management  "
       "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
   SignatureMatch m = match(line, "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"other_pids", pids},
                     {"reserved_unallocated_bytes", "104857600"},
                     {"process_bytes", "72606422139"}});
@@ -267,30 +270,30 @@ TEST(SignatureTorchCudaOom, Format21TypoAnd23TruncationAndHugeRequests) {
       "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB "
       "memory.",
       "torch.cuda-oom");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_no_field(m, "requested_bytes");
 }
 
 TEST(SignatureTorchCudaOom, OtherGpuOomTexts) {
   SignatureMatch m = match("Allocation on device 0 would exceed allowed memory. (out of memory)",
                            "torch.cuda-oom-async");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"gpu", "0"}});
   EXPECT_EQ(match("RuntimeError: cuda runtime error (2) : out of memory at "
                   "/pytorch/aten/src/THC/THCCachingAllocator.cpp:510",
                   "torch.cuda-oom-legacy")
                 .kind,
-            "gpu-oom");
+            FindingKind::kGpuOom);
   EXPECT_THAT(ids("RuntimeError: CUDA error: out of memory"),
               UnorderedElementsAre("cuda.out-of-memory", "cuda.error"));
   m = match("RuntimeError: CUDA error: out of memory", "cuda.error");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(m, {{"cuda_error", "out of memory"}});
   m = match(
       "2024-01-01 E external/xla/xla/stream_executor/cuda/cuda_driver.cc:628] failed to allocate "
       "10.09G (10830902272 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
       "cuda.driver-out-of-memory");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"requested_bytes", "10830902272"}});
 }
 
@@ -303,7 +306,7 @@ TEST(SignatureHostMemory, CpuAllocatorNumpyAndMemoryError) {
       "allocate memory: you tried to allocate 34359738368 bytes. Error code 12 (Cannot allocate "
       "memory)",
       "torch.cpu-alloc-failed");
-  EXPECT_EQ(m.kind, "host-alloc-failed");
+  EXPECT_EQ(m.kind, FindingKind::kHostAllocFailed);
   expect_fields(
       m, {{"requested_bytes", "34359738368"}, {"errno", "12"}, {"exception_type", "RuntimeError"}});
   m = match(
@@ -322,7 +325,7 @@ TEST(SignatureHostMemory, CpuAllocatorNumpyAndMemoryError) {
   EXPECT_THAT(ids("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 1.00 GiB for an "
                   "array with shape (1,) and data type int8"),
               Not(Contains("python.memory-error")));
-  EXPECT_EQ(match("MemoryError", "python.memory-error").kind, "host-alloc-failed");
+  EXPECT_EQ(match("MemoryError", "python.memory-error").kind, FindingKind::kHostAllocFailed);
   EXPECT_THAT(ids("torch.cuda.OutOfMemoryError"), UnorderedElementsAre());
   EXPECT_THAT(ids("    raise MemoryError"), UnorderedElementsAre());
 }
@@ -334,7 +337,7 @@ TEST(SignatureDataLoader, WorkerKilledBySignal) {
   SignatureMatch m =
       match("RuntimeError: DataLoader worker (pid 16088) is killed by signal: Segmentation fault. ",
             "torch.dataloader-worker-killed");
-  EXPECT_EQ(m.kind, "worker-crash");
+  EXPECT_EQ(m.kind, FindingKind::kWorkerCrash);
   EXPECT_TRUE(m.failure);
   expect_fields(m, {{"worker_pid", "16088"},
                     {"signal", "Segmentation fault"},
@@ -353,7 +356,7 @@ TEST(SignatureDataLoader, WorkerKilledBySignal) {
               UnorderedElementsAre("torch.dataloader-worker-killed", "torch.dataloader-shm-hint"));
   expect_fields(match(bus, "torch.dataloader-worker-killed"),
                 {{"worker_pid", "16150"}, {"signal", "Bus error"}, {"signo", "7"}});
-  EXPECT_EQ(match(bus, "torch.dataloader-shm-hint").kind, "shm-exhausted");
+  EXPECT_EQ(match(bus, "torch.dataloader-shm-hint").kind, FindingKind::kShmExhausted);
 }
 
 TEST(SignatureDataLoader, WorkerMessagesAndSummaries) {
@@ -361,13 +364,13 @@ TEST(SignatureDataLoader, WorkerMessagesAndSummaries) {
       "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
       "shared memory (shm).",
       "torch.dataloader-worker-bus-error");
-  EXPECT_EQ(m.kind, "shm-exhausted");
+  EXPECT_EQ(m.kind, FindingKind::kShmExhausted);
   EXPECT_THAT(ids("ERROR: Unexpected bus error encountered in worker. This might be caused by "
                   "insufficient shared memory (shm)."),
               UnorderedElementsAre("torch.dataloader-worker-bus-error"));
   m = match("ERROR: Unexpected segmentation fault encountered in worker.",
             "torch.dataloader-worker-fault");
-  EXPECT_EQ(m.kind, "worker-crash");
+  EXPECT_EQ(m.kind, FindingKind::kWorkerCrash);
   expect_fields(m, {{"signal", "segmentation fault"}, {"signo", "11"}});
   m = match("ERROR: Unexpected floating-point exception encountered in worker.",
             "torch.dataloader-worker-fault");
@@ -375,7 +378,7 @@ TEST(SignatureDataLoader, WorkerMessagesAndSummaries) {
 
   m = match("RuntimeError: DataLoader worker (pid(s) 16088) exited unexpectedly",
             "torch.dataloader-workers-exited");
-  EXPECT_EQ(m.kind, "worker-exit");
+  EXPECT_EQ(m.kind, FindingKind::kWorkerExit);
   expect_fields(m, {{"worker_pids", "16088"}});
   m = match("RuntimeError: DataLoader worker (pid(s) 16150, 16151) exited unexpectedly",
             "torch.dataloader-workers-exited");
@@ -390,12 +393,12 @@ TEST(SignatureDataLoader, WorkerMessagesAndSummaries) {
 
   // T05 (verified)
   m = match("RuntimeError: DataLoader timed out after 1 seconds", "torch.dataloader-timeout");
-  EXPECT_EQ(m.kind, "worker-timeout");
+  EXPECT_EQ(m.kind, FindingKind::kWorkerTimeout);
   expect_fields(m, {{"timeout_ms", "1000"}});
 
   m = match("KeyError: Caught KeyError in DataLoader worker process 0.",
             "torch.dataloader-worker-exception");
-  EXPECT_EQ(m.kind, "python-exception");
+  EXPECT_EQ(m.kind, FindingKind::kPythonException);
   expect_fields(
       m, {{"worker_exception_type", "KeyError"}, {"worker", "0"}, {"exception_type", "KeyError"}});
 }
@@ -405,7 +408,7 @@ TEST(SignatureDataLoader, SharedMemoryAndDescriptors) {
       "RuntimeError: unable to write to file </torch_287_2714559211_8>: No space left on device "
       "(28)",
       "torch.shm-write-failed");
-  EXPECT_EQ(m.kind, "shm-exhausted");
+  EXPECT_EQ(m.kind, FindingKind::kShmExhausted);
   expect_fields(
       m,
       {{"path", "/torch_287_2714559211_8"}, {"error", "No space left on device"}, {"errno", "28"}});
@@ -413,25 +416,25 @@ TEST(SignatureDataLoader, SharedMemoryAndDescriptors) {
       "RuntimeError: unable to open shared memory object </torch_38223_3055134446_48> in "
       "read-write mode: Too many open files (24)",
       "torch.shm-open-failed");
-  EXPECT_EQ(m.kind, "fd-exhausted");
+  EXPECT_EQ(m.kind, FindingKind::kFdExhausted);
   expect_fields(m, {{"path", "/torch_38223_3055134446_48"}, {"errno", "24"}});
   EXPECT_EQ(match("RuntimeError: unable to open shared memory object </torch_1_2_3> in read-write "
                   "mode",
                   "torch.shm-open-failed")
                 .kind,
-            "shm-exhausted");
+            FindingKind::kShmExhausted);
   m = match(
       "RuntimeError: unable to mmap 1048576 bytes from file </torch_123_456_7>: Cannot "
       "allocate memory (12)",
       "torch.shm-mmap-failed");
-  EXPECT_EQ(m.kind, "host-alloc-failed");
+  EXPECT_EQ(m.kind, FindingKind::kHostAllocFailed);
   expect_fields(m, {{"requested_bytes", "1048576"}, {"errno", "12"}});
 
   m = match("OSError: [Errno 24] Too many open files", "python.too-many-open-files");
-  EXPECT_EQ(m.kind, "fd-exhausted");
+  EXPECT_EQ(m.kind, FindingKind::kFdExhausted);
   expect_fields(m, {{"errno", "24"}, {"exception_type", "OSError"}});
   m = match("RuntimeError: received 0 items of ancdata", "torch.ancdata");
-  EXPECT_EQ(m.kind, "fd-exhausted");
+  EXPECT_EQ(m.kind, FindingKind::kFdExhausted);
   expect_fields(m, {{"items", "0"}});
 }
 
@@ -442,7 +445,7 @@ TEST(MemorySignatures, ThreadsAndProcessesOverTheLimit) {
               testing::ElementsAre("python.thread-start-failed"));
   SignatureMatch m = match("libgomp: Thread creation failed: Resource temporarily unavailable",
                            "libgomp.thread-create-failed");
-  EXPECT_EQ(m.kind, "process-limit");
+  EXPECT_EQ(m.kind, FindingKind::kProcessLimit);
   expect_fields(m, {{"error", "Resource temporarily unavailable"}});
   const std::string eagain = "BlockingIOError: [Errno 11] Resource temporarily unavailable";
   EXPECT_TRUE(ids(eagain).empty());
@@ -463,7 +466,7 @@ TEST(SignatureIndex, LabelOutOfRange) {
               UnorderedElementsAre("torch.target-out-of-bounds"));
   SignatureMatch m =
       match("IndexError: Target 255 is out of bounds.", "torch.target-out-of-bounds");
-  EXPECT_EQ(m.kind, "label-out-of-range");
+  EXPECT_EQ(m.kind, FindingKind::kLabelOutOfRange);
   expect_fields(m, {{"label", "255"}, {"exception_type", "IndexError"}});
   expect_fields(match("IndexError: Target -1 is out of bounds.", "torch.target-out-of-bounds"),
                 {{"label", "-1"}});
@@ -474,14 +477,14 @@ TEST(SignatureIndex, LabelOutOfRange) {
       "block: [0,0,0], thread: [5,0,0] Assertion `t >= 0 && t < n_classes` failed.";
   EXPECT_THAT(ids(gpu), UnorderedElementsAre("cuda.device-assertion", "torch.assert-target-range"));
   m = match(gpu, "cuda.device-assertion");
-  EXPECT_EQ(m.kind, "device-side-assert");
+  EXPECT_EQ(m.kind, FindingKind::kDeviceSideAssert);
   expect_fields(m, {{"file", "/pytorch/aten/src/ATen/native/cuda/Loss.cu"},
                     {"line", "242"},
                     {"block", "0,0,0"},
                     {"thread", "5,0,0"},
                     {"assertion", "t >= 0 && t < n_classes"}});
   m = match(gpu, "torch.assert-target-range");
-  EXPECT_EQ(m.kind, "label-out-of-range");
+  EXPECT_EQ(m.kind, FindingKind::kLabelOutOfRange);
   expect_fields(m, {{"assertion", "t >= 0 && t < n_classes"}});
   // A templated kernel name, as 2.x prints it
   m = match(
@@ -505,7 +508,7 @@ TEST(SignatureIndex, LabelOutOfRange) {
   EXPECT_EQ(
       match("RuntimeError: CUDA error: device-side assert triggered", "cuda.device-side-assert")
           .kind,
-      "device-side-assert");
+      FindingKind::kDeviceSideAssert);
   match(
       "RuntimeError: cuda runtime error (59) : device-side assert triggered at "
       "/pytorch/aten/src/THC/generic/THCTensorCopy.c:20",
@@ -520,19 +523,19 @@ TEST(SignatureIndex, LabelOutOfRange) {
 TEST(SignatureIndex, IndexOutOfRange) {
   SignatureMatch m = match("IndexError: index 5 is out of bounds for dimension 0 with size 4",
                            "torch.index-out-of-bounds");
-  EXPECT_EQ(m.kind, "index-out-of-range");
+  EXPECT_EQ(m.kind, FindingKind::kIndexOutOfRange);
   expect_fields(m, {{"index", "5"}, {"dim", "0"}, {"size", "4"}});
   expect_fields(match("RuntimeError: index -7 is out of bounds for dimension 1 with size 3",
                       "torch.index-out-of-bounds"),
                 {{"index", "-7"}, {"dim", "1"}, {"size", "3"}});
   EXPECT_EQ(match("IndexError: index out of range in self", "torch.index-out-of-range-self").kind,
-            "index-out-of-range");
+            FindingKind::kIndexOutOfRange);
   const std::string embedding =
       "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: "
       "[180,0,0], thread: [64,0,0] Assertion `srcIndex < srcSelectDimSize` failed.";
   EXPECT_THAT(ids(embedding),
               UnorderedElementsAre("cuda.device-assertion", "torch.assert-index-range"));
-  EXPECT_EQ(match(embedding, "torch.assert-index-range").kind, "index-out-of-range");
+  EXPECT_EQ(match(embedding, "torch.assert-index-range").kind, FindingKind::kIndexOutOfRange);
   const std::string advanced =
       "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: "
       "[0,0,0] Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` "
@@ -549,7 +552,7 @@ TEST(SignatureIndex, IndexOutOfRange) {
 TEST(SignatureCuda, RuntimeAndLibraryErrors) {
   SignatureMatch m = match("RuntimeError: CUDA error: an illegal memory access was encountered",
                            "cuda.illegal-memory-access");
-  EXPECT_EQ(m.kind, "cuda-illegal-access");
+  EXPECT_EQ(m.kind, FindingKind::kCudaIllegalAccess);
   expect_fields(
       match("RuntimeError: CUDA error: an illegal memory access was encountered", "cuda.error"),
       {{"cuda_error", "an illegal memory access was encountered"}});
@@ -557,15 +560,15 @@ TEST(SignatureCuda, RuntimeAndLibraryErrors) {
   EXPECT_EQ(match("RuntimeError: CUDA error: uncorrectable ECC error encountered",
                   "cuda.ecc-uncorrectable")
                 .kind,
-            "hardware-fault");
+            FindingKind::kHardwareFault);
   // T10
   EXPECT_EQ(match("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
                   "multiprocessing, you must use the 'spawn' start method",
                   "cuda.fork-reinit")
                 .kind,
-            "python-exception");
+            FindingKind::kPythonException);
   m = match("RuntimeError: CUDA error: unspecified launch failure", "cuda.error");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(m, {{"cuda_error", "unspecified launch failure"}});
 
   const std::string cublas =
@@ -573,18 +576,18 @@ TEST(SignatureCuda, RuntimeAndLibraryErrors) {
       "handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`";
   EXPECT_THAT(ids(cublas), UnorderedElementsAre("cublas.status", "cuda.error"));
   m = match(cublas, "cublas.status");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(m, {{"status", "CUBLAS_STATUS_EXECUTION_FAILED"}, {"call", "cublasSgemm"}});
   expect_fields(match(cublas, "cuda.error"), {{"cuda_error", "CUBLAS_STATUS_EXECUTION_FAILED"}});
   m = match(
       "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
       "`cublasCreate(handle)`",
       "cublas.status");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"call", "cublasCreate"}});
 
   m = match("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", "cudnn.status");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   expect_fields(m, {{"status", "CUDNN_STATUS_INTERNAL_ERROR"}});
   expect_fields(match("E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn "
                       "handle: CUDNN_STATUS_NOT_INITIALIZED",
@@ -599,7 +602,7 @@ TEST(SignatureTensorFlow, AllocatorTexts) {
       "OOM when allocating tensor with shape[500,512,4,4] and type float on "
       "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
       "tf.oom-tensor");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"shape", "500,512,4,4"},
                     {"dtype", "float"},
                     {"device", "/job:localhost/replica:0/task:0/device:GPU:0"},
@@ -615,7 +618,7 @@ TEST(SignatureTensorFlow, AllocatorTexts) {
       "Resource exhausted: OOM when allocating tensor with shape[1000000,100000] and type "
       "float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
       "tf.oom-tensor");
-  EXPECT_EQ(m.kind, "host-alloc-failed");
+  EXPECT_EQ(m.kind, FindingKind::kHostAllocFailed);
   expect_no_field(m, "gpu");
 
   // The fatal BFC path (TF 2.x: no space before "requested")
@@ -663,7 +666,7 @@ TEST(SignatureTensorFlow, AllocatorTexts) {
                   "initialized.",
                   "tf.dst-tensor")
                 .kind,
-            "gpu-oom");
+            FindingKind::kGpuOom);
   match(
       "UnknownError: Failed to get convolution algorithm. This is probably because cuDNN "
       "failed to initialize, so try looking to see if a warning log message was printed above.",
@@ -677,7 +680,7 @@ TEST(SignatureTensorFlow, CollectiveMismatches) {
       "the group expected shape [1630346]. This is likely due to different input shapes at "
       "different members of the collective op.",
       "tf.collective-shape-mismatch");
-  EXPECT_EQ(m.kind, "collective-mismatch");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMismatch);
   expect_fields(m, {{"instance", "100"},
                     {"device", "/job:localhost/replica:0/task:0/device:GPU:1"},
                     {"shape", "416202"},
@@ -707,7 +710,7 @@ TEST(SignatureJax, ResourceExhausted) {
       "allocate 17179869184 bytes.";
   EXPECT_THAT(ids(old), UnorderedElementsAre("xla.resource-exhausted", "xla.runtime-error"));
   SignatureMatch m = match(old, "xla.resource-exhausted");
-  EXPECT_EQ(m.kind, "gpu-oom");
+  EXPECT_EQ(m.kind, FindingKind::kGpuOom);
   expect_fields(m, {{"requested_bytes", "17179869184"},
                     {"exception_type", "jaxlib.xla_extension.XlaRuntimeError"}});
   // Newer: a human-readable size, the payload and the executable
@@ -742,7 +745,7 @@ TEST(SignatureJax, ResourceExhausted) {
       "RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 68719476736 bytes.";
   EXPECT_THAT(ids(host), UnorderedElementsAre("xla.host-oom"));
   m = match(host, "xla.host-oom");
-  EXPECT_EQ(m.kind, "host-alloc-failed");
+  EXPECT_EQ(m.kind, FindingKind::kHostAllocFailed);
   expect_fields(m, {{"requested_bytes", "68719476736"}});
 
   m = match("Failed to allocate request for 1.00GiB (1073741824B) on device ordinal 0",
@@ -760,7 +763,7 @@ TEST(SignatureJax, ResourceExhausted) {
       "clique=devices=[0,1,2,3,4,5,6,7]; stream=0; run_id=1` for 10 seconds and may be stuck. "
       "Expected 8 threads to join the rendezvous, but not all of them arrived on time.",
       "xla.rendezvous-stuck");
-  EXPECT_EQ(m.kind, "collective-missing");
+  EXPECT_EQ(m.kind, FindingKind::kCollectiveMissing);
   expect_fields(m, {{"waited_ms", "10000"}});
 }
 
@@ -772,7 +775,7 @@ TEST(SignatureKernel, OomKiller) {
       "anon-rss:31012336kB, file-rss:0kB, shmem-rss:12kB, UID:1000 pgtables:62000kB "
       "oom_score_adj:0",
       "kernel.oom-kill");
-  EXPECT_EQ(m.kind, "host-oom-killed");
+  EXPECT_EQ(m.kind, FindingKind::kHostOomKilled);
   expect_fields(m, {{"pid", "1234"},
                     {"comm", "python3"},
                     {"total_vm_bytes", "36025716736"},
@@ -798,7 +801,7 @@ TEST(SignatureKernel, OomKiller) {
       "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
       "oom_memcg=/docker/abc,task_memcg=/docker/abc,task=python3,pid=1234,uid=0",
       "kernel.oom-kill-constraint");
-  EXPECT_EQ(m.kind, "host-oom-killed");
+  EXPECT_EQ(m.kind, FindingKind::kHostOomKilled);
   expect_fields(m, {{"constraint", "CONSTRAINT_MEMCG"},
                     {"memcg", "/docker/abc"},
                     {"comm", "python3"},
@@ -815,7 +818,7 @@ TEST(SignatureKernel, XidAndPcie) {
   const std::string xid79 = "NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.";
   EXPECT_THAT(ids(xid79), UnorderedElementsAre("kernel.nvrm-xid", "kernel.gpu-off-bus"));
   SignatureMatch m = match(xid79, "kernel.nvrm-xid");
-  EXPECT_EQ(m.kind, "hardware-fault");
+  EXPECT_EQ(m.kind, FindingKind::kHardwareFault);
   expect_fields(
       m, {{"pci", "PCI:0000:06:00"}, {"xid", "79"}, {"detail", "GPU has fallen off the bus."}});
   m = match(
@@ -828,23 +831,23 @@ TEST(SignatureKernel, XidAndPcie) {
       "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for "
       "remapping, reset gpu to activate.",
       "kernel.nvrm-xid");
-  EXPECT_EQ(m.kind, "hardware-fault");
+  EXPECT_EQ(m.kind, FindingKind::kHardwareFault);
   expect_fields(m, {{"xid", "63"}, {"pid", "1896"}});
   m = match(
       "NVRM: Xid (PCI:0000:3b:00): 31, pid=3021, Ch 0000003b, intr 10000000. MMU Fault: "
       "ENGINE GRAPHICS HUBCLIENT_SCC faulted @ 0x0_04687000. Fault is of type FAULT_PDE "
       "ACCESS_TYPE_READ",
       "kernel.nvrm-xid");
-  EXPECT_EQ(m.kind, "cuda-illegal-access");
+  EXPECT_EQ(m.kind, FindingKind::kCudaIllegalAccess);
   m = match("NVRM: Xid (PCI:0000:3b:00): 45, pid=3021, Ch 00000010", "kernel.nvrm-xid");
-  EXPECT_EQ(m.kind, "");
+  EXPECT_EQ(m.kind, std::nullopt);
   EXPECT_FALSE(m.failure);
 
   m = match(
       "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, "
       "(Transmitter ID)",
       "kernel.pcie-aer");
-  EXPECT_EQ(m.kind, "hardware-fault");
+  EXPECT_EQ(m.kind, FindingKind::kHardwareFault);
   EXPECT_FALSE(m.failure);
   expect_fields(m, {{"severity", "Corrected"}, {"type", "Data Link Layer"}});
   m = match(
@@ -854,7 +857,7 @@ TEST(SignatureKernel, XidAndPcie) {
   EXPECT_TRUE(m.failure);
   m = match("Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",
             "nvidia-smi.gpu-lost");
-  EXPECT_EQ(m.kind, "hardware-fault");
+  EXPECT_EQ(m.kind, FindingKind::kHardwareFault);
   expect_fields(m, {{"pci", "0000:03:00.0"}, {"error", "Unknown Error"}});
 }
 

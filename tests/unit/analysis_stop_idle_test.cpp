@@ -71,7 +71,7 @@ TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& stop = d.findings[0];
-  EXPECT_EQ(stop.kind, "stop-requested");
+  EXPECT_EQ(stop.kind, FindingKind::kStopRequested);
   EXPECT_TRUE(stop.root_cause);
   EXPECT_EQ(stop.severity, Severity::kInfo);
   EXPECT_EQ(stop.title, "the job was stopped by SIGTERM from pid 4242 (slurmstepd)");
@@ -87,7 +87,7 @@ TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
                                    "/home/user/proj/train.py:60 in main")));
   EXPECT_THAT(stop.evidence, Not(Contains(HasSubstr("launcher (pid 1000) was in"))));
   EXPECT_THAT(stop.consequences, ElementsAre(1u));
-  EXPECT_EQ(d.findings[1].kind, "killed-externally");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kKilledExternally);
   EXPECT_EQ(d.findings[1].title, "launcher (pid 1000): got SIGTERM and stopped its ranks");
 }
 
@@ -149,7 +149,7 @@ TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
     ASSERT_FALSE(d.findings.empty());
     const Finding& root = d.findings[0];
     EXPECT_TRUE(root.root_cause);
-    EXPECT_EQ(root.kind, "stop-requested");
+    EXPECT_EQ(root.kind, FindingKind::kStopRequested);
     EXPECT_EQ(root.title,
               "the job was stopped by its time limit: `timeout -vs TERM --kill-after=30 1.5m` ran "
               "out after 90.0 s");
@@ -165,7 +165,7 @@ TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
     // timeout's own exit is no finding, and the ranks' ends are not told apart.
     for (const Finding& f : d.findings) {
       EXPECT_THAT(f.pids, Not(Contains(kTimeout))) << f.title;
-      EXPECT_NE(f.kind, "killed-externally") << f.title;
+      EXPECT_NE(f.kind, FindingKind::kKilledExternally) << f.title;
     }
   }
 }
@@ -181,7 +181,7 @@ TEST(RuleStopRequest, ATimeoutIsALimitOnlyWhenItRanOut) {
     e.run.exit_code = code;
     Diagnosis d = diagnose(e);
     ASSERT_FALSE(d.findings.empty());
-    EXPECT_NE(d.findings[0].kind, "stop-requested") << code;
+    EXPECT_NE(d.findings[0].kind, FindingKind::kStopRequested) << code;
   }
   // No limit: a duration of 0 or beyond any job.
   for (const char* words : {"timeout 0", "timeout inf", "timeout 1e30", "timeout --signal=KILL"}) {
@@ -190,14 +190,14 @@ TEST(RuleStopRequest, ATimeoutIsALimitOnlyWhenItRanOut) {
     exited(e, kLauncher, 6, 1);
     exited(e, kTimeout, 6.1, 1);
     e.run.exit_code = 1;
-    EXPECT_NE(diagnose(e).findings.front().kind, "stop-requested") << words;
+    EXPECT_NE(diagnose(e).findings.front().kind, FindingKind::kStopRequested) << words;
   }
   // A `timeout` that a rank runs around a command of its own is not the job's limit.
   Evidence e = torchrun_job();
   e.processes.push_back(proc(2000, kRank0, 500'200, "timeout 1 nvidia-smi"));
   exited(e, 2000, 3.0, 124);
   killed(e, kRank1, 10, SIGKILL);
-  EXPECT_EQ(diagnose(e).findings.front().kind, "killed-externally");
+  EXPECT_EQ(diagnose(e).findings.front().kind, FindingKind::kKilledExternally);
   // --preserve-status passes on the code of the command it stopped (128 + SIGTERM).
   e = under_timeout("timeout --preserve-status 10");
   killed(e, kRank0, 10.0, SIGTERM);
@@ -220,7 +220,7 @@ TEST(RuleStopRequest, AJobThatExitedWellAfterAStopIsToldSo) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   const Finding& stop = d.findings[0];
-  EXPECT_EQ(stop.kind, "stop-requested");
+  EXPECT_EQ(stop.kind, FindingKind::kStopRequested);
   EXPECT_FALSE(stop.root_cause);
   EXPECT_EQ(stop.title, "the job exited with code 0 20.2 s after SIGTERM from pid 4242 (bash)");
   EXPECT_THAT(stop.fix, HasSubstr("resume from its last checkpoint"));
@@ -237,9 +237,9 @@ TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {
   e.run.exit_code = 1;
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 3u);
-  EXPECT_EQ(d.findings[0].kind, "python-exception");
-  EXPECT_EQ(d.findings[1].kind, "stop-requested");
-  EXPECT_EQ(d.findings[2].kind, "killed-externally");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kPythonException);
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kStopRequested);
+  EXPECT_EQ(d.findings[2].kind, FindingKind::kKilledExternally);
   EXPECT_TRUE(d.findings[0].root_cause);
   EXPECT_THAT(d.findings[0].consequences, Contains(1u));
   EXPECT_THAT(d.findings[1].pids, ElementsAre(kRank1));
@@ -269,7 +269,7 @@ const std::string kIdleText = "no process used CPU or printed for 30.0 s (told a
 // The job-idle finding among `findings`, nullptr when none.
 const Finding* idle_of(const std::vector<Finding>& findings) {
   auto idle = std::find_if(findings.begin(), findings.end(),
-                           [](const Finding& f) { return f.kind == "job-idle"; });
+                           [](const Finding& f) { return f.kind == FindingKind::kJobIdle; });
   return idle == findings.end() ? nullptr : &*idle;
 }
 
@@ -298,14 +298,14 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
   ASSERT_EQ(d.findings.size(), 2u);
   // It hung until it was stopped: the hang is why it was stopped, and the stop its consequence.
   const Finding& idle = d.findings[0];
-  EXPECT_EQ(idle.kind, "job-idle");
+  EXPECT_EQ(idle.kind, FindingKind::kJobIdle);
   EXPECT_TRUE(idle.root_cause);
   EXPECT_EQ(idle.severity, Severity::kError);
   EXPECT_EQ(idle.title,
             "the job hung at +5.0 s and did not move again until it was stopped, 35.0 s later: no "
             "process used CPU or printed anything; worker 0 of rank 0 (pid 1020) is at "
             "/home/user/proj/data.py:12 in __getitem__");
-  EXPECT_EQ(d.findings[1].kind, "stop-requested");
+  EXPECT_EQ(d.findings[1].kind, FindingKind::kStopRequested);
   EXPECT_THAT(idle.consequences, ElementsAre(1u));
   EXPECT_THAT(d.findings[1].evidence,
               Contains(std::string("the job went idle at +5.0 s and was still idle then: no "
@@ -486,14 +486,15 @@ TEST(RuleIdle, ASpellEndedByATimeoutIsTheHang) {
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
   const Finding& idle = d.findings[0];
-  EXPECT_EQ(idle.kind, "job-idle");
+  EXPECT_EQ(idle.kind, FindingKind::kJobIdle);
   EXPECT_TRUE(idle.root_cause);
   EXPECT_EQ(idle.title,
             "the job hung at +5.0 s until rank 0 (pid 1010) gave up waiting, 10.2 s later: no "
             "process used CPU or printed anything; worker 0 of rank 1 (pid 1021) is at "
             "/home/user/proj/data.py:8 in __getitem__");
   bool timeout_caused = false;
-  for (size_t i : idle.consequences) timeout_caused |= d.findings[i].kind == "collective-missing";
+  for (size_t i : idle.consequences)
+    timeout_caused |= d.findings[i].kind == FindingKind::kCollectiveMissing;
   EXPECT_TRUE(timeout_caused);
 }
 
@@ -506,7 +507,7 @@ TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
   hang.kind = "collective-missing";
   hang.message = "collective-missing: rank 1 never made all_reduce #3";
   e.collective_issues = {hang};
-  for (const Finding& f : diagnose(e).findings) EXPECT_NE(f.kind, "job-idle");
+  for (const Finding& f : diagnose(e).findings) EXPECT_NE(f.kind, FindingKind::kJobIdle);
 }
 
 // A breakpoint() left in the code, under a launcher: the rank at the prompt is named, and the fix
@@ -548,11 +549,11 @@ TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
   e.collective_issues = {hang};
   findings = diagnose(e).findings;
   ASSERT_FALSE(findings.empty());
-  EXPECT_EQ(findings[0].kind, "collective-missing");
+  EXPECT_EQ(findings[0].kind, FindingKind::kCollectiveMissing);
   EXPECT_THAT(findings[0].title, EndsWith("; rank 0 (pid 1010) " + prompt));
   EXPECT_THAT(findings[0].evidence, Contains("rank 0 (pid 1010) " + prompt + " at +35.0 s"));
   EXPECT_THAT(findings[0].fix, HasSubstr("breakpoint()"));
-  for (const Finding& f : findings) EXPECT_NE(f.kind, "job-idle");
+  for (const Finding& f : findings) EXPECT_NE(f.kind, FindingKind::kJobIdle);
 }
 
 // Waits for peers that never started: the launcher at its rendezvous (a node missing), a rank in
@@ -618,13 +619,13 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   ASSERT_FALSE(d.findings.empty());
   const Finding& root = d.findings[0];
   EXPECT_TRUE(root.root_cause);
-  EXPECT_EQ(root.kind, "python-exception");
+  EXPECT_EQ(root.kind, FindingKind::kPythonException);
   EXPECT_EQ(root.title,
             "thread prefetch of rank 0 (pid 1010) raised OSError: [Errno 5] Input/output error; "
             "the job then hung");
   EXPECT_THAT(root.fix, HasSubstr("queue.get(timeout=...)"));
   auto idle = std::find_if(d.findings.begin(), d.findings.end(),
-                           [](const Finding& f) { return f.kind == "job-idle"; });
+                           [](const Finding& f) { return f.kind == FindingKind::kJobIdle; });
   ASSERT_NE(idle, d.findings.end());
   EXPECT_THAT(root.consequences, Contains(idle - d.findings.begin()));
 
@@ -637,8 +638,9 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   e.run.exit_signal.reset();
   e.run.exit_code = 0;
   d = diagnose(e);
-  auto thread = std::find_if(d.findings.begin(), d.findings.end(),
-                             [](const Finding& f) { return f.kind == "python-exception"; });
+  auto thread = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
+    return f.kind == FindingKind::kPythonException;
+  });
   ASSERT_NE(thread, d.findings.end());
   EXPECT_EQ(thread->severity, Severity::kWarning);
   EXPECT_THAT(thread->title, EndsWith("; the process went on without it"));
@@ -655,7 +657,7 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
   every_process_stopped(e, 440.1, SIGTERM);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
-  EXPECT_EQ(d.findings[0].kind, "job-idle");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kJobIdle);
   auto thread = std::find_if(d.findings.begin(), d.findings.end(), [](const Finding& f) {
     return f.title.starts_with("thread prefetch of rank 0");
   });

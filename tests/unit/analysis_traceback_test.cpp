@@ -142,7 +142,7 @@ TEST(TracebackParse, DataLoaderWorkerKilledChain113) {
   std::vector<SignatureMatch> ms = match_traceback(killed);
   const SignatureMatch* m = find(ms, "torch.dataloader-worker-killed");
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->kind, "worker-crash");
+  EXPECT_EQ(m->kind, FindingKind::kWorkerCrash);
   EXPECT_EQ(m->fields.at("worker_pid"), "16088");
   EXPECT_EQ(m->fields.at("signo"), "11");
   EXPECT_EQ(m->fields.at("exception_type"), "RuntimeError");
@@ -291,7 +291,7 @@ TEST(TracebackParse, TorchrunTeeInterleavedRanks) {
   std::vector<SignatureMatch> ms = match_traceback(tbs[0]);
   const SignatureMatch* m = find(ms, "torch.target-out-of-bounds");
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->kind, "label-out-of-range");
+  EXPECT_EQ(m->kind, FindingKind::kLabelOutOfRange);
   EXPECT_EQ(m->fields.at("label"), "255");
   EXPECT_EQ(m->fields.at("prefix_rank"), "0");
   ms = match_traceback(tbs[1]);
@@ -328,7 +328,7 @@ TEST(TracebackParse, Torch2RankPrefixWithSpace) {
   std::vector<SignatureMatch> ms = match_traceback(tb);
   const SignatureMatch* m = find(ms, "torch.cuda-oom");
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->kind, "gpu-fragmentation");
+  EXPECT_EQ(m->kind, FindingKind::kGpuFragmentation);
   EXPECT_EQ(m->fields.at("gpu"), "0");
   EXPECT_EQ(m->fields.at("requested_bytes"), "2147483648");
   EXPECT_EQ(m->fields.at("prefix_rank"), "0");
@@ -424,7 +424,7 @@ TEST(TracebackParse, MultiLineMessageEndsAtALogRecord) {
                                            "nccl.result", "nccl.cuda-oom"}));
   const SignatureMatch* oom = find(ms, "nccl.cuda-oom");
   ASSERT_NE(oom, nullptr);
-  EXPECT_EQ(oom->kind, "gpu-oom");
+  EXPECT_EQ(oom->kind, FindingKind::kGpuOom);
   EXPECT_EQ(oom->fields.at("exception_type"), "torch.distributed.DistBackendError");
 }
 
@@ -587,7 +587,7 @@ TEST(TracebackParse, TorchrunRedirectsBug) {
   std::vector<SignatureMatch> ms = match_traceback(tbs[0]);
   ASSERT_EQ(ms.size(), 1u);
   EXPECT_EQ(ms[0].id, "torchrun.redirects-none");
-  EXPECT_EQ(ms[0].kind, "launcher-bug");
+  EXPECT_EQ(ms[0].kind, FindingKind::kLauncherBug);
   EXPECT_EQ(ms[0].fields.at("exception_type"), "AttributeError");
 }
 

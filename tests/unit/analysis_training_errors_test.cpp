@@ -542,7 +542,7 @@ TEST(TrainingRules, AutogradErrorsSayWhatHappenedToTheGraph) {
       "RuntimeError: one of the variables needed for gradient computation has been modified by "
       "an inplace operation: [torch.FloatTensor [4, 4]], which is output 0 of SigmoidBackward0, "
       "is at version 1; expected version 0 instead.");
-  EXPECT_EQ(f.kind, "python-exception");
+  EXPECT_EQ(f.kind, FindingKind::kPythonException);
   EXPECT_TRUE(f.root_cause);
   EXPECT_EQ(f.title,
             "rank 0 (pid 1010): output 0 of SigmoidBackward0 [4, 4], saved for the backward "
@@ -690,7 +690,7 @@ TEST(TrainingRules, AWarningOfSilentlyWrongResultsIsOneFindingForAllRanks) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 2u);
   const Finding& f = d.findings[0];
-  EXPECT_EQ(f.kind, "framework-warning");
+  EXPECT_EQ(f.kind, FindingKind::kFrameworkWarning);
   EXPECT_EQ(f.severity, Severity::kWarning);
   EXPECT_FALSE(f.root_cause);
   EXPECT_EQ(f.title,
@@ -739,7 +739,7 @@ TEST(TrainingRules, CudaThatCannotStartNamesTheUnifiedMemoryDevice) {
   exited(e, kRank0, 4, 0);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
-  EXPECT_EQ(d.findings[0].kind, "framework-warning");
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kFrameworkWarning);
   EXPECT_THAT(d.findings[0].title, HasSubstr("CUDA failed to start (CUDA unknown error - "));
   EXPECT_THAT(d.findings[0].fix, HasSubstr("sudo rmmod nvidia_uvm; sudo modprobe nvidia_uvm"));
 
@@ -750,7 +750,7 @@ TEST(TrainingRules, CudaThatCannotStartNamesTheUnifiedMemoryDevice) {
   d = diagnose(e);
   const Finding& root = d.findings[0];
   EXPECT_TRUE(root.root_cause);
-  EXPECT_EQ(root.kind, "cuda-unavailable");
+  EXPECT_EQ(root.kind, FindingKind::kCudaUnavailable);
   EXPECT_EQ(root.title,
             "rank 0 (pid 1010): CUDA could not start in the process (CUDA unknown "
             "error)");

@@ -24,6 +24,7 @@ namespace {
 
 using analysis::Diagnosis;
 using analysis::Finding;
+using analysis::FindingKind;
 using analysis::ProcessSummary;
 using analysis::Role;
 using analysis::Severity;
@@ -232,9 +233,9 @@ TEST(ChartSeries, EachProcessOnEachGpuTheLargestFirst) {
   EXPECT_EQ(chart->series[4].label, "pid 200 outside the job on GPU 2");
 }
 
-Finding finding(std::string kind, Severity severity, std::string title) {
+Finding finding(FindingKind kind, Severity severity, std::string title) {
   Finding f;
-  f.kind = std::move(kind);
+  f.kind = kind;
   f.severity = severity;
   f.title = std::move(title);
   f.ranks = {1};
@@ -246,16 +247,17 @@ Finding finding(std::string kind, Severity severity, std::string title) {
 JobRun failed_run() {
   JobRun run = growing_run(3);
   run.diagnosis.run.exit_code = 1;
-  Finding root = finding("native-crash", Severity::kError, "rank 1 (pid 101) crashed <in> foo()");
+  Finding root =
+      finding(FindingKind::kNativeCrash, Severity::kError, "rank 1 (pid 101) crashed <in> foo()");
   root.root_cause = true;
   root.consequences = {1};
   for (int i = 0; i < 14; ++i) root.evidence.push_back("frame #" + std::to_string(i));
   root.fix = "Rebuild with `-g` & run again; a lone ` stays";
   run.diagnosis.findings.push_back(root);
   run.diagnosis.findings.push_back(
-      finding("peer-exited", Severity::kError, "rank 0 lost its peer"));
+      finding(FindingKind::kPeerExited, Severity::kError, "rank 0 lost its peer"));
   run.diagnosis.findings.push_back(
-      finding("memory-leak", Severity::kWarning, "rank 0: host memory grows"));
+      finding(FindingKind::kMemoryLeak, Severity::kWarning, "rank 0: host memory grows"));
   run.diagnosis.missing_evidence.push_back("no GPU: NVML could not be loaded");
   return run;
 }

@@ -100,7 +100,7 @@ Diagnosis sample_diagnosis() {
   d.processes = {launcher, rank, worker, other};
 
   analysis::Finding finding;
-  finding.kind = "native-crash";
+  finding.kind = analysis::FindingKind::kNativeCrash;
   finding.severity = analysis::Severity::kError;
   finding.root_cause = true;
   finding.title = "rank 0 crashed with SIGSEGV";
@@ -111,7 +111,7 @@ Diagnosis sample_diagnosis() {
   finding.confidence = 0.9;
   finding.consequences = {1};
   analysis::Finding consequence;
-  consequence.kind = "peer-exited";
+  consequence.kind = analysis::FindingKind::kPeerExited;
   consequence.severity = analysis::Severity::kWarning;
   consequence.title = "rank 1 failed after rank 0 exited";
   d.findings = {finding, consequence};

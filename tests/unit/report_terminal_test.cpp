@@ -117,9 +117,10 @@ TEST(TerminalSummary, TorchrunGolden) {
   expect_golden("summary_torchrun.txt", render_summary(torchrun_diagnosis(), "/runs/job-1"));
 }
 
-analysis::Finding finding(std::string kind, analysis::Severity severity, std::string title) {
+analysis::Finding finding(analysis::FindingKind kind, analysis::Severity severity,
+                          std::string title) {
   analysis::Finding f;
-  f.kind = std::move(kind);
+  f.kind = kind;
   f.severity = severity;
   f.title = std::move(title);
   return f;
@@ -132,7 +133,7 @@ Diagnosis diagnosed_torchrun() {
   using analysis::Severity;
   Diagnosis d = torchrun_diagnosis();
   analysis::Finding root =
-      finding("worker-crash", Severity::kError,
+      finding(analysis::FindingKind::kWorkerCrash, Severity::kError,
               "worker 0 of rank 0 (pid 4210) died of SIGSEGV: null pointer dereference "
               "(address 0x0)");
   root.root_cause = true;
@@ -144,10 +145,10 @@ Diagnosis diagnosed_torchrun() {
       "Python: in your code at dataset.py:17 in __getitem__: header = ctypes.string_at(0)"};
   root.fix = "A NULL dereference in native code that Dataset.__getitem__ called.";
   root.consequences = {1, 3};
-  analysis::Finding rank = finding("python-exception", Severity::kError,
+  analysis::Finding rank = finding(analysis::FindingKind::kPythonException, Severity::kError,
                                    "rank 0 (pid 4201) raised RuntimeError: DataLoader worker "
                                    "(pid(s) 4210) exited unexpectedly");
-  analysis::Finding leak = finding("memory-leak", Severity::kWarning,
+  analysis::Finding leak = finding(analysis::FindingKind::kMemoryLeak, Severity::kWarning,
                                    "rank 1 (pid 4202): host memory grows 2.10 MiB per step");
   leak.evidence = {
       "RSS of rank 1 (pid 4202) grew from 1148.0 MiB to 2012.2 MiB between steps 82 and 494 "
@@ -158,7 +159,7 @@ Diagnosis diagnosed_torchrun() {
       "step 3518",
       "the steps of its growth: 0.4 s each"};
   leak.fix = "Accumulate loss.item(), not the loss tensor.";
-  analysis::Finding stopped = finding("killed-externally", Severity::kInfo,
+  analysis::Finding stopped = finding(analysis::FindingKind::kKilledExternally, Severity::kInfo,
                                       "rank 1 (pid 4202) was stopped by SIGTERM from its launcher");
   d.findings = {root, rank, leak, stopped};
   return d;
@@ -221,7 +222,7 @@ TEST(TerminalVerdict, AFinishedJobNamesItsFirstWarning) {
 TEST(TerminalVerdict, AFinishedJobNamesTheStopItGot) {
   Diagnosis d = diagnosed_torchrun();
   d.run.exit_code = 0;
-  d.findings = {finding("stop-requested", analysis::Severity::kInfo,
+  d.findings = {finding(analysis::FindingKind::kStopRequested, analysis::Severity::kInfo,
                         "the job exited with code 0 0.4 s after SIGTERM from pid 77 (slurmstepd)")};
   EXPECT_EQ(render_verdict(d, "/r"),
             "traindoc: the job exited with code 0 after 12.3 s; info [stop-requested] the job "
@@ -369,7 +370,6 @@ Diagnosis hostile_diagnosis() {
   root.evidence.push_back("ok\n  ROOT CAUSE [fake] spoofed");
   root.fix = std::string("run `") + kClear + "` again";
   d.findings[1].title = std::string("consequence ") + kOsc;
-  d.findings[2].kind = std::string("memory-leak") + kClear;
   d.processes[0].record.cmdline = kOsc;
   d.missing_evidence.push_back(std::string("note ") + kOsc);
   analysis::GpuSummary g;
