@@ -12,6 +12,7 @@ import weakref
 
 from traindoc_hook import _agent, _imports
 
+# Copies of src/common/layout.h, checked against it by tests/integration/test_hook_layout.py.
 _TENSORS = 4  # layout.h kCollectiveTensors
 _DIMS = 6  # kCollectiveDims
 _SITE = 68  # kCallSiteSize

@@ -10,7 +10,7 @@ import time
 
 from traindoc_hook import _agent, _imports
 
-# common::StepKind in src/common/layout.h.
+# common::StepKind in src/common/layout.h (checked by tests/integration/test_hook_layout.py).
 OPTIMIZER = 1
 BACKWARD = 2
 DDP_FORWARD = 3

@@ -1,7 +1,8 @@
 // Interposed NCCL entry points, in every job process (LD_PRELOAD), called from the job's threads
 // (PyTorch's, JAX's or the program's own) wherever it calls NCCL through the dynamic linker. Each
 // records the call into the collective ring, then calls the real NCCL with the same arguments and
-// returns its result untouched. The NCCL declarations are our own (no build dependency on NCCL).
+// returns its result untouched. The functions and NCCL's declarations are in nccl_functions.h, our
+// own (no build dependency on NCCL).
 #include <dlfcn.h>
 #include <link.h>
 #include <unistd.h>
@@ -15,21 +16,12 @@
 
 #include "agent/agent.h"
 #include "agent/collectives.h"
+#include "agent/nccl_functions.h"
 #include "common/collective_ring.h"
 
 namespace traindoc::agent {
 namespace {
 
-// The stable C ABI of NCCL 2.x (nccl.h): enums are ints, handles are pointers. NCCL's names.
-// NOLINTBEGIN(readability-identifier-naming)
-using ncclResult_t = int;
-using ncclComm_t = struct ncclComm*;
-using cudaStream_t = void*;
-using ncclConfig_t = void;
-struct ncclUniqueId {
-  char internal[128];
-};
-// NOLINTEND(readability-identifier-naming)
 constexpr ncclResult_t kNcclSuccess = 0;
 constexpr ncclResult_t kNcclInternalError = 3;
 constexpr ncclResult_t kNcclInProgress = 7;  // nonblocking communicators: valid, not yet ready
@@ -158,6 +150,22 @@ void record_event(CollectiveOp op, const Comm& comm, bool numbered) {
   if (t_depth > 1 || !active()) return;
   write_collective_enter(base_call(op, comm), common::CollectiveSource::kNccl, numbered);
 }
+
+// The start or end of a communicator's life, as evidence (init, destroy, abort).
+void record_lifetime(CollectiveOp op, ncclComm_t handle) {
+  if (Comm* comm = find_comm(handle)) record_event(op, *comm, false);
+}
+
+// ncclGroupStart/End: the calls between them are marked as issued together.
+void enter_group() {
+  ++t_group;
+}
+void leave_group() {
+  if (t_group > 0) --t_group;
+}
+
+// What an interposer records that only forwards its call (it still keeps errno and the caller).
+void record_nothing() {}
 
 // The code that called the interposer running on this thread: the real function is the one that
 // caller would have reached without the agent.
@@ -370,61 +378,26 @@ F next_nccl(Slot& slot, const char* name) {
   return reinterpret_cast<F>(fn);
 }
 
-// One table of interposed functions: name and the slot of its next definition.
+// The functions' numbers and names, from the table.
+#define TRAINDOC_NCCL_NUMBER(name, ...) k##name,
 enum Fn : int {
-  kAllReduce,
-  kBroadcast,
-  kBcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kAlltoAll,
-  kGather,
-  kScatter,
-  kSend,
-  kRecv,
-  kGroupStart,
-  kGroupEnd,
-  kGetUniqueId,
-  kCommInitRank,
-  kCommInitRankConfig,
-  kCommInitRankScalable,
-  kCommInitAll,
-  kCommSplit,
-  kCommShrink,
-  kCommDestroy,
-  kCommAbort,
-  kCommUserRank,
-  kCommCount,
-  kCommGetAsyncError,
-  kFnCount
+  TRAINDOC_NCCL_FUNCTIONS(TRAINDOC_NCCL_NUMBER, TRAINDOC_NCCL_NUMBER, TRAINDOC_NCCL_NUMBER,
+                          TRAINDOC_NCCL_NUMBER) kFnCount
 };
+#define TRAINDOC_NCCL_NAME(name, ...) "nccl" #name,
+constexpr const char* kNames[kFnCount] = {TRAINDOC_NCCL_FUNCTIONS(
+    TRAINDOC_NCCL_NAME, TRAINDOC_NCCL_NAME, TRAINDOC_NCCL_NAME, TRAINDOC_NCCL_NAME)};
 
-constexpr const char* kNames[kFnCount] = {"ncclAllReduce",
-                                          "ncclBroadcast",
-                                          "ncclBcast",
-                                          "ncclReduce",
-                                          "ncclAllGather",
-                                          "ncclReduceScatter",
-                                          "ncclAlltoAll",
-                                          "ncclGather",
-                                          "ncclScatter",
-                                          "ncclSend",
-                                          "ncclRecv",
-                                          "ncclGroupStart",
-                                          "ncclGroupEnd",
-                                          "ncclGetUniqueId",
-                                          "ncclCommInitRank",
-                                          "ncclCommInitRankConfig",
-                                          "ncclCommInitRankScalable",
-                                          "ncclCommInitAll",
-                                          "ncclCommSplit",
-                                          "ncclCommShrink",
-                                          "ncclCommDestroy",
-                                          "ncclCommAbort",
-                                          "ncclCommUserRank",
-                                          "ncclCommCount",
-                                          "ncclCommGetAsyncError"};
+// The type of each real function, as the table declares it.
+template <Fn>
+struct Real;
+#define TRAINDOC_NCCL_REAL(name, params, ...) \
+  template <>                                 \
+  struct Real<k##name> {                      \
+    using Type = ncclResult_t(*) params;      \
+  };
+TRAINDOC_NCCL_FUNCTIONS(TRAINDOC_NCCL_REAL, TRAINDOC_NCCL_REAL, TRAINDOC_NCCL_REAL,
+                        TRAINDOC_NCCL_REAL)
 
 // Written only by processes that load NCCL: apart from the page every process writes at start-up
 // (CMakeLists.txt).
@@ -432,19 +405,17 @@ alignas(4096) Slot g_next[kFnCount];
 
 // Calls the real function, or fails as NCCL would on an internal error when there is none (the
 // program called our symbol without NCCL loaded).
-template <typename F, typename... Args>
-ncclResult_t call_next(Fn fn, Args... args) {
-  F next = next_nccl<F>(g_next[fn], kNames[fn]);
+template <Fn F, typename... Args>
+ncclResult_t call_next(Args... args) {
+  auto next = next_nccl<typename Real<F>::Type>(g_next[F], kNames[F]);
   if (next == nullptr) return kNcclInternalError;
   return next(args...);
 }
 
-using QueryFn = ncclResult_t (*)(ncclComm_t, int*);
-
 // Asks NCCL for a communicator's rank and size; false when it does not answer.
 bool query(ncclComm_t handle, int& rank, int& size) {
-  return call_next<QueryFn>(kCommUserRank, handle, &rank) == kNcclSuccess &&
-         call_next<QueryFn>(kCommCount, handle, &size) == kNcclSuccess;
+  return call_next<kCommUserRank>(handle, &rank) == kNcclSuccess &&
+         call_next<kCommCount>(handle, &size) == kNcclSuccess;
 }
 
 // Whether the communicator's rank and size are known, asking NCCL once it says the communicator
@@ -455,8 +426,8 @@ bool resolved(Comm& comm) {
   int state = kNcclInProgress;
   int rank = -1;
   int size = 0;
-  if (call_next<QueryFn>(kCommGetAsyncError, handle, &state) != kNcclSuccess ||
-      state != kNcclSuccess || !query(handle, rank, size)) {
+  if (call_next<kCommGetAsyncError>(handle, &state) != kNcclSuccess || state != kNcclSuccess ||
+      !query(handle, rank, size)) {
     return false;
   }
   comm.rank.store(rank, std::memory_order_relaxed);
@@ -470,13 +441,24 @@ bool created(ncclResult_t result) {
 }
 
 // Registers a communicator made by ncclCommInitRank{,Config,Scalable}: every rank passes the same
-// unique ids, so their hash is the communicator's identity on all of them.
+// unique ids (several spread the bootstrap in NCCL 2.23+), so their hash is the communicator's
+// identity on all of them.
 void add_initialized(ncclResult_t result, ncclComm_t* comm, const ncclUniqueId* ids, int count,
                      int rank, int nranks) {
   if (!created(result) || comm == nullptr || ids == nullptr || count < 1) return;
   add_comm(*comm, identity_hash(ids, sizeof(ncclUniqueId) * static_cast<uint64_t>(count)), rank,
            nranks);
-  if (Comm* c = find_comm(*comm)) record_event(CollectiveOp::kCommInit, *c, false);
+  record_lifetime(CollectiveOp::kCommInit, *comm);
+}
+
+// Registers the communicators of ncclCommInitAll, where one process drives every device: the
+// clique exists in this process only, so its identity is this process's and the call's ordinal.
+void add_clique(ncclResult_t result, ncclComm_t* comms, int ndev) {
+  if (!created(result) || comms == nullptr) return;
+  uint64_t key[2] = {static_cast<uint64_t>(getpid()),
+                     g_init_all_calls.fetch_add(1, std::memory_order_relaxed)};
+  uint64_t id = identity_hash(key, sizeof(key));
+  for (int i = 0; i < ndev; ++i) add_comm(comms[i], id, i, ndev);
 }
 
 // A split or shrink of `parent` begins: its number among the parent's children, and the record
@@ -502,210 +484,47 @@ void add_child(ncclResult_t result, const Comm* parent, uint32_t split, int colo
 }
 
 }  // namespace
-}  // namespace traindoc::agent
-
-using traindoc::agent::add_comm;
-using traindoc::agent::call_next;
-using traindoc::agent::cudaStream_t;
-using traindoc::agent::Enter;
-using traindoc::agent::find_comm;
-using traindoc::agent::identity_hash;
-using traindoc::agent::ncclComm_t;
-using traindoc::agent::ncclConfig_t;
-using traindoc::agent::ncclResult_t;
-using traindoc::agent::ncclUniqueId;
-using traindoc::agent::record;
-using traindoc::agent::record_event;
-using traindoc::agent::record_p2p;
-using traindoc::agent::t_group;
-using traindoc::common::CollectiveOp;
-namespace fn = traindoc::agent;
 
 #define TRAINDOC_EXPORT extern "C" __attribute__((visibility("default")))
 
-// NCCL's own names, exported as NCCL exports them.
+// The interposers, under NCCL's own names, exported as NCCL exports them (C linkage: one global
+// symbol each, wherever declared). Each keeps errno for the real function, and its caller, which
+// tells where the real function is (real_nccl).
 // NOLINTBEGIN(readability-identifier-naming)
-
-TRAINDOC_EXPORT ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, int dtype,
-                                           int op, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kAllReduce, comm, count, dtype, op, -1);
-  guard.done();
-  return call_next<decltype(&ncclAllReduce)>(fn::kAllReduce, send, recv, count, dtype, op, comm,
-                                             stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, int dtype,
-                                           int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kBroadcast, comm, count, dtype, -1, root);
-  guard.done();
-  return call_next<decltype(&ncclBroadcast)>(fn::kBroadcast, send, recv, count, dtype, root, comm,
-                                             stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, int dtype, int root,
-                                       ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kBroadcast, comm, count, dtype, -1, root);
-  guard.done();
-  return call_next<decltype(&ncclBcast)>(fn::kBcast, buff, count, dtype, root, comm, stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclReduce(const void* send, void* recv, size_t count, int dtype,
-                                        int op, int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kReduce, comm, count, dtype, op, root);
-  guard.done();
-  return call_next<decltype(&ncclReduce)>(fn::kReduce, send, recv, count, dtype, op, root, comm,
-                                          stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount,
-                                           int dtype, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kAllGather, comm, sendcount, dtype, -1, -1);
-  guard.done();
-  return call_next<decltype(&ncclAllGather)>(fn::kAllGather, send, recv, sendcount, dtype, comm,
-                                             stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount,
-                                               int dtype, int op, ncclComm_t comm,
-                                               cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kReduceScatter, comm, recvcount, dtype, op, -1);
-  guard.done();
-  return call_next<decltype(&ncclReduceScatter)>(fn::kReduceScatter, send, recv, recvcount, dtype,
-                                                 op, comm, stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, int dtype,
-                                          ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kAllToAll, comm, count, dtype, -1, -1);
-  guard.done();
-  return call_next<decltype(&ncclAlltoAll)>(fn::kAlltoAll, send, recv, count, dtype, comm, stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclGather(const void* send, void* recv, size_t count, int dtype,
-                                        int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kGather, comm, count, dtype, -1, root);
-  guard.done();
-  return call_next<decltype(&ncclGather)>(fn::kGather, send, recv, count, dtype, root, comm,
-                                          stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclScatter(const void* send, void* recv, size_t count, int dtype,
-                                         int root, ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record(CollectiveOp::kScatter, comm, count, dtype, -1, root);
-  guard.done();
-  return call_next<decltype(&ncclScatter)>(fn::kScatter, send, recv, count, dtype, root, comm,
-                                           stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclSend(const void* send, size_t count, int dtype, int peer,
-                                      ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record_p2p(true, comm, count, dtype, peer);
-  guard.done();
-  return call_next<decltype(&ncclSend)>(fn::kSend, send, count, dtype, peer, comm, stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclRecv(void* recv, size_t count, int dtype, int peer,
-                                      ncclComm_t comm, cudaStream_t stream) {
-  Enter guard(__builtin_return_address(0));
-  record_p2p(false, comm, count, dtype, peer);
-  guard.done();
-  return call_next<decltype(&ncclRecv)>(fn::kRecv, recv, count, dtype, peer, comm, stream);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclGroupStart() {
-  Enter guard(__builtin_return_address(0));
-  ++t_group;
-  guard.done();
-  return call_next<decltype(&ncclGroupStart)>(fn::kGroupStart);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclGroupEnd() {
-  Enter guard(__builtin_return_address(0));
-  if (t_group > 0) --t_group;
-  guard.done();
-  return call_next<decltype(&ncclGroupEnd)>(fn::kGroupEnd);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
-  Enter guard(__builtin_return_address(0));
-  guard.done();
-  return call_next<decltype(&ncclGetUniqueId)>(fn::kGetUniqueId, id);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id,
-                                              int rank) {
-  Enter guard(__builtin_return_address(0));
-  ncclResult_t result =
-      call_next<decltype(&ncclCommInitRank)>(fn::kCommInitRank, comm, nranks, id, rank);
-  guard.saved_errno = errno;
-  fn::add_initialized(result, comm, &id, 1, rank, nranks);
-  guard.done();
-  return result;
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id,
-                                                    int rank, ncclConfig_t* config) {
-  Enter guard(__builtin_return_address(0));
-  ncclResult_t result = call_next<decltype(&ncclCommInitRankConfig)>(fn::kCommInitRankConfig, comm,
-                                                                     nranks, id, rank, config);
-  guard.saved_errno = errno;
-  fn::add_initialized(result, comm, &id, 1, rank, nranks);
-  guard.done();
-  return result;
-}
-
-// NCCL 2.23+: several unique ids spread the bootstrap; every rank passes the same ones.
-TRAINDOC_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
-                                                      int nids, ncclUniqueId* ids,
-                                                      ncclConfig_t* config) {
-  Enter guard(__builtin_return_address(0));
-  ncclResult_t result = call_next<decltype(&ncclCommInitRankScalable)>(
-      fn::kCommInitRankScalable, comm, nranks, rank, nids, ids, config);
-  guard.saved_errno = errno;
-  fn::add_initialized(result, comm, ids, nids, rank, nranks);
-  guard.done();
-  return result;
-}
-
-// One process drives every device: the clique exists in this process only, so its identity is
-// this process's and the call's ordinal.
-TRAINDOC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  Enter guard(__builtin_return_address(0));
-  ncclResult_t result =
-      call_next<decltype(&ncclCommInitAll)>(fn::kCommInitAll, comms, ndev, devlist);
-  guard.saved_errno = errno;
-  if (fn::created(result) && comms != nullptr) {
-    uint64_t key[2] = {static_cast<uint64_t>(getpid()),
-                       fn::g_init_all_calls.fetch_add(1, std::memory_order_relaxed)};
-    uint64_t id = identity_hash(key, sizeof(key));
-    for (int i = 0; i < ndev; ++i) add_comm(comms[i], id, i, ndev);
+// NOLINTBEGIN(bugprone-macro-parentheses): `params` and `args` are parenthesized lists.
+#define TRAINDOC_NCCL_BEFORE(name, params, args, what) \
+  TRAINDOC_EXPORT ncclResult_t nccl##name params {     \
+    Enter guard(__builtin_return_address(0));          \
+    what;                                              \
+    guard.done();                                      \
+    return call_next<k##name> args;                    \
   }
-  guard.done();
-  return result;
-}
+#define TRAINDOC_NCCL_AFTER(name, params, args, what) \
+  TRAINDOC_EXPORT ncclResult_t nccl##name params {    \
+    Enter guard(__builtin_return_address(0));         \
+    ncclResult_t result = call_next<k##name> args;    \
+    guard.saved_errno = errno;                        \
+    what;                                             \
+    guard.done();                                     \
+    return result;                                    \
+  }
+// NOLINTEND(bugprone-macro-parentheses)
+#define TRAINDOC_NCCL_DECLARE(name, params) TRAINDOC_EXPORT ncclResult_t nccl##name params;
+#define TRAINDOC_NCCL_NONE(...)
+TRAINDOC_NCCL_FUNCTIONS(TRAINDOC_NCCL_BEFORE, TRAINDOC_NCCL_AFTER, TRAINDOC_NCCL_DECLARE,
+                        TRAINDOC_NCCL_NONE)
 
 // As NCCL derives a child's hash (2.26+): from the parent's identity, the parent's split count
 // (which every parent rank advances, NOCOLOR included) and the color.
 TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                            ncclConfig_t* config) {
   Enter guard(__builtin_return_address(0));
-  fn::Comm* parent = find_comm(comm);
-  uint32_t split = fn::begin_child(parent, CollectiveOp::kCommSplit);
+  Comm* parent = find_comm(comm);
+  uint32_t split = begin_child(parent, CollectiveOp::kCommSplit);
   guard.done();
-  ncclResult_t result =
-      call_next<decltype(&ncclCommSplit)>(fn::kCommSplit, comm, color, key, newcomm, config);
+  ncclResult_t result = call_next<kCommSplit>(comm, color, key, newcomm, config);
   guard.saved_errno = errno;
-  if (color != fn::kNcclSplitNoColor) fn::add_child(result, parent, split, color, newcomm);
+  if (color != kNcclSplitNoColor) add_child(result, parent, split, color, newcomm);
   guard.done();
   return result;
 }
@@ -716,29 +535,17 @@ TRAINDOC_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, 
 TRAINDOC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int exclude_count,
                                             ncclComm_t* newcomm, ncclConfig_t* config, int flags) {
   Enter guard(__builtin_return_address(0));
-  fn::Comm* parent = find_comm(comm);
-  uint32_t split = fn::begin_child(parent, CollectiveOp::kCommShrink);
+  Comm* parent = find_comm(comm);
+  uint32_t split = begin_child(parent, CollectiveOp::kCommShrink);
   guard.done();
-  ncclResult_t result = call_next<decltype(&ncclCommShrink)>(fn::kCommShrink, comm, exclude,
-                                                             exclude_count, newcomm, config, flags);
+  ncclResult_t result =
+      call_next<kCommShrink>(comm, exclude, exclude_count, newcomm, config, flags);
   guard.saved_errno = errno;
-  fn::add_child(result, parent, split, fn::kShrinkColor, newcomm);
+  add_child(result, parent, split, kShrinkColor, newcomm);
   guard.done();
   return result;
 }
 
-TRAINDOC_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  Enter guard(__builtin_return_address(0));
-  if (fn::Comm* c = find_comm(comm)) record_event(CollectiveOp::kCommDestroy, *c, false);
-  guard.done();
-  return call_next<decltype(&ncclCommDestroy)>(fn::kCommDestroy, comm);
-}
-
-TRAINDOC_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  Enter guard(__builtin_return_address(0));
-  if (fn::Comm* c = find_comm(comm)) record_event(CollectiveOp::kCommAbort, *c, false);
-  guard.done();
-  return call_next<decltype(&ncclCommAbort)>(fn::kCommAbort, comm);
-}
-
 // NOLINTEND(readability-identifier-naming)
+
+}  // namespace traindoc::agent
