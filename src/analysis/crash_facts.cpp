@@ -91,7 +91,7 @@ const store::HostSample* host_at(const store::Evidence& evidence, int64_t t_ns) 
 
 std::string cpu_flags(const store::Evidence& evidence) {
   for (const store::Event& event : evidence.events) {
-    if (event.kind == "host-cpu") return " " + event.text + " ";
+    if (event.kind == store::EventKind::kHostCpu) return " " + event.text + " ";
   }
   return "";
 }

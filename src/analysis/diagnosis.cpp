@@ -68,7 +68,7 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
   std::multimap<int, size_t> by_pid;
   for (size_t i = 0; i < out.size(); ++i) by_pid.emplace(out[i].record.pid, i);
   for (const store::Event& event : evidence.events) {
-    if (event.kind != "script-finished") continue;
+    if (event.kind != store::EventKind::kScriptFinished) continue;
     // Events carry the pid alone: the process that held it at that time.
     auto [first, last] = by_pid.equal_range(event.pid);
     for (auto it = first; it != last; ++it) {
@@ -89,17 +89,19 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
 std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
   std::vector<std::string> out;
   // Counting events repeat with a growing total: the last one says it all, in the first's place.
-  std::map<std::string, size_t> counted;
+  std::map<store::EventKind, size_t> counted;
   for (const store::Event& event : evidence.events) {
-    if (event.kind == "agent-no-slot" || event.kind == "agent-records-dropped" ||
-        event.kind == "agent-slot-refused") {
+    if (event.kind == store::EventKind::kAgentNoSlot ||
+        event.kind == store::EventKind::kAgentRecordsDropped ||
+        event.kind == store::EventKind::kAgentSlotRefused) {
       auto [it, fresh] = counted.emplace(event.kind, out.size());
       if (fresh)
         out.push_back(event.text);
       else
         out[it->second] = event.text;
-    } else if (event.kind == "agent-unavailable" || event.kind == "sampling-failed" ||
-               event.kind == "supervisor-lost" || event.kind == "store-failed") {
+    } else if (event.kind == store::EventKind::kAgentUnavailable ||
+               event.kind == store::EventKind::kSupervisorLost ||
+               event.kind == store::EventKind::kStoreFailed) {
       out.push_back(event.text);
     }
   }

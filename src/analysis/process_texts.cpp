@@ -318,8 +318,9 @@ class LineOwners {
                                   std::set<const store::Event*>& used) const {
     const store::Event* mark = nullptr;
     for (const store::Event& e : m_evidence.events) {
-      if (e.kind != "thread-died" || used.contains(&e) || e.t_ns > tb.t_ns + kReadSlackNs ||
-          e.t_ns + kThreadPrintNs < tb.t_ns || !tb.thread.starts_with(e.text)) {
+      if (e.kind != store::EventKind::kThreadDied || used.contains(&e) ||
+          e.t_ns > tb.t_ns + kReadSlackNs || e.t_ns + kThreadPrintNs < tb.t_ns ||
+          !tb.thread.starts_with(e.text)) {
         continue;
       }
       if (mark == nullptr || e.t_ns < mark->t_ns) mark = &e;

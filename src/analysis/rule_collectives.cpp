@@ -290,7 +290,8 @@ Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIss
   constexpr int64_t kDumpsReadNs = 5'000'000'000;
   Fetchers out;
   for (const store::Event& e : context.evidence.events) {
-    if (e.kind != "stack-at-stall" || e.t_ns < issue.t_ns || e.t_ns > issue.t_ns + kDumpsReadNs) {
+    if (e.kind != store::EventKind::kStackAtStall || e.t_ns < issue.t_ns ||
+        e.t_ns > issue.t_ns + kDumpsReadNs) {
       continue;
     }
     const ProcessSummary* worker = context.process(e.pid);

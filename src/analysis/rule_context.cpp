@@ -294,7 +294,8 @@ std::string where_it_was(const RuleContext& context, const ProcessSummary& proce
 
 const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from_ns) {
   for (const store::Event& event : context.evidence.events) {
-    if (event.kind == "stdin-wait" && event.pid == pid && event.t_ns >= from_ns) return &event;
+    if (event.kind == store::EventKind::kStdinWait && event.pid == pid && event.t_ns >= from_ns)
+      return &event;
   }
   return nullptr;
 }

@@ -1,7 +1,6 @@
 // Rule: a process exited with a non-zero code. The finding cites the exception it ended with,
 // named by its known text where there is one, with the frame that raised it. Pure.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <string_view>
 
@@ -59,13 +58,12 @@ void add_class_count(const RuleContext& context, const ProcessSummary& p, const 
                      Finding& f) {
   for (auto event = context.evidence.events.rbegin(); event != context.evidence.events.rend();
        ++event) {
-    long long label = 0;
-    long long classes = 0;
-    if (event->kind != "label-out-of-range" || event->pid != p.record.pid ||
-        std::sscanf(event->text.c_str(), "label %lld, %lld classes", &label, &classes) != 2 ||
-        (!text.empty() && text != std::to_string(label))) {
+    if (event->kind != store::EventKind::kLabelOutOfRange || event->pid != p.record.pid ||
+        !event->a || !event->b || (!text.empty() && text != std::to_string(*event->a))) {
       continue;
     }
+    const int64_t label = *event->a;
+    const int64_t classes = *event->b;
     std::string range = "[0, " + std::to_string(classes) + ")";
     if (size_t at = f.title.find("[0, classes)"); at != std::string::npos) {
       f.title.replace(at, std::string_view("[0, classes)").size(), range);
@@ -356,13 +354,13 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
   }
   const std::vector<store::Event>& events = context.evidence.events;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].kind != "job-idle" || events[i].t_ns + kIdleSlackNs < t_ns ||
+    if (events[i].kind != store::EventKind::kJobIdle || events[i].t_ns + kIdleSlackNs < t_ns ||
         events[i].t_ns > t_ns + kHangAfterThreadNs) {
       continue;
     }
     bool resumed = false;
-    for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
-      resumed = resumed || events[j].kind == "job-resumed";
+    for (size_t j = i + 1; j < events.size() && events[j].kind != store::EventKind::kJobIdle; ++j) {
+      resumed = resumed || events[j].kind == store::EventKind::kJobResumed;
     }
     if (!resumed) return events[i].t_ns;
   }

@@ -86,16 +86,17 @@ constexpr const char* kIdleFix =
 void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
   const std::vector<store::Event>& events = context.evidence.events;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].kind != "job-idle") continue;
+    if (events[i].kind != store::EventKind::kJobIdle) continue;
     const store::Event& idle = events[i];
     // What followed it, up to the next spell: its end, and the stacks asked for when it was told.
     const store::Event* resumed = nullptr;
     std::vector<const store::Event*> stacks;
     std::vector<const store::Event*> prompts;
-    for (size_t j = i + 1; j < events.size() && events[j].kind != "job-idle"; ++j) {
-      if (events[j].kind == "job-resumed" && resumed == nullptr) resumed = &events[j];
-      if (events[j].kind == "stack-at-idle") stacks.push_back(&events[j]);
-      if (events[j].kind == "stdin-wait") prompts.push_back(&events[j]);
+    for (size_t j = i + 1; j < events.size() && events[j].kind != store::EventKind::kJobIdle; ++j) {
+      if (events[j].kind == store::EventKind::kJobResumed && resumed == nullptr)
+        resumed = &events[j];
+      if (events[j].kind == store::EventKind::kStackAtIdle) stacks.push_back(&events[j]);
+      if (events[j].kind == store::EventKind::kStdinWait) prompts.push_back(&events[j]);
     }
     std::optional<StopRequest> stop;  // the first stop request during the spell
     for (const StopRequest& request : stop_requests(context)) {

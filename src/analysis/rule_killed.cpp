@@ -18,6 +18,9 @@ constexpr double kNearLimit = 0.95;
 constexpr int64_t kAroundNs = 5'000'000'000;
 // A forwarded signal is logged just after it is sent: the process may be seen ending first.
 constexpr int64_t kForwardSlackNs = 1'000'000'000;
+// A process's start is when its agent started, after its exec: a kill() can reach it before,
+// between its fork and then (a parent that kills the child it just started).
+constexpr int64_t kStartSlackNs = 100'000'000;
 
 bool has_crash(const store::Evidence& evidence, const store::ProcessRecord& p) {
   return std::any_of(evidence.crashes.begin(), evidence.crashes.end(), [&](const auto& c) {
@@ -128,16 +131,14 @@ bool at_or_below(const RuleContext& context, const ProcessSummary& p, int ancest
                        [&](const ProcessSummary& up) { return up.record.pid == ancestor; });
 }
 
-// Whether a kill() target (the event's text) took in `p`: its pid, or a process group that a
-// process above it leads (processes stay in the group of the one that made it, mostly), or the
-// sender's own group.
+// Whether a kill() target (the event's a: kill()'s pid argument) took in `p`: its pid, or a
+// process group that a process above it leads (processes stay in the group of the one that made
+// it, mostly), or the sender's own group.
 bool targets(const RuleContext& context, const store::Event& e, const ProcessSummary& p) {
-  constexpr std::string_view kGroup = "process group ";
-  if (e.text == "pid " + std::to_string(p.record.pid)) return true;
-  if (e.text.starts_with(kGroup)) {
-    return at_or_below(context, p, std::atoi(e.text.c_str() + kGroup.size()));
-  }
-  return e.text == "its own process group" && at_or_below(context, p, e.pid);
+  if (!e.a) return false;
+  if (*e.a > 0) return *e.a == p.record.pid;
+  if (*e.a < -1) return at_or_below(context, p, static_cast<int>(-*e.a));
+  return *e.a == 0 && at_or_below(context, p, e.pid);
 }
 
 // The process of the job that sent `p` its SIGKILL, as its agent noted the call; nullptr when
@@ -146,8 +147,8 @@ const ProcessSummary* kill_sender(const RuleContext& context, const ProcessSumma
   const store::ProcessRecord& r = p.record;
   const ProcessSummary* sender = nullptr;
   for (const store::Event& e : context.evidence.events) {
-    if (e.kind != "kill-sent" || e.t_ns < r.start_ns || e.t_ns > r.end_ns + kForwardSlackNs ||
-        !targets(context, e, p)) {
+    if (e.kind != store::EventKind::kKillSent || e.t_ns + kStartSlackNs < r.start_ns ||
+        e.t_ns > r.end_ns + kForwardSlackNs || !targets(context, e, p)) {
       continue;
     }
     if (const ProcessSummary* q = context.process(e.pid)) sender = q;
@@ -218,7 +219,7 @@ std::vector<StopRequest> stop_requests(const RuleContext& context) {
   std::vector<StopRequest> out;
   for (const store::Event& e : context.evidence.events) {
     // The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
-    if (e.kind == "signal-forwarded")
+    if (e.kind == store::EventKind::kSignalForwarded)
       out.push_back({e.t_ns, e.text.substr(0, e.text.rfind(", ")), e.text});
   }
   if (std::optional<StopRequest> limit = time_limit(context)) {
@@ -385,9 +386,11 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   // A job stopped while idle: its user gave up waiting (rule_idle tells the spell).
   const store::Event* idle = nullptr;
   for (const store::Event& e : context.evidence.events) {
-    if (e.t_ns > first.t_ns || (e.kind == "signal-forwarded" && e.t_ns == first.t_ns)) break;
-    if (e.kind == "job-idle") idle = &e;
-    if (e.kind == "job-resumed") idle = nullptr;
+    if (e.t_ns > first.t_ns ||
+        (e.kind == store::EventKind::kSignalForwarded && e.t_ns == first.t_ns))
+      break;
+    if (e.kind == store::EventKind::kJobIdle) idle = &e;
+    if (e.kind == store::EventKind::kJobResumed) idle = nullptr;
   }
   if (idle != nullptr) {
     f.evidence.push_back("the job went idle" + context.when(idle->t_ns) +
@@ -395,7 +398,8 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   }
   // Where each rank was when the stop came (the supervisor asked for stacks then, or a moment
   // before a time limit ran out): what a hung job was doing when it was given up on.
-  const char* stacks = first.timeout != nullptr ? "stack-at-limit" : "stack-at-stop";
+  store::EventKind stacks =
+      first.timeout != nullptr ? store::EventKind::kStackAtLimit : store::EventKind::kStackAtStop;
   for (const store::Event& e : context.evidence.events) {
     const ProcessSummary* p = e.kind == stacks ? context.process(e.pid) : nullptr;
     if (p == nullptr || p->role.role != Role::kRank) continue;

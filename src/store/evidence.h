@@ -10,11 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "store/event_kind.h"
 #include "store/gpu_evidence.h"
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -110,9 +111,11 @@ struct HostSample {
 // Something that happened once: a forwarded signal, a sampling failure, slots exhausted.
 struct Event {
   int64_t t_ns = 0;
-  std::string kind;
+  EventKind kind = EventKind::kJobIdle;
   int pid = 0;
-  std::string text;
+  std::string text;  // for people; what a rule reads is in a and b (event_kind.h)
+  std::optional<int64_t> a;
+  std::optional<int64_t> b;
 
   bool operator==(const Event&) const = default;
 };

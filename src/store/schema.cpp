@@ -263,6 +263,28 @@ constexpr const char* kDdlV8 = R"sql(
 ALTER TABLE collectives ADD COLUMN raised INTEGER;
 )sql";
 
+// Schema 9: an event's numbers as numbers (event_kind.h), where a rule parsed them from its text.
+// tests/fixtures/store/schema_v9.sql holds schema 8 plus this.
+constexpr const char* kDdlV9 = R"sql(
+ALTER TABLE events ADD COLUMN a INTEGER;
+ALTER TABLE events ADD COLUMN b INTEGER;
+)sql";
+
+// The words schemas 1 to 8 wrote ("label 255, 19 classes", "process group 4240"); CAST reads the
+// number that starts its text.
+constexpr const char* kEventA = R"sql(CASE
+  WHEN kind = 'label-out-of-range' AND text GLOB 'label [0-9-]*, [0-9]* classes'
+    THEN CAST(substr(text, 7) AS INTEGER)
+  WHEN kind = 'kill-sent' AND text GLOB 'pid [0-9]*' THEN CAST(substr(text, 5) AS INTEGER)
+  WHEN kind = 'kill-sent' AND text GLOB 'process group [0-9]*' THEN -CAST(substr(text, 15) AS INTEGER)
+  WHEN kind = 'kill-sent' AND text = 'its own process group' THEN 0
+  WHEN kind = 'kill-sent' AND text = 'every process it may signal' THEN -1
+END)sql";
+constexpr const char* kEventB = R"sql(CASE
+  WHEN kind = 'label-out-of-range' AND text GLOB 'label [0-9-]*, [0-9]* classes'
+    THEN CAST(substr(text, instr(text, ', ') + 2) AS INTEGER)
+END)sql";
+
 void set_version(sqlite3* db) {
   detail::Statement meta(db,
                          "INSERT INTO meta (key, value) VALUES ('schema_version', ?1) "
@@ -320,6 +342,10 @@ State check(sqlite3* db, const std::string& path) {
   return version < kSchemaVersion ? State::kOlder : State::kCurrent;
 }
 
+std::string event_facts_before_v9() {
+  return std::string(kEventA) + ", " + kEventB;
+}
+
 void create(sqlite3* db) {
   detail::exec(db, kDdlV1);
   detail::exec(db, kDdlV2);
@@ -330,6 +356,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV6);
   detail::exec(db, kDdlV7);
   detail::exec(db, kDdlV8);
+  detail::exec(db, kDdlV9);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -346,6 +373,10 @@ void upgrade(sqlite3* db) {
   if (version < 6) detail::exec(db, kDdlV6);
   if (version < 7) detail::exec(db, kDdlV7);
   if (version < 8) detail::exec(db, kDdlV8);
+  if (version < 9) {
+    detail::exec(db, kDdlV9);
+    detail::exec(db, ("UPDATE events SET (a, b) = (" + event_facts_before_v9() + ")").c_str());
+  }
   set_version(db);
 }
 

@@ -162,6 +162,11 @@ std::optional<int> Statement::opt_int32(int column) const {
   return int32(column);
 }
 
+std::optional<int64_t> Statement::opt_int64(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return int64(column);
+}
+
 std::optional<uint64_t> Statement::opt_uint64(int column) const {
   if (is_null(column)) return std::nullopt;
   return uint64(column);

@@ -76,6 +76,7 @@ class Statement {
   double real(int column) const;
   std::string text(int column) const;
   std::optional<int> opt_int32(int column) const;
+  std::optional<int64_t> opt_int64(int column) const;
   std::optional<uint64_t> opt_uint64(int column) const;
 
  private:

@@ -226,14 +226,21 @@ void read_host_samples(sqlite3* db, std::vector<HostSample>& out) {
   }
 }
 
-void read_events(sqlite3* db, std::vector<Event>& out) {
-  Statement rows(db, "SELECT t_ns, kind, pid, text FROM events ORDER BY t_ns, id");
+void read_events(sqlite3* db, int schema_version, std::vector<Event>& out) {
+  Statement rows(db, "SELECT t_ns, kind, pid, text, " +
+                         (schema_version >= 9 ? "a, b" : schema::event_facts_before_v9()) +
+                         " FROM events ORDER BY t_ns, id");
   while (rows.step()) {
+    // A kind this build does not know (a run.db of a later version) says nothing it can use.
+    std::optional<EventKind> kind = event_kind_named(rows.text(1));
+    if (!kind) continue;
     Event& e = out.emplace_back();
     e.t_ns = rows.int64(0);
-    e.kind = rows.text(1);
+    e.kind = *kind;
     e.pid = rows.int32(2);
     e.text = rows.text(3);
+    e.a = rows.opt_int64(4);
+    e.b = rows.opt_int64(5);
   }
 }
 
@@ -471,7 +478,7 @@ Evidence read_evidence(const std::string& db_path) {
   read_processes(db, evidence.schema_version, evidence.processes);
   read_proc_samples(db, evidence.schema_version, evidence.proc_samples);
   read_host_samples(db, evidence.host_samples);
-  read_events(db, evidence.events);
+  read_events(db, evidence.schema_version, evidence.events);
   read_logs(db, evidence.schema_version, evidence.logs);
   // Schema 1 has no crashes and no log lines: a v1 file reads with both empty.
   if (evidence.schema_version >= 2) {

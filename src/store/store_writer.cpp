@@ -261,8 +261,8 @@ struct StoreWriter::Impl {
     insert_step_sample = Statement(d,
                                    "INSERT INTO step_samples (t_ns, pid, start_ticks, kind, count) "
                                    "VALUES (?1, ?2, ?3, ?4, ?5)");
-    insert_event =
-        Statement(d, "INSERT INTO events (t_ns, kind, pid, text) VALUES (?1, ?2, ?3, ?4)");
+    insert_event = Statement(
+        d, "INSERT INTO events (t_ns, kind, pid, text, a, b) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     drop_oldest_event = Statement(d,
                                   "DELETE FROM events WHERE id = (SELECT id FROM events "
                                   "WHERE kind = ?1 ORDER BY id LIMIT 1 OFFSET ?2)");
@@ -591,20 +591,23 @@ void StoreWriter::add_event(const Event& event) {
   guarded([&] {
     Impl& s = *m_impl;
     const int64_t max = s.options.max_events_per_kind;
-    int64_t& count = s.event_counts[event.kind];
+    const std::string kind(to_string(event.kind));
+    int64_t& count = s.event_counts[kind];
     begin_if_needed();
     if (count >= max) {
-      s.count_dropped(schema::kMetaEventsDroppedPrefix + event.kind, 1);
+      s.count_dropped(schema::kMetaEventsDroppedPrefix + kind, 1);
       if (max == 0) return;
       // The first events of a kind often name the cause and the last ones the end: keep the
       // first half of the cap for good and roll the second half.
-      s.drop_oldest_event.bind(1, event.kind).bind(2, max / 2).run();
+      s.drop_oldest_event.bind(1, kind).bind(2, max / 2).run();
       --count;
     }
     s.insert_event.bind(1, event.t_ns)
-        .bind(2, event.kind)
+        .bind(2, kind)
         .bind(3, event.pid)
         .bind(4, event.text)
+        .bind(5, event.a)
+        .bind(6, event.b)
         .run();
     ++count;
   });

@@ -103,7 +103,7 @@ void record_end(const std::string& run_dir, const store::Evidence& evidence,
   double after_s = evidence.run.start_ns > 0 && lost_ns > evidence.run.start_ns
                        ? static_cast<double>(lost_ns - evidence.run.start_ns) / 1e9
                        : 0;
-  writer.add_event({lost_ns, "supervisor-lost", 0,
+  writer.add_event({lost_ns, store::EventKind::kSupervisorLost, 0,
                     fmt::format("traindoc's supervisor ended {:.1f} s into the run, before its job "
                                 "(killed, or a fault of its own), so nothing after that was "
                                 "recorded; its guard then ended the job: {}",

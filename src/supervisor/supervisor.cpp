@@ -164,7 +164,7 @@ class Loop {
   // what is missing said in run.db itself.
   void recover_store(bool last_try);
   void finish();
-  void event(const std::string& kind, int pid, const std::string& text);
+  void event(store::EventKind kind, int pid, const std::string& text);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
   std::string note_stdin_waits(const std::vector<int>& pids);
@@ -172,9 +172,9 @@ class Loop {
   DumpRequest request_fresh_dump(int pid, bool stopping);
   // What stands for the stack of `pid`, not asked for it to spare its wait in `call`.
   std::string spared(int pid, const std::string& call) const;
-  void ask_stacks(const std::string& kind, const std::vector<int>& pids);
+  void ask_stacks(store::EventKind kind, const std::vector<int>& pids);
   void collect_stacks(bool final);
-  bool stacks_pending(const std::string& kind) const;
+  bool stacks_pending(store::EventKind kind) const;
   void watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes);
   // "; the last process to fail before it: pid N (cmdline), killed by SIGSEGV at +3.4 s", where
   // it failed at most `stall_ns` before the job went quiet; else "".
@@ -222,7 +222,7 @@ class Loop {
   // Stacks asked for at a moment worth explaining, each stored as an event of `kind` once its
   // dump is complete, until the deadline.
   struct StackRequest {
-    std::string kind;  // "stack-at-stop", "stack-at-limit", "stack-at-idle", "stack-at-stall"
+    store::EventKind kind;  // one of the stack-at kinds
     std::vector<int> pids;
     int64_t deadline_ns = 0;
   };
@@ -260,7 +260,7 @@ class Loop {
   std::optional<store::ProcessRecord> m_last_failure;
 };
 
-void Loop::event(const std::string& kind, int pid, const std::string& text) {
+void Loop::event(store::EventKind kind, int pid, const std::string& text) {
   m_store.add_event({common::realtime_ns(), kind, pid, text});
 }
 
@@ -285,7 +285,7 @@ void Loop::record_cpu() {
   std::string line;
   while (std::getline(cpuinfo, line)) {
     if (line.starts_with("flags")) {
-      event("host-cpu", 0, line.substr(line.find(':') + 2));
+      event(store::EventKind::kHostCpu, 0, line.substr(line.find(':') + 2));
       return;
     }
   }
@@ -293,13 +293,15 @@ void Loop::record_cpu() {
 
 void Loop::open_agent() {
   if (m_options.agent_path.empty()) {
-    event("agent-unavailable", 0, "the agent was not injected: only /proc evidence");
+    event(store::EventKind::kAgentUnavailable, 0,
+          "the agent was not injected: only /proc evidence");
     return;
   }
   try {
     m_agent = std::make_unique<AgentReader>(m_options.run_dir, m_outputs.socket_name());
   } catch (const std::exception& e) {
-    event("agent-unavailable", 0, std::string("the agent could not start: ") + e.what());
+    event(store::EventKind::kAgentUnavailable, 0,
+          std::string("the agent could not start: ") + e.what());
   }
 }
 
@@ -398,37 +400,42 @@ size_t Loop::read_agent() {
     } else if (record.type == common::RecordType::kSpawned) {
       m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
     } else if (record.type == common::RecordType::kScriptFinished) {
-      m_store.add_event({record.time_ns, "script-finished", record.pid, ""});
+      m_store.add_event({record.time_ns, store::EventKind::kScriptFinished, record.pid, ""});
       m_checker.script_finished(record.pid, record.start_ticks);
     } else if (record.type == common::RecordType::kKillSent) {
-      m_store.add_event({record.time_ns, "kill-sent", record.pid, kill_target(record.a)});
+      m_store.add_event({record.time_ns, store::EventKind::kKillSent, record.pid,
+                         kill_target(record.a), record.a});
     } else if (record.type == common::RecordType::kStopSignal) {
       std::deque<StopNote>& notes = m_stops_noted[record.pid];
       notes.push_back({static_cast<int>(record.a), static_cast<int>(record.b), record.time_ns});
       if (notes.size() > kStopNotesKept) notes.pop_front();
     } else if (record.type == common::RecordType::kThreadDied) {
-      m_store.add_event({record.time_ns, "thread-died", record.pid, thread_name(record)});
+      m_store.add_event(
+          {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
-      event("label-out-of-range", record.pid,
-            "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes");
+      m_store.add_event(
+          {record.time_ns, store::EventKind::kLabelOutOfRange, record.pid,
+           "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes",
+           record.a, record.b});
     }
   }
   if (uint64_t n = m_agent->processes_without_slot(); n != m_reported_no_slot) {
     m_reported_no_slot = n;
-    event("agent-no-slot", 0,
+    event(store::EventKind::kAgentNoSlot, 0,
           std::to_string(n) +
               " process(es) started after all agent slots were taken: seen "
               "only by the /proc walk");
   }
   if (uint64_t n = m_agent->slots_refused(); n != m_reported_refused) {
     m_reported_refused = n;
-    event("agent-slot-refused", 0,
+    event(store::EventKind::kAgentSlotRefused, 0,
           std::to_string(n) +
               " agent slot(s) named a process that is not the job's: what they held was not read");
   }
   if (uint64_t n = m_agent->records_dropped(); n != m_reported_dropped) {
     m_reported_dropped = n;
-    event("agent-records-dropped", 0, std::to_string(n) + " agent record(s) were overwritten");
+    event(store::EventKind::kAgentRecordsDropped, 0,
+          std::to_string(n) + " agent record(s) were overwritten");
   }
   return poll.identities.size();
 }
@@ -458,7 +465,7 @@ void Loop::check_collectives(bool final) {
       std::vector<int> mine = m_table.live_workers_of(rank.pid);
       workers.insert(workers.end(), mine.begin(), mine.end());
     }
-    if (!workers.empty()) ask_stacks("stack-at-stall", workers);
+    if (!workers.empty()) ask_stacks(store::EventKind::kStackAtStall, workers);
     if (!found.dump_pids.empty()) m_dump_walks = kDumpWalks;
     m_pending_issues.push_back({std::move(found), now + kStackWaitNs, std::move(prompt)});
   }
@@ -506,7 +513,7 @@ void Loop::abort_job(const store::CollectiveIssue& issue) {
     if (signal_process(pid, start, SIGTERM)) ++sent;
   }
   m_kill_at_ns = common::realtime_ns() + kAbortGraceNs;
-  event("traindoc-abort", 0,
+  event(store::EventKind::kTraindocAbort, 0,
         "--on-mismatch abort: traindoc ended the job (SIGTERM to " + std::to_string(sent) +
             " process(es)) for " + issue.kind + ": " + issue.message);
   if (m_options.announce) {
@@ -625,10 +632,10 @@ void Loop::forward(const signalfd_siginfo& info) {
     // What a hung job was doing when its user gave up on it: the stacks of its programs
     // (launcher, ranks; not their DataLoader workers).
     m_stop_stacks_asked = true;
-    ask_stacks("stack-at-stop", m_table.live_agent_pids(false));
+    ask_stacks(store::EventKind::kStackAtStop, m_table.live_agent_pids(false));
     // A terminal's signal reached the job already; another waits a moment for the dumps.
     int64_t hold_until = common::realtime_ns() + kStopStacksHoldNs;
-    while (!from_terminal && stacks_pending("stack-at-stop") &&
+    while (!from_terminal && stacks_pending(store::EventKind::kStackAtStop) &&
            common::realtime_ns() < hold_until) {
       constexpr timespec kPoll{0, 10'000'000};
       nanosleep(&kPoll, nullptr);
@@ -653,7 +660,8 @@ void Loop::forward(const signalfd_siginfo& info) {
   std::string already =
       had_it.empty() ? "" : " (" + std::to_string(had_it.size()) + " had it already)";
   // At its arrival: the processes that had it already may have ended since.
-  m_store.add_event({received_ns, "signal-forwarded", static_cast<int>(info.ssi_pid),
+  m_store.add_event({received_ns, store::EventKind::kSignalForwarded,
+                     static_cast<int>(info.ssi_pid),
                      from.empty() ? "SIG" + name + " at the second interrupt, sent to " +
                                         std::to_string(sent) + " process(es)"
                                   : "SIG" + name + " from " + from + ", passed on to " +
@@ -711,7 +719,7 @@ std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
     if (!input) continue;
     std::string text =
         "waits for input on its standard input" + (input->empty() ? "" : " (" + *input + ")");
-    event("stdin-wait", pid, text);
+    event(store::EventKind::kStdinWait, pid, text);
     if (!told.empty()) continue;
     std::optional<ProcStat> stat = read_proc_stat(pid);
     told = "; pid " + std::to_string(pid) + (stat ? " (" + stat->comm + ") " : " ") + text;
@@ -731,13 +739,13 @@ std::string Loop::spared(int pid, const std::string& call) const {
   return spared_stack(call, m_table.in_init_process_group(pid));
 }
 
-void Loop::ask_stacks(const std::string& kind, const std::vector<int>& pids) {
+void Loop::ask_stacks(store::EventKind kind, const std::vector<int>& pids) {
   StackRequest request{kind, {}, common::realtime_ns() + kMomentStacksWaitNs};
   for (int pid : pids) {
     if (request.pids.size() == kMomentStacksMax) break;
     // At a stop or a time limit, the signal that follows cuts the same waits short.
-    DumpRequest asked =
-        request_fresh_dump(pid, kind == "stack-at-stop" || kind == "stack-at-limit");
+    DumpRequest asked = request_fresh_dump(
+        pid, kind == store::EventKind::kStackAtStop || kind == store::EventKind::kStackAtLimit);
     if (asked.asked) request.pids.push_back(pid);
     if (!asked.spared.empty()) event(kind, pid, spared(pid, asked.spared));
   }
@@ -756,7 +764,7 @@ void Loop::collect_stacks(bool final) {
   });
 }
 
-bool Loop::stacks_pending(const std::string& kind) const {
+bool Loop::stacks_pending(store::EventKind kind) const {
   return std::any_of(m_stack_requests.begin(), m_stack_requests.end(),
                      [&](const StackRequest& r) { return r.kind == kind; });
 }
@@ -792,7 +800,7 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   m_processes_seen = m_table.size();
   if (active) {
     if (m_idle_since_ns != 0) {
-      m_store.add_event({t_ns, "job-resumed", 0,
+      m_store.add_event({t_ns, store::EventKind::kJobResumed, 0,
                          seconds_text(t_ns - m_idle_since_ns) + " after the job went idle"});
     }
     m_idle_since_ns = 0;
@@ -803,11 +811,11 @@ void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes)
   if (m_idle_since_ns != 0 || t_ns - m_active_ns < stall_ns) return;
   m_idle_since_ns = m_active_ns;
   std::string idle = "no process used CPU or printed for " + seconds_text(t_ns - m_active_ns);
-  m_store.add_event({m_active_ns, "job-idle", 0,
+  m_store.add_event({m_active_ns, store::EventKind::kJobIdle, 0,
                      idle + " (told at +" + seconds_text(t_ns - m_run.start_ns) + ")"});
   // Before the stack requests, whose signals take the threads out of their waits for a moment.
   std::string prompt = note_stdin_waits(m_table.live_pids());
-  ask_stacks("stack-at-idle", m_table.live_agent_pids(true));
+  ask_stacks(store::EventKind::kStackAtIdle, m_table.live_agent_pids(true));
   m_dump_walks = kDumpWalks;
   if (m_options.announce) {
     m_options.announce("the job is idle: " + idle + failure_before_idle(m_active_ns, stall_ns) +
@@ -852,7 +860,7 @@ void Loop::watch_time_limits(int64_t t_ns) {
     for (int pid : m_table.live_agent_pids(false)) {
       if (m_table.descends_from(pid, watch.pid)) below.push_back(pid);
     }
-    ask_stacks("stack-at-limit", below);
+    ask_stacks(store::EventKind::kStackAtLimit, below);
     return true;
   });
 }
@@ -886,7 +894,7 @@ void Loop::recover_store(bool last_try) {
   m_store.resume();
   m_table.mark_all_changed();
   double after_s = static_cast<double>(m_store_failed_ns - m_run.start_ns) / 1e9;
-  event("store-failed", 0,
+  event(store::EventKind::kStoreFailed, 0,
         fmt::format("run.db could not be written from {:.1f} s into the run ({}): samples, "
                     "records and output lines of the time after are missing{}",
                     after_s, error, last_try ? ", and all but the run's end" : ""));

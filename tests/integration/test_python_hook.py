@@ -262,3 +262,33 @@ def test_a_wrapped_call_that_raises_prints_the_traceback_it_prints_without_train
     with sqlite3.connect(run.run_dir / "run.db") as db:  # the broadcast was recorded all the same
         calls = db.execute("SELECT op, raised FROM collectives").fetchall()
     assert calls == [("broadcast", 1)], calls
+
+
+LABEL_AND_KILL = """
+import os, signal, subprocess, sys, torch
+# A child this job kills itself: its end names the sender, from the kill() its agent noted.
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+os.kill(child.pid, signal.SIGKILL)
+child.wait()
+torch.nn.functional.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 5]))
+"""
+
+
+def test_the_numbers_of_a_label_and_a_kill_are_stored_as_numbers(traindoc):
+    """The hook's record of the rejected label and the agent's of a kill() reach run.db as
+    numbers (events.a, events.b), and the report reads them: the class count completes the
+    title, the kill names its sender."""
+    run = traindoc(python_job(LABEL_AND_KILL))
+    assert run.status == 1, run.stderr.decode()[-2000:]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute("SELECT kind, a, b FROM events WHERE kind IN "
+                          "('label-out-of-range', 'kill-sent') ORDER BY id").fetchall()
+    (rank,) = run.processes("rank")
+    child = [p for p in run.report["processes"] if p["pid"] != rank["pid"]]
+    assert rows == [("kill-sent", child[0]["pid"], None), ("label-out-of-range", 5, 3)], rows
+    root = run.report["findings"][0]
+    assert root["kind"] == "label-out-of-range", root
+    assert root["title"].endswith("the loss's input has 3 classes"), root
+    # Killed before its agent started (just after its fork): still the rank's kill.
+    (killed,) = [f for f in run.report["findings"] if child[0]["pid"] in f["pids"]]
+    assert killed["severity"] == "info" and "from rank 0" in killed["title"], killed

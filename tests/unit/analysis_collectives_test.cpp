@@ -275,7 +275,7 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
       "  File \"/home/user/proj/train.py\", line 7 in <module>\n"
       "native (main thread):\n  #0 __futex_abstimed_wait_common (libc.so.6+0x85f14)\n";
   store::Event stop;
-  stop.kind = "signal-forwarded";
+  stop.kind = store::EventKind::kSignalForwarded;
   stop.t_ns = kT0 + 5 * kSecond;
   stop.text = "SIGINT from the terminal, passed on to 1 process(es)";
   e.events = {stop};
@@ -329,7 +329,7 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
       "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 314 in _bootstrap\n"
       "  File \"/home/user/proj/train.py\", line 12 in <module>\n";
   store::Event stall;
-  stall.kind = "stack-at-stall";
+  stall.kind = store::EventKind::kStackAtStall;
   stall.t_ns = kT0 + 2 * kSecond + kSecond / 2;  // read a moment after the issue was found
   stall.pid = 13;
   stall.text =
@@ -488,7 +488,7 @@ TEST(CollectivesRule, AMissingRankThatRaisedLeadsThoughItsProgramWasMarkedFinish
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   e.processes[2].exit_code = 1;
   rank1_ended(e, "exited 1 without calling it");
-  e.events.push_back({kT0 + 3 * kSecond - kSecond / 10, "script-finished", 12, ""});
+  e.events.push_back({kT0 + 3 * kSecond - kSecond / 10, store::EventKind::kScriptFinished, 12, ""});
   for (std::string text :
        {"Traceback (most recent call last):", "  File \"/home/user/train.py\", line 9, in run",
         "RuntimeError: bad batch on rank 1"}) {
@@ -519,7 +519,7 @@ TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
   // Without the hook's mark, a rank that died before the call is the cause.
   expect_its_end_leads(diagnose(e), FindingKind::kAbort);
 
-  e.events.push_back({kT0 + 2 * kSecond, "script-finished", 12, ""});
+  e.events.push_back({kT0 + 2 * kSecond, store::EventKind::kScriptFinished, 12, ""});
   Diagnosis d = diagnose(e);
   const Finding& root = d.findings.front();
   EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);

@@ -181,7 +181,7 @@ class ClassifyCrash : public testing::Test {
   }
 
   void cpu_flags(const std::string& flags) {
-    m_evidence.events.push_back({1, "host-cpu", 0, flags});
+    m_evidence.events.push_back({1, store::EventKind::kHostCpu, 0, flags});
   }
 
   Evidence m_evidence;

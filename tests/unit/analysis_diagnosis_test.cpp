@@ -260,11 +260,12 @@ TEST(Diagnose, MissingEvidenceNotes) {
   evidence.processes.push_back(proc(11, 10, 110, "/usr/bin/sudo true", false));
   evidence.processes.push_back(proc(12, 10, 120, "./static-tool", false));
   evidence.events = {
-      {1, "signal-forwarded", 0, "SIGTERM, sent to 3 process(es)"},  // not a note
-      {2, "agent-no-slot", 0, "3 process(es) started after all agent slots were taken"},
-      {3, "agent-records-dropped", 0, "7 agent record(s) were overwritten"},
-      {4, "agent-unavailable", 0, "the agent could not start: no space"},
-      {5, "sampling-failed", 12, "cannot read /proc/12/smaps_rollup"},
+      {1, store::EventKind::kSignalForwarded, 0, "SIGTERM, sent to 3 process(es)"},  // not a note
+      {2, store::EventKind::kAgentNoSlot, 0,
+       "3 process(es) started after all agent slots were taken"},
+      {3, store::EventKind::kAgentRecordsDropped, 0, "7 agent record(s) were overwritten"},
+      {4, store::EventKind::kAgentUnavailable, 0, "the agent could not start: no space"},
+      {5, store::EventKind::kStoreFailed, 12, "cannot read /proc/12/smaps_rollup"},
   };
   Diagnosis d = diagnose(evidence);
   std::vector<std::string> expected = {
@@ -294,10 +295,12 @@ TEST(Diagnose, CumulativeCountEventsGiveOneNote) {
   Evidence evidence;
   evidence.host_samples.push_back(host_sample());
   evidence.events = {
-      {1, "agent-no-slot", 0, "1 process(es) started after all agent slots were taken"},
-      {2, "agent-no-slot", 0, "4 process(es) started after all agent slots were taken"},
-      {3, "agent-records-dropped", 0, "2 agent record(s) were overwritten"},
-      {4, "agent-records-dropped", 0, "9 agent record(s) were overwritten"},
+      {1, store::EventKind::kAgentNoSlot, 0,
+       "1 process(es) started after all agent slots were taken"},
+      {2, store::EventKind::kAgentNoSlot, 0,
+       "4 process(es) started after all agent slots were taken"},
+      {3, store::EventKind::kAgentRecordsDropped, 0, "2 agent record(s) were overwritten"},
+      {4, store::EventKind::kAgentRecordsDropped, 0, "9 agent record(s) were overwritten"},
   };
   Diagnosis d = diagnose(evidence);
   EXPECT_EQ(d.missing_evidence,

@@ -363,7 +363,7 @@ TEST(DistributedRules, AWorkersCrashInItsFailedRanksTeardownIsNoRootCause) {
                  "  File \"/home/user/proj/train.py\", line 24, in run",
                  "RuntimeError: bad batch on rank 1"},
                 "[default1]:");
-    e.events.push_back({at(3.2), "script-finished", kWorker1, ""});
+    e.events.push_back({at(3.2), store::EventKind::kScriptFinished, kWorker1, ""});
     store::Crash crash;
     crash.pid = kWorker1;
     crash.start_ticks = process(e, kWorker1).start_ticks;

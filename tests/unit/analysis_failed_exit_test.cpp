@@ -728,8 +728,9 @@ TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
 TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
   Evidence e = torchrun_job();
   e.log_lines = {stderr_line(10.0, 30, "IndexError: Target 255 is out of bounds.")};
-  e.events = {{at(10.0), "label-out-of-range", kRank0, "label 255, 19 classes"},
-              {at(10.0), "label-out-of-range", kRank1, "label 7, 5 classes"}};
+  e.events = {
+      {at(10.0), store::EventKind::kLabelOutOfRange, kRank0, "label 255, 19 classes", 255, 19},
+      {at(10.0), store::EventKind::kLabelOutOfRange, kRank1, "label 7, 5 classes", 7, 5}};
   exited(e, kRank0, 10.2, 1);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
@@ -742,13 +743,18 @@ TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
 
   // An earlier record of the process for another label (an interactive session's error it went
   // on from) is not this error's.
-  e.events.insert(e.events.begin(), {at(5.0), "label-out-of-range", kRank0, "label 3, 2 classes"});
+  e.events.insert(e.events.begin(), {at(5.0), store::EventKind::kLabelOutOfRange, kRank0,
+                                     "label 3, 2 classes", 3, 2});
   e.events.back().text = "label 9, 4 classes";
+  e.events.back().a = 9;
+  e.events.back().b = 4;
   e.events.back().pid = kRank0;
   d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_THAT(d.findings[0].title, testing::EndsWith("input has 19 classes"));
   e.events[1].text = "label 3, 2 classes";
+  e.events[1].a = 3;
+  e.events[1].b = 2;
   d = diagnose(e);
   EXPECT_EQ(d.findings[0].title, "rank 0 (pid 1010): target label 255 is outside [0, classes)");
 }

@@ -385,8 +385,9 @@ TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
     Evidence e = torchrun_job();
     e.host_samples = {host(9), host(11)};
     // torchrun ends a rank's process group (killpg), which the rank leads.
-    e.events = {
-        {at(9.99), "kill-sent", sender, sender == kRank0 ? "pid 1010" : "process group 1010"}};
+    e.events = {{at(9.99), store::EventKind::kKillSent, sender,
+                 sender == kRank0 ? "pid 1010" : "process group 1010",
+                 sender == kRank0 ? 1010 : -1010}};
     killed(e, kRank0, 10, SIGKILL);
     Diagnosis d = diagnose(e);
     ASSERT_EQ(d.findings.size(), 1u);
@@ -409,7 +410,7 @@ TEST(RuleKilled, ASigkillSentFromTheJobNamesItsSender) {
   before.cgroup_oom_kills = 0;
   after.cgroup_oom_kills = 1;
   e.host_samples = {before, after};
-  e.events = {{at(10.2), "kill-sent", kLauncher, "pid 1010"}};
+  e.events = {{at(10.2), store::EventKind::kKillSent, kLauncher, "pid 1010", 1010}};
   killed(e, kRank0, 10, SIGKILL);
   EXPECT_EQ(diagnose(e).findings.at(0).kind, FindingKind::kHostOomKilled);
 }

@@ -31,7 +31,7 @@ using testing::Not;
 using testing::UnorderedElementsAre;
 
 store::Event forwarded(double seconds, const std::string& text) {
-  return {at(seconds), "signal-forwarded", 4242, text};
+  return {at(seconds), store::EventKind::kSignalForwarded, 4242, text};
 }
 
 // torchrun sent SIGTERM by a scheduler, as Debian's PyTorch prints it.
@@ -54,8 +54,8 @@ TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
       "  File \"/home/user/proj/train.py\", line 70 in <module>\n"
       "native (main thread):\n"
       "  #0 clock_nanosleep (libc.so.6+0xcf503)\n";
-  e.events.push_back({at(10), "stack-at-stop", kRank1, rank1_stack});
-  e.events.push_back({at(10), "stack-at-stop", kLauncher, rank1_stack});
+  e.events.push_back({at(10), store::EventKind::kStackAtStop, kRank1, rank1_stack});
+  e.events.push_back({at(10), store::EventKind::kStackAtStop, kLauncher, rank1_stack});
   for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 10.1, SIGTERM);
   e.log_lines = {
       stderr_line(10.2, 30, "Traceback (most recent call last):"),
@@ -135,8 +135,8 @@ TEST(RuleStopRequest, ATimeoutThatRanOutIsTheJobsTimeLimit) {
     Evidence e = under_timeout("/usr/bin/timeout -vs TERM --kill-after=30 1.5m");
     // The supervisor asked for the stacks a moment before the limit; those of a stop are not
     // this stop's.
-    e.events = {{at(89.0), "stack-at-limit", kRank1, kWaitStack},
-                {at(89.0), "stack-at-stop", kRank0, kWaitStack}};
+    e.events = {{at(89.0), store::EventKind::kStackAtLimit, kRank1, kWaitStack},
+                {at(89.0), store::EventKind::kStackAtStop, kRank0, kWaitStack}};
     for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) killed(e, pid, 90.0, SIGTERM);
     exited(e, kLauncher, 90.1, 1);
     if (code) {
@@ -281,8 +281,8 @@ std::string stack_in(const std::string& file, int line, const std::string& funct
 TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
   Evidence e = torchrun_job();
   e.events = {
-      {at(5), "job-idle", 0, kIdleText},
-      {at(35.1), "stack-at-idle", kRank0,
+      {at(5), store::EventKind::kJobIdle, 0, kIdleText},
+      {at(35.1), store::EventKind::kStackAtIdle, kRank0,
        "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n"
        "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
        "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 930 in wait\n"
@@ -290,7 +290,8 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
        "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1133 in "
        "_try_get_data\n"
        "  File \"/home/user/proj/train.py\", line 30 in <module>\n"},
-      {at(35.1), "stack-at-idle", kWorker0, stack_in("/home/user/proj/data.py", 12, "__getitem__")},
+      {at(35.1), store::EventKind::kStackAtIdle, kWorker0,
+       stack_in("/home/user/proj/data.py", 12, "__getitem__")},
       forwarded(40, "SIGINT from the terminal, passed on to 0 process(es)"),
   };
   every_process_stopped(e, 40.1, SIGINT);
@@ -328,7 +329,7 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
   // and then told) is no recovery from the hang.
   for (double resumed : {40.3, 45.0}) {
     Evidence moved = e;
-    moved.events.push_back({at(resumed), "job-resumed", 0, ""});
+    moved.events.push_back({at(resumed), store::EventKind::kJobResumed, 0, ""});
     d = diagnose(moved);
     ASSERT_EQ(d.findings.size(), 2u);
     EXPECT_TRUE(d.findings[0].root_cause);
@@ -372,10 +373,10 @@ TEST(RuleIdle, AWorkerInTheMiddleOfASampleIsWhatItsRankWaitsFor) {
       "  File \"/usr/lib/python3.11/selectors.py\", line 415 in select\n"
       "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 113 in get\n");
   e.events = {
-      {at(5), "job-idle", 0, kIdleText},
-      {at(35.1), "stack-at-idle", kRank0, kWaitsForBatch},
-      {at(35.1), "stack-at-idle", kWorker0, fetching},
-      {at(35.1), "stack-at-idle", kWorker1, idle_worker},
+      {at(5), store::EventKind::kJobIdle, 0, kIdleText},
+      {at(35.1), store::EventKind::kStackAtIdle, kRank0, kWaitsForBatch},
+      {at(35.1), store::EventKind::kStackAtIdle, kWorker0, fetching},
+      {at(35.1), store::EventKind::kStackAtIdle, kWorker1, idle_worker},
       forwarded(40, "SIGINT from the terminal, passed on to 0 process(es)"),
   };
   every_process_stopped(e, 40.1, SIGINT);
@@ -407,9 +408,9 @@ TEST(RuleIdle, AWorkerInTheMiddleOfASampleIsWhatItsRankWaitsFor) {
   two.processes.push_back(proc(1030, kWorker0, 500'400, worker_cmdline));
   two.processes.back().forked = true;
   two.events.insert(two.events.begin() + 4,
-                    {{at(35.1), "stack-at-idle", kRank1, kWaitsForBatch},
-                     {at(35.1), "stack-at-idle", 1022, fetching},
-                     {at(35.1), "stack-at-idle", 1030,
+                    {{at(35.1), store::EventKind::kStackAtIdle, kRank1, kWaitsForBatch},
+                     {at(35.1), store::EventKind::kStackAtIdle, 1022, fetching},
+                     {at(35.1), store::EventKind::kStackAtIdle, 1030,
                       worker_stack("  File \"/usr/lib/python3.11/multiprocessing/pool.py\", line "
                                    "114 in worker\n"
                                    "  File \"/usr/lib/python3.11/multiprocessing/process.py\", "
@@ -434,8 +435,8 @@ TEST(RuleIdle, AWorkerInTheMiddleOfASampleIsWhatItsRankWaitsFor) {
 
 TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   Evidence e = torchrun_job();
-  e.events = {{at(5), "job-idle", 0, kIdleText},
-              {at(50), "job-resumed", 0, "45.0 s after the job went idle"}};
+  e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
+              {at(50), store::EventKind::kJobResumed, 0, "45.0 s after the job went idle"}};
   exited(e, kLauncher, 80, 0);
   e.run.exit_code = 0;
   Diagnosis d = diagnose(e);
@@ -446,9 +447,9 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   // A stop it handled and went on from (a SIGHUP it ignores) is no end of the pause.
   for (double resumed : {50.0, 20.5}) {
     Evidence handled = e;
-    handled.events = {{at(5), "job-idle", 0, kIdleText},
+    handled.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
                       forwarded(20, "SIGHUP from pid 4242 (bash), passed on to 5 process(es)"),
-                      {at(resumed), "job-resumed", 0, ""}};
+                      {at(resumed), store::EventKind::kJobResumed, 0, ""}};
     Diagnosis h = diagnose(handled);
     ASSERT_FALSE(h.findings.empty());
     EXPECT_THAT(h.findings[0].title, HasSubstr("the job paused at +5.0 s")) << resumed;
@@ -468,10 +469,10 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
 // the timeout its consequence.
 TEST(RuleIdle, ASpellEndedByATimeoutIsTheHang) {
   Evidence e = torchrun_job();
-  e.events = {
-      {at(5), "job-idle", 0, kIdleText},
-      {at(9), "stack-at-idle", kWorker1, stack_in("/home/user/proj/data.py", 8, "__getitem__")},
-      {at(15.2), "job-resumed", 0, "10.2 s after the job went idle"}};
+  e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
+              {at(9), store::EventKind::kStackAtIdle, kWorker1,
+               stack_in("/home/user/proj/data.py", 8, "__getitem__")},
+              {at(15.2), store::EventKind::kJobResumed, 0, "10.2 s after the job went idle"}};
   e.log_lines = {
       stderr_line(15, 1, "[default0]:Traceback (most recent call last):"),
       stderr_line(15, 2, "[default0]:  File \"/home/user/proj/train.py\", line 12, in <module>"),
@@ -500,7 +501,7 @@ TEST(RuleIdle, ASpellEndedByATimeoutIsTheHang) {
 
 TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
   Evidence e = torchrun_job();
-  e.events = {{at(5), "job-idle", 0, kIdleText}};
+  e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText}};
   store::CollectiveIssue hang;
   hang.t_ns = at(35);
   hang.first_ns = at(4.5);
@@ -515,10 +516,10 @@ TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
 TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
   Evidence e = torchrun_job();
   const std::string prompt = "waits for input on its standard input (a pipe)";
-  e.events = {
-      {at(5), "job-idle", 0, kIdleText},
-      {at(35.0), "stdin-wait", kRank0, prompt},
-      {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/cmd.py", 126, "cmdloop")}};
+  e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
+              {at(35.0), store::EventKind::kStdinWait, kRank0, prompt},
+              {at(35.1), store::EventKind::kStackAtIdle, kRank0,
+               stack_in("/usr/lib/python3.11/cmd.py", 126, "cmdloop")}};
   killed(e, kRank0, 40.1, SIGTERM);
   e.run.exit_signal = SIGTERM;
   e.run.end_ns = at(40.5);
@@ -561,8 +562,8 @@ TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
 TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
   const std::string elastic = "/usr/lib/python3/dist-packages/torch/distributed/elastic/";
   Evidence e = torchrun_job();
-  e.events = {{at(2), "job-idle", 0, kIdleText},
-              {at(32.1), "stack-at-idle", kLauncher,
+  e.events = {{at(2), store::EventKind::kJobIdle, 0, kIdleText},
+              {at(32.1), store::EventKind::kStackAtIdle, kLauncher,
                "python:\nCurrent thread 0x00007fa021851680 (most recent call first):\n  File \"" +
                    elastic + "rendezvous/utils.py\", line 161 in _delay\n  File \"" + elastic +
                    "rendezvous/dynamic_rendezvous.py\", line 643 in run\n  File \"" + elastic +
@@ -579,7 +580,7 @@ TEST(RuleIdle, AWaitForPeersThatNeverCameIsNamed) {
   EXPECT_THAT(idle->fix, HasSubstr("--nnodes"));
 
   const std::string torch = "/usr/lib/python3/dist-packages/torch/distributed/";
-  e.events[1] = {at(32.1), "stack-at-idle", kRank0,
+  e.events[1] = {at(32.1), store::EventKind::kStackAtIdle, kRank0,
                  "python:\nCurrent thread 0x00007f473c8bd680 (most recent call first):\n  File \"" +
                      torch + "rendezvous.py\", line 177 in _create_c10d_store\n  File \"" + torch +
                      "distributed_c10d.py\", line 754 in init_process_group\n"};
@@ -610,10 +611,10 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
   prefetch_thread_died(e, 4.9, number);
-  e.events = {
-      {at(5), "job-idle", 0, kIdleText},
-      {at(35.1), "stack-at-idle", kRank0, stack_in("/usr/lib/python3.11/queue.py", 171, "get")},
-      forwarded(40, "SIGTERM from outside, passed on to 1 process(es)")};
+  e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
+              {at(35.1), store::EventKind::kStackAtIdle, kRank0,
+               stack_in("/usr/lib/python3.11/queue.py", 171, "get")},
+              forwarded(40, "SIGTERM from outside, passed on to 1 process(es)")};
   every_process_stopped(e, 40.1, SIGTERM);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
@@ -630,7 +631,8 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   EXPECT_THAT(root.consequences, Contains(idle - d.findings.begin()));
 
   // The job moved again: the thread's death is a warning, and the rank's own end is its own.
-  e.events = {{at(5), "job-idle", 0, kIdleText}, {at(9), "job-resumed", 0, ""}};
+  e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
+              {at(9), store::EventKind::kJobResumed, 0, ""}};
   for (int pid : {kRank0, kRank1, kWorker0, kWorker1}) {
     process(e, pid).exit_signal.reset();
     exited(e, pid, 40.1, 0);
@@ -652,7 +654,7 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
   prefetch_thread_died(e, 4.9, number);
-  e.events = {{at(400), "job-idle", 0, kIdleText},
+  e.events = {{at(400), store::EventKind::kJobIdle, 0, kIdleText},
               forwarded(440, "SIGTERM from outside, passed on to 1 process(es)")};
   every_process_stopped(e, 440.1, SIGTERM);
   Diagnosis d = diagnose(e);
@@ -683,7 +685,7 @@ TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
   Evidence e = torchrun_job();
   uint64_t number = 1;
   prefetch_thread_died(e, 4.9, number, "");
-  e.events = {{at(4.85), "thread-died", kRank1, ""}};
+  e.events = {{at(4.85), store::EventKind::kThreadDied, kRank1, ""}};
   for (int pid : {kLauncher, kRank0, kRank1, kWorker0, kWorker1}) exited(e, pid, 9, 0);
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
@@ -697,8 +699,8 @@ TEST(RuleIdle, AThreadsTracebackIsTheProcessThatMarkedItsDeath) {
 // the marks: each goes to the process that marked a thread of its name.
 TEST(RuleIdle, ThreadTracebacksGoToTheProcessThatMarkedThatName) {
   Evidence e = torchrun_job();
-  e.events = {{at(4.80), "thread-died", kRank1, "prefetch"},
-              {at(4.81), "thread-died", kRank0, "Thread-3 (load_s"}};
+  e.events = {{at(4.80), store::EventKind::kThreadDied, kRank1, "prefetch"},
+              {at(4.81), store::EventKind::kThreadDied, kRank0, "Thread-3 (load_s"}};
   uint64_t number = 1;
   print_lines(e, 4.9, number,
               {"Exception in thread Thread-3 (load_shard):", "Traceback (most recent call last):",

@@ -70,7 +70,8 @@ TEST(StoreFuzz, DamagedRunDb) {
     for (int pid = 1; pid <= 8; ++pid) writer.upsert_process(full_process(pid));
     for (int i = 0; i < 400; ++i) writer.add_proc_samples({full_proc_sample(i % 8 + 1, kT0 + i)});
     for (int i = 0; i < 50; ++i) writer.add_host_sample(full_host_sample(kT0 + i));
-    for (int i = 0; i < 50; ++i) writer.add_event({kT0 + i, "kind", i, "text of the event"});
+    for (int i = 0; i < 50; ++i)
+      writer.add_event({kT0 + i, EventKind::kThreadDied, i, "text of the event"});
     writer.write_log_stream({"stdout", 1, 1, 0, {"logs/stdout.log"}, {}});
     for (int pid = 1; pid <= 8; ++pid) writer.write_crash(full_crash(pid, 100));
     for (uint64_t n = 1; n <= 50; ++n) {

@@ -48,7 +48,7 @@ TEST(StoreReader, SeesTheLastFlushWhileTheWriterHoldsATransaction) {
   writer.add_proc_samples({full_proc_sample(1, kT0)});
   writer.flush();
   writer.add_proc_samples({full_proc_sample(1, kT0 + kSecond)});  // open, not committed
-  writer.add_event({kT0, "pending", 1, ""});
+  writer.add_event({kT0, EventKind::kJobIdle, 1, ""});
 
   Evidence seen = read_evidence(path);
   EXPECT_EQ(seen.run, full_run());
@@ -87,7 +87,7 @@ int write_and_die(const std::string& path, void (*how)()) {
       for (int i = 0; i < 100; ++i) writer.add_proc_samples({full_proc_sample(11, kT0 + i)});
       writer.add_host_sample(full_host_sample(kT0));
       writer.flush();
-      writer.add_event({kT0, "lost", 11, "after the last flush"});
+      writer.add_event({kT0, EventKind::kSupervisorLost, 11, "after the last flush"});
       writer.add_proc_samples({full_proc_sample(11, kT0 + 1000)});
       how();
     } catch (...) {
@@ -126,9 +126,31 @@ TEST(StoreReader, ReadsTheDatabaseOfAWriterKilledWithSigkill) {
   // A new writer on the same file recovers too, and appends.
   {
     StoreWriter writer = StoreWriter::open(path);
-    writer.add_event({kT0, "resumed", 1, ""});
+    writer.add_event({kT0, EventKind::kJobResumed, 1, ""});
   }
   EXPECT_EQ(read_evidence(path).events.size(), 1u);
+}
+
+TEST(StoreReader, SkipsEventsOfAKindItDoesNotKnow) {
+  TempDir dir;
+  const std::string path = dir.file("run.db");
+  {
+    StoreWriter writer = StoreWriter::open(path);
+    writer.add_event({kT0, EventKind::kJobIdle, 0, "idle"});
+  }
+  // As a later version would write one of its own kinds.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db,
+                         "INSERT INTO events (t_ns, kind, pid, text) "
+                         "VALUES (2, 'a-kind-of-later', 1, 'x')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  std::vector<Event> events = read_evidence(path).events;
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, EventKind::kJobIdle);
+  EXPECT_EQ(events[0].text, "idle");
 }
 
 TEST(StoreReader, ReadsTheDatabaseOfAWriterThatCalledExit) {
@@ -250,7 +272,7 @@ TEST(StoreReader, ReadsTheSchemaV1Fixture) {
   EXPECT_EQ(seen.host_samples[0].cgroup_max, std::nullopt);
   EXPECT_EQ(seen.host_samples[1].cgroup_max, 12'000'000'000u);
   ASSERT_EQ(seen.events.size(), 1u);
-  EXPECT_EQ(seen.events[0].kind, "signal-forwarded");
+  EXPECT_EQ(seen.events[0].kind, EventKind::kSignalForwarded);
   ASSERT_EQ(seen.logs.size(), 2u);
   EXPECT_EQ(seen.logs[1].files, (std::vector<std::string>{"logs/stderr.log", "logs/stderr.1.log"}));
   EXPECT_EQ(seen.logs[1].bytes_not_kept, 100u);
@@ -264,7 +286,7 @@ TEST(StoreReader, ReadsTheSchemaV1Fixture) {
   // A writer of this build appends to it, after adding schema 2's tables.
   {
     StoreWriter writer = StoreWriter::open(path);
-    writer.add_event({kT0, "appended", 1, ""});
+    writer.add_event({kT0, EventKind::kScriptFinished, 1, ""});
     writer.write_crash(full_crash(511, 1100));
     writer.add_log_lines({{kT0, "stderr", 1, "appended"}});
   }
@@ -600,18 +622,68 @@ TEST(StoreReader, ReadsTheRaisedCallsOfSchemaV8AndOfAnUpgradedV7File) {
   EXPECT_EQ(upgraded.collectives[2], raised);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v8.sql. A change
+// Schema 9 holds an event's numbers in its columns; before, only its text said them, in words
+// that a file of an older schema is read by (and that its upgrade fills the columns from).
+TEST(StoreReader, ReadsTheEventNumbersOfSchemaV9AndFromTheTextsOfOlderFiles) {
+  TempDir dir;
+  const std::string v9 = dir.file("v9.db");
+  load_sql_fixture("schema_v9.sql", v9);
+  const Evidence seen = read_evidence(v9);
+  EXPECT_EQ(seen.schema_version, 9);
+  ASSERT_EQ(seen.events.size(), 3u);
+  EXPECT_EQ(seen.events[0].kind, EventKind::kLabelOutOfRange);
+  EXPECT_EQ(seen.events[0].a, 255);
+  EXPECT_EQ(seen.events[0].b, 19);
+  EXPECT_EQ(seen.events[1].kind, EventKind::kSignalForwarded);
+  EXPECT_EQ(seen.events[1].a, std::nullopt);
+  EXPECT_EQ(seen.events[2].a, -500);
+  EXPECT_EQ(seen.events[2].b, std::nullopt);
+
+  // The texts an older traindoc wrote.
+  const std::string v8 = dir.file("v8.db");
+  load_sql_fixture("schema_v8.sql", v8);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(v8.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO events (t_ns, kind, pid, text) VALUES "
+                         "(1, 'label-out-of-range', 511, 'label -3, 5 classes'), "
+                         "(2, 'kill-sent', 501, 'pid 510'), "
+                         "(3, 'kill-sent', 501, 'process group 500'), "
+                         "(4, 'kill-sent', 510, 'its own process group'), "
+                         "(5, 'kill-sent', 510, 'every process it may signal'), "
+                         "(6, 'kill-sent', 510, 'pid of no number')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto numbers = [](const Evidence& evidence) {
+    std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> out;
+    for (const Event& e : evidence.events) {
+      if (e.kind != EventKind::kSignalForwarded) out.emplace_back(e.a, e.b);
+    }
+    return out;
+  };
+  const decltype(numbers(seen)) expected = {
+      {-3, 5},           {510, std::nullopt}, {-500, std::nullopt},
+      {0, std::nullopt}, {-1, std::nullopt},  {std::nullopt, std::nullopt}};
+  EXPECT_EQ(numbers(read_evidence(v8)), expected);
+  { StoreWriter::open(v8); }  // upgraded to schema 9: the columns filled from the texts
+  const Evidence upgraded = read_evidence(v8);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
+  EXPECT_EQ(numbers(upgraded), expected);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v9.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV8Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV9Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v8.sql", fixture);
+  load_sql_fixture("schema_v9.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 8);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 9);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);
@@ -757,7 +829,8 @@ TEST(StoreReader, RefusesATruncatedDatabase) {
     StoreWriter writer = StoreWriter::open(path);
     writer.write_run(full_run());
     for (int i = 0; i < 5000; ++i) writer.add_proc_samples({full_proc_sample(i % 30, kT0 + i)});
-    for (int i = 0; i < 500; ++i) writer.add_event({kT0 + i, "e", 1, std::string(100, 'e')});
+    for (int i = 0; i < 500; ++i)
+      writer.add_event({kT0 + i, EventKind::kJobIdle, 1, std::string(100, 'e')});
   }
   // The last close checkpointed the WAL into the main file and removed it.
   ASSERT_FALSE(std::filesystem::exists(path + "-wal"));

@@ -69,8 +69,8 @@ TEST(StoreWriter, RoundTripsEveryField) {
     expected.host_samples = {full_host_sample(kT0 + kSecond), bare};
     for (const auto& h : expected.host_samples) writer.add_host_sample(h);
 
-    expected.events = {{kT0 + kSecond, "signal-forwarded", 4243, "SIGTERM"},
-                       {kT0 + 2 * kSecond, "sampling-failed", 0, "smaps_rollup: EACCES"}};
+    expected.events = {{kT0 + kSecond, EventKind::kSignalForwarded, 4243, "SIGTERM"},
+                       {kT0 + 2 * kSecond, EventKind::kStoreFailed, 0, "smaps_rollup: EACCES"}};
     for (const auto& e : expected.events) writer.add_event(e);
 
     expected.logs = {{"stdout", 1000, 10, 0, {"logs/stdout.log"}, {}},
@@ -143,19 +143,19 @@ TEST(StoreWriter, StopsAtTheFirstWriteErrorAndResumes) {
       EXPECT_NO_THROW(writer.flush());
     }
     ASSERT_TRUE(writer.failure());
-    EXPECT_NO_THROW(writer.add_event({1, "dropped", 0, "never stored"}));
+    EXPECT_NO_THROW(writer.add_event({1, EventKind::kJobIdle, 0, "never stored"}));
     EXPECT_NO_THROW(writer.flush());
   }
 
   EXPECT_EQ(read_evidence(path).run, run);  // committed before: readable
-  writer.add_event({2, "after", 0, "still dropped"});
+  writer.add_event({2, EventKind::kThreadDied, 0, "still dropped"});
   writer.resume();
-  writer.add_event({3, "resumed", 0, "stored"});
+  writer.add_event({3, EventKind::kJobResumed, 0, "stored"});
   writer.flush();
   EXPECT_FALSE(writer.failure());
-  std::vector<std::string> kinds;
+  std::vector<EventKind> kinds;
   for (const Event& event : read_evidence(path).events) kinds.push_back(event.kind);
-  EXPECT_EQ(kinds, std::vector<std::string>{"resumed"});
+  EXPECT_EQ(kinds, std::vector<EventKind>{EventKind::kJobResumed});
 }
 
 TEST(StoreWriter, WriteRunReplacesTheRowAndCommand) {
@@ -442,27 +442,28 @@ TEST(StoreWriter, CapsEventsPerKindKeepingFirstAndLatest) {
   options.max_events_per_kind = 10;
   {
     StoreWriter writer = StoreWriter::open(path, options);
-    for (int i = 0; i < 25; ++i) writer.add_event({kT0 + i, "log-line", 1, std::to_string(i)});
-    for (int i = 0; i < 3; ++i) writer.add_event({kT0 + i, "signal", 1, "x"});
+    for (int i = 0; i < 25; ++i)
+      writer.add_event({kT0 + i, EventKind::kStdinWait, 1, std::to_string(i)});
+    for (int i = 0; i < 3; ++i) writer.add_event({kT0 + i, EventKind::kSignalForwarded, 1, "x"});
     writer.flush();
   }
   Evidence evidence = read_evidence(path);
   std::vector<std::string> kept;
   for (const Event& e : evidence.events) {
-    if (e.kind == "log-line") kept.push_back(e.text);
+    if (e.kind == EventKind::kStdinWait) kept.push_back(e.text);
   }
   const std::vector<std::string> want = {"0", "1", "2", "3", "4", "20", "21", "22", "23", "24"};
   EXPECT_EQ(kept, want);
   EXPECT_EQ(evidence.events.size(), 13u);
-  EXPECT_EQ(evidence.events_dropped, (std::map<std::string, uint64_t>{{"log-line", 15}}));
+  EXPECT_EQ(evidence.events_dropped, (std::map<std::string, uint64_t>{{"stdin-wait", 15}}));
 
   // Reopening continues the same counts.
   {
     StoreWriter writer = StoreWriter::open(path, options);
-    writer.add_event({kT0 + 100, "log-line", 1, "late"});
+    writer.add_event({kT0 + 100, EventKind::kStdinWait, 1, "late"});
   }
   evidence = read_evidence(path);
-  EXPECT_EQ(evidence.events_dropped.at("log-line"), 16u);
+  EXPECT_EQ(evidence.events_dropped.at("stdin-wait"), 16u);
   EXPECT_EQ(evidence.events.back().text, "late");
   EXPECT_EQ(evidence.events.size(), 13u);
 }
@@ -474,12 +475,12 @@ TEST(StoreWriter, ZeroEventCapStoresNoneButCounts) {
   options.max_events_per_kind = 0;
   {
     StoreWriter writer = StoreWriter::open(path, options);
-    writer.add_event({kT0, "noise", 1, "a"});
-    writer.add_event({kT0, "noise", 1, "b"});
+    writer.add_event({kT0, EventKind::kThreadDied, 1, "a"});
+    writer.add_event({kT0, EventKind::kThreadDied, 1, "b"});
   }
   const Evidence evidence = read_evidence(path);
   EXPECT_TRUE(evidence.events.empty());
-  EXPECT_EQ(evidence.events_dropped.at("noise"), 2u);
+  EXPECT_EQ(evidence.events_dropped.at("thread-died"), 2u);
 }
 
 TEST(StoreWriter, UnflushedWritesAreCommittedByTheDestructorAndMove) {
@@ -489,15 +490,15 @@ TEST(StoreWriter, UnflushedWritesAreCommittedByTheDestructorAndMove) {
     StoreWriter first = StoreWriter::open(path);
     first.write_run(full_run());
     StoreWriter second = std::move(first);
-    second.add_event({kT0, "moved", 1, ""});
+    second.add_event({kT0, EventKind::kJobIdle, 1, ""});
     second.flush();
     second.flush();  // nothing pending: a no-op
-    second.add_event({kT0 + 1, "destructor", 1, ""});
+    second.add_event({kT0 + 1, EventKind::kJobResumed, 1, ""});
   }
   const Evidence evidence = read_evidence(path);
   EXPECT_EQ(evidence.run, full_run());
   ASSERT_EQ(evidence.events.size(), 2u);
-  EXPECT_EQ(evidence.events[1].kind, "destructor");
+  EXPECT_EQ(evidence.events[1].kind, EventKind::kJobResumed);
 }
 
 TEST(StoreWriter, RefusesAMissingFolder) {

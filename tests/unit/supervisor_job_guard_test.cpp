@@ -164,7 +164,7 @@ TEST(JobGuardTest, AnOwnerThatEndsFirstHasItsJobEndedAndRecorded) {
 
   store::Evidence evidence = store::read_evidence(run + "/run.db");
   ASSERT_EQ(evidence.events.size(), 1u);
-  EXPECT_EQ(evidence.events[0].kind, "supervisor-lost");
+  EXPECT_EQ(evidence.events[0].kind, store::EventKind::kSupervisorLost);
   EXPECT_NE(evidence.events[0].text.find("its guard then ended the job: SIGTERM to 3 processes, "
                                          "then SIGKILL to the 2 processes still there after 5 s"),
             std::string::npos)
