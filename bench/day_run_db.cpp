@@ -64,7 +64,7 @@ ProcessRecord rank_process(const Options& o, int rank, int pid, int ppid, int64_
   p.rank = rank;
   p.local_rank = rank;
   p.world_size = o.ranks;
-  p.rank_source = "torch";
+  p.rank_source = common::RankSource::kTorch;
   p.forked = forked;
   return p;
 }

@@ -19,7 +19,7 @@ const common::RankVars* launcher_vars(const RuleContext& context, const store::P
   const ProcessSummary* parent = context.process(r.ppid);
   if (parent != nullptr && parent->role.role == Role::kRank) return nullptr;
   for (const common::RankVars& vars : common::kRankVars) {
-    if (r.rank_source == common::rank_source_name(vars.source)) return &vars;
+    if (r.rank_source == vars.source) return &vars;
   }
   return nullptr;
 }
@@ -27,7 +27,8 @@ const common::RankVars* launcher_vars(const RuleContext& context, const store::P
 // A process torch.multiprocessing.spawn started: its index is its local rank, which the rank
 // init_process_group gave ("process-group") keeps only for such a process.
 bool spawned(const store::ProcessRecord& r) {
-  return r.local_rank && (r.rank_source == "spawn" || r.rank_source == "process-group");
+  return r.local_rank && (r.rank_source == common::RankSource::kSpawn ||
+                          r.rank_source == common::RankSource::kProcessGroup);
 }
 
 bool overlap(const store::ProcessRecord& a, const store::ProcessRecord& b) {

@@ -17,6 +17,8 @@
 namespace traindoc::analysis {
 namespace {
 
+using common::RankSource;
+
 constexpr int kNone = -1;
 // Spawn starts its processes one after another at once.
 constexpr int64_t kSpawnBurstNs = 1'000'000'000;
@@ -85,20 +87,21 @@ std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRec
     bool agree = true;
     for (size_t k = 0; k < kids.size(); ++k) {
       const store::ProcessRecord& kid = procs[kids[k]];
-      if (kid.rank_source.empty()) continue;
+      if (kid.rank_source == RankSource::kNone) continue;
       known = true;
       agree = agree && kid.local_rank == static_cast<int>(k) && kid.rank == kid.local_rank;
     }
     if (!known || !agree) continue;
     auto with_known = [&](const store::ProcessRecord& kid) {
       return std::any_of(kids.begin(), kids.end(), [&](size_t j) {
-        return !procs[j].rank_source.empty() &&
+        return procs[j].rank_source != RankSource::kNone &&
                std::abs(procs[j].start_ns - kid.start_ns) <= kSpawnBurstNs;
       });
     };
     for (size_t k = 0; k < kids.size(); ++k) {
       const store::ProcessRecord& kid = procs[kids[k]];
-      if (kid.rank_source.empty() && with_known(kid)) places[kids[k]] = static_cast<int>(k);
+      if (kid.rank_source == RankSource::kNone && with_known(kid))
+        places[kids[k]] = static_cast<int>(k);
     }
   }
   return places;
@@ -209,12 +212,13 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   // Spawn's index alone names ranks only once one of them failed: processes spawned for other
   // work (a preprocessing pool) stay workers of the process that trains.
   auto failed_spawn = [](const store::ProcessRecord& p) {
-    return p.rank_source == "spawn" && failed_itself(p);
+    return p.rank_source == RankSource::kSpawn && failed_itself(p);
   };
   bool spawn_ranks = std::any_of(procs.begin(), procs.end(), failed_spawn);
-  std::string source;
-  for (const char* name : {"torch", "process-group", "spawn", "openmpi", "pmi", "slurm"}) {
-    if (std::string_view(name) == "spawn" && !spawn_ranks) continue;
+  RankSource source = RankSource::kNone;
+  for (RankSource name : {RankSource::kTorch, RankSource::kProcessGroup, RankSource::kSpawn,
+                          RankSource::kOpenMpi, RankSource::kPmi, RankSource::kSlurm}) {
+    if (name == RankSource::kSpawn && !spawn_ranks) continue;
     if (std::any_of(procs.begin(), procs.end(),
                     [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
       source = name;
@@ -224,9 +228,12 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
   std::vector<std::optional<int>> places(procs.size());
   if (spawn_ranks) places = spawn_places(procs, parent);
   auto rank_of = [&](size_t i) -> std::optional<int> {
-    const std::string& own = procs[i].rank_source;
-    if (places[i] && (source == "spawn" || source == "process-group")) return places[i];
-    if (source.empty() || (own != source && !(source == "process-group" && own == "spawn"))) {
+    RankSource own = procs[i].rank_source;
+    if (places[i] && (source == RankSource::kSpawn || source == RankSource::kProcessGroup)) {
+      return places[i];
+    }
+    if (source == RankSource::kNone ||
+        (own != source && !(source == RankSource::kProcessGroup && own == RankSource::kSpawn))) {
       return std::nullopt;
     }
     return procs[i].rank;

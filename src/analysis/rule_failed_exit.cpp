@@ -128,7 +128,7 @@ std::string thread_peak(const RuleContext& context) {
 // read a checkpoint another is still writing.
 void fit_to_process(const RuleContext& context, const ProcessSummary& p, const SignatureMatch& m,
                     const std::string& who, Finding& f) {
-  if (m.id == "torch.env-rendezvous-unset" && p.record.rank_source == "spawn") {
+  if (m.id == "torch.env-rendezvous-unset" && p.record.rank_source == common::RankSource::kSpawn) {
     f.title = who + ": " + field(m, "variable") +
               " is not set in the process torch.multiprocessing.spawn started, and "
               "init_process_group's env:// reads it";

@@ -68,6 +68,15 @@ inline const char* rank_source_name(RankSource source) {
   return "";
 }
 
+// The source of that name (rank_source_name's), kNone for a name of none.
+inline RankSource rank_source_named(std::string_view name) {
+  for (RankSource source : {RankSource::kTorch, RankSource::kOpenMpi, RankSource::kPmi,
+                            RankSource::kSlurm, RankSource::kProcessGroup, RankSource::kSpawn}) {
+    if (name == rank_source_name(source)) return source;
+  }
+  return RankSource::kNone;
+}
+
 // A non-negative decimal, or -1. Async-signal-safe.
 inline int32_t parse_rank_number(const char* text) {
   if (text == nullptr || *text == '\0') return -1;

@@ -113,7 +113,6 @@ analysis::Diagnosis printable(const analysis::Diagnosis& d) {
   for (analysis::ProcessSummary& p : out.processes) {
     clean(p.record.argv0);
     clean(p.record.cmdline);
-    clean(p.record.rank_source);
   }
   for (analysis::GpuSummary& g : out.gpus) {
     clean(g.device.uuid);

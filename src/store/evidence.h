@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/layout.h"
 #include "store/event_kind.h"
 #include "store/gpu_evidence.h"
 
@@ -54,9 +55,9 @@ struct ProcessRecord {
   std::optional<int> local_rank;
   std::optional<int> world_size;
   std::optional<int> node_rank;
-  std::string rank_source;  // "torch", "openmpi", "pmi", "slurm" or ""
-  bool agent = false;       // registered by the agent
-  bool forked = false;      // created by fork without exec
+  common::RankSource rank_source = common::RankSource::kNone;
+  bool agent = false;   // registered by the agent
+  bool forked = false;  // created by fork without exec
   EndSource end_source = EndSource::kNone;
   std::optional<int> exit_code;
   std::optional<int> exit_signal;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/rank_env.h"
 #include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -166,7 +167,7 @@ void read_processes(sqlite3* db, int schema_version, std::vector<ProcessRecord>&
     r.local_rank = rows.opt_int32(7);
     r.world_size = rows.opt_int32(8);
     r.node_rank = rows.opt_int32(9);
-    r.rank_source = rows.text(10);
+    r.rank_source = common::rank_source_named(rows.text(10));
     r.agent = rows.int64(11) != 0;
     r.forked = rows.int64(12) != 0;
     r.end_source = end_source_from_string(rows.text(13));

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/rank_env.h"
 #include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -163,7 +164,7 @@ void run_process(Statement& statement, const ProcessRecord& r) {
       .bind(8, r.local_rank)
       .bind(9, r.world_size)
       .bind(10, r.node_rank)
-      .bind(11, r.rank_source)
+      .bind(11, common::rank_source_name(r.rank_source))
       .bind(12, r.agent)
       .bind(13, r.forked)
       .bind(14, to_string(r.end_source))

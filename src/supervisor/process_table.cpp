@@ -19,12 +19,12 @@ constexpr int kMaxDepth = 64;
 // RANK is the rank the process group gets; init_process_group's answer is the truth over spawn's
 // index, which is over an outer launcher's variables (srun's SLURM_PROCID, which every process
 // that spawn starts inherits).
-int nearness(std::string_view source) {
+int nearness(common::RankSource source) {
   using common::RankSource;
   constexpr RankSource kNearest[] = {RankSource::kTorch, RankSource::kProcessGroup,
                                      RankSource::kSpawn};
   for (size_t i = 0; i < std::size(kNearest); ++i) {
-    if (source == common::rank_source_name(kNearest[i])) return static_cast<int>(3 - i);
+    if (source == kNearest[i]) return static_cast<int>(3 - i);
   }
   return 0;
 }
@@ -87,7 +87,7 @@ void ProcessTable::forget_program(Entry& entry) {
   r.argv0.clear();
   r.cmdline.clear();
   r.rank.reset();
-  r.rank_source.clear();
+  r.rank_source = common::RankSource::kNone;
   r.local_rank.reset();
   r.world_size.reset();
   r.node_rank.reset();
@@ -144,7 +144,7 @@ void ProcessTable::set_details(int pid, uint64_t start_ticks, const std::string&
   }
   if (!r.rank && env.rank >= 0) {
     r.rank = env.rank;
-    r.rank_source = common::rank_source_name(env.source);
+    r.rank_source = env.source;
     if (env.local_rank >= 0) r.local_rank = env.local_rank;
     if (env.world_size >= 0) r.world_size = env.world_size;
     if (env.node_rank >= 0) r.node_rank = env.node_rank;
@@ -219,10 +219,10 @@ void ProcessTable::take_rank(int pid, uint64_t start_ticks, common::RankSource s
                              std::optional<int> world_size) {
   Entry& entry = entry_for(pid, start_ticks, 0);
   store::ProcessRecord& r = entry.record;
-  if (nearness(r.rank_source) >= nearness(common::rank_source_name(source))) return;
+  if (nearness(r.rank_source) >= nearness(source)) return;
   // Spawn's index is a number on this node: the local rank for sure (also once the group names
   // the rank), the rank only on one node.
-  bool spawned = r.rank_source == common::rank_source_name(common::RankSource::kSpawn);
+  bool spawned = r.rank_source == common::RankSource::kSpawn;
   if (source == common::RankSource::kSpawn) {
     r.local_rank = rank;
   } else if (!spawned) {
@@ -230,7 +230,7 @@ void ProcessTable::take_rank(int pid, uint64_t start_ticks, common::RankSource s
   }
   r.rank = rank;
   r.world_size = world_size;
-  r.rank_source = common::rank_source_name(source);
+  r.rank_source = source;
   r.node_rank.reset();
   entry.changed = true;
 }

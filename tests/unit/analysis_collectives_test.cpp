@@ -31,7 +31,7 @@ store::ProcessRecord rank(int pid, int rank, uint64_t start_ticks) {
   p.agent = true;
   p.rank = rank;
   p.world_size = 2;
-  p.rank_source = "torch";
+  p.rank_source = common::RankSource::kTorch;
   return p;
 }
 

@@ -222,7 +222,7 @@ TEST(Diagnose, ProcessesInStartOrderWithTheirRoles) {
   auto ranked = [](ProcessRecord p, int rank) {
     p.rank = rank;
     p.local_rank = rank;
-    p.rank_source = "torch";
+    p.rank_source = common::RankSource::kTorch;
     return p;
   };
   // Listed out of order, as a store might return them.

@@ -167,7 +167,7 @@ TEST(DistributedRules, ASpawnedRanksExceptionPrintedByItsParentIsItsOwn) {
   e.processes[0].cmdline = e.processes[0].argv0 = "/usr/bin/python3";
   e.processes[0].cmdline += " train.py";
   for (ProcessRecord& p : e.processes) {
-    if (p.rank) p.rank_source = "process-group";
+    if (p.rank) p.rank_source = common::RankSource::kProcessGroup;
   }
   exited(e, kRank1, 2.7, 1);
   killed(e, kRank0, 2.75, SIGTERM);
@@ -429,7 +429,7 @@ TEST(DistributedRules, AWorldLargerThanSpawnStartedIsTheCause) {
   e.processes[0].cmdline += " train.py";
   for (ProcessRecord& p : e.processes) {
     if (!p.rank) continue;
-    p.rank_source = "spawn";
+    p.rank_source = common::RankSource::kSpawn;
     p.world_size.reset();
     p.init_rank = p.rank;
     p.init_world_size = 4;
@@ -481,11 +481,11 @@ TEST(DistributedRules, AWorldLargerThanSpawnStartedIsTheCause) {
   for (ProcessRecord& p : e.processes) {
     if (!p.rank) continue;
     p.init_world_size = 4;
-    p.rank_source = "torch";
+    p.rank_source = common::RankSource::kTorch;
     p.rank = 0;
     p.world_size = 2;
   }
-  e.processes[0].rank_source = "torch";
+  e.processes[0].rank_source = common::RankSource::kTorch;
   e.processes[0].rank = 0;
   e.processes[0].world_size = 2;
   for (const Finding& f : diagnose(e).findings) {

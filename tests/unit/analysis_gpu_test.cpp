@@ -63,7 +63,7 @@ Evidence four_ranks() {
     p.rank = r;
     p.local_rank = r;
     p.world_size = 4;
-    p.rank_source = "torch";
+    p.rank_source = common::RankSource::kTorch;
     e.processes.push_back(p);
     e.gpu.cuda_env.push_back({p.pid, p.start_ticks, std::nullopt, "", std::nullopt});
   }
@@ -325,7 +325,7 @@ TEST(GpuPlacement, OneProcessOnEveryGpuIsDataParallel) {
   e.processes.resize(2);  // the launcher and one process, no world size
   e.processes[1].world_size.reset();
   e.processes[1].rank.reset();
-  e.processes[1].rank_source = "";
+  e.processes[1].rank_source = common::RankSource::kNone;
   round(e, kT0 + kSecond, {{{110, 30 * kGiB}}, {{110, 10 * kGiB}}, {{110, 10 * kGiB}}});
   Diagnosis d = diagnose(e);
   ASSERT_THAT(kinds(d), ElementsAre(FindingKind::kGpuImbalance));

@@ -51,7 +51,7 @@ inline ProcessRecord ranked(ProcessRecord p, int rank, bool forked = false) {
   p.rank = rank;
   p.local_rank = rank;
   p.world_size = 2;
-  p.rank_source = "torch";
+  p.rank_source = common::RankSource::kTorch;
   p.forked = forked;
   return p;
 }

@@ -1,6 +1,7 @@
 // Tests of role assignment (launcher, rank, worker, other) on process trees shaped like those of
 // torchrun, torchrun under srun, mpirun, plain python, and jobs without Python.
 #include "analysis/roles.h"
+#include "common/rank_env.h"
 
 #include <gtest/gtest.h>
 
@@ -27,10 +28,10 @@ ProcessRecord proc(int pid, int ppid, uint64_t start_ticks, const std::string& c
   return p;
 }
 
-ProcessRecord ranked(ProcessRecord p, const std::string& source, int rank,
+ProcessRecord ranked(ProcessRecord p, std::string_view source, int rank,
                      std::optional<int> local_rank = std::nullopt,
                      std::optional<int> node_rank = std::nullopt) {
-  p.rank_source = source;
+  p.rank_source = common::rank_source_named(source);
   p.rank = rank;
   p.local_rank = local_rank;
   p.node_rank = node_rank;

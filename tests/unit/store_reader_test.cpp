@@ -255,7 +255,7 @@ TEST(StoreReader, ReadsTheSchemaV1Fixture) {
   EXPECT_EQ(crashed.pid, 511);
   EXPECT_EQ(crashed.rank, 1);
   EXPECT_EQ(crashed.world_size, 2);
-  EXPECT_EQ(crashed.rank_source, "torch");
+  EXPECT_EQ(crashed.rank_source, common::RankSource::kTorch);
   EXPECT_EQ(crashed.end_source, EndSource::kParent);
   EXPECT_EQ(crashed.exit_signal, 11);
   EXPECT_TRUE(crashed.core_dumped);

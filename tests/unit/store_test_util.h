@@ -81,7 +81,7 @@ inline ProcessRecord full_process(int pid) {
   r.local_rank = 1;
   r.world_size = 4;
   r.node_rank = 0;
-  r.rank_source = "torch";
+  r.rank_source = common::RankSource::kTorch;
   r.agent = true;
   r.forked = true;
   r.end_source = EndSource::kAgentExit;

@@ -176,7 +176,7 @@ TEST(ProcessTable, SetDetails) {
   EXPECT_EQ(r.local_rank, 0);
   EXPECT_EQ(r.world_size, 4);
   EXPECT_FALSE(r.node_rank.has_value());
-  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_EQ(r.rank_source, common::RankSource::kTorch);
 
   // Details are kept from the first time.
   t.table.set_details(10, 100, "other", "other cmdline", torch_env(3, 1));
@@ -194,7 +194,7 @@ TEST(ProcessTable, SetDetailsWithoutRank) {
   EXPECT_FALSE(r.rank.has_value());
   EXPECT_FALSE(r.local_rank.has_value());
   EXPECT_FALSE(r.world_size.has_value());
-  EXPECT_EQ(r.rank_source, "");
+  EXPECT_EQ(r.rank_source, common::RankSource::kNone);
 }
 
 TEST(ProcessTable, TheRankInitProcessGroupGave) {
@@ -211,14 +211,14 @@ TEST(ProcessTable, TheRankInitProcessGroupGave) {
   ProcessRecord r = t.get(10, 100);
   EXPECT_EQ(r.rank, 3);
   EXPECT_EQ(r.world_size, 4);
-  EXPECT_EQ(r.rank_source, "process-group");
+  EXPECT_EQ(r.rank_source, common::RankSource::kProcessGroup);
   EXPECT_FALSE(r.local_rank.has_value());
   // torchrun's RANK names the same rank: it stays, with its local rank.
   t.table.seen_alive(20, 1, 200, 1);
   t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(2, 0));
   t.table.joined_process_group(20, 200, 2, 4);
   r = t.get(20, 200);
-  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_EQ(r.rank_source, common::RankSource::kTorch);
   EXPECT_EQ(r.local_rank, 0);
 }
 
@@ -233,7 +233,7 @@ TEST(ProcessTable, TheArgumentsInitProcessGroupWasCalledWith) {
   EXPECT_EQ(r.init_world_size, 8);
   EXPECT_EQ(r.rank, 1);
   EXPECT_EQ(r.world_size, 4);
-  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_EQ(r.rank_source, common::RankSource::kTorch);
   // A later call (the job's group, after a private one it destroyed) replaces both.
   t.table.called_init_process_group(20, 200, 0, -1);
   r = t.get(20, 200);
@@ -264,7 +264,7 @@ TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
   t.table.spawned(10, 100, 1);
   ProcessRecord r = t.get(10, 100);
   EXPECT_EQ(r.rank, 1);
-  EXPECT_EQ(r.rank_source, "spawn");
+  EXPECT_EQ(r.rank_source, common::RankSource::kSpawn);
   EXPECT_EQ(r.local_rank, 1);
   EXPECT_FALSE(r.world_size.has_value());
   t.table.joined_process_group(10, 100, 5, 8);
@@ -272,7 +272,7 @@ TEST(ProcessTable, TheIndexTorchMultiprocessingSpawnGave) {
   r = t.get(10, 100);
   EXPECT_EQ(r.rank, 5);
   EXPECT_EQ(r.local_rank, 1);  // spawn's index, on this node
-  EXPECT_EQ(r.rank_source, "process-group");
+  EXPECT_EQ(r.rank_source, common::RankSource::kProcessGroup);
   // torchrun's RANK stays.
   t.table.seen_alive(20, 1, 200, 1);
   t.table.set_details(20, 200, "python3", "python3 train.py", torch_env(2, 0));
@@ -295,7 +295,7 @@ TEST(ProcessTable, AgentIdentityAlone) {
   EXPECT_EQ(r.local_rank, 1);
   EXPECT_EQ(r.world_size, 2);
   EXPECT_EQ(r.node_rank, 0);
-  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_EQ(r.rank_source, common::RankSource::kTorch);
   EXPECT_TRUE(t.table.is_live(20));
 }
 
@@ -345,7 +345,7 @@ TEST(ProcessTable, ForkThenExecTheExecWins) {
   EXPECT_EQ(r.argv0, "/bin/sh");
   EXPECT_EQ(r.rank, 5);
   EXPECT_EQ(r.local_rank, 0);
-  EXPECT_EQ(r.rank_source, "slurm");
+  EXPECT_EQ(r.rank_source, common::RankSource::kSlurm);
   EXPECT_EQ(r.ppid, 20);
 
   // A forked identity that arrives after (an out-of-order read) changes nothing.
@@ -355,7 +355,7 @@ TEST(ProcessTable, ForkThenExecTheExecWins) {
   EXPECT_FALSE(r.forked);
   EXPECT_EQ(r.cmdline, "/bin/sh -c nvidia-smi");
   EXPECT_EQ(r.rank, 5);
-  EXPECT_EQ(r.rank_source, "slurm");
+  EXPECT_EQ(r.rank_source, common::RankSource::kSlurm);
 }
 
 TEST(ProcessTable, ExecFirstThenForkedIdentityIsIgnored) {
@@ -367,7 +367,7 @@ TEST(ProcessTable, ExecFirstThenForkedIdentityIsIgnored) {
   EXPECT_FALSE(r.forked);
   EXPECT_EQ(r.cmdline, "/bin/sh -c true");
   EXPECT_FALSE(r.rank.has_value());
-  EXPECT_EQ(r.rank_source, "");
+  EXPECT_EQ(r.rank_source, common::RankSource::kNone);
 }
 
 TEST(ProcessTable, ExecWithoutRankClearsTheForkedRank) {
@@ -380,7 +380,7 @@ TEST(ProcessTable, ExecWithoutRankClearsTheForkedRank) {
   ProcessRecord r = t.get(30, 300);
   EXPECT_EQ(r.cmdline, "/usr/bin/env -i ./tool");
   EXPECT_FALSE(r.rank.has_value());
-  EXPECT_EQ(r.rank_source, "");
+  EXPECT_EQ(r.rank_source, common::RankSource::kNone);
   EXPECT_FALSE(r.local_rank.has_value());
   EXPECT_FALSE(r.world_size.has_value());
   EXPECT_FALSE(r.node_rank.has_value());
@@ -398,7 +398,7 @@ TEST(ProcessTable, ExecWithPartialRankDoesNotMixInTheForkedFields) {
   t.table.from_agent(exec);
   ProcessRecord r = t.get(30, 300);
   EXPECT_EQ(r.rank, 7);
-  EXPECT_EQ(r.rank_source, "openmpi");
+  EXPECT_EQ(r.rank_source, common::RankSource::kOpenMpi);
   EXPECT_FALSE(r.local_rank.has_value());
   EXPECT_FALSE(r.world_size.has_value());
   EXPECT_FALSE(r.node_rank.has_value());
@@ -429,7 +429,7 @@ TEST(ProcessTable, AForkThatExecsWithoutTheAgentIsReadAgain) {
   EXPECT_FALSE(r.agent);
   EXPECT_FALSE(r.forked);
   EXPECT_FALSE(r.rank.has_value());
-  EXPECT_EQ(r.rank_source, "");
+  EXPECT_EQ(r.rank_source, common::RankSource::kNone);
   EXPECT_FALSE(r.worker_id.has_value());
   EXPECT_FALSE(t.table.seen_alive(30, 20, 300, 4, kOwnStack));
   EXPECT_TRUE(t.table.live_agent_pids(true).empty()) << "no stack requests to the tool";
@@ -479,7 +479,7 @@ TEST(ProcessTable, AForkSeenBeforeItsExecTakesWhatItsAgentThenTells) {
   ProcessRecord r = t.get(30, 300);
   EXPECT_EQ(r.cmdline, "python3 train.py");
   EXPECT_EQ(r.rank, 1);
-  EXPECT_EQ(r.rank_source, "torch");
+  EXPECT_EQ(r.rank_source, common::RankSource::kTorch);
   EXPECT_TRUE(r.agent);
   EXPECT_FALSE(r.forked);
   EXPECT_TRUE(t.table.seen_alive(30, 20, 300, 2, kOwnStack)) << "the new program's /proc";
