@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/rules.h"
+#include "analysis/rule_context.h"
 #include "analysis/signatures.h"
 #include "analysis/traceback.h"
 #include "store/memory_map.h"

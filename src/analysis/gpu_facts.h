@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/rules.h"
+#include "analysis/rule_context.h"
 #include "analysis/traceback.h"
 
 namespace traindoc::analysis {

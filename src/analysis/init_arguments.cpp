@@ -3,7 +3,7 @@
 // waiting for peers that were never started, or two processes claiming one rank. Pure.
 #include <algorithm>
 
-#include "analysis/rules.h"
+#include "analysis/rule_context.h"
 #include "common/rank_env.h"
 
 namespace traindoc::analysis {

@@ -1,5 +1,5 @@
 // Helpers the rules share to name processes and cite their output. Pure.
-#include "analysis/rules.h"
+#include "analysis/rule_context.h"
 
 #include <algorithm>
 #include <cstdio>
