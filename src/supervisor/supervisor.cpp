@@ -164,7 +164,8 @@ class Loop {
   // what is missing said in run.db itself.
   void recover_store(bool last_try);
   void finish();
-  void event(store::EventKind kind, int pid, const std::string& text);
+  void event(store::EventKind kind, int pid, const std::string& text,
+             std::optional<int64_t> a = std::nullopt, std::optional<int64_t> b = std::nullopt);
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
   std::string note_stdin_waits(const std::vector<int>& pids);
@@ -260,8 +261,9 @@ class Loop {
   std::optional<store::ProcessRecord> m_last_failure;
 };
 
-void Loop::event(store::EventKind kind, int pid, const std::string& text) {
-  m_store.add_event({common::realtime_ns(), kind, pid, text});
+void Loop::event(store::EventKind kind, int pid, const std::string& text, std::optional<int64_t> a,
+                 std::optional<int64_t> b) {
+  m_store.add_event({common::realtime_ns(), kind, pid, text, a, b});
 }
 
 // How the process's CUDA device numbers map to the GPUs: kept with or without NVML, since a job
@@ -413,10 +415,9 @@ size_t Loop::read_agent() {
       m_store.add_event(
           {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
     } else if (record.type == common::RecordType::kLabelOutOfRange) {
-      m_store.add_event(
-          {record.time_ns, store::EventKind::kLabelOutOfRange, record.pid,
-           "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes",
-           record.a, record.b});
+      event(store::EventKind::kLabelOutOfRange, record.pid,
+            "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes",
+            record.a, record.b);
     }
   }
   if (uint64_t n = m_agent->processes_without_slot(); n != m_reported_no_slot) {
