@@ -115,8 +115,8 @@ struct Event {
   EventKind kind = EventKind::kJobIdle;
   int pid = 0;
   std::string text;  // for people; what a rule reads is in a and b (event_kind.h)
-  std::optional<int64_t> a;
-  std::optional<int64_t> b;
+  std::optional<int64_t> a = {};  // = {}: brace lists may leave them out, warning-free
+  std::optional<int64_t> b = {};
 
   bool operator==(const Event&) const = default;
 };
