@@ -114,6 +114,9 @@ void record_end(const std::string& run_dir, const store::Evidence& evidence,
 void end_job(const std::string& run_dir, const std::function<void()>& report) {
   int64_t lost_ns = common::realtime_ns();
   unlink((run_dir + "/" + common::kReserveFileName).c_str());  // the supervisor's, now free
+  // Its reader is gone: the sparse file would only balloon a copy of the folder. Processes that
+  // still map it keep writing into their mapping; a process started now runs without the agent.
+  unlink((run_dir + "/" + common::kAgentFileName).c_str());
   std::optional<store::Evidence> evidence = recorded(run_dir);
   Job job{recorded_running(evidence), {}};
   size_t alive = signal_run(run_dir, SIGTERM, false, job);

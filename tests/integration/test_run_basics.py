@@ -722,6 +722,7 @@ def test_a_kill_9_of_traindoc_ends_the_hung_job_it_ran(tmp_path):
     root = report["findings"][0]
     assert root["root_cause"] and root["kind"] == "collective-missing" and root["ranks"] == [1], root
     assert any("its guard then ended the job: SIGTERM to" in m for m in report["missing_evidence"])
+    assert not (run_dir / "agent" / "slots").exists()  # the shared memory, a sparse GiB
     ends = [(p["role"], p["exit"]["source"]) for p in report["processes"]]
     assert ends == [("launcher", "guard"), ("rank", "guard"), ("rank", "guard")], ends
 
