@@ -290,7 +290,9 @@ TEST(SignatureRobustness, TensOfThousandsOfLines) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "50000 lines in " << seconds << " s (" << total << " matches)\n";
   EXPECT_EQ(total, 20000u);
-  if (!test::kSanitized) EXPECT_LT(seconds, 10.0);  // a sanitizer build would time the sanitizer
+  if (!test::kSanitized) {  // a sanitizer build would time the sanitizer
+    EXPECT_LT(seconds, 10.0);
+  }
 }
 
 }  // namespace
