@@ -147,6 +147,8 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
   std::optional<uint64_t> requested = field_bytes(f, "requested_bytes");
   std::optional<uint64_t> capacity = field_bytes(f, "capacity_bytes");
   const std::string& id = failure.matches.front().id;
+  const SignatureInfo* printed = find_signature(id);
+  std::string_view framework = printed != nullptr ? printed->framework : "";
   std::string fix;
   if (requested && capacity && *requested > *capacity) {
     return "One request (" + format_bytes(*requested) + ") is larger than the whole GPU (" +
@@ -172,13 +174,14 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
                 "): stop them or run on a free GPU (CUDA_VISIBLE_DEVICES).",
             " ");
   }
-  if (id.starts_with("xla.")) {
+  if (framework == "jax") {
     join_to(fix,
             "JAX preallocates 75% of the GPU in every process: with another process on the GPU "
             "set XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION; otherwise "
             "reduce the batch size or rematerialize (jax.checkpoint).",
             " ");
-  } else if (id.starts_with("tf.") || id == "cuda.driver-out-of-memory") {
+  } else if (framework == "tensorflow" || id == "cuda.driver-out-of-memory") {
+    // By id, not framework: the CUDA driver's error as TensorFlow's StreamExecutor logs it.
     join_to(fix,
             "Let TensorFlow grow its memory instead of taking the GPU "
             "(tf.config.experimental.set_memory_growth or TF_FORCE_GPU_ALLOW_GROWTH=true), and "

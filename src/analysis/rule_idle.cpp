@@ -5,8 +5,8 @@
 #include <map>
 #include <string_view>
 
-#include "analysis/known_failure.h"
 #include "analysis/rules.h"
+#include "analysis/signature_words.h"
 #include "common/layout.h"
 
 namespace traindoc::analysis {
@@ -200,7 +200,7 @@ void rule_idle(const RuleContext& context, std::vector<TimedFinding>& out) {
                                              : quiet);
     }
     f.fix = !prompts.empty()    ? kPromptFix
-            : !join.empty()     ? kJoinFix
+            : !join.empty()     ? words::kJoinFix
             : !fetching.empty() ? kWorkerStuckFix
                                 : kIdleFix;
     // A rank that waits for a world the launch does not match waits for ranks never started.
