@@ -111,8 +111,8 @@ std::vector<KernelFailure> kernel_failures(const RuleContext& context,
 
 }  // namespace
 
-void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                     std::vector<TimedFinding>& out) {
+void rule_cuda_error(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   for (const auto& [failure, found] : kernel_failures(context, tracebacks)) {
     const PythonTraceback& tb = *failure.traceback;
     Finding f;

@@ -204,8 +204,8 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
 
 }  // namespace
 
-void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                  std::vector<TimedFinding>& out) {
+void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   const store::GpuEvidence& gpu = context.evidence.gpu;
   for (const PrintedFailure& failure : printed_failures(
            context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {

@@ -251,8 +251,8 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
 
 }  // namespace
 
-void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                        std::vector<TimedFinding>& out) {
+void rule_gpu_placement(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   std::vector<int> oom_devices;
   for (const PrintedFailure& failure : printed_failures(
            context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {
