@@ -2,7 +2,7 @@
 // broadcasts its targets against its input, softmax over a dimension it guessed, CUDA that did
 // not start): a warning each, one for all the ranks that printed it. The job runs on and learns
 // the wrong thing, or on the CPU; this is the only place it says so. Hints about speed alone are
-// info. Pure.
+// info. The words are the catalog entries' (signature_words.h); their describers are here. Pure.
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
 #include "analysis/signature_words.h"
