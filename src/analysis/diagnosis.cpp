@@ -496,23 +496,7 @@ Diagnosis diagnose_evidence(const store::Evidence& evidence) {
   RuleContext context{evidence, out.processes, texts};
   out.gpus = summarize_gpus(context);
   std::vector<TimedFinding> found;
-  rule_native_crash(context, found);
-  rule_stop_request(context, found);
-  rule_killed(context, found);
-  // The GPU rules read the tracebacks; the dedicated ones run before rule_failed_exit, which
-  // leaves the processes they explained alone.
-  const std::vector<PythonTraceback>& tracebacks = texts.all_tracebacks();
-  rule_gpu_oom(context, tracebacks, found);
-  rule_cuda_error(context, tracebacks, found);
-  rule_failed_exit(context, found);
-  rule_thread_exception(context, found);
-  rule_framework_warning(context, found);
-  rule_peer_exited(context, found);
-  rule_memory_leak(context, found);
-  rule_gpu_placement(context, tracebacks, found);
-  rule_hardware_fault(context, found);
-  rule_collectives(context, found);
-  rule_idle(context, found);
+  for (const Rule& rule : rule_table()) rule.run(context, found);
   mark_recovered(context, found);
   merge_same(found);
   mark_repeated(context, found);

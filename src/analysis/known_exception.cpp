@@ -1,23 +1,17 @@
-// Known Python exceptions turned into words, one describer per signature id, reading the values
-// the signature extracted. Pure.
-#include "analysis/known_exception.h"
-
+// The words of known Python exceptions and rejected command lines (signature_words.h): one
+// describer per signature, reading the values it extracted. Pure.
 #include <algorithm>
-#include <functional>
 #include <initializer_list>
-#include <map>
 #include <set>
 #include <string_view>
 #include <utility>
 
 #include "analysis/file_name.h"
 #include "analysis/match_fields.h"
+#include "analysis/signature_words.h"
 #include "store/symbol_name.h"
 
-namespace traindoc::analysis {
-namespace {
-
-using Describer = std::function<void(const SignatureMatch&, KnownFailure&)>;
+namespace traindoc::analysis::words {
 
 // ---- the interpreter ---------------------------------------------------------------------------
 
@@ -211,6 +205,8 @@ void worker_exception(const SignatureMatch& m, KnownFailure& f) {
 
 // ---- native libraries --------------------------------------------------------------------------
 
+namespace {
+
 // Whether a library's file name ("libcudart.so.11.0") starts with one of `names`.
 bool library_of(const std::string& file, std::initializer_list<std::string_view> names) {
   return std::any_of(names.begin(), names.end(), [&](std::string_view name) {
@@ -238,6 +234,8 @@ const char* desktop_package(const std::string& file) {
   }
   return nullptr;
 }
+
+}  // namespace
 
 void shared_library_missing(const SignatureMatch& m, KnownFailure& f) {
   std::string library = field(m, "library");
@@ -402,11 +400,15 @@ void conv_dims(const SignatureMatch& m, KnownFailure& f) {
           "batches: x.flatten(0, 1)), or a missing channel dimension (x.unsqueeze(1)).";
 }
 
+namespace {
+
 const char* const kDeviceFix =
     "Move every batch to the model's device (inputs and targets: x = x.to(device)), create "
     "tensors inside forward on the input's device (torch.zeros(..., device=x.device)), and "
     "register constant tensors as buffers (self.register_buffer) so that model.to(device) moves "
     "them too.";
+
+}  // namespace
 
 void device_mismatch(const SignatureMatch& m, KnownFailure& f) {
   if (!field(m, "other_device").empty()) {
@@ -416,6 +418,8 @@ void device_mismatch(const SignatureMatch& m, KnownFailure& f) {
   f.fix = kDeviceFix;
 }
 
+namespace {
+
 bool names(const std::string& type, std::initializer_list<const char*> words) {
   std::string lower = type;
   std::transform(lower.begin(), lower.end(), lower.begin(),
@@ -423,6 +427,8 @@ bool names(const std::string& type, std::initializer_list<const char*> words) {
   return std::any_of(words.begin(), words.end(),
                      [&](const char* w) { return lower.find(w) != std::string::npos; });
 }
+
+}  // namespace
 
 // Which fix depends on the type: float16 and bfloat16 lack CPU kernels; integers reach
 // operations that need floating point, or loss targets need int64.
@@ -598,6 +604,8 @@ void ddp_attribute(const SignatureMatch& m, KnownFailure& f) {
 
 // ---- checkpoints -------------------------------------------------------------------------------
 
+namespace {
+
 // "\"a.b\", \"c\". " -> {"a.b", "c"}; a key cut short by the end of the text is dropped.
 std::vector<std::string> quoted_keys(const std::string& text) {
   std::vector<std::string> keys;
@@ -635,6 +643,8 @@ std::string first_keys(const std::vector<std::string>& keys) {
   for (size_t i = 0; i < keys.size() && i < 3; ++i) out += (i ? ", '" : "'") + keys[i] + "'";
   return keys.size() > 3 ? out + ", ..." : out;
 }
+
+}  // namespace
 
 void state_dict(const SignatureMatch& m, KnownFailure& f) {
   std::vector<std::string> missing = quoted_keys(field(m, "missing_keys"));
@@ -700,136 +710,4 @@ void weights_only(const SignatureMatch& m, KnownFailure& f) {
       "an argparse.Namespace), not whole models.";
 }
 
-const std::map<std::string, Describer>& describers() {
-  static const std::map<std::string, Describer> kDescribers = {
-      {"python.module-not-found", module_not_found},
-      {"python.file-not-found", file_not_found},
-      {"python.script-not-found", script_not_found},
-      {"python.unpicklable", unpicklable},
-      {"python.unpickle-missing-class", missing_class},
-      {"pil.unreadable-image", unreadable_image},
-      {"torch.batchnorm-one-sample", batchnorm_one_sample},
-      {"torch.view-size-mismatch", view_size_mismatch},
-      {"torch.broadcast-mismatch", broadcast_mismatch},
-      {"python.launcher-variable-missing", launcher_variable_missing},
-      {"torch.env-rendezvous-unset", launcher_variable_missing},
-      {"python.argparse-error", bad_arguments},
-      {"torch.dataloader-worker-exception", worker_exception},
-      {"torch.collate-unequal-sizes", collate_unequal},
-      {"torch.linear-shape-mismatch", linear_features},
-      {"torch.collate-type", collate_type},
-      {"torch.collate-none", collate_type},
-      {"torch.conv-channels", conv_channels},
-      {"torch.conv-input-dims", conv_dims},
-      {"torch.device-mismatch", device_mismatch},
-      {"torch.tensor-type-mismatch", type_mismatch},
-      {"torch.dtype-unsupported", dtype_unsupported},
-      {"torch.batch-size-mismatch", batch_size_mismatch},
-      {"torch.autograd-inplace", autograd_inplace},
-      {"torch.autograd-nan", autograd_nan},
-      {"torch.state-dict-mismatch", state_dict},
-      {"torch.load-weights-only", weights_only},
-      {"torch.ddp-ready-twice", ddp_ready_twice},
-      {"torch.ddp-attribute", ddp_attribute},
-      {"python.shared-library-missing", shared_library_missing},
-      {"python.undefined-symbol", undefined_symbol},
-      {"torch.numpy-not-cpu", numpy_not_cpu},
-      {"torch.collective-device-unsupported", device_unsupported},
-  };
-  return kDescribers;
-}
-
-// Texts that carry no value to put in words: a title (or none) and a fix of their own.
-struct Words {
-  const char* title;
-  const char* fix;
-};
-
-const std::map<std::string, Words>& fixed_words() {
-  static const std::map<std::string, Words> kWords = {
-      {"python.syntax-error",
-       {"",
-        "Python could not compile the file cited, so nothing in it ran: fix that line. `python -m "
-        "py_compile FILE` checks a file without running it."}},
-      {"python.recursion-limit",
-       {"calls nested past Python's recursion limit",
-        "Most often a function calls itself without end: the frames the traceback repeats "
-        "(Python prints a few, then `[Previous line repeated N more times]`) never meet their "
-        "stopping condition. Fix that condition (a base case never reached; a __getattr__ that "
-        "reads an attribute not set yet, as in a dataset unpickled in a spawned DataLoader "
-        "worker before __init__ ran), or write the recursion as a loop. Data nested deeper than "
-        "the limit (pickling, copy.deepcopy or repr of deep structures) needs a flatter "
-        "structure, or sys.setrecursionlimit for a recursion that is deep but ends."}},
-      {"python.spawn-main-unguarded",
-       {"a started process re-ran the main script's code that starts processes, which is not "
-        "under `if __name__ == '__main__':`",
-        "The spawn and forkserver start methods (torch.multiprocessing.spawn, a DataLoader or "
-        "multiprocessing.Pool with that context) import the main script again in every process "
-        "they start: put the code that starts processes, and all training code, in a function "
-        "called under `if __name__ == '__main__':`."}},
-      {"torch.autograd-backward-twice",
-       {"backward() ran a second time through a graph whose saved tensors were freed",
-        "A tensor carried from one step to the next keeps the previous step's graph (an RNN's "
-        "hidden state, a running total of losses, a cached output): .detach() it at the end of "
-        "each step (`total += loss.item()` for a running total). If two backward passes through "
-        "one graph are meant, pass retain_graph=True to the first."}},
-      {"torch.autograd-non-scalar",
-       {"backward() on a loss of more than one value",
-        "backward() without arguments needs a loss of one element: reduce it first with .mean() "
-        "or .sum() (a loss built with reduction='none' has one value per sample). Under "
-        "nn.DataParallel, a loss computed inside the model comes back with one value per GPU: "
-        ".mean() it. To back-propagate a tensor on purpose, pass gradient= of its shape "
-        "(torch.ones_like(out))."}},
-      {"torch.autograd-leaf-inplace",
-       {"a tensor that requires grad, as a parameter, was changed in place while autograd "
-        "recorded",
-        "Changing a leaf tensor that requires grad in place (w -= lr * w.grad, w.add_(), w[0] = "
-        "0, w.fill_()) must not be recorded: do it under `with torch.no_grad():`, as optimizers "
-        "and torch.nn.init do. To compute with a changed copy, use an out-of-place operation (w "
-        "+ 1 makes a new tensor)."}},
-      {"torch.loss-multi-target",
-       {"cross_entropy or nll_loss got a target with more than one value per sample",
-        "CrossEntropyLoss and NLLLoss take one class index per sample: an int64 tensor of shape "
-        "[N], without a class dimension. A target of shape [N, 1] needs target.squeeze(1); "
-        "one-hot targets need target.argmax(1) (or, as soft labels, .float() probabilities of "
-        "shape [N, C], on PyTorch 1.10 and later). For several labels per sample, use "
-        "BCEWithLogitsLoss with float targets of shape [N, C]."}},
-      {"torch.numpy-requires-grad",
-       {"numpy() on a tensor that autograd records (it requires grad)",
-        "Take the values out of the graph first: tensor.detach().cpu().numpy(), or compute "
-        "metrics and plots under torch.no_grad(); for one number, loss.item(). A conversion to "
-        "NumPy inside the model's forward cuts the graph: keep that computation in torch."}},
-      {"torch.autograd-no-grad",
-       {"backward() on a loss that no parameter requiring grad contributed to",
-        "The loss was computed without autograd: under torch.no_grad() or "
-        "torch.inference_mode() (an evaluation helper left on), from values taken out of the "
-        "graph (.detach(), .item(), .numpy(), a new torch.tensor(...)), or from a model whose "
-        "parameters are all frozen (requires_grad=False). Compute it from the model's outputs "
-        "with grad enabled."}},
-      {"torch.dataset-empty",
-       {"the DataLoader's dataset has no samples",
-        "The dataset is empty: its path, file pattern or filter matched nothing (a relative path "
-        "resolves against the working directory the job runs in), or a split or subset left "
-        "nothing for this rank. Check len(dataset) before building the DataLoader."}},
-      {"torch.default-group-not-initialized",
-       {"",
-        "A torch.distributed call ran in a process that never called init_process_group: call "
-        "dist.init_process_group(backend) first (torchrun sets the environment it reads), or, "
-        "for a script that also runs as a single process, guard the calls with "
-        "dist.is_initialized()."}},
-  };
-  return kWords;
-}
-
-}  // namespace
-
-void describe_python(const SignatureMatch& m, KnownFailure& f) {
-  if (auto it = describers().find(m.id); it != describers().end()) {
-    it->second(m, f);
-  } else if (auto words = fixed_words().find(m.id); words != fixed_words().end()) {
-    f.title = words->second.title;
-    f.fix = words->second.fix;
-  }
-}
-
-}  // namespace traindoc::analysis
+}  // namespace traindoc::analysis::words

@@ -18,7 +18,13 @@ struct KnownFailure {
   std::vector<int> ranks;  // ranks the text names (besides the process that printed it)
   std::vector<std::string> evidence;
   std::string fix;
+  bool info = false;  // a hint about speed alone (Entry::info)
 };
+
+// The words of one match, from its catalog entry (signature_table.h): what its describer says,
+// then the entry's title and fix where it said none. Those of the refinement that changed its
+// kind, if one did. Empty for a signature without words.
+KnownFailure describe_match(const SignatureMatch& m);
 
 // The failure a traceback's (or a line's) signatures describe; nullopt when none of them is a
 // failure of a known kind. Texts about another process's end (a worker killed, a peer gone)
@@ -38,13 +44,6 @@ bool reports_another_process(FindingKind kind);
 // merge_key): collective failures by their kind, since the collective checker's finding and every
 // rank's error text describe one event; others by the signature.
 std::string merge_key(FindingKind kind, const std::string& signature_id);
-
-// The fix for a kind when no text says more; "" for a kind without advice of its own.
-std::string fix_for(FindingKind kind);
-// The fix for ranks or nodes that never joined the rendezvous.
-extern const char* const kJoinFix;
-// The fix for CUDA that could not start with "CUDA unknown error" (cudaErrorUnknown).
-extern const char* const kCudaUnknownErrorFix;
 
 // The fix for an exception no known text explains: where the user's code raised it, or called
 // the library that did.

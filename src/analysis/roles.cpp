@@ -200,34 +200,18 @@ std::string describe(const ProcessRole& role) {
   return to_string(role.role);
 }
 
-std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& procs,
-                                      int root_pid) {
-  std::vector<ProcessRole> roles(procs.size());
-  std::vector<int> parent = parent_links(procs);
+namespace {
 
-  // The innermost launcher's variables: the lowest source present (torch before mpi before
-  // slurm); a rank that init_process_group gave where torchrun set none (ranks that
-  // torch.multiprocessing.spawn started) comes before the outer launchers', and so does spawn's
-  // index, which names the ranks that never got as far as init_process_group.
-  // Spawn's index alone names ranks only once one of them failed: processes spawned for other
-  // work (a preprocessing pool) stay workers of the process that trains.
-  auto failed_spawn = [](const store::ProcessRecord& p) {
-    return p.rank_source == RankSource::kSpawn && failed_itself(p);
-  };
-  bool spawn_ranks = std::any_of(procs.begin(), procs.end(), failed_spawn);
+// The rank each process carries: the innermost launcher's variables, the lowest source present
+// (torch before mpi before slurm). A rank that init_process_group gave where torchrun set none
+// (ranks that torch.multiprocessing.spawn started) comes before the outer launchers', and so
+// does spawn's index, which names the ranks that never got as far as init_process_group.
+struct RankReader {
+  const std::vector<store::ProcessRecord>& procs;
   RankSource source = RankSource::kNone;
-  for (RankSource name : {RankSource::kTorch, RankSource::kProcessGroup, RankSource::kSpawn,
-                          RankSource::kOpenMpi, RankSource::kPmi, RankSource::kSlurm}) {
-    if (name == RankSource::kSpawn && !spawn_ranks) continue;
-    if (std::any_of(procs.begin(), procs.end(),
-                    [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
-      source = name;
-      break;
-    }
-  }
-  std::vector<std::optional<int>> places(procs.size());
-  if (spawn_ranks) places = spawn_places(procs, parent);
-  auto rank_of = [&](size_t i) -> std::optional<int> {
+  std::vector<std::optional<int>> places;  // spawn's index, where it names ranks
+
+  std::optional<int> operator()(size_t i) const {
     RankSource own = procs[i].rank_source;
     if (places[i] && (source == RankSource::kSpawn || source == RankSource::kProcessGroup)) {
       return places[i];
@@ -237,9 +221,36 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       return std::nullopt;
     }
     return procs[i].rank;
-  };
+  }
+};
 
-  // Rank processes: the topmost process carrying each rank.
+// Spawn's index alone names ranks only once one of them failed: processes spawned for other
+// work (a preprocessing pool) stay workers of the process that trains.
+RankReader read_ranks(const std::vector<store::ProcessRecord>& procs,
+                      const std::vector<int>& parent) {
+  RankReader out{procs, RankSource::kNone, std::vector<std::optional<int>>(procs.size())};
+  auto failed_spawn = [](const store::ProcessRecord& p) {
+    return p.rank_source == RankSource::kSpawn && failed_itself(p);
+  };
+  bool spawn_ranks = std::any_of(procs.begin(), procs.end(), failed_spawn);
+  for (RankSource name : {RankSource::kTorch, RankSource::kProcessGroup, RankSource::kSpawn,
+                          RankSource::kOpenMpi, RankSource::kPmi, RankSource::kSlurm}) {
+    if (name == RankSource::kSpawn && !spawn_ranks) continue;
+    if (std::any_of(procs.begin(), procs.end(),
+                    [&](const auto& p) { return p.rank_source == name && p.rank.has_value(); })) {
+      out.source = name;
+      break;
+    }
+  }
+  if (spawn_ranks) out.places = spawn_places(procs, parent);
+  return out;
+}
+
+// Rank processes: the topmost process carrying each rank. A shell or wrapper that carries the
+// rank (sbatch sets SLURM_PROCID for the whole script) hands it down to the first Python process
+// below it with the same rank: that one trains.
+std::vector<bool> rank_processes(const std::vector<store::ProcessRecord>& procs,
+                                 const std::vector<int>& parent, const RankReader& rank_of) {
   std::vector<bool> is_rank(procs.size(), false);
   for (size_t i = 0; i < procs.size(); ++i) {
     std::optional<int> rank = rank_of(i);
@@ -247,8 +258,6 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
     int up = parent[i];
     is_rank[i] = up == kNone || rank_of(static_cast<size_t>(up)) != rank;
   }
-  // A shell or wrapper that carries the rank (sbatch sets SLURM_PROCID for the whole script)
-  // hands it down to the first Python process below it with the same rank: that one trains.
   for (size_t i = 0; i < procs.size(); ++i) {
     if (is_rank[i] || !is_python(procs[i]) || !rank_of(i)) continue;
     for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
@@ -261,62 +270,68 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       }
     }
   }
-  if (std::none_of(is_rank.begin(), is_rank.end(), [](bool b) { return b; })) {
-    // A single training process: a topmost Python process, else the job's root. Of several (a
-    // script that checks its environment with one, then trains with another), the one that
-    // failed where the job failed (not one a stop signal ended), else the one that ran longest
-    // to its end, else the first.
-    bool job_failed = std::any_of(procs.begin(), procs.end(), [&](const auto& p) {
-      return p.pid == root_pid && ended_in_failure(p);
-    });
-    auto failed = [&](const store::ProcessRecord& p) { return job_failed && failed_itself(p); };
-    auto ran_ns = [](const store::ProcessRecord& p) {
-      return p.end_ns == 0 ? int64_t{0} : p.end_ns - p.start_ns;
-    };
-    auto below_python = [&](size_t i) {
-      for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
-        if (is_python(procs[static_cast<size_t>(up)])) return true;
-      }
-      return false;
-    };
-    auto trains_rather = [&](const store::ProcessRecord& a, const store::ProcessRecord& b) {
-      if (failed(a) != failed(b)) return failed(a);
-      if (ran_ns(a) != ran_ns(b)) return ran_ns(a) > ran_ns(b);
-      return a.start_ticks < b.start_ticks;
-    };
-    size_t main = procs.size();
-    for (size_t i = 0; i < procs.size(); ++i) {
-      if (!is_python(procs[i]) || is_launcher_command(procs[i])) continue;
-      if (!below_python(i) && (main == procs.size() || trains_rather(procs[i], procs[main]))) {
-        main = i;
-      }
-    }
-    if (main == procs.size()) {
-      // A launcher that never started a rank: the innermost, and what runs it (a wrapper such
-      // as `timeout`, a shell).
-      std::optional<size_t> launcher;
-      for (size_t i = 0; i < procs.size(); ++i) {
-        if (is_launcher_command(procs[i]) &&
-            (!launcher || procs[i].start_ticks > procs[*launcher].start_ticks)) {
-          launcher = i;
-        }
-      }
-      if (launcher) {
-        for (int up = static_cast<int>(*launcher); up != kNone;
-             up = parent[static_cast<size_t>(up)]) {
-          roles[static_cast<size_t>(up)].role = Role::kLauncher;
-        }
-        return roles;
-      }
-      for (size_t i = 0; i < procs.size(); ++i) {
-        if (procs[i].pid == root_pid) main = i;
-      }
-    }
-    if (main == procs.size()) return roles;
-    is_rank[main] = true;
-  }
+  return is_rank;
+}
 
-  // Start order, so that worker numbers follow the order in which a rank started them.
+// The single training process of a job without ranks: a topmost Python process that is no
+// launcher. Of several (a script that checks its environment with one, then trains with
+// another), the one that failed where the job failed (not one a stop signal ended), else the one
+// that ran longest to its end, else the first. None when there is no such process.
+std::optional<size_t> training_process(const std::vector<store::ProcessRecord>& procs,
+                                       const std::vector<int>& parent, int root_pid) {
+  bool job_failed = std::any_of(procs.begin(), procs.end(), [&](const auto& p) {
+    return p.pid == root_pid && ended_in_failure(p);
+  });
+  auto failed = [&](const store::ProcessRecord& p) { return job_failed && failed_itself(p); };
+  auto ran_ns = [](const store::ProcessRecord& p) {
+    return p.end_ns == 0 ? int64_t{0} : p.end_ns - p.start_ns;
+  };
+  auto below_python = [&](size_t i) {
+    for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
+      if (is_python(procs[static_cast<size_t>(up)])) return true;
+    }
+    return false;
+  };
+  auto trains_rather = [&](const store::ProcessRecord& a, const store::ProcessRecord& b) {
+    if (failed(a) != failed(b)) return failed(a);
+    if (ran_ns(a) != ran_ns(b)) return ran_ns(a) > ran_ns(b);
+    return a.start_ticks < b.start_ticks;
+  };
+  std::optional<size_t> main;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (!is_python(procs[i]) || is_launcher_command(procs[i])) continue;
+    if (!below_python(i) && (!main || trains_rather(procs[i], procs[*main]))) main = i;
+  }
+  return main;
+}
+
+// The launcher started last, the innermost; none when no process is one.
+std::optional<size_t> innermost_launcher(const std::vector<store::ProcessRecord>& procs) {
+  std::optional<size_t> launcher;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (is_launcher_command(procs[i]) &&
+        (!launcher || procs[i].start_ticks > procs[*launcher].start_ticks)) {
+      launcher = i;
+    }
+  }
+  return launcher;
+}
+
+// The job's root process; none when it is not in the tree.
+std::optional<size_t> root_process(const std::vector<store::ProcessRecord>& procs, int root_pid) {
+  std::optional<size_t> root;
+  for (size_t i = 0; i < procs.size(); ++i) {
+    if (procs[i].pid == root_pid) root = i;
+  }
+  return root;
+}
+
+// Roles below and above the rank processes, in start order, so that worker numbers follow the
+// order in which a rank started them: the ranks, the launchers above them, and below each the
+// DataLoader workers of the nearest rank and the programs it runs (other).
+void name_ranks_and_workers(const std::vector<store::ProcessRecord>& procs,
+                            const std::vector<int>& parent, const std::vector<bool>& is_rank,
+                            const RankReader& rank_of, std::vector<ProcessRole>& roles) {
   std::vector<size_t> order(procs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -353,7 +368,6 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       }
       continue;
     }
-    // Below a rank: a worker of the nearest rank above it, or a program it runs (other).
     for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {
       auto owner = static_cast<size_t>(up);
       if (!is_rank[owner]) continue;
@@ -368,6 +382,34 @@ std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& p
       break;
     }
   }
+}
+
+}  // namespace
+
+std::vector<ProcessRole> assign_roles(const std::vector<store::ProcessRecord>& procs,
+                                      int root_pid) {
+  std::vector<ProcessRole> roles(procs.size());
+  std::vector<int> parent = parent_links(procs);
+  RankReader rank_of = read_ranks(procs, parent);
+  std::vector<bool> is_rank = rank_processes(procs, parent, rank_of);
+  if (std::none_of(is_rank.begin(), is_rank.end(), [](bool b) { return b; })) {
+    std::optional<size_t> main = training_process(procs, parent, root_pid);
+    if (!main) {
+      // A launcher that never started a rank: the innermost, and what runs it (a wrapper such
+      // as `timeout`, a shell).
+      if (std::optional<size_t> launcher = innermost_launcher(procs)) {
+        for (int up = static_cast<int>(*launcher); up != kNone;
+             up = parent[static_cast<size_t>(up)]) {
+          roles[static_cast<size_t>(up)].role = Role::kLauncher;
+        }
+        return roles;
+      }
+      main = root_process(procs, root_pid);
+    }
+    if (!main) return roles;
+    is_rank[*main] = true;
+  }
+  name_ranks_and_workers(procs, parent, is_rank, rank_of, roles);
   return roles;
 }
 

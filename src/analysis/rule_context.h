@@ -134,6 +134,11 @@ struct InitMismatch {
 };
 std::optional<InitMismatch> init_mismatch(const RuleContext& context, const ProcessSummary& p);
 
+// Whether the collective checker found a call that some ranks made and the others do not (from
+// there): the others, which went on or left, did nothing wrong. In rule_collectives.cpp, beside
+// the reading of the checker's findings.
+bool odd_call_found(const RuleContext& context);
+
 // A finding with the time of the failure it reports, for ordering by causality.
 struct TimedFinding {
   TimedFinding() = default;

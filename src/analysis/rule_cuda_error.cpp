@@ -11,6 +11,12 @@
 namespace traindoc::analysis {
 namespace {
 
+// A kernel's own assertion line, which names the block and the thread (cuda.device-assertion's
+// required part), beside the checks of label and index kernels it may also match.
+bool kernel_assertion(const SignatureMatch& m) {
+  return m.kind == FindingKind::kDeviceSideAssert && m.fields.contains("block");
+}
+
 struct Assertions {
   std::map<std::string, std::string> kernel;  // cuda.device-assertion's block, thread, file, line
   std::optional<FindingKind> kind;            // label-out-of-range or index-out-of-range, if said
@@ -26,13 +32,13 @@ Assertions assertions_near(const RuleContext& context, const PythonTraceback& tb
     if (line->text.find("Assertion `") == std::string::npos) continue;
     bool counted = false;
     for (const SignatureMatch& m : match_line(line->text)) {
-      if (m.id == "cuda.device-assertion" || m.kind == FindingKind::kLabelOutOfRange ||
+      if (kernel_assertion(m) || m.kind == FindingKind::kLabelOutOfRange ||
           m.kind == FindingKind::kIndexOutOfRange) {
         if (!counted) ++out.count;
         counted = true;
         if (out.line.empty()) out.line = line->text;
         if (!out.kind && m.kind != FindingKind::kDeviceSideAssert) out.kind = m.kind;
-        if (m.id == "cuda.device-assertion" && out.kernel.empty()) out.kernel = m.fields;
+        if (kernel_assertion(m) && out.kernel.empty()) out.kernel = m.fields;
       }
     }
   }
@@ -66,7 +72,8 @@ std::string fix_for(FindingKind kind, bool kernel_known) {
 // status).
 bool gpu_library_error(const PrintedFailure& failure) {
   return std::any_of(failure.matches.begin(), failure.matches.end(), [](const SignatureMatch& m) {
-    return m.id.starts_with("cuda.") || m.id.starts_with("cublas.") || m.id.starts_with("cudnn.");
+    const SignatureInfo* info = find_signature(m.id);
+    return info != nullptr && info->framework == "cuda";
   });
 }
 
@@ -104,8 +111,8 @@ std::vector<KernelFailure> kernel_failures(const RuleContext& context,
 
 }  // namespace
 
-void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                     std::vector<TimedFinding>& out) {
+void rule_cuda_error(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   for (const auto& [failure, found] : kernel_failures(context, tracebacks)) {
     const PythonTraceback& tb = *failure.traceback;
     Finding f;

@@ -147,6 +147,8 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
   std::optional<uint64_t> requested = field_bytes(f, "requested_bytes");
   std::optional<uint64_t> capacity = field_bytes(f, "capacity_bytes");
   const std::string& id = failure.matches.front().id;
+  const SignatureInfo* printed = find_signature(id);
+  std::string_view framework = printed != nullptr ? printed->framework : "";
   std::string fix;
   if (requested && capacity && *requested > *capacity) {
     return "One request (" + format_bytes(*requested) + ") is larger than the whole GPU (" +
@@ -172,13 +174,14 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
                 "): stop them or run on a free GPU (CUDA_VISIBLE_DEVICES).",
             " ");
   }
-  if (id.starts_with("xla.")) {
+  if (framework == "jax") {
     join_to(fix,
             "JAX preallocates 75% of the GPU in every process: with another process on the GPU "
             "set XLA_PYTHON_CLIENT_PREALLOCATE=false or XLA_PYTHON_CLIENT_MEM_FRACTION; otherwise "
             "reduce the batch size or rematerialize (jax.checkpoint).",
             " ");
-  } else if (id.starts_with("tf.") || id == "cuda.driver-out-of-memory") {
+  } else if (framework == "tensorflow" || id == "cuda.driver-out-of-memory") {
+    // By id, not framework: the CUDA driver's error as TensorFlow's StreamExecutor logs it.
     join_to(fix,
             "Let TensorFlow grow its memory instead of taking the GPU "
             "(tf.config.experimental.set_memory_growth or TF_FORCE_GPU_ALLOW_GROWTH=true), and "
@@ -199,23 +202,77 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
   return fix;
 }
 
+// The failure's fields, with the request that TensorFlow's and XLA's allocators log before the
+// exception that names none.
+std::map<std::string, std::string> oom_fields(const RuleContext& context,
+                                              const PrintedFailure& failure) {
+  std::map<std::string, std::string> fields = failure.fields;
+  for (const store::LogLine* line : lines_near(context.evidence, *failure.traceback, false)) {
+    for (const SignatureMatch& m : match_line(line->text)) {
+      if (m.failure &&
+          (m.kind == FindingKind::kGpuOom || m.kind == FindingKind::kGpuFragmentation)) {
+        fields.insert(m.fields.begin(), m.fields.end());
+      }
+    }
+  }
+  return fields;
+}
+
+// The numbers of the GPU (`where`) and of this process: what PyTorch allocated, what it
+// reserved but could not use, and the rest.
+void cite_numbers(const store::GpuEvidence& gpu, const std::map<std::string, std::string>& fields,
+                  std::optional<int> device, const std::string& where, Finding& f) {
+  std::string numbers;
+  join_to(numbers, bytes_field(fields, "requested_bytes", "requested"));
+  join_to(numbers, bytes_field(fields, "capacity_bytes", "capacity"));
+  join_to(numbers, bytes_field(fields, "free_bytes", "free"));
+  if (device) {
+    if (const store::GpuDevice* d = find_device(gpu, *device);
+        d && !fields.contains("capacity_bytes")) {
+      join_to(numbers, "capacity " + format_bytes(d->memory_total) + " (NVML)");
+    }
+  }
+  if (!numbers.empty()) f.evidence.push_back(where + ": " + std::move(numbers));
+
+  std::string self;
+  join_to(self, bytes_field(fields, "process_bytes", "in use"));
+  join_to(self, bytes_field(fields, "allocated_bytes", "allocated by PyTorch"));
+  join_to(self, bytes_field(fields, "reserved_bytes", "reserved by PyTorch"));
+  join_to(self, bytes_field(fields, "reserved_unallocated_bytes", "reserved but unallocated"));
+  join_to(self, bytes_field(fields, "private_pool_bytes", "in private pools (CUDA graphs)"));
+  if (!self.empty()) f.evidence.push_back("this process: " + self);
+}
+
+// Who held the device at the moment of the failure, and its peak over the run (NVML), cited.
+Holders cite_holders(const RuleContext& context, int device, const PrintedFailure& failure, int pid,
+                     Finding& f) {
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  Holders held = holders(context, device, failure.t_ns, pid);
+  if (!held.text.empty()) {
+    f.evidence.push_back("on " + device_label(gpu, device) +
+                         " at that moment (NVML): " + held.text);
+  }
+  if (held.other_namespace) {
+    f.evidence.push_back(
+        "NVML's process list uses the pids of another pid namespace, likely the host's pids "
+        "of this container's processes: the processes it names may be the job's own, this "
+        "one included, and are not processes to stop");
+  }
+  if (auto peak = peak_by_device(gpu); peak.contains(device)) {
+    f.evidence.push_back(device_label(gpu, device) +
+                         " peak over the run: " + format_bytes(peak.at(device)));
+  }
+  return held;
+}
+
 }  // namespace
 
-void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                  std::vector<TimedFinding>& out) {
+void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   const store::GpuEvidence& gpu = context.evidence.gpu;
   for (const PrintedFailure& failure : printed_failures(
            context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {
-    // TensorFlow's and XLA's allocators log the request before the exception that names none.
-    std::map<std::string, std::string> fields = failure.fields;
-    for (const store::LogLine* line : lines_near(context.evidence, *failure.traceback, false)) {
-      for (const SignatureMatch& m : match_line(line->text)) {
-        if (m.failure &&
-            (m.kind == FindingKind::kGpuOom || m.kind == FindingKind::kGpuFragmentation)) {
-          fields.insert(m.fields.begin(), m.fields.end());
-        }
-      }
-    }
+    std::map<std::string, std::string> fields = oom_fields(context, failure);
     bool fragmented =
         std::any_of(failure.matches.begin(), failure.matches.end(),
                     [](const auto& m) { return m.kind == FindingKind::kGpuFragmentation; });
@@ -241,26 +298,7 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
     f.evidence.push_back(who + ", " + tb.stream + " line " + std::to_string(tb.last_line) + ": " +
                          line.substr(0, 400));
 
-    std::string numbers;
-    join_to(numbers, bytes_field(fields, "requested_bytes", "requested"));
-    join_to(numbers, bytes_field(fields, "capacity_bytes", "capacity"));
-    join_to(numbers, bytes_field(fields, "free_bytes", "free"));
-    if (device) {
-      if (const store::GpuDevice* d = find_device(gpu, *device);
-          d && !fields.contains("capacity_bytes")) {
-        join_to(numbers, "capacity " + format_bytes(d->memory_total) + " (NVML)");
-      }
-    }
-    if (!numbers.empty()) f.evidence.push_back(where + ": " + std::move(numbers));
-
-    // This process: what PyTorch allocated, what it reserved but could not use, and the rest.
-    std::string self;
-    join_to(self, bytes_field(fields, "process_bytes", "in use"));
-    join_to(self, bytes_field(fields, "allocated_bytes", "allocated by PyTorch"));
-    join_to(self, bytes_field(fields, "reserved_bytes", "reserved by PyTorch"));
-    join_to(self, bytes_field(fields, "reserved_unallocated_bytes", "reserved but unallocated"));
-    join_to(self, bytes_field(fields, "private_pool_bytes", "in private pools (CUDA graphs)"));
-    if (!self.empty()) f.evidence.push_back("this process: " + self);
+    cite_numbers(gpu, fields, device, where, f);
     const store::CudaEnv* env =
         failure.process ? find_cuda_env(gpu, failure.process->record) : nullptr;
     std::optional<std::string> conf = env ? env->alloc_conf : std::nullopt;
@@ -272,21 +310,7 @@ void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>
 
     Holders held;
     if (device) {
-      held = holders(context, *device, failure.t_ns, pid);
-      if (!held.text.empty()) {
-        f.evidence.push_back("on " + device_label(gpu, *device) +
-                             " at that moment (NVML): " + held.text);
-      }
-      if (held.other_namespace) {
-        f.evidence.push_back(
-            "NVML's process list uses the pids of another pid namespace, likely the host's pids "
-            "of this container's processes: the processes it names may be the job's own, this "
-            "one included, and are not processes to stop");
-      }
-      if (auto peak = peak_by_device(gpu); peak.contains(*device)) {
-        f.evidence.push_back(device_label(gpu, *device) +
-                             " peak over the run: " + format_bytes(peak.at(*device)));
-      }
+      held = cite_holders(context, *device, failure, pid, f);
     } else if (!gpu.nvml_loaded && named.text.empty()) {
       f.evidence.push_back("no NVML evidence: who else held the GPU is unknown");
     }

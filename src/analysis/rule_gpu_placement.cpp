@@ -164,6 +164,46 @@ std::vector<std::string> imbalance_causes(const RuleContext& context, int heavy,
   return causes;
 }
 
+// The fix for the likeliest cause (imbalance_causes).
+const char* imbalance_fix(const std::string& cause) {
+  return cause.starts_with("other ranks")
+             ? "Call torch.cuda.set_device(local_rank) in every rank before any CUDA work, and "
+               "load checkpoints with map_location."
+         : cause.find("DataParallel") != std::string::npos
+             ? "Use DistributedDataParallel (one process per GPU) instead of nn.DataParallel."
+         : cause.starts_with("rank 0")
+             ? "Spread or shrink rank 0's extra work: evaluate on every rank with a distributed "
+               "sampler, gather metrics as scalars, save with rank0_only and offload_to_cpu."
+             : "Make the ranks' inputs equal in size (pad, bucket by length, fixed crops).";
+}
+
+// The per-GPU table: peak, capacity, and each process's peak on it; the processes on the heavy
+// GPU are the finding's.
+void cite_gpu_table(const RuleContext& context, const std::vector<std::pair<int, uint64_t>>& peaks,
+                    int heavy, std::map<int, std::map<ProcessKey, uint64_t>>& by_process,
+                    Finding& f) {
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  for (const auto& [device, peak] : peaks) {
+    const store::GpuDevice* d = find_device(gpu, device);
+    std::string line = device_label(gpu, device) + ": peak " + format_bytes(peak) +
+                       (d ? " of " + format_bytes(d->memory_total) : "");
+    std::string holders;
+    for (const auto& [key, bytes] : by_process[device]) {
+      const ProcessSummary* p = process_of(context, key);
+      std::string name =
+          p ? describe(p->role) + " (pid " + std::to_string(p->record.pid) + ")"
+            : "pid " + std::to_string(key.first > 0 ? key.first : -key.first) + " outside the job";
+      holders += (holders.empty() ? "" : ", ") + name + " " + format_bytes(bytes);
+      if (device == heavy && p) {
+        f.pids.push_back(p->record.pid);
+        if (p->role.rank) add_ranks(f.ranks, {*p->role.rank});
+      }
+    }
+    if (!holders.empty()) line += ": " + holders;
+    f.evidence.push_back(line);
+  }
+}
+
 void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
                std::vector<TimedFinding>& out) {
   const store::GpuEvidence& gpu = context.evidence.gpu;
@@ -201,26 +241,7 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
   f.title = device_label(gpu, heavy->first) + " peaked at " + format_bytes(heavy->second) + ", " +
             ratio + "x the median of the job's other GPUs (" +
             format_bytes(static_cast<uint64_t>(median)) + ")";
-  // The per-GPU table: peak, capacity, and each process's peak on it.
-  for (const auto& [device, peak] : peaks) {
-    const store::GpuDevice* d = find_device(gpu, device);
-    std::string line = device_label(gpu, device) + ": peak " + format_bytes(peak) +
-                       (d ? " of " + format_bytes(d->memory_total) : "");
-    std::string holders;
-    for (const auto& [key, bytes] : by_process[device]) {
-      const ProcessSummary* p = process_of(context, key);
-      std::string name =
-          p ? describe(p->role) + " (pid " + std::to_string(p->record.pid) + ")"
-            : "pid " + std::to_string(key.first > 0 ? key.first : -key.first) + " outside the job";
-      holders += (holders.empty() ? "" : ", ") + name + " " + format_bytes(bytes);
-      if (device == heavy->first && p) {
-        f.pids.push_back(p->record.pid);
-        if (p->role.rank) add_ranks(f.ranks, {*p->role.rank});
-      }
-    }
-    if (!holders.empty()) line += ": " + holders;
-    f.evidence.push_back(line);
-  }
+  cite_gpu_table(context, peaks, heavy->first, by_process, f);
   std::sort(f.ranks.begin(), f.ranks.end());
   std::vector<int> foreign_ranks;
   std::vector<std::string> causes =
@@ -229,15 +250,7 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
   if (!foreign_ranks.empty()) f.ranks = foreign_ranks;
   for (const std::string& cause : causes) f.evidence.push_back("likely cause: " + cause);
   add_order_caveat(context, f.pids, f);
-  f.fix = causes.front().starts_with("other ranks")
-              ? "Call torch.cuda.set_device(local_rank) in every rank before any CUDA work, and "
-                "load checkpoints with map_location."
-          : causes.front().find("DataParallel") != std::string::npos
-              ? "Use DistributedDataParallel (one process per GPU) instead of nn.DataParallel."
-          : causes.front().starts_with("rank 0")
-              ? "Spread or shrink rank 0's extra work: evaluate on every rank with a distributed "
-                "sampler, gather metrics as scalars, save with rank0_only and offload_to_cpu."
-              : "Make the ranks' inputs equal in size (pad, bucket by length, fixed crops).";
+  f.fix = imbalance_fix(causes.front());
   f.confidence = 0.7;
   int64_t t = 0;
   for (const store::GpuSample& s : gpu.samples) {
@@ -251,8 +264,8 @@ void imbalance(const RuleContext& context, const std::vector<int>& oom_devices,
 
 }  // namespace
 
-void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                        std::vector<TimedFinding>& out) {
+void rule_gpu_placement(const RuleContext& context, std::vector<TimedFinding>& out) {
+  const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   std::vector<int> oom_devices;
   for (const PrintedFailure& failure : printed_failures(
            context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {

@@ -2,10 +2,10 @@
 // broadcasts its targets against its input, softmax over a dimension it guessed, CUDA that did
 // not start): a warning each, one for all the ranks that printed it. The job runs on and learns
 // the wrong thing, or on the CPU; this is the only place it says so. Hints about speed alone are
-// info. Pure.
-#include "analysis/known_failure.h"
+// info. The words are the catalog entries' (signature_words.h); their describers are here. Pure.
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
+#include "analysis/signature_words.h"
 #include "analysis/traceback.h"
 
 namespace traindoc::analysis {
@@ -19,47 +19,37 @@ std::string user_place(const SignatureMatch& m) {
   return " at " + file + ":" + field(m, "line");
 }
 
-void describe(const SignatureMatch& m, Finding& f) {
-  if (m.id == "torch.loss-broadcast") {
-    std::string target = shape(field(m, "target_shape"));
-    std::string input = shape(field(m, "input_shape"));
-    f.title = "a loss compares targets of shape " + target + " with predictions of shape " + input +
-              user_place(m) + ": broadcasting pairs each prediction with every target";
-    f.fix =
-        "The loss is computed over every pair, not each sample with its own target, and "
-        "training learns the wrong thing without an error. Give both the same shape: "
-        "predictions.squeeze(-1) for a model with one output, or targets.unsqueeze(-1) "
-        "(targets.view_as(predictions)).";
-    return;
-  }
-  if (m.id == "torch.cuda-init-warning") {
-    f.title = "CUDA failed to start (" + field(m, "reason") +
-              "): torch.cuda.is_available() is False, and code that falls back to the CPU "
-              "trains there";
-    if (field(m, "reason").starts_with("CUDA unknown error")) {
-      f.fix = kCudaUnknownErrorFix;
-      return;
-    }
-    f.fix =
-        "Run nvidia-smi in the job's environment. A driver updated without a reboot (its "
-        "kernel module no longer matches its libraries), CUDA_VISIBLE_DEVICES changed after "
-        "CUDA started, a GPU in exclusive mode taken by another process, or a CUDA "
-        "forward-compatibility package (cuda-compat) on the library path of a GPU that does "
-        "not support it (Error 804) are the usual causes; a driver too old for this build "
-        "says so.";
-    return;
-  }
-  if (m.id == "torch.ddp-unused-search-needless") {
-    f.severity = Severity::kInfo;
-    f.title =
-        "DDP looks for unused parameters every step (find_unused_parameters=True) and "
-        "found none";
-    f.fix =
-        "Each step pays an extra traversal of the autograd graph: build DDP without "
-        "find_unused_parameters unless some steps leave parameters out of the loss "
-        "(static_graph=True where the same ones always do).";
-    return;
-  }
+}  // namespace
+
+namespace words {
+
+void loss_broadcast(const SignatureMatch& m, KnownFailure& f) {
+  std::string target = shape(field(m, "target_shape"));
+  std::string input = shape(field(m, "input_shape"));
+  f.title = "a loss compares targets of shape " + target + " with predictions of shape " + input +
+            user_place(m) + ": broadcasting pairs each prediction with every target";
+  f.fix =
+      "The loss is computed over every pair, not each sample with its own target, and "
+      "training learns the wrong thing without an error. Give both the same shape: "
+      "predictions.squeeze(-1) for a model with one output, or targets.unsqueeze(-1) "
+      "(targets.view_as(predictions)).";
+}
+
+void cuda_init_warning(const SignatureMatch& m, KnownFailure& f) {
+  f.title = "CUDA failed to start (" + field(m, "reason") +
+            "): torch.cuda.is_available() is False, and code that falls back to the CPU "
+            "trains there";
+  f.fix = field(m, "reason").starts_with("CUDA unknown error")
+              ? kCudaUnknownErrorFix
+              : "Run nvidia-smi in the job's environment. A driver updated without a reboot (its "
+                "kernel module no longer matches its libraries), CUDA_VISIBLE_DEVICES changed "
+                "after CUDA started, a GPU in exclusive mode taken by another process, or a CUDA "
+                "forward-compatibility package (cuda-compat) on the library path of a GPU that "
+                "does not support it (Error 804) are the usual causes; a driver too old for this "
+                "build says so.";
+}
+
+void softmax_implicit_dim(const SignatureMatch& m, KnownFailure& f) {
   std::string function = field(m, "function");
   f.title = function + " without dim" + user_place(m) +
             ": it picks dimension 0, the batch, for 0-, 1- and 3-dimensional inputs";
@@ -69,7 +59,7 @@ void describe(const SignatureMatch& m, Finding& f) {
           "samples, without an error.";
 }
 
-}  // namespace
+}  // namespace words
 
 void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const TextMatch& text : context.texts.all_matches()) {
@@ -79,7 +69,10 @@ void rule_framework_warning(const RuleContext& context, std::vector<TimedFinding
     f.kind = *m.kind;
     f.severity = Severity::kWarning;  // unless it is about speed alone
     f.confidence = 0.8;
-    describe(m, f);
+    KnownFailure words = describe_match(m);
+    f.title = std::move(words.title);
+    f.fix = std::move(words.fix);
+    if (words.info) f.severity = Severity::kInfo;
     const store::LogLine& line = *text.line;
     std::string printed = line.stream + " line " + std::to_string(line.number) +
                           context.when(line.t_ns) + ": " +

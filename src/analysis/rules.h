@@ -1,14 +1,36 @@
-// The rules that turn evidence into findings, one per file (rule_*.cpp), and the order they run
-// in (diagnosis.cpp). What they share is in rule_context.h. Pure: each reads the evidence and the
-// process summaries and appends findings.
+// The rules that turn evidence into findings, one per file (rule_*.cpp), and the table that runs
+// them in order (rule_table.cpp, read by diagnosis.cpp). What they share is in rule_context.h.
+// Pure: each reads the evidence, the process summaries and the findings of the rules before it,
+// and appends findings.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "analysis/rule_context.h"
-#include "analysis/traceback.h"
 
 namespace traindoc::analysis {
+
+// When a rule runs, in causal order: a rule may leave alone what a rule of an earlier phase
+// explained, or build on its findings.
+enum class RulePhase {
+  kProcessEnds,  // crash records, signals, stop requests: how the processes ended
+  kGpuFailures,  // GPU memory and CUDA kernel errors, which a process's exit would hide
+  kExceptions,   // the exceptions and warnings that processes printed
+  kCauses,       // causes found behind the failures above: a peer that left, memory that grew
+  kJob,          // the job as a whole: GPU placement, hardware, collectives, idleness
+};
+
+using RuleFunction = void (*)(const RuleContext& context, std::vector<TimedFinding>& out);
+
+struct Rule {
+  const char* name;
+  RulePhase phase;
+  RuleFunction run;
+};
+
+// Every rule, in the order it runs: phase by phase, and within a phase as listed.
+std::span<const Rule> rule_table();
 
 // Crash records of the agent: native-crash, stack-overflow, abort, fpe, illegal-instruction,
 // bus-error, shm-exhausted, and worker-crash when the process was a DataLoader worker.
@@ -60,17 +82,14 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
 
 // A process ran out of GPU memory (PyTorch, TensorFlow/Keras, JAX): gpu-oom or
 // gpu-fragmentation, with the device, the numbers and who held the GPU at that moment (NVML).
-void rule_gpu_oom(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                  std::vector<TimedFinding>& out);
+void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // A CUDA kernel failed: device-side-assert (label-out-of-range, index-out-of-range where the
 // assertion says so) and cuda-illegal-access.
-void rule_cuda_error(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                     std::vector<TimedFinding>& out);
+void rule_cuda_error(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // Where the job's GPU memory went: foreign-gpu-context and gpu-imbalance (NVML samples).
-void rule_gpu_placement(const RuleContext& context, const std::vector<PythonTraceback>& tracebacks,
-                        std::vector<TimedFinding>& out);
+void rule_gpu_placement(const RuleContext& context, std::vector<TimedFinding>& out);
 
 // Xid and ECC events and lost GPUs (NVML): hardware-fault.
 void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& out);
@@ -79,8 +98,5 @@ void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& 
 // collective-order, collective-missing, uneven-inputs, peer-exited, timed at the first
 // divergent call.
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out);
-// Whether the checker found a call that some ranks made and the others do not (from there): the
-// others, which went on or left, did nothing wrong.
-bool odd_call_found(const RuleContext& context);
 
 }  // namespace traindoc::analysis

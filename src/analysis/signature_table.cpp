@@ -5,6 +5,8 @@
 // Python and training-loop ones in signature_table_python.cpp.
 #include "analysis/signature_table.h"
 
+#include "analysis/signature_words.h"
+
 #include <iterator>
 
 namespace traindoc::analysis {
@@ -16,7 +18,7 @@ namespace {
 using C = Conv;
 
 // PyTorch memory, DataLoader workers, shared memory, descriptors.
-std::vector<Entry> memory_entries() {
+std::vector<Entry> memory_entries() {  // NOLINT(readability-function-size): a data table
   return {
       // ---- PyTorch memory -----------------------------------------------------------------------
       {.id = "torch.cuda-oom",
@@ -132,7 +134,9 @@ std::vector<Entry> memory_entries() {
        .example = "RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: "
                   "can't allocate memory: you tried to allocate 34359738368 bytes. Error code 12 "
                   "(Cannot allocate memory)",
-       .source = "c10/core/impl/alloc_cpu.cpp; memory.md a.3"},
+       .source = "c10/core/impl/alloc_cpu.cpp; memory.md a.3",
+       .describe = words::host_alloc,
+       .fix = words::kHostAllocFix},
       {.id = "numpy.alloc-failed",
        .framework = "python",
        .kind = FindingKind::kHostAllocFailed,
@@ -145,7 +149,9 @@ std::vector<Entry> memory_entries() {
        .description = "NumPy refused an array allocation",
        .example = "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 7.45 GiB for an "
                   "array with shape (100000, 10000) and data type float64",
-       .source = "numpy/core/src/multiarray/ctors.c"},
+       .source = "numpy/core/src/multiarray/ctors.c",
+       .describe = words::host_alloc,
+       .fix = words::kHostAllocFix},
       {.id = "python.memory-error",
        .framework = "python",
        .kind = FindingKind::kHostAllocFailed,
@@ -154,7 +160,9 @@ std::vector<Entry> memory_entries() {
        .parts = {{"^MemoryError(?::|$)", {}, true}},
        .description = "Python's MemoryError",
        .example = "MemoryError",
-       .source = "CPython"},
+       .source = "CPython",
+       .describe = words::host_alloc,
+       .fix = words::kHostAllocFix},
       {.id = "torch.cuda-unavailable",
        .framework = "pytorch",
        .kind = FindingKind::kCudaUnavailable,
@@ -171,7 +179,8 @@ std::vector<Entry> memory_entries() {
                       "CUDA, no NCCL), no driver, or CUDA_VISIBLE_DEVICES hiding every GPU; "
                       "torch.load of CUDA tensors there without map_location",
        .example = "AssertionError: Torch not compiled with CUDA enabled",
-       .source = "torch/cuda/__init__.py _lazy_init"},
+       .source = "torch/cuda/__init__.py _lazy_init",
+       .describe = words::cuda_unavailable},
       {.id = "cuda.driver-too-old",
        .framework = "cuda",
        .kind = FindingKind::kCudaUnavailable,
@@ -188,7 +197,13 @@ std::vector<Entry> memory_entries() {
                   "go to: https://pytorch.org to install a PyTorch version that has been compiled "
                   "with your version of the CUDA driver.",
        .source = "torch/cuda/__init__.py _check_driver; cudaErrorInsufficientDriver (35), as "
-                 "NCCL prints it"},
+                 "NCCL prints it",
+       .describe = words::driver_too_old,
+       .fix = "Install a build for the CUDA version the driver supports (`nvidia-smi` shows it; "
+              "`torch.version.cuda` shows the one PyTorch was built for: a cu128 wheel for a 12.8 "
+              "driver), or update the driver. On data-center GPUs, NVIDIA's CUDA "
+              "forward-compatibility package (cuda-compat) lets a newer runtime run on an older "
+              "driver."},
       {.id = "cuda.unknown-error",
        .framework = "cuda",
        .kind = FindingKind::kCudaUnavailable,
@@ -202,7 +217,9 @@ std::vector<Entry> memory_entries() {
                   "start. Setting the available devices to be zero.",
        .source = "c10/cuda/CUDAFunctions.cpp device_count_impl (cudaErrorUnknown); verified "
                  "with PyTorch 2.11 on an H100 whose /dev/nvidia-uvm was made unusable",
-       .unless = "CUDA initialization: "},
+       .unless = "CUDA initialization: ",
+       .title = "CUDA could not start in the process (CUDA unknown error)",
+       .fix = words::kCudaUnknownErrorFix},
       {.id = "cuda.invalid-device-ordinal",
        .framework = "cuda",
        .kind = FindingKind::kCudaUnavailable,
@@ -212,7 +229,15 @@ std::vector<Entry> memory_entries() {
        .description = "a GPU number beyond the GPUs the process sees (more ranks per node than "
                       "GPUs, or CUDA_VISIBLE_DEVICES naming fewer)",
        .example = "RuntimeError: CUDA error: invalid device ordinal",
-       .source = "CUDA runtime (cudaErrorInvalidDevice, 101), as PyTorch and NCCL print it"},
+       .source = "CUDA runtime (cudaErrorInvalidDevice, 101), as PyTorch and NCCL print it",
+       .title = "the process asked for a GPU it cannot see (invalid device ordinal)",
+       .fix =
+           "A GPU number (torch.cuda.set_device(local_rank), cuda:N, a device map) is beyond the "
+           "GPUs this process sees: start no more ranks per node than it has GPUs (torchrun "
+           "--nproc_per_node at most torch.cuda.device_count()), and mind CUDA_VISIBLE_DEVICES, "
+           "which numbers the GPUs it leaves visible from 0 (with CUDA_VISIBLE_DEVICES=2,3 they "
+           "are "
+           "cuda:0 and cuda:1)."},
 
       // ---- downloads on a node without the network --------------------------------------------
       {.id = "python.urlopen-error",
@@ -226,7 +251,9 @@ std::vector<Entry> memory_entries() {
        .description = "urllib (torch.hub, torchvision's pretrained weights) could not reach the "
                       "server it downloads from",
        .example = "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
-       .source = "CPython's urllib, verified with torch.hub.load_state_dict_from_url offline"},
+       .source = "CPython's urllib, verified with torch.hub.load_state_dict_from_url offline",
+       .describe = words::network_unreachable,
+       .fix = words::kNetworkFix},
       {.id = "requests.connection-failed",
        .framework = "python",
        .kind = FindingKind::kNetworkUnreachable,
@@ -247,7 +274,9 @@ std::vector<Entry> memory_entries() {
            "config.json (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection "
            "object at 0x7f96d9cf4f10>: Failed to establish a new connection: [Errno -2] Name "
            "or service not known'))",
-       .source = "requests and urllib3, verified offline"},
+       .source = "requests and urllib3, verified offline",
+       .describe = words::network_unreachable,
+       .fix = words::kNetworkFix},
       {.id = "huggingface.unreachable",
        .framework = "huggingface",
        .kind = FindingKind::kNetworkUnreachable,
@@ -262,7 +291,9 @@ std::vector<Entry> memory_entries() {
        .example = "OSError: We couldn't connect to 'https://huggingface.co' to load this file, "
                   "couldn't find it in the cached files and it looks like bert-base-uncased is "
                   "not the path to a directory containing a file named config.json.",
-       .source = "transformers' utils/hub.py, huggingface_hub's LocalEntryNotFoundError"},
+       .source = "transformers' utils/hub.py, huggingface_hub's LocalEntryNotFoundError",
+       .describe = words::huggingface_unreachable,
+       .fix = words::kNetworkFix},
 
       // ---- disks and checkpoints
       // -----------------------------------------------------------------
@@ -277,7 +308,8 @@ std::vector<Entry> memory_entries() {
        .description = "a write refused because its filesystem is full (ENOSPC) or its user's quota "
                       "is used up (EDQUOT): a checkpoint, a log, a cache",
        .example = "OSError: [Errno 28] No space left on device",
-       .source = "CPython; errno ENOSPC, EDQUOT"},
+       .source = "CPython; errno ENOSPC, EDQUOT",
+       .describe = words::disk_full},
       {.id = "torch.checkpoint-write-failed",
        .framework = "pytorch",
        .kind = FindingKind::kDiskFull,
@@ -291,7 +323,8 @@ std::vector<Entry> memory_entries() {
                       "pos\", and 1.13 aborts at exit)",
        .example = "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter "
                   "failed writing file data/0: file write failed",
-       .source = "caffe2/serialize/inline_container.cc, verified on a full tmpfs"},
+       .source = "caffe2/serialize/inline_container.cc, verified on a full tmpfs",
+       .describe = words::checkpoint_write_failed},
       {.id = "torch.checkpoint-truncated",
        .framework = "pytorch",
        .kind = FindingKind::kCheckpointCorrupt,
@@ -304,7 +337,9 @@ std::vector<Entry> memory_entries() {
                       "save that failed or was killed, or by a partial copy",
        .example = "RuntimeError: PytorchStreamReader failed reading zip archive: failed finding "
                   "central directory",
-       .source = "caffe2/serialize/inline_container.cc, verified with a file cut in half"},
+       .source = "caffe2/serialize/inline_container.cc, verified with a file cut in half",
+       .describe = words::checkpoint_truncated,
+       .fix = words::kCheckpointCorruptFix},
       {.id = "torch.checkpoint-truncated-small",
        .framework = "pytorch",
        .kind = FindingKind::kCheckpointCorrupt,
@@ -317,7 +352,9 @@ std::vector<Entry> memory_entries() {
        .source = "torch/serialization.py _open_zipfile_reader, verified with a file of 17 KB cut "
                  "in half",
        .frame_file = "torch/serialization.py",
-       .frame_function = "__init__"},
+       .frame_function = "__init__",
+       .describe = words::checkpoint_truncated,
+       .fix = words::kCheckpointCorruptFix},
       {.id = "torch.checkpoint-not-a-checkpoint",
        .framework = "pytorch",
        .kind = FindingKind::kCheckpointCorrupt,
@@ -330,7 +367,9 @@ std::vector<Entry> memory_entries() {
        .example = "_pickle.UnpicklingError: invalid load key, 'v'.",
        .source = "torch/serialization.py _legacy_load, verified with an LFS pointer and an empty "
                  "file",
-       .frame_file = "torch/serialization.py"},
+       .frame_file = "torch/serialization.py",
+       .describe = words::checkpoint_corrupt,
+       .fix = words::kCheckpointCorruptFix},
 
       // ---- DataLoader workers and shared memory -------------------------------------------------
       {.id = "torch.dataloader-worker-killed",
@@ -356,7 +395,8 @@ std::vector<Entry> memory_entries() {
            "RuntimeError: DataLoader worker (pid 16150) is killed by signal: Bus error. It is "
            "possible that dataloader's workers are out of shared memory. Please try to raise "
            "your shared memory limit.",
-       .source = "torch/csrc/DataLoader.cpp; CASES.md T08"},
+       .source = "torch/csrc/DataLoader.cpp; CASES.md T08",
+       .fix = words::kShmFix},
       {.id = "torch.dataloader-worker-bus-error",
        .framework = "pytorch",
        .kind = FindingKind::kShmExhausted,
@@ -365,7 +405,8 @@ std::vector<Entry> memory_entries() {
        .description = "a DataLoader worker's own SIGBUS message",
        .example = "ERROR: Unexpected bus error encountered in worker. This might be caused by "
                   "insufficient shared memory (shm).",
-       .source = "torch/csrc/DataLoader.cpp; CASES.md T08"},
+       .source = "torch/csrc/DataLoader.cpp; CASES.md T08",
+       .fix = words::kShmFix},
       {.id = "torch.dataloader-worker-fault",
        .framework = "pytorch",
        .kind = FindingKind::kWorkerCrash,
@@ -412,7 +453,10 @@ std::vector<Entry> memory_entries() {
        .parts = {{"DataLoader timed out after ([0-9]+) seconds", {{1, "timeout_ms", C::kSeconds}}}},
        .description = "DataLoader(timeout=...) expired: workers alive but too slow",
        .example = "RuntimeError: DataLoader timed out after 1 seconds",
-       .source = "torch/utils/data/dataloader.py; CASES.md T05"},
+       .source = "torch/utils/data/dataloader.py; CASES.md T05",
+       .describe = words::worker_timeout,
+       .fix = "DataLoader workers are alive but slower than `timeout`: find the slow or blocked "
+              "__getitem__ (py-spy dump on the workers), or raise the timeout."},
       {.id = "torch.dataloader-worker-exception",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -424,7 +468,8 @@ std::vector<Entry> memory_entries() {
        .description = "an exception raised in a worker, re-raised in the main process (the "
                       "worker's traceback follows as \"Original Traceback\")",
        .example = "KeyError: Caught KeyError in DataLoader worker process 0.",
-       .source = "torch/_utils.py ExceptionWrapper"},
+       .source = "torch/_utils.py ExceptionWrapper",
+       .describe = words::worker_exception},
       {.id = "torch.shm-write-failed",
        .framework = "pytorch",
        .kind = FindingKind::kShmExhausted,
@@ -437,7 +482,8 @@ std::vector<Entry> memory_entries() {
        .example =
            "RuntimeError: unable to write to file </torch_287_2714559211_8>: No space left on "
            "device (28)",
-       .source = "aten/src/ATen/MapAllocator.cpp; memory.md a.5"},
+       .source = "aten/src/ATen/MapAllocator.cpp; memory.md a.5",
+       .fix = words::kShmFix},
       {.id = "torch.shm-open-failed",
        .framework = "pytorch",
        .kind = FindingKind::kShmExhausted,
@@ -452,7 +498,10 @@ std::vector<Entry> memory_entries() {
            "RuntimeError: unable to open shared memory object </torch_38223_3055134446_48> in "
            "read-write mode: Too many open files (24)",
        .source = "aten/src/ATen/MapAllocator.cpp",
-       .refine = {{{{"errno", Test::kEquals, "24"}}, FindingKind::kFdExhausted}}},
+       .refine = {{.when = {{"errno", Test::kEquals, "24"}},
+                   .kind = FindingKind::kFdExhausted,
+                   .fix = words::kFdExhaustedFix}},
+       .fix = words::kShmFix},
       {.id = "torch.shm-mmap-failed",
        .framework = "pytorch",
        .kind = FindingKind::kShmExhausted,
@@ -466,7 +515,11 @@ std::vector<Entry> memory_entries() {
        .example = "RuntimeError: unable to mmap 1048576 bytes from file </torch_123_456_7>: Cannot "
                   "allocate memory (12)",
        .source = "aten/src/ATen/MapAllocator.cpp",
-       .refine = {{{{"errno", Test::kEquals, "12"}}, FindingKind::kHostAllocFailed}}},
+       .refine = {{.when = {{"errno", Test::kEquals, "12"}},
+                   .kind = FindingKind::kHostAllocFailed,
+                   .describe = words::host_alloc,
+                   .fix = words::kHostAllocFix}},
+       .fix = words::kShmFix},
       {.id = "python.too-many-open-files",
        .framework = "python",
        .kind = FindingKind::kFdExhausted,
@@ -475,7 +528,8 @@ std::vector<Entry> memory_entries() {
        .parts = {{R"(\[Errno ([0-9]+)\])", {{1, "errno", C::kInt}}}},
        .description = "EMFILE: the process's descriptor limit is reached",
        .example = "OSError: [Errno 24] Too many open files",
-       .source = "errno EMFILE"},
+       .source = "errno EMFILE",
+       .fix = words::kFdExhaustedFix},
       {.id = "python.thread-start-failed",
        .framework = "python",
        .kind = FindingKind::kProcessLimit,
@@ -484,7 +538,10 @@ std::vector<Entry> memory_entries() {
        .description = "a thread refused by the limit on processes and threads (ulimit -u, a "
                       "container's pids limit)",
        .example = "RuntimeError: can't start new thread",
-       .source = "CPython's _thread, verified under ulimit -u"},
+       .source = "CPython's _thread, verified under ulimit -u",
+       .title =
+           "could not start a thread: the limit on processes and threads, or memory for its stack",
+       .fix = words::kProcessLimitFix},
       {.id = "libgomp.thread-create-failed",
        .framework = "openmp",
        .kind = FindingKind::kProcessLimit,
@@ -493,7 +550,9 @@ std::vector<Entry> memory_entries() {
        .parts = {{"libgomp: Thread creation failed: (.+)", {{1, "error"}}, true}},
        .description = "OpenMP (GNU libgomp) could not start its thread pool, and ended the process",
        .example = "libgomp: Thread creation failed: Resource temporarily unavailable",
-       .source = "libgomp's team.c, verified with PyTorch under ulimit -u"},
+       .source = "libgomp's team.c, verified with PyTorch under ulimit -u",
+       .describe = words::openmp_threads,
+       .fix = words::kProcessLimitFix},
       {.id = "python.fork-failed",
        .framework = "python",
        .kind = FindingKind::kProcessLimit,
@@ -503,7 +562,9 @@ std::vector<Entry> memory_entries() {
                       "process: the limit on processes and threads",
        .example = "BlockingIOError: [Errno 11] Resource temporarily unavailable",
        .source = "errno EAGAIN of fork, verified under ulimit -u",
-       .frame_file = "multiprocessing/popen_fork.py"},
+       .frame_file = "multiprocessing/popen_fork.py",
+       .title = "could not start a process: the limit on processes and threads was reached",
+       .fix = words::kProcessLimitFix},
       {.id = "python.spawn-fork-failed",
        .framework = "python",
        .kind = FindingKind::kProcessLimit,
@@ -514,7 +575,9 @@ std::vector<Entry> memory_entries() {
        .example = "BlockingIOError: [Errno 11] Resource temporarily unavailable",
        .source = "errno EAGAIN of fork, in multiprocessing/util.py spawnv_passfds",
        .frame_file = "multiprocessing/util.py",
-       .frame_function = "spawnv_passfds"},
+       .frame_function = "spawnv_passfds",
+       .title = "could not start a process: the limit on processes and threads was reached",
+       .fix = words::kProcessLimitFix},
       {.id = "python.subprocess-fork-failed",
        .framework = "python",
        .kind = FindingKind::kProcessLimit,
@@ -524,7 +587,9 @@ std::vector<Entry> memory_entries() {
        .example = "BlockingIOError: [Errno 11] Resource temporarily unavailable",
        .source = "errno EAGAIN of fork, verified under ulimit -u",
        .frame_file = "/subprocess.py",
-       .frame_function = "_execute_child"},
+       .frame_function = "_execute_child",
+       .title = "could not start a process: the limit on processes and threads was reached",
+       .fix = words::kProcessLimitFix},
       {.id = "torch.ancdata",
        .framework = "pytorch",
        .kind = FindingKind::kFdExhausted,
@@ -534,13 +599,13 @@ std::vector<Entry> memory_entries() {
        .description = "a worker could not pass a descriptor (file_descriptor sharing strategy "
                       "with too many open descriptors)",
        .example = "RuntimeError: received 0 items of ancdata",
-       .source = "multiprocessing/reduction.py; pytorch#973"},
-
+       .source = "multiprocessing/reduction.py; pytorch#973",
+       .fix = words::kFdExhaustedFix},
   };
 }
 
 // Kernel assertions, CUDA libraries, TensorFlow, JAX, the kernel and the driver.
-std::vector<Entry> device_entries() {
+std::vector<Entry> device_entries() {  // NOLINT(readability-function-size): a data table
   return {
 
       // ---- kernel assertions and indices
@@ -569,7 +634,9 @@ std::vector<Entry> device_entries() {
        .example = "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: "
                   "nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [5,0,0] "
                   "Assertion `t >= 0 && t < n_classes` failed.",
-       .source = "aten/src/ATen/native/cuda/Loss.cu, NLLLoss2d.cu; CASES.md S03, H03"},
+       .source = "aten/src/ATen/native/cuda/Loss.cu, NLLLoss2d.cu; CASES.md S03, H03",
+       .describe = words::label,
+       .fix = words::kLabelFix},
       {.id = "torch.assert-index-range",
        .framework = "pytorch",
        .kind = FindingKind::kIndexOutOfRange,
@@ -581,7 +648,9 @@ std::vector<Entry> device_entries() {
        .example = "/pytorch/aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: "
                   "block: [180,0,0], thread: [64,0,0] Assertion `srcIndex < srcSelectDimSize` "
                   "failed.",
-       .source = "aten/src/ATen/native/cuda/Indexing.cu, IndexKernel.cu"},
+       .source = "aten/src/ATen/native/cuda/Indexing.cu, IndexKernel.cu",
+       .describe = words::index,
+       .fix = words::kIndexFix},
       {.id = "cuda.device-side-assert",
        .framework = "cuda",
        .kind = FindingKind::kDeviceSideAssert,
@@ -598,7 +667,9 @@ std::vector<Entry> device_entries() {
        .parts = {{"Target (-?[0-9]+) is out of bounds", {{1, "label", C::kInt}}, true}},
        .description = "a class target outside [0, classes) in NLL/cross-entropy on CPU",
        .example = "IndexError: Target 255 is out of bounds.",
-       .source = "aten/src/ATen/native/LossNLL.cpp; CASES.md S03, H03"},
+       .source = "aten/src/ATen/native/LossNLL.cpp; CASES.md S03, H03",
+       .describe = words::label,
+       .fix = words::kLabelFix},
       {.id = "torch.index-out-of-bounds",
        .framework = "pytorch",
        .kind = FindingKind::kIndexOutOfRange,
@@ -609,7 +680,9 @@ std::vector<Entry> device_entries() {
                   true}},
        .description = "an index beyond a dimension (indexing, gather, scatter on CPU)",
        .example = "IndexError: index 5 is out of bounds for dimension 0 with size 4",
-       .source = "aten/src/ATen/native/TensorAdvancedIndexing.cpp"},
+       .source = "aten/src/ATen/native/TensorAdvancedIndexing.cpp",
+       .describe = words::index,
+       .fix = words::kIndexFix},
       {.id = "torch.index-out-of-range-self",
        .framework = "pytorch",
        .kind = FindingKind::kIndexOutOfRange,
@@ -617,7 +690,9 @@ std::vector<Entry> device_entries() {
        .needles = {"index out of range in self"},
        .description = "an embedding index beyond num_embeddings (CPU)",
        .example = "IndexError: index out of range in self",
-       .source = "aten/src/ATen/native/Indexing.cpp (index_select)"},
+       .source = "aten/src/ATen/native/Indexing.cpp (index_select)",
+       .describe = words::index,
+       .fix = words::kIndexFix},
       {.id = "torch.cuda-async-hint",
        .framework = "pytorch",
        .kind = std::nullopt,
@@ -710,7 +785,10 @@ std::vector<Entry> device_entries() {
        .example = "OOM when allocating tensor with shape[500,512,4,4] and type float on "
                   "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
        .source = "tensorflow/core/framework/op_kernel.cc; memory.md a.6",
-       .refine = {{{{"device", Test::kContains, "device:CPU:"}}, FindingKind::kHostAllocFailed}}},
+       .refine = {{.when = {{"device", Test::kContains, "device:CPU:"}},
+                   .kind = FindingKind::kHostAllocFailed,
+                   .describe = words::host_alloc,
+                   .fix = words::kHostAllocFix}}},
       {.id = "tf.resource-exhausted",
        .framework = "tensorflow",
        .kind = FindingKind::kGpuOom,
@@ -808,7 +886,9 @@ std::vector<Entry> device_entries() {
            "Shape mismatch in the collective instance 100. Op at device "
            "/job:localhost/replica:0/task:0/device:GPU:1 expected shape [416202] but another "
            "member in the group expected shape [1630346].",
-       .source = "tensorflow/core/common_runtime/collective_param_resolver_local.cc; CASES.md S05"},
+       .source = "tensorflow/core/common_runtime/collective_param_resolver_local.cc; CASES.md S05",
+       .describe = words::collective_shapes,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "horovod.mismatch",
        .framework = "horovod",
        .kind = FindingKind::kCollectiveMismatch,
@@ -818,7 +898,9 @@ std::vector<Entry> device_entries() {
        .description = "Horovod's coordinator found ranks' requests differ",
        .example = "Mismatched ALLREDUCE tensor shapes: One rank sent a tensor of shape [2, 3], but "
                   "another rank sent a tensor of shape [3, 3].",
-       .source = "horovod/common/controller.cc"},
+       .source = "horovod/common/controller.cc",
+       .describe = words::collective_shapes,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "horovod.stall",
        .framework = "horovod",
        .kind = FindingKind::kCollectiveMissing,
@@ -828,7 +910,9 @@ std::vector<Entry> device_entries() {
        .example =
            "One or more tensors were submitted to be reduced, gathered or broadcasted by "
            "subset of ranks and are waiting for remainder of ranks for more than 60 seconds.",
-       .source = "horovod/common/stall_inspector.cc"},
+       .source = "horovod/common/stall_inspector.cc",
+       .describe = words::collective_missing,
+       .fix = words::kCollectiveMissingFix},
 
       // ---- JAX / XLA
       // ----------------------------------------------------------------------------------
@@ -859,7 +943,9 @@ std::vector<Entry> device_entries() {
        .description = "XLA ran out of pinned host memory",
        .example = "RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 68719476736 "
                   "bytes.",
-       .source = "xla/stream_executor/integrations/tf_allocator_adapter.cc"},
+       .source = "xla/stream_executor/integrations/tf_allocator_adapter.cc",
+       .describe = words::host_alloc,
+       .fix = words::kHostAllocFix},
       {.id = "xla.runtime-error",
        .framework = "jax",
        .kind = std::nullopt,
@@ -905,7 +991,9 @@ std::vector<Entry> device_entries() {
            "This thread has been waiting for `initialize clique for rank 6` for 10 seconds "
            "and may be stuck. Expected 8 threads to join the rendezvous, but not all of them "
            "arrived on time.",
-       .source = "xla/service/rendezvous.cc; distributed.md d.3"},
+       .source = "xla/service/rendezvous.cc; distributed.md d.3",
+       .describe = words::collective_missing,
+       .fix = words::kCollectiveMissingFix},
 
       // ---- kernel, driver
       // -----------------------------------------------------------------------------

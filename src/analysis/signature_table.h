@@ -11,6 +11,14 @@
 
 namespace traindoc::analysis {
 
+struct KnownFailure;
+struct SignatureMatch;
+
+// Puts a match into words (known_failure.h's KnownFailure) from the fields it extracted: its
+// title, the ranks it names, evidence and the fix. Those it leaves empty come from the entry's
+// own title and fix. The describers are in signature_words.h.
+using Describer = void (*)(const SignatureMatch&, KnownFailure&);
+
 // How a captured text becomes a field value.
 enum class Conv {
   kText,        // as printed, trimmed
@@ -63,6 +71,9 @@ struct Refinement {
   std::optional<FindingKind> kind;  // none: unchanged
   int failure = -1;                 // -1: unchanged, 0 or 1
   bool evidence_only = false;       // then the match points to no kind: supporting evidence
+  // The words of the refined kind, in place of the entry's (see Entry).
+  Describer describe = nullptr;
+  const char* fix = "";
 };
 
 struct Entry {
@@ -81,9 +92,18 @@ struct Entry {
   // Only for the exception line of a traceback with a frame in this file (suffix) and function.
   const char* frame_file = nullptr;
   const char* frame_function = nullptr;
+  // The words of a failure this text names (describe_known): the describer that reads the fields,
+  // then the title and the fix where it set none. A kind without words of its own points to the
+  // traceback.
+  Describer describe = nullptr;
+  const char* title = "";
+  const char* fix = "";
+  bool info = false;  // a hint about speed alone: of severity info, not a warning
 };
 
 const std::vector<Entry>& signature_table();
+// The entry of a signature id; nullptr when none has it.
+const Entry* find_entry(std::string_view id);
 // NCCL's line header: host, pid and GPU of the process that printed the line.
 Part nccl_header();
 

@@ -2,6 +2,8 @@
 // and gloo, NCCL and ProcessGroupNCCL, the store and rendezvous, launchers. Pure data.
 #include "analysis/signature_table.h"
 
+#include "analysis/signature_words.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -27,7 +29,8 @@ Part nccl_header() {
           {{1, "host"}, {2, "pid", Conv::kInt}, {4, "gpu", Conv::kInt}}};
 }
 
-std::vector<Entry> distributed_signature_entries() {
+std::vector<Entry>
+distributed_signature_entries() {  // NOLINT(readability-function-size): a data table
   return {
       // ---- DDP
       // ------------------------------------------------------------------------------------
@@ -40,7 +43,9 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "RuntimeError: Expected to have finished reduction in the prior iteration before "
                   "starting a new one. This error indicates that your module has parameters that "
                   "were not used in producing loss.",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29",
+       .describe = words::unused_parameters,
+       .fix = words::kUnusedParametersFix},
       {.id = "torch.ddp-unused-param-indices",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kDdpUnusedParameters,
@@ -52,7 +57,9 @@ std::vector<Entry> distributed_signature_entries() {
              true}},
        .description = "the indices of the parameters that got no gradient",
        .example = "Parameter indices which did not receive grad for rank 0: 0",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29",
+       .describe = words::unused_parameters,
+       .fix = words::kUnusedParametersFix},
       {.id = "torch.ddp-unused-param-names",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kDdpUnusedParameters,
@@ -65,7 +72,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "the names of the parameters that got no gradient "
                       "(TORCH_DISTRIBUTED_DEBUG=INFO or DETAIL)",
        .example = "Parameters which did not receive grad for rank 0: a.weight",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29",
+       .describe = words::unused_parameters,
+       .fix = words::kUnusedParametersFix},
       {.id = "torch.ddp-param-no-grad",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kDdpUnusedParameters,
@@ -76,7 +85,9 @@ std::vector<Entry> distributed_signature_entries() {
                   true}},
        .description = "the reducer's log line per parameter without gradient (debug mode)",
        .example = "[Rank 0] Parameter: a.weight did not get gradient in backwards pass.",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T29",
+       .describe = words::unused_parameters,
+       .fix = words::kUnusedParametersFix},
       {.id = "torch.ddp-ready-twice",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kPythonException,
@@ -92,7 +103,8 @@ std::vector<Entry> distributed_signature_entries() {
                   "caused by one of the following reasons: 1) Use of a module parameter outside "
                   "the `forward` function.",
        .source = "torch/csrc/distributed/c10d/reducer.cpp, verified with two checkpoints of one "
-                 "layer"},
+                 "layer",
+       .describe = words::ddp_ready_twice},
       {.id = "torch.collective-device-unsupported",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kPythonException,
@@ -104,7 +116,8 @@ std::vector<Entry> distributed_signature_entries() {
                       "for: a CPU tensor in an NCCL group",
        .example = "RuntimeError: No backend type associated with device type cpu",
        .source = "torch/csrc/distributed/c10d/ProcessGroup.hpp getBackend (2.x); "
-                 "ProcessGroupNCCL.cpp check_gpu_single_tensor (1.x)"},
+                 "ProcessGroupNCCL.cpp check_gpu_single_tensor (1.x)",
+       .describe = words::device_unsupported},
       {.id = "torch.ddp-attribute",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kPythonException,
@@ -117,7 +130,8 @@ std::vector<Entry> distributed_signature_entries() {
                       "(or DataParallel) wrapper, which passes on calls of the model only",
        .example = "AttributeError: 'DistributedDataParallel' object has no attribute 'generate'",
        .source = "torch/nn/modules/module.py __getattr__, verified with DDP on gloo and "
-                 "DataParallel"},
+                 "DataParallel",
+       .describe = words::ddp_attribute},
       {.id = "torch.ddp-model-mismatch",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kDdpModelMismatch,
@@ -132,7 +146,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "ranks built models with different parameter counts",
        .example = "RuntimeError: DDP expects same model across all ranks, but Rank 1 has 2 params, "
                   "while rank 0 has inconsistent 4 params.",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T28"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T28",
+       .describe = words::model_mismatch,
+       .fix = words::kModelMismatchFix},
       {.id = "torch.ddp-param-shape-mismatch",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kDdpModelMismatch,
@@ -150,7 +166,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "a parameter's shape differs across ranks (1.13 and older \"replicas\" text)",
        .example = "RuntimeError: [1]: params[0] in this process with sizes [5, 4] appears not to "
                   "match sizes of the same param in process 0.",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T28"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp; CASES.md T28",
+       .describe = words::model_mismatch,
+       .fix = words::kModelMismatchFix},
 
       // ---- c10d / gloo
       // ------------------------------------------------------------------------------
@@ -199,7 +217,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "a gloo send/recv waited for a peer that never posted the matching op",
        .example = "RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
                   "10000ms for recv operation to complete",
-       .source = "gloo/transport/tcp/unbound_buffer.cc; CASES.md T12, H08"},
+       .source = "gloo/transport/tcp/unbound_buffer.cc; CASES.md T12, H08",
+       .describe = words::gloo_io_timeout,
+       .fix = words::kCollectiveMissingFix},
       {.id = "gloo.preamble-size-mismatch",
        .framework = "gloo",
        .kind = FindingKind::kCollectiveMismatch,
@@ -211,7 +231,9 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "terminate called after throwing an instance of 'gloo::EnforceNotMet'  what():  "
                   "[enforce fail at ./gloo/transport/tcp/pair.cc:510] op.preamble.length <= "
                   "op.nbytes. 20 vs 12",
-       .source = "gloo/transport/tcp/pair.cc; CASES.md T13, H05, H06"},
+       .source = "gloo/transport/tcp/pair.cc; CASES.md T13, H05, H06",
+       .describe = words::gloo_preamble_size,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "gloo.invalid-tensor-size",
        .framework = "gloo",
        .kind = FindingKind::kCollectiveMismatch,
@@ -224,7 +246,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "gloo checked the tensor sizes of a collective and they differ",
        .example = "RuntimeError: ProcessGroupGloo::allgather: invalid tensor size at index 1 "
                   "(expected (2), got (3))",
-       .source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp; CASES.md H06"},
+       .source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp; CASES.md H06",
+       .describe = words::gloo_tensor_size,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "cpp.terminate",
        .framework = "c++",
        .kind = FindingKind::kAbort,
@@ -267,7 +291,9 @@ std::vector<Entry> distributed_signature_entries() {
                   "TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), "
                   "device=cpu)), but Rank 1 is running collective: "
                   "CollectiveFingerPrint(OpType=REDUCE, TensorShape=[20, 10], TensorDtypes=Float).",
-       .source = "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp; CASES.md T12, T13, T15"},
+       .source = "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp; CASES.md T12, T13, T15",
+       .describe = words::torch_collective_mismatch,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "torch.collective-shape-verify",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kCollectiveMismatch,
@@ -284,7 +310,9 @@ std::vector<Entry> distributed_signature_entries() {
            "RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank "
            "0. This likely indicates that input shapes into the collective are mismatched "
            "across ranks. Got shapes:  10 [ torch.LongTensor{1} ]",
-       .source = "docs/source/distributed.md; CASES.md T13"},
+       .source = "docs/source/distributed.md; CASES.md T13",
+       .describe = words::collective_shapes,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "torch.monitored-barrier",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kCollectiveMissing,
@@ -296,7 +324,9 @@ std::vector<Entry> distributed_signature_entries() {
                  rank_part()},
        .description = "rank 0's monitored barrier names the ranks that never arrived",
        .example = "RuntimeError: [Rank 0]: Ranks 1 failed to pass monitoredBarrier in 10000 ms",
-       .source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp; CASES.md T14, H08"},
+       .source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp; CASES.md T14, H08",
+       .describe = words::collective_missing,
+       .fix = words::kCollectiveMissingFix},
       {.id = "torch.monitored-barrier-victim",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kCollectiveMissing,
@@ -307,7 +337,9 @@ std::vector<Entry> distributed_signature_entries() {
        .example =
            "RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors "
            "while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
-       .source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp; CASES.md T14"},
+       .source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp; CASES.md T14",
+       .describe = words::collective_missing,
+       .fix = words::kCollectiveMissingFix},
       {.id = "torch.monitored-barrier-wrapper",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kCollectiveMissing,
@@ -319,7 +351,9 @@ std::vector<Entry> distributed_signature_entries() {
            "RuntimeError: ProcessGroupWrapper: Monitored Barrier encountered error running "
            "collective: CollectiveFingerPrint(OpType=ALLREDUCE, TensorShape=[20, 10]). Error: "
            "Rank 1 failed to pass monitoredBarrier in 2000 ms",
-       .source = "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp"},
+       .source = "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp",
+       .describe = words::collective_missing,
+       .fix = words::kCollectiveMissingFix},
 
       // ---- NCCL and ProcessGroupNCCL
       // ------------------------------------------------------------------
@@ -343,7 +377,9 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "[E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective operation "
                   "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
                   "Timeout(ms)=1800000) ran for 1800668 milliseconds before timing out.",
-       .source = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; CASES.md T17, H14"},
+       .source = "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; CASES.md T17, H14",
+       .describe = words::collective_missing,
+       .fix = words::kCollectiveMissingFix},
       {.id = "torch.nccl-pg-status",
        .framework = "pytorch-distributed",
        .kind = std::nullopt,
@@ -475,7 +511,8 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "NCCL could not create its shared-memory segment: /dev/shm is full",
        .example = "3d3e22c3066f:168:168 [0] misc/shmutils.cc:113 NCCL WARN Error while creating "
                   "shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888)",
-       .source = "nccl misc/shmutils.cc"},
+       .source = "nccl misc/shmutils.cc",
+       .fix = words::kShmFix},
       {.id = "nccl.duplicate-gpu",
        .framework = "nccl",
        .kind = FindingKind::kForeignGpuContext,
@@ -499,7 +536,9 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "init.cc:1247 NCCL WARN Mismatched collective detected, please check your "
                   "collective calls at and around rank 39. You can use NCCL_DEBUG=INFO and "
                   "NCCL_DEBUG_SUBSYS=COLL to see the collective logs",
-       .source = "nccl 2.4.2-2.7.6; distributed.md d.1"},
+       .source = "nccl 2.4.2-2.7.6; distributed.md d.1",
+       .describe = words::collective_shapes,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "nccl.transport-size-mismatch",
        .framework = "nccl",
        .kind = FindingKind::kCollectiveMismatch,
@@ -513,7 +552,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "NCCL's IB (<= 2.19) or socket transport saw sizes differ across ranks",
        .example = "NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> collective mismatch error, local "
                   "size 496640 remote size 65536",
-       .source = "nccl transport/net_ib.cc, net_socket.cc; distributed.md d.1"},
+       .source = "nccl transport/net_ib.cc, net_socket.cc; distributed.md d.1",
+       .describe = words::collective_shapes,
+       .fix = words::kCollectiveMismatchFix},
       {.id = "torch.nccl-barrier-unknown-device",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kForeignGpuContext,
@@ -540,7 +581,9 @@ std::vector<Entry> distributed_signature_entries() {
                   true}},
        .description = "a store key that no peer wrote (1.x stores)",
        .example = "RuntimeError: Timeout waiting for key: default_pg/nonexistent key after 1000 ms",
-       .source = "torch/csrc/distributed/c10d/FileStore.cpp; CASES.md T30"},
+       .source = "torch/csrc/distributed/c10d/FileStore.cpp; CASES.md T30",
+       .describe = words::store_key_timeout,
+       .fix = words::kStoreKeyFix},
       {.id = "torch.store-wait-timeout",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kRendezvousTimeout,
@@ -552,7 +595,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "a store key that no peer wrote (2.x TCPStore)",
        .example = "torch.distributed.DistStoreError: wait timeout after 600000ms, keys: "
                   "/default_pg/0//cuda//0",
-       .source = "torch/csrc/distributed/c10d/TCPStore.cpp"},
+       .source = "torch/csrc/distributed/c10d/TCPStore.cpp",
+       .describe = words::store_key_timeout,
+       .fix = words::kStoreKeyFix},
       {.id = "torch.store-clients-timeout",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kRendezvousTimeout,
@@ -566,7 +611,9 @@ std::vector<Entry> distributed_signature_entries() {
        .description = "the store server waited for ranks that never connected",
        .example = "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for "
                   "clients. 1/4 clients joined.",
-       .source = "torch/csrc/distributed/c10d/TCPStore.cpp"},
+       .source = "torch/csrc/distributed/c10d/TCPStore.cpp",
+       .describe = words::store_key_timeout,
+       .fix = words::kStoreKeyFix},
       {.id = "torch.store-connect-timeout",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kRendezvousTimeout,
@@ -579,7 +626,15 @@ std::vector<Entry> distributed_signature_entries() {
        .example =
            "[E220 15:40:19.862248270 socket.cpp:1011] [c10d] The client socket has timed out "
            "after 600000ms while trying to connect to (192.168.6.2, 53489).",
-       .source = "torch/csrc/distributed/c10d/socket.cpp"},
+       .source = "torch/csrc/distributed/c10d/socket.cpp",
+       .describe = words::store_connect_timeout,
+       .fix =
+           "Nothing accepted a connection at the store's address: the process that hosts the store "
+           "(rank 0, or torchrun's agent on the first node) had not started yet, had already "
+           "failed, or listens at another address. Check that MASTER_ADDR and MASTER_PORT (or "
+           "--rdzv-endpoint, init_method) are the same on every node and name that host, that it "
+           "runs, and that this node reaches that address and port (a firewall, or the wrong "
+           "network interface)."},
       {.id = "torch.store-bind-failed",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kPortInUse,
@@ -595,7 +650,9 @@ std::vector<Entry> distributed_signature_entries() {
            "already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 "
            "- Address already in use).",
        .source = "torch/csrc/distributed/c10d/socket.cpp",
-       .refine = {{{{"errno", Test::kEquals, "99"}}, std::nullopt, -1, true}}},
+       .refine = {{{{"errno", Test::kEquals, "99"}}, std::nullopt, -1, true}},
+       .describe = words::port_in_use,
+       .fix = words::kPortInUseFix},
       {.id = "python.address-in-use",
        .framework = "python",
        .kind = FindingKind::kPortInUse,
@@ -604,7 +661,9 @@ std::vector<Entry> distributed_signature_entries() {
        .parts = {{R"(\[Errno ([0-9]+)\])", {{1, "errno", C::kInt}}}},
        .description = "EADDRINUSE: a port is taken",
        .example = "OSError: [Errno 98] Address already in use",
-       .source = "errno EADDRINUSE"},
+       .source = "errno EADDRINUSE",
+       .describe = words::port_in_use,
+       .fix = words::kPortInUseFix},
       {.id = "torch.gloo-connect-timeout",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kRendezvousTimeout,
@@ -616,7 +675,9 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "RuntimeError: Socket Timeout",
        .source = "gloo transport/tcp (PyTorch 1.13), seen with a rank that never started",
        .frame_file = "distributed_c10d.py",
-       .frame_function = "_new_process_group_helper"},
+       .frame_function = "_new_process_group_helper",
+       .title = "timed out in init_process_group waiting for the other ranks to connect",
+       .fix = words::kJoinFix},
       {.id = "torch.rendezvous-timeout",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kRendezvousTimeout,
@@ -625,7 +686,9 @@ std::vector<Entry> distributed_signature_entries() {
        .parts = {{"Rendezvous(Timeout|Connection)Error", {{1, "error"}}}},
        .description = "torchrun's elastic rendezvous did not complete or reach its store",
        .example = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
-       .source = "torch/distributed/elastic/rendezvous"},
+       .source = "torch/distributed/elastic/rendezvous",
+       .describe = words::rendezvous_timeout,
+       .fix = words::kJoinFix},
 
       // ---- launchers
       // ----------------------------------------------------------------------------------
@@ -641,7 +704,12 @@ std::vector<Entry> distributed_signature_entries() {
        .example = "AttributeError: 'NoneType' object has no attribute 'get'",
        .source = "DESIGN.md, Facts about the machines",
        .frame_file = "elastic/multiprocessing/api.py",
-       .frame_function = "to_map"},
+       .frame_function = "to_map",
+       .title =
+           "torchrun failed before starting any rank: this build parses the default --redirects 0 "
+           "to None",
+       .fix = "Pass --redirects 2 --tee 2 (any non-zero value) to torchrun, or use a PyTorch "
+              "release with the fix."},
       {.id = "torchrun.child-failed",
        .framework = "torchrun",
        .kind = std::nullopt,
@@ -691,7 +759,8 @@ std::vector<Entry> distributed_signature_entries() {
                       "ranks and exits",
        .example = "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 "
                   "got signal: 15",
-       .source = "torch/distributed/elastic/multiprocessing/api.py"},
+       .source = "torch/distributed/elastic/multiprocessing/api.py",
+       .describe = words::stopped_by_signal},
       {.id = "torchrun.root-cause-exitcode",
        .framework = "torchrun",
        .kind = std::nullopt,

@@ -3,6 +3,8 @@
 // checkpoints that do not fit the model. Pure data.
 #include "analysis/signature_table.h"
 
+#include "analysis/signature_words.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -10,7 +12,7 @@ using C = Conv;
 
 }  // namespace
 
-std::vector<Entry> python_signature_entries() {
+std::vector<Entry> python_signature_entries() {  // NOLINT(readability-function-size): a data table
   return {
       // ---- the interpreter ----------------------------------------------------------------------
       {.id = "python.module-not-found",
@@ -21,7 +23,8 @@ std::vector<Entry> python_signature_entries() {
        .parts = {{"No module named '([^']+)'", {{1, "module"}}, true}},
        .description = "an import of a module that the process's Python environment lacks",
        .example = "ModuleNotFoundError: No module named 'wandb'",
-       .source = "CPython"},
+       .source = "CPython",
+       .describe = words::module_not_found},
       {.id = "python.shared-library-missing",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -40,7 +43,8 @@ std::vector<Entry> python_signature_entries() {
        .example = "ImportError: libGL.so.1: cannot open shared object file: No such file or "
                   "directory",
        .source = "glibc's dynamic loader; verified with an extension module whose library was "
-                 "removed, and with ctypes"},
+                 "removed, and with ctypes",
+       .describe = words::shared_library_missing},
       {.id = "python.undefined-symbol",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -56,7 +60,8 @@ std::vector<Entry> python_signature_entries() {
        .example = "ImportError: /opt/venv/lib/python3.11/site-packages/mmcv/_ext.cpython-311-"
                   "x86_64-linux-gnu.so: undefined symbol: _ZN3c1015SmallVectorBase8grow_podEPvmm",
        .source = "glibc's dynamic loader; verified with an extension module built against a "
-                 "symbol that no loaded library defines"},
+                 "symbol that no loaded library defines",
+       .describe = words::undefined_symbol},
       {.id = "python.file-not-found",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -65,7 +70,8 @@ std::vector<Entry> python_signature_entries() {
        .parts = {{R"(\[Errno 2\] No such file or directory: '([^']*)')", {{1, "path"}}, true}},
        .description = "a path (dataset, checkpoint, config) that does not exist for the process",
        .example = "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'",
-       .source = "CPython"},
+       .source = "CPython",
+       .describe = words::file_not_found},
       {.id = "python.script-not-found",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -77,7 +83,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "the interpreter could not open the script it was told to run: nothing ran",
        .example = "/usr/bin/python3: can't open file '/home/user/proj/trian.py': [Errno 2] No such "
                   "file or directory",
-       .source = "CPython's main, verified under torchrun"},
+       .source = "CPython's main, verified under torchrun",
+       .describe = words::script_not_found},
       {.id = "python.syntax-error",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -86,7 +93,10 @@ std::vector<Entry> python_signature_entries() {
        .parts = {{"^(SyntaxError|IndentationError|TabError): ", {{1, "error_type"}}, true}},
        .description = "Python could not compile a script or module: nothing in it ran",
        .example = "IndentationError: expected an indented block after 'if' statement on line 2",
-       .source = "CPython"},
+       .source = "CPython",
+       .fix = "Python could not compile the file cited, so nothing in it ran: fix that line. "
+              "`python -m "
+              "py_compile FILE` checks a file without running it."},
 
       {.id = "python.recursion-limit",
        .framework = "python",
@@ -96,7 +106,16 @@ std::vector<Entry> python_signature_entries() {
        .description = "calls nested past Python's recursion limit: most often a function that "
                       "calls itself without end",
        .example = "RecursionError: maximum recursion depth exceeded",
-       .source = "CPython"},
+       .source = "CPython",
+       .title = "calls nested past Python's recursion limit",
+       .fix =
+           "Most often a function calls itself without end: the frames the traceback repeats "
+           "(Python prints a few, then `[Previous line repeated N more times]`) never meet their "
+           "stopping condition. Fix that condition (a base case never reached; a __getattr__ that "
+           "reads an attribute not set yet, as in a dataset unpickled in a spawned DataLoader "
+           "worker before __init__ ran), or write the recursion as a loop. Data nested deeper than "
+           "the limit (pickling, copy.deepcopy or repr of deep structures) needs a flatter "
+           "structure, or sys.setrecursionlimit for a recursion that is deep but ends."},
 
       {.id = "python.unpicklable",
        .framework = "python",
@@ -109,7 +128,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "an object pickle cannot serialize (a lambda, a nested function, an open "
                       "file, a lock), sent to a process that spawn started or given to torch.save",
        .example = "AttributeError: Can't pickle local object 'build.<locals>.<lambda>'",
-       .source = "CPython's pickle, verified with a DataLoader of spawned workers and torch.save"},
+       .source = "CPython's pickle, verified with a DataLoader of spawned workers and torch.save",
+       .describe = words::unpicklable},
       {.id = "python.unpickle-missing-class",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -123,7 +143,8 @@ std::vector<Entry> python_signature_entries() {
                       "main script of the saving process, or renamed since",
        .example = "AttributeError: Can't get attribute 'Squares' on <module '__mp_main__' from "
                   "'/home/user/proj/train.py'>",
-       .source = "CPython's pickle, verified with a DataLoader of spawned workers and torch.load"},
+       .source = "CPython's pickle, verified with a DataLoader of spawned workers and torch.load",
+       .describe = words::missing_class},
       {.id = "python.spawn-main-unguarded",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -132,7 +153,15 @@ std::vector<Entry> python_signature_entries() {
        .description = "a process started with spawn or forkserver re-ran the main script's code "
                       "that starts processes: it is not under `if __name__ == '__main__':`",
        .example = "        An attempt has been made to start a new process before the",
-       .source = "CPython's multiprocessing/spawn.py, verified with torch.multiprocessing.spawn"},
+       .source = "CPython's multiprocessing/spawn.py, verified with torch.multiprocessing.spawn",
+       .title =
+           "a started process re-ran the main script's code that starts processes, which is not "
+           "under `if __name__ == '__main__':`",
+       .fix =
+           "The spawn and forkserver start methods (torch.multiprocessing.spawn, a DataLoader or "
+           "multiprocessing.Pool with that context) import the main script again in every process "
+           "they start: put the code that starts processes, and all training code, in a function "
+           "called under `if __name__ == '__main__':`."},
 
       {.id = "python.argparse-error",
        .framework = "python",
@@ -148,7 +177,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "a script's argparse rejected its command line (exit code 2): an unknown "
                       "flag (torch.distributed.launch's --local_rank), a missing or invalid one",
        .example = "args.py: error: unrecognized arguments: --local_rank=0",
-       .source = "CPython argparse, verified under torch.distributed.launch"},
+       .source = "CPython argparse, verified under torch.distributed.launch",
+       .describe = words::bad_arguments},
 
       // ---- shapes -------------------------------------------------------------------------------
       {.id = "torch.collate-unequal-sizes",
@@ -167,7 +197,8 @@ std::vector<Entry> python_signature_entries() {
                       "collate cannot stack them",
        .example = "RuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] "
                   "at entry 0 and [3, 33, 32] at entry 1",
-       .source = "torch.stack in torch/utils/data/_utils/collate.py, verified"},
+       .source = "torch.stack in torch/utils/data/_utils/collate.py, verified",
+       .describe = words::collate_unequal},
       {.id = "torch.linear-shape-mismatch",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -182,7 +213,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "a matrix product (nn.Linear) whose input has another number of features "
                       "than the layer was built for",
        .example = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x30752 and 7200x10)",
-       .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified"},
+       .source = "aten/src/ATen/native/LinearAlgebra.cpp, verified",
+       .describe = words::linear_features},
       {.id = "torch.batchnorm-one-sample",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -193,7 +225,8 @@ std::vector<Entry> python_signature_entries() {
                       "last batch of one)",
        .example = "ValueError: Expected more than 1 value per channel when training, got input "
                   "size torch.Size([1, 64])",
-       .source = "torch/nn/functional.py _verify_batch_size, verified"},
+       .source = "torch/nn/functional.py _verify_batch_size, verified",
+       .describe = words::batchnorm_one_sample},
       {.id = "torch.view-size-mismatch",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -204,7 +237,8 @@ std::vector<Entry> python_signature_entries() {
                   true}},
        .description = "view or reshape to sizes whose product is not the tensor's element count",
        .example = "RuntimeError: shape '[16, -1, 3]' is invalid for input of size 100",
-       .source = "aten/src/ATen/InferSize.h, verified"},
+       .source = "aten/src/ATen/InferSize.h, verified",
+       .describe = words::view_size_mismatch},
       {.id = "torch.broadcast-mismatch",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -219,7 +253,8 @@ std::vector<Entry> python_signature_entries() {
                       "where neither is 1",
        .example = "RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at "
                   "non-singleton dimension 1",
-       .source = "aten/src/ATen/ExpandUtils.cpp, verified"},
+       .source = "aten/src/ATen/ExpandUtils.cpp, verified",
+       .describe = words::broadcast_mismatch},
 
       {.id = "torch.dataset-empty",
        .framework = "pytorch",
@@ -229,7 +264,12 @@ std::vector<Entry> python_signature_entries() {
        .description = "a DataLoader over a dataset of no samples (its sampler refuses it)",
        .example = "ValueError: num_samples should be a positive integer value, but got "
                   "num_samples=0",
-       .source = "torch/utils/data/sampler.py RandomSampler, verified"},
+       .source = "torch/utils/data/sampler.py RandomSampler, verified",
+       .title = "the DataLoader's dataset has no samples",
+       .fix = "The dataset is empty: its path, file pattern or filter matched nothing (a relative "
+              "path "
+              "resolves against the working directory the job runs in), or a split or subset left "
+              "nothing for this rank. Check len(dataset) before building the DataLoader."},
       {.id = "torch.collate-type",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -240,7 +280,8 @@ std::vector<Entry> python_signature_entries() {
                       "object the dataset returns without turning it into a tensor",
        .example = "TypeError: default_collate: batch must contain tensors, numpy arrays, "
                   "numbers, dicts or lists; found <class 'PIL.Image.Image'>",
-       .source = "torch/utils/data/_utils/collate.py, verified"},
+       .source = "torch/utils/data/_utils/collate.py, verified",
+       .describe = words::collate_type},
       {.id = "torch.collate-none",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -251,7 +292,8 @@ std::vector<Entry> python_signature_entries() {
        .example = "TypeError: expected Tensor as element 1 in argument 0, but got NoneType",
        .source = "torch/utils/data/_utils/collate.py (torch.stack), verified",
        .frame_file = "torch/utils/data/_utils/collate.py",
-       .frame_function = "default_collate"},
+       .frame_function = "default_collate",
+       .describe = words::collate_type},
       {.id = "torch.conv-channels",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -268,7 +310,8 @@ std::vector<Entry> python_signature_entries() {
                       "grayscale images for an RGB model, a channels-last tensor",
        .example = "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected "
                   "input[8, 1, 32, 32] to have 3 channels, but got 1 channels instead",
-       .source = "aten/src/ATen/native/Convolution.cpp, verified"},
+       .source = "aten/src/ATen/native/Convolution.cpp, verified",
+       .describe = words::conv_channels},
       {.id = "torch.conv-input-dims",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -285,7 +328,8 @@ std::vector<Entry> python_signature_entries() {
                       "or a sample",
        .example = "RuntimeError: Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
                   "got input of size: [2, 8, 3, 32, 32]",
-       .source = "aten/src/ATen/native/Convolution.cpp, verified"},
+       .source = "aten/src/ATen/native/Convolution.cpp, verified",
+       .describe = words::conv_dims},
 
       // ---- autograd -----------------------------------------------------------------------------
       {.id = "torch.autograd-inplace",
@@ -309,7 +353,8 @@ std::vector<Entry> python_signature_entries() {
                   "0 of SigmoidBackward0, is at version 1; expected version 0 instead. Hint: "
                   "enable anomaly detection to find the operation that failed to compute its "
                   "gradient, with torch.autograd.set_detect_anomaly(True).",
-       .source = "torch/csrc/autograd/saved_variable.cpp, verified"},
+       .source = "torch/csrc/autograd/saved_variable.cpp, verified",
+       .describe = words::autograd_inplace},
       {.id = "torch.autograd-backward-twice",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -322,7 +367,13 @@ std::vector<Entry> python_signature_entries() {
                   "values of the graph are freed when you call .backward() or autograd.grad(). "
                   "Specify retain_graph=True if you need to backward through the graph a second "
                   "time or if you need to access saved tensors after calling backward.",
-       .source = "torch/csrc/autograd/saved_variable.cpp, verified"},
+       .source = "torch/csrc/autograd/saved_variable.cpp, verified",
+       .title = "backward() ran a second time through a graph whose saved tensors were freed",
+       .fix =
+           "A tensor carried from one step to the next keeps the previous step's graph (an RNN's "
+           "hidden state, a running total of losses, a cached output): .detach() it at the end of "
+           "each step (`total += loss.item()` for a running total). If two backward passes through "
+           "one graph are meant, pass retain_graph=True to the first."},
       {.id = "torch.autograd-non-scalar",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -330,7 +381,14 @@ std::vector<Entry> python_signature_entries() {
        .needles = {"grad can be implicitly created only for scalar outputs"},
        .description = "backward() without arguments on a loss of more than one element",
        .example = "RuntimeError: grad can be implicitly created only for scalar outputs",
-       .source = "torch/autograd/__init__.py _make_grads, verified"},
+       .source = "torch/autograd/__init__.py _make_grads, verified",
+       .title = "backward() on a loss of more than one value",
+       .fix =
+           "backward() without arguments needs a loss of one element: reduce it first with .mean() "
+           "or .sum() (a loss built with reduction='none' has one value per sample). Under "
+           "nn.DataParallel, a loss computed inside the model comes back with one value per GPU: "
+           ".mean() it. To back-propagate a tensor on purpose, pass gradient= of its shape "
+           "(torch.ones_like(out))."},
       {.id = "torch.autograd-leaf-inplace",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -340,7 +398,14 @@ std::vector<Entry> python_signature_entries() {
                       "while autograd records",
        .example = "RuntimeError: a leaf Variable that requires grad is being used in an in-place "
                   "operation.",
-       .source = "torch/csrc/autograd/VariableTypeUtils.h, verified"},
+       .source = "torch/csrc/autograd/VariableTypeUtils.h, verified",
+       .title = "a tensor that requires grad, as a parameter, was changed in place while autograd "
+                "recorded",
+       .fix =
+           "Changing a leaf tensor that requires grad in place (w -= lr * w.grad, w.add_(), w[0] = "
+           "0, w.fill_()) must not be recorded: do it under `with torch.no_grad():`, as optimizers "
+           "and torch.nn.init do. To compute with a changed copy, use an out-of-place operation (w "
+           "+ 1 makes a new tensor)."},
       {.id = "torch.loss-multi-target",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -349,7 +414,14 @@ std::vector<Entry> python_signature_entries() {
        .description = "cross_entropy or nll_loss got targets with a dimension per sample ([N, "
                       "1], one-hot integers) instead of one class index per sample",
        .example = "RuntimeError: 0D or 1D target tensor expected, multi-target not supported",
-       .source = "aten/src/ATen/native/LossNLL.cpp, verified"},
+       .source = "aten/src/ATen/native/LossNLL.cpp, verified",
+       .title = "cross_entropy or nll_loss got a target with more than one value per sample",
+       .fix =
+           "CrossEntropyLoss and NLLLoss take one class index per sample: an int64 tensor of shape "
+           "[N], without a class dimension. A target of shape [N, 1] needs target.squeeze(1); "
+           "one-hot targets need target.argmax(1) (or, as soft labels, .float() probabilities of "
+           "shape [N, C], on PyTorch 1.10 and later). For several labels per sample, use "
+           "BCEWithLogitsLoss with float targets of shape [N, C]."},
       {.id = "torch.numpy-requires-grad",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -358,7 +430,12 @@ std::vector<Entry> python_signature_entries() {
        .description = "numpy() on a tensor that autograd records (a model's output, a loss)",
        .example = "RuntimeError: Can't call numpy() on Tensor that requires grad. Use "
                   "tensor.detach().numpy() instead.",
-       .source = "torch/csrc/utils/tensor_numpy.cpp, verified"},
+       .source = "torch/csrc/utils/tensor_numpy.cpp, verified",
+       .title = "numpy() on a tensor that autograd records (it requires grad)",
+       .fix =
+           "Take the values out of the graph first: tensor.detach().cpu().numpy(), or compute "
+           "metrics and plots under torch.no_grad(); for one number, loss.item(). A conversion to "
+           "NumPy inside the model's forward cuts the graph: keep that computation in torch."},
       {.id = "torch.numpy-not-cpu",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -369,7 +446,8 @@ std::vector<Entry> python_signature_entries() {
                       "memory only",
        .example = "TypeError: can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
                   "to copy the tensor to host memory first.",
-       .source = "torch/csrc/utils/tensor_numpy.cpp, verified with the meta device"},
+       .source = "torch/csrc/utils/tensor_numpy.cpp, verified with the meta device",
+       .describe = words::numpy_not_cpu},
       {.id = "torch.autograd-no-grad",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -378,7 +456,14 @@ std::vector<Entry> python_signature_entries() {
        .description = "backward() on a tensor that no parameter requiring grad contributed to",
        .example = "RuntimeError: element 0 of tensors does not require grad and does not have a "
                   "grad_fn",
-       .source = "torch/csrc/autograd/autograd.cpp, verified"},
+       .source = "torch/csrc/autograd/autograd.cpp, verified",
+       .title = "backward() on a loss that no parameter requiring grad contributed to",
+       .fix =
+           "The loss was computed without autograd: under torch.no_grad() or "
+           "torch.inference_mode() (an evaluation helper left on), from values taken out of the "
+           "graph (.detach(), .item(), .numpy(), a new torch.tensor(...)), or from a model whose "
+           "parameters are all frozen (requires_grad=False). Compute it from the model's outputs "
+           "with grad enabled."},
       {.id = "torch.autograd-nan",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -389,7 +474,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "anomaly detection (torch.autograd.set_detect_anomaly) caught a backward "
                       "function that produced NaN",
        .example = "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.",
-       .source = "torch/csrc/autograd/engine.cpp, verified"},
+       .source = "torch/csrc/autograd/engine.cpp, verified",
+       .describe = words::autograd_nan},
 
       {.id = "torch.anomaly-forward-trace",
        .framework = "pytorch",
@@ -424,7 +510,8 @@ std::vector<Entry> python_signature_entries() {
                       "model's: a prefix added by DDP, DataParallel or torch.compile, another "
                       "architecture, or other sizes (classes, vocabulary)",
        .example = "Unexpected key(s) in state_dict: \"module.0.weight\", \"module.0.bias\". ",
-       .source = "torch/nn/modules/module.py load_state_dict, verified"},
+       .source = "torch/nn/modules/module.py load_state_dict, verified",
+       .describe = words::state_dict},
 
       {.id = "torch.load-weights-only",
        .framework = "pytorch",
@@ -440,7 +527,8 @@ std::vector<Entry> python_signature_entries() {
                   "arbitrary code execution.Do it only if you get the file from a trusted "
                   "source. WeightsUnpickler error: Unsupported class argparse.Namespace",
        .source = "torch/serialization.py load, verified with weights_only=True on 1.13; the 2.6+ "
-                 "message puts \"Unsupported global: GLOBAL ...\" on a line of its own"},
+                 "message puts \"Unsupported global: GLOBAL ...\" on a line of its own",
+       .describe = words::weights_only},
 
       // ---- what layers and losses are fed -------------------------------------------------------
       {.id = "torch.device-mismatch",
@@ -454,7 +542,8 @@ std::vector<Entry> python_signature_entries() {
                       "batch left on the CPU, or a tensor created inside forward without a device",
        .example = "RuntimeError: Expected all tensors to be on the same device, but found at "
                   "least two devices, cuda:0 and cpu!",
-       .source = "aten/src/ATen/native/TensorCompare.cpp and the dispatcher's device check"},
+       .source = "aten/src/ATen/native/TensorCompare.cpp and the dispatcher's device check",
+       .describe = words::device_mismatch},
       {.id = "torch.tensor-type-mismatch",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -475,7 +564,8 @@ std::vector<Entry> python_signature_entries() {
                       "model on the CPU (or the reverse)",
        .example = "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type "
                   "(torch.FloatTensor) should be the same",
-       .source = "aten/src/ATen/native/Convolution.cpp, LinearAlgebra.cpp; verified"},
+       .source = "aten/src/ATen/native/Convolution.cpp, LinearAlgebra.cpp; verified",
+       .describe = words::type_mismatch},
       {.id = "torch.dtype-unsupported",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -487,7 +577,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "an operation given a type it has no kernel for: float16 on the CPU, "
                       "integers where floating point is needed",
        .example = "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'",
-       .source = "aten/src/ATen/Dispatch.h, verified"},
+       .source = "aten/src/ATen/Dispatch.h, verified",
+       .describe = words::dtype_unsupported},
       {.id = "torch.batch-size-mismatch",
        .framework = "pytorch",
        .kind = FindingKind::kPythonException,
@@ -499,7 +590,8 @@ std::vector<Entry> python_signature_entries() {
              true}},
        .description = "a loss given another number of predictions than of targets",
        .example = "ValueError: Expected input batch_size (4) to match target batch_size (5).",
-       .source = "torch/nn/functional.py nll_loss / aten's loss checks, verified"},
+       .source = "torch/nn/functional.py nll_loss / aten's loss checks, verified",
+       .describe = words::batch_size_mismatch},
       {.id = "pil.unreadable-image",
        .framework = "pil",
        .kind = FindingKind::kPythonException,
@@ -513,7 +605,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "a dataset file PIL cannot decode: not an image (an HTML page, a corrupt "
                       "file) or cut short",
        .example = "PIL.UnidentifiedImageError: cannot identify image file '/data/train/img_42.jpg'",
-       .source = "Pillow's Image.open and ImageFile.load, verified with 9.4"},
+       .source = "Pillow's Image.open and ImageFile.load, verified with 9.4",
+       .describe = words::unreadable_image},
       // ---- warnings of silently wrong results
       // ----------------------------------------------------------------------
       {.id = "torch.loss-broadcast",
@@ -533,7 +626,8 @@ std::vector<Entry> python_signature_entries() {
                   "incorrect results due to broadcasting. Please ensure they have the same size.",
        .source = "torch/nn/functional.py, verified",
        // BCE raises a ValueError with the same start: it broadcasts nothing.
-       .unless = "is deprecated"},
+       .unless = "is deprecated",
+       .describe = words::loss_broadcast},
       {.id = "torch.softmax-implicit-dim",
        .framework = "pytorch",
        .kind = FindingKind::kFrameworkWarning,
@@ -548,7 +642,8 @@ std::vector<Entry> python_signature_entries() {
            "inputs",
        .example = "train.py:31: UserWarning: Implicit dimension choice for softmax has been "
                   "deprecated. Change the call to include dim=X as an argument.",
-       .source = "torch/nn/functional.py _get_softmax_dim, verified"},
+       .source = "torch/nn/functional.py _get_softmax_dim, verified",
+       .describe = words::softmax_implicit_dim},
       {.id = "torch.cuda-init-warning",
        .framework = "pytorch",
        .kind = FindingKind::kFrameworkWarning,
@@ -563,7 +658,8 @@ std::vector<Entry> python_signature_entries() {
                   "incorrectly set up environment, e.g. changing env variable "
                   "CUDA_VISIBLE_DEVICES after program start. Setting the available devices to "
                   "be zero. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:109.)",
-       .source = "c10/cuda/CUDAFunctions.cpp device_count"},
+       .source = "c10/cuda/CUDAFunctions.cpp device_count",
+       .describe = words::cuda_init_warning},
       {.id = "torch.ddp-unused-search-needless",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kFrameworkWarning,
@@ -574,7 +670,13 @@ std::vector<Entry> python_signature_entries() {
                       "cost for nothing",
        .example = "[W reducer.cpp:1298] Warning: find_unused_parameters=True was specified in "
                   "DDP constructor, but did not find any unused parameters in the forward pass.",
-       .source = "torch/csrc/distributed/c10d/reducer.cpp, verified"},
+       .source = "torch/csrc/distributed/c10d/reducer.cpp, verified",
+       .title = "DDP looks for unused parameters every step (find_unused_parameters=True) and "
+                "found none",
+       .fix = "Each step pays an extra traversal of the autograd graph: build DDP without "
+              "find_unused_parameters unless some steps leave parameters out of the loss "
+              "(static_graph=True where the same ones always do).",
+       .info = true},
 
       {.id = "torch.default-group-not-initialized",
        .framework = "pytorch-distributed",
@@ -584,7 +686,12 @@ std::vector<Entry> python_signature_entries() {
        .description = "a torch.distributed call before init_process_group in this process",
        .example = "RuntimeError: Default process group has not been initialized, please make "
                   "sure to call init_process_group.",
-       .source = "torch/distributed/distributed_c10d.py, verified"},
+       .source = "torch/distributed/distributed_c10d.py, verified",
+       .fix =
+           "A torch.distributed call ran in a process that never called init_process_group: call "
+           "dist.init_process_group(backend) first (torchrun sets the environment it reads), or, "
+           "for a script that also runs as a single process, guard the calls with "
+           "dist.is_initialized()."},
       {.id = "torch.env-rendezvous-unset",
        .framework = "pytorch-distributed",
        .kind = FindingKind::kPythonException,
@@ -594,7 +701,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "init_process_group's env:// rendezvous in a process no launcher started",
        .example = "ValueError: Error initializing torch.distributed using env:// rendezvous: "
                   "environment variable RANK expected, but not set",
-       .source = "torch/distributed/rendezvous.py, verified"},
+       .source = "torch/distributed/rendezvous.py, verified",
+       .describe = words::launcher_variable_missing},
       {.id = "python.launcher-variable-missing",
        .framework = "python",
        .kind = FindingKind::kPythonException,
@@ -607,7 +715,8 @@ std::vector<Entry> python_signature_entries() {
        .description = "the script reads a variable that torchrun sets, in a process it did not "
                       "start",
        .example = "KeyError: 'LOCAL_RANK'",
-       .source = "CPython's os.environ, verified"},
+       .source = "CPython's os.environ, verified",
+       .describe = words::launcher_variable_missing},
   };
 }
 

@@ -514,6 +514,16 @@ const std::vector<SignatureInfo>& catalog() {
   return infos;
 }
 
+const Entry* find_entry(std::string_view id) {
+  static const std::map<std::string_view, const Entry*> by_id = [] {
+    std::map<std::string_view, const Entry*> out;
+    for (const Entry& e : signature_table()) out.emplace(e.id, &e);
+    return out;
+  }();
+  auto it = by_id.find(id);
+  return it == by_id.end() ? nullptr : it->second;
+}
+
 const SignatureInfo* find_signature(std::string_view id) {
   for (const SignatureInfo& info : catalog()) {
     if (info.id == id) return &info;

@@ -307,87 +307,110 @@ class Parser {
     m_out[index].original = m_out.size() - 1;
   }
 
+  // A line as the states below tell it apart.
+  struct Shape {
+    std::string_view text;  // without trailing blanks
+    bool header = false;    // "Traceback (most recent call last):"
+    bool cause = false;     // "The above exception was the direct cause ..."
+    bool context = false;   // "During handling of the above exception, ..."
+  };
+
   void process(Track& track, const store::LogLine& line, const LinePrefix& p) {
     std::string_view text = rtrim(p.text);
-    bool is_header = is_header_line(text);
-    bool is_cause = text == kCauseMarker;
-    bool is_context = text == kContextMarker;
+    Shape shape{text, is_header_line(text), text == kCauseMarker, text == kContextMarker};
+    if (track.state == State::kMessage && in_message(track, line, p, shape)) return;
+    if (track.state == State::kFrames && in_frames(track, line, shape)) return;
+    in_idle(track, line, p, shape);
+  }
 
-    if (track.state == State::kMessage) {
-      if (track.parallel > 0 && indented(text)) {
-        // A frame, its code or its carets after the exception: the next traceback printed at
-        // the same moment, without the header it shared with this one.
-        int parallel = track.parallel - 1;
-        close(track, false);
-        start(track, line, p);
-        track.parallel = parallel;
-      } else if (text.empty() || is_header || is_cause || is_context || ends_message(text) ||
-                 spawned_process(text) || thread_name(text)) {
-        close(track, false);
-      } else {
-        track.message.emplace_back(text);
-        store::LogLine copy = line;
-        copy.text = std::string(text);
-        track.message_lines.push_back(std::move(copy));
-        touch(track, line);
-        return;
-      }
+  // A line after the exception line: more of its message, or what ends it. True when the line
+  // belongs to the message; else the states after this one read it.
+  bool in_message(Track& track, const store::LogLine& line, const LinePrefix& p,
+                  const Shape& shape) {
+    std::string_view text = shape.text;
+    if (track.parallel > 0 && indented(text)) {
+      // A frame, its code or its carets after the exception: the next traceback printed at
+      // the same moment, without the header it shared with this one.
+      int parallel = track.parallel - 1;
+      close(track, false);
+      start(track, line, p);
+      track.parallel = parallel;
+      return false;
     }
-
-    if (track.state == State::kFrames) {
-      if (is_header && m_out[track.current].frames.empty() && track.parallel < kMaxParallel) {
-        ++track.parallel;
-        touch(track, line);
-        return;
-      }
-      if (std::optional<ObjectDumpLine> dump = object_dump_line(text)) {
-        PythonTraceback& tb = m_out[track.current];
-        if (dump->field == "type name") tb.exception_type = std::string(dump->value);
-        if (dump->field == "repr") track.message = {repr_message(dump->value, tb.exception_type)};
-        touch(track, line);
-        return;
-      }
-      if (text == kLostStderr) {
-        touch(track, line);
-        close(track, true);
-        return;
-      }
-      if (std::optional<PythonFrame> frame = parse_frame(text)) {
-        frame->log_line = line.number;
-        m_out[track.current].frames.push_back(std::move(*frame));
-        track.after_frame = true;
-        touch(track, line);
-        return;
-      }
-      if (indented(text) || text.empty()) {
-        std::vector<PythonFrame>& frames = m_out[track.current].frames;
-        if (track.after_frame && !frames.empty() && frames.back().code.empty() &&
-            !is_decoration(text) && !text.empty()) {
-          frames.back().code = std::string(ltrim(text));
-        }
-        track.after_frame = false;
-        if (!text.empty()) touch(track, line);
-        return;
-      }
-      std::optional<ExceptionLine> exception;
-      if (!is_header && !is_cause && !is_context) {
-        exception = parse_exception_line(text, /*strict=*/false);
-      }
-      if (!exception) {
-        close(track, true);  // cut before its exception line; the line is something else
-      } else {
-        PythonTraceback& tb = m_out[track.current];
-        tb.exception_type = std::string(exception->type);
-        track.message.clear();
-        track.message.emplace_back(exception->message);
-        track.state = State::kMessage;
-        touch(track, line);
-        return;
-      }
+    if (text.empty() || shape.header || shape.cause || shape.context || ends_message(text) ||
+        spawned_process(text) || thread_name(text)) {
+      close(track, false);
+      return false;
     }
+    track.message.emplace_back(text);
+    store::LogLine copy = line;
+    copy.text = std::string(text);
+    track.message_lines.push_back(std::move(copy));
+    touch(track, line);
+    return true;
+  }
 
-    // Idle.
-    if (is_header) {
+  // A line among the frames: a frame, its code, a header printed for parallel tracebacks, or
+  // the exception line that ends them. False when the line cut the traceback short, for the
+  // idle state to read.
+  bool in_frames(Track& track, const store::LogLine& line, const Shape& shape) {
+    std::string_view text = shape.text;
+    if (shape.header && m_out[track.current].frames.empty() && track.parallel < kMaxParallel) {
+      ++track.parallel;
+      touch(track, line);
+      return true;
+    }
+    if (std::optional<ObjectDumpLine> dump = object_dump_line(text)) {
+      PythonTraceback& tb = m_out[track.current];
+      if (dump->field == "type name") tb.exception_type = std::string(dump->value);
+      if (dump->field == "repr") track.message = {repr_message(dump->value, tb.exception_type)};
+      touch(track, line);
+      return true;
+    }
+    if (text == kLostStderr) {
+      touch(track, line);
+      close(track, true);
+      return true;
+    }
+    if (std::optional<PythonFrame> frame = parse_frame(text)) {
+      frame->log_line = line.number;
+      m_out[track.current].frames.push_back(std::move(*frame));
+      track.after_frame = true;
+      touch(track, line);
+      return true;
+    }
+    if (indented(text) || text.empty()) {
+      std::vector<PythonFrame>& frames = m_out[track.current].frames;
+      if (track.after_frame && !frames.empty() && frames.back().code.empty() &&
+          !is_decoration(text) && !text.empty()) {
+        frames.back().code = std::string(ltrim(text));
+      }
+      track.after_frame = false;
+      if (!text.empty()) touch(track, line);
+      return true;
+    }
+    std::optional<ExceptionLine> exception;
+    if (!shape.header && !shape.cause && !shape.context) {
+      exception = parse_exception_line(text, /*strict=*/false);
+    }
+    if (!exception) {
+      close(track, true);  // cut before its exception line; the line is something else
+      return false;
+    }
+    PythonTraceback& tb = m_out[track.current];
+    tb.exception_type = std::string(exception->type);
+    track.message.clear();
+    track.message.emplace_back(exception->message);
+    track.state = State::kMessage;
+    touch(track, line);
+    return true;
+  }
+
+  // A line outside any traceback: a header, what names the next one's process or thread, a
+  // chain's marker, or a frame or an exception line without the header before it.
+  void in_idle(Track& track, const store::LogLine& line, const LinePrefix& p, const Shape& shape) {
+    std::string_view text = shape.text;
+    if (shape.header) {
       start(track, line, p);
       return;
     }
@@ -396,8 +419,9 @@ class Parser {
     std::optional<std::string> thread = thread_name(text);
     track.thread = thread.value_or("");
     if (thread) return;
-    if (is_cause || is_context) {
-      track.pending = track.last_closed ? (is_cause ? Link::kCause : Link::kContext) : Link::kNone;
+    if (shape.cause || shape.context) {
+      track.pending =
+          track.last_closed ? (shape.cause ? Link::kCause : Link::kContext) : Link::kNone;
       return;
     }
     if (text.empty()) return;

@@ -119,35 +119,97 @@ std::vector<Row> rows_of(const analysis::Diagnosis& d, const store::Evidence& e,
   return rows;
 }
 
+// The window drawn and where a time falls in it. The window ends with the run, or with the last
+// record of a run whose end is unknown (a call open then was still waiting); it is saturated at
+// int64's limits (elapsed.h), whatever times run.db holds: it is then 1 ms to a minute wide, and
+// its width fits in an int64.
+struct Plot {
+  int64_t first_ns = INT64_MAX;  // the first call recorded
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  double span = 0;     // to_ns - from_ns
+  double width = 0;    // of the plot, right of the labels
+  double start_s = 0;  // from_ns, in seconds since the run's start
+  double end_s = 0;    // to_ns, likewise
+  double height = 0;   // of the whole drawing
+
+  double x(int64_t t) const {
+    return kLabelWidth +
+           width * static_cast<double>(std::clamp(t, from_ns, to_ns) - from_ns) / span;
+  }
+};
+
+Plot plot_window(const analysis::Diagnosis& d, const store::Evidence& e) {
+  Plot p;
+  p.to_ns = d.run.end_ns != 0 ? d.run.end_ns : last_sample_ns(e);
+  for (const store::CollectiveCall& c : e.collectives) {
+    p.first_ns = std::min(p.first_ns, c.t_ns);
+    if (d.run.end_ns == 0) p.to_ns = std::max({p.to_ns, c.t_ns, c.end_ns});
+  }
+  p.from_ns = std::max(p.first_ns, shifted_ns(p.to_ns, -kTimelineWindowNs));
+  p.from_ns = std::min(p.from_ns, INT64_MAX - kMinWindowNs);
+  p.to_ns = std::max(p.to_ns, p.from_ns + kMinWindowNs);
+  p.width = kWidth - kLabelWidth - kRightMargin;
+  p.span = static_cast<double>(p.to_ns - p.from_ns);
+  p.start_s = elapsed_s(d.run.start_ns, p.from_ns);
+  p.end_s = p.start_s + p.span / 1e9;
+  return p;
+}
+
+// Ticks at whole steps of seconds since the start, placed by their distance from the window's
+// start; at most kMaxTicks, so that the loop ends whatever a clock set far off makes of the
+// seconds' doubles.
+std::string ticks(const Plot& p) {
+  std::string out;
+  double step = tick_step(p.span / 1e9);
+  double first_tick = std::ceil(p.start_s / step) * step;
+  for (int i = 0; i < kMaxTicks; ++i) {
+    double s = first_tick + step * i;
+    if (s > p.end_s + 1e-9) break;
+    double x = kLabelWidth + p.width * std::clamp((s - p.start_s) * 1e9 / p.span, 0.0, 1.0);
+    out += fmt::format(
+        "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
+        "<text class=\"tick\" x=\"{0:.1f}\" y=\"{3}\">{4:g} s</text>\n",
+        x, kAxisHeight - 6, p.height, kAxisHeight - 12, s);
+  }
+  return out;
+}
+
+// One rank's row: its name, with its last call, and a bar for each call.
+std::string row_svg(const Row& row, double top, const Plot& p, int64_t run_start_ns) {
+  std::string last = row.last ? call_text(*row.last, run_start_ns) : "none";
+  std::string out = fmt::format(
+      "<g class=\"rank\" data-pid=\"{}\"><text class=\"who\" x=\"0\" y=\"{:.1f}\">{}"
+      "<title>last call: {}</title></text>\n",
+      row.process->record.pid, top + kRowHeight / 2 + 4,
+      html_escape(analysis::process_name(*row.process)), html_escape(last));
+  for (const store::CollectiveCall* c : row.calls) {
+    bool queued = returns_queued(*c);
+    bool open = never_returned(*c);
+    double x = p.x(c->t_ns);
+    double width =
+        queued ? kMinBarWidth : std::max(kMinBarWidth, p.x(open ? p.to_ns : c->end_ns) - x);
+    out += fmt::format(
+        "<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\">"
+        "<title>{}</title></rect>\n",
+        queued      ? "queued"
+        : open      ? "open"
+        : c->raised ? "raised"
+                    : "call",
+        x, top + (kRowHeight - kBarHeight) / 2, width, kBarHeight,
+        html_escape(call_text(*c, run_start_ns)));
+  }
+  return out + "</g>\n";
+}
+
 }  // namespace
 
 std::string collective_timeline_html(const analysis::Diagnosis& d, const store::Evidence& e) {
   if (e.collectives.empty()) return "";
-  // The window ends with the run, or with the last record of a run whose end is unknown (a call
-  // open then was still waiting).
-  int64_t first_ns = INT64_MAX;
-  int64_t to_ns = d.run.end_ns != 0 ? d.run.end_ns : last_sample_ns(e);
-  for (const store::CollectiveCall& c : e.collectives) {
-    first_ns = std::min(first_ns, c.t_ns);
-    if (d.run.end_ns == 0) to_ns = std::max({to_ns, c.t_ns, c.end_ns});
-  }
-  // Saturated at int64's limits (elapsed.h), whatever times run.db holds: the window is then
-  // 1 ms to a minute wide, and its width fits in an int64.
-  int64_t from_ns = std::max(first_ns, shifted_ns(to_ns, -kTimelineWindowNs));
-  from_ns = std::min(from_ns, INT64_MAX - kMinWindowNs);
-  to_ns = std::max(to_ns, from_ns + kMinWindowNs);
-  std::vector<Row> rows = rows_of(d, e, from_ns, to_ns);
+  Plot p = plot_window(d, e);
+  std::vector<Row> rows = rows_of(d, e, p.from_ns, p.to_ns);
   if (rows.empty()) return "";
-
-  double plot_width = kWidth - kLabelWidth - kRightMargin;
-  double span = static_cast<double>(to_ns - from_ns);
-  auto x_of = [&](int64_t t) {
-    return kLabelWidth +
-           plot_width * static_cast<double>(std::clamp(t, from_ns, to_ns) - from_ns) / span;
-  };
-  double height = kAxisHeight + kRowHeight * static_cast<double>(rows.size());
-  double start_s = elapsed_s(d.run.start_ns, from_ns);
-  double end_s = start_s + span / 1e9;
+  p.height = kAxisHeight + kRowHeight * static_cast<double>(rows.size());
 
   std::string out = "<section id=\"collectives\">\n<h2>Collectives</h2>\n";
   out += fmt::format(
@@ -157,62 +219,24 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
       "a dashed line where traindoc found an issue. Hover for each call's details. run.db keeps "
       "the first 200 calls of each rank and group, the last 64 and those around each finding; "
       "the others are not drawn{}.</p>\n",
-      start_s, end_s, from_ns > first_ns ? " (the last minute)" : "",
+      p.start_s, p.end_s, p.from_ns > p.first_ns ? " (the last minute)" : "",
       std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.capped; })
           ? fmt::format(", nor more than the latest {} of a rank", kRowCalls)
           : "");
   out += fmt::format(
       "<svg class=\"timeline\" viewBox=\"0 0 {} {}\" role=\"img\" "
       "aria-label=\"Collective calls of each rank over time\">\n",
-      kWidth, height);
-
-  // Ticks at whole steps of seconds since the start, placed by their distance from the window's
-  // start; at most kMaxTicks, so that the loop ends whatever a clock set far off makes of the
-  // seconds' doubles.
-  double step = tick_step(span / 1e9);
-  double first_tick = std::ceil(start_s / step) * step;
-  for (int i = 0; i < kMaxTicks; ++i) {
-    double s = first_tick + step * i;
-    if (s > end_s + 1e-9) break;
-    double x = kLabelWidth + plot_width * std::clamp((s - start_s) * 1e9 / span, 0.0, 1.0);
-    out += fmt::format(
-        "<line class=\"grid\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\"/>"
-        "<text class=\"tick\" x=\"{0:.1f}\" y=\"{3}\">{4:g} s</text>\n",
-        x, kAxisHeight - 6, height, kAxisHeight - 12, s);
-  }
+      kWidth, p.height);
+  out += ticks(p);
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& row = rows[i];
-    double top = kAxisHeight + kRowHeight * static_cast<double>(i);
-    std::string last = row.last ? call_text(*row.last, d.run.start_ns) : "none";
-    out += fmt::format(
-        "<g class=\"rank\" data-pid=\"{}\"><text class=\"who\" x=\"0\" y=\"{:.1f}\">{}"
-        "<title>last call: {}</title></text>\n",
-        row.process->record.pid, top + kRowHeight / 2 + 4,
-        html_escape(analysis::process_name(*row.process)), html_escape(last));
-    for (const store::CollectiveCall* c : row.calls) {
-      bool queued = returns_queued(*c);
-      bool open = never_returned(*c);
-      double x = x_of(c->t_ns);
-      double width =
-          queued ? kMinBarWidth : std::max(kMinBarWidth, x_of(open ? to_ns : c->end_ns) - x);
-      out += fmt::format(
-          "<rect class=\"{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\">"
-          "<title>{}</title></rect>\n",
-          queued      ? "queued"
-          : open      ? "open"
-          : c->raised ? "raised"
-                      : "call",
-          x, top + (kRowHeight - kBarHeight) / 2, width, kBarHeight,
-          html_escape(call_text(*c, d.run.start_ns)));
-    }
-    out += "</g>\n";
+    out += row_svg(rows[i], kAxisHeight + kRowHeight * static_cast<double>(i), p, d.run.start_ns);
   }
   for (const store::CollectiveIssue& issue : e.collective_issues) {
-    if (issue.t_ns < from_ns || issue.t_ns > to_ns) continue;
+    if (issue.t_ns < p.from_ns || issue.t_ns > p.to_ns) continue;
     out += fmt::format(
         "<line class=\"issue\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\">"
         "<title>{3}</title></line>\n",
-        x_of(issue.t_ns), kAxisHeight - 6, height, html_escape(issue.message));
+        p.x(issue.t_ns), kAxisHeight - 6, p.height, html_escape(issue.message));
   }
   return out + "</svg>\n</section>\n";
 }

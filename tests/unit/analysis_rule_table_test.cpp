@@ -1,0 +1,92 @@
+// The table of rules (rule_table.cpp) and the words the catalog's entries carry
+// (signature_table.h, signature_words.h): the order rules run in, and where a match's words come
+// from.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "analysis/known_failure.h"
+#include "analysis/rules.h"
+#include "analysis/signature_words.h"
+
+namespace traindoc::analysis {
+namespace {
+
+size_t position(const std::string& name) {
+  std::span<const Rule> rules = rule_table();
+  auto it = std::find_if(rules.begin(), rules.end(), [&](const Rule& r) { return r.name == name; });
+  return static_cast<size_t>(it - rules.begin());
+}
+
+TEST(RuleTable, EachRuleOnceInPhaseOrder) {
+  std::span<const Rule> rules = rule_table();
+  std::set<std::string> names;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    EXPECT_TRUE(names.insert(rules[i].name).second) << rules[i].name;
+    EXPECT_NE(rules[i].run, nullptr) << rules[i].name;
+    if (i > 0) {
+      EXPECT_LE(rules[i - 1].phase, rules[i].phase) << rules[i].name;
+    }
+  }
+  EXPECT_EQ(rules.size(), 14u);
+}
+
+TEST(RuleTable, TheOrderTheRulesRelyOn) {
+  EXPECT_LT(position("native_crash"), position("killed"));
+  EXPECT_LT(position("stop_request"), position("killed"));
+  EXPECT_LT(position("gpu_oom"), position("failed_exit"));
+  EXPECT_LT(position("cuda_error"), position("failed_exit"));
+  EXPECT_LT(position("failed_exit"), position("memory_leak"));
+  EXPECT_LT(position("collectives"), position("idle"));
+}
+
+TEST(SignatureWords, FixedWordsOfTheEntry) {
+  SignatureMatch m{"torch.gloo-connect-timeout", FindingKind::kRendezvousTimeout, true, {}};
+  std::optional<KnownFailure> f = describe_known({m});
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->title, "timed out in init_process_group waiting for the other ranks to connect");
+  EXPECT_EQ(f->fix, words::kJoinFix);
+}
+
+TEST(SignatureWords, DescriberThenTheEntrysFix) {
+  SignatureMatch m{"torch.target-out-of-bounds", FindingKind::kLabelOutOfRange, true, {}};
+  std::optional<KnownFailure> f = describe_known({m});
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->title, "a target label is outside [0, classes)");
+  EXPECT_EQ(f->fix, words::kLabelFix);  // the describer sets one only for a label it knows
+}
+
+TEST(SignatureWords, RefinedKindSpeaksForItself) {
+  const char* line =
+      "RuntimeError: unable to open shared memory object </torch_38223_3055134446_48> in "
+      "read-write mode: Too many open files (24)";
+  std::optional<KnownFailure> f = describe_known(match_line(line));
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->kind, FindingKind::kFdExhausted);
+  EXPECT_EQ(f->fix, words::kFdExhaustedFix);
+}
+
+TEST(SignatureWords, SpeedHintIsInfo) {
+  for (const SignatureMatch& m :
+       match_line("[W reducer.cpp:1298] Warning: find_unused_parameters=True was specified in "
+                  "DDP constructor, but did not find any unused parameters in the forward pass.")) {
+    if (m.id != "torch.ddp-unused-search-needless") continue;
+    KnownFailure f = describe_match(m);
+    EXPECT_TRUE(f.info);
+    EXPECT_TRUE(f.title.starts_with("DDP looks for unused parameters every step"));
+    return;
+  }
+  FAIL() << "no match";
+}
+
+TEST(SignatureWords, NoWordsForAnUnknownId) {
+  SignatureMatch m{"no.such-signature", FindingKind::kPythonException, true, {}};
+  KnownFailure f = describe_match(m);
+  EXPECT_TRUE(f.title.empty());
+  EXPECT_TRUE(f.fix.empty());
+}
+
+}  // namespace
+}  // namespace traindoc::analysis
