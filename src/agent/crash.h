@@ -59,8 +59,9 @@ bool dump_python_traceback();
 bool write_python_traceback(int fd);
 
 // The calling thread's return addresses, innermost (this function's caller) first, at most
-// `size`; returns how many. Async-signal-safe after prepare_crash_record().
-int native_backtrace(void** frames, int size);
+// `size`; returns how many. Numbers, as records and dumps store them: nothing dereferences them.
+// Async-signal-safe after prepare_crash_record().
+int native_backtrace(uint64_t* frames, int size);
 
 // Writes `value` in decimal, without a NUL; returns the length. Async-signal-safe.
 size_t format_decimal(char* out, uint64_t value);

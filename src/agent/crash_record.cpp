@@ -96,11 +96,11 @@ uint32_t walk_frame_pointers(uint64_t* frames, uint32_t count, Registers regs, S
 // already the exact pc from the ucontext, the frames up to it in the trace are our own (handler,
 // signal trampoline). Async-signal-safe (see native_backtrace).
 uint32_t unwind_frames(uint64_t* frames, uint64_t pc) {
-  void* trace[kCrashFrames + kOwnFrames];
+  uint64_t trace[kCrashFrames + kOwnFrames];
   int depth = native_backtrace(trace, static_cast<int>(kCrashFrames + kOwnFrames));
   int start = -1;
   for (int i = 0; i < depth && i < kOwnFrames; ++i) {
-    if (reinterpret_cast<uint64_t>(trace[i]) == pc) {
+    if (trace[i] == pc) {
       start = i;
       break;
     }
@@ -108,14 +108,14 @@ uint32_t unwind_frames(uint64_t* frames, uint64_t pc) {
   uint32_t count = 1;
   if (start >= 0) {
     for (int i = start + 1; i < depth && count < kCrashFrames; ++i) {
-      frames[count++] = reinterpret_cast<uint64_t>(trace[i]);
+      frames[count++] = trace[i];
     }
   }
   return count;
 }
 
 struct Trace {
-  void** frames;
+  uint64_t* frames;
   int size;
   int depth;
 };
@@ -125,7 +125,7 @@ _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* raw) {
   if (trace->depth == trace->size) return _URC_END_OF_STACK;
   auto ip = _Unwind_GetIP(context);
   if (ip == 0) return _URC_END_OF_STACK;  // the outermost frame (_start) has none
-  trace->frames[trace->depth++] = reinterpret_cast<void*>(ip);
+  trace->frames[trace->depth++] = ip;
   return _URC_NO_REASON;
 }
 
@@ -135,7 +135,7 @@ _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* raw) {
 // backtrace(), which dlopens libgcc_s on its first call: that took 0.3 to 0.5 ms in every process
 // at start-up. Async-signal-safe once called once: it finds unwind tables lock-free through
 // _dl_find_object, and its one-time register table is set up then.
-int native_backtrace(void** frames, int size) {
+int native_backtrace(uint64_t* frames, int size) {
   Trace trace{frames, size, 0};
   _Unwind_Backtrace(note_frame, &trace);
   return trace.depth;
@@ -155,7 +155,7 @@ size_t format_decimal(char* out, uint64_t value) {
 
 void prepare_crash_record() {
   // The unwinder's one-time set-up (a pthread_once), never first in a handler.
-  void* warm_up[1];
+  uint64_t warm_up[1];
   native_backtrace(warm_up, 1);
 
   g_py_dump = reinterpret_cast<DumpThreadsFn>(dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads"));

@@ -63,9 +63,9 @@ void dump_stacks() {
   write_python_traceback(fd);
   static constexpr char kNative[] = "native:\n";
   write_text(fd, kNative, sizeof(kNative) - 1);
-  void* frames[kNativeFrames];
+  uint64_t frames[kNativeFrames];
   int depth = native_backtrace(frames, kNativeFrames);
-  for (int i = 0; i < depth; ++i) write_hex_line(fd, reinterpret_cast<uint64_t>(frames[i]));
+  for (int i = 0; i < depth; ++i) write_hex_line(fd, frames[i]);
   static constexpr char kEnd[] = "end\n";
   write_text(fd, kEnd, sizeof(kEnd) - 1);
   close(fd);

@@ -24,6 +24,7 @@
 #endif
 
 // The dynamic loader's: the top of the main thread's stack as the process started.
+// NOLINTNEXTLINE(bugprone-reserved-identifier,readability-identifier-naming): glibc's own name
 extern "C" void* __libc_stack_end;
 
 namespace traindoc::agent {

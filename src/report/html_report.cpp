@@ -230,7 +230,7 @@ std::string findings_html(const analysis::Diagnosis& d) {
           html_escape(analysis::to_string(f.kind)), repeated_attribute(f), html_text(f.title),
           html_escape(analysis::to_string(f.kind)), finding_body(f));
     }
-    if (!caused.empty()) caused = "<p><b>Which caused:</b></p>\n" + caused;
+    if (!caused.empty()) caused.insert(0, "<p><b>Which caused:</b></p>\n");
     out += finding_html(d.findings[root.index], "root cause", true, caused);
   }
   if (!order.roots.empty() && !order.others.empty()) {

@@ -167,7 +167,7 @@ void rename_process(const std::string& run_dir) {
   std::string title = std::string("job-guard") + '\0' + run_dir;
   title.resize(std::min(title.size(), size - 1));
   memset(program_invocation_name, 0, size);
-  memcpy(program_invocation_name, title.data(), title.size());
+  memcpy(program_invocation_name, title.c_str(), title.size() + 1);
 }
 
 [[noreturn]] void guard_main(int fd, const std::string& run_dir, bool announce,
@@ -223,7 +223,7 @@ ProcessIds processes_of_run(const std::string& run_dir, const ProcessIds& record
   return found;
 }
 
-JobGuard::JobGuard(std::string run_dir, bool announce, std::function<void()> report) {
+JobGuard::JobGuard(const std::string& run_dir, bool announce, const std::function<void()>& report) {
   int fds[2];
   int pids[2];  // the child tells the guard's pid
   if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(pids, O_CLOEXEC) != 0) {

@@ -27,7 +27,7 @@ class JobGuard {
  public:
   // Starts the guard. `announce`: it says on stderr what it does (--silent: not). `report`,
   // called in the guard once it has ended the job, writes the reports from run.db.
-  JobGuard(std::string run_dir, bool announce, std::function<void()> report);
+  JobGuard(const std::string& run_dir, bool announce, const std::function<void()>& report);
   // Without release(): the guard ends the job.
   ~JobGuard();
   JobGuard(const JobGuard&) = delete;
