@@ -406,6 +406,7 @@ std::vector<std::string> sampling_errors(const store::GpuEvidence& gpu) {
     ++count;
   }
   std::vector<std::string> out;
+  out.reserve(first_and_count.size());
   for (const auto& [device, found] : first_and_count) {
     out.push_back("GPU sampling of " + device_label(gpu, device) + " failed in " +
                   std::to_string(found.second) + " of " + std::to_string(samples[device]) +

@@ -99,7 +99,7 @@ std::optional<KnownFailure> describe_known(const std::vector<SignatureMatch>& ma
   std::string values;
   for (const auto& [name, value] : best->fields) {
     if (name != "prefix" && name != "prefix_rank" && name != "exception_type") {
-      values += (values.empty() ? "" : ", ") + name + " " + value;
+      values.append(values.empty() ? "" : ", ").append(name).append(" ").append(value);
     }
   }
   f.evidence.push_back("known error " + best->id + (values.empty() ? "" : ": " + values));
