@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analysis/rules.h"
+#include "store/forwarded_signal.h"
 #include "store/time_limit.h"
 
 namespace traindoc::analysis {
@@ -219,8 +220,10 @@ std::vector<StopRequest> stop_requests(const RuleContext& context) {
   std::vector<StopRequest> out;
   for (const store::Event& e : context.evidence.events) {
     // The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
-    if (e.kind == store::EventKind::kSignalForwarded)
-      out.push_back({e.t_ns, e.text.substr(0, e.text.rfind(", ")), e.text});
+    if (e.kind == store::EventKind::kSignalForwarded) {
+      out.push_back(
+          {e.t_ns, store::forwarded_request(e), e.text, nullptr, store::second_interrupt(e)});
+    }
   }
   if (std::optional<StopRequest> limit = time_limit(context)) {
     auto later = std::find_if(out.begin(), out.end(),
@@ -368,7 +371,7 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   bool killed = false;
   for (const StopRequest& request : requests) {
     f.evidence.push_back(request.evidence + context.when(request.t_ns));
-    if (&request != &first && request.what.starts_with("SIGKILL")) {
+    if (&request != &first && request.second_interrupt) {
       f.title += ", then killed at the second interrupt";
       killed = true;
     }

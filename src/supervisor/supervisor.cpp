@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "store/forwarded_signal.h"
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
@@ -650,15 +651,9 @@ void Loop::forward(const signalfd_siginfo& info) {
     if (had_it.contains(pid)) continue;
     if (signal_process(pid, start, sig)) ++sent;
   }
-  std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
-  std::string already =
-      had_it.empty() ? "" : " (" + std::to_string(had_it.size()) + " had it already)";
   // At its arrival: the processes that had it already may have ended since.
-  m_store.add_event({received_ns, store::EventKind::kSignalForwarded, sender,
-                     sig == SIGKILL ? "SIG" + name + " at the second interrupt, sent to " +
-                                          std::to_string(sent) + " process(es)"
-                                    : "SIG" + name + " from " + from + ", passed on to " +
-                                          std::to_string(sent) + " process(es)" + already});
+  m_store.add_event(store::forwarded_event(
+      received_ns, sender, {sig, sent, std::move(from), static_cast<int64_t>(had_it.size())}));
   if (m_options.announce && sig == SIGKILL) {
     m_options.announce("second interrupt: killing the job");
   } else if (m_options.announce && sig == SIGINT) {
