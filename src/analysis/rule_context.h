@@ -89,6 +89,7 @@ struct StopRequest {
   std::string what;      // "SIGINT from the terminal", "its time limit: `timeout 4h` ran out"
   std::string evidence;  // "SIGINT from the terminal, passed on to 2 process(es)"
   const ProcessSummary* timeout = nullptr;  // the `timeout` whose limit it was
+  bool second_interrupt = false;            // the SIGKILL of a second interrupt
 };
 // The stop requests, in order: "SIGINT from the terminal, passed on to 2 process(es)", then
 // "SIGKILL at the second interrupt, sent to 2 process(es)".

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "analysis/rules.h"
+#include "store/forwarded_signal.h"
 #include "store/time_limit.h"
 
 namespace traindoc::analysis {
@@ -191,12 +192,12 @@ bool runs_the_job(const RuleContext& context, const ProcessSummary& p) {
 // under --foreground when it had to kill, killed by the signal it sent its own process group
 // with -s KILL or -k, as its command did under --preserve-status) once its limit had passed.
 std::optional<StopRequest> time_limit(const RuleContext& context) {
-  constexpr int64_t kStartSlackNs = 500'000'000;  // start times are known to a clock tick
+  constexpr int64_t kTickSlackNs = 500'000'000;  // start times are known to a clock tick
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     std::optional<store::TimeLimit> limit = store::time_limit_of(r.cmdline);
     if (!limit || !ended_in_failure(r) || r.end_ns == 0 || !runs_the_job(context, p) ||
-        r.end_ns - r.start_ns + kStartSlackNs < limit->limit_ns) {
+        r.end_ns - r.start_ns + kTickSlackNs < limit->limit_ns) {
       continue;
     }
     StopRequest request;
@@ -219,8 +220,10 @@ std::vector<StopRequest> stop_requests(const RuleContext& context) {
   std::vector<StopRequest> out;
   for (const store::Event& e : context.evidence.events) {
     // The request without its count of receivers: "SIGTERM from pid 4242 (slurmstepd)".
-    if (e.kind == store::EventKind::kSignalForwarded)
-      out.push_back({e.t_ns, e.text.substr(0, e.text.rfind(", ")), e.text});
+    if (e.kind == store::EventKind::kSignalForwarded) {
+      out.push_back(
+          {e.t_ns, store::forwarded_request(e), e.text, nullptr, store::second_interrupt(e)});
+    }
   }
   if (std::optional<StopRequest> limit = time_limit(context)) {
     auto later = std::find_if(out.begin(), out.end(),
@@ -234,6 +237,115 @@ bool stopped_on_request(const RuleContext& context, const store::ProcessRecord& 
   return ended_by_request(r, first_request_ns(context));
 }
 
+namespace {
+
+// What a SIGKILL without a crash record says: the process itself, another of the job (its agent
+// noted the kill() call), the OOM killer (memory evidence around its end), or someone outside.
+void describe_sigkill(const RuleContext& context, const ProcessSummary& p, Finding& f) {
+  const store::ProcessRecord& r = p.record;
+  bool worker = p.role.role == Role::kWorker;
+  std::string who = context.name(p);
+  const ProcessSummary* sender = kill_sender(context, p);
+  // The OOM killer's SIGKILL may meet a parent's own to a child that is already gone.
+  std::vector<std::string> oom =
+      sender != &p ? oom_evidence(context.evidence, r.end_ns) : std::vector<std::string>{};
+  if (!oom.empty()) sender = nullptr;
+  if (sender == &p) {
+    f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNonzeroExit;
+    f.title = who + " killed itself with SIGKILL";
+    f.evidence.push_back("it called kill() on its own pid with SIGKILL");
+    f.fix =
+        "Its own code, or a library in it, sent the signal (os.kill(os.getpid(), "
+        "signal.SIGKILL), a watchdog that ends the process): find the call; its last output "
+        "is in logs/.";
+    f.confidence = 0.9;
+  } else if (sender != nullptr) {
+    f.kind = FindingKind::kKilledExternally;
+    f.severity = Severity::kInfo;
+    f.title = who + " was killed by SIGKILL from " + context.name(*sender);
+    f.evidence.push_back(context.name(*sender) + " called kill() on it with SIGKILL");
+    f.fix =
+        "Another process of the job ended it: a launcher kills what did not stop in time at "
+        "its SIGTERM, a parent its workers. See the root cause, or that process's finding.";
+    f.confidence = 0.9;
+  } else if (!oom.empty()) {
+    f.kind = FindingKind::kHostOomKilled;
+    f.title = who + " was killed by the out-of-memory killer";
+    f.evidence.insert(f.evidence.end(), oom.begin(), oom.end());
+    f.fix =
+        "Lower the memory this job needs (batch size, num_workers, prefetch_factor; keep "
+        "datasets in numpy/torch arrays rather than Python lists in workers) or raise the "
+        "memory limit. `dmesg` shows the kernel's \"Out of memory: Killed process\" line.";
+    f.confidence = 0.9;
+  } else {
+    f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kKilledExternally;
+    f.title = who + " was killed by SIGKILL from outside";
+    f.evidence.push_back(
+        "no OOM kill was counted in the memory cgroup and memory was not near its limit");
+    f.fix =
+        "SIGKILL cannot be caught, so the process left no trace. The usual senders: the "
+        "kernel's OOM killer outside this cgroup (check `dmesg` / `journalctl -k` for "
+        "\"Out of memory: Killed process " +
+        std::to_string(r.pid) +
+        "\"), the job scheduler (time or memory limit), or a launcher tearing down after "
+        "another failure.";
+    f.confidence = 0.6;
+  }
+}
+
+// What another signal without a crash record says: a stop from the launcher, from its rank on
+// the way out, one its rank failed for, from elsewhere; or a crash whose handler did not run.
+void describe_signal(const RuleContext& context, const ProcessSummary& p, int sig, Finding& f) {
+  bool worker = p.role.role == Role::kWorker;
+  bool stop = is_stop_signal(sig);
+  std::string who = context.name(p);
+  if (stopped_by_launcher(context, p) ||
+      (stop && p.role.role == Role::kRank && spawn_reported_sibling(context, p) != nullptr)) {
+    f.kind = FindingKind::kKilledExternally;
+    f.severity = Severity::kInfo;
+    f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
+    f.fix = "The launcher stops the other processes once one fails: see the root cause.";
+    f.confidence = 0.9;
+  } else if (const ProcessSummary* rank = stop ? stopping_rank(context, p) : nullptr) {
+    f.kind = FindingKind::kKilledExternally;
+    f.severity = Severity::kInfo;
+    f.title = who + " was stopped by " + signal_name(sig) + " as " + context.name(*rank) + " ended";
+    f.fix =
+        "Its rank stopped it on the way out (a multiprocessing Pool's terminate(), a "
+        "DataLoader's shutdown): see that process's own finding.";
+    f.confidence = 0.8;
+  } else if (const ProcessSummary* victim = stop && worker ? failed_for(context, p) : nullptr) {
+    // A worker alone was stopped, and its process failed for it: the stop is the failure.
+    f.kind = FindingKind::kKilledExternally;
+    f.title = who + " was stopped by " + signal_name(sig) + ", and " + context.name(*victim) +
+              " failed for it";
+    f.fix =
+        "Something outside the job stopped this DataLoader worker alone (a watchdog, a memory "
+        "or time-limit enforcer, a cleanup script, `kill`): its own code does not send it. "
+        "Find the sender (the scheduler's or the node's logs) and keep it from the job.";
+    f.confidence = 0.7;
+  } else if (stop) {
+    f.kind = FindingKind::kKilledExternally;
+    f.severity = Severity::kWarning;
+    f.title = who + " was stopped by " + signal_name(sig);
+    f.fix =
+        "A request to stop: from the launcher after another process failed, from the "
+        "scheduler (time limit, preemption) or from a user. If nothing else failed, look at "
+        "the scheduler's log.";
+    f.confidence = 0.6;
+  } else {
+    f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNativeCrash;
+    f.title = who + " died of " + signal_name(sig) + " with no crash record";
+    f.evidence.push_back(
+        "its crash handler did not run: the agent was not loaded (static or set-uid program) "
+        "or the signal came from outside");
+    f.fix = "Run it again under traindoc with the agent, or with PYTHONFAULTHANDLER=1 / gdb.";
+    f.confidence = 0.5;
+  }
+}
+
+}  // namespace
+
 void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
   int64_t request_ns = first_request_ns(context);
   for (const ProcessSummary& p : context.processes) {
@@ -242,108 +354,16 @@ void rule_killed(const RuleContext& context, std::vector<TimedFinding>& out) {
       continue;
     }
     int sig = *r.exit_signal;
-    bool worker = p.role.role == Role::kWorker;
     Finding f;
     f.pids = {r.pid};
     f.ranks = context.ranks_of(p);
-    std::string who = context.name(p);
-    f.evidence.push_back(who + " ended by " + signal_name(sig) + " (seen by " +
+    f.evidence.push_back(context.name(p) + " ended by " + signal_name(sig) + " (seen by " +
                          store::to_string(r.end_source) + ")" + context.when(r.end_ns));
     if (p.peak_rss) f.evidence.push_back("its peak RSS: " + format_bytes(*p.peak_rss));
-    const ProcessSummary* sender = sig == SIGKILL ? kill_sender(context, p) : nullptr;
-    // The OOM killer's SIGKILL may meet a parent's own to a child that is already gone.
-    std::vector<std::string> oom = sig == SIGKILL && sender != &p
-                                       ? oom_evidence(context.evidence, r.end_ns)
-                                       : std::vector<std::string>{};
-    if (!oom.empty()) sender = nullptr;
-    if (sender == &p) {
-      f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNonzeroExit;
-      f.title = who + " killed itself with SIGKILL";
-      f.evidence.push_back("it called kill() on its own pid with SIGKILL");
-      f.fix =
-          "Its own code, or a library in it, sent the signal (os.kill(os.getpid(), "
-          "signal.SIGKILL), a watchdog that ends the process): find the call; its last output "
-          "is in logs/.";
-      f.confidence = 0.9;
-    } else if (sender != nullptr) {
-      f.kind = FindingKind::kKilledExternally;
-      f.severity = Severity::kInfo;
-      f.title = who + " was killed by SIGKILL from " + context.name(*sender);
-      f.evidence.push_back(context.name(*sender) + " called kill() on it with SIGKILL");
-      f.fix =
-          "Another process of the job ended it: a launcher kills what did not stop in time at "
-          "its SIGTERM, a parent its workers. See the root cause, or that process's finding.";
-      f.confidence = 0.9;
-    } else if (sig == SIGKILL) {
-      if (!oom.empty()) {
-        f.kind = FindingKind::kHostOomKilled;
-        f.title = who + " was killed by the out-of-memory killer";
-        f.evidence.insert(f.evidence.end(), oom.begin(), oom.end());
-        f.fix =
-            "Lower the memory this job needs (batch size, num_workers, prefetch_factor; keep "
-            "datasets in numpy/torch arrays rather than Python lists in workers) or raise the "
-            "memory limit. `dmesg` shows the kernel's \"Out of memory: Killed process\" line.";
-        f.confidence = 0.9;
-      } else {
-        f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kKilledExternally;
-        f.title = who + " was killed by SIGKILL from outside";
-        f.evidence.push_back(
-            "no OOM kill was counted in the memory cgroup and memory was not near its limit");
-        f.fix =
-            "SIGKILL cannot be caught, so the process left no trace. The usual senders: the "
-            "kernel's OOM killer outside this cgroup (check `dmesg` / `journalctl -k` for "
-            "\"Out of memory: Killed process " +
-            std::to_string(r.pid) +
-            "\"), the job scheduler (time or memory limit), or a launcher tearing down after "
-            "another failure.";
-        f.confidence = 0.6;
-      }
-    } else if (stopped_by_launcher(context, p) ||
-               (is_stop_signal(sig) && p.role.role == Role::kRank &&
-                spawn_reported_sibling(context, p) != nullptr)) {
-      f.kind = FindingKind::kKilledExternally;
-      f.severity = Severity::kInfo;
-      f.title = who + " was stopped by " + signal_name(sig) + " from its launcher";
-      f.fix = "The launcher stops the other processes once one fails: see the root cause.";
-      f.confidence = 0.9;
-    } else if (const ProcessSummary* rank =
-                   is_stop_signal(sig) ? stopping_rank(context, p) : nullptr) {
-      f.kind = FindingKind::kKilledExternally;
-      f.severity = Severity::kInfo;
-      f.title =
-          who + " was stopped by " + signal_name(sig) + " as " + context.name(*rank) + " ended";
-      f.fix =
-          "Its rank stopped it on the way out (a multiprocessing Pool's terminate(), a "
-          "DataLoader's shutdown): see that process's own finding.";
-      f.confidence = 0.8;
-    } else if (const ProcessSummary* victim =
-                   is_stop_signal(sig) && worker ? failed_for(context, p) : nullptr) {
-      // A worker alone was stopped, and its process failed for it: the stop is the failure.
-      f.kind = FindingKind::kKilledExternally;
-      f.title = who + " was stopped by " + signal_name(sig) + ", and " + context.name(*victim) +
-                " failed for it";
-      f.fix =
-          "Something outside the job stopped this DataLoader worker alone (a watchdog, a memory "
-          "or time-limit enforcer, a cleanup script, `kill`): its own code does not send it. "
-          "Find the sender (the scheduler's or the node's logs) and keep it from the job.";
-      f.confidence = 0.7;
-    } else if (is_stop_signal(sig)) {
-      f.kind = FindingKind::kKilledExternally;
-      f.severity = Severity::kWarning;
-      f.title = who + " was stopped by " + signal_name(sig);
-      f.fix =
-          "A request to stop: from the launcher after another process failed, from the "
-          "scheduler (time limit, preemption) or from a user. If nothing else failed, look at "
-          "the scheduler's log.";
-      f.confidence = 0.6;
+    if (sig == SIGKILL) {
+      describe_sigkill(context, p, f);
     } else {
-      f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNativeCrash;
-      f.title = who + " died of " + signal_name(sig) + " with no crash record";
-      f.evidence.push_back(
-          "its crash handler did not run: the agent was not loaded (static or set-uid program) "
-          "or the signal came from outside");
-      f.fix = "Run it again under traindoc with the agent, or with PYTHONFAULTHANDLER=1 / gdb.";
-      f.confidence = 0.5;
+      describe_signal(context, p, sig, f);
     }
     out.push_back({std::move(f), r.end_ns, r.pid});
   }
@@ -368,7 +388,7 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   bool killed = false;
   for (const StopRequest& request : requests) {
     f.evidence.push_back(request.evidence + context.when(request.t_ns));
-    if (&request != &first && request.what.starts_with("SIGKILL")) {
+    if (&request != &first && request.second_interrupt) {
       f.title += ", then killed at the second interrupt";
       killed = true;
     }

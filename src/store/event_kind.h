@@ -20,9 +20,9 @@
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \
   X(kJobResumed, "job-resumed")                                                                    \
-  X(kSignalForwarded, "signal-forwarded")                                                          \
-  X(kTraindocAbort, "traindoc-abort") /* --on-mismatch abort stopped the job */                    \
-  X(kHostCpu, "host-cpu")             /* the host's CPU, for crash texts */                        \
+  X(kSignalForwarded, "signal-forwarded") /* a stop passed on; a: the signal, b: processes sent */ \
+  X(kTraindocAbort, "traindoc-abort")     /* --on-mismatch abort stopped the job */                \
+  X(kHostCpu, "host-cpu")                 /* the host's CPU, for crash texts */                    \
   /* stack dumps asked for at a moment; text: the process's frames */                              \
   X(kStackAtStall, "stack-at-stall")                                                               \
   X(kStackAtStop, "stack-at-stop")                                                                 \

@@ -270,8 +270,10 @@ ALTER TABLE events ADD COLUMN a INTEGER;
 ALTER TABLE events ADD COLUMN b INTEGER;
 )sql";
 
-// The words schemas 1 to 8 wrote ("label 255, 19 classes", "process group 4240"); CAST reads the
-// number that starts its text.
+// The words schemas 1 to 8 wrote ("label 255, 19 classes", "process group 4240"), and a
+// signal-forwarded event's up to schema 9 ("SIGTERM from pid 4242 (slurmstepd), passed on to 3
+// process(es)", "SIGKILL at the second interrupt, sent to 3 process(es)", "SIGINT, sent to 2
+// process(es)"); CAST reads the number that starts its text.
 constexpr const char* kEventA = R"sql(CASE
   WHEN kind = 'label-out-of-range' AND text GLOB 'label [0-9-]*, [0-9]* classes'
     THEN CAST(substr(text, 7) AS INTEGER)
@@ -279,10 +281,19 @@ constexpr const char* kEventA = R"sql(CASE
   WHEN kind = 'kill-sent' AND text GLOB 'process group [0-9]*' THEN -CAST(substr(text, 15) AS INTEGER)
   WHEN kind = 'kill-sent' AND text = 'its own process group' THEN 0
   WHEN kind = 'kill-sent' AND text = 'every process it may signal' THEN -1
+  WHEN kind = 'signal-forwarded' AND text GLOB 'SIGHUP[ ,]*' THEN 1
+  WHEN kind = 'signal-forwarded' AND text GLOB 'SIGINT[ ,]*' THEN 2
+  WHEN kind = 'signal-forwarded' AND text GLOB 'SIGQUIT[ ,]*' THEN 3
+  WHEN kind = 'signal-forwarded' AND text GLOB 'SIGKILL[ ,]*' THEN 9
+  WHEN kind = 'signal-forwarded' AND text GLOB 'SIGTERM[ ,]*' THEN 15
 END)sql";
 constexpr const char* kEventB = R"sql(CASE
   WHEN kind = 'label-out-of-range' AND text GLOB 'label [0-9-]*, [0-9]* classes'
     THEN CAST(substr(text, instr(text, ', ') + 2) AS INTEGER)
+  WHEN kind = 'signal-forwarded' AND text GLOB '*, passed on to [0-9]* process(es)*'
+    THEN CAST(substr(text, instr(text, ', passed on to ') + 15) AS INTEGER)
+  WHEN kind = 'signal-forwarded' AND text GLOB '*, sent to [0-9]* process(es)'
+    THEN CAST(substr(text, instr(text, ', sent to ') + 10) AS INTEGER)
 END)sql";
 
 void set_version(sqlite3* db) {
@@ -342,8 +353,9 @@ State check(sqlite3* db, const std::string& path) {
   return version < kSchemaVersion ? State::kOlder : State::kCurrent;
 }
 
-std::string event_facts_before_v9() {
-  return std::string(kEventA) + ", " + kEventB;
+std::string event_facts(int64_t version) {
+  if (version < 9) return std::string(kEventA) + ", " + kEventB;
+  return std::string("coalesce(a, ") + kEventA + "), coalesce(b, " + kEventB + ")";
 }
 
 void create(sqlite3* db) {
@@ -373,10 +385,9 @@ void upgrade(sqlite3* db) {
   if (version < 6) detail::exec(db, kDdlV6);
   if (version < 7) detail::exec(db, kDdlV7);
   if (version < 8) detail::exec(db, kDdlV8);
-  if (version < 9) {
-    detail::exec(db, kDdlV9);
-    detail::exec(db, ("UPDATE events SET (a, b) = (" + event_facts_before_v9() + ")").c_str());
-  }
+  if (version < 9) detail::exec(db, kDdlV9);
+  // The numbers an older traindoc wrote only in words; a row that has its numbers keeps them.
+  detail::exec(db, ("UPDATE events SET (a, b) = (" + event_facts(9) + ") WHERE a IS NULL").c_str());
   set_version(db);
 }
 

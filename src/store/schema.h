@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <string>
 
 namespace traindoc::store::schema {
@@ -46,13 +47,15 @@ State check(sqlite3* db, const std::string& path);
 // Creates every table and index and the meta rows, in the caller's transaction.
 void create(sqlite3* db);
 
-// An event's a and b (event_kind.h) as an SQL select list, from the text that schemas before 9
-// held them in only: how the upgrade fills the new columns, and how an older file is read.
-std::string event_facts_before_v9();
+// An event's a and b (event_kind.h) as an SQL select list for a file of schema `version`: its
+// columns, and where they are NULL the words that held them before (every event before schema 9;
+// a signal-forwarded event of schema 9 written before that event had numbers). How an older file
+// is read, and how its upgrade fills the columns.
+std::string event_facts(int64_t version);
 
 // Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
 // transaction: every change so far only adds tables and columns, so the rows already there stay as
-// they are (schema 9 fills its event columns from the texts).
+// they are (the event columns of schema 9 are filled from the texts).
 // A file created by create() and one upgraded from an older version have the same schema.
 void upgrade(sqlite3* db);
 

@@ -228,8 +228,7 @@ void read_host_samples(sqlite3* db, std::vector<HostSample>& out) {
 }
 
 void read_events(sqlite3* db, int schema_version, std::vector<Event>& out) {
-  Statement rows(db, "SELECT t_ns, kind, pid, text, " +
-                         (schema_version >= 9 ? "a, b" : schema::event_facts_before_v9()) +
+  Statement rows(db, "SELECT t_ns, kind, pid, text, " + schema::event_facts(schema_version) +
                          " FROM events ORDER BY t_ns, id");
   while (rows.step()) {
     // A kind this build does not know (a run.db of a later version) says nothing it can use.

@@ -234,8 +234,8 @@ struct StoreWriter::Impl {
   std::map<std::string, uint64_t> dropped;
   std::set<std::string> dropped_dirty;
 
-  void prepare() {
-    sqlite3* d = db.get();
+  // The statements of the run, its processes and samples.
+  void prepare_run_rows(sqlite3* d) {
     begin = Statement(d, "BEGIN IMMEDIATE");
     commit = Statement(d, "COMMIT");
     set_meta = Statement(d,
@@ -262,6 +262,10 @@ struct StoreWriter::Impl {
     insert_step_sample = Statement(d,
                                    "INSERT INTO step_samples (t_ns, pid, start_ticks, kind, count) "
                                    "VALUES (?1, ?2, ?3, ?4, ?5)");
+  }
+
+  // The statements of the events and the output streams.
+  void prepare_event_rows(sqlite3* d) {
     insert_event = Statement(
         d, "INSERT INTO events (t_ns, kind, pid, text, a, b) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     drop_oldest_event = Statement(d,
@@ -278,6 +282,12 @@ struct StoreWriter::Impl {
     insert_log_writer = Statement(d,
                                   "INSERT OR IGNORE INTO log_writers (stream, pid, fd, t_ns) "
                                   "VALUES (?1, ?2, ?3, ?4)");
+  }
+
+  void prepare() {
+    sqlite3* d = db.get();
+    prepare_run_rows(d);
+    prepare_event_rows(d);
     thin_proc_update = Statement(d, kThinProcUpdate);
     thin_proc_delete = Statement(d, kThinProcDelete);
     thin_host_update = Statement(d, kThinHostUpdate);

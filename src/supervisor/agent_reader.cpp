@@ -185,9 +185,22 @@ AgentPoll AgentReader::poll(const Vouch& vouch) {
   auto* header = static_cast<AgentHeader*>(m_base);
   uint32_t claimed = header->slots_claimed.load(std::memory_order_acquire);
   if (claimed > common::kSlotCount) claimed = common::kSlotCount;
+  read_identities(claimed, vouch, out);
+  for (uint32_t index = 0; index < claimed; ++index) {
+    if (m_seen[index] && m_owners[index].pid != 0) read_slot(index, out);
+  }
+  // Step records become step samples; the others stay records.
+  std::erase_if(out.records, [&](const AgentRecord& record) {
+    if (record.type != common::RecordType::kStep) return false;
+    if (std::optional<store::StepSample> step = step_sample(record)) out.steps.push_back(*step);
+    return true;
+  });
+  return out;
+}
 
-  // Identities. A slot whose process died while filling it never becomes ready: skip it, but
-  // keep looking at it, without re-walking the long ready prefix every time.
+void AgentReader::read_identities(uint32_t claimed, const Vouch& vouch, AgentPoll& out) {
+  // A slot whose process died while filling it never becomes ready: skip it, but keep looking at
+  // it, without re-walking the long ready prefix every time.
   for (uint32_t index = m_scan_from; index < claimed; ++index) {
     if (m_seen[index]) continue;
     // Its blocks before the first read (layout.h): on a full disk, looked at again next poll.
@@ -223,48 +236,40 @@ AgentPoll AgentReader::poll(const Vouch& vouch) {
     out.identities.push_back(std::move(id));
   }
   while (m_scan_from < claimed && m_seen[m_scan_from]) ++m_scan_from;
+}
 
-  for (uint32_t index = 0; index < claimed; ++index) {
-    const Owner owner = m_owners[index];
-    if (!m_seen[index] || owner.pid == 0) continue;
-    Slot* slot = common::slot_at(m_base, index);
-    if (!m_crash_seen[index] && slot->crash.state.load(std::memory_order_acquire) >=
-                                    static_cast<uint32_t>(common::CrashState::kWritten)) {
-      m_crash_seen[index] = true;
-      out.crashes.push_back(copy_crash(*slot, index, owner.pid, owner.start_ticks));
-    }
-    if (!m_exit_seen[index]) {
-      if (uint32_t exited = slot->exited.load(std::memory_order_acquire); exited != 0) {
-        m_exit_seen[index] = true;
-        out.exits.push_back(AgentExit{.pid = owner.pid,
-                                      .start_ticks = owner.start_ticks,
-                                      .code = static_cast<int>(exited - 1),
-                                      .time_ns = slot->exit_ns});
-      }
-    }
-    drain(slot->ring, common::kRingRecords, slot->next_record.load(std::memory_order_acquire),
-          m_records[index], out.records, [&](const common::Record& record) {
-            return AgentRecord{.pid = owner.pid,
-                               .start_ticks = owner.start_ticks,
-                               .type = static_cast<common::RecordType>(record.type),
-                               .time_ns = record.time_ns,
-                               .a = record.a,
-                               .b = record.b};
-          });
-    const common::CollectiveRing* ring = common::collective_ring_at(m_base, index);
-    drain(ring->records, common::kCollectiveRecords, ring->next.load(std::memory_order_acquire),
-          m_collectives[index], out.collectives, [&](const common::CollectiveRecord& record) {
-            return AgentCollective{
-                .pid = owner.pid, .start_ticks = owner.start_ticks, .call = record.call};
-          });
+void AgentReader::read_slot(uint32_t index, AgentPoll& out) {
+  const Owner owner = m_owners[index];
+  Slot* slot = common::slot_at(m_base, index);
+  if (!m_crash_seen[index] && slot->crash.state.load(std::memory_order_acquire) >=
+                                  static_cast<uint32_t>(common::CrashState::kWritten)) {
+    m_crash_seen[index] = true;
+    out.crashes.push_back(copy_crash(*slot, index, owner.pid, owner.start_ticks));
   }
-  // Step records become step samples; the others stay records.
-  std::erase_if(out.records, [&](const AgentRecord& record) {
-    if (record.type != common::RecordType::kStep) return false;
-    if (std::optional<store::StepSample> step = step_sample(record)) out.steps.push_back(*step);
-    return true;
-  });
-  return out;
+  if (!m_exit_seen[index]) {
+    if (uint32_t exited = slot->exited.load(std::memory_order_acquire); exited != 0) {
+      m_exit_seen[index] = true;
+      out.exits.push_back(AgentExit{.pid = owner.pid,
+                                    .start_ticks = owner.start_ticks,
+                                    .code = static_cast<int>(exited - 1),
+                                    .time_ns = slot->exit_ns});
+    }
+  }
+  drain(slot->ring, common::kRingRecords, slot->next_record.load(std::memory_order_acquire),
+        m_records[index], out.records, [&](const common::Record& record) {
+          return AgentRecord{.pid = owner.pid,
+                             .start_ticks = owner.start_ticks,
+                             .type = static_cast<common::RecordType>(record.type),
+                             .time_ns = record.time_ns,
+                             .a = record.a,
+                             .b = record.b};
+        });
+  const common::CollectiveRing* ring = common::collective_ring_at(m_base, index);
+  drain(ring->records, common::kCollectiveRecords, ring->next.load(std::memory_order_acquire),
+        m_collectives[index], out.collectives, [&](const common::CollectiveRecord& record) {
+          return AgentCollective{
+              .pid = owner.pid, .start_ticks = owner.start_ticks, .call = record.call};
+        });
 }
 
 }  // namespace traindoc::supervisor

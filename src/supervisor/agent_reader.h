@@ -110,6 +110,10 @@ class AgentReader {
   template <typename Entry, typename Out, typename Copy>
   void drain(const Entry* entries, uint32_t capacity, uint64_t next, RingCursor& cursor,
              std::vector<Out>& out, Copy&& copy);
+  // The identities of the slots that became ready, each once it is vouched for.
+  void read_identities(uint32_t claimed, const Vouch& vouch, AgentPoll& out);
+  // What the vouched slot `index` published since the last poll.
+  void read_slot(uint32_t index, AgentPoll& out);
 
   void* m_base = nullptr;
   int m_fd = -1;  // kept to give each claimed slot its blocks (layout.h)

@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -28,14 +27,15 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "store/forwarded_signal.h"
 #include "store/store_writer.h"
-#include "store/time_limit.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
 #include "supervisor/collective_text.h"
 #include "supervisor/crash_capture.h"
 #include "supervisor/disk_reserve.h"
 #include "supervisor/gpu/gpu_sampler.h"
+#include "supervisor/idle_watch.h"
 #include "supervisor/launcher.h"
 #include "supervisor/log_tap.h"
 #include "supervisor/proc/environ_text.h"
@@ -46,7 +46,10 @@
 #include "supervisor/process_table.h"
 #include "supervisor/redact.h"
 #include "supervisor/stack_dumps.h"
+#include "supervisor/stack_requests.h"
+#include "supervisor/stop_forwarding.h"
 #include "supervisor/symbolizer.h"
+#include "supervisor/time_limit_watch.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -57,33 +60,12 @@ constexpr int kOutputGraceMs = 500;
 constexpr size_t kLastLines = 100;  // of each stream, kept in run.db for the report
 // Enough for the run's end, the last output lines and the report files after a full disk.
 constexpr uint64_t kReserveBytes = uint64_t{4} << 20;
-// Stacks asked for at a stop request or an idle spell: the most processes asked, how long a stop
-// signal waits for them before it is passed on (SIGTERM ends a process before it can write), and
-// how long they are waited for at all.
-constexpr size_t kMomentStacksMax = 64;
+// How long a stop signal waits for the stacks asked for at it before it is passed on (SIGTERM
+// ends a process before it can write).
 constexpr int64_t kStopStacksHoldNs = 500'000'000;
-constexpr int64_t kMomentStacksWaitNs = 1'500'000'000;
-// How long a stop passed on waits for the notes of the processes that had it already, and how
-// much earlier than traindoc's their copy may have come.
-constexpr int64_t kStopNotesWaitNs = 200'000'000;
-constexpr int64_t kStopNotesSlackNs = 1'000'000'000;
-constexpr size_t kStopNotesKept = 8;
-// The walks after the idle or stall watch asked for stacks, in which the dumps' CPU is not the
-// job's.
-constexpr int kDumpWalks = 2;
 // At the end, polls of the agents' slots while each brings processes in (a chain of forks gone
 // before any walk is vouched for one parent at a time).
 constexpr int kFinalPolls = 8;
-// How long before a `timeout` in the job sends its signal the stacks are asked for: the dumps
-// must be read while the processes still run.
-constexpr int64_t kLimitStacksLeadNs = 1'000'000'000;
-// The job is idle while none of its processes uses more than this share of one core and none
-// prints: a wait that polls (a store's client, a rendezvous, sleep(0.01) loops) takes 1 to 3 %.
-constexpr double kIdleCpuShare = 0.05;
-// The share is judged over the walks of the last second at least: the kernel counts CPU time in
-// ticks of 10 ms, so one walk of a short --interval could see a poll's wake-up as 2 ticks (10 %
-// of a 0.2 s walk) and end the spell.
-constexpr int64_t kIdleWindowNs = 1'000'000'000;
 // A stalled issue waits this long for the stacks it asked for.
 constexpr int64_t kStackWaitNs = 1'500'000'000;
 // --on-mismatch abort: SIGTERM, then SIGKILL to what is left after this.
@@ -126,39 +108,85 @@ std::string host_name() {
   return name;
 }
 
+// The job's processes as the stack requests reach them.
+class JobStacks final : public StackSource {
+ public:
+  JobStacks(const std::string& run_dir, const ProcessTable& table, Symbolizer& symbolizer)
+      : m_run_dir(run_dir), m_table(table), m_symbolizer(symbolizer) {}
+
+  DumpRequest ask(int pid, bool stopping) override {
+    return request_fresh_dump(m_run_dir, pid, m_table.start_of(pid), stopping);
+  }
+  std::optional<std::string> read(int pid) override {
+    return read_stack_dump(m_run_dir, pid, m_symbolizer);
+  }
+  std::string spared(int pid, const std::string& call) const override {
+    return spared_stack(call, m_table.in_init_process_group(pid));
+  }
+
+ private:
+  const std::string& m_run_dir;
+  const ProcessTable& m_table;
+  Symbolizer& m_symbolizer;
+};
+
+store::RunInfo new_run(const SupervisorOptions& options) {
+  store::RunInfo run;
+  run.command = redact_arguments(options.command);
+  run.hostname = host_name();
+  run.version = TRAINDOC_VERSION;
+  run.supervisor_pid = getpid();
+  run.start_ns = common::realtime_ns();
+  return run;
+}
+
 class Loop {
  public:
   explicit Loop(const SupervisorOptions& options)
       : m_options(options),
         m_store(store::StoreWriter::open(options.run_dir + "/run.db")),
         m_reserve(options.run_dir + "/" + common::kReserveFileName, kReserveBytes),
+        m_run(new_run(options)),
         m_gpu(options.nvml_library),
-        m_checker({.stall_ns = static_cast<int64_t>(options.stall_seconds * 1e9)}),
+        m_checker({.stall_ns = stall_ns()}),
         m_smaps(int64_t{options.interval_ms} * options.slow_every * 1'000'000,
                 int64_t{options.interval_ms} * 500'000,
-                kSmapsBudget * 1000.0 / options.interval_ms) {
-    m_run.command = redact_arguments(options.command);
-    m_run.hostname = host_name();
-    m_run.version = TRAINDOC_VERSION;
-    m_run.supervisor_pid = getpid();
-    m_run.start_ns = common::realtime_ns();
-  }
+                kSmapsBudget * 1000.0 / options.interval_ms),
+        m_job_stacks(options.run_dir, m_table, m_symbolizer),
+        m_stacks(m_job_stacks, [this](store::EventKind kind, int pid,
+                                      const std::string& text) { event(kind, pid, text); }),
+        m_stops(getpid()),
+        m_time_limits(m_run.start_ns),
+        m_idle(stall_ns(), int64_t{options.interval_ms} * 1'000'000) {}
 
   store::RunInfo run();
 
  private:
+  int64_t stall_ns() const { return static_cast<int64_t>(m_options.stall_seconds * 1e9); }
   void open_agent();
   void open_gpu();
   void sample_gpu(int64_t t, bool slow);
   void record_cpu();
+  // Launches the job, its start recorded in run.db.
+  void start_job();
+  // Polls the signals and the tick timer until the job's root ends.
+  void watch_job(LogTap& tap);
+  void take_signals(int signals);
+  void tick(LogTap& tap);
+  // The job's last output, once its root ended.
+  void drain_output(LogTap& tap);
   // Returns how many processes registered.
   size_t read_agent();
+  void take_record(const AgentRecord& record);
+  // What the agent could not see or keep, when that changed.
+  void report_agent_losses();
   void record_crash(AgentCrash& crash);
   void symbolize_crash(store::Crash& crash);
   double walk_and_sample(bool slow, bool final = false);
   void reap_children();
   void forward(const signalfd_siginfo& info);
-  std::set<int> stopped_already(int sig, int sender, int64_t since_ns);
+  // At the first stop: what a hung job was doing when its user gave up on it.
+  void ask_stop_stacks(bool from_terminal);
   void store_changes();
   // When run.db stopped being written, at the end: the reserve given back, writing resumed, and
   // what is missing said in run.db itself.
@@ -169,18 +197,15 @@ class Loop {
   void record_cuda_env(int pid, uint64_t start_ticks, const EnvironText& environ);
   void check_collectives(bool final = false);
   std::string note_stdin_waits(const std::vector<int>& pids);
-  // Asks `pid` for its stacks, once its last dump is gone (request_stack_dump).
-  DumpRequest request_fresh_dump(int pid, bool stopping);
-  // What stands for the stack of `pid`, not asked for it to spare its wait in `call`.
-  std::string spared(int pid, const std::string& call) const;
-  void ask_stacks(store::EventKind kind, const std::vector<int>& pids);
-  void collect_stacks(bool final);
-  bool stacks_pending(store::EventKind kind) const;
+  // The stack requests (stack_requests.h), as the stall watch's checks ask them.
+  DumpRequest request_fresh_dump(int pid, bool stopping) { return m_job_stacks.ask(pid, stopping); }
+  std::string spared(int pid, const std::string& call) const {
+    return m_job_stacks.spared(pid, call);
+  }
+  void ask_stacks(store::EventKind kind, const std::vector<int>& pids) {
+    m_stacks.ask(kind, pids, common::realtime_ns());
+  }
   void watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes);
-  // "; the last process to fail before it: pid N (cmdline), killed by SIGSEGV at +3.4 s", where
-  // it failed at most `stall_ns` before the job went quiet; else "".
-  std::string failure_before_idle(int64_t quiet_since_ns, int64_t stall_ns) const;
-  void note_time_limit(int pid, uint64_t start_ticks, const std::string& cmdline);
   void watch_time_limits(int64_t t_ns);
   uint64_t store_log_streams(const LogTap& tap);
   void report_issue(store::CollectiveIssue& issue, const std::string& prompt);
@@ -209,7 +234,6 @@ class Loop {
   Symbolizer m_symbolizer;
   LaunchedJob m_job;
   bool m_root_done = false;
-  int m_interrupts = 0;
   uint64_t m_reported_no_slot = 0;
   uint64_t m_reported_dropped = 0;
   uint64_t m_reported_refused = 0;
@@ -220,45 +244,15 @@ class Loop {
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
   SmapsPacer m_smaps;        // when each process's smaps_rollup is read
-  // Stacks asked for at a moment worth explaining, each stored as an event of `kind` once its
-  // dump is complete, until the deadline.
-  struct StackRequest {
-    store::EventKind kind;  // one of the stack-at kinds
-    std::vector<int> pids;
-    int64_t deadline_ns = 0;
-  };
-  std::vector<StackRequest> m_stack_requests;
-  bool m_stop_stacks_asked = false;
-  // The latest stop signals each process's own handler got: which, from whom, when (the agent's
-  // notes).
-  struct StopNote {
-    int sig = 0;
-    int sender = 0;
-    int64_t t_ns = 0;
-  };
-  std::map<int, std::deque<StopNote>> m_stops_noted;
-  // Each `timeout` in the job, until its processes' stacks were asked for just before its limit.
-  struct TimeLimitWatch {
-    int pid = 0;
-    int64_t stacks_at_ns = 0;
-    int64_t limit_at_ns = 0;
-  };
-  std::vector<TimeLimitWatch> m_time_limits;
-  // The idle watch: each process's CPU seconds at the last walk, the output seen, the processes
-  // known, when the job last used CPU, printed or started one, and since when it is idle once
-  // told (0: not idle).
-  std::map<int, double> m_cpu_seen;
-  uint64_t m_output_seen = 0;
-  size_t m_processes_seen = 0;
-  int64_t m_active_ns = 0;
-  int64_t m_idle_since_ns = 0;
-  int m_dump_walks = 0;  // walks left whose CPU the stacks' dumps may have taken
-  // The walks of the last kIdleWindowNs: each one's length and its busiest process's CPU seconds.
-  std::deque<std::pair<int64_t, double>> m_cpu_window;
-  int64_t m_last_walk_ns = 0;
-  // The latest process to end in failure (a signal, a non-zero code): a job idle after it most
-  // often waits for what that process was to give (a Pool's lost task, a dead peer).
-  std::optional<store::ProcessRecord> m_last_failure;
+  JobStacks m_job_stacks;
+  StackRequests m_stacks;  // at a stop, an idle spell, a time limit, a rank missing
+  StopForwarding m_stops;
+  TimeLimitWatch m_time_limits;
+  IdleWatch m_idle;
+  // The timer's ticks and the samples taken, and when the samples were last thinned.
+  uint64_t m_ticks = 0;
+  uint64_t m_samples = 0;
+  int64_t m_downsampled_ns = 0;
 };
 
 void Loop::event(store::EventKind kind, int pid, const std::string& text, std::optional<int64_t> a,
@@ -382,44 +376,61 @@ size_t Loop::read_agent() {
   for (const AgentExit& exit : poll.exits) {
     m_table.ended(exit.pid, W_EXITCODE(exit.code, 0), store::EndSource::kAgentExit, exit.time_ns);
   }
-  for (const AgentRecord& record : poll.records) {
-    if (record.type == common::RecordType::kChildReaped) {
-      m_table.ended(static_cast<int>(record.a), static_cast<int>(record.b),
-                    store::EndSource::kParent, record.time_ns, record.pid);
-    } else if (record.type == common::RecordType::kProcessGroupJoined) {
-      m_table.joined_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
-                                   static_cast<int>(record.b));
+  for (const AgentRecord& record : poll.records) take_record(record);
+  report_agent_losses();
+  return poll.identities.size();
+}
+
+void Loop::take_record(const AgentRecord& record) {
+  auto a = static_cast<int>(record.a);
+  auto b = static_cast<int>(record.b);
+  switch (record.type) {
+    case common::RecordType::kChildReaped:
+      m_table.ended(a, b, store::EndSource::kParent, record.time_ns, record.pid);
+      break;
+    case common::RecordType::kProcessGroupJoined:
+      m_table.joined_process_group(record.pid, record.start_ticks, a, b);
       // A process that joins is a rank, by the rank the group gave it.
-      m_checker.process_started(record.pid, record.start_ticks, static_cast<int>(record.a),
-                                static_cast<int>(record.b));
-    } else if (record.type == common::RecordType::kProcessGroupInit) {
-      m_table.called_init_process_group(record.pid, record.start_ticks, static_cast<int>(record.a),
-                                        static_cast<int>(record.b));
-    } else if (record.type == common::RecordType::kProcessGroupInitFailed) {
+      m_checker.process_started(record.pid, record.start_ticks, a, b);
+      break;
+    case common::RecordType::kProcessGroupInit:
+      m_table.called_init_process_group(record.pid, record.start_ticks, a, b);
+      break;
+    case common::RecordType::kProcessGroupInitFailed:
       m_table.left_init_process_group(record.pid, record.start_ticks);
-    } else if (record.type == common::RecordType::kWorkerStarted) {
-      m_table.worker_started(record.pid, record.start_ticks, static_cast<int>(record.a));
-    } else if (record.type == common::RecordType::kSpawned) {
-      m_table.spawned(record.pid, record.start_ticks, static_cast<int>(record.a));
-    } else if (record.type == common::RecordType::kScriptFinished) {
+      break;
+    case common::RecordType::kWorkerStarted:
+      m_table.worker_started(record.pid, record.start_ticks, a);
+      break;
+    case common::RecordType::kSpawned:
+      m_table.spawned(record.pid, record.start_ticks, a);
+      break;
+    case common::RecordType::kScriptFinished:
       m_store.add_event({record.time_ns, store::EventKind::kScriptFinished, record.pid, ""});
       m_checker.script_finished(record.pid, record.start_ticks);
-    } else if (record.type == common::RecordType::kKillSent) {
+      break;
+    case common::RecordType::kKillSent:
       m_store.add_event({record.time_ns, store::EventKind::kKillSent, record.pid,
                          kill_target(record.a), record.a});
-    } else if (record.type == common::RecordType::kStopSignal) {
-      std::deque<StopNote>& notes = m_stops_noted[record.pid];
-      notes.push_back({static_cast<int>(record.a), static_cast<int>(record.b), record.time_ns});
-      if (notes.size() > kStopNotesKept) notes.pop_front();
-    } else if (record.type == common::RecordType::kThreadDied) {
+      break;
+    case common::RecordType::kStopSignal:
+      m_stops.noted(record.pid, a, b, record.time_ns);
+      break;
+    case common::RecordType::kThreadDied:
       m_store.add_event(
           {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
-    } else if (record.type == common::RecordType::kLabelOutOfRange) {
+      break;
+    case common::RecordType::kLabelOutOfRange:
       event(store::EventKind::kLabelOutOfRange, record.pid,
             "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes",
             record.a, record.b);
-    }
+      break;
+    default:
+      break;
   }
+}
+
+void Loop::report_agent_losses() {
   if (uint64_t n = m_agent->processes_without_slot(); n != m_reported_no_slot) {
     m_reported_no_slot = n;
     event(store::EventKind::kAgentNoSlot, 0,
@@ -438,7 +449,6 @@ size_t Loop::read_agent() {
     event(store::EventKind::kAgentRecordsDropped, 0,
           std::to_string(n) + " agent record(s) were overwritten");
   }
-  return poll.identities.size();
 }
 
 // Compares the ranks' collectives, finishes the issues whose stacks came in, and reports each
@@ -446,7 +456,7 @@ size_t Loop::read_agent() {
 void Loop::check_collectives(bool final) {
   for (const store::ProcessRecord& ended : m_table.take_ended()) {
     m_checker.process_ended(ended);
-    if (ended.exit_signal || ended.exit_code.value_or(0) != 0) m_last_failure = ended;
+    m_idle.process_ended(ended);
   }
   int64_t now = common::realtime_ns();
   for (FoundIssue& found : m_checker.check(now, final)) {
@@ -467,7 +477,7 @@ void Loop::check_collectives(bool final) {
       workers.insert(workers.end(), mine.begin(), mine.end());
     }
     if (!workers.empty()) ask_stacks(store::EventKind::kStackAtStall, workers);
-    if (!found.dump_pids.empty()) m_dump_walks = kDumpWalks;
+    if (!found.dump_pids.empty()) m_idle.stacks_asked();
     m_pending_issues.push_back({std::move(found), now + kStackWaitNs, std::move(prompt)});
   }
   for (auto it = m_pending_issues.begin(); it != m_pending_issues.end();) {
@@ -552,7 +562,7 @@ double Loop::walk_and_sample(bool slow, bool final) {
       m_table.set_details(pid, stat.starttime, argv.empty() ? stat.comm : argv[0], cmdline,
                           rank_env);
       if (rank_env.spans_machines()) m_checker.job_spans_machines();
-      note_time_limit(pid, stat.starttime, cmdline);
+      m_time_limits.process_seen(pid, m_sampler.start_realtime_ns(stat.starttime), cmdline);
       if (environ) record_cuda_env(pid, stat.starttime, *environ);
     }
     if (stat.state == 'Z') {
@@ -565,14 +575,7 @@ double Loop::walk_and_sample(bool slow, bool final) {
   }
   m_table.sweep(alive, t, final);
   m_smaps.retain(alive);
-  double cpu_s = 0;
-  for (const store::ProcSample& sample : samples) {
-    double used = sample.cpu_user_s + sample.cpu_sys_s;
-    auto [before, added] = m_cpu_seen.try_emplace(sample.pid, used);
-    cpu_s = std::max(cpu_s, added ? used : used - before->second);
-    before->second = used;
-  }
-  std::erase_if(m_cpu_seen, [&](const auto& entry) { return !alive.contains(entry.first); });
+  double cpu_s = m_idle.busiest_cpu_s(samples, alive);
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
@@ -625,48 +628,32 @@ std::string sender_text(const signalfd_siginfo& info) {
 void Loop::forward(const signalfd_siginfo& info) {
   int64_t received_ns = common::realtime_ns();
   int sig = static_cast<int>(info.ssi_signo);
-  std::string from = sender_text(info);
+  auto sender = static_cast<int>(info.ssi_pid);
+  std::string from = sender_text(info);  // before the waits below: the sender may end meanwhile
   read_agent();  // the processes registered since the last tick, for the stacks below
   walk_and_sample(false);
   bool from_terminal = info.ssi_code == SI_KERNEL;
-  if (!m_stop_stacks_asked) {
-    // What a hung job was doing when its user gave up on it: the stacks of its programs
-    // (launcher, ranks; not their DataLoader workers).
-    m_stop_stacks_asked = true;
-    ask_stacks(store::EventKind::kStackAtStop, m_table.live_agent_pids(false));
-    // A terminal's signal reached the job already; another waits a moment for the dumps.
-    int64_t hold_until = common::realtime_ns() + kStopStacksHoldNs;
-    while (!from_terminal && stacks_pending(store::EventKind::kStackAtStop) &&
-           common::realtime_ns() < hold_until) {
-      constexpr timespec kPoll{0, 10'000'000};
-      nanosleep(&kPoll, nullptr);
-      collect_stacks(false);
+  if (m_stops.first_stop()) ask_stop_stacks(from_terminal);
+  sig = m_stops.to_pass_on(sig);
+  std::set<int> had_it;
+  if (!from_terminal && sig != SIGKILL) {
+    std::vector<int> catching;
+    for (int pid : m_table.live_agent_pids(true)) {
+      if (catches_signal(pid, sig)) catching.push_back(pid);
     }
-  }
-  if (sig == SIGINT && ++m_interrupts >= 2) {
-    sig = SIGKILL;
-    from.clear();
+    had_it = m_stops.had_it_already(sig, sender, received_ns, catching, m_table.live_pids(),
+                                    [this] { read_agent(); });
   }
   pid_t our_group = getpgrp();
-  std::set<int> had_it = from_terminal || sig == SIGKILL
-                             ? std::set<int>{}
-                             : stopped_already(sig, static_cast<int>(info.ssi_pid), received_ns);
   int sent = 0;
   for (auto [pid, start] : m_table.live_processes()) {
     if (from_terminal && sig != SIGKILL && getpgid(pid) == our_group) continue;
     if (had_it.contains(pid)) continue;
     if (signal_process(pid, start, sig)) ++sent;
   }
-  std::string name = sigabbrev_np(sig) ? sigabbrev_np(sig) : std::to_string(sig);
-  std::string already =
-      had_it.empty() ? "" : " (" + std::to_string(had_it.size()) + " had it already)";
   // At its arrival: the processes that had it already may have ended since.
-  m_store.add_event({received_ns, store::EventKind::kSignalForwarded,
-                     static_cast<int>(info.ssi_pid),
-                     from.empty() ? "SIG" + name + " at the second interrupt, sent to " +
-                                        std::to_string(sent) + " process(es)"
-                                  : "SIG" + name + " from " + from + ", passed on to " +
-                                        std::to_string(sent) + " process(es)" + already});
+  m_store.add_event(store::forwarded_event(
+      received_ns, sender, {sig, sent, std::move(from), static_cast<int64_t>(had_it.size())}));
   if (m_options.announce && sig == SIGKILL) {
     m_options.announce("second interrupt: killing the job");
   } else if (m_options.announce && sig == SIGINT) {
@@ -674,40 +661,17 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
 }
 
-// The processes that got `sig` themselves from its sender (a signal sent to the whole process
-// group, as `timeout` does, or a scheduler's to every process): a second copy would interrupt
-// their handlers, a checkpoint being saved on the way out. A program's own handler notes each
-// delivery through its agent (also one that then set the default action back); this waits a
-// moment for the notes of those that catch it now. Sender 0 is one outside our pid namespace
-// (a container's runtime, a scheduler signalling a container's every process), the same 0 in the
-// job's notes; traindoc itself (its earlier forward) names no copy of this one.
-std::set<int> Loop::stopped_already(int sig, int sender, int64_t since_ns) {
-  std::set<int> out;
-  if (sender < 0 || sender == getpid()) return out;
-  auto had_it = [&](int pid) {
-    auto notes = m_stops_noted.find(pid);
-    return notes != m_stops_noted.end() &&
-           std::any_of(notes->second.begin(), notes->second.end(), [&](const StopNote& note) {
-             return note.sig == sig && note.sender == sender &&
-                    note.t_ns >= since_ns - kStopNotesSlackNs;
-           });
-  };
-  std::vector<int> catching;
-  for (int pid : m_table.live_agent_pids(true)) {
-    if (catches_signal(pid, sig)) catching.push_back(pid);
-  }
-  int64_t until = common::realtime_ns() + kStopNotesWaitNs;
-  while (true) {
-    read_agent();
-    std::erase_if(catching, had_it);
-    if (catching.empty() || common::realtime_ns() >= until) break;
+void Loop::ask_stop_stacks(bool from_terminal) {
+  // The stacks of its programs (launcher, ranks; not their DataLoader workers).
+  ask_stacks(store::EventKind::kStackAtStop, m_table.live_agent_pids(false));
+  // A terminal's signal reached the job already; another waits a moment for the dumps.
+  int64_t hold_until = common::realtime_ns() + kStopStacksHoldNs;
+  while (!from_terminal && m_stacks.pending(store::EventKind::kStackAtStop) &&
+         common::realtime_ns() < hold_until) {
     constexpr timespec kPoll{0, 10'000'000};
     nanosleep(&kPoll, nullptr);
+    m_stacks.collect(common::realtime_ns(), false);
   }
-  for (int pid : m_table.live_pids()) {
-    if (had_it(pid)) out.insert(pid);
-  }
-  return out;
 }
 
 // A prompt nobody answers (breakpoint(), input(), a login prompt) is the one wait that a user
@@ -728,142 +692,39 @@ std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
   return told;
 }
 
-DumpRequest Loop::request_fresh_dump(int pid, bool stopping) {
-  // The signal that asks is sent by pid: only to the job's process, still there.
-  if (!runs_below(pid, m_table.start_of(pid), getpid())) return {};
-  // An earlier dump must not pass for this one.
-  unlink((m_options.run_dir + "/agent/stack-" + std::to_string(pid) + ".txt").c_str());
-  return request_stack_dump(pid, stopping);
-}
-
-std::string Loop::spared(int pid, const std::string& call) const {
-  return spared_stack(call, m_table.in_init_process_group(pid));
-}
-
-void Loop::ask_stacks(store::EventKind kind, const std::vector<int>& pids) {
-  StackRequest request{kind, {}, common::realtime_ns() + kMomentStacksWaitNs};
-  for (int pid : pids) {
-    if (request.pids.size() == kMomentStacksMax) break;
-    // At a stop or a time limit, the signal that follows cuts the same waits short.
-    DumpRequest asked = request_fresh_dump(
-        pid, kind == store::EventKind::kStackAtStop || kind == store::EventKind::kStackAtLimit);
-    if (asked.asked) request.pids.push_back(pid);
-    if (!asked.spared.empty()) event(kind, pid, spared(pid, asked.spared));
-  }
-  m_stack_requests.push_back(std::move(request));
-}
-
-void Loop::collect_stacks(bool final) {
-  int64_t now = common::realtime_ns();
-  std::erase_if(m_stack_requests, [&](StackRequest& request) {
-    std::erase_if(request.pids, [&](int pid) {
-      std::optional<std::string> stack = read_stack_dump(m_options.run_dir, pid, m_symbolizer);
-      if (stack) event(request.kind, pid, *stack);
-      return stack.has_value();
-    });
-    return final || request.pids.empty() || now > request.deadline_ns;
-  });
-}
-
-bool Loop::stacks_pending(store::EventKind kind) const {
-  return std::any_of(m_stack_requests.begin(), m_stack_requests.end(),
-                     [&](const StackRequest& r) { return r.kind == kind; });
-}
-
-// A job that uses no CPU and prints nothing for --stall-seconds waits for something that may
-// never come (a deadlocked DataLoader worker, a lock, storage, a peer): said once per idle spell,
-// with every process's stack (workers too); its end is recorded when the job moves again.
+// A job that uses no CPU and prints nothing for --stall-seconds (idle_watch.h): said once per idle
+// spell, with every process's stack (workers too); its end is recorded when the job moves again.
 void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes) {
-  // The CPU the processes spent on the stacks asked for them is not theirs.
-  bool dumping = m_dump_walks > 0;
-  if (dumping) --m_dump_walks;
-  int64_t walk_ns = m_last_walk_ns == 0 ? int64_t{m_options.interval_ms} * 1'000'000
-                                        : std::max<int64_t>(1, t_ns - m_last_walk_ns);
-  m_last_walk_ns = t_ns;
-  m_cpu_window.emplace_back(walk_ns, dumping ? 0.0 : busiest_cpu_s);
-  int64_t covered_ns = 0;
-  double window_cpu_s = 0;
-  for (const auto& [length_ns, cpu_s] : m_cpu_window) {
-    covered_ns += length_ns;
-    window_cpu_s += cpu_s;
+  IdleWatch::Turn turn = m_idle.walked({t_ns, busiest_cpu_s, output_bytes, m_table.size()});
+  if (turn.resumed) {
+    m_store.add_event({t_ns, store::EventKind::kJobResumed, 0,
+                       seconds_text(t_ns - turn.since_ns) + " after the job went idle"});
   }
-  while (covered_ns - m_cpu_window.front().first >= kIdleWindowNs) {
-    covered_ns -= m_cpu_window.front().first;
-    window_cpu_s -= m_cpu_window.front().second;
-    m_cpu_window.pop_front();
-  }
-  // A job that starts processes is at work, however short they live: a walk sees none of their
-  // CPU, and their parent mostly waits for them.
-  bool active = window_cpu_s > kIdleCpuShare * static_cast<double>(covered_ns) / 1e9 ||
-                output_bytes != m_output_seen || m_table.size() != m_processes_seen ||
-                m_active_ns == 0;
-  m_output_seen = output_bytes;
-  m_processes_seen = m_table.size();
-  if (active) {
-    if (m_idle_since_ns != 0) {
-      m_store.add_event({t_ns, store::EventKind::kJobResumed, 0,
-                         seconds_text(t_ns - m_idle_since_ns) + " after the job went idle"});
-    }
-    m_idle_since_ns = 0;
-    m_active_ns = t_ns;
-    return;
-  }
-  auto stall_ns = static_cast<int64_t>(m_options.stall_seconds * 1e9);
-  if (m_idle_since_ns != 0 || t_ns - m_active_ns < stall_ns) return;
-  m_idle_since_ns = m_active_ns;
-  std::string idle = "no process used CPU or printed for " + seconds_text(t_ns - m_active_ns);
-  m_store.add_event({m_active_ns, store::EventKind::kJobIdle, 0,
+  if (!turn.went_idle) return;
+  std::string idle = "no process used CPU or printed for " + seconds_text(t_ns - turn.since_ns);
+  m_store.add_event({turn.since_ns, store::EventKind::kJobIdle, 0,
                      idle + " (told at +" + seconds_text(t_ns - m_run.start_ns) + ")"});
   // Before the stack requests, whose signals take the threads out of their waits for a moment.
   std::string prompt = note_stdin_waits(m_table.live_pids());
   ask_stacks(store::EventKind::kStackAtIdle, m_table.live_agent_pids(true));
-  m_dump_walks = kDumpWalks;
+  m_idle.stacks_asked();
   if (m_options.announce) {
-    m_options.announce("the job is idle: " + idle + failure_before_idle(m_active_ns, stall_ns) +
-                       prompt + " (each process's stack goes to the report)");
+    m_options.announce("the job is idle: " + idle +
+                       m_idle.failure_before(turn.since_ns, m_run.start_ns) + prompt +
+                       " (each process's stack goes to the report)");
   }
-}
-
-std::string Loop::failure_before_idle(int64_t quiet_since_ns, int64_t stall_ns) const {
-  // One long before the quiet is not its likely cause (a `git describe` that failed at start).
-  if (!m_last_failure || m_last_failure->end_ns < quiet_since_ns - stall_ns) return "";
-  constexpr size_t kCmdlineShown = 60;
-  const store::ProcessRecord& p = *m_last_failure;
-  std::string program = p.cmdline;
-  std::replace_if(
-      program.begin(), program.end(), [](char c) { return c >= 0 && c < ' '; }, ' ');
-  if (program.size() > kCmdlineShown) {
-    size_t cut = kCmdlineShown - 3;
-    while (cut > 0 && (static_cast<unsigned char>(program[cut]) & 0xC0) == 0x80) --cut;  // UTF-8
-    program = program.substr(0, cut) + "...";
-  }
-  return "; the last process to fail before it: pid " + std::to_string(p.pid) + " (" + program +
-         "), " + end_text(p) + " at +" + seconds_text(p.end_ns - m_run.start_ns);
-}
-
-void Loop::note_time_limit(int pid, uint64_t start_ticks, const std::string& cmdline) {
-  std::optional<store::TimeLimit> limit = store::time_limit_of(cmdline);
-  if (!limit) return;
-  // A start time the clocks disagree on (a time namespace) is not before the run's.
-  int64_t limit_at =
-      std::max(m_sampler.start_realtime_ns(start_ticks), m_run.start_ns) + limit->limit_ns;
-  m_time_limits.push_back(
-      {pid, limit_at - std::min(kLimitStacksLeadNs, limit->limit_ns / 2), limit_at});
 }
 
 // Where a job was when its time limit ran out (a hang, most often): the stacks of the programs
 // that a `timeout` is about to stop, asked for a moment before it does.
 void Loop::watch_time_limits(int64_t t_ns) {
-  std::erase_if(m_time_limits, [&](const TimeLimitWatch& watch) {
-    if (!m_table.is_live(watch.pid) || t_ns >= watch.limit_at_ns) return true;
-    if (t_ns < watch.stacks_at_ns) return false;
+  for (int timeout : m_time_limits.due(t_ns, [this](int pid) { return m_table.is_live(pid); })) {
     std::vector<int> below;
     for (int pid : m_table.live_agent_pids(false)) {
-      if (m_table.descends_from(pid, watch.pid)) below.push_back(pid);
+      if (m_table.descends_from(pid, timeout)) below.push_back(pid);
     }
     ask_stacks(store::EventKind::kStackAtLimit, below);
-    return true;
-  });
+  }
 }
 
 // Stores each output stream's state; returns the bytes the job has written so far.
@@ -918,7 +779,7 @@ void Loop::finish() {
   for (int polls = 0; polls < kFinalPolls && read_agent() > 0; ++polls) {
   }
   check_collectives(true);
-  collect_stacks(true);
+  m_stacks.collect(common::realtime_ns(), true);
   store_calls(true);
   // Processes still alive stay "still running"; those gone without a trace vanished.
   walk_and_sample(false, true);
@@ -929,7 +790,7 @@ void Loop::finish() {
   recover_store(true);  // full again: the run's end at least
 }
 
-store::RunInfo Loop::run() {
+void Loop::start_job() {
   // Orphans of the job (double forks, a launcher that died first) become our children.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   open_agent();
@@ -953,66 +814,70 @@ store::RunInfo Loop::run() {
   }
   m_run.root_pid = m_job.pid;
   m_store.write_run(m_run);
-  LogTap tap(m_options.run_dir, m_job);
+}
 
+void Loop::watch_job(LogTap& tap) {
   sigset_t set;
   pthread_sigmask(SIG_BLOCK, nullptr, &set);
   // Non-blocking: a signal that poll saw and another thread took leaves nothing to wait for.
   int signals = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-  itimerspec tick{{0, long{kTickMs} * 1'000'000}, {0, 1'000'000}};
-  timerfd_settime(timer, 0, &tick, nullptr);
+  itimerspec tick_spec{{0, long{kTickMs} * 1'000'000}, {0, 1'000'000}};
+  timerfd_settime(timer, 0, &tick_spec, nullptr);
   if (signals < 0 || timer < 0) throw std::runtime_error("cannot set up the event loop");
 
-  int ticks_per_sample = std::max(1, m_options.interval_ms / kTickMs);
-  uint64_t tick_count = 0;
-  uint64_t samples = 0;
-  int64_t last_downsample = common::realtime_ns();
+  m_downsampled_ns = common::realtime_ns();
   reap_children();
   while (!m_root_done) {
     pollfd fds[2] = {{signals, POLLIN, 0}, {timer, POLLIN, 0}};
     if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info{};
-      while (read(signals, &info, sizeof(info)) == sizeof(info)) {
-        if (info.ssi_signo == SIGCHLD) {
-          reap_children();
-        } else if (info.ssi_signo == SIGWINCH) {
-          copy_window_size(m_job);
-        } else {
-          forward(info);
-        }
-        if (m_root_done) break;
-      }
-    }
+    if (fds[0].revents & POLLIN) take_signals(signals);
     if (m_root_done) break;
-    if (fds[1].revents & POLLIN) {
-      uint64_t expirations = 0;
-      if (read(timer, &expirations, sizeof(expirations)) < 0) continue;
-      reap_children();  // a SIGCHLD that a library's own thread took (one that unblocks all)
-      if (m_root_done) break;
-      read_agent();
-      check_collectives();
-      if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
-      if (!m_stack_requests.empty()) collect_stacks(false);
-      // Every tick: a fork-heavy job's processes must not fill the socket's backlog.
-      for (OutputFile& file : m_outputs.take()) tap.add_file(std::move(file));
-      if (++tick_count % static_cast<uint64_t>(ticks_per_sample) == 0) {
-        double cpu_s =
-            walk_and_sample(++samples % static_cast<uint64_t>(m_options.slow_every) == 1);
-        watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
-        m_store.add_log_lines(tap.take_lines());
-        store_changes();
-        if (common::realtime_ns() - last_downsample > kDownsampleEveryNs) {
-          last_downsample = common::realtime_ns();
-          m_store.downsample(last_downsample);
-        }
-      }
+    uint64_t expirations = 0;
+    if ((fds[1].revents & POLLIN) && read(timer, &expirations, sizeof(expirations)) >= 0) {
+      tick(tap);
     }
   }
   close(timer);
   close(signals);
-  recover_store(false);
+}
+
+void Loop::take_signals(int signals) {
+  signalfd_siginfo info{};
+  while (read(signals, &info, sizeof(info)) == sizeof(info)) {
+    if (info.ssi_signo == SIGCHLD) {
+      reap_children();
+    } else if (info.ssi_signo == SIGWINCH) {
+      copy_window_size(m_job);
+    } else {
+      forward(info);
+    }
+    if (m_root_done) return;
+  }
+}
+
+void Loop::tick(LogTap& tap) {
+  reap_children();  // a SIGCHLD that a library's own thread took (one that unblocks all)
+  if (m_root_done) return;
+  read_agent();
+  check_collectives();
+  if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
+  if (!m_stacks.empty()) m_stacks.collect(common::realtime_ns(), false);
+  // Every tick: a fork-heavy job's processes must not fill the socket's backlog.
+  for (OutputFile& file : m_outputs.take()) tap.add_file(std::move(file));
+  auto ticks_per_sample = static_cast<uint64_t>(std::max(1, m_options.interval_ms / kTickMs));
+  if (++m_ticks % ticks_per_sample != 0) return;
+  double cpu_s = walk_and_sample(++m_samples % static_cast<uint64_t>(m_options.slow_every) == 1);
+  watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
+  m_store.add_log_lines(tap.take_lines());
+  store_changes();
+  if (common::realtime_ns() - m_downsampled_ns > kDownsampleEveryNs) {
+    m_downsampled_ns = common::realtime_ns();
+    m_store.downsample(m_downsampled_ns);
+  }
+}
+
+void Loop::drain_output(LogTap& tap) {
   for (OutputFile& file : m_outputs.take()) tap.add_file(std::move(file));
   tap.finish(kOutputGraceMs);
   // What traindoc says at the end starts on a line of its own.
@@ -1020,11 +885,17 @@ store::RunInfo Loop::run() {
   uint64_t output_bytes = store_log_streams(tap);
   // Output after an idle spell, up to the end (a prompt answered, then a quick finish): the job
   // moved again, though no walk saw it.
-  if (m_idle_since_ns != 0 && output_bytes != m_output_seen) {
-    watch_idle(common::realtime_ns(), 0.0, output_bytes);
-  }
+  if (m_idle.printed_while_idle(output_bytes)) watch_idle(common::realtime_ns(), 0.0, output_bytes);
   m_store.add_log_lines(tap.take_lines());
   m_store.add_log_lines(tap.last_lines(kLastLines, common::realtime_ns()));
+}
+
+store::RunInfo Loop::run() {
+  start_job();
+  LogTap tap(m_options.run_dir, m_job);
+  watch_job(tap);
+  recover_store(false);
+  drain_output(tap);
   finish();
   if (m_agent) m_agent->remove_file();
   return m_run;

@@ -635,7 +635,8 @@ TEST(StoreReader, ReadsTheEventNumbersOfSchemaV9AndFromTheTextsOfOlderFiles) {
   EXPECT_EQ(seen.events[0].a, 255);
   EXPECT_EQ(seen.events[0].b, 19);
   EXPECT_EQ(seen.events[1].kind, EventKind::kSignalForwarded);
-  EXPECT_EQ(seen.events[1].a, std::nullopt);
+  EXPECT_EQ(seen.events[1].a, SIGTERM);  // "SIGTERM to the job": its signal, in words
+  EXPECT_EQ(seen.events[1].b, std::nullopt);
   EXPECT_EQ(seen.events[2].a, -500);
   EXPECT_EQ(seen.events[2].b, std::nullopt);
 
@@ -670,6 +671,61 @@ TEST(StoreReader, ReadsTheEventNumbersOfSchemaV9AndFromTheTextsOfOlderFiles) {
   const Evidence upgraded = read_evidence(v8);
   EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
   EXPECT_EQ(numbers(upgraded), expected);
+}
+
+// A signal-forwarded event said its signal and the processes it reached only in words up to
+// schema 9: files of 9 and before are read, and upgraded, from those words.
+TEST(StoreReader, ReadsTheNumbersOfASignalForwardedFromTheWordsOfOlderFiles) {
+  const char* kWords =
+      "(1, 'signal-forwarded', 4242, 'SIGTERM from pid 4242 (slurmstepd), passed on to 3 "
+      "process(es)'), "
+      "(2, 'signal-forwarded', 0, 'SIGINT from the terminal, passed on to 0 process(es)'), "
+      "(3, 'signal-forwarded', 7, 'SIGTERM from pid 7 (timeout), passed on to 0 process(es) (1 "
+      "had it already)'), "
+      "(4, 'signal-forwarded', 0, 'SIGKILL at the second interrupt, sent to 12 process(es)'), "
+      "(5, 'signal-forwarded', 0, 'SIGHUP, sent to 2 process(es)'), "
+      "(6, 'signal-forwarded', 0, 'SIGQUIT from the terminal, sent to 1 process(es)'), "
+      "(7, 'signal-forwarded', 0, 'SIGUSR1 from nowhere')";
+  using Numbers = std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>>;
+  const Numbers expected = {{SIGTERM, 3},
+                            {SIGINT, 0},
+                            {SIGTERM, 0},
+                            {SIGKILL, 12},
+                            {SIGHUP, 2},
+                            {SIGQUIT, 1},
+                            {std::nullopt, std::nullopt}};
+  auto numbers = [](const Evidence& evidence) {
+    Numbers out;
+    for (const Event& e : evidence.events) {
+      if (e.kind == EventKind::kSignalForwarded && e.t_ns < 100) out.emplace_back(e.a, e.b);
+    }
+    return out;
+  };
+  TempDir dir;
+  for (const char* fixture : {"schema_v8.sql", "schema_v9.sql"}) {
+    SCOPED_TRACE(fixture);
+    const std::string path = dir.file(std::string(fixture) + ".db");
+    load_sql_fixture(fixture, path);
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(
+            db,
+            ("INSERT INTO events (t_ns, kind, pid, text) VALUES " + std::string(kWords)).c_str(),
+            nullptr, nullptr, nullptr),
+        SQLITE_OK);
+    sqlite3_close(db);
+    EXPECT_EQ(numbers(read_evidence(path)), expected);
+    { StoreWriter::open(path); }  // an older file is upgraded: its columns filled from the words
+    EXPECT_EQ(numbers(read_evidence(path)), expected);
+  }
+  // This build's own events keep their numbers, whatever their words.
+  const std::string fresh = dir.file("run.db");
+  {
+    StoreWriter writer = StoreWriter::open(fresh);
+    writer.add_event({1, EventKind::kSignalForwarded, 0, "SIGINT, sent to 9 process(es)", 15, 4});
+  }
+  EXPECT_EQ(numbers(read_evidence(fresh)), (Numbers{{15, 4}}));
 }
 
 // The golden check: the schema this build creates is the one frozen in schema_v9.sql. A change
