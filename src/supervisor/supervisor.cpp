@@ -810,6 +810,7 @@ void Loop::start_job() {
     m_run.end_ns = common::realtime_ns();
     m_store.write_run(m_run);
     m_store.flush();
+    if (m_agent) m_agent->remove_file();  // no process of the job ever wrote it
     throw;
   }
   m_run.root_pid = m_job.pid;

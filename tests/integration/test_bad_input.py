@@ -27,6 +27,7 @@ def test_command_not_found_is_127(tmp_path):
     assert b"no-such-command-xyz: command not found" in proc.stderr
     report = (tmp_path / "r" / "report.json").read_text()
     assert "command not found" in report
+    assert not (tmp_path / "r" / "agent" / "slots").exists()
 
 
 def test_not_executable_is_126(tmp_path):
