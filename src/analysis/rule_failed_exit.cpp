@@ -344,12 +344,15 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     // The others may have waited already (a rank slowed by its data): the hang counts if it was
     // still there when the thread died.
-    if (issue.kind != "collective-missing" || issue.t_ns + kIdleSlackNs < t_ns ||
+    if (issue.kind != store::IssueKind::kMissing || issue.t_ns + kIdleSlackNs < t_ns ||
         issue.first_ns > t_ns + kHangAfterThreadNs) {
       continue;
     }
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
-      if (rank.pid == pid && rank.state == "never called it") return issue.first_ns;
+      // One that never called it and still ran: it waited for the thread's work.
+      if (rank.pid == pid && rank.state == store::RankState::kNeverCalled && !rank.end) {
+        return issue.first_ns;
+      }
     }
   }
   const std::vector<store::Event>& events = context.evidence.events;

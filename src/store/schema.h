@@ -52,7 +52,8 @@ std::string event_facts_before_v9();
 
 // Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
 // transaction: every change so far only adds tables and columns, so the rows already there stay as
-// they are (schema 9 fills its event columns from the texts).
+// they are (schema 9 fills its event columns from the texts; schema 10 leaves a collective
+// issue's new columns NULL, and the reader makes those facts from the words).
 // A file created by create() and one upgraded from an older version have the same schema.
 void upgrade(sqlite3* db);
 
