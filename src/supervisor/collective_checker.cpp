@@ -1,14 +1,11 @@
 // The live collective checker and stall watch. Supervisor process, main loop thread.
 // A group's calls are compared as soon as every rank has made its k-th one; the first divergence
-// settles the group (later calls are misaligned and would all differ).
+// settles the group (later calls are misaligned and would all differ). Detection only: an issue
+// is facts, which store/collective_words.h puts in words.
 #include "supervisor/collective_checker.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <csignal>
-#include <cstdio>
-#include <cstring>
-#include <set>
 #include <string>
 #include <utility>
 

@@ -4,7 +4,6 @@
 // Pure logic: records, process ends and the time come in, issues and calls to store go out.
 #pragma once
 
-#include <climits>
 #include <cstdint>
 #include <deque>
 #include <map>

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "store/collective_words.h"
+
 namespace traindoc::supervisor {
 
 std::string op_name(uint16_t op) {
@@ -169,13 +171,7 @@ std::string call_text(const common::CollectiveCall& call) {
 }
 
 std::string end_text(const store::ProcessRecord& process) {
-  if (process.exit_signal) {
-    const char* name = sigabbrev_np(*process.exit_signal);
-    return std::string("killed by ") +
-           (name ? std::string("SIG") + name : "signal " + std::to_string(*process.exit_signal));
-  }
-  if (process.exit_code) return "exited " + std::to_string(*process.exit_code);
-  return "gone";
+  return store::end_words({process.exit_code, process.exit_signal});
 }
 
 std::string seconds_text(int64_t ns) {
