@@ -10,19 +10,21 @@
 #include <string_view>
 
 #include "analysis/rules.h"
+#include "store/collective_words.h"
 
 namespace traindoc::analysis {
 namespace {
 
 constexpr size_t kStackLines = 12;  // of each rank's dump, in the evidence
 
-std::string fix_for(FindingKind kind, const std::string& field) {
-  if (field == "site") {
+std::string fix_for(FindingKind kind, store::IssueField field) {
+  using store::IssueField;
+  if (field == IssueField::kSite) {
     return "Make every rank run the same collectives: move the call out of code that only some "
            "ranks run (`if rank == 0:`, rank_zero_only), or keep that code local (log the "
            "rank's own value; in Lightning, self.log(..., rank_zero_only=True)).";
   }
-  if (field == "deadlock") {
+  if (field == IssueField::kDeadlock) {
     return "Order the point-to-point calls so that every recv meets a send already made: let one "
            "side send first (even ranks send then receive, odd ranks receive then send), or post "
            "both with isend/irecv (or batch_isend_irecv) and wait on both.";
@@ -45,29 +47,29 @@ std::string fix_for(FindingKind kind, const std::string& field) {
            "or the DDP join() context manager), and decide to skip a batch collectively rather "
            "than per rank.";
   }
-  if (field == "list length") {
+  if (field == IssueField::kListLength) {
     return "Pass broadcast_object_list a list of the same length on every rank: it fills the "
            "list in place, element for element ([None] * n on the receiving ranks, with the n "
            "of the sending rank), and lists of other lengths pair the wrong bytes (an EOFError "
            "or UnpicklingError on the receivers, or a hang).";
   }
-  if (field == "shape" || field == "count") {
+  if (field == IssueField::kShape || field == IssueField::kCount) {
     return "Pass tensors of the same shape on every rank: pad to a common size, or all-gather "
            "the sizes first and pad, then trim (or use all_gather_object).";
   }
-  if (field == "dtype") {
+  if (field == IssueField::kDtype) {
     return "Cast to one dtype on every rank before the call (e.g. .float() or .long()): a "
            "collective must see the same element type everywhere.";
   }
-  if (field == "device") {
+  if (field == IssueField::kDevice) {
     return "Put the tensors on the same kind of device on every rank (e.g. .to(device) with each "
            "rank's own GPU): a backend that takes both (gloo) then moves or compares different "
            "memory, and NCCL takes only CUDA tensors.";
   }
-  if (field == "reduce op") {
+  if (field == IssueField::kRedop) {
     return "Use the same reduce op on every rank: a different op silently corrupts the result.";
   }
-  if (field == "root") {
+  if (field == IssueField::kRoot) {
     return "Use the same root (src/dst) on every rank.";
   }
   return "Make the control flow around collectives rank-independent, so that every rank issues "
@@ -76,7 +78,7 @@ std::string fix_for(FindingKind kind, const std::string& field) {
 
 // A rank the others waited for: it never made the call, or ended without making it.
 bool missing(const store::CollectiveIssueRank& rank) {
-  return rank.state == "never called it" || rank.state.ends_with("without calling it");
+  return rank.state == store::RankState::kNeverCalled;
 }
 
 // A kind of failure that a process's peers or collectives gave it.
@@ -94,7 +96,7 @@ bool about_peers(std::optional<FindingKind> kind) {
 // could not write after its peer was done, an error in work only it does at the end): the ranks
 // ended unevenly, which says nothing of their inputs; its own finding tells its failure.
 bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue& issue) {
-  if (issue.kind != "uneven-inputs" || issue.ranks.size() < 2) return false;
+  if (issue.kind != store::IssueKind::kUnevenInputs || issue.ranks.size() < 2) return false;
   const ProcessSummary* left = context.process(issue.ranks[0].pid, issue.ranks[0].start_ticks);
   const ProcessSummary* failed = context.process(issue.ranks[1].pid, issue.ranks[1].start_ticks);
   if (left == nullptr || failed == nullptr) return false;
@@ -122,12 +124,12 @@ bool lost_a_waiting_rank(const RuleContext& context, const store::CollectiveIssu
 // An issue about ranks that did not come: the checker files it as peer-exited where a missing
 // rank's failed end was seen before any waiting rank gave up, else as collective-missing.
 bool about_missing_ranks(const store::CollectiveIssue& issue) {
-  return issue.kind == "collective-missing" || issue.kind == "peer-exited";
+  return issue.kind == store::IssueKind::kMissing || issue.kind == store::IssueKind::kPeerExited;
 }
 
 // A rank that made a call the others do not make (from there): it runs code they do not.
 bool odd(const store::CollectiveIssueRank& rank) {
-  return rank.state.starts_with("the odd one: ");
+  return rank.odd;
 }
 
 // The process of a missing rank came late to the call: the same process, not a restarted
@@ -136,7 +138,7 @@ bool made_the_late_call(const store::CollectiveIssue* late,
                         const store::CollectiveIssueRank& rank) {
   return late != nullptr && std::any_of(late->ranks.begin(), late->ranks.end(), [&](auto& r) {
            return r.group_rank == rank.group_rank && r.pid == rank.pid &&
-                  r.start_ticks == rank.start_ticks && r.state.starts_with("made it ");
+                  r.start_ticks == rank.start_ticks && r.state == store::RankState::kCameLate;
          });
 }
 
@@ -145,7 +147,7 @@ bool made_the_late_call(const store::CollectiveIssue* late,
 bool waited_in_vain(const RuleContext& context, const store::CollectiveIssue& late) {
   return std::any_of(late.ranks.begin(), late.ranks.end(), [&](auto& r) {
     const ProcessSummary* p = context.process(r.pid, r.start_ticks);
-    return !r.state.starts_with("made it ") && p != nullptr &&
+    return r.state != store::RankState::kCameLate && p != nullptr &&
            (gave_up_waiting(context, *p) ||
             (p->record.end_ns != 0 && p->record.end_ns <= late.t_ns));
   });
@@ -155,7 +157,7 @@ bool waited_in_vain(const RuleContext& context, const store::CollectiveIssue& la
 bool came_late(const store::CollectiveIssue& late, int group_rank) {
   return std::any_of(late.ranks.begin(), late.ranks.end(),
                      [&](const store::CollectiveIssueRank& r) {
-                       return r.group_rank == group_rank && r.state.starts_with("made it ");
+                       return r.group_rank == group_rank && r.state == store::RankState::kCameLate;
                      });
 }
 
@@ -188,9 +190,12 @@ std::string who_of(const RuleContext& context, const store::CollectiveIssueRank&
 // The laggards' late arrival at the call a stall was reported for (CASES.md H14), if they came.
 const store::CollectiveIssue* late_arrival(const RuleContext& context,
                                            const store::CollectiveIssue& stall) {
-  if (stall.kind != "collective-missing" || stall.field != "missing") return nullptr;
+  if (stall.kind != store::IssueKind::kMissing || stall.field != store::IssueField::kMissing) {
+    return nullptr;
+  }
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
-    if (issue.field == "late" && issue.group == stall.group && issue.number == stall.number) {
+    if (issue.field == store::IssueField::kLate && issue.group == stall.group &&
+        issue.number == stall.number) {
       return &issue;
     }
   }
@@ -201,7 +206,7 @@ const store::CollectiveIssue* late_arrival(const RuleContext& context,
 // warning (the job finished, or failed of something else).
 void as_straggler(const RuleContext& context, const store::CollectiveIssue& late, Finding& f) {
   f.severity = waited_in_vain(context, late) ? Severity::kError : Severity::kWarning;
-  f.title = late.message.substr(late.message.find(": ") + 2);
+  f.title = store::issue_title(late);
   f.fix =
       "Balance the work across ranks (shard evaluation and generation evenly, cap sequence "
       "lengths), or raise the process group timeout (init_process_group(timeout=...)) for "
@@ -209,7 +214,7 @@ void as_straggler(const RuleContext& context, const store::CollectiveIssue& late
   f.confidence = 0.8;
   for (const store::CollectiveIssueRank& rank : late.ranks) {
     f.evidence.push_back("group rank " + std::to_string(rank.group_rank) + ", " +
-                         who_of(context, rank) + ": " + rank.state +
+                         who_of(context, rank) + ": " + store::rank_state_text(late, rank) +
                          (rank.site.empty() ? "" : "; at " + rank.site));
   }
   f.evidence.push_back("the stacks below show where each rank was while the others waited");
@@ -348,6 +353,152 @@ std::string what_it_does(const RuleContext& context, const store::CollectiveIssu
   return "";
 }
 
+// One issue's finding as its ranks are added to it.
+struct IssueFinding {
+  const RuleContext& context;
+  const store::CollectiveIssue& issue;
+  const store::CollectiveIssue* late;  // the laggards' late arrival, for a stall
+  TimedFinding timed;
+  bool any_missing = false;
+  bool any_odd = false;
+  bool fitted = false;  // a missing rank's doing gave the fix
+};
+
+IssueFinding start_finding(const RuleContext& context, const store::CollectiveIssue& issue,
+                           FindingKind kind) {
+  IssueFinding out{context, issue, late_arrival(context, issue), {}};
+  Finding& f = out.timed.finding;
+  f.kind = kind;
+  // Calls from different places may have paired harmlessly: an error only if the job failed.
+  f.severity = issue.field == store::IssueField::kSite && run_finished(context) ? Severity::kWarning
+                                                                                : Severity::kError;
+  f.title = store::issue_title(issue);
+  f.fix = fix_for(kind, issue.field);
+  f.confidence = kind == FindingKind::kUnevenInputs ? 0.7 : 0.9;
+  out.timed.t_ns = issue.first_ns;
+  // The text rules may see the same failure in the ranks' errors: one finding.
+  out.timed.merge_key = to_string(issue.kind);
+  out.timed.from_checker = true;
+  if (out.late != nullptr) as_straggler(context, *out.late, f);
+  out.any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
+  out.any_odd = std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
+  return out;
+}
+
+// A rank that came late, did not come, made a call the others do not, or ran out of batches
+// first (listed first) is the one to look at; the others are in the evidence.
+bool named_rank(const IssueFinding& in, const store::CollectiveIssueRank& rank) {
+  if (in.late != nullptr) return came_late(*in.late, rank.group_rank);
+  if (in.any_odd) return odd(rank);
+  if (in.issue.kind == store::IssueKind::kUnevenInputs) return &rank == &in.issue.ranks.front();
+  return !about_missing_ranks(in.issue) || !in.any_missing || missing(rank);
+}
+
+// A missing rank that ended while the others waited, or died of its own failure. One the
+// launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence, and so are
+// one a stop request ended (the user gave up on the hang), one that timed out waiting elsewhere,
+// and one that lost a waiting rank that had given up and left. One whose program had finished
+// (`finished`) skipped the call, however its teardown then ended.
+bool ended_first(const IssueFinding& in, const store::CollectiveIssueRank& rank,
+                 const ProcessSummary* process, bool finished) {
+  const RuleContext& context = in.context;
+  return about_missing_ranks(in.issue) && missing(rank) && process != nullptr &&
+         !made_the_late_call(in.late, rank) && ended_in_failure(process->record) && !finished &&
+         !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
+         !lost_a_waiting_rank(context, in.issue, *process) &&
+         (rank.end.has_value() || !stopped_by_request_signal(process->record));
+}
+
+// It died first: its own finding is the cause, the others' wait its consequence.
+void blame_ended_rank(IssueFinding& in, const ProcessSummary& process, const std::string& who) {
+  const store::CollectiveIssue& issue = in.issue;
+  Finding& f = in.timed.finding;
+  f.kind = FindingKind::kPeerExited;
+  f.title = who + " " + how_it_ended(process.record) + " before " + issue.op + " #" +
+            std::to_string(issue.number) + ", which " +
+            (issue.pair ? "its peer" : "the other ranks") + " waited in";
+  f.fix = fix_for(FindingKind::kPeerExited, store::IssueField::kMissing);
+  // After the end it tells, and after a waiting rank's own account of the same end
+  // (rule_peer_exited's lost connection, timed at that end), which then leads the merge
+  // whichever of the two was seen first.
+  in.timed.t_ns = std::max(issue.t_ns, process.record.end_ns + 2);
+  in.timed.merge_key = to_string(f.kind);
+}
+
+// Where a missing rank the others wait for is: at a prompt (the prompt is why, and what to fix),
+// often in another collective only it makes (a model wrapped in DDP on one rank only), or in
+// work only it does.
+void add_whereabouts(IssueFinding& in, const store::CollectiveIssueRank& rank,
+                     const ProcessSummary* process, const std::string& who) {
+  const RuleContext& context = in.context;
+  Finding& f = in.timed.finding;
+  if (f.kind != FindingKind::kCollectiveMissing || !missing(rank)) return;
+  const store::Event* prompt = in.issue.kind == store::IssueKind::kMissing && rank.pid != 0
+                                   ? stdin_wait(context, rank.pid, in.issue.first_ns)
+                                   : nullptr;
+  if (prompt != nullptr) {
+    f.title += "; " + who + " " + prompt->text;
+    f.evidence.push_back(who + " " + prompt->text + context.when(prompt->t_ns));
+    f.fix = kPromptFix;
+    return;
+  }
+  std::string place = user_place(rank.stack);
+  if (in.late != nullptr || place.empty()) return;
+  std::string doing = "; " + who;
+  std::string fix = process != nullptr
+                        ? what_it_does(context, in.issue, rank, *process, place, doing, f.evidence)
+                        : "";
+  f.title += fix.empty() ? doing + " is at " + place : doing;
+  // The first missing rank's fix (the title names it first).
+  if (!fix.empty() && !in.fitted) {
+    f.fix = fix;
+    in.fitted = true;
+  }
+}
+
+// "group rank 1, rank 1 (pid 42): never called it; at train.py:30; last call ...; 3
+// collective(s) completed"
+std::string rank_line(const IssueFinding& in, const store::CollectiveIssueRank& rank,
+                      const std::string& who) {
+  // A straggler's stall lines tell the wait, which its arrival ended.
+  std::string line = std::string(in.late ? "during the wait, " : "") + "group rank " +
+                     std::to_string(rank.group_rank) + ", " + who + ": " +
+                     store::rank_state_text(in.issue, rank);
+  // A stall's value is the awaited call, which the title names and the site places.
+  if (!rank.value.empty() && in.issue.field != store::IssueField::kMissing) {
+    line += "; " + std::string(to_string(in.issue.field)) + " " + rank.value;
+  }
+  if (!rank.site.empty()) line += "; at " + rank.site;
+  if (!rank.last_call.empty()) line += "; last call " + rank.last_call;
+  return line + "; " + std::to_string(rank.calls) + " collective(s) completed";
+}
+
+void add_rank(IssueFinding& in, const store::CollectiveIssueRank& rank) {
+  const RuleContext& context = in.context;
+  Finding& f = in.timed.finding;
+  const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
+  std::string who = who_of(context, rank);
+  bool named = named_rank(in, rank);
+  // Not one that an exception ended, unless its peers gave it: torch.multiprocessing.spawn's
+  // child leaves through sys.exit(1) after its own, which runs the exit handlers that mark a
+  // program finished.
+  bool finished = process != nullptr && process->script_finished_ns.has_value() &&
+                  (context.texts.final_exception(*process) == nullptr ||
+                   about_peers(final_exception_kind(context, *process)));
+  if (ended_first(in, rank, process, finished)) blame_ended_rank(in, *process, who);
+  add_whereabouts(in, rank, process, who);
+  if (named && process) add_ranks(f.ranks, context.ranks_of(*process));
+  if (named && rank.pid != 0) f.pids.push_back(rank.pid);
+  if (named && in.timed.pid == 0) in.timed.pid = rank.pid;
+  f.evidence.push_back(rank_line(in, rank, who));
+  if (!rank.stack.empty()) f.evidence.push_back(who + " stack: " + stack_excerpt(rank.stack));
+  if (named && finished && ended_in_failure(process->record)) {
+    f.evidence.push_back(who + " finished its program" +
+                         context.when(*process->script_finished_ns) + ", then " +
+                         how_it_ended(process->record) + " in its teardown at exit");
+  }
+}
+
 }  // namespace
 
 bool odd_call_found(const RuleContext& context) {
@@ -360,116 +511,14 @@ bool odd_call_found(const RuleContext& context) {
 
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out) {
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
-    if (issue.field == "late") continue;  // told with the stall it ends
+    if (issue.field == store::IssueField::kLate) continue;  // told with the stall it ends
     if (failed_on_its_own(context, issue)) continue;
-    std::optional<FindingKind> kind = finding_kind_named(issue.kind);
-    if (!kind) continue;  // a kind this build does not know
-    TimedFinding timed;
-    Finding& f = timed.finding;
-    f.kind = *kind;
-    // Calls from different places may have paired harmlessly: an error only if the job failed.
-    f.severity =
-        issue.field == "site" && run_finished(context) ? Severity::kWarning : Severity::kError;
-    f.title = issue.message.substr(issue.message.find(": ") + 2);
-    f.fix = fix_for(*kind, issue.field);
-    f.confidence = *kind == FindingKind::kUnevenInputs ? 0.7 : 0.9;
-    timed.t_ns = issue.first_ns;
-    // The text rules may see the same failure in the ranks' errors: one finding.
-    timed.merge_key = issue.kind;
-    timed.from_checker = true;
-    const store::CollectiveIssue* late = late_arrival(context, issue);
-    if (late != nullptr) as_straggler(context, *late, f);
-    bool any_missing = std::any_of(issue.ranks.begin(), issue.ranks.end(), missing);
-    bool any_odd = std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
-    bool fitted = false;  // a missing rank's doing gave the fix
-    for (const store::CollectiveIssueRank& rank : issue.ranks) {
-      const ProcessSummary* process = context.process(rank.pid, rank.start_ticks);
-      std::string who = who_of(context, rank);
-      // A rank that came late, did not come, made a call the others do not, or ran out of
-      // batches first (listed first) is the one to look at; the others are in the evidence.
-      bool named = late != nullptr ? came_late(*late, rank.group_rank)
-                   : any_odd       ? odd(rank)
-                   : issue.kind == "uneven-inputs"
-                       ? &rank == &issue.ranks.front()
-                       : !about_missing_ranks(issue) || !any_missing || missing(rank);
-      // A missing rank that ended while the others waited, or died of its own failure. One
-      // the launcher stopped (SIGTERM, SIGINT) after a waiting rank gave up is a consequence,
-      // and so are one a stop request ended (the user gave up on the hang), one that timed
-      // out waiting elsewhere, and one that lost a waiting rank that had given up and left. One
-      // whose program had finished skipped the call, however its teardown then ended.
-      // Not one that an exception ended, unless its peers gave it: torch.multiprocessing.spawn's
-      // child leaves through sys.exit(1) after its own, which runs the exit handlers that mark a
-      // program finished.
-      bool finished = process != nullptr && process->script_finished_ns.has_value() &&
-                      (context.texts.final_exception(*process) == nullptr ||
-                       about_peers(final_exception_kind(context, *process)));
-      if (about_missing_ranks(issue) && missing(rank) && process != nullptr &&
-          !made_the_late_call(late, rank) && ended_in_failure(process->record) && !finished &&
-          !stopped_on_request(context, process->record) && !gave_up_waiting(context, *process) &&
-          !lost_a_waiting_rank(context, issue, *process) &&
-          (rank.state.ends_with("without calling it") ||
-           !stopped_by_request_signal(process->record))) {
-        // It died first: its own finding is the cause, the others' wait its consequence.
-        f.kind = FindingKind::kPeerExited;
-        bool pair = issue.op == "send" || issue.op == "recv";
-        f.title = who + " " + how_it_ended(process->record) + " before " + issue.op + " #" +
-                  std::to_string(issue.number) + ", which " +
-                  (pair ? "its peer" : "the other ranks") + " waited in";
-        f.fix = fix_for(FindingKind::kPeerExited, "");
-        // After the end it tells, and after a waiting rank's own account of the same end
-        // (rule_peer_exited's lost connection, timed at that end), which then leads the merge
-        // whichever of the two was seen first.
-        timed.t_ns = std::max(issue.t_ns, process->record.end_ns + 2);
-        timed.merge_key = to_string(f.kind);
-      }
-      // A missing rank at a prompt: the prompt is why, and what to fix.
-      const store::Event* prompt =
-          issue.kind == "collective-missing" && missing(rank) && rank.pid != 0
-              ? stdin_wait(context, rank.pid, issue.first_ns)
-              : nullptr;
-      if (prompt != nullptr && f.kind == FindingKind::kCollectiveMissing) {
-        f.title += "; " + who + " " + prompt->text;
-        f.evidence.push_back(who + " " + prompt->text + context.when(prompt->t_ns));
-        f.fix = kPromptFix;
-      } else if (f.kind == FindingKind::kCollectiveMissing && missing(rank) && late == nullptr) {
-        // Where the missing rank is: often another collective only it makes (a model wrapped
-        // in DDP on one rank only) or work only it does.
-        std::string place = user_place(rank.stack);
-        if (!place.empty()) {
-          std::string doing = "; " + who;
-          std::string fix = process != nullptr ? what_it_does(context, issue, rank, *process, place,
-                                                              doing, f.evidence)
-                                               : "";
-          f.title += fix.empty() ? doing + " is at " + place : doing;
-          // The first missing rank's fix (the title names it first).
-          if (!fix.empty() && !fitted) {
-            f.fix = fix;
-            fitted = true;
-          }
-        }
-      }
-      if (named && process) add_ranks(f.ranks, context.ranks_of(*process));
-      if (named && rank.pid != 0) f.pids.push_back(rank.pid);
-      if (named && timed.pid == 0) timed.pid = rank.pid;
-      // A straggler's stall lines tell the wait, which its arrival ended.
-      std::string line = std::string(late ? "during the wait, " : "") + "group rank " +
-                         std::to_string(rank.group_rank) + ", " + who + ": " + rank.state;
-      // A stall's value is the awaited call, which the title names and the site places.
-      if (!rank.value.empty() && issue.field != "missing") {
-        line += "; " + issue.field + " " + rank.value;
-      }
-      if (!rank.site.empty()) line += "; at " + rank.site;
-      if (!rank.last_call.empty()) line += "; last call " + rank.last_call;
-      line += "; " + std::to_string(rank.calls) + " collective(s) completed";
-      f.evidence.push_back(line);
-      if (!rank.stack.empty()) f.evidence.push_back(who + " stack: " + stack_excerpt(rank.stack));
-      if (named && finished && ended_in_failure(process->record)) {
-        f.evidence.push_back(who + " finished its program" +
-                             context.when(*process->script_finished_ns) + ", then " +
-                             how_it_ended(process->record) + " in its teardown at exit");
-      }
-    }
-    if (issue.kind == "uneven-inputs") {
+    std::optional<FindingKind> kind = finding_kind_named(to_string(issue.kind));
+    if (!kind) continue;
+    IssueFinding in = start_finding(context, issue, *kind);
+    for (const store::CollectiveIssueRank& rank : issue.ranks) add_rank(in, rank);
+    Finding& f = in.timed.finding;
+    if (issue.kind == store::IssueKind::kUnevenInputs) {
       std::string steps = step_counts(context, issue);
       f.evidence.push_back(steps.empty() ? "step counts are not recorded in this run: the counts "
                                            "above are the collectives each rank completed "
@@ -480,8 +529,8 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
       f.evidence.push_back("traindoc ended the job at this finding (--on-mismatch abort)");
     }
     // A deadlock's ranks come in the order they wait for each other, which its title tells.
-    if (issue.field == "deadlock") std::sort(f.ranks.begin(), f.ranks.end());
-    out.push_back(std::move(timed));
+    if (issue.field == store::IssueField::kDeadlock) std::sort(f.ranks.begin(), f.ranks.end());
+    out.push_back(std::move(in.timed));
   }
 }
 

@@ -192,6 +192,56 @@ bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
   return true;
 }
 
+// An exception that a signature knows: its kind, title and fix, fitted to the process.
+// `raised`: " raised ValueError: ...", the title where the signature has none.
+void from_known_exception(const RuleContext& context, const ProcessSummary& p,
+                          const std::string& who, const std::string& raised, KnownFailure& known,
+                          Finding& f) {
+  f.kind = known.kind;
+  if (f.kind == FindingKind::kCollectiveMissing && known.ranks.empty()) {
+    known.ranks = ranks_not_waiting(context, p);
+    if (!known.ranks.empty()) {
+      std::string names;
+      for (int rank : known.ranks) names += (names.empty() ? "" : ", ") + std::to_string(rank);
+      known.title +=
+          (known.ranks.size() == 1 ? " (rank " : " (ranks ") + names + " never joined it)";
+    }
+  }
+  f.title = who + (known.title.empty() ? raised : ": " + known.title);
+  f.fix = known.fix;
+  // A signal it was sent, not a failure of its own (torchrun's SignalException).
+  if (f.kind == FindingKind::kKilledExternally) f.severity = Severity::kWarning;
+  if (f.kind == FindingKind::kLabelOutOfRange) {
+    add_class_count(context, p, field(*known.match, "label"), f);
+  }
+  fit_to_process(context, p, *known.match, who, f);
+  // A missing rank is the one to look at; the ranks that waited for it are in the title.
+  if (f.kind == FindingKind::kCollectiveMissing && !known.ranks.empty()) f.ranks.clear();
+  add_ranks(f.ranks, known.ranks);
+}
+
+// Where the exception was raised: its traceback, the first exception of a `raise ... from`
+// chain, and a DataLoader worker's own exception that it re-raised.
+void add_exception_evidence(const RuleContext& context, const PythonTraceback& tb,
+                            const PythonTraceback& first, Finding& f) {
+  std::vector<std::string> cited = traceback_evidence(context, tb);
+  f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
+  // `raise ... from` (a multiprocessing.Pool worker's exception, re-raised in its parent; a
+  // library's error wrapped in the user's): where the first exception of the chain came from.
+  if (&first != &tb) {
+    f.evidence.push_back("the exception it was raised from: " + exception_summary(first));
+    for (const std::string& line : where(first)) {
+      f.evidence.push_back("the exception it was raised from, " + line);
+    }
+  }
+  // A DataLoader worker's exception, re-raised here: where the worker raised it.
+  if (tb.original) {
+    const PythonTraceback& worker = context.texts.all_tracebacks()[*tb.original];
+    f.evidence.push_back("in the worker: " + exception_summary(worker));
+    for (const std::string& line : where(worker)) f.evidence.push_back("in the worker, " + line);
+  }
+}
+
 void from_exception(const RuleContext& context, const ProcessSummary& p, const PythonTraceback& tb,
                     Finding& f, std::string& merge_key) {
   // A thread's traceback, unprefixed, may be read as the launcher's: it is no launcher's.
@@ -214,27 +264,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     }
   }
   if (known && !reports_another_process(known->kind)) {
-    f.kind = known->kind;
-    if (f.kind == FindingKind::kCollectiveMissing && known->ranks.empty()) {
-      known->ranks = ranks_not_waiting(context, p);
-      if (!known->ranks.empty()) {
-        std::string names;
-        for (int rank : known->ranks) names += (names.empty() ? "" : ", ") + std::to_string(rank);
-        known->title +=
-            (known->ranks.size() == 1 ? " (rank " : " (ranks ") + names + " never joined it)";
-      }
-    }
-    f.title = who + (known->title.empty() ? raised : ": " + known->title);
-    f.fix = known->fix;
-    // A signal it was sent, not a failure of its own (torchrun's SignalException).
-    if (f.kind == FindingKind::kKilledExternally) f.severity = Severity::kWarning;
-    if (f.kind == FindingKind::kLabelOutOfRange) {
-      add_class_count(context, p, field(*known->match, "label"), f);
-    }
-    fit_to_process(context, p, *known->match, who, f);
-    // A missing rank is the one to look at; the ranks that waited for it are in the title.
-    if (f.kind == FindingKind::kCollectiveMissing && !known->ranks.empty()) f.ranks.clear();
-    add_ranks(f.ranks, known->ranks);
+    from_known_exception(context, p, who, raised, *known, f);
     merge_key = analysis::merge_key(f.kind, known->match->id);
   } else if (p.role.role == Role::kLauncher && tb.thread.empty()) {
     f.kind = FindingKind::kLauncherExit;
@@ -263,22 +293,7 @@ void from_exception(const RuleContext& context, const ProcessSummary& p, const P
     merge_key = "exception " + raised;
   }
   bool fitted = fit_to_init_arguments(context, p, who, tb, f);
-  std::vector<std::string> cited = traceback_evidence(context, tb);
-  f.evidence.insert(f.evidence.end(), cited.begin(), cited.end());
-  // `raise ... from` (a multiprocessing.Pool worker's exception, re-raised in its parent; a
-  // library's error wrapped in the user's): where the first exception of the chain came from.
-  if (&first != &tb) {
-    f.evidence.push_back("the exception it was raised from: " + exception_summary(first));
-    for (const std::string& line : where(first)) {
-      f.evidence.push_back("the exception it was raised from, " + line);
-    }
-  }
-  // A DataLoader worker's exception, re-raised here: where the worker raised it.
-  if (tb.original) {
-    const PythonTraceback& worker = context.texts.all_tracebacks()[*tb.original];
-    f.evidence.push_back("in the worker: " + exception_summary(worker));
-    for (const std::string& line : where(worker)) f.evidence.push_back("in the worker, " + line);
-  }
+  add_exception_evidence(context, tb, first, f);
   if (known) f.evidence.insert(f.evidence.end(), known->evidence.begin(), known->evidence.end());
   std::vector<std::string> forward = forward_call(context, p, tb);
   f.evidence.insert(f.evidence.end(), forward.begin(), forward.end());
@@ -344,12 +359,15 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     // The others may have waited already (a rank slowed by its data): the hang counts if it was
     // still there when the thread died.
-    if (issue.kind != "collective-missing" || issue.t_ns + kIdleSlackNs < t_ns ||
+    if (issue.kind != store::IssueKind::kMissing || issue.t_ns + kIdleSlackNs < t_ns ||
         issue.first_ns > t_ns + kHangAfterThreadNs) {
       continue;
     }
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
-      if (rank.pid == pid && rank.state == "never called it") return issue.first_ns;
+      // One that never called it and still ran: it waited for the thread's work.
+      if (rank.pid == pid && rank.state == store::RankState::kNeverCalled && !rank.end) {
+        return issue.first_ns;
+      }
     }
   }
   const std::vector<store::Event>& events = context.evidence.events;
@@ -365,6 +383,58 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
     if (!resumed) return events[i].t_ns;
   }
   return std::nullopt;
+}
+
+// A process that ended with a code of its own, with neither a traceback nor an error line that
+// a signature knows: its code, what it printed last, and (a rank under
+// torch.multiprocessing.spawn) whether it only echoes a sibling's exception, then dated after it.
+void from_exit_code(const RuleContext& context, const ProcessSummary& p, Finding& f,
+                    int64_t& t_ns) {
+  const store::ProcessRecord& r = p.record;
+  std::string who = context.name(p);
+  f.kind = p.role.role == Role::kLauncher ? FindingKind::kLauncherExit : FindingKind::kNonzeroExit;
+  f.title = who + " " + exit_text(r);
+  // Without a traceback, what it said last is usually why (`sys.exit("no config")`,
+  // argparse's "error: unrecognized arguments").
+  const store::LogLine* last = context.texts.last_words(p);
+  if (last != nullptr) {
+    std::string text(strip_launcher_prefix(last->text).text);
+    f.title += ": " + title_cut(text);
+    f.evidence.push_back("the last line it printed, " + last->stream + " line " +
+                         std::to_string(last->number) + context.when(last->t_ns) + ": " + text);
+  }
+  f.fix = "See the process's last output in logs/.";
+  if (const store::LogStream* file = output_file(context.evidence, p, 2)) {
+    f.fix = "See the process's last output in " + file->name +
+            (file->files.empty() ? "" : " (kept in " + file->files.front() + ")") + ".";
+  }
+  // A rank that printed nothing with a code of its own choosing (not 1, an uncaught
+  // exception's, whose traceback a launcher may have filtered out): an exit call.
+  if (last == nullptr && f.kind == FindingKind::kNonzeroExit && *r.exit_code != 1) {
+    f.fix =
+        "It printed nothing on stderr as it ended: an exit call with that code and no "
+        "message (sys.exit(" +
+        std::to_string(*r.exit_code) + "), os._exit(" + std::to_string(*r.exit_code) +
+        "), exit() in native code) in the program or a library it calls: search them for "
+        "it, and its output on stdout (logs/stdout.log).";
+  }
+  f.confidence = 0.5;
+  // spawn's wrapper exits 1 after it sent the exception.
+  if (const ProcessSummary* sibling = p.role.role == Role::kRank && r.exit_code == 1
+                                          ? spawn_reported_sibling(context, p)
+                                          : nullptr) {
+    // Its exception went to the parent unprinted: the one printed is the failure to read,
+    // and this exit its echo (most often the same error), not a cause of its own.
+    f.severity = Severity::kWarning;
+    f.title +=
+        " as well: its exception went to torch.multiprocessing.spawn, which printed "
+        "only the exception of " +
+        context.name(*sibling);
+    f.fix = "Fix the exception printed for " + context.name(*sibling) +
+            "; run again to see whether this process fails differently (spawn prints the "
+            "first failure only).";
+    t_ns = std::max(t_ns, context.texts.final_exception(*sibling)->t_ns + 1);
+  }
 }
 
 }  // namespace
@@ -425,50 +495,7 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       }
     } else if ((p.role.role == Role::kLauncher && started_ranks(context)) ||
                !from_known_line(context, p, f, merge_key)) {
-      f.kind =
-          p.role.role == Role::kLauncher ? FindingKind::kLauncherExit : FindingKind::kNonzeroExit;
-      f.title = who + " " + exit_text(r);
-      // Without a traceback, what it said last is usually why (`sys.exit("no config")`,
-      // argparse's "error: unrecognized arguments").
-      const store::LogLine* last = context.texts.last_words(p);
-      if (last != nullptr) {
-        std::string text(strip_launcher_prefix(last->text).text);
-        f.title += ": " + title_cut(text);
-        f.evidence.push_back("the last line it printed, " + last->stream + " line " +
-                             std::to_string(last->number) + context.when(last->t_ns) + ": " + text);
-      }
-      f.fix = "See the process's last output in logs/.";
-      if (const store::LogStream* file = output_file(context.evidence, p, 2)) {
-        f.fix = "See the process's last output in " + file->name +
-                (file->files.empty() ? "" : " (kept in " + file->files.front() + ")") + ".";
-      }
-      // A rank that printed nothing with a code of its own choosing (not 1, an uncaught
-      // exception's, whose traceback a launcher may have filtered out): an exit call.
-      if (last == nullptr && f.kind == FindingKind::kNonzeroExit && *r.exit_code != 1) {
-        f.fix =
-            "It printed nothing on stderr as it ended: an exit call with that code and no "
-            "message (sys.exit(" +
-            std::to_string(*r.exit_code) + "), os._exit(" + std::to_string(*r.exit_code) +
-            "), exit() in native code) in the program or a library it calls: search them for "
-            "it, and its output on stdout (logs/stdout.log).";
-      }
-      f.confidence = 0.5;
-      // spawn's wrapper exits 1 after it sent the exception.
-      if (const ProcessSummary* sibling = p.role.role == Role::kRank && r.exit_code == 1
-                                              ? spawn_reported_sibling(context, p)
-                                              : nullptr) {
-        // Its exception went to the parent unprinted: the one printed is the failure to read,
-        // and this exit its echo (most often the same error), not a cause of its own.
-        f.severity = Severity::kWarning;
-        f.title +=
-            " as well: its exception went to torch.multiprocessing.spawn, which printed "
-            "only the exception of " +
-            context.name(*sibling);
-        f.fix = "Fix the exception printed for " + context.name(*sibling) +
-                "; run again to see whether this process fails differently (spawn prints the "
-                "first failure only).";
-        t_ns = std::max(t_ns, context.texts.final_exception(*sibling)->t_ns + 1);
-      }
+      from_exit_code(context, p, f, t_ns);
     }
     out.push_back({std::move(f), t_ns, r.pid, merge_key});
   }

@@ -13,6 +13,7 @@
 #include "report/chart_series.h"
 #include "report/elapsed.h"
 #include "report/html_report.h"
+#include "store/collective_words.h"
 
 namespace traindoc::report {
 namespace {
@@ -236,7 +237,7 @@ std::string collective_timeline_html(const analysis::Diagnosis& d, const store::
     out += fmt::format(
         "<line class=\"issue\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\">"
         "<title>{3}</title></line>\n",
-        p.x(issue.t_ns), kAxisHeight - 6, p.height, html_escape(issue.message));
+        p.x(issue.t_ns), kAxisHeight - 6, p.height, html_escape(store::issue_line(issue)));
   }
   return out + "</svg>\n</section>\n";
 }

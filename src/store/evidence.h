@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "store/collective_facts.h"
 #include "store/event_kind.h"
 #include "store/gpu_evidence.h"
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -114,7 +115,7 @@ struct Event {
   int64_t t_ns = 0;
   EventKind kind = EventKind::kJobIdle;
   int pid = 0;
-  std::string text;  // for people; what a rule reads is in a and b (event_kind.h)
+  std::string text;               // for people; what a rule reads is in a and b (event_kind.h)
   std::optional<int64_t> a = {};  // = {}: brace lists may leave them out, warning-free
   std::optional<int64_t> b = {};
 
@@ -246,35 +247,68 @@ struct CollectiveCall {
   bool operator==(const CollectiveCall&) const = default;
 };
 
-// One rank's part in a collective issue.
+// How a rank in a collective issue had ended: its exit code or signal (neither: gone, its status
+// unknown).
+struct RankEnd {
+  std::optional<int> exit_code = {};  // = {}: brace lists may leave members out, warning-free
+  std::optional<int> exit_signal = {};
+  bool finished = false;  // its program had finished first: the end came in its teardown
+
+  bool operator==(const RankEnd&) const = default;
+};
+
+// One rank's part in a collective issue: its state (collective_facts.h) and that state's
+// operands. Words for people are made from these by collective_words.h.
 struct CollectiveIssueRank {
   int group_rank = -1;
+  int job_rank = -1;  // the rank as the job numbers it; -1 when unknown
   int pid = 0;
   uint64_t start_ticks = 0;
-  std::string value;      // what this rank passed, for the field that differs ("[10] float32")
-  std::string site;       // where it called from (or waits), "" when unknown
-  std::string state;      // "called", "waiting", "missing", "exited 0", "killed by SIGTERM", ...
-  std::string last_call;  // its last call in the group: "all_reduce #12 at train.py:40"
-  uint64_t calls = 0;     // calls it made in the group
-  std::string stack;      // its Python and native stacks when dumped on request, else ""
+  RankState state = RankState::kNone;
+  bool odd = false;     // the one to blame: it made a call the others do not make (from there)
+  std::string op = {};  // kCalled, kWaitsIn: the op of its call ("broadcast")
+  int peer = -1;        // kWaitsIn: the job rank it waits for
+  int64_t late_ns = 0;  // kCameLate: how long after the first rank it made the call
+  std::optional<RankEnd> end = {};  // how it had ended, where it had when the issue was found
+  std::string value = {};      // what this rank passed, for the field that differs ("[10] float32")
+  std::string site = {};       // where it called from (or waits), "" when unknown
+  std::string last_call = {};  // its last call in the group: "all_reduce #12 at train.py:40"
+  uint64_t calls = 0;          // calls it made in the group
+  std::string stack = {};      // its Python and native stacks when dumped on request, else ""
 
   bool operator==(const CollectiveIssueRank&) const = default;
 };
 
-// What the supervisor's collective checker found, the moment it found it (docs/collectives.md):
-// kind is a finding kind (collective-mismatch, collective-order, collective-missing,
-// uneven-inputs, peer-exited).
+// What the supervisor's collective checker found, the moment it found it (docs/collectives.md).
 struct CollectiveIssue {
   int64_t t_ns = 0;      // detected
   int64_t first_ns = 0;  // the first divergent call (or the wait's start)
-  std::string kind;
+  IssueKind kind = IssueKind::kMismatch;
   uint64_t group = 0;
-  uint64_t number = 0;   // the call index where the ranks diverge
-  std::string op;        // the op at that index (of the first rank that made it)
-  std::string field;     // what differs: "op", "shape", "dtype", "reduce op", "root", ...
-  std::string message;   // the line printed on the terminal
-  bool aborted = false;  // traindoc ended the job for it (--on-mismatch abort)
+  int group_size = 0;
+  bool default_group = false;  // the job's world group, as the Python hook marks it
+  bool pair = false;           // a point-to-point pair (send and recv)
+  uint64_t number = 0;         // the call index where the ranks diverge
+  std::string op;              // the op at that index (of the first rank that made it)
+  IssueField field = IssueField::kOp;
+  // kMissing: why the wait was over, and the group rank of the rank that ended it ("rank 1
+  // ended", "rank 0 gave up waiting"; -1 for a stall).
+  WaitEnd wait_end = WaitEnd::kNone;
+  int wait_end_rank = -1;
+  // kMissing: the ranks that made the call made it from a place no other rank calls from (code
+  // that only they run), so they, not the others, are to blame (marked odd).
+  bool alone = false;
+  // How long the ranks had waited: in the call until it was found (kMissing), for the late
+  // ranks (kLate), between the normal exit and the failure (kCalls); and how long no rank of the
+  // group had moved (a stall, a deadlock).
+  int64_t waited_ns = 0;
+  int64_t quiet_ns = 0;
+  uint64_t sites_differed_at = 0;  // the call where the ranks' call sites first differed, or 0
+  bool aborted = false;            // traindoc ended the job for it (--on-mismatch abort)
   std::vector<CollectiveIssueRank> ranks;
+  // A run.db of schema 9 or before held the issue's sentence, not the facts to make it from:
+  // that sentence without its kind (issue_title tells it as it was). "" since schema 10.
+  std::string words;
 
   bool operator==(const CollectiveIssue&) const = default;
 };

@@ -270,6 +270,32 @@ ALTER TABLE events ADD COLUMN a INTEGER;
 ALTER TABLE events ADD COLUMN b INTEGER;
 )sql";
 
+// Schema 10: a collective issue's facts, which schemas 3 to 9 held only in words (message, and
+// each rank's state). Rows of an older file keep NULL in these columns; the reader makes their
+// facts from the words (collective_words_v9.h). tests/fixtures/store/schema_v10.sql holds schema
+// 9 plus this.
+constexpr const char* kDdlV10 = R"sql(
+ALTER TABLE collective_issues ADD COLUMN group_size INTEGER;
+ALTER TABLE collective_issues ADD COLUMN default_group INTEGER;
+ALTER TABLE collective_issues ADD COLUMN pair INTEGER;
+ALTER TABLE collective_issues ADD COLUMN wait_end TEXT;
+ALTER TABLE collective_issues ADD COLUMN wait_end_rank INTEGER;
+ALTER TABLE collective_issues ADD COLUMN alone INTEGER;
+ALTER TABLE collective_issues ADD COLUMN waited_ns INTEGER;
+ALTER TABLE collective_issues ADD COLUMN quiet_ns INTEGER;
+ALTER TABLE collective_issues ADD COLUMN sites_differed_at INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN status TEXT;
+ALTER TABLE collective_issue_ranks ADD COLUMN job_rank INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN odd INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN op TEXT;
+ALTER TABLE collective_issue_ranks ADD COLUMN peer INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN late_ns INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN ended INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN exit_code INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN exit_signal INTEGER;
+ALTER TABLE collective_issue_ranks ADD COLUMN finished INTEGER;
+)sql";
+
 // The words schemas 1 to 8 wrote ("label 255, 19 classes", "process group 4240"), and a
 // signal-forwarded event's up to schema 9 ("SIGTERM from pid 4242 (slurmstepd), passed on to 3
 // process(es)", "SIGKILL at the second interrupt, sent to 3 process(es)", "SIGINT, sent to 2
@@ -369,6 +395,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV7);
   detail::exec(db, kDdlV8);
   detail::exec(db, kDdlV9);
+  detail::exec(db, kDdlV10);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -386,6 +413,7 @@ void upgrade(sqlite3* db) {
   if (version < 7) detail::exec(db, kDdlV7);
   if (version < 8) detail::exec(db, kDdlV8);
   if (version < 9) detail::exec(db, kDdlV9);
+  if (version < 10) detail::exec(db, kDdlV10);
   // The numbers an older traindoc wrote only in words; a row that has its numbers keeps them.
   detail::exec(db, ("UPDATE events SET (a, b) = (" + event_facts(9) + ") WHERE a IS NULL").c_str());
   set_version(db);

@@ -55,7 +55,8 @@ std::string event_facts(int64_t version);
 
 // Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
 // transaction: every change so far only adds tables and columns, so the rows already there stay as
-// they are (the event columns of schema 9 are filled from the texts).
+// they are (the event columns of schema 9 are filled from the texts; schema 10 leaves a
+// collective issue's new columns NULL, and the reader makes those facts from the words).
 // A file created by create() and one upgraded from an older version have the same schema.
 void upgrade(sqlite3* db);
 

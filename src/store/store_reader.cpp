@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/rank_env.h"
+#include "store/collective_words_v9.h"
 #include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -394,40 +395,97 @@ void read_collectives(sqlite3* db, int schema_version, std::vector<CollectiveCal
   }
 }
 
-void read_collective_issues(sqlite3* db, std::vector<CollectiveIssue>& out) {
+// The columns of schema 10, or NULLs in their place for an older file: a NULL fact is read
+// from the row's words.
+std::string columns_since_v10(int version, const char* columns, int count) {
+  if (version >= 10) return columns;
+  std::string nulls;
+  for (int i = 0; i < count; ++i) nulls += i == 0 ? "NULL" : ", NULL";
+  return nulls;
+}
+
+// An issue row: its facts, or (a row written before schema 10) its words read back.
+bool read_issue(Statement& rows, CollectiveIssue& i) {
+  std::optional<IssueKind> kind = issue_kind_named(rows.text(3));
+  std::optional<IssueField> field = issue_field_named(rows.text(7));
+  if (!kind || !field) return false;  // of a kind this build does not know
+  i.t_ns = rows.int64(1);
+  i.first_ns = rows.int64(2);
+  i.kind = *kind;
+  i.group = rows.uint64(4);
+  i.number = rows.uint64(5);
+  i.op = rows.text(6);
+  i.field = *field;
+  i.aborted = rows.int32(9) != 0;
+  if (rows.is_null(10)) {
+    issue_facts_from_words(rows.text(8), i);
+    return true;
+  }
+  i.group_size = rows.int32(10);
+  i.default_group = rows.int32(11) != 0;
+  i.pair = rows.int32(12) != 0;
+  i.wait_end = wait_end_named(rows.text(13)).value_or(WaitEnd::kNone);
+  i.wait_end_rank = rows.int32(14);
+  i.alone = rows.int32(15) != 0;
+  i.waited_ns = rows.int64(16);
+  i.quiet_ns = rows.int64(17);
+  i.sites_differed_at = rows.uint64(18);
+  return true;
+}
+
+void read_issue_rank(Statement& ranks, CollectiveIssueRank& r) {
+  r.group_rank = ranks.int32(1);
+  r.pid = ranks.int32(2);
+  r.start_ticks = ranks.uint64(3);
+  r.value = ranks.text(4);
+  r.site = ranks.text(5);
+  r.last_call = ranks.text(7);
+  r.calls = ranks.uint64(8);
+  r.stack = ranks.text(9);
+  if (ranks.is_null(10)) {
+    rank_facts_from_words(ranks.text(6), r);
+    return;
+  }
+  r.state = rank_state_named(ranks.text(10)).value_or(RankState::kNone);
+  r.job_rank = ranks.int32(11);
+  r.odd = ranks.int32(12) != 0;
+  r.op = ranks.text(13);
+  r.peer = ranks.int32(14);
+  r.late_ns = ranks.int64(15);
+  if (ranks.int32(16) != 0) {
+    r.end = RankEnd{ranks.opt_int32(17), ranks.opt_int32(18), ranks.int32(19) != 0};
+  }
+}
+
+void read_collective_issues(sqlite3* db, int version, std::vector<CollectiveIssue>& out) {
   std::map<int64_t, size_t> by_id;
   Statement rows(db,
-                 "SELECT id, t_ns, first_ns, kind, group_id, number, op, field, message, aborted "
-                 "FROM collective_issues ORDER BY id");
+                 "SELECT id, t_ns, first_ns, kind, group_id, number, op, field, message, "
+                 "aborted, " +
+                     columns_since_v10(version,
+                                       "group_size, default_group, pair, wait_end, "
+                                       "wait_end_rank, alone, waited_ns, quiet_ns, "
+                                       "sites_differed_at",
+                                       9) +
+                     " FROM collective_issues ORDER BY id");
   while (rows.step()) {
+    CollectiveIssue issue;
+    if (!read_issue(rows, issue)) continue;
     by_id[rows.int64(0)] = out.size();
-    CollectiveIssue& i = out.emplace_back();
-    i.t_ns = rows.int64(1);
-    i.first_ns = rows.int64(2);
-    i.kind = rows.text(3);
-    i.group = rows.uint64(4);
-    i.number = rows.uint64(5);
-    i.op = rows.text(6);
-    i.field = rows.text(7);
-    i.message = rows.text(8);
-    i.aborted = rows.int32(9) != 0;
+    out.push_back(std::move(issue));
   }
   Statement ranks(db,
-                  "SELECT issue_id, group_rank, pid, start_ticks, value, site, state, last_call, "
-                  "calls, stack FROM collective_issue_ranks ORDER BY issue_id, position");
+                  "SELECT issue_id, group_rank, pid, start_ticks, value, site, state, "
+                  "last_call, calls, stack, " +
+                      columns_since_v10(version,
+                                        "status, job_rank, odd, op, peer, late_ns, ended, "
+                                        "exit_code, exit_signal, finished",
+                                        10) +
+                      " FROM collective_issue_ranks ORDER BY issue_id, position");
   while (ranks.step()) {
     auto issue = by_id.find(ranks.int64(0));
     if (issue == by_id.end()) continue;
-    CollectiveIssueRank& r = out[issue->second].ranks.emplace_back();
-    r.group_rank = ranks.int32(1);
-    r.pid = ranks.int32(2);
-    r.start_ticks = ranks.uint64(3);
-    r.value = ranks.text(4);
-    r.site = ranks.text(5);
-    r.state = ranks.text(6);
-    r.last_call = ranks.text(7);
-    r.calls = ranks.uint64(8);
-    r.stack = ranks.text(9);
+    read_issue_rank(ranks, out[issue->second].ranks.emplace_back());
   }
 }
 
@@ -491,7 +549,7 @@ Evidence read_evidence(const std::string& db_path) {
   // Schema 3 adds the collectives; older files read with none.
   if (evidence.schema_version >= 3) {
     read_collectives(db, evidence.schema_version, evidence.collectives);
-    read_collective_issues(db, evidence.collective_issues);
+    read_collective_issues(db, evidence.schema_version, evidence.collective_issues);
   }
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");

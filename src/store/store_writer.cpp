@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/rank_env.h"
+#include "store/collective_words.h"
 #include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -322,15 +323,18 @@ struct StoreWriter::Impl {
         Statement(d,
                   "UPDATE collectives SET end_ns = ?1, raised = ?2 WHERE group_id = ?3 "
                   "AND number = ?4 AND pid = ?5 AND start_ticks = ?6");
-    insert_issue = Statement(d,
-                             "INSERT INTO collective_issues (t_ns, first_ns, kind, group_id, "
-                             "number, op, field, message, aborted) "
-                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    insert_issue = Statement(
+        d,
+        "INSERT INTO collective_issues (t_ns, first_ns, kind, group_id, number, op, field, "
+        "message, aborted, group_size, default_group, pair, wait_end, wait_end_rank, alone, "
+        "waited_ns, quiet_ns, sites_differed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
     insert_issue_rank = Statement(
         d,
         "INSERT INTO collective_issue_ranks (issue_id, position, group_rank, pid, start_ticks, "
-        "value, site, state, last_call, calls, stack) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+        "value, site, state, last_call, calls, stack, status, job_rank, odd, op, peer, late_ns, "
+        "ended, exit_code, exit_signal, finished) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+        "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
   }
 
   // What an earlier writer of this file left: reopening appends under the same bounds.
@@ -766,19 +770,30 @@ void StoreWriter::end_collectives(const std::vector<CollectiveCall>& calls) {
   });
 }
 
+// The facts in their columns; message and state hold the same in words, for people who read
+// the file with sqlite3 (traindoc reads the facts).
 void StoreWriter::add_collective_issue(const CollectiveIssue& issue) {
   guarded([&] {
     Impl& s = *m_impl;
     begin_if_needed();
     s.insert_issue.bind(1, issue.t_ns)
         .bind(2, issue.first_ns)
-        .bind(3, issue.kind)
+        .bind(3, to_string(issue.kind))
         .bind(4, issue.group)
         .bind(5, issue.number)
         .bind(6, issue.op)
-        .bind(7, issue.field)
-        .bind(8, issue.message)
-        .bind(9, issue.aborted ? 1 : 0)
+        .bind(7, to_string(issue.field))
+        .bind(8, issue_line(issue))
+        .bind(9, issue.aborted)
+        .bind(10, issue.group_size)
+        .bind(11, issue.default_group)
+        .bind(12, issue.pair)
+        .bind(13, to_string(issue.wait_end))
+        .bind(14, issue.wait_end_rank)
+        .bind(15, issue.alone)
+        .bind(16, issue.waited_ns)
+        .bind(17, issue.quiet_ns)
+        .bind(18, issue.sites_differed_at)
         .run();
     int64_t id = sqlite3_last_insert_rowid(s.db.get());
     for (size_t i = 0; i < issue.ranks.size(); ++i) {
@@ -790,10 +805,20 @@ void StoreWriter::add_collective_issue(const CollectiveIssue& issue) {
           .bind(5, r.start_ticks)
           .bind(6, r.value)
           .bind(7, r.site)
-          .bind(8, r.state)
+          .bind(8, rank_state_text(issue, r))
           .bind(9, r.last_call)
           .bind(10, r.calls)
           .bind(11, r.stack)
+          .bind(12, to_string(r.state))
+          .bind(13, r.job_rank)
+          .bind(14, r.odd)
+          .bind(15, r.op)
+          .bind(16, r.peer)
+          .bind(17, r.late_ns)
+          .bind(18, r.end.has_value())
+          .bind(19, r.end ? r.end->exit_code : std::nullopt)
+          .bind(20, r.end ? r.end->exit_signal : std::nullopt)
+          .bind(21, r.end && r.end->finished)
           .run();
     }
   });

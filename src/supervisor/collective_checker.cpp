@@ -1,14 +1,11 @@
 // The live collective checker and stall watch. Supervisor process, main loop thread.
 // A group's calls are compared as soon as every rank has made its k-th one; the first divergence
-// settles the group (later calls are misaligned and would all differ).
+// settles the group (later calls are misaligned and would all differ). Detection only: an issue
+// is facts, which store/collective_words.h puts in words.
 #include "supervisor/collective_checker.h"
 
 #include <algorithm>
-#include <cinttypes>
 #include <csignal>
-#include <cstdio>
-#include <cstring>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -24,7 +21,6 @@ constexpr size_t kFirstCalls = 200;
 constexpr size_t kRecentCalls = 64;
 constexpr size_t kMaxPendingNumbers = 4096;
 constexpr int64_t kReapSlackNs = 1'000'000'000;
-constexpr size_t kNamedMembers = 8;  // of a group, in its messages
 
 bool is_lifetime(uint16_t op) {
   return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
@@ -120,31 +116,8 @@ bool shapes_compared(uint16_t op) {
   }
 }
 
-// One name per recorded tensor, "float32; int64"; "" when no tensor has one.
-std::string names_text(const CollectiveCall& call,
-                       const uint8_t (&values)[common::kCollectiveTensors],
-                       std::string (*name)(uint8_t)) {
-  std::string out;
-  bool named = false;
-  for (uint32_t t = 0; t < std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors); ++t) {
-    if (t > 0) out += "; ";
-    out += name(values[t]);
-    named |= !name(values[t]).empty();
-  }
-  return named ? out : "";
-}
-
-std::string types_text(const CollectiveCall& call) {
-  std::string out = names_text(call, call.tensor_dtypes, dtype_name);
-  return out.empty() ? dtype_name(call.dtype) : out;
-}
-
-std::string devices_text(const CollectiveCall& call) {
-  return names_text(call, call.tensor_devices, device_name);
-}
-
 struct Field {
-  const char* name;
+  store::IssueField field;
   std::string (*value)(const CollectiveCall&);
 };
 
@@ -152,47 +125,38 @@ struct Field {
 // rank (not recorded by that source) agrees.
 std::vector<Field> fields_of(uint16_t op) {
   std::vector<Field> out;
-  out.push_back({"op", [](const CollectiveCall& c) {
+  out.push_back({store::IssueField::kOp, [](const CollectiveCall& c) {
                    // The two sides of a point-to-point pair agree when they are send and recv.
                    return is_p2p(c.op) ? std::string("send/recv") : op_name(c.op);
                  }});
   if (shapes_compared(op)) {
-    out.push_back({"shape", [](const CollectiveCall& c) { return shapes_text(c, false); }});
-    out.push_back({"dtype", types_text});
-    out.push_back({"device", devices_text});
-    out.push_back({"count", [](const CollectiveCall& c) {
+    out.push_back(
+        {store::IssueField::kShape, [](const CollectiveCall& c) { return shapes_text(c, false); }});
+    out.push_back({store::IssueField::kDtype, types_text});
+    out.push_back({store::IssueField::kDevice, devices_text});
+    out.push_back({store::IssueField::kCount, [](const CollectiveCall& c) {
                      return is_python(c) ? std::string() : std::to_string(c.count);
                    }});
   } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kAllToAll) {
-    out.push_back({"dtype", types_text});
-    out.push_back({"device", devices_text});
+    out.push_back({store::IssueField::kDtype, types_text});
+    out.push_back({store::IssueField::kDevice, devices_text});
   }
-  out.push_back({"reduce op", [](const CollectiveCall& c) { return redop_name(c.redop); }});
+  out.push_back(
+      {store::IssueField::kRedop, [](const CollectiveCall& c) { return redop_name(c.redop); }});
   if (rooted(op)) {
-    out.push_back({"root", [](const CollectiveCall& c) { return std::to_string(c.peer); }});
+    out.push_back(
+        {store::IssueField::kRoot, [](const CollectiveCall& c) { return std::to_string(c.peer); }});
   }
   if (static_cast<CollectiveOp>(op) == CollectiveOp::kBroadcastObject) {
     // The hook's count of a broadcast_object_list is the list's length.
-    out.push_back({"list length", [](const CollectiveCall& c) { return std::to_string(c.count); }});
+    out.push_back({store::IssueField::kListLength,
+                   [](const CollectiveCall& c) { return std::to_string(c.count); }});
   }
-  return out;
-}
-
-std::string call_text(const CollectiveCall& call) {
-  std::string out = op_name(call.op) + " #" + std::to_string(call.number);
-  std::string site = site_text(call);
-  if (!site.empty()) out += " at " + site;
   return out;
 }
 
 bool ended_normally(const store::ProcessRecord& process) {
   return process.exit_code && *process.exit_code == 0;
-}
-
-// How a rank ended, and, where a failure came after its program had finished, that it came in
-// its teardown: "killed by SIGABRT after its program finished".
-std::string ended_text(const store::ProcessRecord& end, bool finished) {
-  return end_text(end) + (finished && !ended_normally(end) ? " after its program finished" : "");
 }
 
 // Ended by a signal that asks a process to stop (a launcher's teardown after a waiting rank gave
@@ -202,61 +166,24 @@ bool stopped(const store::ProcessRecord& process) {
   return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGKILL;
 }
 
-// A group rank as the job numbers it (`names`, from CollectiveChecker::job_ranks).
-int job_rank(const std::vector<int>& names, int group_rank) {
-  return names.empty() ? group_rank : names[static_cast<size_t>(group_rank)];
+store::RankEnd end_of(const store::ProcessRecord& process, bool finished) {
+  return {process.exit_code, process.exit_signal, finished};
 }
 
-// "rank 2"; "group rank 1" where the job's ranks of the group are unknown.
-std::string rank_text(const std::vector<int>& names, int group_rank) {
-  return (names.empty() ? "group rank " : "rank ") + std::to_string(job_rank(names, group_rank));
-}
-
-// "rank 0", "ranks 1, 2"
-std::string ranks_text(const std::vector<int>& names, const std::vector<int>& group_ranks) {
-  std::string out = group_ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < group_ranks.size(); ++i) {
-    out += (i > 0 ? ", " : "") + std::to_string(job_rank(names, group_ranks[i]));
-  }
-  return out;
-}
-
-// Where a call was made, in words that follow it: "in the default group (2 ranks)", "in the group
-// of ranks 1, 2", "from rank 1 to rank 2" (a point-to-point pair), or by the group's identity
-// where its members' job ranks are unknown.
-std::string where_text(const std::vector<int>& names, const CollectiveCall& call) {
-  bool pair = is_p2p(call.op);
-  if ((call.flags & common::kCollectiveDefaultGroup) != 0 && !pair) {
-    return "in the default group (" + std::to_string(call.group_size) + " ranks)";
-  }
-  if (!names.empty() && pair) return "from " + rank_text(names, 0) + " to " + rank_text(names, 1);
-  if (!names.empty()) {
-    // A large group by its first members and size.
-    std::vector<int> members(std::min<size_t>(names.size(), kNamedMembers));
-    for (size_t r = 0; r < members.size(); ++r) members[r] = static_cast<int>(r);
-    return "in the group of " + ranks_text(names, members) +
-           (names.size() > members.size() ? ", ... (" + std::to_string(names.size()) + " ranks)"
-                                          : "");
-  }
-  char id[32];
-  snprintf(id, sizeof(id), "%016" PRIx64, call.group);
-  return std::string(pair ? "in pair " : "in group ") + id + " (" +
-         std::to_string(call.group_size) + " ranks)";
-}
-
-// The state of a rank a finding blames for making a call the others do not make (from there).
-constexpr const char* kOdd = "the odd one: ";
-
-FoundIssue new_issue(const std::string& kind, uint64_t group, uint64_t number,
-                     const CollectiveCall& call, const char* field, int64_t now_ns) {
+FoundIssue new_issue(store::IssueKind kind, uint64_t group, uint64_t number,
+                     const CollectiveCall& call, store::IssueField field, int64_t now_ns) {
   FoundIssue found;
-  found.issue.t_ns = now_ns;
-  found.issue.kind = kind;
-  found.issue.group = group;
-  found.issue.number = number;
-  found.issue.op = op_name(call.op);
-  found.issue.field = field;
-  found.issue.first_ns = call.time_ns;
+  store::CollectiveIssue& issue = found.issue;
+  issue.t_ns = now_ns;
+  issue.kind = kind;
+  issue.group = group;
+  issue.group_size = call.group_size;
+  issue.pair = is_p2p(call.op);
+  issue.default_group = (call.flags & common::kCollectiveDefaultGroup) != 0;
+  issue.number = number;
+  issue.op = op_name(call.op);
+  issue.field = field;
+  issue.first_ns = call.time_ns;
   return found;
 }
 
@@ -294,12 +221,17 @@ void CollectiveChecker::script_finished(int pid, uint64_t start_ticks) {
   if (it != m_processes.end() && it->second.start_ticks == start_ticks) it->second.finished = true;
 }
 
-CollectiveChecker::Held* CollectiveChecker::find_call(RankTrack& rank, uint64_t number) {
+const CollectiveChecker::Held* CollectiveChecker::find_call(const RankTrack& rank,
+                                                            uint64_t number) {
   for (auto it = rank.recent.rbegin(); it != rank.recent.rend(); ++it) {
     if (it->call.number == number) return &*it;
     if (it->call.number < number) break;
   }
   return nullptr;
+}
+
+CollectiveChecker::Held* CollectiveChecker::find_call(RankTrack& rank, uint64_t number) {
+  return const_cast<Held*>(find_call(std::as_const(rank), number));
 }
 
 void CollectiveChecker::add(const AgentCollective& record) {
@@ -383,6 +315,28 @@ std::vector<FoundIssue> CollectiveChecker::check(int64_t now_ns, bool final) {
   return out;
 }
 
+// Each rank's call (op and tensors) is one the others make too, elsewhere in their sequence: the
+// same calls in another order.
+bool CollectiveChecker::reordered(const Group& group, const std::vector<int>& members,
+                                  const std::vector<Held*>& calls) {
+  auto made_by_others = [&](size_t index) {
+    const CollectiveCall& mine = calls[index]->call;
+    for (size_t other = 0; other < calls.size(); ++other) {
+      if (other == index) continue;
+      bool found = false;
+      for (const Held& h : group.ranks[static_cast<size_t>(members[other])].recent) {
+        found |= h.call.op == mine.op && shapes_text(h.call, true) == shapes_text(mine, true);
+      }
+      if (!found) return false;
+    }
+    return true;
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (!made_by_others(i)) return false;
+  }
+  return true;
+}
+
 void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                                 std::vector<FoundIssue>& out) {
   const std::vector<int>& members = members_here(group);
@@ -401,47 +355,21 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
                     [&](const std::string& v) { return v == values[0]; })) {
       continue;
     }
-    std::string kind = "collective-mismatch";
-    if (std::string(field.name) == "op") {
-      // Each rank's call (op and tensors) is one the others make too, elsewhere in their
-      // sequence: the same calls in another order.
-      auto made_by_others = [&](size_t index) {
-        const CollectiveCall& mine = calls[index]->call;
-        for (size_t other = 0; other < calls.size(); ++other) {
-          if (other == index) continue;
-          bool found = false;
-          for (const Held& h : group.ranks[static_cast<size_t>(members[other])].recent) {
-            found |= h.call.op == mine.op && shapes_text(h.call, true) == shapes_text(mine, true);
-          }
-          if (!found) return false;
-        }
-        return true;
-      };
-      bool reordered = true;
-      for (size_t i = 0; i < calls.size(); ++i) reordered &= made_by_others(i);
-      if (reordered) kind = "collective-order";
-    }
-    FoundIssue found = new_issue(kind, id, number, first, field.name, now_ns);
-    store::CollectiveIssue& issue = found.issue;
+    store::IssueKind kind =
+        field.field == store::IssueField::kOp && reordered(group, members, calls)
+            ? store::IssueKind::kOrder
+            : store::IssueKind::kMismatch;
+    FoundIssue found = new_issue(kind, id, number, first, field.field, now_ns);
     std::vector<int> names = job_ranks(group);
-    std::string parts;
     for (size_t i = 0; i < calls.size(); ++i) {
-      issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
-      store::CollectiveIssueRank part = rank_part(group, members[i]);
-      part.value = kind == "collective-order" ? call_text(calls[i]->call) : values[i];
+      found.issue.first_ns = std::min(found.issue.first_ns, calls[i]->call.time_ns);
+      store::CollectiveIssueRank part = rank_part(group, members[i], names);
+      part.value = kind == store::IssueKind::kOrder ? call_text(calls[i]->call) : values[i];
       part.site = site_text(calls[i]->call);
-      part.state = "called " + op_name(calls[i]->call.op) + " #" + std::to_string(number);
-      issue.ranks.push_back(part);
-      parts += (i > 0 ? "; " : "") + rank_text(names, members[i]) + ": " + part.value;
-      if (kind != "collective-order" && !part.site.empty()) parts += " at " + part.site;
+      part.state = store::RankState::kCalled;
+      part.op = op_name(calls[i]->call.op);
+      found.issue.ranks.push_back(part);
     }
-    issue.message = kind == "collective-order"
-                        ? kind + ": the ranks' call #" + std::to_string(number) + " " +
-                              where_text(names, first) +
-                              " differs (same calls in another order): " + parts
-                        : kind + ": " + issue.op + " #" + std::to_string(number) + " " +
-                              where_text(names, first) + " has a different " + field.name +
-                              " across ranks: " + parts;
     group.settled = true;
     group.flush = true;
     out.push_back(std::move(found));
@@ -499,33 +427,17 @@ bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vect
   if (odd.empty() || odd.size() == calls.size()) odd.clear();  // no telling: name every rank
 
   const CollectiveCall& first = calls[0]->call;
-  FoundIssue found = new_issue("collective-order", id, first.number, first, "site", now_ns);
-  store::CollectiveIssue& issue = found.issue;
+  FoundIssue found = new_issue(store::IssueKind::kOrder, id, first.number, first,
+                               store::IssueField::kSite, now_ns);
   std::vector<int> names = job_ranks(group);
-  std::string odd_places;
-  std::string other_places;
   for (size_t i = 0; i < calls.size(); ++i) {
-    int r = members[i];
-    bool is_odd = std::find(odd.begin(), odd.end(), r) != odd.end();
-    issue.first_ns = std::min(issue.first_ns, calls[i]->call.time_ns);
-    store::CollectiveIssueRank part = rank_part(group, r);
+    found.issue.first_ns = std::min(found.issue.first_ns, calls[i]->call.time_ns);
+    store::CollectiveIssueRank part = rank_part(group, members[i], names);
     part.site = site_text(calls[i]->call);
-    part.state = std::string(is_odd ? kOdd : "") + "made " + issue.op + " #" +
-                 std::to_string(first.number) + (is_odd ? " from another place" : "");
-    issue.ranks.push_back(part);
-    std::string& places = is_odd || odd.empty() ? odd_places : other_places;
-    places += (places.empty() ? "" : "; ") + rank_text(names, r) + " at " + part.site;
+    part.state = store::RankState::kMade;
+    part.odd = std::find(odd.begin(), odd.end(), members[i]) != odd.end();
+    found.issue.ranks.push_back(part);
   }
-  std::string call =
-      issue.op + " #" + std::to_string(first.number) + " " + where_text(names, first);
-  issue.message = odd.empty() ? "collective-order: the ranks made " + call +
-                                    " from different places (" + odd_places + ")"
-                              : "collective-order: " + ranks_text(names, odd) + " made " + call +
-                                    " from another place than the others (" + odd_places + "; " +
-                                    other_places + ")";
-  issue.message +=
-      ": a collective in code that not every rank runs (e.g. under `if rank == 0:`) pairs "
-      "with the others' next one of the same shape, and its results are silently wrong";
   group.settled = true;
   group.flush = true;
   out.push_back(std::move(found));
@@ -652,43 +564,26 @@ bool CollectiveChecker::p2p_deadlock(uint64_t id, Group& group, int64_t now_ns,
   std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
 
   const Held* held = waits.at(first).held;
-  FoundIssue found =
-      new_issue("collective-order", id, held->call.number, held->call, "deadlock", now_ns);
+  FoundIssue found = new_issue(store::IssueKind::kOrder, id, held->call.number, held->call,
+                               store::IssueField::kDeadlock, now_ns);
   store::CollectiveIssue& issue = found.issue;
-  std::string parts;
-  bool all_recv = true;
-  bool all_send = true;
+  issue.quiet_ns = now_ns - group.last_activity_ns;
   for (int rank : cycle) {
     const Wait& wait = waits.at(rank);
     const CollectiveCall& call = wait.held->call;
-    bool receives = static_cast<CollectiveOp>(call.op) == CollectiveOp::kRecv;
-    all_recv &= receives;
-    all_send &= !receives;
-    store::CollectiveIssueRank part = rank_part(*wait.group, wait.group_rank);
+    store::CollectiveIssueRank part = rank_part(*wait.group, wait.group_rank, {});
+    part.job_rank = rank;
     part.site = site_text(call);
     part.value = call_text(call);
-    part.state = "waits in " + op_name(call.op) + (receives ? " from rank " : " to rank ") +
-                 std::to_string(wait.peer);
+    part.state = store::RankState::kWaitsIn;
+    part.op = op_name(call.op);
+    part.peer = wait.peer;
     issue.first_ns = std::min(issue.first_ns, call.time_ns);
-    parts += (parts.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " " +
-             part.state + " (" + part.value + ")";
     if (part.pid != 0) found.dump_pids.push_back(part.pid);
     issue.ranks.push_back(part);
     wait.group->settled = true;
     wait.group->flush = true;
   }
-  std::vector<int> sorted = cycle;
-  std::sort(sorted.begin(), sorted.end());
-  std::string who = "rank " + std::to_string(sorted[0]);
-  for (size_t i = 1; i < sorted.size(); ++i) {
-    who += (i + 1 == sorted.size() ? " and rank " : ", rank ") + std::to_string(sorted[i]);
-  }
-  issue.message = "collective-order: " + who +
-                  " wait for each other in point-to-point calls that cannot complete, for " +
-                  seconds_text(now_ns - group.last_activity_ns) + ": " + parts +
-                  (all_recv   ? ": a deadlock, each receives before it sends"
-                   : all_send ? ": a deadlock, each sends before it receives"
-                              : ": a deadlock");
   out.push_back(std::move(found));
   return true;
 }
@@ -703,10 +598,12 @@ uint64_t CollectiveChecker::calls_of(int pid) const {
   return calls;
 }
 
-store::CollectiveIssueRank CollectiveChecker::rank_part(const Group& group, int group_rank) const {
+store::CollectiveIssueRank CollectiveChecker::rank_part(const Group& group, int group_rank,
+                                                        const std::vector<int>& names) const {
   const RankTrack& rank = group.ranks[static_cast<size_t>(group_rank)];
   store::CollectiveIssueRank part;
   part.group_rank = group_rank;
+  if (!names.empty()) part.job_rank = names[static_cast<size_t>(group_rank)];
   part.pid = pid_of(group, group_rank);
   part.start_ticks = rank.start_ticks;
   if (const Process* process = process_of(group, group_rank)) {
@@ -717,150 +614,135 @@ store::CollectiveIssueRank CollectiveChecker::rank_part(const Group& group, int 
   return part;
 }
 
+// A stall, a missing rank's end or a waiting rank giving up: the others wait in a call that some
+// ranks never made.
 void CollectiveChecker::watch(uint64_t id, Group& group, int64_t now_ns,
                               std::vector<FoundIssue>& out) {
-  uint64_t target = 0;
-  for (const RankTrack& rank : group.ranks) target = std::max(target, rank.last_number);
-  if (target == 0) return;
-  std::vector<int> laggards;
-  std::vector<int> arrived;
-  for (int r : members_here(group)) {  // a rank on another machine makes its calls out of sight
-    (group.ranks[static_cast<size_t>(r)].last_number >= target ? arrived : laggards).push_back(r);
-  }
-  if (laggards.empty()) return;
-  std::vector<int> names = job_ranks(group);
+  std::optional<GroupWait> wait = wait_in(group);
+  if (!wait || !wait_over(id, group, now_ns, *wait, out)) return;
+  out.push_back(missing_issue(id, group, now_ns, *wait));
+  group.settled = true;
+  group.flush = true;
+}
 
-  // Why the wait is over: a missing rank ended, a waiting one gave up (its call returned without
-  // the others, or it died in it), or nothing moved for --stall-seconds.
-  std::string reason;
-  std::string kind = "collective-missing";
-  int64_t peer_end_ns = 0;
-  const Held* waited = nullptr;
-  int64_t since = INT64_MAX;
-  bool someone_waits = false;
-  int64_t gave_up_first = 0;
-  std::string gave_up;
-  for (int r : arrived) {
-    RankTrack& rank = group.ranks[static_cast<size_t>(r)];
-    Held* held = find_call(rank, target);
+// The group's latest call, who made it and who did not yet; none while every rank has made it.
+std::optional<CollectiveChecker::GroupWait> CollectiveChecker::wait_in(Group& group) {
+  GroupWait wait;
+  for (const RankTrack& rank : group.ranks) wait.target = std::max(wait.target, rank.last_number);
+  if (wait.target == 0) return std::nullopt;
+  for (int r : members_here(group)) {  // a rank on another machine makes its calls out of sight
+    bool came = group.ranks[static_cast<size_t>(r)].last_number >= wait.target;
+    (came ? wait.arrived : wait.laggards).push_back(r);
+  }
+  if (wait.laggards.empty()) return std::nullopt;
+  for (int r : wait.arrived) {
+    const Held* held = find_call(group.ranks[static_cast<size_t>(r)], wait.target);
     if (held == nullptr) continue;
-    if (waited == nullptr) waited = held;
-    since = std::min(since, held->call.time_ns);
+    if (wait.waited == nullptr) wait.waited = held;
+    wait.since = std::min(wait.since, held->call.time_ns);
     const Process* process = process_of(group, r);
     bool died = process != nullptr && process->end;
-    bool running = still_running(held->call, held->end_ns) && !held->raised && !died;
-    someone_waits |= running;
+    wait.someone_waits |= still_running(held->call, held->end_ns) && !held->raised && !died;
     int64_t gave_up_ns = died ? process->end->end_ns : gave_up_at(*held);
-    if (gave_up_ns != 0 && (gave_up_first == 0 || gave_up_ns < gave_up_first)) {
-      gave_up_first = gave_up_ns;
-      gave_up = rank_text(names, r) + (died ? " ended in it" : " gave up waiting");
+    if (gave_up_ns != 0 && (wait.gave_up_ns == 0 || gave_up_ns < wait.gave_up_ns)) {
+      wait.gave_up_ns = gave_up_ns;
+      wait.gave_up_rank = r;
+      wait.gave_up_died = died;
     }
   }
-  if (waited == nullptr) return;
+  if (wait.waited == nullptr) return std::nullopt;
   // Fewer ranks made the call than did not, from a place no other rank ever calls from: the
   // call is theirs alone (code only they run, e.g. under `if rank == 0:`), not one the others
   // skipped, and they are the ones to blame. Unless another rank failed: it never got there.
-  std::string site = site_text(waited->call);
-  bool laggard_failed = std::any_of(laggards.begin(), laggards.end(), [&](int r) {
+  std::string site = site_text(wait.waited->call);
+  bool laggard_failed = std::any_of(wait.laggards.begin(), wait.laggards.end(), [&](int r) {
     const Process* process = process_of(group, r);
     return process != nullptr && process->end && !ended_normally(*process->end) &&
            !stopped(*process->end) && !process->finished;
   });
-  bool alone = arrived.size() < laggards.size() && !site.empty() && !laggard_failed &&
-               only_from(group, arrived, site);
-  for (int r : laggards) {
+  wait.alone = wait.arrived.size() < wait.laggards.size() && !site.empty() && !laggard_failed &&
+               only_from(group, wait.arrived, site);
+  return wait;
+}
+
+// Why the wait is over: a missing rank ended, a waiting one gave up (its call returned without
+// the others, or it died in it), or nothing moved for --stall-seconds. False while it is not
+// (or not surely) over, and for a deadlock, which is told on its own.
+bool CollectiveChecker::wait_over(uint64_t id, Group& group, int64_t now_ns, GroupWait& wait,
+                                  std::vector<FoundIssue>& out) {
+  for (int r : wait.laggards) {
     const Process* process = process_of(group, r);
     // A missing rank ended after a waiting one gave up was ended for it (by the launcher).
     if (process == nullptr || !process->end ||
-        (gave_up_first != 0 && process->end->end_ns >= gave_up_first)) {
+        (wait.gave_up_ns != 0 && process->end->end_ns >= wait.gave_up_ns)) {
       continue;
     }
-    if (now_ns - grace_ns() < process->end->end_ns) return;  // its last records first
-    reason = rank_text(names, r) + " " + ended_text(*process->end, process->finished) +
-             (alone ? "" : " without calling it");
+    if (now_ns - grace_ns() < process->end->end_ns) return false;  // its last records first
+    wait.end = store::WaitEnd::kRankEnded;
+    wait.end_rank = r;
     // One whose program had finished skipped the call, however its teardown then ended.
     if (!ended_normally(*process->end) && !process->finished) {
-      kind = "peer-exited";
-      peer_end_ns = process->end->end_ns;  // the failure the others are victims of
+      wait.kind = store::IssueKind::kPeerExited;
+      wait.peer_end_ns = process->end->end_ns;  // the failure the others are victims of
     }
-    break;
+    return true;
   }
-  if (reason.empty() && gave_up_first != 0) {
-    if (now_ns - grace_ns() < gave_up_first) return;  // a rank's call read late is not missing
-    reason = gave_up;
+  if (wait.gave_up_ns != 0) {
+    if (now_ns - grace_ns() < wait.gave_up_ns) return false;  // a call read late is not missing
+    wait.end = wait.gave_up_died ? store::WaitEnd::kEndedInIt : store::WaitEnd::kGaveUp;
+    wait.end_rank = wait.gave_up_rank;
+    return true;
   }
-  if (reason.empty()) {
-    if (!someone_waits || now_ns - group.last_activity_ns < m_options.stall_ns) return;
-    if (group.pair && p2p_deadlock(id, group, now_ns, out)) return;
-    reason = "no rank of the group moved for " + seconds_text(now_ns - group.last_activity_ns);
-    group.stalled_number = target;
-    group.stalled_ranks = laggards;
-  }
+  if (!wait.someone_waits || now_ns - group.last_activity_ns < m_options.stall_ns) return false;
+  if (group.pair && p2p_deadlock(id, group, now_ns, out)) return false;
+  wait.end = store::WaitEnd::kStalled;
+  group.stalled_number = wait.target;
+  group.stalled_ranks = wait.laggards;
+  return true;
+}
 
-  bool extra = alone && kind == "collective-missing";
-  FoundIssue found = new_issue(kind, id, target, waited->call, "missing", now_ns);
+// The issue of a wait that is over, with every rank's part.
+FoundIssue CollectiveChecker::missing_issue(uint64_t id, Group& group, int64_t now_ns,
+                                            const GroupWait& wait) const {
+  bool extra = wait.alone && wait.kind == store::IssueKind::kMissing;
+  FoundIssue found =
+      new_issue(wait.kind, id, wait.target, wait.waited->call, store::IssueField::kMissing, now_ns);
   store::CollectiveIssue& issue = found.issue;
-  issue.first_ns = peer_end_ns != 0 ? peer_end_ns : since;
-  std::string missing;
-  std::string last_calls;
+  issue.first_ns = wait.peer_end_ns != 0 ? wait.peer_end_ns : wait.since;
+  issue.wait_end = wait.end;
+  issue.wait_end_rank = wait.end_rank;
+  issue.alone = wait.alone;
+  issue.waited_ns = now_ns - wait.since;
+  issue.quiet_ns = now_ns - group.last_activity_ns;
+  if (group.first_site_divergence != 0 && group.first_site_divergence <= wait.target) {
+    issue.sites_differed_at = group.first_site_divergence;
+  }
+  std::vector<int> names = job_ranks(group);
   for (int r = 0; r < group.size; ++r) {
-    store::CollectiveIssueRank part = rank_part(group, r);
+    store::CollectiveIssueRank part = rank_part(group, r, names);
     const Process* process = process_of(group, r);
-    bool lagging = std::find(laggards.begin(), laggards.end(), r) != laggards.end();
-    RankTrack& rank = group.ranks[static_cast<size_t>(r)];
+    const RankTrack& rank = group.ranks[static_cast<size_t>(r)];
     bool ended = process && process->end;
+    if (ended) part.end = end_of(*process->end, process->finished);
+    const Held* held = find_call(rank, wait.target);
     if (elsewhere(group, r)) {
-      part.state = "on another machine";
-    } else if (lagging && extra) {
-      part.state = (ended ? ended_text(*process->end, process->finished) + "; " : "") +
-                   "never calls from there";
+      part.state = store::RankState::kElsewhere;
+    } else if (std::find(wait.laggards.begin(), wait.laggards.end(), r) != wait.laggards.end()) {
+      part.state = extra ? store::RankState::kNeverCallsFromThere : store::RankState::kNeverCalled;
       if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
-    } else if (lagging) {
-      part.state = ended ? ended_text(*process->end, process->finished) + " without calling it"
-                         : "never called it";
-      if (!rank.recent.empty()) part.site = site_text(rank.recent.back().call);
-      missing += (missing.empty() ? "" : ", ") + rank_text(names, r);
-      last_calls += "; " + rank_text(names, r) +
-                    "'s last call: " + (part.last_call.empty() ? "none" : part.last_call);
-    } else if (const Held* held = find_call(rank, target)) {
+    } else if (held != nullptr) {
       part.site = site_text(held->call);
       part.value = call_text(held->call);
-      part.state = std::string(extra ? kOdd : "") + (held->raised        ? "raised in it"
-                                                     : held->end_ns == 0 ? "waiting in it"
-                                                     : returns_early(held->call)
-                                                         ? "issued it (it completes later)"
-                                                         : "returned from it");
+      part.odd = extra;
+      part.state = held->raised                ? store::RankState::kRaised
+                   : held->end_ns == 0         ? store::RankState::kWaiting
+                   : returns_early(held->call) ? store::RankState::kIssued
+                                               : store::RankState::kReturned;
     }
     if (part.pid != 0 && !ended) found.dump_pids.push_back(part.pid);
     issue.ranks.push_back(part);
   }
-  std::string waits = call_text(waited->call);
-  if (group.first_site_divergence != 0 && group.first_site_divergence <= target) {
-    waits +=
-        "; the ranks' call sites first differed at #" + std::to_string(group.first_site_divergence);
-  }
-  std::string where = where_text(names, waited->call);
-  std::string after = " since " + seconds_text(now_ns - since) + " (" + reason + ")" + last_calls;
-  if (group.pair) {
-    // One side of a pair: the other never made the matching send or recv.
-    bool receives = static_cast<CollectiveOp>(waited->call.op) == CollectiveOp::kRecv;
-    std::string waiter = rank_text(names, arrived[0]);
-    issue.message = kind + ": " + missing + " never made the " +
-                    (receives ? "send to " : "recv from ") + waiter + " that " + waiter +
-                    (someone_waits ? " waits for" : " made") + " in " + waits + after;
-  } else if (extra) {
-    issue.message = kind + ": " + ranks_text(names, arrived) + " alone made " + waits + " " +
-                    where + " from a place no other rank calls from: code that only " +
-                    ranks_text(names, arrived) +
-                    " runs (e.g. under `if rank == 0:`); the others never make it (" + reason +
-                    ", " + seconds_text(now_ns - since) + " after the call)";
-  } else {
-    issue.message = kind + ": " + missing + " never made " + waits + " " + where +
-                    ", which the others " + (someone_waits ? "wait in" : "made") + after;
-  }
-  group.settled = true;
-  group.flush = true;
-  out.push_back(std::move(found));
+  return found;
 }
 
 // A stalled group whose laggards made the awaited call after all, as the others did and from the
@@ -900,28 +782,20 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
   compare(id, group, number, now_ns, out);
   if (out.size() != before) return;
 
-  FoundIssue found = new_issue("collective-missing", id, number, waited->call, "late", now_ns);
+  FoundIssue found = new_issue(store::IssueKind::kMissing, id, number, waited->call,
+                               store::IssueField::kLate, now_ns);
   store::CollectiveIssue& issue = found.issue;
   issue.first_ns = since;
   std::vector<int> names = job_ranks(group);
-  std::string who;
-  int64_t latest = since;
   for (int r = 0; r < group.size; ++r) {
     const Held* held = calls[static_cast<size_t>(r)];
-    store::CollectiveIssueRank part = rank_part(group, r);
+    store::CollectiveIssueRank part = rank_part(group, r, names);
     part.site = site_text(held->call);
-    part.value = seconds_text(held->call.time_ns - since);
-    part.state = late(r) ? "made it " + part.value + " after the first rank" : "waited in it";
-    if (late(r)) {
-      who += (who.empty() ? "" : ", ") + rank_text(names, r);
-      latest = std::max(latest, held->call.time_ns);
-    }
+    part.late_ns = held->call.time_ns - since;
+    part.state = late(r) ? store::RankState::kCameLate : store::RankState::kWaited;
+    if (late(r)) issue.waited_ns = std::max(issue.waited_ns, part.late_ns);
     issue.ranks.push_back(part);
   }
-  issue.message = "collective-missing: " + who + " made " + call_text(waited->call) + " " +
-                  where_text(names, waited->call) + " " + seconds_text(latest - since) +
-                  " after the others: a straggler (the same call from the same place, later), "
-                  "not a desync";
   out.push_back(std::move(found));
 }
 
@@ -961,24 +835,22 @@ void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& ou
   FoundIssue found;
   store::CollectiveIssue& issue = found.issue;
   issue.t_ns = now_ns;
-  issue.kind = "uneven-inputs";
-  issue.field = "calls";
+  issue.kind = store::IssueKind::kUnevenInputs;
+  issue.field = store::IssueField::kCalls;
   issue.first_ns = exited->end_ns;
+  issue.group_size = world;
+  issue.waited_ns = std::max<int64_t>(0, failed->end_ns - exited->end_ns);
   for (const store::ProcessRecord* p : {exited, failed}) {
     store::CollectiveIssueRank part;
     part.group_rank = p->rank.value_or(-1);
+    part.job_rank = part.group_rank;
     part.pid = p->pid;
     part.start_ticks = p->start_ticks;
-    part.state = end_text(*p);
+    part.state = store::RankState::kEnded;
+    part.end = end_of(*p, false);
     part.calls = calls_of(p->pid);
     issue.ranks.push_back(part);
   }
-  issue.message = "uneven-inputs: rank " + std::to_string(issue.ranks[0].group_rank) +
-                  " exited normally while rank " + std::to_string(issue.ranks[1].group_rank) +
-                  " still trained; rank " + std::to_string(issue.ranks[1].group_rank) + " then " +
-                  end_text(*failed) + " " +
-                  seconds_text(std::max<int64_t>(0, failed->end_ns - exited->end_ns)) +
-                  " later (world of " + std::to_string(world) + " ranks)";
   out.push_back(std::move(found));
 }
 

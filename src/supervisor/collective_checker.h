@@ -111,9 +111,31 @@ class CollectiveChecker {
     std::map<store::StepKind, int64_t> steps;
   };
 
+  // A group's wait in its latest call (`target`), as watch() finds it step by step.
+  struct GroupWait {
+    uint64_t target = 0;
+    std::vector<int> laggards;     // group ranks here that have not made it
+    std::vector<int> arrived;      // and those that have
+    const Held* waited = nullptr;  // the first arrived rank's call
+    int64_t since = INT64_MAX;     // when the first rank made it
+    bool someone_waits = false;    // an arrived rank still waits in it
+    int64_t gave_up_ns = 0;        // when the first arrived rank gave up (or ended), or 0
+    int gave_up_rank = -1;
+    bool gave_up_died = false;
+    bool alone = false;  // the arrived ranks' call is code that only they run
+    // Why it is over, once it is.
+    store::IssueKind kind = store::IssueKind::kMissing;
+    store::WaitEnd end = store::WaitEnd::kNone;
+    int end_rank = -1;
+    int64_t peer_end_ns = 0;  // a missing rank's failed end
+  };
+
   static int64_t gave_up_at(const Held& held);
   static int peer_named(const Group& group, int group_rank);
-  Held* find_call(RankTrack& rank, uint64_t number);
+  static const Held* find_call(const RankTrack& rank, uint64_t number);
+  static Held* find_call(RankTrack& rank, uint64_t number);
+  static bool reordered(const Group& group, const std::vector<int>& members,
+                        const std::vector<Held*>& calls);
   void compare(uint64_t id, Group& group, uint64_t number, int64_t now_ns,
                std::vector<FoundIssue>& out);
   // `calls` of the group ranks `members`, in that order.
@@ -121,6 +143,10 @@ class CollectiveChecker {
                      const std::vector<Held*>& calls, int64_t now_ns, std::vector<FoundIssue>& out);
   bool only_from(const Group& group, const std::vector<int>& ranks, const std::string& site) const;
   void watch(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
+  std::optional<GroupWait> wait_in(Group& group);
+  bool wait_over(uint64_t id, Group& group, int64_t now_ns, GroupWait& wait,
+                 std::vector<FoundIssue>& out);
+  FoundIssue missing_issue(uint64_t id, Group& group, int64_t now_ns, const GroupWait& wait) const;
   void watch_late(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);
   bool p2p_deadlock(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
@@ -130,7 +156,9 @@ class CollectiveChecker {
   const std::vector<int>& members_here(Group& group) const;
   std::vector<int> job_ranks(const Group& group) const;
   int pid_of(const Group& group, int group_rank) const;
-  store::CollectiveIssueRank rank_part(const Group& group, int group_rank) const;
+  // `names`: job_ranks(group), or empty where the caller names the rank itself.
+  store::CollectiveIssueRank rank_part(const Group& group, int group_rank,
+                                       const std::vector<int>& names) const;
   uint64_t calls_of(int pid) const;
 
   int64_t grace_ns() const { return m_final ? 0 : m_options.end_grace_ns; }

@@ -2,8 +2,11 @@
 // The names follow torch.distributed's function names; layout.h's numbering is the file format.
 #include "supervisor/collective_text.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+
+#include "store/collective_words.h"
 
 namespace traindoc::supervisor {
 
@@ -133,14 +136,42 @@ std::string shapes_text(const common::CollectiveCall& call, bool with_types) {
   return out;
 }
 
-std::string end_text(const store::ProcessRecord& process) {
-  if (process.exit_signal) {
-    const char* name = sigabbrev_np(*process.exit_signal);
-    return std::string("killed by ") +
-           (name ? std::string("SIG") + name : "signal " + std::to_string(*process.exit_signal));
+// One name per recorded tensor, "float32; int64"; "" when no tensor has one.
+namespace {
+
+std::string names_text(const common::CollectiveCall& call,
+                       const uint8_t (&values)[common::kCollectiveTensors],
+                       std::string (*name)(uint8_t)) {
+  std::string out;
+  bool named = false;
+  for (uint32_t t = 0; t < std::min<uint32_t>(call.tensor_count, common::kCollectiveTensors); ++t) {
+    if (t > 0) out += "; ";
+    out += name(values[t]);
+    named |= !name(values[t]).empty();
   }
-  if (process.exit_code) return "exited " + std::to_string(*process.exit_code);
-  return "gone";
+  return named ? out : "";
+}
+
+}  // namespace
+
+std::string types_text(const common::CollectiveCall& call) {
+  std::string out = names_text(call, call.tensor_dtypes, dtype_name);
+  return out.empty() ? dtype_name(call.dtype) : out;
+}
+
+std::string devices_text(const common::CollectiveCall& call) {
+  return names_text(call, call.tensor_devices, device_name);
+}
+
+std::string call_text(const common::CollectiveCall& call) {
+  std::string out = op_name(call.op) + " #" + std::to_string(call.number);
+  std::string site = site_text(call);
+  if (!site.empty()) out += " at " + site;
+  return out;
+}
+
+std::string end_text(const store::ProcessRecord& process) {
+  return store::end_words({process.exit_code, process.exit_signal});
 }
 
 std::string seconds_text(int64_t ns) {

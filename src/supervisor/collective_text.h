@@ -22,6 +22,12 @@ std::string redop_name(uint8_t redop);
 std::string shapes_text(const common::CollectiveCall& call, bool with_types);
 // "cpu", "cuda", "other device"; "" when not recorded.
 std::string device_name(uint8_t device);
+// The types of the recorded tensors, "float32; int64", else the call's own; "" when none.
+std::string types_text(const common::CollectiveCall& call);
+// The devices of the recorded tensors, "cpu; cuda"; "" when none was recorded.
+std::string devices_text(const common::CollectiveCall& call);
+// "all_reduce #12 at train.py:40" (no place when unknown).
+std::string call_text(const common::CollectiveCall& call);
 // "killed by SIGSEGV", "exited 1", "gone" (no status known).
 std::string end_text(const store::ProcessRecord& process);
 // "12.3 s"

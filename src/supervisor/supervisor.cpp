@@ -28,6 +28,7 @@
 
 #include "common/clock.h"
 #include "store/forwarded_signal.h"
+#include "store/collective_words.h"
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
@@ -460,8 +461,8 @@ void Loop::check_collectives(bool final) {
   }
   int64_t now = common::realtime_ns();
   for (FoundIssue& found : m_checker.check(now, final)) {
-    std::string prompt =
-        found.issue.kind == "collective-missing" ? note_stdin_waits(found.dump_pids) : "";
+    bool missing = found.issue.kind == store::IssueKind::kMissing;
+    std::string prompt = missing ? note_stdin_waits(found.dump_pids) : "";
     for (int pid : found.dump_pids) {
       DumpRequest request = request_fresh_dump(pid, false);
       for (store::CollectiveIssueRank& rank : found.issue.ranks) {
@@ -472,7 +473,7 @@ void Loop::check_collectives(bool final) {
     // where.
     std::vector<int> workers;
     for (const store::CollectiveIssueRank& rank : found.issue.ranks) {
-      if (found.issue.kind != "collective-missing" || rank.state != "never called it") continue;
+      if (!missing || rank.state != store::RankState::kNeverCalled || rank.end) continue;
       std::vector<int> mine = m_table.live_workers_of(rank.pid);
       workers.insert(workers.end(), mine.begin(), mine.end());
     }
@@ -508,13 +509,13 @@ void Loop::check_collectives(bool final) {
 // Stored and printed at once: a user watching the job learns it while the job still runs.
 void Loop::report_issue(store::CollectiveIssue& issue, const std::string& prompt) {
   // Calls from different places may have paired harmlessly: a warning, no reason to end a job.
-  bool abort =
-      m_options.abort_on_issue && issue.field != "site" && m_kill_at_ns == 0 && !m_root_done;
+  bool abort = m_options.abort_on_issue && issue.field != store::IssueField::kSite &&
+               m_kill_at_ns == 0 && !m_root_done;
   issue.aborted = abort;
   m_store.add_collective_issue(issue);
   store_calls(false);
   m_store.flush();
-  if (m_options.announce) m_options.announce(issue.message + prompt);
+  if (m_options.announce) m_options.announce(store::issue_line(issue) + prompt);
   if (abort) abort_job(issue);
 }
 
@@ -526,7 +527,8 @@ void Loop::abort_job(const store::CollectiveIssue& issue) {
   m_kill_at_ns = common::realtime_ns() + kAbortGraceNs;
   event(store::EventKind::kTraindocAbort, 0,
         "--on-mismatch abort: traindoc ended the job (SIGTERM to " + std::to_string(sent) +
-            " process(es)) for " + issue.kind + ": " + issue.message);
+            " process(es)) for " + std::string(to_string(issue.kind)) + ": " +
+            store::issue_line(issue));
   if (m_options.announce) {
     m_options.announce("ending the job (--on-mismatch abort) to save its remaining time");
   }

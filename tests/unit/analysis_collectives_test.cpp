@@ -9,16 +9,29 @@
 #include <string>
 
 #include "analysis/diagnosis.h"
+#include "store/collective_words.h"
+#include "store/collective_words_v9.h"
 
 namespace traindoc::analysis {
 namespace {
 
+using store::RankState;
 using testing::Contains;
 using testing::HasSubstr;
 using testing::Not;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;
+
+// A rank's state, as the checker's words say it ("killed by SIGTERM without calling it").
+void set_state(store::CollectiveIssueRank& rank, const std::string& words) {
+  store::rank_facts_from_words(words, rank);
+}
+
+// The title the checker's first issue makes, before the rule adds to it.
+std::string title_of(const store::Evidence& e) {
+  return store::issue_title(e.collective_issues.at(0));
+}
 
 store::ProcessRecord rank(int pid, int rank, uint64_t start_ticks) {
   store::ProcessRecord p;
@@ -55,27 +68,32 @@ store::Evidence job_with_issue(FindingKind kind, const std::string& field) {
   store::CollectiveIssue issue;
   issue.t_ns = kT0 + 2 * kSecond;
   issue.first_ns = kT0 + kSecond;
-  issue.kind = to_string(kind);
-  issue.field = field;
+  issue.kind = store::issue_kind_named(to_string(kind)).value();
+  issue.field = store::issue_field_named(field).value();
+  issue.group_size = 2;
+  issue.default_group = true;
   issue.op = "all_reduce";
   issue.number = 4;
-  issue.message = std::string(to_string(kind)) + ": all_reduce #4 has a different " + field;
   issue.ranks.push_back({.group_rank = 0,
+                         .job_rank = 0,
                          .pid = 11,
                          .start_ticks = 2,
+                         .state = RankState::kCalled,
+                         .op = "all_reduce",
                          .value = "[10]",
                          .site = "train.py:6",
-                         .state = "called all_reduce #4",
                          .last_call = "all_reduce #3 at train.py:6",
                          .calls = 3,
                          .stack = ""});
   issue.ranks.push_back(
       {.group_rank = 1,
+       .job_rank = 1,
        .pid = 12,
        .start_ticks = 3,
+       .state = RankState::kCalled,
+       .op = "all_reduce",
        .value = "[20]",
        .site = "train.py:6",
-       .state = "called all_reduce #4",
        .last_call = "all_reduce #3 at train.py:6",
        .calls = 3,
        .stack = "python:\n  File \"/opt/traindoc/python/traindoc_hook/collectives.py\", "
@@ -90,7 +108,7 @@ store::Evidence job_with_issue(FindingKind kind, const std::string& field) {
 void rank1_ended(store::Evidence& e, const std::string& state) {
   e.processes[2].end_ns = kT0 + 3 * kSecond;
   e.processes[2].end_source = store::EndSource::kParent;
-  e.collective_issues[0].ranks[1].state = state;
+  set_state(e.collective_issues[0].ranks[1], state);
 }
 
 void expect_its_end_leads(const Diagnosis& d, FindingKind kind) {
@@ -112,7 +130,9 @@ TEST(CollectivesRule, AMismatchIsTheRootCauseOfTheLaterFailures) {
   const Finding& root = d.findings.front();
   EXPECT_EQ(root.kind, FindingKind::kCollectiveMismatch);
   EXPECT_TRUE(root.root_cause);
-  EXPECT_EQ(root.title, "all_reduce #4 has a different shape");
+  EXPECT_EQ(root.title,
+            "all_reduce #4 in the default group (2 ranks) has a different shape across ranks: "
+            "rank 0: [10] at train.py:6; rank 1: [20] at train.py:6");
   EXPECT_EQ(root.ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(root.pids, (std::vector<int>{11, 12}));
   ASSERT_GE(root.evidence.size(), 3u);
@@ -148,7 +168,7 @@ TEST(CollectivesRule, AMergedAccountNamesEachProcessOnce) {
 // (it waited for a batch the thread would have made): the thread's exception is the cause.
 TEST(CollectivesRule, AThreadThatDiedBeforeItsRankWentMissingIsTheCause) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
-  e.collective_issues[0].ranks[1].state = "never called it";
+  set_state(e.collective_issues[0].ranks[1], "never called it");
   e.processes[2].rank = 1;
   uint64_t number = 1;
   for (const char* text :
@@ -204,7 +224,7 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
   EXPECT_EQ(d.findings.front().kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{1}));
   // One that ended while the others waited is the cause: peer-exited.
-  e.collective_issues[0].ranks[1].state = "killed by SIGTERM without calling it";
+  set_state(e.collective_issues[0].ranks[1], "killed by SIGTERM without calling it");
   EXPECT_EQ(diagnose(e).findings.front().kind, FindingKind::kPeerExited);
 }
 
@@ -213,7 +233,7 @@ TEST(CollectivesRule, AMissingRankStoppedAfterTheWaitFailedStaysMissing) {
 // the cause, whichever rank's timeout came first.
 TEST(CollectivesRule, AMissingRankThatLostAWaitingRankThatLeftStaysMissing) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
-  e.collective_issues[0].ranks[1].state = "never called it";
+  set_state(e.collective_issues[0].ranks[1], "never called it");
   e.processes[2].exit_code = 1;
   e.processes[2].end_ns = kT0 + 9 * kSecond;  // after rank 0's, at 8 s
   e.processes[2].end_source = store::EndSource::kParent;
@@ -248,7 +268,7 @@ TEST(CollectivesRule, AMissingRanksEndSeenFirstIsItsOwnFinding) {
   e.processes[2].exit_signal = SIGKILL;
   e.processes[2].end_ns = kT0 + kSecond;
   e.processes[2].end_source = store::EndSource::kParent;
-  e.collective_issues[0].ranks[1].state = "killed by SIGKILL without calling it";
+  set_state(e.collective_issues[0].ranks[1], "killed by SIGKILL without calling it");
   Diagnosis d = diagnose(e);
   expect_its_end_leads(d, FindingKind::kKilledExternally);
   auto waited = std::find_if(d.findings.begin(), d.findings.end(),
@@ -265,7 +285,7 @@ TEST(CollectivesRule, AMissingRanksEndSeenFirstIsItsOwnFinding) {
 TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
-  missing.state = "never called it";
+  set_state(missing, "never called it");
   missing.stack =
       "python:\nCurrent thread 0x00007f3860601800 (most recent call first):\n"
       "  File \"/usr/lib/python3/dist-packages/torch/distributed/utils.py\", line 112 in "
@@ -285,10 +305,9 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
   Diagnosis d = diagnose(e);
   const Finding& root = d.findings.front();
   EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);
-  EXPECT_EQ(
-      root.title,
-      "all_reduce #4 has a different missing; rank 1 (pid 12) is at /home/user/proj/train.py:7 in "
-      "<module>, in torch/nn/parallel/distributed.py:655 in __init__");
+  EXPECT_EQ(root.title, title_of(e) +
+                            "; rank 1 (pid 12) is at /home/user/proj/train.py:7 in "
+                            "<module>, in torch/nn/parallel/distributed.py:655 in __init__");
   // Killed without a stop request, it died while the others waited: peer-exited.
   e.events.clear();
   expect_its_end_leads(diagnose(e), FindingKind::kKilledExternally);
@@ -300,7 +319,7 @@ TEST(CollectivesRule, AMissingRankKilledAfterAStopRequestStaysMissingAndIsPlaced
 TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
-  missing.state = "never called it";
+  set_state(missing, "never called it");
   missing.stack =
       "python:\nThread 0x00007fab4a5d26c0 (most recent call first):\n"
       "  File \"/usr/lib/python3.11/multiprocessing/queues.py\", line 231 in _feed\n\n"
@@ -341,8 +360,9 @@ TEST(CollectivesRule, AMissingRankWaitingForItsStalledWorkerNamesTheWorker) {
   e.events = {stall};
   Diagnosis d = diagnose(e);
   EXPECT_EQ(d.findings.front().title,
-            "all_reduce #4 has a different missing; rank 1 (pid 12) waits for a batch from worker "
-            "0 of rank 1 (pid 13), which is at /home/user/proj/data.py:9 in __getitem__");
+            title_of(e) +
+                "; rank 1 (pid 12) waits for a batch from worker "
+                "0 of rank 1 (pid 13), which is at /home/user/proj/data.py:9 in __getitem__");
   EXPECT_THAT(d.findings.front().fix, HasSubstr("Pass timeout=SECONDS to the DataLoader"));
   // The stacks in the evidence are the main threads': a queue's feeder thread waits as always.
   EXPECT_THAT(d.findings.front().evidence,
@@ -385,16 +405,16 @@ void sample_cpu(store::Evidence& e, double cpu_s) {
 TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
-  missing.state = "never called it";
+  set_state(missing, "never called it");
   missing.stack =
       "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
       "  File \"/tmp/busy.py\", line 12 in <module>\n"
       "native (main thread):\n  #0 _PyEval_EvalFrameDefault (python3.11+0x52db92)\n";
   sample_cpu(e, 0.98);
   Diagnosis d = diagnose(e);
-  EXPECT_EQ(d.findings.front().title,
-            "all_reduce #4 has a different missing; rank 1 (pid 12) is busy at /tmp/busy.py:12 in "
-            "<module> (98% of a core)");
+  EXPECT_EQ(d.findings.front().title, title_of(e) +
+                                          "; rank 1 (pid 12) is busy at /tmp/busy.py:12 in "
+                                          "<module> (98% of a core)");
   EXPECT_THAT(d.findings.front().fix, HasSubstr("a loop that does not end"));
 
   missing.stack =
@@ -406,9 +426,9 @@ TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
   e.proc_samples.clear();
   sample_cpu(e, 0.0);
   d = diagnose(e);
-  EXPECT_EQ(d.findings.front().title,
-            "all_reduce #4 has a different missing; rank 1 (pid 12) waits on a lock or a queue at "
-            "/tmp/busy.py:8 in <module>");
+  EXPECT_EQ(d.findings.front().title, title_of(e) +
+                                          "; rank 1 (pid 12) waits on a lock or a queue at "
+                                          "/tmp/busy.py:8 in <module>");
   EXPECT_THAT(d.findings.front().fix, HasSubstr("a wait that does not end"));
 
   // A thread of its own burns CPU while its main thread waits on the lock: the lock it is.
@@ -422,9 +442,9 @@ TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
       "  File \"/tmp/train.py\", line 30 in <module>\n"
       "native (main thread):\n  #0 ?? (libcuda.so.1+0x2f1a5e)\n"
       "  #1 cudaStreamSynchronize (libcudart.so.12+0x4f1a0)\n";
-  EXPECT_EQ(diagnose(e).findings.front().title,
-            "all_reduce #4 has a different missing; rank 1 (pid 12) is at /tmp/train.py:30 in "
-            "<module>");
+  EXPECT_EQ(diagnose(e).findings.front().title, title_of(e) +
+                                                    "; rank 1 (pid 12) is at /tmp/train.py:30 in "
+                                                    "<module>");
 
   // Idle without a lock (sleeping, reading a file): where it is, and the general fix.
   e.proc_samples.clear();
@@ -433,9 +453,9 @@ TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
       "python:\nCurrent thread 0x00007fd791e19800 (most recent call first):\n"
       "  File \"/tmp/busy.py\", line 8 in <module>\n";
   d = diagnose(e);
-  EXPECT_EQ(d.findings.front().title,
-            "all_reduce #4 has a different missing; rank 1 (pid 12) is at /tmp/busy.py:8 in "
-            "<module>");
+  EXPECT_EQ(d.findings.front().title, title_of(e) +
+                                          "; rank 1 (pid 12) is at /tmp/busy.py:8 in "
+                                          "<module>");
   EXPECT_THAT(d.findings.front().fix, HasSubstr("Make the collective unconditional"));
 }
 
@@ -448,8 +468,8 @@ TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
   for (int64_t first_ns : {kT0 + kSecond, kT0 + 7 * kSecond + kSecond / 2}) {
     store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
     e.collective_issues[0].first_ns = first_ns;
-    e.collective_issues[0].ranks[1].state = "never called it";
-    e.collective_issues[0].ranks[0].state = "waiting in it";
+    set_state(e.collective_issues[0].ranks[1], "never called it");
+    set_state(e.collective_issues[0].ranks[0], "waiting in it");
     for (int r = 0; r < 2; ++r) {
       std::string prefix = "[default" + std::to_string(r) + "]:";
       e.processes[static_cast<size_t>(r) + 1].local_rank = r;
@@ -472,7 +492,7 @@ TEST(CollectivesRule, RanksThatTimedOutWaitingAreTheHangsEvidence) {
     const Finding& root = d.findings.front();
     EXPECT_EQ(root.kind, FindingKind::kCollectiveMissing);
     EXPECT_EQ(root.ranks, (std::vector<int>{1}));
-    EXPECT_EQ(root.title, e.collective_issues[0].message.substr(20));
+    EXPECT_EQ(root.title, title_of(e));
     EXPECT_EQ(std::count_if(root.evidence.begin(), root.evidence.end(),
                             [](const std::string& line) {
                               return line.starts_with("the same failure, also: ");
@@ -509,7 +529,7 @@ TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
   e.processes[2].exit_signal = SIGABRT;
   e.processes[2].end_ns = kT0 + 3 * kSecond;
   e.processes[2].end_source = store::EndSource::kParent;
-  e.collective_issues[0].ranks[1].state = "died of SIGABRT without calling it";
+  set_state(e.collective_issues[0].ranks[1], "killed by SIGABRT without calling it");
   store::Crash crash;
   crash.pid = 12;
   crash.start_ticks = 3;
@@ -542,16 +562,14 @@ TEST(CollectivesRule, AMissingRankThatFinishedThenAbortedAtExitStaysMissing) {
 // H14: the stall ended when rank 1 came to the same call late; the job then finished.
 TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
-  e.collective_issues[0].ranks[1].state = "never called it";
+  set_state(e.collective_issues[0].ranks[1], "never called it");
   store::CollectiveIssue late = e.collective_issues[0];
-  late.field = "late";
+  late.field = store::IssueField::kLate;
   late.t_ns = kT0 + 6 * kSecond;
-  late.message =
-      "collective-missing: rank 1 made all_reduce #4 at train.py:6 in group 1 (2 ranks) "
-      "5.0 s after the others: a straggler (the same call from the same place, later), "
-      "not a desync";
-  late.ranks[0].state = "waited in it";
-  late.ranks[1].state = "made it 5.0 s after the first rank";
+  late.waited_ns = 5 * kSecond;
+  late.ranks[0].state = RankState::kWaited;
+  late.ranks[1].state = RankState::kCameLate;
+  late.ranks[1].late_ns = 5 * kSecond;
   e.collective_issues.push_back(late);
   for (store::ProcessRecord& p : e.processes) p.exit_code = 0;
   e.run.exit_code = 0;
@@ -615,8 +633,8 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
   }
   EXPECT_TRUE(straggler);
   // The stall took rank 0's call for one of its own; its late peer shows it was not.
-  e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
-  e.collective_issues[0].ranks[1].state = "never calls from there";
+  set_state(e.collective_issues[0].ranks[0], "the odd one: waiting in it");
+  set_state(e.collective_issues[0].ranks[1], "never calls from there");
   EXPECT_EQ(diagnose(e).findings.front().ranks, (std::vector<int>{1}));
 }
 
@@ -624,8 +642,8 @@ TEST(CollectivesRule, AStragglerThatCameIsAWarningWithItsOwnFix) {
 // finding is a warning while the job still finished.
 TEST(CollectivesRule, TheOddRankAloneIsNamed) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveOrder, "site");
-  e.collective_issues[0].ranks[0].state = "the odd one: made all_reduce #4 from another place";
-  e.collective_issues[0].ranks[1].state = "made all_reduce #4";
+  set_state(e.collective_issues[0].ranks[0], "the odd one: made all_reduce #4 from another place");
+  set_state(e.collective_issues[0].ranks[1], "made all_reduce #4");
   Diagnosis d = diagnose(e);
   const Finding& f = d.findings.front();
   EXPECT_EQ(f.kind, FindingKind::kCollectiveOrder);
@@ -637,8 +655,8 @@ TEST(CollectivesRule, TheOddRankAloneIsNamed) {
   EXPECT_EQ(diagnose(e).findings.front().severity, Severity::kWarning);
   // A call only rank 0 made, which the others never make: rank 0, not the ranks that did not.
   e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
-  e.collective_issues[0].ranks[0].state = "the odd one: waiting in it";
-  e.collective_issues[0].ranks[1].state = "exited 0; never calls from there";
+  set_state(e.collective_issues[0].ranks[0], "the odd one: waiting in it");
+  set_state(e.collective_issues[0].ranks[1], "exited 0; never calls from there");
   d = diagnose(e);
   EXPECT_EQ(d.findings.front().kind, FindingKind::kCollectiveMissing);
   EXPECT_EQ(d.findings.front().ranks, (std::vector<int>{0}));
@@ -649,8 +667,8 @@ TEST(CollectivesRule, TheOddRankAloneIsNamed) {
 TEST(CollectivesRule, UnevenInputsNameTheRankThatLeftFirst) {
   store::Evidence e = job_with_issue(FindingKind::kUnevenInputs, "calls");
   std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
-  e.collective_issues[0].ranks[0].state = "exited 0";
-  e.collective_issues[0].ranks[1].state = "exited 1";
+  set_state(e.collective_issues[0].ranks[0], "exited 0");
+  set_state(e.collective_issues[0].ranks[1], "exited 1");
   Diagnosis d = diagnose(e);
   const Finding& f = d.findings.front();
   EXPECT_EQ(f.kind, FindingKind::kUnevenInputs);
@@ -675,8 +693,8 @@ TEST(CollectivesRule, ARankThatFailedOnItsOwnAfterItsPeerLeftIsNoUnevenInputs) {
         Case{"torch.distributed.DistNetworkError: Connection reset by peer", 6, true}}) {
     store::Evidence e = job_with_issue(FindingKind::kUnevenInputs, "calls");
     std::swap(e.collective_issues[0].ranks[0], e.collective_issues[0].ranks[1]);
-    e.collective_issues[0].ranks[0].state = "exited 0";
-    e.collective_issues[0].ranks[1].state = "exited 1";
+    set_state(e.collective_issues[0].ranks[0], "exited 0");
+    set_state(e.collective_issues[0].ranks[1], "exited 1");
     e.steps.push_back({kT0 + 5 * kSecond, 12, 3, store::StepKind::kBackward, 5});
     if (c.steps_of_rank_0 > 0) {
       e.steps.push_back({kT0 + 5 * kSecond, 11, 2, store::StepKind::kBackward, c.steps_of_rank_0});

@@ -506,8 +506,8 @@ TEST(RuleIdle, ACollectiveHangIsLeftToTheStallWatch) {
   store::CollectiveIssue hang;
   hang.t_ns = at(35);
   hang.first_ns = at(4.5);
-  hang.kind = "collective-missing";
-  hang.message = "collective-missing: rank 1 never made all_reduce #3";
+  hang.kind = store::IssueKind::kMissing;
+  hang.field = store::IssueField::kMissing;
   e.collective_issues = {hang};
   for (const Finding& f : diagnose(e).findings) EXPECT_NE(f.kind, FindingKind::kJobIdle);
 }
@@ -536,18 +536,17 @@ TEST(RuleIdle, APromptNobodyAnswersIsNamed) {
   store::CollectiveIssue hang;
   hang.t_ns = at(35);
   hang.first_ns = at(4.5);
-  hang.kind = "collective-missing";
-  hang.field = "missing";
+  hang.kind = store::IssueKind::kMissing;
+  hang.field = store::IssueField::kMissing;
   hang.op = "barrier";
   hang.number = 1;
-  hang.message = "collective-missing: rank 0 never made barrier #1";
   hang.ranks.resize(2);
   hang.ranks[0].group_rank = 0;
   hang.ranks[0].pid = kRank0;
-  hang.ranks[0].state = "never called it";
+  hang.ranks[0].state = store::RankState::kNeverCalled;
   hang.ranks[1].group_rank = 1;
   hang.ranks[1].pid = kRank1;
-  hang.ranks[1].state = "waiting in it";
+  hang.ranks[1].state = store::RankState::kWaiting;
   e.collective_issues = {hang};
   findings = diagnose(e).findings;
   ASSERT_FALSE(findings.empty());

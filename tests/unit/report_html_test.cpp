@@ -347,8 +347,14 @@ TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturne
   run.evidence.collectives.push_back(queued);
   store::CollectiveIssue issue;
   issue.t_ns = kStart + 97 * kSecond;
-  issue.kind = "collective-missing";
-  issue.message = "collective-missing: rank 1 never made all_reduce #3";  // as the checker says it
+  issue.kind = store::IssueKind::kMissing;
+  issue.field = store::IssueField::kMissing;
+  issue.group_size = 2;
+  issue.default_group = true;
+  issue.op = "all_reduce";
+  issue.number = 3;
+  issue.ranks = {{.group_rank = 0, .job_rank = 0, .state = store::RankState::kWaiting},
+                 {.group_rank = 1, .job_rank = 1, .state = store::RankState::kNeverCalled}};
   run.evidence.collective_issues.push_back(issue);
 
   std::string html = collective_timeline_html(run.diagnosis, run.evidence);
@@ -375,8 +381,9 @@ TEST(CollectiveTimeline, TheLastMinuteOfEachRanksCallsWithTheOneThatNeverReturne
                       "float32), at 50.000 s: took 500 ms"),
             std::string::npos);
   EXPECT_NE(html.find("rank 1 (pid 101)<title>last call: all_reduce #3"), std::string::npos);
-  EXPECT_NE(html.find("<title>collective-missing: rank 1 never made all_reduce #3</title>"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("<title>collective-missing: rank 1 never made all_reduce #3 in the default group"),
+      std::string::npos);
   EXPECT_EQ(occurrences(html, "<text class=\"tick\""), 7u);  // 40, 50, ... 100 s
   EXPECT_NE(html.find(">40 s</text>"), std::string::npos);
   EXPECT_NE(html.find(">100 s</text>"), std::string::npos);
@@ -498,7 +505,7 @@ JobRun run_at_the_limits(int64_t start_ns, int64_t end_ns) {
     }
     store::CollectiveIssue issue;
     issue.t_ns = t;
-    issue.message = "issue";
+    issue.field = store::IssueField::kMissing;
     run.evidence.collective_issues.push_back(issue);
   }
   return run;

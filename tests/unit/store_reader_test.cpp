@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "store/collective_words.h"
 #include "store/store_reader.h"
 #include "store/store_writer.h"
 #include "store_test_util.h"
@@ -228,6 +229,20 @@ int64_t query_int(const std::string& db_path, const std::string& sql) {
   EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << sql;
   int64_t value = -1;
   if (sqlite3_step(statement) == SQLITE_ROW) value = sqlite3_column_int64(statement, 0);
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return value;
+}
+
+std::string query_text(const std::string& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* statement = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr), SQLITE_OK) << sql;
+  std::string value;
+  if (sqlite3_step(statement) == SQLITE_ROW) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+  }
   sqlite3_finalize(statement);
   sqlite3_close(db);
   return value;
@@ -728,23 +743,109 @@ TEST(StoreReader, ReadsTheNumbersOfASignalForwardedFromTheWordsOfOlderFiles) {
   EXPECT_EQ(numbers(read_evidence(fresh)), (Numbers{{15, 4}}));
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v9.sql. A change
+// The golden check: the schema this build creates is the one frozen in schema_v10.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV9Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV10Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v9.sql", fixture);
+  load_sql_fixture("schema_v10.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 9);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 10);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);
   { StoreWriter::open(upgraded); }
   EXPECT_EQ(schema_of(upgraded), want);
+}
+
+// Schema 10 holds a collective issue's facts in columns; schema 9 and before held its sentence
+// and each rank's state in words, which a file of such a schema is read by (also once upgraded:
+// its rows keep NULL in the new columns).
+TEST(StoreReader, ReadsTheCollectiveFactsOfSchemaV10AndFromTheWordsOfOlderFiles) {
+  TempDir dir;
+  const std::string v10 = dir.file("v10.db");
+  load_sql_fixture("schema_v10.sql", v10);
+  const Evidence seen = read_evidence(v10);
+  EXPECT_EQ(seen.schema_version, 10);
+  ASSERT_EQ(seen.collective_issues.size(), 1u);
+  const CollectiveIssue& mismatch = seen.collective_issues[0];
+  EXPECT_EQ(mismatch.group_size, 2);
+  EXPECT_TRUE(mismatch.default_group);
+  EXPECT_TRUE(mismatch.words.empty());
+  ASSERT_EQ(mismatch.ranks.size(), 2u);
+  EXPECT_EQ(mismatch.ranks[1].state, RankState::kCalled);
+  EXPECT_EQ(mismatch.ranks[1].op, "all_reduce");
+  EXPECT_EQ(mismatch.ranks[1].job_rank, 1);
+  EXPECT_EQ(issue_line(mismatch), query_text(v10, "SELECT message FROM collective_issues"));
+
+  const std::string v9 = dir.file("v9.db");
+  load_sql_fixture("schema_v9.sql", v9);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(v9.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(
+          db,
+          "INSERT INTO collective_issues VALUES (2, 5, 4, 'peer-exited', 7, 2, 'recv', 'missing', "
+          "'peer-exited: rank 1 never made the send to rank 0 that rank 0 waits for in recv #2', "
+          "0),"
+          " (3, 6, 4, 'collective-missing', 8, 3, 'all_reduce', 'late', 'collective-missing: "
+          "rank 1 made all_reduce #3 9.0 s after the others', 0);"
+          "INSERT INTO collective_issue_ranks VALUES "
+          "(2, 0, 0, 510, 1, '', '', 'the odd one: waiting in it', '', 1, ''),"
+          " (2, 1, 1, 511, 1, '', '', 'killed by SIGABRT after its program finished without "
+          "calling it', '', 1, ''),"
+          " (2, 2, 2, 512, 1, '', '', 'exited 0; never calls from there', '', 0, ''),"
+          " (2, 3, 3, 513, 1, '', '', 'waits in recv from rank 1', '', 0, ''),"
+          " (2, 4, 4, 514, 1, '', '', 'killed by signal 40 without calling it', '', 0, ''),"
+          " (3, 0, 0, 510, 1, '0.0 s', '', 'waited in it', '', 2, ''),"
+          " (3, 1, 1, 511, 1, '9.0 s', '', 'made it 9.0 s after the first rank', '', 2, '')",
+          nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  auto expect_facts = [](const Evidence& old) {
+    ASSERT_EQ(old.collective_issues.size(), 3u);
+    const CollectiveIssue& exited = old.collective_issues[1];
+    EXPECT_EQ(exited.kind, IssueKind::kPeerExited);
+    EXPECT_EQ(exited.field, IssueField::kMissing);
+    EXPECT_TRUE(exited.pair);
+    EXPECT_EQ(issue_title(exited),
+              "rank 1 never made the send to rank 0 that rank 0 waits for in "
+              "recv #2");
+    ASSERT_EQ(exited.ranks.size(), 5u);
+    EXPECT_EQ(exited.ranks[0].state, RankState::kWaiting);
+    EXPECT_TRUE(exited.ranks[0].odd);
+    EXPECT_EQ(exited.ranks[1].state, RankState::kNeverCalled);
+    EXPECT_EQ(exited.ranks[1].end, (RankEnd{.exit_signal = SIGABRT, .finished = true}));
+    EXPECT_EQ(exited.ranks[2].state, RankState::kNeverCallsFromThere);
+    EXPECT_EQ(exited.ranks[2].end, (RankEnd{.exit_code = 0}));
+    EXPECT_EQ(exited.ranks[3].state, RankState::kWaitsIn);
+    EXPECT_EQ(exited.ranks[3].op, "recv");
+    EXPECT_EQ(exited.ranks[3].peer, 1);
+    EXPECT_EQ(exited.ranks[4].end, (RankEnd{.exit_signal = 40}));
+    for (size_t r = 0; r < 4; ++r) {  // the words they were read from, made again
+      EXPECT_EQ(rank_state_text(exited, exited.ranks[r]),
+                std::vector<std::string>({"the odd one: waiting in it",
+                                          "killed by SIGABRT after its program finished without "
+                                          "calling it",
+                                          "exited 0; never calls from there",
+                                          "waits in recv from rank 1"})[r]);
+    }
+    const CollectiveIssue& late = old.collective_issues[2];
+    EXPECT_EQ(late.field, IssueField::kLate);
+    EXPECT_EQ(late.ranks[0].state, RankState::kWaited);
+    EXPECT_EQ(late.ranks[1].state, RankState::kCameLate);
+    EXPECT_EQ(late.ranks[1].late_ns, 9 * kSecond);
+    EXPECT_EQ(rank_state_text(late, late.ranks[1]), "made it 9.0 s after the first rank");
+  };
+  expect_facts(read_evidence(v9));
+  { StoreWriter::open(v9); }  // upgraded to schema 10: the old rows keep their words only
+  const Evidence upgraded = read_evidence(v9);
+  EXPECT_EQ(upgraded.schema_version, kSchemaVersion);
+  expect_facts(upgraded);
 }
 
 TEST(StoreReader, ReadsTheSchemaV3FixtureCollectives) {
@@ -762,9 +863,11 @@ TEST(StoreReader, ReadsTheSchemaV3FixtureCollectives) {
   EXPECT_EQ(seen.collectives_dropped, 7u);
   ASSERT_EQ(seen.collective_issues.size(), 1u);
   const CollectiveIssue& issue = seen.collective_issues[0];
-  EXPECT_EQ(issue.kind, "collective-mismatch");
-  EXPECT_EQ(issue.field, "shape");
+  EXPECT_EQ(issue.kind, IssueKind::kMismatch);
+  EXPECT_EQ(issue.field, IssueField::kShape);
+  EXPECT_EQ(issue.words, "all_reduce #1 shape differs");  // schema 3 held no facts to make it from
   ASSERT_EQ(issue.ranks.size(), 2u);
+  EXPECT_EQ(issue.ranks[1].state, RankState::kCalled);
   EXPECT_EQ(issue.ranks[1].value, "[20] float32");
   EXPECT_EQ(issue.ranks[1].site, "/job/train.py:6");
 }
@@ -782,13 +885,23 @@ TEST(StoreReader, CollectivesAndIssuesRoundTrip) {
   call.site = "a.py:1";
   call.async = true;
   CollectiveIssue issue;
-  issue.kind = "collective-missing";
+  issue.kind = IssueKind::kPeerExited;
+  issue.field = IssueField::kMissing;
   issue.group = call.group;
+  issue.group_size = 3;
+  issue.default_group = true;
+  issue.wait_end = WaitEnd::kRankEnded;
+  issue.wait_end_rank = 1;
+  issue.waited_ns = 31;
+  issue.quiet_ns = 30;
+  issue.sites_differed_at = 2;
   issue.aborted = true;
   CollectiveIssueRank missing;
   missing.group_rank = 1;
+  missing.job_rank = 2;
   missing.pid = 43;
-  missing.state = "missing";
+  missing.state = RankState::kNeverCalled;
+  missing.end = RankEnd{.exit_signal = 6, .finished = true};
   missing.stack = "python:\n";
   issue.ranks.push_back(missing);
   {
@@ -802,6 +915,9 @@ TEST(StoreReader, CollectivesAndIssuesRoundTrip) {
   EXPECT_EQ(seen.collectives_dropped, 1u);
   ASSERT_EQ(seen.collective_issues.size(), 1u);
   EXPECT_EQ(seen.collective_issues[0], issue);
+  // The words beside the facts, for people who read the file with sqlite3.
+  EXPECT_EQ(query_text(path, "SELECT state FROM collective_issue_ranks"),
+            "killed by SIGABRT after its program finished without calling it");
 }
 
 // A call stored before it returned gets its end later; another process's call of the same

@@ -8,17 +8,26 @@
 #include <csignal>
 #include <cstring>
 
+#include "store/collective_words.h"
 #include "supervisor/collective_text.h"
 
 namespace traindoc::supervisor {
 namespace {
 
 using common::CollectiveOp;
+using store::IssueField;
+using store::IssueKind;
+using store::RankState;
 using testing::HasSubstr;
 
 constexpr uint64_t kWorld = 0xabc;
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;
+
+// A rank's part in words, as the terminal and the report tell it.
+std::string words(const store::CollectiveIssue& issue, size_t rank) {
+  return store::rank_state_text(issue, issue.ranks.at(rank));
+}
 
 AgentCollective call(int rank, uint64_t number, CollectiveOp op, std::vector<uint32_t> shape = {4},
                      uint8_t dtype = 7, const char* site = "train.py", int line = 10,
@@ -114,8 +123,8 @@ TEST_F(CheckerTest, ShapeMismatchNamesEachRanksShapeAndSite) {
   std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-mismatch");
-  EXPECT_EQ(issue.field, "shape");
+  EXPECT_EQ(issue.kind, IssueKind::kMismatch);
+  EXPECT_EQ(issue.field, IssueField::kShape);
   EXPECT_EQ(issue.number, 1u);
   EXPECT_EQ(issue.first_ns, kT0 + 1000);
   ASSERT_EQ(issue.ranks.size(), 2u);
@@ -138,12 +147,13 @@ TEST_F(CheckerTest, TheDefaultGroupIsCalledSo) {
   for (AgentCollective& c : calls) checker.add(c);
   std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_THAT(found[0].issue.message, HasSubstr("all_reduce #1 in the group of ranks 0, 1 has"));
+  EXPECT_THAT(store::issue_line(found[0].issue),
+              HasSubstr("all_reduce #1 in the group of ranks 0, 1 has"));
   CollectiveChecker unknown({.stall_ns = 3 * kSecond});
   for (AgentCollective& c : calls) unknown.add(c);
   found = unknown.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_THAT(found[0].issue.message,
+  EXPECT_THAT(store::issue_line(found[0].issue),
               HasSubstr("all_reduce #1 in group 0000000000000abc (2 ranks)"));
   CollectiveChecker fresh({.stall_ns = 3 * kSecond});
   for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
@@ -153,7 +163,8 @@ TEST_F(CheckerTest, TheDefaultGroupIsCalledSo) {
   }
   found = fresh.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_THAT(found[0].issue.message, HasSubstr("all_reduce #1 in the default group (2 ranks)"));
+  EXPECT_THAT(store::issue_line(found[0].issue),
+              HasSubstr("all_reduce #1 in the default group (2 ranks)"));
 }
 
 TEST_F(CheckerTest, SameBytesOtherTypeIsADtypeMismatch) {
@@ -161,7 +172,7 @@ TEST_F(CheckerTest, SameBytesOtherTypeIsADtypeMismatch) {
   checker.add(call(1, 1, CollectiveOp::kAllReduce, {8}, 4));  // int64
   std::vector<FoundIssue> found = checker.check(kT0);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.field, "dtype");
+  EXPECT_EQ(found[0].issue.field, IssueField::kDtype);
   EXPECT_EQ(found[0].issue.ranks[0].value, "float64");
   EXPECT_EQ(found[0].issue.ranks[1].value, "int64");
 }
@@ -175,8 +186,8 @@ TEST_F(CheckerTest, ACpuTensorWhereTheOtherPassesACudaOneIsADeviceMismatch) {
   checker.add(cuda);
   std::vector<FoundIssue> found = checker.check(kT0);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-mismatch");
-  EXPECT_EQ(found[0].issue.field, "device");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMismatch);
+  EXPECT_EQ(found[0].issue.field, IssueField::kDevice);
   EXPECT_EQ(found[0].issue.ranks[0].value, "cpu");
   EXPECT_EQ(found[0].issue.ranks[1].value, "cuda");
   EXPECT_EQ(shapes_text(cuda.call, true), "[4] float32 cuda");
@@ -190,7 +201,7 @@ TEST_F(CheckerTest, ReduceOpAndRootAreCompared) {
   checker.add(max);
   std::vector<FoundIssue> found = checker.check(kT0);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.field, "reduce op");
+  EXPECT_EQ(found[0].issue.field, IssueField::kRedop);
   EXPECT_EQ(found[0].issue.ranks[1].value, "max");
 }
 
@@ -205,8 +216,8 @@ TEST_F(CheckerTest, BroadcastObjectListsOfOtherLengthsAreAMismatch) {
   checker.add(longer);
   std::vector<FoundIssue> found = checker.check(kT0);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-mismatch");
-  EXPECT_EQ(found[0].issue.field, "list length");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMismatch);
+  EXPECT_EQ(found[0].issue.field, IssueField::kListLength);
   EXPECT_EQ(found[0].issue.ranks[0].value, "2");
   EXPECT_EQ(found[0].issue.ranks[1].value, "3");
   longer.call.count = 2;
@@ -222,8 +233,8 @@ TEST_F(CheckerTest, AnOpNeverMadeByTheOtherIsAMismatch) {
   checker.add(call(1, 1, CollectiveOp::kReduce));
   std::vector<FoundIssue> found = checker.check(kT0);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-mismatch");
-  EXPECT_EQ(found[0].issue.field, "op");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMismatch);
+  EXPECT_EQ(found[0].issue.field, IssueField::kOp);
 }
 
 TEST_F(CheckerTest, SwappedCallsAreAnOrderIssue) {
@@ -233,7 +244,7 @@ TEST_F(CheckerTest, SwappedCallsAreAnOrderIssue) {
   checker.add(call(1, 3, CollectiveOp::kBroadcast, {4}, 7, "train.py", 17));
   std::vector<FoundIssue> found = checker.check(kT0);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-order");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kOrder);
   EXPECT_EQ(found[0].issue.ranks[1].value, "broadcast #3 at train.py:17");
 }
 
@@ -262,7 +273,8 @@ class ThreeRanks : public ::testing::Test {
   // The message of the one issue found a second in.
   std::string only_message() {
     std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
-    return found.size() == 1 ? found[0].issue.message : std::to_string(found.size()) + " issues";
+    return found.size() == 1 ? store::issue_line(found[0].issue)
+                             : std::to_string(found.size()) + " issues";
   }
   CollectiveChecker checker;
 };
@@ -275,20 +287,21 @@ TEST_F(ThreeRanks, ASymmetricCallFromAnotherPlaceNamesTheOddRank) {
   std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-order");
-  EXPECT_EQ(issue.field, "site");
+  EXPECT_EQ(issue.kind, IssueKind::kOrder);
+  EXPECT_EQ(issue.field, IssueField::kSite);
   EXPECT_EQ(issue.number, 2u);
-  EXPECT_EQ(issue.ranks[0].state, "the odd one: made all_reduce #2 from another place");
+  EXPECT_EQ(words(issue, 0), "the odd one: made all_reduce #2 from another place");
   EXPECT_EQ(issue.ranks[0].site, "train.py:20");
-  EXPECT_EQ(issue.ranks[1].state, "made all_reduce #2");
-  EXPECT_EQ(issue.message.rfind(
+  EXPECT_EQ(words(issue, 1), "made all_reduce #2");
+  EXPECT_EQ(store::issue_line(issue).rfind(
                 "collective-order: rank 0 made all_reduce #2 in the group of ranks 0, 1, 2", 0),
             0u)
-      << issue.message;
-  EXPECT_NE(issue.message.find("(rank 0 at train.py:20; rank 1 at train.py:10; rank 2 at "
-                               "train.py:10)"),
-            std::string::npos)
-      << issue.message;
+      << store::issue_line(issue);
+  EXPECT_NE(
+      store::issue_line(issue).find("(rank 0 at train.py:20; rank 1 at train.py:10; rank 2 at "
+                                    "train.py:10)"),
+      std::string::npos)
+      << store::issue_line(issue);
   // Settled: rank 0's calls are one ahead from here on, and that is not news.
   add(0, 3, 10);
   add(1, 3, 10);
@@ -316,15 +329,16 @@ TEST_F(ThreeRanks, AnExtraCallOfOneRankBlamesThatRank) {
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-missing");
-  EXPECT_EQ(issue.ranks[0].state, "the odd one: waiting in it");
-  EXPECT_EQ(issue.ranks[1].state, "exited 0; never calls from there");
-  EXPECT_EQ(issue.message.rfind("collective-missing: rank 0 alone made all_reduce #2 at "
-                                "train.py:20 in the group of ranks 0, 1, 2",
-                                0),
+  EXPECT_EQ(issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(words(issue, 0), "the odd one: waiting in it");
+  EXPECT_EQ(words(issue, 1), "exited 0; never calls from there");
+  EXPECT_EQ(store::issue_line(issue).rfind("collective-missing: rank 0 alone made all_reduce #2 at "
+                                           "train.py:20 in the group of ranks 0, 1, 2",
+                                           0),
             0u)
-      << issue.message;
-  EXPECT_EQ(issue.message.find("never made"), std::string::npos) << issue.message;
+      << store::issue_line(issue);
+  EXPECT_EQ(store::issue_line(issue).find("never made"), std::string::npos)
+      << store::issue_line(issue);
 }
 
 // Ranks 1 and 2 died (in a subgroup's mismatched call) before the barrier rank 0 waits in: the
@@ -343,9 +357,9 @@ TEST_F(ThreeRanks, ACallTheOthersNeverReachedBecauseTheyFailedIsNotOnesAlone) {
   std::vector<FoundIssue> found = checker.check(kT0 + 3 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-missing");
-  EXPECT_EQ(issue.ranks[1].state, "killed by SIGABRT without calling it");
-  EXPECT_EQ(issue.message.find("alone"), std::string::npos) << issue.message;
+  EXPECT_EQ(issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(words(issue, 1), "killed by SIGABRT without calling it");
+  EXPECT_EQ(store::issue_line(issue).find("alone"), std::string::npos) << store::issue_line(issue);
 }
 
 // Stopped by the launcher once rank 0 gave up, ranks 1 and 2 did not fail: the call is rank 0's.
@@ -361,9 +375,10 @@ TEST_F(ThreeRanks, OthersStoppedAfterTheWaitGaveUpLeaveTheCallOnesAlone) {
   checker.process_ended(ended(2, W_EXITCODE(0, SIGTERM), kT0 + 11 * kSecond));
   std::vector<FoundIssue> found = checker.check(kT0 + 12 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.message.rfind("collective-missing: rank 0 alone made all_reduce #2", 0),
+  EXPECT_EQ(store::issue_line(found[0].issue)
+                .rfind("collective-missing: rank 0 alone made all_reduce #2", 0),
             0u)
-      << found[0].issue.message;
+      << store::issue_line(found[0].issue);
 }
 
 // The issue's calls go to run.db with how rank 0's ended: it raised, 10 s in.
@@ -432,8 +447,8 @@ TEST_F(ThreeRanks, ARingOfReceivesIsADeadlock) {
   for (int r = 0; r < 3; ++r) checker.add(p2p(r, (r + 2) % 3, r, 1));
   std::vector<FoundIssue> found = checker.check(kT0 + 31 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.field, "deadlock");
-  EXPECT_THAT(found[0].issue.message,
+  EXPECT_EQ(found[0].issue.field, IssueField::kDeadlock);
+  EXPECT_THAT(store::issue_line(found[0].issue),
               HasSubstr("rank 0, rank 1 and rank 2 wait for each other in point-to-point calls "
                         "that cannot complete, for 31.0 s: rank 0 waits in recv from rank 2 "
                         "(recv #1 at train.py:10); rank 2 waits in recv from rank 1"));
@@ -446,14 +461,14 @@ TEST_F(CheckerTest, ASendNeverMadeNamesTheSender) {
   std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-missing");
-  EXPECT_EQ(issue.message,
+  EXPECT_EQ(issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(store::issue_line(issue),
             "collective-missing: rank 1 never made the send to rank 0 that rank 0 waits for in "
             "recv #1 at train.py:10 since 4.0 s (no rank of the group moved for 4.0 s); rank 1's "
             "last call: none");
   ASSERT_EQ(issue.ranks.size(), 2u);
   EXPECT_EQ(issue.ranks[0].pid, 101);  // the sender, which made no call in the pair
-  EXPECT_EQ(issue.ranks[0].state, "never called it");
+  EXPECT_EQ(words(issue, 0), "never called it");
   EXPECT_EQ(issue.ranks[1].pid, 100);
 }
 
@@ -472,11 +487,12 @@ TEST(CollectiveChecker, AnNcclPairsPeerIsNoJobRank) {
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
   EXPECT_EQ(issue.ranks[1].pid, 0);
-  EXPECT_EQ(issue.message.rfind("collective-missing: group rank 1 never made the recv from group "
-                                "rank 0",
-                                0),
+  EXPECT_EQ(store::issue_line(issue).rfind(
+                "collective-missing: group rank 1 never made the recv from group "
+                "rank 0",
+                0),
             0u)
-      << issue.message;
+      << store::issue_line(issue);
 }
 
 // torchrun restarted the ranks: the missing rank is this attempt's rank 1, not the last one's.
@@ -486,7 +502,7 @@ TEST_F(CheckerTest, AMissingRankIsTheLatestProcessOfThatRank) {
   checker.add(call(0, 1, CollectiveOp::kAllReduce));
   std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-missing");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMissing);
   EXPECT_EQ(found[0].issue.ranks[1].pid, 105);
 }
 
@@ -498,9 +514,9 @@ TEST_F(CheckerTest, RanksThatEachReceiveFirstAreADeadlock) {
   std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-order");
-  EXPECT_EQ(issue.field, "deadlock");
-  EXPECT_EQ(issue.message,
+  EXPECT_EQ(issue.kind, IssueKind::kOrder);
+  EXPECT_EQ(issue.field, IssueField::kDeadlock);
+  EXPECT_EQ(store::issue_line(issue),
             "collective-order: rank 0 and rank 1 wait for each other in point-to-point calls "
             "that cannot complete, for 4.0 s: rank 0 waits in recv from rank 1 (recv #1 at "
             "train.py:41); rank 1 waits in recv from rank 0 (recv #1 at train.py:41): a "
@@ -516,7 +532,7 @@ TEST_F(CheckerTest, RanksThatEachReceiveFirstAreADeadlock) {
   one.add(exit_of(done, done.call.time_ns + 10));
   found = one.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-missing");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMissing);
 }
 
 TEST_F(CheckerTest, OfTwoRanksTheOneAtAPlaceTheOtherNeverCallsFromIsOdd) {
@@ -525,8 +541,8 @@ TEST_F(CheckerTest, OfTwoRanksTheOneAtAPlaceTheOtherNeverCallsFromIsOdd) {
   checker.add(call(1, 2, CollectiveOp::kAllReduce, {4}, 7, "train.py", 20));
   std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.ranks[0].state, "made all_reduce #2");
-  EXPECT_EQ(found[0].issue.ranks[1].state, "the odd one: made all_reduce #2 from another place");
+  EXPECT_EQ(words(found[0].issue, 0), "made all_reduce #2");
+  EXPECT_EQ(words(found[0].issue, 1), "the odd one: made all_reduce #2 from another place");
 }
 
 TEST_F(CheckerTest, AStallNamesTheMissingRankAndAsksForStacks) {
@@ -536,16 +552,17 @@ TEST_F(CheckerTest, AStallNamesTheMissingRankAndAsksForStacks) {
   std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-missing");
+  EXPECT_EQ(issue.kind, IssueKind::kMissing);
   EXPECT_EQ(issue.number, 2u);
-  EXPECT_EQ(issue.ranks[0].state, "waiting in it");
+  EXPECT_EQ(words(issue, 0), "waiting in it");
   EXPECT_EQ(issue.ranks[0].site, "train.py:30");
-  EXPECT_EQ(issue.ranks[1].state, "never called it");
+  EXPECT_EQ(words(issue, 1), "never called it");
   EXPECT_EQ(issue.ranks[1].last_call, "all_reduce #1 at train.py:10");
   EXPECT_EQ(issue.ranks[1].calls, 1u);
   EXPECT_EQ(found[0].dump_pids, (std::vector<int>{100, 101}));
-  EXPECT_NE(issue.message.find("rank 1 never made all_reduce #2 at train.py:30"), std::string::npos)
-      << issue.message;
+  EXPECT_NE(store::issue_line(issue).find("rank 1 never made all_reduce #2 at train.py:30"),
+            std::string::npos)
+      << store::issue_line(issue);
 }
 
 // CASES.md H14: the rank was only slow; the same call from the same place comes late.
@@ -557,20 +574,22 @@ TEST_F(CheckerTest, AStalledRankThatComesLateIsAStraggler) {
   std::vector<FoundIssue> found = checker.check(kT0 + 9 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-missing");
-  EXPECT_EQ(issue.field, "late");
+  EXPECT_EQ(issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(issue.field, IssueField::kLate);
   EXPECT_EQ(issue.number, 2u);
-  EXPECT_EQ(issue.ranks[0].state, "waited in it");
-  EXPECT_EQ(issue.ranks[1].state, "made it 9.0 s after the first rank");
-  EXPECT_NE(issue.message.find("rank 1 made all_reduce #2 at train.py:30"), std::string::npos)
-      << issue.message;
-  EXPECT_NE(issue.message.find("a straggler"), std::string::npos) << issue.message;
+  EXPECT_EQ(words(issue, 0), "waited in it");
+  EXPECT_EQ(words(issue, 1), "made it 9.0 s after the first rank");
+  EXPECT_NE(store::issue_line(issue).find("rank 1 made all_reduce #2 at train.py:30"),
+            std::string::npos)
+      << store::issue_line(issue);
+  EXPECT_NE(store::issue_line(issue).find("a straggler"), std::string::npos)
+      << store::issue_line(issue);
   // The group is watched again: a later mismatch is still caught.
   checker.add(call(0, 3, CollectiveOp::kAllReduce, {4}));
   checker.add(call(1, 3, CollectiveOp::kAllReduce, {8}, 7, "train.py", 10, kT0 + 9 * kSecond));
   found = checker.check(kT0 + 10 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.field, "shape");
+  EXPECT_EQ(found[0].issue.field, IssueField::kShape);
 }
 
 TEST_F(CheckerTest, ALateCallFromElsewhereLeavesTheStall) {
@@ -590,8 +609,8 @@ TEST_F(CheckerTest, AMissingRankThatExitedNormallyIsNamedAtOnce) {
   EXPECT_TRUE(checker.check(kT0 + kSecond).empty());  // its last records may be unread
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-missing");
-  EXPECT_EQ(found[0].issue.ranks[1].state, "exited 0 without calling it");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(words(found[0].issue, 1), "exited 0 without calling it");
   EXPECT_EQ(found[0].dump_pids, (std::vector<int>{100}));
 }
 
@@ -601,9 +620,9 @@ TEST_F(CheckerTest, AMissingRankThatCrashedMakesPeerExited) {
   checker.process_ended(ended(1, SIGSEGV, kT0 + kSecond));
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "peer-exited");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kPeerExited);
   EXPECT_EQ(found[0].issue.first_ns, kT0 + kSecond);  // after the crash it follows
-  EXPECT_EQ(found[0].issue.ranks[1].state, "killed by SIGSEGV without calling it");
+  EXPECT_EQ(words(found[0].issue, 1), "killed by SIGSEGV without calling it");
 }
 
 // Its program skipped the call and finished; its teardown then aborted (a process group left
@@ -615,13 +634,14 @@ TEST_F(CheckerTest, AMissingRankWhoseTeardownFailedSkippedTheCall) {
   checker.process_ended(ended(1, SIGABRT, kT0 + kSecond));
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-missing");
-  EXPECT_EQ(found[0].issue.ranks[1].state,
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(words(found[0].issue, 1),
             "killed by SIGABRT after its program finished without calling it");
-  EXPECT_NE(found[0].issue.message.find("rank 1 killed by SIGABRT after its program finished "
-                                        "without calling it"),
+  EXPECT_NE(store::issue_line(found[0].issue)
+                .find("rank 1 killed by SIGABRT after its program finished "
+                      "without calling it"),
             std::string::npos)
-      << found[0].issue.message;
+      << store::issue_line(found[0].issue);
 }
 
 TEST_F(CheckerTest, AWaitThatGaveUpIsReportedBeforeTheStallTime) {
@@ -633,9 +653,9 @@ TEST_F(CheckerTest, AWaitThatGaveUpIsReportedBeforeTheStallTime) {
   checker.process_ended(ended(1, SIGTERM, kT0 + kSecond + kSecond / 2));
   std::vector<FoundIssue> found = checker.check(kT0 + 3 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-missing");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMissing);
   EXPECT_EQ(found[0].issue.op, "monitored_barrier");
-  EXPECT_EQ(found[0].issue.ranks[1].state, "killed by SIGTERM without calling it");
+  EXPECT_EQ(words(found[0].issue, 1), "killed by SIGTERM without calling it");
 }
 
 // A call that returns before it completes says nothing of its peers by returning: rank 1 issued
@@ -663,10 +683,10 @@ TEST_F(CheckerTest, ACallThatReturnedEarlyStillWaitsForTheStall) {
   EXPECT_TRUE(checker.check(kT0 + 2 * kSecond).empty());
   std::vector<FoundIssue> found = checker.check(kT0 + 4 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.ranks[0].state, "never called it");
-  EXPECT_EQ(found[0].issue.ranks[1].state, "issued it (it completes later)");
-  EXPECT_NE(found[0].issue.message.find("no rank of the group moved"), std::string::npos)
-      << found[0].issue.message;
+  EXPECT_EQ(words(found[0].issue, 0), "never called it");
+  EXPECT_EQ(words(found[0].issue, 1), "issued it (it completes later)");
+  EXPECT_NE(store::issue_line(found[0].issue).find("no rank of the group moved"), std::string::npos)
+      << store::issue_line(found[0].issue);
 }
 
 // A call that raised gave up, whatever its op: here a broadcast's timeout, at 1 s.
@@ -677,11 +697,11 @@ TEST_F(CheckerTest, ACallThatRaisedGaveUp) {
   returned(root, kT0 + kSecond, common::kCollectiveRaised);
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "collective-missing");
-  EXPECT_EQ(found[0].issue.ranks[0].state, "never called it");
-  EXPECT_EQ(found[0].issue.ranks[1].state, "raised in it");
-  EXPECT_NE(found[0].issue.message.find("rank 1 gave up waiting"), std::string::npos)
-      << found[0].issue.message;
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kMissing);
+  EXPECT_EQ(words(found[0].issue, 0), "never called it");
+  EXPECT_EQ(words(found[0].issue, 1), "raised in it");
+  EXPECT_NE(store::issue_line(found[0].issue).find("rank 1 gave up waiting"), std::string::npos)
+      << store::issue_line(found[0].issue);
 }
 
 TEST_F(CheckerTest, ARootsBroadcastMayReturnBeforeTheOthersJoin) {
@@ -697,10 +717,10 @@ TEST_F(CheckerTest, ARankFailingSoonAfterAnotherExitedIsUnevenInputs) {
   checker.process_ended(ended(0, 1 << 8, kT0 + kSecond));
   std::vector<FoundIssue> found = checker.check(kT0 + 2 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].issue.kind, "uneven-inputs");
+  EXPECT_EQ(found[0].issue.kind, IssueKind::kUnevenInputs);
   EXPECT_EQ(found[0].issue.first_ns, kT0);
   EXPECT_EQ(found[0].issue.ranks[0].group_rank, 1);
-  EXPECT_EQ(found[0].issue.ranks[1].state, "exited 1");
+  EXPECT_EQ(words(found[0].issue, 1), "exited 1");
   EXPECT_TRUE(checker.check(kT0 + 3 * kSecond).empty());  // once
 }
 
@@ -775,7 +795,7 @@ TEST(CollectiveChecker, ARankOnAnotherMachineIsNeverMissingHere) {
   // never came: rank 1's all-reduce returned without it.
   std::vector<FoundIssue> found = one_machine_of_two(false);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_THAT(found[0].issue.message, HasSubstr("rank 0 never made all_reduce #1"));
+  EXPECT_THAT(store::issue_line(found[0].issue), HasSubstr("rank 0 never made all_reduce #1"));
 }
 
 TEST(CollectiveChecker, OfTheRanksOnThisMachineOneIsMissing) {
@@ -793,11 +813,12 @@ TEST(CollectiveChecker, OfTheRanksOnThisMachineOneIsMissing) {
   std::vector<FoundIssue> found = local.check(kT0 + 10 * kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_THAT(issue.message, HasSubstr("rank 2 never made all_reduce #2 at train.py:20"));
-  EXPECT_EQ(issue.ranks[0].state, "on another machine");
+  EXPECT_THAT(store::issue_line(issue),
+              HasSubstr("rank 2 never made all_reduce #2 at train.py:20"));
+  EXPECT_EQ(words(issue, 0), "on another machine");
   EXPECT_EQ(issue.ranks[0].pid, 0);
-  EXPECT_EQ(issue.ranks[1].state, "waiting in it");
-  EXPECT_EQ(issue.ranks[2].state, "never called it");
+  EXPECT_EQ(words(issue, 1), "waiting in it");
+  EXPECT_EQ(words(issue, 2), "never called it");
   EXPECT_EQ(found[0].dump_pids, (std::vector<int>{101, 102}));
 }
 
@@ -822,12 +843,12 @@ TEST(CollectiveChecker, TheWorldGroupsRanksHereAreComparedAmongThemselves) {
   std::vector<FoundIssue> found = checker.check(kT0 + kSecond);
   ASSERT_EQ(found.size(), 1u);
   const store::CollectiveIssue& issue = found[0].issue;
-  EXPECT_EQ(issue.kind, "collective-mismatch");
-  EXPECT_EQ(issue.field, "shape");
+  EXPECT_EQ(issue.kind, IssueKind::kMismatch);
+  EXPECT_EQ(issue.field, IssueField::kShape);
   ASSERT_EQ(issue.ranks.size(), 2u);
   EXPECT_EQ(issue.ranks[0].group_rank, 2);
   EXPECT_EQ(issue.ranks[1].group_rank, 3);
-  EXPECT_THAT(issue.message,
+  EXPECT_THAT(store::issue_line(issue),
               HasSubstr("rank 2: [100] at train.py:10; rank 3: [200] at train.py:10"));
 }
 
@@ -842,9 +863,9 @@ TEST(CollectiveChecker, ARankThatStartsLateIsOneOfTheRanksHere) {
   checker.process_started(103, 7, 3, 4);
   std::vector<FoundIssue> found = checker.check(kT0 + 10 * kSecond);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_THAT(found[0].issue.message, HasSubstr("rank 3 never made all_reduce #1"));
-  EXPECT_EQ(found[0].issue.ranks[3].state, "never called it");
-  EXPECT_EQ(found[0].issue.ranks[0].state, "on another machine");
+  EXPECT_THAT(store::issue_line(found[0].issue), HasSubstr("rank 3 never made all_reduce #1"));
+  EXPECT_EQ(words(found[0].issue, 3), "never called it");
+  EXPECT_EQ(words(found[0].issue, 0), "on another machine");
 }
 
 TEST(CollectiveChecker, AGroupOfOneIsStoredNotCompared) {
