@@ -78,7 +78,8 @@ std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRec
     }
   }
   std::vector<std::optional<int>> places(procs.size());
-  for (auto& [up, kids] : children) {
+  for (auto& entry : children) {
+    std::vector<size_t>& kids = entry.second;  // not a binding: clang 14's lambdas cannot take one
     std::sort(kids.begin(), kids.end(), [&](size_t a, size_t b) {
       return std::tie(procs[a].start_ticks, procs[a].pid) <
              std::tie(procs[b].start_ticks, procs[b].pid);
