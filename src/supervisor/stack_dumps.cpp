@@ -7,43 +7,29 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <sstream>
+#include <utility>
 #include <vector>
 
 #include "common/layout.h"
 #include "supervisor/proc/proc_files.h"
+#include "supervisor/stack_dump_text.h"
 
 namespace traindoc::supervisor {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// A process's memory map: thousands of lines at most (a line a mapping).
+constexpr size_t kMapsMaxBytes = size_t{64} << 20;
 
-// The Python stacks with the main thread's marked "Current thread", as when it takes the request
-// itself, where CPython marked another thread (or none: the thread that took it runs no Python).
-std::string mark_main_thread(std::string_view python, uint64_t main_thread) {
-  static constexpr std::string_view kCurrent = "Current thread 0x";
-  static constexpr std::string_view kOther = "Thread 0x";
-  std::string out;
-  while (!python.empty()) {
-    std::string_view line = python.substr(0, python.find('\n') + 1);
-    if (line.empty()) line = python;
-    python.remove_prefix(line.size());
-    bool current = line.starts_with(kCurrent);
-    if (current || line.starts_with(kOther)) {
-      line.remove_prefix((current ? kCurrent : kOther).size());
-      out += std::strtoull(line.data(), nullptr, 16) == main_thread ? kCurrent : kOther;
-    }
-    out += line;
+// The file, or its first `limit` bytes and a little more once it is longer.
+std::string read_file(const std::string& path, size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= limit && in.read(chunk, sizeof(chunk)).gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
   }
-  return out;
+  return text;
 }
 
 }  // namespace
@@ -75,30 +61,17 @@ std::string spared_stack(const std::string& call, bool in_init) {
 
 std::optional<std::string> read_stack_dump(const std::string& run_dir, int pid,
                                            Symbolizer& symbolizer) {
-  std::string text = read_file(run_dir + "/agent/stack-" + std::to_string(pid) + ".txt");
-  if (!text.ends_with("\nend\n")) return std::nullopt;
-  size_t python = text.find("python:\n");
-  size_t native = text.find("native:\n");
-  if (python == std::string::npos || native == std::string::npos || native < python) {
-    return std::nullopt;
-  }
-  std::string out = text.substr(python, native - python);
-  // "thread: <tid>\nmain thread: 0x<id>\n" come before "python:".
-  unsigned long long tid = 0;
-  unsigned long long main_thread = 0;
-  if (std::sscanf(text.c_str(), "thread: %llu main thread: %llx", &tid, &main_thread) == 2 &&
-      tid != static_cast<unsigned long long>(pid)) {
-    return mark_main_thread(out, main_thread) +
+  std::optional<StackDumpText> dump = parse_stack_dump(
+      read_file(run_dir + "/agent/stack-" + std::to_string(pid) + ".txt", kStackDumpMaxBytes), pid);
+  if (!dump) return std::nullopt;
+  std::string out = std::move(dump->python);
+  if (dump->other_thread) {
+    return out +
            "native (main thread): not taken, another thread took the request so as not to cut "
            "short the call the main thread waited in\n";
   }
-  std::vector<uint64_t> addresses;
-  std::istringstream lines(text.substr(native + 8));
-  std::string line;
-  while (std::getline(lines, line) && line != "end") {
-    addresses.push_back(std::strtoull(line.c_str(), nullptr, 16));
-  }
-  std::string maps = read_file("/proc/" + std::to_string(pid) + "/maps");
+  std::vector<uint64_t>& addresses = dump->native;
+  std::string maps = read_file("/proc/" + std::to_string(pid) + "/maps", kMapsMaxBytes);
   out += "native (main thread):\n";
   std::vector<store::NativeFrame> frames = symbolizer.symbolize(maps, addresses, false);
   // The dump's own frames (the agent's handler) and the signal trampoline come first: the stack
