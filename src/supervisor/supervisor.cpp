@@ -27,8 +27,8 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
-#include "store/forwarded_signal.h"
 #include "store/collective_words.h"
+#include "store/forwarded_signal.h"
 #include "store/store_writer.h"
 #include "supervisor/agent_reader.h"
 #include "supervisor/collective_checker.h"
