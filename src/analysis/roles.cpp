@@ -78,7 +78,9 @@ std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRec
     }
   }
   std::vector<std::optional<int>> places(procs.size());
-  for (auto& [up, kids] : children) {
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  for (auto& family : children) {
+    std::vector<size_t>& kids = family.second;
     std::sort(kids.begin(), kids.end(), [&](size_t a, size_t b) {
       return std::tie(procs[a].start_ticks, procs[a].pid) <
              std::tie(procs[b].start_ticks, procs[b].pid);
