@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "store/store_reader.h"
 #include "run_db_input.h"
+#include "store/store_reader.h"
 
 using namespace traindoc::store;
 
