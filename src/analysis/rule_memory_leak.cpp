@@ -98,7 +98,8 @@ class Axis {
   double steps_per_minute() const {
     if (!per_step() || m_counts.back().first == m_counts.front().first) return 0;
     return (m_counts.back().second - m_counts.front().second) /
-           (static_cast<double>(m_counts.back().first - m_counts.front().first) / kNsPerMinute);
+           (static_cast<double>(store::elapsed_ns(m_counts.front().first, m_counts.back().first)) /
+            kNsPerMinute);
   }
 
  private:
