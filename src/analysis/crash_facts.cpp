@@ -11,6 +11,7 @@
 
 #include "analysis/file_name.h"
 #include "analysis/process_texts.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -60,8 +61,9 @@ std::vector<const store::LogLine*> abort_messages(const store::Crash& crash,
                                                   const ProcessSummary* process) {
   std::vector<const store::LogLine*> out;
   for (const store::LogLine& line : evidence.log_lines) {
-    if (!is_error_stream(evidence, line.stream) || line.t_ns < crash.time_ns - kMessageBeforeNs ||
-        line.t_ns > crash.time_ns + kMessageAfterNs) {
+    if (!is_error_stream(evidence, line.stream) ||
+        line.t_ns < store::shifted_ns(crash.time_ns, -kMessageBeforeNs) ||
+        line.t_ns > store::shifted_ns(crash.time_ns, kMessageAfterNs)) {
       continue;
     }
     std::optional<int> prefix_rank = strip_launcher_prefix(line.text).rank;
@@ -82,7 +84,8 @@ std::vector<const store::LogLine*> abort_messages(const store::Crash& crash,
 const store::HostSample* host_at(const store::Evidence& evidence, int64_t t_ns) {
   const store::HostSample* best = nullptr;
   for (const store::HostSample& sample : evidence.host_samples) {
-    if (best == nullptr || std::llabs(sample.t_ns - t_ns) < std::llabs(best->t_ns - t_ns)) {
+    if (best == nullptr ||
+        store::distance_ns(sample.t_ns, t_ns) < store::distance_ns(best->t_ns, t_ns)) {
       best = &sample;
     }
   }

@@ -4,6 +4,7 @@
 
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
+#include "store/time_math.h"
 
 #include <algorithm>
 #include <cctype>
@@ -211,7 +212,7 @@ void merge_same(std::vector<TimedFinding>& found) {
   for (TimedFinding& timed : found) {
     auto same = std::find_if(out.begin(), out.end(), [&](const TimedFinding& kept) {
       return !timed.merge_key.empty() && kept.merge_key == timed.merge_key &&
-             timed.t_ns - kept.t_ns <= kSameFailureNs;
+             store::elapsed_ns(kept.t_ns, timed.t_ns) <= kSameFailureNs;
     });
     if (same == out.end()) {
       out.push_back(std::move(timed));

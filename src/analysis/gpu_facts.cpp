@@ -1,6 +1,7 @@
 // What the GPU rules share: device reconciliation, holders, printed failures, Xid meanings.
 // Pure.
 #include "analysis/gpu_facts.h"
+#include "store/time_math.h"
 
 #include <algorithm>
 #include <charconv>
@@ -82,7 +83,7 @@ const ProcessSummary* owner(const RuleContext& context, const PythonTraceback& t
   for (const ProcessSummary& p : context.processes) {
     const store::ProcessRecord& r = p.record;
     if (!r.exit_code || *r.exit_code == 0 || r.end_ns < tb.t_ns ||
-        r.end_ns > tb.t_ns + kExitWindowNs || p.role.role == Role::kWorker) {
+        r.end_ns > store::shifted_ns(tb.t_ns, kExitWindowNs) || p.role.role == Role::kWorker) {
       continue;
     }
     if (first == nullptr || r.end_ns < first->record.end_ns) first = &p;
@@ -274,9 +275,9 @@ std::vector<const store::LogLine*> lines_near(const store::Evidence& evidence,
   std::vector<const store::LogLine*> out;
   for (const store::LogLine& line : evidence.log_lines) {
     bool before = line.number < tb.first_line && line.t_ns <= tb.t_ns &&
-                  line.t_ns >= tb.t_ns - kBeforeTracebackNs;
+                  line.t_ns >= store::shifted_ns(tb.t_ns, -kBeforeTracebackNs);
     bool after = after_too && line.number > tb.last_line && line.t_ns >= tb.t_ns &&
-                 line.t_ns <= tb.t_ns + kAfterTracebackNs;
+                 line.t_ns <= store::shifted_ns(tb.t_ns, kAfterTracebackNs);
     if (line.stream == tb.stream && (before || after) &&
         strip_launcher_prefix(line.text).rank == tb.prefix_rank) {
       out.push_back(&line);

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "analysis/file_name.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -39,7 +40,8 @@ bool stopped_silently(const store::ProcessRecord& r) {
 }
 
 bool alive_at(const store::ProcessRecord& r, int64_t t_ns) {
-  return r.start_ns <= t_ns + kReadSlackNs && (r.end_ns == 0 || r.end_ns + kReadSlackNs >= t_ns);
+  return r.start_ns <= store::shifted_ns(t_ns, kReadSlackNs) &&
+         (r.end_ns == 0 || store::shifted_ns(r.end_ns, kReadSlackNs) >= t_ns);
 }
 
 // torchrun's --tee prefix names the local rank ("[default1]:"); PyTorch 2.x's own "[rank1]:"
@@ -94,8 +96,9 @@ bool may_have_printed(const ProcessSummary& p, const std::set<const ProcessSumma
                       const std::set<const ProcessSummary*>& silent, int64_t t_ns) {
   const store::ProcessRecord& r = p.record;
   return !prefixed.contains(&p) && !silent.contains(&p) && ended_in_failure(r) &&
-         r.end_ns + kReadSlackNs >= t_ns && r.end_ns <= t_ns + kExitAfterPrintNs &&
-         r.start_ns <= t_ns + kReadSlackNs;
+         store::shifted_ns(r.end_ns, kReadSlackNs) >= t_ns &&
+         r.end_ns <= store::shifted_ns(t_ns, kExitAfterPrintNs) &&
+         r.start_ns <= store::shifted_ns(t_ns, kReadSlackNs);
 }
 
 // The owners of the tracebacks before one: when each printed its last, and those that printed
@@ -145,17 +148,20 @@ const ProcessSummary* by_time(const std::vector<ProcessSummary>& processes,
     // exception before: after those (spawn's parent stops the other processes once one failed,
     // whether or not they printed theirs); running other code than the traceback's: after
     // every other.
-    int64_t distance = r.end_ns - from_ns;
+    int64_t distance = store::elapsed_ns(from_ns, r.end_ns);
     if (distance < 0) {
       auto last = earlier.last_printed_ns.find(&p);
-      bool had_last_words =
-          last != earlier.last_printed_ns.end() && last->second + kFinalSlackNs >= r.end_ns;
-      bool just_exited = r.exit_code && !had_last_words && (tb || -distance <= kPlainLineLagNs);
-      distance = just_exited ? -distance : kExitAfterPrintNs - distance;
+      bool had_last_words = last != earlier.last_printed_ns.end() &&
+                            store::shifted_ns(last->second, kFinalSlackNs) >= r.end_ns;
+      int64_t before = store::elapsed_ns(distance, 0);
+      bool just_exited = r.exit_code && !had_last_words && (tb || before <= kPlainLineLagNs);
+      distance = just_exited ? before : store::elapsed_ns(distance, kExitAfterPrintNs);
     }
-    if (stopped_silently(r)) distance += 2 * kExitAfterPrintNs;
-    if (earlier.same_exception.contains(&p)) distance += 4 * kExitAfterPrintNs;
-    if (any_runs_frame && !runs) distance += 8 * kExitAfterPrintNs;
+    if (stopped_silently(r)) distance = store::shifted_ns(distance, 2 * kExitAfterPrintNs);
+    if (earlier.same_exception.contains(&p)) {
+      distance = store::shifted_ns(distance, 4 * kExitAfterPrintNs);
+    }
+    if (any_runs_frame && !runs) distance = store::shifted_ns(distance, 8 * kExitAfterPrintNs);
     if (found == nullptr || distance < best) {
       found = &p;
       best = distance;
@@ -204,7 +210,8 @@ const ProcessSummary* writer_process(std::span<const ProcessSummary> processes,
                                      const store::LogWriter& writer) {
   const ProcessSummary* found = nullptr;
   for (const ProcessSummary& p : processes) {
-    if (p.record.pid == writer.pid && p.record.start_ns <= writer.t_ns + kReadSlackNs &&
+    if (p.record.pid == writer.pid &&
+        p.record.start_ns <= store::shifted_ns(writer.t_ns, kReadSlackNs) &&
         (found == nullptr || p.record.start_ns > found->record.start_ns)) {
       found = &p;
     }
@@ -319,8 +326,8 @@ class LineOwners {
     const store::Event* mark = nullptr;
     for (const store::Event& e : m_evidence.events) {
       if (e.kind != store::EventKind::kThreadDied || used.contains(&e) ||
-          e.t_ns > tb.t_ns + kReadSlackNs || e.t_ns + kThreadPrintNs < tb.t_ns ||
-          !tb.thread.starts_with(e.text)) {
+          e.t_ns > store::shifted_ns(tb.t_ns, kReadSlackNs) ||
+          store::shifted_ns(e.t_ns, kThreadPrintNs) < tb.t_ns || !tb.thread.starts_with(e.text)) {
         continue;
       }
       if (mark == nullptr || e.t_ns < mark->t_ns) mark = &e;
@@ -392,7 +399,6 @@ const store::LogStream* output_file(const store::Evidence& evidence, const Proce
 ProcessTexts::ProcessTexts(const store::Evidence& evidence,
                            const std::vector<ProcessSummary>& processes)
     : m_evidence(evidence),
-      m_processes(processes),
       m_owners(std::make_unique<LineOwners>(evidence, processes)),
       m_tracebacks(parse_tracebacks(evidence.log_lines)) {
   const LineOwners& owners = *m_owners;
@@ -475,9 +481,11 @@ const store::LogLine* ProcessTexts::last_words(const ProcessSummary& process) co
   if (end == 0) return nullptr;
   const std::vector<store::LogLine>& lines = m_evidence.log_lines;
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (it->t_ns > end + kFinalSlackNs) continue;
+    if (it->t_ns > store::shifted_ns(end, kFinalSlackNs)) continue;
     // Before it trained on: words of a moment it went on from.
-    if (it->t_ns < end - kFinalWithinNs || it->t_ns < process.trained_after_ns.value_or(0)) break;
+    if (it->t_ns < store::shifted_ns(end, -kFinalWithinNs) ||
+        it->t_ns < process.trained_after_ns.value_or(0))
+      break;
     if (!is_error_stream(m_evidence, it->stream)) continue;
     LinePrefix prefix = strip_launcher_prefix(it->text);
     if (prefix.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
@@ -514,7 +522,10 @@ const PythonTraceback* ProcessTexts::final_exception(const ProcessSummary& proce
     }
     // A spawned process's exception is printed by its parent, after the others were stopped.
     int64_t slack = tb->spawned_process ? kExitAfterPrintNs : kFinalSlackNs;
-    if (end != 0 && (tb->t_ns > end + slack || tb->t_ns < end - kFinalWithinNs)) continue;
+    if (end != 0 && (tb->t_ns > store::shifted_ns(end, slack) ||
+                     tb->t_ns < store::shifted_ns(end, -kFinalWithinNs))) {
+      continue;
+    }
     // It trained on after printing it (logged and caught): not what it ended with.
     if (process.trained_after_ns && *process.trained_after_ns > tb->t_ns) continue;
     (error_stream ? found : logged) = tb;

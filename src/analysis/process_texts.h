@@ -66,7 +66,6 @@ class ProcessTexts {
 
  private:
   const store::Evidence& m_evidence;
-  const std::vector<ProcessSummary>& m_processes;
   std::unique_ptr<LineOwners> m_owners;
   std::vector<PythonTraceback> m_tracebacks;
   std::vector<std::vector<SignatureMatch>> m_traceback_signatures;

@@ -13,6 +13,7 @@
 
 #include "analysis/diagnosis.h"
 #include "analysis/file_name.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -78,8 +79,9 @@ std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRec
     }
   }
   std::vector<std::optional<int>> places(procs.size());
-  for (auto& entry : children) {
-    std::vector<size_t>& kids = entry.second;  // not a binding: clang 14's lambdas cannot take one
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  for (auto& family : children) {
+    std::vector<size_t>& kids = family.second;
     std::sort(kids.begin(), kids.end(), [&](size_t a, size_t b) {
       return std::tie(procs[a].start_ticks, procs[a].pid) <
              std::tie(procs[b].start_ticks, procs[b].pid);
@@ -96,7 +98,7 @@ std::vector<std::optional<int>> spawn_places(const std::vector<store::ProcessRec
     auto with_known = [&](const store::ProcessRecord& kid) {
       return std::any_of(kids.begin(), kids.end(), [&](size_t j) {
         return procs[j].rank_source != RankSource::kNone &&
-               std::abs(procs[j].start_ns - kid.start_ns) <= kSpawnBurstNs;
+               store::distance_ns(procs[j].start_ns, kid.start_ns) <= kSpawnBurstNs;
       });
     };
     for (size_t k = 0; k < kids.size(); ++k) {
@@ -285,7 +287,7 @@ std::optional<size_t> training_process(const std::vector<store::ProcessRecord>& 
   });
   auto failed = [&](const store::ProcessRecord& p) { return job_failed && failed_itself(p); };
   auto ran_ns = [](const store::ProcessRecord& p) {
-    return p.end_ns == 0 ? int64_t{0} : p.end_ns - p.start_ns;
+    return p.end_ns == 0 ? int64_t{0} : store::elapsed_ns(p.start_ns, p.end_ns);
   };
   auto below_python = [&](size_t i) {
     for (int up = parent[i]; up != kNone; up = parent[static_cast<size_t>(up)]) {

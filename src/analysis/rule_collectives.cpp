@@ -11,6 +11,7 @@
 
 #include "analysis/rules.h"
 #include "store/collective_words.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -233,7 +234,7 @@ std::optional<double> cpu_share(const RuleContext& context, int pid, uint64_t st
   }
   if (first == nullptr || last->t_ns <= first->t_ns) return std::nullopt;
   double cpu = last->cpu_user_s + last->cpu_sys_s - first->cpu_user_s - first->cpu_sys_s;
-  return cpu * 1e9 / static_cast<double>(last->t_ns - first->t_ns);
+  return cpu * 1e9 / static_cast<double>(store::elapsed_ns(first->t_ns, last->t_ns));
 }
 
 // The native frames of a stack dump's main thread.
@@ -264,7 +265,9 @@ bool waits_on_gpu(const std::string& dump) {
                   "_local_scalar_dense", "ProcessGroupNCCL"});
 }
 
-constexpr double kBusyShare = 0.5;  // of a core: running, not waiting
+// Of a core: running, not waiting. A wait takes at most a few percent; a loop on a machine whose
+// cores the job shares with other work may get well under half of one.
+constexpr double kBusyShare = 0.2;
 
 // The dump's main thread, its Python frames then its native ones: the other threads (a
 // DataLoader's queue feeders, a logger) wait where they always wait. A dump without threads
@@ -296,7 +299,7 @@ Fetchers stalled_fetchers(const RuleContext& context, const store::CollectiveIss
   Fetchers out;
   for (const store::Event& e : context.evidence.events) {
     if (e.kind != store::EventKind::kStackAtStall || e.t_ns < issue.t_ns ||
-        e.t_ns > issue.t_ns + kDumpsReadNs) {
+        e.t_ns > store::shifted_ns(issue.t_ns, kDumpsReadNs)) {
       continue;
     }
     const ProcessSummary* worker = context.process(e.pid);
@@ -421,7 +424,7 @@ void blame_ended_rank(IssueFinding& in, const ProcessSummary& process, const std
   // After the end it tells, and after a waiting rank's own account of the same end
   // (rule_peer_exited's lost connection, timed at that end), which then leads the merge
   // whichever of the two was seen first.
-  in.timed.t_ns = std::max(issue.t_ns, process.record.end_ns + 2);
+  in.timed.t_ns = std::max(issue.t_ns, store::shifted_ns(process.record.end_ns, 2));
   in.timed.merge_key = to_string(f.kind);
 }
 

@@ -9,6 +9,7 @@
 
 #include "analysis/known_failure.h"
 #include "common/layout.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 
@@ -78,9 +79,10 @@ std::string title_cut(const std::string& text) {
 
 std::string RuleContext::when(int64_t t_ns) const {
   int64_t start = evidence.run.start_ns;
-  if (t_ns == 0 || start == 0) return "";
+  std::optional<int64_t> since = store::duration_ns(start, t_ns);
+  if (t_ns == 0 || start == 0 || !since) return "";
   char text[32];
-  std::snprintf(text, sizeof(text), " at +%.1f s", static_cast<double>(t_ns - start) / 1e9);
+  std::snprintf(text, sizeof(text), " at +%.1f s", static_cast<double>(*since) / 1e9);
   return text;
 }
 
@@ -230,7 +232,8 @@ const ProcessSummary* worker_gone_mid_batch(const RuleContext& context, const Pr
   for (const ProcessSummary& q : context.processes) {
     const store::ProcessRecord& r = q.record;
     if (q.role.role != Role::kWorker || rank_above(context, q) != &p || r.end_ns == 0 ||
-        (r.exit_code.value_or(0) == 0 && !r.exit_signal) || r.end_ns > tb.t_ns + kEndSeenLateNs) {
+        (r.exit_code.value_or(0) == 0 && !r.exit_signal) ||
+        r.end_ns > store::shifted_ns(tb.t_ns, kEndSeenLateNs)) {
       continue;
     }
     if (found == nullptr || r.end_ns < found->record.end_ns) found = &q;

@@ -7,6 +7,7 @@
 #include "analysis/known_failure.h"
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -359,8 +360,9 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
   for (const store::CollectiveIssue& issue : context.evidence.collective_issues) {
     // The others may have waited already (a rank slowed by its data): the hang counts if it was
     // still there when the thread died.
-    if (issue.kind != store::IssueKind::kMissing || issue.t_ns + kIdleSlackNs < t_ns ||
-        issue.first_ns > t_ns + kHangAfterThreadNs) {
+    if (issue.kind != store::IssueKind::kMissing ||
+        store::shifted_ns(issue.t_ns, kIdleSlackNs) < t_ns ||
+        issue.first_ns > store::shifted_ns(t_ns, kHangAfterThreadNs)) {
       continue;
     }
     for (const store::CollectiveIssueRank& rank : issue.ranks) {
@@ -372,8 +374,9 @@ std::optional<int64_t> hung_after(const RuleContext& context, int64_t t_ns, int 
   }
   const std::vector<store::Event>& events = context.evidence.events;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (events[i].kind != store::EventKind::kJobIdle || events[i].t_ns + kIdleSlackNs < t_ns ||
-        events[i].t_ns > t_ns + kHangAfterThreadNs) {
+    if (events[i].kind != store::EventKind::kJobIdle ||
+        store::shifted_ns(events[i].t_ns, kIdleSlackNs) < t_ns ||
+        events[i].t_ns > store::shifted_ns(t_ns, kHangAfterThreadNs)) {
       continue;
     }
     bool resumed = false;
@@ -433,7 +436,7 @@ void from_exit_code(const RuleContext& context, const ProcessSummary& p, Finding
     f.fix = "Fix the exception printed for " + context.name(*sibling) +
             "; run again to see whether this process fails differently (spawn prints the "
             "first failure only).";
-    t_ns = std::max(t_ns, context.texts.final_exception(*sibling)->t_ns + 1);
+    t_ns = std::max(t_ns, store::shifted_ns(context.texts.final_exception(*sibling)->t_ns, 1));
   }
 }
 
@@ -487,11 +490,12 @@ void rule_failed_exit(const RuleContext& context, std::vector<TimedFinding>& out
       if (t_ns == 0 || tb->t_ns < t_ns) t_ns = tb->t_ns;  // it failed when it printed it
       // unless it failed for its worker's end, however late that was seen,
       if (const ProcessSummary* worker = worker_gone_mid_batch(context, p, *tb)) {
-        t_ns = std::max(t_ns, worker->record.end_ns + 1);
+        t_ns = std::max(t_ns, store::shifted_ns(worker->record.end_ns, 1));
       }
       // and before the crash it led to, even where its lines were read after the crash record.
       for (const TimedFinding& crash : out) {
-        if (crash.from_crash_record && crash.pid == r.pid) t_ns = std::min(t_ns, crash.t_ns - 1);
+        if (crash.from_crash_record && crash.pid == r.pid)
+          t_ns = std::min(t_ns, store::shifted_ns(crash.t_ns, -1));
       }
     } else if ((p.role.role == Role::kLauncher && started_ranks(context)) ||
                !from_known_line(context, p, f, merge_key)) {
@@ -523,10 +527,12 @@ void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>
       if (std::optional<int64_t> idle = hung_after(context, tb->t_ns, p.record.pid)) {
         f.title += "; the job then hung";
         f.fix += kThreadHangFix;
-        t_ns = std::min(t_ns, *idle - 1);
-      } else if (own != nullptr && own->t_ns <= tb->t_ns + kFailAfterThreadNs) {
+        t_ns = std::min(t_ns, store::shifted_ns(*idle, -1));
+      } else if (own != nullptr && own->t_ns <= store::shifted_ns(tb->t_ns, kFailAfterThreadNs)) {
         // Its process failed soon after: waiting for the thread's work, most likely.
-        f.title += "; its process failed " + format_seconds(own->t_ns - tb->t_ns) + " later";
+        std::optional<int64_t> later_ns = store::duration_ns(tb->t_ns, own->t_ns);
+        f.title += "; its process failed" +
+                   (later_ns ? " " + format_seconds(*later_ns) + " later" : std::string(" later"));
         f.fix +=
             " The thread died first, and its process, which waited for what the thread "
             "would have done, failed after it: fix the thread's error first.";

@@ -6,6 +6,7 @@
 
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -33,7 +34,8 @@ void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& 
   const store::GpuEvidence& gpu = context.evidence.gpu;
   std::map<int, DeviceFault> faults;
   for (const store::GpuEvent& e : gpu.events) {
-    std::string at = "at " + format_seconds(e.t_ns - context.evidence.run.start_ns) + ": ";
+    std::optional<int64_t> since = store::duration_ns(context.evidence.run.start_ns, e.t_ns);
+    std::string at = since ? "at " + format_seconds(*since) + ": " : "";
     if (e.type == "xid") {
       XidMeaning meaning = xid_meaning(e.code);
       // Application Xids (13, 31, 43, 45) are the job's own errors; the CUDA error rule and the

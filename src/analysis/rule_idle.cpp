@@ -8,6 +8,7 @@
 #include "analysis/rules.h"
 #include "analysis/signature_words.h"
 #include "common/layout.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -69,7 +70,9 @@ const ProcessSummary* gave_up(const RuleContext& context, int64_t from_ns, int64
   for (const ProcessSummary& p : context.processes) {
     const PythonTraceback* tb =
         ended_in_failure(p.record) ? context.texts.final_exception(p) : nullptr;
-    if (tb == nullptr || tb->t_ns < from_ns || tb->t_ns > at_ns + kStopSlackNs) continue;
+    if (tb == nullptr || tb->t_ns < from_ns || tb->t_ns > store::shifted_ns(at_ns, kStopSlackNs)) {
+      continue;
+    }
     if (gave_up_waiting(context, p)) return &p;
   }
   return nullptr;
@@ -111,12 +114,18 @@ Spell read_spell(const RuleContext& context, size_t i) {
   // checkpoint saved on the way out) is no recovery from the hang; a job that went on after a
   // stop it handled (it trained again, or ended well) came out of its pause.
   if (spell.resumed != nullptr && spell.stop &&
-      spell.resumed->t_ns + kStopSlackNs >= spell.stop->t_ns && !run_finished(context) &&
-      !trained_since(context, spell.stop->t_ns)) {
+      store::shifted_ns(spell.resumed->t_ns, kStopSlackNs) >= spell.stop->t_ns &&
+      !run_finished(context) && !trained_since(context, spell.stop->t_ns)) {
     spell.resumed = nullptr;
   }
   if (spell.resumed != nullptr) spell.stop.reset();
   return spell;
+}
+
+// ", 3.0 s later", where the two times tell how much later.
+std::string later(int64_t from_ns, int64_t to_ns) {
+  std::optional<int64_t> ns = store::duration_ns(from_ns, to_ns);
+  return ns ? ", " + format_seconds(*ns) + " later" : "";
 }
 
 // The finding's severity and title: a pause the job came out of, or ended well after, is worth
@@ -133,21 +142,20 @@ void tell_spell(const RuleContext& context, const Spell& spell, const ProcessSum
                                                               : Severity::kInfo;
   if (timed_out != nullptr) {
     f.title = "the job hung" + context.when(idle.t_ns) + " until " + context.name(*timed_out) +
-              " gave up waiting, " + format_seconds(resumed->t_ns - idle.t_ns) + " later";
+              " gave up waiting" + later(idle.t_ns, resumed->t_ns);
     // Named, so that a launcher's restart that recovered the job tells it recovered.
     f.pids.push_back(timed_out->record.pid);
     add_ranks(f.ranks, context.ranks_of(*timed_out));
   } else if (resumed != nullptr) {
-    f.title = "the job paused" + context.when(idle.t_ns) + " for " +
-              format_seconds(resumed->t_ns - idle.t_ns);
+    std::optional<int64_t> paused_ns = store::duration_ns(idle.t_ns, resumed->t_ns);
+    f.title = "the job paused" + context.when(idle.t_ns);
+    if (paused_ns) f.title += " for " + format_seconds(*paused_ns);
   } else if (spell.stop.has_value()) {
     f.title = "the job hung" + context.when(idle.t_ns) +
-              " and did not move again until it was stopped, " +
-              format_seconds(spell.stop->t_ns - idle.t_ns) + " later";
+              " and did not move again until it was stopped" + later(idle.t_ns, spell.stop->t_ns);
   } else {
     f.title = "the job went idle" + context.when(idle.t_ns) + " and did not move again";
-    if (run.end_ns > idle.t_ns)
-      f.title += " before it ended, " + format_seconds(run.end_ns - idle.t_ns) + " later";
+    if (run.end_ns > idle.t_ns) f.title += " before it ended" + later(idle.t_ns, run.end_ns);
   }
 }
 

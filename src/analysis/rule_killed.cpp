@@ -11,6 +11,7 @@
 #include "analysis/rules.h"
 #include "store/forwarded_signal.h"
 #include "store/time_limit.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -38,7 +39,7 @@ std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t
   std::optional<uint64_t> after;     // the first count at or after it, else the last before
   for (const store::HostSample& s : evidence.host_samples) {
     if (s.cgroup_oom_kills) {
-      if (s.t_ns <= t_ns - kAroundNs || !baseline) baseline = s.cgroup_oom_kills;
+      if (s.t_ns <= store::shifted_ns(t_ns, -kAroundNs) || !baseline) baseline = s.cgroup_oom_kills;
       if (s.t_ns >= t_ns && !after) after = s.cgroup_oom_kills;
     }
   }
@@ -52,7 +53,7 @@ std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t
                   " to " + std::to_string(*after));
   }
   for (const store::HostSample& s : evidence.host_samples) {
-    if (std::llabs(s.t_ns - t_ns) > kAroundNs) continue;
+    if (store::distance_ns(s.t_ns, t_ns) > kAroundNs) continue;
     if (s.cgroup_current && s.cgroup_max && *s.cgroup_max > 0 &&
         static_cast<double>(*s.cgroup_current) >= kNearLimit * static_cast<double>(*s.cgroup_max)) {
       out.push_back("memory cgroup at " + format_bytes(*s.cgroup_current) + " of its " +
@@ -110,7 +111,7 @@ const ProcessSummary* stopping_rank(const RuleContext& context, const ProcessSum
   if (p.role.role != Role::kWorker) return nullptr;
   const ProcessSummary* rank = rank_above(context, p);
   if (rank == nullptr || rank->record.end_ns == 0) return nullptr;
-  int64_t after_ns = rank->record.end_ns - p.record.end_ns;
+  int64_t after_ns = store::elapsed_ns(p.record.end_ns, rank->record.end_ns);
   if (after_ns < -kForwardSlackNs || after_ns > kAroundNs) return nullptr;
   return failed_for(context, p) == nullptr ? rank : nullptr;
 }
@@ -148,8 +149,9 @@ const ProcessSummary* kill_sender(const RuleContext& context, const ProcessSumma
   const store::ProcessRecord& r = p.record;
   const ProcessSummary* sender = nullptr;
   for (const store::Event& e : context.evidence.events) {
-    if (e.kind != store::EventKind::kKillSent || e.t_ns + kStartSlackNs < r.start_ns ||
-        e.t_ns > r.end_ns + kForwardSlackNs || !targets(context, e, p)) {
+    if (e.kind != store::EventKind::kKillSent ||
+        store::shifted_ns(e.t_ns, kStartSlackNs) < r.start_ns ||
+        e.t_ns > store::shifted_ns(r.end_ns, kForwardSlackNs) || !targets(context, e, p)) {
       continue;
     }
     if (const ProcessSummary* q = context.process(e.pid)) sender = q;
@@ -165,7 +167,9 @@ bool is_stop_signal(int sig) {
 // A process that a stop signal ended after the first request (`request_ns`, 0 when none): the
 // request ended it, or the launcher's teardown that the request set off.
 bool ended_by_request(const store::ProcessRecord& r, int64_t request_ns) {
-  if (request_ns == 0 || !r.exit_signal || r.end_ns + kForwardSlackNs < request_ns) return false;
+  if (request_ns == 0 || !r.exit_signal ||
+      store::shifted_ns(r.end_ns, kForwardSlackNs) < request_ns)
+    return false;
   return is_stop_signal(*r.exit_signal) || *r.exit_signal == SIGKILL;
 }
 
@@ -197,11 +201,12 @@ std::optional<StopRequest> time_limit(const RuleContext& context) {
     const store::ProcessRecord& r = p.record;
     std::optional<store::TimeLimit> limit = store::time_limit_of(r.cmdline);
     if (!limit || !ended_in_failure(r) || r.end_ns == 0 || !runs_the_job(context, p) ||
-        r.end_ns - r.start_ns + kTickSlackNs < limit->limit_ns) {
+        store::shifted_ns(store::elapsed_ns(r.start_ns, r.end_ns), kTickSlackNs) <
+            limit->limit_ns) {
       continue;
     }
     StopRequest request;
-    request.t_ns = std::min(r.start_ns + limit->limit_ns, r.end_ns);
+    request.t_ns = std::min(store::shifted_ns(r.start_ns, limit->limit_ns), r.end_ns);
     request.what =
         "its time limit: `" + limit->words + "` ran out after " + format_seconds(limit->limit_ns);
     request.evidence = "timeout (pid " + std::to_string(r.pid) + ") " +
@@ -382,8 +387,10 @@ void rule_stop_request(const RuleContext& context, std::vector<TimedFinding>& ou
   // A job that ended well after it may have left early on it (a handler that saves and exits 0,
   // as on a preemption) or ignored it and finished: what it did is the job's to say.
   bool finished = run_finished(context);
-  f.title = finished ? "the job exited with code 0 " + format_seconds(run.end_ns - first.t_ns) +
-                           " after " + first.what
+  std::optional<int64_t> after_ns = store::duration_ns(first.t_ns, run.end_ns);
+  f.title = finished ? "the job exited with code 0 " +
+                           (after_ns ? format_seconds(*after_ns) + " " : std::string()) + "after " +
+                           first.what
                      : "the job was stopped by " + first.what;
   bool killed = false;
   for (const StopRequest& request : requests) {

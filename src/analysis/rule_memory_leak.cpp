@@ -15,6 +15,7 @@
 #include "analysis/gpu_facts.h"
 #include "analysis/growth.h"
 #include "analysis/rules.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -71,14 +72,16 @@ class Axis {
   }
 
   std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
-    if (!per_step()) return static_cast<double>(t_ns - first_sample_ns) / kNsPerMinute;
+    if (!per_step()) {
+      return static_cast<double>(store::elapsed_ns(first_sample_ns, t_ns)) / kNsPerMinute;
+    }
     if (t_ns < m_counts.front().first || t_ns > m_counts.back().first) return std::nullopt;
     auto after = std::lower_bound(m_counts.begin(), m_counts.end(),
                                   std::pair<int64_t, double>{t_ns, -1e300});
     if (after->first == t_ns || after == m_counts.begin()) return after->second;
     auto before = std::prev(after);
-    double part = static_cast<double>(t_ns - before->first) /
-                  static_cast<double>(after->first - before->first);
+    double part = static_cast<double>(store::elapsed_ns(before->first, t_ns)) /
+                  static_cast<double>(store::elapsed_ns(before->first, after->first));
     return before->second + part * (after->second - before->second);
   }
 
@@ -95,7 +98,8 @@ class Axis {
   double steps_per_minute() const {
     if (!per_step() || m_counts.back().first == m_counts.front().first) return 0;
     return (m_counts.back().second - m_counts.front().second) /
-           (static_cast<double>(m_counts.back().first - m_counts.front().first) / kNsPerMinute);
+           (static_cast<double>(store::elapsed_ns(m_counts.front().first, m_counts.back().first)) /
+            kNsPerMinute);
   }
 
  private:
@@ -321,7 +325,7 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
   }
   // An epoch's workers long gone did not run the memory out of a kill that came later.
   constexpr int64_t kEndSlackNs = 10'000'000'000;
-  if (end != nullptr && grown.size() > 1 && end->t_ns > last_ns + kEndSlackNs &&
+  if (end != nullptr && grown.size() > 1 && end->t_ns > store::shifted_ns(last_ns, kEndSlackNs) &&
       std::find(f.pids.begin(), f.pids.end(), end->pid) == f.pids.end()) {
     end = nullptr;
   }

@@ -7,6 +7,7 @@
 
 #include "analysis/known_failure.h"
 #include "analysis/rules.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -32,7 +33,8 @@ const ProcessSummary* first_gone(const RuleContext& context, const ProcessSummar
   const ProcessSummary* found = nullptr;
   for (const ProcessSummary& p : context.processes) {
     if (&p == &victim || p.role.role != Role::kRank || p.role.rank == victim.role.rank) continue;
-    if (p.record.end_ns == 0 || (p.record.end_ns > t_ns + kSlackNs && !clean_exit(p.record))) {
+    if (p.record.end_ns == 0 ||
+        (p.record.end_ns > store::shifted_ns(t_ns, kSlackNs) && !clean_exit(p.record))) {
       continue;
     }
     if (found == nullptr || p.record.end_ns < found->record.end_ns) found = &p;
@@ -112,13 +114,13 @@ void rule_peer_exited(const RuleContext& context, std::vector<TimedFinding>& out
     // The connection was lost when the peer ended, whenever this rank printed it (the ranks'
     // lines pass through the launcher in any order): after the peer's own failure, and before
     // the collective checker's account of the same end (rule_collectives).
-    int64_t lost_ns = peer != nullptr ? peer->record.end_ns + 1 : tb->t_ns;
+    int64_t lost_ns = peer != nullptr ? store::shifted_ns(peer->record.end_ns, 1) : tb->t_ns;
     out.push_back({std::move(f), lost_ns, r.pid, merge_key(FindingKind::kPeerExited, "")});
     // A peer that left after a call only this rank made (rank-0-only code) is no cause.
     bool clean = peer != nullptr && clean_exit(peer->record) && !odd_call_found(context);
     if (clean && blamed.insert(peer).second) {
       // The exit caused the failure, so it came first, whenever its end was seen.
-      int64_t t_ns = std::min(peer->record.end_ns, tb->t_ns - 1);
+      int64_t t_ns = std::min(peer->record.end_ns, store::shifted_ns(tb->t_ns, -1));
       Finding cause = early_exit(context, *peer, p, exception_summary(*tb));
       std::string key = merge_key(cause.kind, "");
       out.push_back({std::move(cause), t_ns, peer->record.pid, std::move(key)});

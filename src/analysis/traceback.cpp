@@ -8,6 +8,8 @@
 #include <map>
 #include <utility>
 
+#include "store/time_math.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -186,7 +188,8 @@ class Parser {
 
     LinePrefix p = strip_launcher_prefix(line.text);
     Track& track = m_tracks[{line.stream, std::string(p.prefix)}];
-    if (track.state != State::kIdle && line.t_ns - track.last_t > kMessagePauseNs) {
+    if (track.state != State::kIdle &&
+        store::elapsed_ns(track.last_t, line.t_ns) > kMessagePauseNs) {
       close(track, track.state == State::kFrames);
     }
     track.last_t = line.t_ns;
