@@ -520,7 +520,7 @@ void rule_thread_exception(const RuleContext& context, std::vector<TimedFinding>
       }
       std::string merge_key;
       from_exception(context, p, *tb, f, merge_key);
-      if (!merge_key.empty()) merge_key = "thread " + merge_key;
+      if (!merge_key.empty()) merge_key.insert(0, "thread ");
       int64_t t_ns = tb->t_ns;
       // The process went on without the thread; if the job then never moved again, it waited
       // for what the thread would have done: the hang's cause.

@@ -350,6 +350,7 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
   const CollectiveCall& first = calls[0]->call;
   for (const Field& field : fields_of(first.op)) {
     std::vector<std::string> values;
+    values.reserve(calls.size());
     for (const Held* held : calls) values.push_back(field.value(held->call));
     if (std::all_of(values.begin(), values.end(),
                     [&](const std::string& v) { return v == values[0]; })) {
