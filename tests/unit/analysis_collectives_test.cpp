@@ -400,8 +400,9 @@ void sample_cpu(store::Evidence& e, double cpu_s) {
   }
 }
 
-// A loop that shares its core with other work (a loaded machine) is still busy.
-TEST(CollectivesRule, AMissingRankBusyOnASharedCoreIsSaidSo) {
+// A job whose rank 1 never made the call the others wait in, its stack in a Python loop, using
+// `cpu` of a core meanwhile. Real stack of PyTorch 1.13.
+store::Evidence missing_rank_in_a_loop(double cpu) {
   store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
   set_state(missing, "never called it");
@@ -409,7 +410,13 @@ TEST(CollectivesRule, AMissingRankBusyOnASharedCoreIsSaidSo) {
       "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
       "  File \"/tmp/busy.py\", line 12 in <module>\n"
       "native (main thread):\n  #0 _PyEval_EvalFrameDefault (python3.11+0x52db92)\n";
-  sample_cpu(e, 0.3);
+  sample_cpu(e, cpu);
+  return e;
+}
+
+// A loop that shares its core with other work (a loaded machine) is still busy.
+TEST(CollectivesRule, AMissingRankBusyOnASharedCoreIsSaidSo) {
+  store::Evidence e = missing_rank_in_a_loop(0.3);
   EXPECT_EQ(
       diagnose(e).findings.front().title,
       title_of(e) + "; rank 1 (pid 12) is busy at /tmp/busy.py:12 in <module> (30% of a core)");
@@ -418,14 +425,8 @@ TEST(CollectivesRule, AMissingRankBusyOnASharedCoreIsSaidSo) {
 // A missing rank that runs its own code (a loop) or waits on a lock while the others wait: the
 // title says which, with a fix for it; without samples, where it is. Real stacks of PyTorch 1.13.
 TEST(CollectivesRule, AMissingRankBusyOrWaitingOnALockIsSaidSo) {
-  store::Evidence e = job_with_issue(FindingKind::kCollectiveMissing, "missing");
+  store::Evidence e = missing_rank_in_a_loop(0.98);
   store::CollectiveIssueRank& missing = e.collective_issues[0].ranks[1];
-  set_state(missing, "never called it");
-  missing.stack =
-      "python:\nCurrent thread 0x00007f4c79e2e800 (most recent call first):\n"
-      "  File \"/tmp/busy.py\", line 12 in <module>\n"
-      "native (main thread):\n  #0 _PyEval_EvalFrameDefault (python3.11+0x52db92)\n";
-  sample_cpu(e, 0.98);
   Diagnosis d = diagnose(e);
   EXPECT_EQ(d.findings.front().title, title_of(e) +
                                           "; rank 1 (pid 12) is busy at /tmp/busy.py:12 in "
