@@ -4,6 +4,7 @@
 
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
+#include "store/signal_words.h"
 #include "store/time_math.h"
 
 #include <algorithm>
@@ -194,11 +195,11 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 std::string signal_name(int signal) {
-  const char* abbrev = sigabbrev_np(signal);
-  if (abbrev != nullptr) return std::string("SIG") + abbrev;
   // A number no signal has: a damaged or forged run.db.
-  return (signal > 0 && signal < NSIG ? "signal " : "an invalid signal number ") +
-         std::to_string(signal);
+  if ((signal <= 0 || signal >= NSIG) && sigabbrev_np(signal) == nullptr) {
+    return "an invalid signal number " + std::to_string(signal);
+  }
+  return store::signal_words(signal);
 }
 
 // One failure that several processes report (both ranks of a mismatch, workers crashing in the

@@ -6,8 +6,9 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <vector>
+
+#include "store/signal_words.h"
 
 namespace traindoc::store {
 namespace {
@@ -253,9 +254,7 @@ std::string uneven_title(const CollectiveIssue& issue) {
 
 std::string end_words(const RankEnd& end) {
   if (end.exit_signal) {
-    const char* name = sigabbrev_np(*end.exit_signal);
-    return std::string("killed by ") +
-           (name ? std::string("SIG") + name : "signal " + std::to_string(*end.exit_signal));
+    return "killed by " + signal_words(*end.exit_signal);
   }
   if (end.exit_code) return "exited " + std::to_string(*end.exit_code);
   return "gone";

@@ -3,15 +3,10 @@
 
 #include <signal.h>
 
-#include <cstring>
+#include "store/signal_words.h"
 
 namespace traindoc::store {
 namespace {
-
-std::string signal_words(int sig) {
-  const char* name = sigabbrev_np(sig);
-  return name != nullptr ? std::string("SIG") + name : "signal " + std::to_string(sig);
-}
 
 std::string processes(int64_t n) {
   return std::to_string(n) + " process(es)";
