@@ -7,22 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "common/hex.h"
 #include "store/memory_map.h"
+#include "supervisor/file_text.h"
 #include "supervisor/proc/process_identity.h"
+#include "supervisor/stack_dump_text.h"
 
 namespace traindoc::supervisor {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 // The code at `pc`, read only from an executable mapping: a record that names an address in
 // data (a forged or corrupt one) gets none of the process's data in the report.
@@ -46,7 +39,7 @@ void complete_crash(AgentCrash& raw, const std::string& run_dir, int ancestor) {
   // The job's process, still there: it waits in its handler.
   if (!runs_below(crash.pid, crash.start_ticks, ancestor)) return;
   std::string proc = "/proc/" + std::to_string(crash.pid);
-  crash.maps = read_text(proc + "/maps");
+  crash.maps = read_file_text(proc + "/maps", kMapsMaxBytes);
   // Read again after: the maps may be of a process that took the pid while they were read.
   if (!same_process(crash.pid, crash.start_ticks)) {
     crash.maps.clear();
@@ -54,8 +47,9 @@ void complete_crash(AgentCrash& raw, const std::string& run_dir, int ancestor) {
   }
   crash.code_bytes = code_at(crash.pid, crash.pc, crash.maps);
   if (raw.python_dumped) {
-    crash.python_traceback =
-        read_text(run_dir + "/agent/python-" + std::to_string(crash.pid) + ".txt");
+    // The job's own file, written by the same dumper as a stack dump's Python part.
+    crash.python_traceback = read_file_text(
+        run_dir + "/agent/python-" + std::to_string(crash.pid) + ".txt", kStackDumpMaxBytes);
   }
 }
 

@@ -7,32 +7,15 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <utility>
 #include <vector>
 
 #include "common/layout.h"
+#include "supervisor/file_text.h"
 #include "supervisor/proc/proc_files.h"
 #include "supervisor/stack_dump_text.h"
 
 namespace traindoc::supervisor {
-namespace {
-
-// A process's memory map: thousands of lines at most (a line a mapping).
-constexpr size_t kMapsMaxBytes = size_t{64} << 20;
-
-// The file, or its first `limit` bytes and a little more once it is longer.
-std::string read_file(const std::string& path, size_t limit) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text;
-  char chunk[1 << 16];
-  while (text.size() <= limit && in.read(chunk, sizeof(chunk)).gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-  }
-  return text;
-}
-
-}  // namespace
 
 DumpRequest request_stack_dump(int pid, bool stopping) {
   // The default action of a real-time signal ends the process: only one that catches it (the
@@ -62,7 +45,8 @@ std::string spared_stack(const std::string& call, bool in_init) {
 std::optional<std::string> read_stack_dump(const std::string& run_dir, int pid,
                                            Symbolizer& symbolizer) {
   std::optional<StackDumpText> dump = parse_stack_dump(
-      read_file(run_dir + "/agent/stack-" + std::to_string(pid) + ".txt", kStackDumpMaxBytes), pid);
+      read_file_text(run_dir + "/agent/stack-" + std::to_string(pid) + ".txt", kStackDumpMaxBytes),
+      pid);
   if (!dump) return std::nullopt;
   std::string out = std::move(dump->python);
   if (dump->other_thread) {
@@ -71,7 +55,7 @@ std::optional<std::string> read_stack_dump(const std::string& run_dir, int pid,
            "short the call the main thread waited in\n";
   }
   std::vector<uint64_t>& addresses = dump->native;
-  std::string maps = read_file("/proc/" + std::to_string(pid) + "/maps", kMapsMaxBytes);
+  std::string maps = read_file_text("/proc/" + std::to_string(pid) + "/maps", kMapsMaxBytes);
   out += "native (main thread):\n";
   std::vector<store::NativeFrame> frames = symbolizer.symbolize(maps, addresses, false);
   // The dump's own frames (the agent's handler) and the signal trampoline come first: the stack
