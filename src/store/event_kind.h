@@ -1,6 +1,6 @@
 // Every kind of event the supervisor stores in run.db's events table, by the name stored there.
-// Adding a kind is one line here. Where an event carries numbers, they are its a and b (named in
-// its comment); its text says the same for people and is never parsed.
+// Adding a kind is one line here. Where an event carries facts, they are its a, b, c and name
+// (named in its comment); its text says the same for people and is never parsed.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +20,11 @@
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \
   X(kJobResumed, "job-resumed")                                                                    \
-  X(kSignalForwarded, "signal-forwarded") /* a stop passed on; a: the signal, b: processes sent */ \
-  X(kTraindocAbort, "traindoc-abort")     /* --on-mismatch abort stopped the job */                \
-  X(kHostCpu, "host-cpu")                 /* the host's CPU, for crash texts */                    \
+  /* a stop passed on; a: the signal, b: the processes sent it, c: its sender's si_code, */        \
+  /* pid: its sender (0: the kernel, or one outside our pid namespace), name: its comm */          \
+  X(kSignalForwarded, "signal-forwarded")                                                          \
+  X(kTraindocAbort, "traindoc-abort") /* --on-mismatch abort stopped the job */                    \
+  X(kHostCpu, "host-cpu")             /* the host's CPU, for crash texts */                        \
   /* stack dumps asked for at a moment; text: the process's frames */                              \
   X(kStackAtStall, "stack-at-stall")                                                               \
   X(kStackAtStop, "stack-at-stop")                                                                 \

@@ -17,7 +17,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -115,9 +115,11 @@ struct Event {
   int64_t t_ns = 0;
   EventKind kind = EventKind::kJobIdle;
   int pid = 0;
-  std::string text;               // for people; what a rule reads is in a and b (event_kind.h)
+  std::string text;  // for people; what a rule reads is in a, b, c and name (event_kind.h)
   std::optional<int64_t> a = {};  // = {}: brace lists may leave them out, warning-free
   std::optional<int64_t> b = {};
+  std::optional<int64_t> c = {};
+  std::string name = {};  // a process's name the event tells of; empty: none (NULL in run.db)
 
   bool operator==(const Event&) const = default;
 };

@@ -296,6 +296,13 @@ ALTER TABLE collective_issue_ranks ADD COLUMN exit_signal INTEGER;
 ALTER TABLE collective_issue_ranks ADD COLUMN finished INTEGER;
 )sql";
 
+// Schema 11: who sent a stop signal that traindoc passed on, which schema 10 held only in words
+// (the event's text). tests/fixtures/store/schema_v11.sql holds schema 10 plus this.
+constexpr const char* kDdlV11 = R"sql(
+ALTER TABLE events ADD COLUMN c INTEGER;
+ALTER TABLE events ADD COLUMN name TEXT;
+)sql";
+
 // The words schemas 1 to 8 wrote ("label 255, 19 classes", "process group 4240"), and a
 // signal-forwarded event's up to schema 9 ("SIGTERM from pid 4242 (slurmstepd), passed on to 3
 // process(es)", "SIGKILL at the second interrupt, sent to 3 process(es)", "SIGINT, sent to 2
@@ -320,6 +327,21 @@ constexpr const char* kEventB = R"sql(CASE
     THEN CAST(substr(text, instr(text, ', passed on to ') + 15) AS INTEGER)
   WHEN kind = 'signal-forwarded' AND text GLOB '*, sent to [0-9]* process(es)'
     THEN CAST(substr(text, instr(text, ', sent to ') + 10) AS INTEGER)
+END)sql";
+// A signal-forwarded event's sender up to schema 10, in the words of store/forwarded_signal.h:
+// "... from the terminal, ..." (si_code SI_KERNEL, 128), "... from pid 4242 (slurmstepd), passed
+// on ...", "... from pid 4242, passed on ..." (gone), "... from a process outside ..." (kill(),
+// SI_USER, 0). Older words name no sender.
+constexpr const char* kEventC = R"sql(CASE
+  WHEN kind != 'signal-forwarded' THEN NULL
+  WHEN text GLOB 'SIG* from the terminal, *' THEN 128
+  WHEN text GLOB 'SIG* from pid [0-9]*, passed on to *' OR text GLOB 'SIG* from a process outside *'
+    THEN 0
+END)sql";
+constexpr const char* kEventName = R"sql(CASE
+  WHEN kind = 'signal-forwarded' AND text GLOB 'SIG* from pid [0-9]* (*), passed on to *'
+    THEN substr(text, instr(text, ' (') + 2,
+                instr(text, '), passed on to ') - instr(text, ' (') - 2)
 END)sql";
 
 void set_version(sqlite3* db) {
@@ -380,8 +402,12 @@ State check(sqlite3* db, const std::string& path) {
 }
 
 std::string event_facts(int64_t version) {
-  if (version < 9) return std::string(kEventA) + ", " + kEventB;
-  return std::string("coalesce(a, ") + kEventA + "), coalesce(b, " + kEventB + ")";
+  const std::string older = std::string(", ") + kEventC + ", " + kEventName;
+  if (version < 9) return std::string(kEventA) + ", " + kEventB + older;
+  if (version < 11) {
+    return std::string("coalesce(a, ") + kEventA + "), coalesce(b, " + kEventB + ")" + older;
+  }
+  return "a, b, c, name";
 }
 
 void create(sqlite3* db) {
@@ -396,6 +422,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV8);
   detail::exec(db, kDdlV9);
   detail::exec(db, kDdlV10);
+  detail::exec(db, kDdlV11);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -414,8 +441,9 @@ void upgrade(sqlite3* db) {
   if (version < 8) detail::exec(db, kDdlV8);
   if (version < 9) detail::exec(db, kDdlV9);
   if (version < 10) detail::exec(db, kDdlV10);
-  // The numbers an older traindoc wrote only in words; a row that has its numbers keeps them.
-  detail::exec(db, ("UPDATE events SET (a, b) = (" + event_facts(9) + ") WHERE a IS NULL").c_str());
+  if (version < 11) detail::exec(db, kDdlV11);
+  // The facts an older traindoc wrote only in words; a row that has its numbers keeps them.
+  detail::exec(db, ("UPDATE events SET (a, b, c, name) = (" + event_facts(10) + ")").c_str());
   set_version(db);
 }
 

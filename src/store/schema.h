@@ -47,15 +47,15 @@ State check(sqlite3* db, const std::string& path);
 // Creates every table and index and the meta rows, in the caller's transaction.
 void create(sqlite3* db);
 
-// An event's a and b (event_kind.h) as an SQL select list for a file of schema `version`: its
-// columns, and where they are NULL the words that held them before (every event before schema 9;
-// a signal-forwarded event of schema 9 written before that event had numbers). How an older file
-// is read, and how its upgrade fills the columns.
+// An event's a, b, c and name (event_kind.h) as an SQL select list for a file of schema
+// `version`: its columns, and where they are NULL or missing the words that held them before
+// (every event's numbers before schema 9, a signal-forwarded event's sender before 11). How an
+// older file is read, and how its upgrade fills the columns.
 std::string event_facts(int64_t version);
 
 // Brings a run.db of an older schema (State::kOlder) to kSchemaVersion, in the caller's
 // transaction: every change so far only adds tables and columns, so the rows already there stay as
-// they are (the event columns of schema 9 are filled from the texts; schema 10 leaves a
+// they are (the event columns of schemas 9 and 11 are filled from the texts; schema 10 leaves a
 // collective issue's new columns NULL, and the reader makes those facts from the words).
 // A file created by create() and one upgraded from an older version have the same schema.
 void upgrade(sqlite3* db);

@@ -242,6 +242,8 @@ void read_events(sqlite3* db, int schema_version, std::vector<Event>& out) {
     e.text = rows.text(3);
     e.a = rows.opt_int64(4);
     e.b = rows.opt_int64(5);
+    e.c = rows.opt_int64(6);
+    e.name = rows.text(7);
   }
 }
 

@@ -267,8 +267,9 @@ struct StoreWriter::Impl {
 
   // The statements of the events and the output streams.
   void prepare_event_rows(sqlite3* d) {
-    insert_event = Statement(
-        d, "INSERT INTO events (t_ns, kind, pid, text, a, b) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    insert_event = Statement(d,
+                             "INSERT INTO events (t_ns, kind, pid, text, a, b, c, name) "
+                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     drop_oldest_event = Statement(d,
                                   "DELETE FROM events WHERE id = (SELECT id FROM events "
                                   "WHERE kind = ?1 ORDER BY id LIMIT 1 OFFSET ?2)");
@@ -623,7 +624,13 @@ void StoreWriter::add_event(const Event& event) {
         .bind(4, event.text)
         .bind(5, event.a)
         .bind(6, event.b)
-        .run();
+        .bind(7, event.c);
+    if (event.name.empty()) {
+      s.insert_event.bind_null(8);
+    } else {
+      s.insert_event.bind(8, event.name);
+    }
+    s.insert_event.run();
     ++count;
   });
 }

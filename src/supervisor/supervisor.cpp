@@ -607,22 +607,14 @@ void Loop::reap_children() {
   }
 }
 
-// Who sent a signal, for the report: "the terminal", "pid 4242 (slurmstepd)", or "pid 4242"
-// when the sender is already gone.
-std::string sender_text(const signalfd_siginfo& info) {
-  if (info.ssi_code == SI_KERNEL) return "the terminal";
-  auto pid = static_cast<int>(info.ssi_pid);
-  // The kernel gives 0 for a sender it cannot name in our pid namespace: the stop of the
-  // container traindoc runs in, which its runtime sends from the host.
-  if (pid == 0) {
-    return "a process outside traindoc's pid namespace (its container's runtime or host: docker "
-           "stop or a Kubernetes pod's end)";
+// Who sent a signal, as the kernel told it, with its name while it is still there.
+store::SignalSender sender_of(const signalfd_siginfo& info) {
+  store::SignalSender sender{static_cast<int>(info.ssi_pid), info.ssi_code, {}};
+  if (sender.pid > 0) {
+    std::ifstream comm("/proc/" + std::to_string(sender.pid) + "/comm");
+    std::getline(comm, sender.name);
   }
-  std::string out = "pid " + std::to_string(pid);
-  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  if (pid > 0 && std::getline(comm, name) && !name.empty()) out += " (" + name + ")";
-  return out;
+  return sender;
 }
 
 // Signals from a terminal reached every process of our process group already; signals sent to
@@ -630,8 +622,7 @@ std::string sender_text(const signalfd_siginfo& info) {
 void Loop::forward(const signalfd_siginfo& info) {
   int64_t received_ns = common::realtime_ns();
   int sig = static_cast<int>(info.ssi_signo);
-  auto sender = static_cast<int>(info.ssi_pid);
-  std::string from = sender_text(info);  // before the waits below: the sender may end meanwhile
+  store::SignalSender from = sender_of(info);  // before the waits below: the sender may end
   read_agent();  // the processes registered since the last tick, for the stacks below
   walk_and_sample(false);
   bool from_terminal = info.ssi_code == SI_KERNEL;
@@ -643,7 +634,7 @@ void Loop::forward(const signalfd_siginfo& info) {
     for (int pid : m_table.live_agent_pids(true)) {
       if (catches_signal(pid, sig)) catching.push_back(pid);
     }
-    had_it = m_stops.had_it_already(sig, sender, received_ns, catching, m_table.live_pids(),
+    had_it = m_stops.had_it_already(sig, from.pid, received_ns, catching, m_table.live_pids(),
                                     [this] { read_agent(); });
   }
   pid_t our_group = getpgrp();
@@ -655,7 +646,7 @@ void Loop::forward(const signalfd_siginfo& info) {
   }
   // At its arrival: the processes that had it already may have ended since.
   m_store.add_event(store::forwarded_event(
-      received_ns, sender, {sig, sent, std::move(from), static_cast<int64_t>(had_it.size())}));
+      received_ns, {sig, sent, std::move(from), static_cast<int64_t>(had_it.size())}));
   if (m_options.announce && sig == SIGKILL) {
     m_options.announce("second interrupt: killing the job");
   } else if (m_options.announce && sig == SIGINT) {

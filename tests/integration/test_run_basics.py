@@ -164,6 +164,12 @@ def test_signal_is_forwarded_to_the_job(tmp_path, sig, nvml):
     stop, consequences = stop_finding(tmp_path)
     assert stop["title"].startswith(f"the job was stopped by {sig.name} from pid {os.getpid()} ("), stop
     assert consequences == ["nonzero-exit"], stop
+    # Its sender as the kernel told it (kill(): SI_USER), with its name: facts, not words.
+    with sqlite3.connect(tmp_path / "r" / "run.db") as db:
+        sender = db.execute("SELECT pid, a, c, name FROM events WHERE kind = 'signal-forwarded'"
+                            ).fetchall()
+    comm = Path("/proc/self/comm").read_text().strip()
+    assert sender == [(os.getpid(), sig.value, 0, comm)], sender
     # Where it was when the stop came (a terminal's signal is not held back for the dump).
     if sig == signal.SIGTERM:
         assert any(" was in <string>:" in e for e in stop["evidence"]), stop

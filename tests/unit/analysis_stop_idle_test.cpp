@@ -31,15 +31,22 @@ using testing::IsEmpty;
 using testing::Not;
 using testing::UnorderedElementsAre;
 
+// Senders of stop signals, as the kernel tells them.
+const store::SignalSender kTerminal{0, SI_KERNEL, ""};
+const store::SignalSender kOutside{0, SI_USER, ""};  // the container's runtime
+store::SignalSender sender_named(const std::string& name) {
+  return {4242, SI_USER, name};
+}
+
 // A stop signal the supervisor passed on, as it stores it.
-store::Event forwarded(double seconds, int sig, const std::string& sender, int sent) {
-  return store::forwarded_event(at(seconds), 4242, {sig, sent, sender});
+store::Event forwarded(double seconds, int sig, const store::SignalSender& sender, int sent) {
+  return store::forwarded_event(at(seconds), {sig, sent, sender});
 }
 
 // torchrun sent SIGTERM by a scheduler, as Debian's PyTorch prints it.
 TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
   Evidence e = torchrun_job();
-  e.events = {forwarded(10, SIGTERM, "pid 4242 (slurmstepd)", 5)};
+  e.events = {forwarded(10, SIGTERM, sender_named("slurmstepd"), 5)};
   // The ranks' stacks, asked for before the signal was passed on (the launcher's is not cited).
   const std::string rank1_stack =
       "python:\n"
@@ -95,7 +102,7 @@ TEST(RuleStopRequest, SchedulersSigtermIsTheCauseOfTheLaunchersExit) {
 
 TEST(RuleStopRequest, SecondInterruptKills) {
   Evidence e = torchrun_job();
-  e.events = {forwarded(10, SIGINT, "the terminal", 0), forwarded(12, SIGKILL, "", 5)};
+  e.events = {forwarded(10, SIGINT, kTerminal, 0), forwarded(12, SIGKILL, kTerminal, 5)};
   killed(e, kRank0, 12.01, SIGKILL);
   e.run.exit_signal = SIGKILL;
   Diagnosis d = diagnose(e);
@@ -214,7 +221,7 @@ TEST(RuleStopRequest, ATimeoutIsALimitOnlyWhenItRanOut) {
 // finished: told, with how long after, and no failure is blamed on it.
 TEST(RuleStopRequest, AJobThatExitedWellAfterAStopIsToldSo) {
   Evidence e = torchrun_job();
-  e.events = {forwarded(10, SIGTERM, "pid 4242 (bash)", 5)};
+  e.events = {forwarded(10, SIGTERM, sender_named("bash"), 5)};
   exited(e, kLauncher, 30, 0);
   e.run.exit_code = 0;
   e.run.end_ns = kT0 + 30'200'000'000;
@@ -232,7 +239,7 @@ TEST(RuleStopRequest, AFailureBeforeTheStopStaysTheRootCause) {
   e.log_lines = {stderr_line(5, 95, "[default0]:Traceback (most recent call last):"),
                  stderr_line(5, 96, "[default0]:ValueError: bad")};
   exited(e, kRank0, 5.5, 1);
-  e.events = {forwarded(10, SIGTERM, "pid 4242 (bash)", 2)};
+  e.events = {forwarded(10, SIGTERM, sender_named("bash"), 2)};
   killed(e, kRank1, 10.1, SIGTERM);
   killed(e, kWorker0, 3, SIGTERM);  // before the request: its own finding
   e.run.exit_code = 1;
@@ -293,7 +300,7 @@ TEST(RuleIdle, AJobStoppedWhileIdleSaysWhereEachProcessWaited) {
        "  File \"/home/user/proj/train.py\", line 30 in <module>\n"},
       {at(35.1), store::EventKind::kStackAtIdle, kWorker0,
        stack_in("/home/user/proj/data.py", 12, "__getitem__")},
-      forwarded(40, SIGINT, "the terminal", 0),
+      forwarded(40, SIGINT, kTerminal, 0),
   };
   every_process_stopped(e, 40.1, SIGINT);
   Diagnosis d = diagnose(e);
@@ -378,7 +385,7 @@ TEST(RuleIdle, AWorkerInTheMiddleOfASampleIsWhatItsRankWaitsFor) {
       {at(35.1), store::EventKind::kStackAtIdle, kRank0, kWaitsForBatch},
       {at(35.1), store::EventKind::kStackAtIdle, kWorker0, fetching},
       {at(35.1), store::EventKind::kStackAtIdle, kWorker1, idle_worker},
-      forwarded(40, SIGINT, "the terminal", 0),
+      forwarded(40, SIGINT, kTerminal, 0),
   };
   every_process_stopped(e, 40.1, SIGINT);
   Diagnosis d = diagnose(e);
@@ -449,7 +456,7 @@ TEST(RuleIdle, APauseTheJobCameOutOfIsInfo) {
   for (double resumed : {50.0, 20.5}) {
     Evidence handled = e;
     handled.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
-                      forwarded(20, SIGHUP, "pid 4242 (bash)", 5),
+                      forwarded(20, SIGHUP, sender_named("bash"), 5),
                       {at(resumed), store::EventKind::kJobResumed, 0, ""}};
     Diagnosis h = diagnose(handled);
     ASSERT_FALSE(h.findings.empty());
@@ -614,7 +621,7 @@ TEST(RuleIdle, AThreadThatDiedBeforeAHangIsItsCause) {
   e.events = {{at(5), store::EventKind::kJobIdle, 0, kIdleText},
               {at(35.1), store::EventKind::kStackAtIdle, kRank0,
                stack_in("/usr/lib/python3.11/queue.py", 171, "get")},
-              forwarded(40, SIGTERM, "outside", 1)};
+              forwarded(40, SIGTERM, kOutside, 1)};
   every_process_stopped(e, 40.1, SIGTERM);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());
@@ -655,7 +662,7 @@ TEST(RuleIdle, AThreadThatDiedLongBeforeAHangOrInTeardownIsNoCause) {
   uint64_t number = 1;
   prefetch_thread_died(e, 4.9, number);
   e.events = {{at(400), store::EventKind::kJobIdle, 0, kIdleText},
-              forwarded(440, SIGTERM, "outside", 1)};
+              forwarded(440, SIGTERM, kOutside, 1)};
   every_process_stopped(e, 440.1, SIGTERM);
   Diagnosis d = diagnose(e);
   ASSERT_FALSE(d.findings.empty());

@@ -6,12 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "store/collective_words.h"
+#include "store/forwarded_signal.h"
 #include "store/store_reader.h"
 #include "store/store_writer.h"
 #include "store_test_util.h"
@@ -689,8 +692,9 @@ TEST(StoreReader, ReadsTheEventNumbersOfSchemaV9AndFromTheTextsOfOlderFiles) {
 }
 
 // A signal-forwarded event said its signal and the processes it reached only in words up to
-// schema 9: files of 9 and before are read, and upgraded, from those words.
-TEST(StoreReader, ReadsTheNumbersOfASignalForwardedFromTheWordsOfOlderFiles) {
+// schema 9, and its sender up to schema 10: files of 10 and before are read, and upgraded, from
+// those words, and tell the same request as this build's facts.
+TEST(StoreReader, ReadsTheFactsOfASignalForwardedFromTheWordsOfOlderFiles) {
   const char* kWords =
       "(1, 'signal-forwarded', 4242, 'SIGTERM from pid 4242 (slurmstepd), passed on to 3 "
       "process(es)'), "
@@ -700,24 +704,35 @@ TEST(StoreReader, ReadsTheNumbersOfASignalForwardedFromTheWordsOfOlderFiles) {
       "(4, 'signal-forwarded', 0, 'SIGKILL at the second interrupt, sent to 12 process(es)'), "
       "(5, 'signal-forwarded', 0, 'SIGHUP, sent to 2 process(es)'), "
       "(6, 'signal-forwarded', 0, 'SIGQUIT from the terminal, sent to 1 process(es)'), "
-      "(7, 'signal-forwarded', 0, 'SIGUSR1 from nowhere')";
-  using Numbers = std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>>;
-  const Numbers expected = {{SIGTERM, 3},
-                            {SIGINT, 0},
-                            {SIGTERM, 0},
-                            {SIGKILL, 12},
-                            {SIGHUP, 2},
-                            {SIGQUIT, 1},
-                            {std::nullopt, std::nullopt}};
-  auto numbers = [](const Evidence& evidence) {
-    Numbers out;
+      "(7, 'signal-forwarded', 0, 'SIGUSR1 from nowhere'), "
+      "(8, 'signal-forwarded', 0, 'SIGTERM from a process outside traindoc''s pid namespace (its "
+      "container''s runtime or host: docker stop or a Kubernetes pod''s end), passed on to 2 "
+      "process(es)'), "
+      "(9, 'signal-forwarded', 4242, 'SIGTERM from pid 4242, passed on to 1 process(es)'), "
+      "(10, 'signal-forwarded', 9, 'SIGHUP from pid 9 (a (b)), passed on to 2 process(es)')";
+  using Told = std::tuple<std::optional<int64_t>, std::optional<int64_t>, std::string>;
+  const std::vector<Told> expected = {
+      {SIGTERM, 3, "SIGTERM from pid 4242 (slurmstepd)"},
+      {SIGINT, 0, "SIGINT from the terminal"},
+      {SIGTERM, 0, "SIGTERM from pid 7 (timeout)"},
+      {SIGKILL, 12, "SIGKILL at the second interrupt"},
+      {SIGHUP, 2, "SIGHUP"},
+      {SIGQUIT, 1, "SIGQUIT from the terminal"},
+      {std::nullopt, std::nullopt, "SIGUSR1 from nowhere"},
+      {SIGTERM, 2, "SIGTERM from " + sender_words({0, SI_USER, ""})},
+      {SIGTERM, 1, "SIGTERM from pid 4242"},
+      {SIGHUP, 2, "SIGHUP from pid 9 (a (b))"}};
+  auto told = [](const Evidence& evidence) {
+    std::vector<Told> out;
     for (const Event& e : evidence.events) {
-      if (e.kind == EventKind::kSignalForwarded && e.t_ns < 100) out.emplace_back(e.a, e.b);
+      if (e.kind == EventKind::kSignalForwarded && e.t_ns < 100) {
+        out.emplace_back(e.a, e.b, forwarded_request(e));
+      }
     }
     return out;
   };
   TempDir dir;
-  for (const char* fixture : {"schema_v8.sql", "schema_v9.sql"}) {
+  for (const char* fixture : {"schema_v8.sql", "schema_v9.sql", "schema_v10.sql"}) {
     SCOPED_TRACE(fixture);
     const std::string path = dir.file(std::string(fixture) + ".db");
     load_sql_fixture(fixture, path);
@@ -730,31 +745,44 @@ TEST(StoreReader, ReadsTheNumbersOfASignalForwardedFromTheWordsOfOlderFiles) {
             nullptr, nullptr, nullptr),
         SQLITE_OK);
     sqlite3_close(db);
-    EXPECT_EQ(numbers(read_evidence(path)), expected);
+    EXPECT_EQ(told(read_evidence(path)), expected);
     { StoreWriter::open(path); }  // an older file is upgraded: its columns filled from the words
-    EXPECT_EQ(numbers(read_evidence(path)), expected);
+    EXPECT_EQ(told(read_evidence(path)), expected);
   }
-  // This build's own events keep their numbers, whatever their words.
+  // The frozen file of schema 11 holds its sender in columns.
+  const std::string v11 = dir.file("v11.db");
+  load_sql_fixture("schema_v11.sql", v11);
+  const Evidence frozen = read_evidence(v11);
+  auto stop = std::find_if(frozen.events.begin(), frozen.events.end(),
+                           [](const Event& e) { return e.t_ns == 1700000029200000000; });
+  ASSERT_NE(stop, frozen.events.end());
+  EXPECT_EQ(stop->c, 0);
+  EXPECT_EQ(stop->name, "slurmstepd");
+  EXPECT_EQ(forwarded_request(*stop), "SIGTERM from pid 4242 (slurmstepd)");
+  // This build's own events keep their facts, whatever their words.
   const std::string fresh = dir.file("run.db");
-  {
-    StoreWriter writer = StoreWriter::open(fresh);
-    writer.add_event({1, EventKind::kSignalForwarded, 0, "SIGINT, sent to 9 process(es)", 15, 4});
-  }
-  EXPECT_EQ(numbers(read_evidence(fresh)), (Numbers{{15, 4}}));
+  const Event own{
+      1,       EventKind::kSignalForwarded, 4242, "SIGINT, sent to 9 process(es)", 15, 4, SI_QUEUE,
+      "sbatch"};
+  { StoreWriter::open(fresh).add_event(own); }
+  const std::vector<Event> events = read_evidence(fresh).events;
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], own);
+  EXPECT_EQ(forwarded_request(events[0]), "SIGTERM from pid 4242 (sbatch)");
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v10.sql. A change
+// The golden check: the schema this build creates is the one frozen in schema_v11.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV10Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV11Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v10.sql", fixture);
+  load_sql_fixture("schema_v11.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 10);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 11);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);
