@@ -14,11 +14,11 @@ using store::elapsed_ns;
 using store::elapsed_s;
 using store::shifted_ns;
 
-// How long the run lasted, where its times tell: both recorded (wall-clock times, so after 1970)
-// and the end not before the start. None for a run still going or one whose times are absurd.
+// How long the run lasted, where its times tell one (store::duration_ns) and its start was
+// recorded (0: not). None for a run still going or one whose times are absurd.
 inline std::optional<int64_t> run_duration_ns(const store::RunInfo& run) {
-  if (run.start_ns <= 0 || run.end_ns < run.start_ns) return std::nullopt;
-  return run.end_ns - run.start_ns;
+  if (run.start_ns == 0) return std::nullopt;
+  return store::duration_ns(run.start_ns, run.end_ns);
 }
 
 }  // namespace traindoc::report
