@@ -73,7 +73,11 @@ class Axis {
 
   std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
     if (!per_step()) {
-      return static_cast<double>(store::elapsed_ns(first_sample_ns, t_ns)) / kNsPerMinute;
+      // A sample whose time tells no duration since the first (a clock far off, a damaged file)
+      // has no place on the axis: the span in words stays a duration.
+      std::optional<int64_t> since = store::duration_ns(first_sample_ns, t_ns);
+      if (!since) return std::nullopt;
+      return static_cast<double>(*since) / kNsPerMinute;
     }
     if (t_ns < m_counts.front().first || t_ns > m_counts.back().first) return std::nullopt;
     auto after = std::lower_bound(m_counts.begin(), m_counts.end(),

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -170,6 +171,26 @@ TEST(RuleMemoryLeak, GrowthPerMinuteWithoutStepCounts) {
   const Finding& f = *leaks(d)[0];
   EXPECT_EQ(f.title, "rank 0 (pid 2000): host memory grows 600 MiB per minute");
   EXPECT_THAT(f.evidence, Contains(HasSubstr("no training steps were counted")));
+}
+
+// A sample whose time tells no duration since the process's first (a clock far off, a damaged
+// run.db) is left out of growth per minute: the span in words is the minutes the samples tell.
+TEST(RuleMemoryLeak, ASampleCenturiesAwayIsNoPartOfGrowthPerMinute) {
+  Evidence e = job(300);
+  set_rss(e, kRank, leaking);
+  for (auto it = e.proc_samples.rbegin(); it != e.proc_samples.rend(); ++it) {
+    if (it->pid != kRank) continue;
+    it->t_ns = INT64_MAX - 1;
+    break;
+  }
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  for (const std::string& line : leaks(d)[0]->evidence) {
+    std::smatch span;
+    if (!std::regex_search(line, span, std::regex("([0-9.]+) minutes"))) continue;
+    EXPECT_LE(std::stod(span[1]), 5.0) << line;
+  }
+  EXPECT_EQ(leaks(d)[0]->title, "rank 0 (pid 2000): host memory grows 600 MiB per minute");
 }
 
 // Without step counts, growth over less than two minutes is a process importing its libraries
