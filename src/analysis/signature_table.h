@@ -1,6 +1,6 @@
-// The shape of the signature catalog's table (signature_table.cpp and
-// signature_table_distributed.cpp), shared with the engine that runs it (signatures.cpp). Internal
-// to the analysis library: use signatures.h.
+// The shape of the signature catalog's table (signature_table.cpp and its parts
+// signature_table_{distributed,python,device}.cpp), shared with the engine that runs it
+// (signatures.cpp). Internal to the analysis library: use signatures.h.
 #pragma once
 
 #include <optional>
@@ -8,6 +8,10 @@
 #include <vector>
 
 #include "analysis/finding_kind.h"
+
+// A size as PyTorch (format_size: "2.00 GiB", "123 bytes"), TensorFlow ("1.25GiB", "10.09G")
+// and XLA print it, for the tables' patterns: a macro, so that it joins the literals around it.
+#define TD_SIZE "([0-9]+(?:\\.[0-9]+)? ?(?:bytes|[KMGTPE]iB|[KMGTPE]B?|B))"
 
 namespace traindoc::analysis {
 
@@ -107,9 +111,10 @@ const Entry* find_entry(std::string_view id);
 // NCCL's line header: host, pid and GPU of the process that printed the line.
 Part nccl_header();
 
-// The entries of signature_table_distributed.cpp and signature_table_python.cpp, which
-// signature_table() includes.
+// The entries of signature_table_distributed.cpp, signature_table_python.cpp and
+// signature_table_device.cpp, which signature_table() includes.
 std::vector<Entry> distributed_signature_entries();
 std::vector<Entry> python_signature_entries();
+std::vector<Entry> device_signature_entries();
 
 }  // namespace traindoc::analysis

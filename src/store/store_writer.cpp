@@ -14,7 +14,8 @@
 #include <utility>
 
 #include "common/rank_env.h"
-#include "store/collective_words.h"
+#include "store/collective_tables.h"
+#include "store/crash_tables.h"
 #include "store/gpu_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
@@ -137,16 +138,6 @@ DELETE FROM step_samples WHERE rowid IN (
   WHERE first > 1 AND last > 1)
 )sql";
 
-// One statement for both cases: ?1 is the id of the crash being replaced, or NULL for a new one.
-// REPLACE deletes the old row of that id (and key) and writes the new one under the same id.
-constexpr const char* kReplaceCrash = R"sql(
-INSERT OR REPLACE INTO crashes (id, pid, start_ticks, tid, thread_name, signo, code, fault_addr,
-                                sender_pid, time_ns, pc, sp, fp, stack_lo, stack_hi,
-                                other_crashes, maps, code_bytes, python_traceback, python_note)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-        ?20)
-)sql";
-
 uint64_t parse_count(const std::string& text) {
   uint64_t value = 0;
   std::from_chars(text.data(), text.data() + text.size(), value);
@@ -210,26 +201,16 @@ struct StoreWriter::Impl {
   Statement thin_host_update;
   Statement thin_host_delete;
   Statement thin_steps_delete;
-  Statement find_crash;
-  Statement replace_crash;
-  Statement delete_crash_frames;
-  Statement delete_crash_inlined;
-  Statement insert_crash_frame;
-  Statement insert_crash_inlined;
   Statement insert_log_line;
   Statement drop_log_lines;
   detail::GpuTables gpu;
-  Statement insert_collective;
-  Statement end_collective;
-  Statement insert_issue;
-  Statement insert_issue_rank;
+  detail::CrashTables crashes;
+  detail::CollectiveTables collectives;
 
   bool in_transaction = false;
   int64_t thinned_until_ns = 0;
   std::unordered_map<std::string, int64_t> event_counts;
   std::unordered_map<std::string, int64_t> log_line_counts;
-  int64_t crash_count = 0;
-  int64_t collective_count = 0;
   // What the bounds removed, by meta key ("events_dropped:<kind>", "log_lines_dropped:<stream>",
   // "crashes_dropped"); the keys changed since the last commit are written by flush().
   std::map<std::string, uint64_t> dropped;
@@ -295,18 +276,6 @@ struct StoreWriter::Impl {
     thin_host_update = Statement(d, kThinHostUpdate);
     thin_host_delete = Statement(d, kThinHostDelete);
     thin_steps_delete = Statement(d, kThinStepsDelete);
-    find_crash = Statement(d, "SELECT id FROM crashes WHERE pid = ?1 AND start_ticks = ?2");
-    replace_crash = Statement(d, kReplaceCrash);
-    delete_crash_frames = Statement(d, "DELETE FROM crash_frames WHERE crash_id = ?1");
-    delete_crash_inlined = Statement(d, "DELETE FROM crash_inlined WHERE crash_id = ?1");
-    insert_crash_frame =
-        Statement(d,
-                  "INSERT INTO crash_frames (crash_id, position, address, module, module_offset, "
-                  "function, function_offset, file, line) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-    insert_crash_inlined = Statement(d,
-                                     "INSERT INTO crash_inlined (crash_id, frame, position, "
-                                     "function) VALUES (?1, ?2, ?3, ?4)");
     insert_log_line =
         Statement(d, "INSERT INTO log_lines (t_ns, stream, number, text) VALUES (?1, ?2, ?3, ?4)");
     // ?2: the rows kept for good, ?3: how many of the oldest rolling rows go.
@@ -314,28 +283,8 @@ struct StoreWriter::Impl {
                                "DELETE FROM log_lines WHERE id IN (SELECT id FROM log_lines "
                                "WHERE stream = ?1 ORDER BY id LIMIT ?3 OFFSET ?2)");
     gpu = detail::GpuTables(d);
-    insert_collective = Statement(
-        d,
-        "INSERT INTO collectives (t_ns, end_ns, pid, start_ticks, group_id, number, group_rank, "
-        "group_size, source, op, dtype, count, tensors, redop, peer, site, step, async, raised) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-        "?19)");
-    end_collective =
-        Statement(d,
-                  "UPDATE collectives SET end_ns = ?1, raised = ?2 WHERE group_id = ?3 "
-                  "AND number = ?4 AND pid = ?5 AND start_ticks = ?6");
-    insert_issue = Statement(
-        d,
-        "INSERT INTO collective_issues (t_ns, first_ns, kind, group_id, number, op, field, "
-        "message, aborted, group_size, default_group, pair, wait_end, wait_end_rank, alone, "
-        "waited_ns, quiet_ns, sites_differed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)");
-    insert_issue_rank = Statement(
-        d,
-        "INSERT INTO collective_issue_ranks (issue_id, position, group_rank, pid, start_ticks, "
-        "value, site, state, last_call, calls, stack, status, job_rank, odd, op, peer, late_ns, "
-        "ended, exit_code, exit_signal, finished) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-        "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+    crashes = detail::CrashTables(d);
+    collectives = detail::CollectiveTables(d);
   }
 
   // What an earlier writer of this file left: reopening appends under the same bounds.
@@ -344,8 +293,6 @@ struct StoreWriter::Impl {
     while (counts.step()) event_counts[counts.text(0)] = counts.int64(1);
     Statement lines(db.get(), "SELECT stream, count(*) FROM log_lines GROUP BY stream");
     while (lines.step()) log_line_counts[lines.text(0)] = lines.int64(1);
-    crash_count = detail::query_int(db.get(), "SELECT count(*) FROM crashes");
-    collective_count = detail::query_int(db.get(), "SELECT count(*) FROM collectives");
     Statement meta(db.get(), "SELECT key, value FROM meta");
     while (meta.step()) {
       const std::string key = meta.text(0);
@@ -661,68 +608,11 @@ void StoreWriter::write_log_stream(const LogStream& stream) {
   });
 }
 
-void StoreWriter::write_crash(const Crash& c) {
+void StoreWriter::write_crash(const Crash& crash) {
   guarded([&] {
-    Impl& s = *m_impl;
     begin_if_needed();
-    std::optional<int64_t> id;
-    s.find_crash.bind(1, c.pid).bind(2, c.start_ticks);
-    if (s.find_crash.step()) id = s.find_crash.int64(0);
-    s.find_crash.reset();
-    if (!id && s.crash_count >= s.options.max_crashes) {
-      s.count_dropped(schema::kMetaCrashesDropped, 1);
-      return;
-    }
-    s.replace_crash.bind(1, id)
-        .bind(2, c.pid)
-        .bind(3, c.start_ticks)
-        .bind(4, c.tid)
-        .bind(5, c.thread_name)
-        .bind(6, c.signo)
-        .bind(7, c.code)
-        .bind(8, c.fault_addr)
-        .bind(9, c.sender_pid)
-        .bind(10, c.time_ns)
-        .bind(11, c.pc)
-        .bind(12, c.sp)
-        .bind(13, c.fp)
-        .bind(14, c.stack_lo)
-        .bind(15, c.stack_hi)
-        .bind(16, c.other_crashes)
-        .bind(17, c.maps)
-        .bind(18, c.code_bytes)
-        .bind(19, c.python_traceback)
-        .bind(20, c.python_note)
-        .run();
-    int64_t crash_id = 0;
-    if (id) {
-      crash_id = *id;
-      s.delete_crash_frames.bind(1, crash_id).run();
-      s.delete_crash_inlined.bind(1, crash_id).run();
-    } else {
-      crash_id = sqlite3_last_insert_rowid(s.db.get());
-      ++s.crash_count;
-    }
-    for (size_t i = 0; i < c.frames.size(); ++i) {
-      const NativeFrame& f = c.frames[i];
-      const auto position = static_cast<int64_t>(i);
-      s.insert_crash_frame.bind(1, crash_id)
-          .bind(2, position)
-          .bind(3, f.address)
-          .bind(4, f.module)
-          .bind(5, f.module_offset)
-          .bind(6, f.function)
-          .bind(7, f.function_offset)
-          .bind(8, f.file)
-          .bind(9, f.line)
-          .run();
-      for (size_t j = 0; j < f.inlined.size(); ++j) {
-        s.insert_crash_inlined.bind(1, crash_id)
-            .bind(2, position)
-            .bind(3, static_cast<int64_t>(j))
-            .bind(4, f.inlined[j])
-            .run();
-      }
+    if (!m_impl->crashes.write(crash, m_impl->options.max_crashes)) {
+      m_impl->count_dropped(schema::kMetaCrashesDropped, 1);
     }
   });
 }
@@ -731,103 +621,25 @@ void StoreWriter::add_collectives(const std::vector<CollectiveCall>& calls) {
   guarded([&] {
     Impl& s = *m_impl;
     begin_if_needed();
-    for (const CollectiveCall& c : calls) {
-      if (s.collective_count >= s.options.max_collectives) {
+    for (const CollectiveCall& call : calls) {
+      if (!s.collectives.add_call(call, s.options.max_collectives)) {
         s.count_dropped(schema::kMetaCollectivesDropped, 1);
-        continue;
       }
-      s.insert_collective.bind(1, c.t_ns)
-          .bind(2, c.end_ns)
-          .bind(3, c.pid)
-          .bind(4, c.start_ticks)
-          .bind(5, c.group)
-          .bind(6, c.number)
-          .bind(7, c.group_rank)
-          .bind(8, c.group_size)
-          .bind(9, c.source)
-          .bind(10, c.op)
-          .bind(11, c.dtype)
-          .bind(12, c.count)
-          .bind(13, c.tensors)
-          .bind(14, c.redop)
-          .bind(15, c.peer)
-          .bind(16, c.site)
-          .bind(17, c.step)
-          .bind(18, c.async ? 1 : 0)
-          .bind(19, c.raised ? 1 : 0)
-          .run();
-      ++s.collective_count;
     }
   });
 }
 
 void StoreWriter::end_collectives(const std::vector<CollectiveCall>& calls) {
   guarded([&] {
-    Impl& s = *m_impl;
     begin_if_needed();
-    for (const CollectiveCall& c : calls) {
-      s.end_collective.bind(1, c.end_ns)
-          .bind(2, c.raised ? 1 : 0)
-          .bind(3, c.group)
-          .bind(4, c.number)
-          .bind(5, c.pid)
-          .bind(6, c.start_ticks)
-          .run();
-    }
+    for (const CollectiveCall& call : calls) m_impl->collectives.end_call(call);
   });
 }
 
-// The facts in their columns; message and state hold the same in words, for people who read
-// the file with sqlite3 (traindoc reads the facts).
 void StoreWriter::add_collective_issue(const CollectiveIssue& issue) {
   guarded([&] {
-    Impl& s = *m_impl;
     begin_if_needed();
-    s.insert_issue.bind(1, issue.t_ns)
-        .bind(2, issue.first_ns)
-        .bind(3, to_string(issue.kind))
-        .bind(4, issue.group)
-        .bind(5, issue.number)
-        .bind(6, issue.op)
-        .bind(7, to_string(issue.field))
-        .bind(8, issue_line(issue))
-        .bind(9, issue.aborted)
-        .bind(10, issue.group_size)
-        .bind(11, issue.default_group)
-        .bind(12, issue.pair)
-        .bind(13, to_string(issue.wait_end))
-        .bind(14, issue.wait_end_rank)
-        .bind(15, issue.alone)
-        .bind(16, issue.waited_ns)
-        .bind(17, issue.quiet_ns)
-        .bind(18, issue.sites_differed_at)
-        .run();
-    int64_t id = sqlite3_last_insert_rowid(s.db.get());
-    for (size_t i = 0; i < issue.ranks.size(); ++i) {
-      const CollectiveIssueRank& r = issue.ranks[i];
-      s.insert_issue_rank.bind(1, id)
-          .bind(2, static_cast<int64_t>(i))
-          .bind(3, r.group_rank)
-          .bind(4, r.pid)
-          .bind(5, r.start_ticks)
-          .bind(6, r.value)
-          .bind(7, r.site)
-          .bind(8, rank_state_text(issue, r))
-          .bind(9, r.last_call)
-          .bind(10, r.calls)
-          .bind(11, r.stack)
-          .bind(12, to_string(r.state))
-          .bind(13, r.job_rank)
-          .bind(14, r.odd)
-          .bind(15, r.op)
-          .bind(16, r.peer)
-          .bind(17, r.late_ns)
-          .bind(18, r.end.has_value())
-          .bind(19, r.end ? r.end->exit_code : std::nullopt)
-          .bind(20, r.end ? r.end->exit_signal : std::nullopt)
-          .bind(21, r.end && r.end->finished)
-          .run();
-    }
+    m_impl->collectives.add_issue(issue);
   });
 }
 
