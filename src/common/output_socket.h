@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -34,6 +35,20 @@ inline socklen_t abstract_address(sockaddr_un& address, std::string_view name) {
   size_t length = name.size() < sizeof(address.sun_path) - 1 ? name.size() : 0;
   memcpy(address.sun_path + 1, name.data(), length);
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
+}
+
+// A connection to the socket of abstract name `name`, as a sender makes it (`flags`: more socket
+// flags, such as SOCK_NONBLOCK); -1 when refused.
+inline int connect_abstract(std::string_view name, int flags = 0) {
+  int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0);
+  if (sock < 0) return -1;
+  sockaddr_un address;
+  socklen_t size = abstract_address(address, name);
+  if (connect(sock, reinterpret_cast<const sockaddr*>(&address), size) != 0) {
+    close(sock);
+    return -1;
+  }
+  return sock;
 }
 
 // One note with room for one descriptor, ready for sendmsg() or recvmsg(). Not copyable: the
@@ -66,19 +81,6 @@ struct NoteMessage {
     attached->cmsg_type = SCM_RIGHTS;
     attached->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(attached), &fd, sizeof(int));
-  }
-
-  // The descriptor that came with a received note; -1 when none.
-  int attached() {
-    for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-          c->cmsg_len == CMSG_LEN(sizeof(int))) {
-        int fd = -1;
-        memcpy(&fd, CMSG_DATA(c), sizeof(int));
-        return fd;
-      }
-    }
-    return -1;
   }
 };
 

@@ -9,150 +9,23 @@
 #include <string>
 #include <utility>
 
+#include "supervisor/collective_ops.h"
 #include "supervisor/collective_text.h"
 
 namespace traindoc::supervisor {
 namespace {
 
 using common::CollectiveCall;
-using common::CollectiveOp;
 
 constexpr size_t kFirstCalls = 200;
 constexpr size_t kRecentCalls = 64;
 constexpr size_t kMaxPendingNumbers = 4096;
 constexpr int64_t kReapSlackNs = 1'000'000'000;
 
-bool is_lifetime(uint16_t op) {
-  return op >= static_cast<uint16_t>(CollectiveOp::kGroupStart);
-}
-
-bool is_p2p(uint16_t op) {
-  return op == static_cast<uint16_t>(CollectiveOp::kSend) ||
-         op == static_cast<uint16_t>(CollectiveOp::kRecv);
-}
-
-bool is_python(const CollectiveCall& call) {
-  return call.source == static_cast<uint8_t>(common::CollectiveSource::kPython);
-}
-
-// Whether the call's return says nothing of its peers: it returns once issued (async_op=True,
-// isend/irecv) or once queued (NCCL, CUDA tensors), and completes later, out of sight.
-bool returns_early(const CollectiveCall& call) {
-  return !is_python(call) ||
-         (call.flags & (common::kCollectiveAsync | common::kCollectiveQueued)) != 0;
-}
-
 // Whether a call can still be running: one that returns early (only the order of calls tells
 // for it), or a blocking one that has not returned.
 bool still_running(const CollectiveCall& call, int64_t end_ns) {
   return returns_early(call) || end_ns == 0;
-}
-
-// Ops that return on no rank before every rank has joined: one that returned while a rank never
-// joined failed (a timeout, a closed connection). A root's broadcast or a send may return first.
-bool completes_together(uint16_t op) {
-  switch (static_cast<CollectiveOp>(op)) {
-    case CollectiveOp::kAllReduce:
-    case CollectiveOp::kAllGather:
-    case CollectiveOp::kReduceScatter:
-    case CollectiveOp::kAllToAll:
-    case CollectiveOp::kBarrier:
-    case CollectiveOp::kMonitoredBarrier:
-    case CollectiveOp::kAllGatherObject:
-    case CollectiveOp::kAllReduceCoalesced:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool rooted(uint16_t op) {
-  switch (static_cast<CollectiveOp>(op)) {
-    case CollectiveOp::kBroadcast:
-    case CollectiveOp::kReduce:
-    case CollectiveOp::kGather:
-    case CollectiveOp::kScatter:
-    case CollectiveOp::kBroadcastObject:
-    case CollectiveOp::kGatherObject:
-    case CollectiveOp::kScatterObject:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Ops that every rank makes alike, with no root or peer, and whose results depend on what each
-// rank passes: the same call from different places is a rank-dependent code path that pairs the
-// wrong data. Rooted ops differ by place in the usual `if rank == root:`, and barriers, which
-// carry nothing, in the usual "rank 0 first" (`if rank != 0: barrier()`, work, `if rank == 0:
-// barrier()`).
-bool symmetric(uint16_t op) {
-  switch (static_cast<CollectiveOp>(op)) {
-    case CollectiveOp::kAllReduce:
-    case CollectiveOp::kAllReduceCoalesced:
-    case CollectiveOp::kAllGather:
-    case CollectiveOp::kReduceScatter:
-    case CollectiveOp::kAllToAll:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Ops whose tensors may differ across ranks by design: all_to_all splits, object payloads.
-bool shapes_compared(uint16_t op) {
-  switch (static_cast<CollectiveOp>(op)) {
-    case CollectiveOp::kAllToAll:
-    case CollectiveOp::kBarrier:
-    case CollectiveOp::kMonitoredBarrier:
-    case CollectiveOp::kAllGatherObject:
-    case CollectiveOp::kBroadcastObject:
-    case CollectiveOp::kGatherObject:
-    case CollectiveOp::kScatterObject:
-    case CollectiveOp::kCommSplit:
-      return false;
-    default:
-      return true;
-  }
-}
-
-struct Field {
-  store::IssueField field;
-  std::string (*value)(const CollectiveCall&);
-};
-
-// What must agree, in the order a user should hear about it. A field whose value is "" on every
-// rank (not recorded by that source) agrees.
-std::vector<Field> fields_of(uint16_t op) {
-  std::vector<Field> out;
-  out.push_back({store::IssueField::kOp, [](const CollectiveCall& c) {
-                   // The two sides of a point-to-point pair agree when they are send and recv.
-                   return is_p2p(c.op) ? std::string("send/recv") : op_name(c.op);
-                 }});
-  if (shapes_compared(op)) {
-    out.push_back(
-        {store::IssueField::kShape, [](const CollectiveCall& c) { return shapes_text(c, false); }});
-    out.push_back({store::IssueField::kDtype, types_text});
-    out.push_back({store::IssueField::kDevice, devices_text});
-    out.push_back({store::IssueField::kCount, [](const CollectiveCall& c) {
-                     return is_python(c) ? std::string() : std::to_string(c.count);
-                   }});
-  } else if (static_cast<CollectiveOp>(op) == CollectiveOp::kAllToAll) {
-    out.push_back({store::IssueField::kDtype, types_text});
-    out.push_back({store::IssueField::kDevice, devices_text});
-  }
-  out.push_back(
-      {store::IssueField::kRedop, [](const CollectiveCall& c) { return redop_name(c.redop); }});
-  if (rooted(op)) {
-    out.push_back(
-        {store::IssueField::kRoot, [](const CollectiveCall& c) { return std::to_string(c.peer); }});
-  }
-  if (static_cast<CollectiveOp>(op) == CollectiveOp::kBroadcastObject) {
-    // The hook's count of a broadcast_object_list is the list's length.
-    out.push_back({store::IssueField::kListLength,
-                   [](const CollectiveCall& c) { return std::to_string(c.count); }});
-  }
-  return out;
 }
 
 bool ended_normally(const store::ProcessRecord& process) {
@@ -279,9 +152,7 @@ void CollectiveChecker::add(const AgentCollective& record) {
   if (rank.first.size() < kFirstCalls) rank.first.push_back(held);
   rank.recent.push_back(held);
   if (rank.recent.size() > kRecentCalls) rank.recent.pop_front();
-  if (is_lifetime(call.op) && static_cast<CollectiveOp>(call.op) != CollectiveOp::kCommSplit) {
-    return;
-  }
+  if (!compared(call.op)) return;
   // On several machines the world group's calls from elsewhere never arrive: its ranks here are
   // compared among themselves.
   int needed = group.size;
@@ -348,7 +219,7 @@ void CollectiveChecker::compare(uint64_t id, Group& group, uint64_t number, int6
   }
   if (calls.size() < 2) return;
   const CollectiveCall& first = calls[0]->call;
-  for (const Field& field : fields_of(first.op)) {
+  for (const CallField& field : fields_of(first.op)) {
     std::vector<std::string> values;
     values.reserve(calls.size());
     for (const Held* held : calls) values.push_back(field.value(held->call));

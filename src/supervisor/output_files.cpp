@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -34,6 +35,25 @@ bool trusted_peer(const ucred& peer) {
   return stat && below(*stat, getpid());
 }
 
+// Every descriptor that came with a message, each ours to close whatever the note is worth: a
+// peer may attach more than one (the room for one descriptor holds two, rounded up), and the
+// kernel has installed all it could.
+std::vector<FileDescriptor> attached(msghdr& header) {
+  std::vector<FileDescriptor> out;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&header); c != nullptr; c = CMSG_NXTHDR(&header, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) {
+      continue;
+    }
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      out.emplace_back(fd);
+    }
+  }
+  return out;
+}
+
 // The note and the descriptor on one connection; nullopt while the note is not there yet.
 // `done`: the connection has nothing more to give.
 std::optional<OutputFile> receive(int connection, bool& done) {
@@ -41,14 +61,20 @@ std::optional<OutputFile> receive(int connection, bool& done) {
   ssize_t n = recvmsg(connection, &message.header, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
   done = !(n < 0 && (errno == EAGAIN || errno == EINTR));
   if (n < 0) return std::nullopt;
-  FileDescriptor sent(message.attached());
+  std::vector<FileDescriptor> descriptors = attached(message.header);
+  if (descriptors.size() != 1) return std::nullopt;  // an agent sends one
+  const FileDescriptor& sent = descriptors[0];
   const common::OutputNote& note = message.note;
   ucred peer{};
   socklen_t size = sizeof(peer);
-  if (n < static_cast<ssize_t>(sizeof(note)) || sent.get() < 0 || note.fd < 0 ||
+  if (n < static_cast<ssize_t>(sizeof(note)) || note.fd < 0 ||
       getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || !trusted_peer(peer)) {
     return std::nullopt;
   }
+  // Only a regular file, as an agent sends: opening a named pipe that has no writer waits for
+  // one, and a pipe's reader kept open here would spare its writers the EPIPE they are owed.
+  struct stat file {};
+  if (fstat(sent.get(), &file) != 0 || !S_ISREG(file.st_mode)) return std::nullopt;
   // Opened anew for reading (the process's own may be write-only), through our descriptor: the
   // file the process holds, whatever its name is now.
   std::string link = "/proc/self/fd/" + std::to_string(sent.get());

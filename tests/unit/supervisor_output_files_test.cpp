@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,18 +24,6 @@ namespace traindoc::supervisor {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A connection to the reader's socket, as an agent makes it.
-int connect_to(const std::string& name) {
-  int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  socklen_t size = common::abstract_address(address, name);
-  if (connect(sock, reinterpret_cast<const sockaddr*>(&address), size) != 0) {
-    close(sock);
-    return -1;
-  }
-  return sock;
-}
 
 // Sends `note` with `fd` attached (none when -1) on `sock`, `size` bytes of it, then `path`.
 bool send_note(int sock, const common::OutputNote& note, int fd, size_t size = sizeof(note),
@@ -80,7 +69,7 @@ TEST(OutputFiles, AHandedOverFileIsReadThroughItsDescriptor) {
   if (child == 0) {
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || write(fd, "before\nTraceback\n", 17) != 17) _exit(2);
-    int sock = connect_to(reader.socket_name());
+    int sock = common::connect_abstract(reader.socket_name());
     common::OutputNote note{.fd = 1, .reserved = 0, .time_ns = 1234, .offset = 7};
     _exit(sock >= 0 && send_note(sock, note, fd) ? 0 : 3);
   }
@@ -109,10 +98,10 @@ TEST(OutputFiles, MalformedNotesGiveNothingAndALateOneComes) {
   int file = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   ASSERT_GE(file, 0);
   common::OutputNote note{.fd = 2, .reserved = 0, .time_ns = 5, .offset = 0};
-  int late = connect_to(reader.socket_name());
-  int without_fd = connect_to(reader.socket_name());
-  int short_note = connect_to(reader.socket_name());
-  int silent = connect_to(reader.socket_name());
+  int late = common::connect_abstract(reader.socket_name());
+  int without_fd = common::connect_abstract(reader.socket_name());
+  int short_note = common::connect_abstract(reader.socket_name());
+  int silent = common::connect_abstract(reader.socket_name());
   ASSERT_TRUE(send_note(without_fd, note, -1));
   ASSERT_TRUE(send_note(short_note, note, file, sizeof(note) - 1));
   close(silent);
@@ -128,6 +117,66 @@ TEST(OutputFiles, MalformedNotesGiveNothingAndALateOneComes) {
   fs::remove(path);
 }
 
+int open_descriptors() {
+  return static_cast<int>(std::distance(fs::directory_iterator("/proc/self/fd"), {}));
+}
+
+// A note with two descriptors attached (the room for one holds two, rounded up): both are
+// received, and both are closed, though the note is refused; any process can send such notes.
+TEST(OutputFiles, EveryDescriptorAttachedIsClosed) {
+  OutputFilesReader reader;
+  int before = open_descriptors();
+  int sock = common::connect_abstract(reader.socket_name());
+  int fds[2] = {open("/dev/null", O_RDONLY | O_CLOEXEC), open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  common::OutputNote note{.fd = 1, .reserved = 0, .time_ns = 1, .offset = 0};
+  common::NoteMessage message;
+  message.note = note;
+  message.send_path(0);
+  message.header.msg_controllen = CMSG_SPACE(sizeof(fds));
+  std::vector<char> control(message.header.msg_controllen);
+  message.header.msg_control = control.data();
+  cmsghdr* attached = CMSG_FIRSTHDR(&message.header);
+  attached->cmsg_level = SOL_SOCKET;
+  attached->cmsg_type = SCM_RIGHTS;
+  attached->cmsg_len = CMSG_LEN(sizeof(fds));
+  memcpy(CMSG_DATA(attached), fds, sizeof(fds));
+  ASSERT_EQ(sendmsg(sock, &message.header, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(note)));
+  for (int fd : {sock, fds[0], fds[1]}) close(fd);
+  EXPECT_TRUE(take_within(reader, 1, 0.2).empty());
+  EXPECT_EQ(open_descriptors(), before);
+}
+
+// Only regular files are output files, as an agent sends them: a named pipe without a writer
+// would hold the main loop in open() until one comes (here a thread, a second later), and a
+// pipe's reader kept open would spare its writers the EPIPE they are owed.
+TEST(OutputFiles, NoPipeIsOpenedNorKept) {
+  OutputFilesReader reader;
+  std::string fifo = temp_file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int fifo_reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fifo_reader, 0);
+  int pipe_ends[2];
+  ASSERT_EQ(pipe2(pipe_ends, O_CLOEXEC), 0);
+  common::OutputNote note{.fd = 1, .reserved = 0, .time_ns = 1, .offset = 0};
+  for (int fd : {fifo_reader, pipe_ends[1]}) {
+    int sock = common::connect_abstract(reader.socket_name());
+    ASSERT_TRUE(send_note(sock, note, fd, sizeof(note), "/tmp/out.log"));
+    close(sock);
+  }
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    close(open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+  });
+  auto start = std::chrono::steady_clock::now();
+  std::vector<OutputFile> files = reader.take();
+  auto took = std::chrono::steady_clock::now() - start;
+  writer.join();
+  EXPECT_LT(took, std::chrono::milliseconds(500)) << "waited in open() for the pipe's writer";
+  EXPECT_TRUE(files.empty());
+  for (int fd : {fifo_reader, pipe_ends[0], pipe_ends[1]}) close(fd);
+  fs::remove(fifo);
+}
+
 // Anyone on the machine can find the abstract name and connect: a process of another user that
 // does not run below traindoc hands nothing over.
 TEST(OutputFiles, AnotherUsersProcessOutsideTheJobIsRefused) {
@@ -141,7 +190,7 @@ TEST(OutputFiles, AnotherUsersProcessOutsideTheJobIsRefused) {
     // Its child is adopted by init (or the nearest subreaper above this test) once it exits.
     if (fork() != 0) _exit(0);
     if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
-    int sock = connect_to(reader.socket_name());
+    int sock = common::connect_abstract(reader.socket_name());
     common::OutputNote note{.fd = 1, .reserved = 0, .time_ns = 1, .offset = 0};
     _exit(sock >= 0 && send_note(sock, note, file) ? 0 : 3);
   }
