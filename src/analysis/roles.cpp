@@ -31,6 +31,29 @@ bool started_before(const store::ProcessRecord& up, const store::ProcessRecord& 
   return up.start_ns <= (child.end_ns != 0 ? child.end_ns : child.start_ns);
 }
 
+// A damaged or planted run.db may link processes in a circle (each the other's parent, started in
+// the same clock tick, which a parent and its child may share): the link that closes a circle is
+// cut, so that every walk up ends. One pass: 1 marks the path walked now, 2 what is done.
+void cut_circles(std::vector<int>& parent) {
+  std::vector<uint8_t> state(parent.size(), 0);
+  std::vector<size_t> path;
+  for (size_t i = 0; i < parent.size(); ++i) {
+    path.clear();
+    for (size_t at = i; state[at] == 0;) {
+      state[at] = 1;
+      path.push_back(at);
+      if (parent[at] == kNone) break;
+      auto up = static_cast<size_t>(parent[at]);
+      if (state[up] == 1) {
+        parent[at] = kNone;
+        break;
+      }
+      at = up;
+    }
+    for (size_t walked : path) state[walked] = 2;
+  }
+}
+
 // Parent index of each process: the latest process with the parent's pid that started first.
 std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
   std::vector<int> parent(procs.size(), kNone);
@@ -44,6 +67,7 @@ std::vector<int> parent_links(const std::vector<store::ProcessRecord>& procs) {
       }
     }
   }
+  cut_circles(parent);
   return parent;
 }
 

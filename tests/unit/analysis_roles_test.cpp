@@ -102,6 +102,21 @@ TEST(Roles, EmptyInput) {
   EXPECT_TRUE(assign_roles({}, 1).empty());
 }
 
+// A damaged run.db (found by fuzz_analyze) whose processes are each other's parent, started in the
+// same tick: the roles are still given, once, rather than walked up in a circle forever.
+TEST(Roles, ProcessesThatAreEachOthersParentEndTheWalk) {
+  std::vector<ProcessRecord> procs = {ranked(proc(101, 103, 10, "python train.py"), "env", 0),
+                                      proc(102, 101, 10, "python train.py"),
+                                      proc(103, 102, 10, "python train.py"),
+                                      proc(104, 104, 10, "python train.py")};
+  std::vector<ProcessRole> roles = assign_roles(procs, 101);
+  ASSERT_EQ(roles.size(), procs.size());
+  int ranks = 0;
+  for (const ProcessRole& role : roles) ranks += role.role == Role::kRank ? 1 : 0;
+  EXPECT_EQ(ranks, 1);
+  for (int pid : {101, 102, 103, 104}) EXPECT_FALSE(text_of(procs, roles, pid).empty()) << pid;
+}
+
 TEST(Roles, TorchrunLauncherRanksAndWorkers) {
   std::vector<ProcessRecord> procs = torchrun_tree();
   std::vector<ProcessRole> roles = assign_roles(procs, 100);
