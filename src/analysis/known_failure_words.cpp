@@ -17,21 +17,50 @@ std::string millis(const std::string& ms) {
 
 }  // namespace
 
+std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes) {
+  if (!label) return kLabelFix;
+  std::string value = std::to_string(*label);
+  std::string count = classes ? std::to_string(*classes) : "C";
+  std::string last = classes ? std::to_string(*classes - 1) : "C-1";
+  // The void labels, which a loss is told to ignore: segmentation masks' 255, and PyTorch's
+  // default ignore_index where the loss's was set to another.
+  if (*label == 255) {
+    return "The dataset's void label 255 is not ignored: use CrossEntropyLoss(ignore_index=255) "
+           "(or F.cross_entropy(..., ignore_index=255)), or remap void pixels to a class.";
+  }
+  if (*label == -100) {
+    return "-100 is PyTorch's default ignore_index, and this loss no longer ignores it: its "
+           "ignore_index was set to another value. If -100 marks the targets to skip, pass "
+           "ignore_index=-100 (the default), or remap them to the value the loss ignores.";
+  }
+  if (*label < 0) {
+    return "Label " + value + " is negative: the labels are wrong. Class labels run from 0 to " +
+           (classes ? last + " (the loss's input has " + count + " classes)"
+                    : std::string("the number of classes minus one")) +
+           ": check how the dataset makes them (a class missing from its mapping, an offset "
+           "subtracted).";
+  }
+  // A real class beyond the model's: too few classes, or labels numbered otherwise.
+  std::string fix = "Label " + value;
+  fix += classes ? " is beyond the model's " + count + " classes (0.." + last + ")"
+                 : " is not a class of the model";
+  fix += ": either the model has too few classes (";
+  if (classes) fix += "its output has " + count + ", ";
+  fix += "the labels go up to at least " + value +
+         ": set num_classes, the last layer's outputs, to at least " + std::to_string(*label + 1) +
+         ") or the labels are wrong (remap them to 0.." + last;
+  if (!classes) fix += " for C classes";
+  return fix + "; a 1-based labelling gives " + count + ").";
+}
+
 void label(const SignatureMatch& m, KnownFailure& f) {
   std::string value = field(m, "label");
   f.title = value.empty() ? "a target label is outside [0, classes)"
                           : "target label " + value + " is outside [0, classes)";
   if (value == "255") {
     f.evidence.push_back("255 is the void label of segmentation masks (Cityscapes, Pascal VOC)");
-    f.fix =
-        "The dataset's void label 255 is not ignored: use CrossEntropyLoss(ignore_index=255) "
-        "(or F.cross_entropy(..., ignore_index=255)), or remap void pixels to a class.";
-  } else if (!value.empty()) {
-    f.fix = "Label " + value +
-            " is not a class of the model: check the label mapping and the number of classes "
-            "(the model's output channels), or pass ignore_index=" +
-            value + " if it marks pixels to skip.";
   }
+  if (auto known = int_field(m, "label")) f.fix = label_fix(*known, std::nullopt);
 }
 
 void index(const SignatureMatch& m, KnownFailure& f) {
@@ -394,8 +423,13 @@ const char* const kCudaUnknownErrorFix =
     "the process gives the same error.";
 
 const char* const kLabelFix =
-    "A target label is outside [0, classes): check the label mapping and the number of "
-    "classes, or pass ignore_index for the label that marks pixels to skip.";
+    "A target label is outside [0, classes), and the GPU does not say which: find it with "
+    "`assert target.min() >= 0 and target.max() < num_classes` on the CPU before the loss (the "
+    "CPU's loss names it: \"Target N is out of bounds\"), or rerun with CUDA_LAUNCH_BLOCKING=1 "
+    "so that the traceback points at the loss. A label beyond the classes means the model has "
+    "too few (num_classes, the last layer's outputs) or the labels need remapping to "
+    "0..classes-1; only where the dataset's void label (e.g. 255) is in the targets, ignore it: "
+    "CrossEntropyLoss(ignore_index=255).";
 
 const char* const kIndexFix =
     "An index exceeds its dimension: check the ids fed to the embedding or gather against "

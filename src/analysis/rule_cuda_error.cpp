@@ -7,6 +7,7 @@
 
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
+#include "analysis/signature_words.h"
 
 namespace traindoc::analysis {
 namespace {
@@ -46,11 +47,8 @@ Assertions assertions_near(const RuleContext& context, const PythonTraceback& tb
 }
 
 std::string fix_for(FindingKind kind, bool kernel_known) {
-  if (kind == FindingKind::kLabelOutOfRange) {
-    return "A target label is outside [0, classes): the dataset's void label (255 in Cityscapes) "
-           "is not ignored. Use CrossEntropyLoss(ignore_index=255) or remap the labels; check "
-           "with `assert target.max() < num_classes` on the CPU.";
-  }
+  // The kernel's assertion names neither the label nor the class count.
+  if (kind == FindingKind::kLabelOutOfRange) return words::label_fix(std::nullopt, std::nullopt);
   if (kind == FindingKind::kIndexOutOfRange) {
     return "An index exceeds its dimension on the GPU: check the ids fed to the embedding, "
            "gather or index_select against its size (vocabulary, number of classes).";

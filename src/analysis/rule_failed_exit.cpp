@@ -7,6 +7,7 @@
 #include "analysis/known_failure.h"
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
+#include "analysis/signature_words.h"
 #include "store/time_math.h"
 
 namespace traindoc::analysis {
@@ -54,7 +55,7 @@ std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSumm
 
 // The class count that "Target 255 is out of bounds." does not say, from the Python hook's record
 // of the loss that rejected the label: the latest of this process for that label (`text`, "" when
-// the text did not say it).
+// the text did not say it). With both numbers the fix names the mistake.
 void add_class_count(const RuleContext& context, const ProcessSummary& p, const std::string& text,
                      Finding& f) {
   for (auto event = context.evidence.events.rbegin(); event != context.evidence.events.rend();
@@ -72,6 +73,7 @@ void add_class_count(const RuleContext& context, const ProcessSummary& p, const 
     f.title += ": the loss's input has " + std::to_string(classes) + " classes";
     f.evidence.push_back("the loss got label " + std::to_string(label) + " for an input of " +
                          std::to_string(classes) + " classes (Python hook)");
+    f.fix = words::label_fix(label, classes);
     return;
   }
 }

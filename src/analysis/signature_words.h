@@ -3,12 +3,21 @@
 // Internal to the analysis library. Pure.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "analysis/known_failure.h"
 
 namespace traindoc::analysis::words {
 
 // ---- known_failure_words.cpp: failures of a kind of their own --------------------------------
 void label(const SignatureMatch& m, KnownFailure& f);
+// The fix for a label a loss rejected, made from what is known of it: the label (the text's or
+// the Python hook's) and the class count of the loss's input (the hook's). A void label gets
+// ignore_index; a real class, the model's class count or the labels' mapping; neither known,
+// how to find them (kLabelFix). The one place of these words, for every rule that tells them.
+std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes);
 void index(const SignatureMatch& m, KnownFailure& f);
 void worker_timeout(const SignatureMatch& m, KnownFailure& f);
 void rendezvous_timeout(const SignatureMatch& m, KnownFailure& f);
@@ -74,6 +83,7 @@ void softmax_implicit_dim(const SignatureMatch& m, KnownFailure& f);
 void cuda_init_warning(const SignatureMatch& m, KnownFailure& f);
 
 // ---- fixes that several entries share (known_failure_words.cpp) -------------------------------
+// The fix for a rejected label where neither the label nor the class count is known (label_fix).
 extern const char* const kLabelFix;
 extern const char* const kIndexFix;
 extern const char* const kUnusedParametersFix;

@@ -277,7 +277,7 @@ torch.nn.functional.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 5]))
 def test_the_numbers_of_a_label_and_a_kill_are_stored_as_numbers(traindoc):
     """The hook's record of the rejected label and the agent's of a kill() reach run.db as
     numbers (events.a, events.b), and the report reads them: the class count completes the
-    title, the kill names its sender."""
+    title and the fix, the kill names its sender."""
     run = traindoc(python_job(LABEL_AND_KILL))
     assert run.status == 1, run.stderr.decode()[-2000:]
     with sqlite3.connect(run.run_dir / "run.db") as db:
@@ -289,6 +289,9 @@ def test_the_numbers_of_a_label_and_a_kill_are_stored_as_numbers(traindoc):
     root = run.report["findings"][0]
     assert root["kind"] == "label-out-of-range", root
     assert root["title"].endswith("the loss's input has 3 classes"), root
+    # Label 5 is a class beyond the model's 3, not one to ignore: the fix says both numbers.
+    assert root["fix"].startswith("Label 5 is beyond the model's 3 classes (0..2)"), root
+    assert "to at least 6" in root["fix"] and "ignore_index" not in root["fix"], root
     # Killed before its agent started (just after its fork): still the rank's kill.
     (killed,) = [f for f in run.report["findings"] if child[0]["pid"] in f["pids"]]
     assert killed["severity"] == "info" and "from rank 0" in killed["title"], killed

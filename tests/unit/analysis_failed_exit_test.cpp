@@ -759,6 +759,51 @@ TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
   EXPECT_EQ(d.findings[0].title, "rank 0 (pid 1010): target label 255 is outside [0, classes)");
 }
 
+// The fix names the mistake from the label and the class count: a real class beyond the model's
+// classes is too few classes or a wrong labelling, never a label to ignore; only a void label is.
+TEST(RuleFailedExit, ALabelsFixNamesTheMistakeFromTheLabelAndTheClasses) {
+  auto fix_of = [](int64_t label, std::optional<int64_t> classes) {
+    Evidence e = torchrun_job();
+    std::string text = "IndexError: Target " + std::to_string(label) + " is out of bounds.";
+    e.log_lines = {stderr_line(10.0, 30, text)};
+    if (classes) {
+      e.events = {{at(10.0), store::EventKind::kLabelOutOfRange, kRank0, "", label, *classes}};
+    }
+    exited(e, kRank0, 10.2, 1);
+    Diagnosis d = diagnose(e);
+    EXPECT_EQ(d.findings.size(), 1u);
+    EXPECT_EQ(d.findings.at(0).kind, FindingKind::kLabelOutOfRange);
+    return d.findings.at(0).fix;
+  };
+  // Label 12 of a 10-class output: both numbers and both causes.
+  std::string real = fix_of(12, 10);
+  EXPECT_THAT(real, HasSubstr("Label 12 is beyond the model's 10 classes (0..9)"));
+  EXPECT_THAT(real, HasSubstr("its output has 10, the labels go up to at least 12"));
+  EXPECT_THAT(real, HasSubstr("num_classes, the last layer's outputs, to at least 13"));
+  EXPECT_THAT(real, HasSubstr("remap them to 0..9; a 1-based labelling gives 10"));
+  EXPECT_THAT(real, Not(HasSubstr("ignore_index")));
+  // Label 10 of 10 classes, the 1-based case, the same.
+  EXPECT_THAT(fix_of(10, 10), Not(HasSubstr("ignore_index")));
+  // The label without the hook's count: the same causes, no count.
+  std::string no_count = fix_of(12, std::nullopt);
+  EXPECT_THAT(no_count, HasSubstr("Label 12 is not a class of the model"));
+  EXPECT_THAT(no_count, HasSubstr("to at least 13"));
+  EXPECT_THAT(no_count, HasSubstr("remap them to 0..C-1 for C classes"));
+  EXPECT_THAT(no_count, Not(HasSubstr("ignore_index")));
+  // A negative label is a wrong one.
+  std::string negative = fix_of(-3, 5);
+  EXPECT_THAT(negative, HasSubstr("Label -3 is negative: the labels are wrong"));
+  EXPECT_THAT(negative, HasSubstr("from 0 to 4 (the loss's input has 5 classes)"));
+  EXPECT_THAT(negative, Not(HasSubstr("ignore_index")));
+  EXPECT_THAT(fix_of(-1, std::nullopt), Not(HasSubstr("ignore_index")));
+  // The void labels: 255 of segmentation masks, and -100 where the loss's ignore_index moved.
+  EXPECT_THAT(fix_of(255, 19), HasSubstr("void label 255 is not ignored"));
+  EXPECT_THAT(fix_of(255, std::nullopt), HasSubstr("CrossEntropyLoss(ignore_index=255)"));
+  std::string moved = fix_of(-100, 21);
+  EXPECT_THAT(moved, HasSubstr("-100 is PyTorch's default ignore_index"));
+  EXPECT_THAT(moved, HasSubstr("pass ignore_index=-100"));
+}
+
 // Texts whose numbers say what went wrong give them in the title; MemoryError has none and is
 // named as raised.
 TEST(RuleFailedExit, KnownTextsNameTheirNumbers) {

@@ -689,7 +689,14 @@ TEST(CudaError, ACudnnErrorBesideTheLabelsAssertionIsTheLabel) {
                           "n_classes` in /pytorch/aten/src/ATen/native/cuda/NLLLoss2d.cu:106"));
     EXPECT_THAT(joined(d.findings[0].evidence), HasSubstr("GPU threads printed this assertion"));
     EXPECT_THAT(joined(d.findings[0].evidence), HasSubstr("CUDNN_STATUS_INTERNAL_ERROR"));
-    EXPECT_THAT(d.findings[0].fix, HasSubstr("ignore_index=255"));
+    // The GPU names neither the label nor the classes: how to find them, and ignore_index only
+    // for a void label.
+    const std::string& fix = d.findings[0].fix;
+    EXPECT_THAT(fix, HasSubstr("`assert target.min() >= 0 and target.max() < num_classes`"));
+    EXPECT_THAT(fix, HasSubstr("CUDA_LAUNCH_BLOCKING=1"));
+    EXPECT_THAT(fix, HasSubstr("too few (num_classes, the last layer's outputs)"));
+    EXPECT_THAT(fix, HasSubstr("only where the dataset's void label (e.g. 255) is in the "
+                               "targets, ignore it: CrossEntropyLoss(ignore_index=255)"));
   }
 
   // Without the assertions, cuDNN's error is no kernel's.

@@ -1,6 +1,7 @@
 // The table of rules (rule_table.cpp) and the words the catalog's entries carry
 // (signature_table.h, signature_words.h): the order rules run in, and where a match's words come
 // from.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,9 @@
 
 namespace traindoc::analysis {
 namespace {
+
+using testing::HasSubstr;
+using testing::Not;
 
 size_t position(const std::string& name) {
   std::span<const Rule> rules = rule_table();
@@ -56,6 +60,19 @@ TEST(SignatureWords, DescriberThenTheEntrysFix) {
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->title, "a target label is outside [0, classes)");
   EXPECT_EQ(f->fix, words::kLabelFix);  // the describer sets one only for a label it knows
+}
+
+TEST(SignatureWords, ALabelThatIsAClassIsNotOneToIgnore) {
+  SignatureMatch m{
+      "torch.target-out-of-bounds", FindingKind::kLabelOutOfRange, true, {{"label", "12"}}};
+  std::optional<KnownFailure> f = describe_known({m});
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->title, "target label 12 is outside [0, classes)");
+  EXPECT_THAT(f->fix, HasSubstr("too few classes"));
+  EXPECT_THAT(f->fix, HasSubstr("the labels are wrong"));
+  EXPECT_THAT(f->fix, Not(HasSubstr("ignore_index")));
+  // The GPU's assertion names no label: the words of the rule that tells it too.
+  EXPECT_EQ(words::label_fix(std::nullopt, std::nullopt), words::kLabelFix);
 }
 
 TEST(SignatureWords, RefinedKindSpeaksForItself) {
