@@ -6,6 +6,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/match_fields.h"
 #include "analysis/signature_words.h"
+#include "store/time_math.h"
 
 namespace traindoc::analysis::words {
 
@@ -21,7 +22,8 @@ std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> class
   if (!label) return kLabelFix;
   std::string value = std::to_string(*label);
   std::string count = classes ? std::to_string(*classes) : "C";
-  std::string last = classes ? std::to_string(*classes - 1) : "C-1";
+  // Saturating (store::shifted_ns adds so): the event's numbers are whatever run.db holds.
+  std::string last = classes ? std::to_string(store::shifted_ns(*classes, -1)) : "C-1";
   // The void labels, which a loss is told to ignore: segmentation masks' 255, and PyTorch's
   // default ignore_index where the loss's was set to another.
   if (*label == 255) {
@@ -47,7 +49,8 @@ std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> class
   fix += ": either the model has too few classes (";
   if (classes) fix += "its output has " + count + ", ";
   fix += "the labels go up to at least " + value +
-         ": set num_classes, the last layer's outputs, to at least " + std::to_string(*label + 1) +
+         ": set num_classes, the last layer's outputs, to at least " +
+         std::to_string(store::shifted_ns(*label, 1)) +
          ") or the labels are wrong (remap them to 0.." + last;
   if (!classes) fix += " for C classes";
   return fix + "; a 1-based labelling gives " + count + ").";

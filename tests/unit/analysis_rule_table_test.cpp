@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -73,6 +74,14 @@ TEST(SignatureWords, ALabelThatIsAClassIsNotOneToIgnore) {
   EXPECT_THAT(f->fix, Not(HasSubstr("ignore_index")));
   // The GPU's assertion names no label: the words of the rule that tells it too.
   EXPECT_EQ(words::label_fix(std::nullopt, std::nullopt), words::kLabelFix);
+}
+
+// The hook's numbers come from run.db, which may hold anything: the words never wrap around.
+TEST(SignatureWords, ALabelFixAtTheLimitsOfInt64) {
+  std::string fix = words::label_fix(INT64_MAX, INT64_MIN);
+  EXPECT_THAT(fix, HasSubstr("to at least 9223372036854775807)")) << fix;
+  EXPECT_THAT(fix, HasSubstr("0..-9223372036854775808")) << fix;
+  EXPECT_THAT(fix, Not(HasSubstr("0..9223372036854775807"))) << fix;
 }
 
 TEST(SignatureWords, RefinedKindSpeaksForItself) {
