@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,9 +34,8 @@ constexpr int64_t kAbortGraceNs = 3'000'000'000;
 // Who sent a signal, as the kernel told it, with its name while it is still there.
 store::SignalSender sender_of(const signalfd_siginfo& info) {
   store::SignalSender sender{static_cast<int>(info.ssi_pid), info.ssi_code, {}};
-  if (sender.pid > 0) {
-    std::ifstream comm("/proc/" + std::to_string(sender.pid) + "/comm");
-    std::getline(comm, sender.name);
+  if (std::optional<ProcStat> stat = sender.pid > 0 ? read_proc_stat(sender.pid) : std::nullopt) {
+    sender.name = stat->comm;
   }
   return sender;
 }
