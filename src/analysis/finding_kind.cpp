@@ -3,6 +3,8 @@
 #include <array>
 #include <ostream>
 
+#include "common/enum_names.h"
+
 namespace traindoc::analysis {
 namespace {
 
@@ -25,10 +27,7 @@ std::string_view to_string(FindingKind kind) {
 }
 
 std::optional<FindingKind> finding_kind_named(std::string_view name) {
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return kKinds[i];
-  }
-  return std::nullopt;
+  return common::value_named(kKinds, kNames, name);
 }
 
 std::span<const FindingKind> all_finding_kinds() {

@@ -3,19 +3,12 @@
 #include "store/collective_facts.h"
 
 #include <array>
-#include <iterator>
 #include <string_view>
+
+#include "common/enum_names.h"
 
 namespace traindoc::store {
 namespace {
-
-#define TRAINDOC_FACT_NAME(enumerator, name) name,
-constexpr std::string_view kIssueKindNames[] = {
-    TRAINDOC_COLLECTIVE_ISSUE_KINDS(TRAINDOC_FACT_NAME)};
-constexpr std::string_view kFieldNames[] = {TRAINDOC_COLLECTIVE_FIELDS(TRAINDOC_FACT_NAME)};
-constexpr std::string_view kWaitEndNames[] = {TRAINDOC_WAIT_ENDS(TRAINDOC_FACT_NAME)};
-constexpr std::string_view kRankStateNames[] = {TRAINDOC_RANK_STATES(TRAINDOC_FACT_NAME)};
-#undef TRAINDOC_FACT_NAME
 
 constexpr std::array kIssueKinds = {
 #define TRAINDOC_FACT_VALUE(enumerator, name) IssueKind::enumerator,
@@ -37,19 +30,17 @@ constexpr std::array kRankStates = {
     TRAINDOC_RANK_STATES(TRAINDOC_FACT_VALUE)
 #undef TRAINDOC_FACT_VALUE
 };
-static_assert(kIssueKinds.size() == std::size(kIssueKindNames) &&
-              kFields.size() == std::size(kFieldNames) &&
-              kWaitEnds.size() == std::size(kWaitEndNames) &&
-              kRankStates.size() == std::size(kRankStateNames));
 
-template <typename Enum, size_t N>
-std::optional<Enum> named(const std::string_view (&names)[N], const std::array<Enum, N>& values,
-                          std::string_view name) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return values[i];
-  }
-  return std::nullopt;
-}
+#define TRAINDOC_FACT_NAME(enumerator, name) name,
+constexpr std::array<std::string_view, kIssueKinds.size()> kIssueKindNames = {
+    TRAINDOC_COLLECTIVE_ISSUE_KINDS(TRAINDOC_FACT_NAME)};
+constexpr std::array<std::string_view, kFields.size()> kFieldNames = {
+    TRAINDOC_COLLECTIVE_FIELDS(TRAINDOC_FACT_NAME)};
+constexpr std::array<std::string_view, kWaitEnds.size()> kWaitEndNames = {
+    TRAINDOC_WAIT_ENDS(TRAINDOC_FACT_NAME)};
+constexpr std::array<std::string_view, kRankStates.size()> kRankStateNames = {
+    TRAINDOC_RANK_STATES(TRAINDOC_FACT_NAME)};
+#undef TRAINDOC_FACT_NAME
 
 }  // namespace
 
@@ -57,7 +48,7 @@ std::string_view to_string(IssueKind kind) {
   return kIssueKindNames[static_cast<size_t>(kind)];
 }
 std::optional<IssueKind> issue_kind_named(std::string_view name) {
-  return named(kIssueKindNames, kIssueKinds, name);
+  return common::value_named(kIssueKinds, kIssueKindNames, name);
 }
 std::span<const IssueKind> all_issue_kinds() {
   return kIssueKinds;
@@ -67,7 +58,7 @@ std::string_view to_string(IssueField field) {
   return kFieldNames[static_cast<size_t>(field)];
 }
 std::optional<IssueField> issue_field_named(std::string_view name) {
-  return named(kFieldNames, kFields, name);
+  return common::value_named(kFields, kFieldNames, name);
 }
 std::span<const IssueField> all_issue_fields() {
   return kFields;
@@ -77,7 +68,7 @@ std::string_view to_string(WaitEnd end) {
   return kWaitEndNames[static_cast<size_t>(end)];
 }
 std::optional<WaitEnd> wait_end_named(std::string_view name) {
-  return named(kWaitEndNames, kWaitEnds, name);
+  return common::value_named(kWaitEnds, kWaitEndNames, name);
 }
 std::span<const WaitEnd> all_wait_ends() {
   return kWaitEnds;
@@ -87,7 +78,7 @@ std::string_view to_string(RankState state) {
   return kRankStateNames[static_cast<size_t>(state)];
 }
 std::optional<RankState> rank_state_named(std::string_view name) {
-  return named(kRankStateNames, kRankStates, name);
+  return common::value_named(kRankStates, kRankStateNames, name);
 }
 std::span<const RankState> all_rank_states() {
   return kRankStates;

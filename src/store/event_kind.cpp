@@ -3,6 +3,8 @@
 #include <array>
 #include <ostream>
 
+#include "common/enum_names.h"
+
 namespace traindoc::store {
 namespace {
 
@@ -25,10 +27,7 @@ std::string_view to_string(EventKind kind) {
 }
 
 std::optional<EventKind> event_kind_named(std::string_view name) {
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return kKinds[i];
-  }
-  return std::nullopt;
+  return common::value_named(kKinds, kNames, name);
 }
 
 std::span<const EventKind> all_event_kinds() {
