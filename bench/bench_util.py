@@ -33,6 +33,17 @@ def check_traindoc(traindoc):
                          "(cmake --preset default && cmake --build --preset default)")
 
 
+def builds(traindoc, baseline=None):
+    """The builds a benchmark compares, by name: "traindoc", and "baseline" when another build's
+    bin/traindoc is given; exits with a clear message when one is missing."""
+    named = {"traindoc": traindoc}
+    if baseline:
+        named["baseline"] = baseline
+    for path in named.values():
+        check_traindoc(path)
+    return named
+
+
 def machine():
     """One line naming the machine: cores, CPU model, kernel, date."""
     model = "unknown CPU"

@@ -51,8 +51,8 @@ void BM_RingAppend(benchmark::State& state) {
 BENCHMARK(BM_RingAppend)->Threads(1)->Threads(2);
 
 // The agent, loaded as LD_PRELOAD would load it, on the slots file a supervisor created.
-using EnterFn = uint64_t (*)(const CollectiveCall*);
-using ExitFn = void (*)(const CollectiveCall*, uint64_t);
+using EnterFn = void (*)(const CollectiveCall*);
+using ExitFn = void (*)(const CollectiveCall*);
 
 struct LoadedAgent {
   std::string dir;
@@ -88,8 +88,8 @@ void BM_AgentEnterAndExit(benchmark::State& state) {
   }
   CollectiveCall call = typical_call();
   for (auto _ : state) {
-    uint64_t number = loaded.enter(&call);
-    loaded.leave(&call, number);
+    loaded.enter(&call);
+    loaded.leave(&call);
   }
 }
 BENCHMARK(BM_AgentEnterAndExit);

@@ -263,11 +263,7 @@ def main():
                         help="comma-separated scenarios to run (paced, paced-loaded,"
                              " paced-line, burst, raw, line, binary); default all")
     args = parser.parse_args()
-    bench_util.check_traindoc(args.traindoc)
-    binaries = {"traindoc": args.traindoc}
-    if args.baseline:
-        bench_util.check_traindoc(args.baseline)
-        binaries["baseline"] = args.baseline
+    binaries = bench_util.builds(args.traindoc, args.baseline)
     wanted = set(filter(None, args.only.split(","))) or {
         "paced", "paced-loaded", "paced-line", "burst", "raw", "line", "binary"}
     reps = 2 if args.quick else args.reps

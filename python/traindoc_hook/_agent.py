@@ -5,7 +5,7 @@ import functools
 import os
 import sys
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _lib = None
 
@@ -31,6 +31,20 @@ def available():
         return False
     _lib = scope
     return True
+
+
+def held(name):
+    """The entry point `name`, of one pointer argument and no result, for the calls of a few
+    nanoseconds made on every collective: called with the GIL held (ctypes.PyDLL rather than
+    CDLL), where giving it up and taking it back would cost more than the call, and without
+    declared argument types, whose conversion would too (bytes pass as a pointer to them).
+    None where the agent lacks it."""
+    try:
+        entry = getattr(ctypes.PyDLL(None), name)
+    except AttributeError:
+        return None
+    entry.restype = None
+    return entry
 
 
 def quietly(function, *args):

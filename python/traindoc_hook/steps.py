@@ -20,29 +20,26 @@ DDP_FORWARD = 3
 # (a reaped child) while the totals stay exact: the last one is sent at exit.
 _MIN_INTERVAL_S = 0.01
 
-_counts = [0, 0, 0, 0]  # by kind
+# By kind; once installed, the agent's own totals (traindoc_step_counts), which it reads as the
+# step of every collective record.
+_counts = [0, 0, 0, 0]
 _sent = [0, 0, 0, 0]  # the totals the agent has
 _sent_at = [0.0, 0.0, 0.0, 0.0]
-_pid = None  # the process the counts above are of
 _step = None
 
 
-def _own():
+def _forget():
     """Starts the counts from zero in the child of a fork (a DataLoader worker): its steps are
-    its own. Checked here rather than in an at-fork handler, which would run Python code in every
-    child of every fork, most of which never step."""
-    global _pid
-    pid = os.getpid()
-    if pid != _pid:
-        _pid = pid
-        _counts[:] = [0, 0, 0, 0]
-        _sent[:] = [0, 0, 0, 0]
-        _sent_at[:] = [0.0, 0.0, 0.0, 0.0]
+    its own. An at-fork handler, which runs only in children that Python's os.fork makes (not in
+    those of subprocess), rather than a check of the pid on every count and every collective,
+    where getpid alone would cost more than the rest of the count."""
+    _counts[:] = [0, 0, 0, 0]
+    _sent[:] = [0, 0, 0, 0]
+    _sent_at[:] = [0.0, 0.0, 0.0, 0.0]
 
 
 def count(kind):
     """One more step of `kind` in this process."""
-    _own()
     _counts[kind] += 1
     now = time.monotonic()
     if now - _sent_at[kind] >= _MIN_INTERVAL_S:
@@ -53,7 +50,6 @@ def count(kind):
 def current():
     """This process's training step so far: its optimizer steps, else its backward calls (what
     the collective records carry as their step)."""
-    _own()
     return _counts[OPTIMIZER] or _counts[BACKWARD]
 
 
@@ -63,7 +59,6 @@ def _send(kind):
 
 
 def _flush():
-    _own()
     for kind, total in enumerate(_counts):
         if total != _sent[kind]:
             _send(kind)
@@ -107,14 +102,18 @@ def _patch_ddp(module):
 
 
 def install():
-    global _step
+    global _step, _counts
     try:
         _step = _agent.entry_points().traindoc_step
+        totals = _agent.entry_points().traindoc_step_counts
     except AttributeError:  # an agent without the step counter
         return
     _step.restype = None
     _step.argtypes = [ctypes.c_int, ctypes.c_int64]
-    _own()
+    totals.restype = ctypes.c_void_p
+    totals.argtypes = []
+    _counts = (ctypes.c_int64 * len(_counts)).from_address(totals())
+    os.register_at_fork(after_in_child=_forget)
     atexit.register(_flush)
     _imports.when_imported("torch.optim.optimizer", _patch_optimizer)
     _imports.when_imported("torch.autograd", _patch_autograd)

@@ -68,4 +68,8 @@ void start_stack_dumps();
 // Async-signal-safe.
 void reset_stack_dumps_after_fork();
 
+// The process's training step as the Python hook counts it (step_abi.cpp): its optimizer steps
+// so far, else its backward calls; 0 before any.
+uint64_t current_step();
+
 }  // namespace traindoc::agent

@@ -3,26 +3,38 @@
 // torch.distributed collective, before and after it. Never from a signal handler.
 #include <cerrno>
 
+#include "agent/agent.h"
 #include "agent/collectives.h"
 
 using traindoc::common::CollectiveCall;
 using traindoc::common::CollectiveSource;
 
-// `call`: the call as the hook built it (group, ranks, op, tensors, call site...); the agent adds
-// its number in the group and the time. Returns the number, for traindoc_collective_exit; 0 when
-// the call could not be numbered.
-extern "C" __attribute__((visibility("default"))) uint64_t traindoc_collective_enter(
+namespace {
+
+// The number of the call this thread's hook entered last, for its exit: the hook records no call
+// inside another on one thread (all_gather_object's all-gathers are part of it), so a thread's
+// enter and exit pair up without the number crossing into Python and back.
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t t_number = 0;
+
+}  // namespace
+
+// `call`: the call as the hook described it (group, ranks, op, tensors, call site...), which the
+// hook keeps and passes again for every call alike. The agent adds the process's training step
+// (current_step), its number in the group and the time.
+extern "C" __attribute__((visibility("default"))) void traindoc_collective_enter(
     const CollectiveCall* call) {
   int saved_errno = errno;
-  uint64_t number = traindoc::agent::write_collective_enter(*call, CollectiveSource::kPython);
+  CollectiveCall stepped = *call;
+  stepped.step = traindoc::agent::current_step();
+  t_number = traindoc::agent::write_collective_enter(stepped, CollectiveSource::kPython);
   errno = saved_errno;
-  return number;
 }
 
-// The call numbered `number` returned (or raised); `call` is the one given to the enter.
+// The call this thread entered last returned (or raised: `call` then has kCollectiveRaised);
+// `call` is the one given to the enter, but for that flag.
 extern "C" __attribute__((visibility("default"))) void traindoc_collective_exit(
-    const CollectiveCall* call, uint64_t number) {
+    const CollectiveCall* call) {
   int saved_errno = errno;
-  traindoc::agent::write_collective_exit(*call, number);
+  traindoc::agent::write_collective_exit(*call, t_number);
   errno = saved_errno;
 }

@@ -8,7 +8,7 @@
 namespace {
 
 // Raised when an entry point changes its arguments, so that an older hook finds out.
-constexpr int kPythonAbiVersion = 1;
+constexpr int kPythonAbiVersion = 2;
 
 // One record, with the caller's errno left as it was: Python may read it after a ctypes call.
 void append_keeping_errno(traindoc::common::RecordType type, int64_t a, int64_t b) {

@@ -1,6 +1,7 @@
 """Collectives across ranks, with real torchrun and gloo: the checker's findings (kind, ranks, call
 sites) in report.json, and the terminal line printed while the job still runs."""
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -8,7 +9,7 @@ import threading
 import time
 
 import pytest
-from conftest import (JOBS, ROOT, TRAINDOC, free_port, job_script, python_job, torchrun,
+from conftest import (JOBS, PYTHON, ROOT, TRAINDOC, free_port, job_script, python_job, torchrun,
                       torchrun_ranks)
 
 SCRIPT = JOBS / "collective_faults.py"
@@ -599,6 +600,49 @@ def test_a_job_of_one_rank_keeps_its_calls(traindoc, tmp_path):
         rows = db.execute("SELECT group_size, number, op, tensors FROM collectives "
                           "ORDER BY number").fetchall()
     assert rows == [(1, n, "all_reduce", "[8] float32") for n in (1, 2, 3)]
+
+
+CALLS_FROM_ONE_LINE = """
+import sys, torch, torch.distributed as dist
+def init(name):
+    dist.init_process_group("gloo", init_method="file://" + sys.argv[1] + name, rank=0,
+                            world_size=1)
+init("first")
+weight = torch.nn.Parameter(torch.ones(1))
+optimizer = torch.optim.SGD([weight], lr=0.1)
+solo = dist.new_group([0])
+for n, dtype, group in ((1, "float32", None), (2, "float32", None), (2, "float32", None),
+                        (3, "float64", solo), (3, "float64", None), (2, "float32", None)):
+    optimizer.step()
+    dist.all_reduce(torch.ones(n, dtype=getattr(torch, dtype)), group=group)  # the one site
+dist.destroy_process_group()
+init("second")
+dist.all_reduce(torch.ones(4), async_op=True).wait()
+"""
+
+
+def test_calls_from_one_site_are_each_recorded_as_made(traindoc, tmp_path):
+    """The recorder describes a call once and keeps it for calls alike: calls from one line with
+    other shapes, dtypes, groups, steps or a group made again after destroy_process_group are
+    each recorded as they were made."""
+    script = tmp_path / "one_line.py"
+    script.write_text(CALLS_FROM_ONE_LINE)
+    run = traindoc([PYTHON, str(script), str(tmp_path / "store-")],
+                   env=dict(os.environ, TRAINDOC_HOOK_DEBUG="1"))
+    assert run.status == 0, run.stderr[-2000:]
+    with sqlite3.connect(run.run_dir / "run.db") as db:
+        rows = db.execute("SELECT tensors, step, group_id, number, site, async FROM collectives "
+                          "ORDER BY step, async, number").fetchall()
+    lines = CALLS_FROM_ONE_LINE.splitlines()
+    site = f"one_line.py:{next(i for i, l in enumerate(lines, 1) if 'the one site' in l)}"
+    last = f"one_line.py:{len(lines)}"
+    assert [(r[0], r[1], r[4].rsplit("/", 1)[-1], r[5]) for r in rows] == [
+        ("[1] float32", 1, site, 0), ("[2] float32", 2, site, 0), ("[2] float32", 3, site, 0),
+        ("[3] float64", 4, site, 0), ("[3] float64", 5, site, 0), ("[2] float32", 6, site, 0),
+        ("[4] float32", 6, last, 1)], rows
+    world, solo = rows[0][2], rows[3][2]
+    assert world != solo and [r[2] for r in rows[:6]] == [world] * 3 + [solo] + [world] * 2
+    assert [r[3] for r in rows] == [1, 2, 3, 1, 4, 5, 6]  # the same name and size: one group
 
 
 def test_a_failure_each_restart_repeated_is_counted(traindoc, tmp_path):

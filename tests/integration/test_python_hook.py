@@ -136,6 +136,12 @@ def fake_c10d(world, **functions):
     return types.SimpleNamespace(**dict(base, **functions))
 
 
+def built(hook, c10d, name, arguments):
+    """The call as the recorder describes it, read back field by field; None if unrecorded."""
+    call = hook._build(c10d, hook._SPECS[name], arguments)
+    return None if call is None else hook._Call.from_buffer_copy(call)
+
+
 def test_roots_and_peers_given_by_group_rank_are_recorded_as_global_ranks():
     """PyTorch 2.6+ names a root or peer by its rank in the group (group_src, group_dst): the
     record holds its global rank, as for src and dst, so that both forms pair up."""
@@ -149,18 +155,17 @@ def test_roots_and_peers_given_by_group_rank_are_recorded_as_global_ranks():
         get_world_size=lambda group=None: 2 if group is pair else 4,
         get_global_rank=lambda group, rank: {world: rank, pair: rank + 2}[group])
     tensor = torch.ones(3)
-    by_group_rank = hook._build(c10d, hook._SPECS["broadcast"],
-                                {"tensor": tensor, "group": pair, "group_src": 1})
-    by_global_rank = hook._build(c10d, hook._SPECS["broadcast"],
-                                 {"tensor": tensor, "group": pair, "src": 3})
+    by_group_rank = built(hook, c10d, "broadcast",
+                          {"tensor": tensor, "group": pair, "group_src": 1})
+    by_global_rank = built(hook, c10d, "broadcast", {"tensor": tensor, "group": pair, "src": 3})
     assert by_group_rank.peer == by_global_rank.peer == 3
-    assert hook._build(c10d, hook._SPECS["broadcast"], {"tensor": tensor}).peer == 0
-    send = hook._build(c10d, hook._SPECS["send"], {"tensor": tensor, "group": pair, "group_dst": 1})
-    recv_any = hook._build(c10d, hook._SPECS["irecv"], {"tensor": tensor, "group": pair})
+    assert built(hook, c10d, "broadcast", {"tensor": tensor}).peer == 0
+    send = built(hook, c10d, "send", {"tensor": tensor, "group": pair, "group_dst": 1})
+    recv_any = built(hook, c10d, "irecv", {"tensor": tensor, "group": pair})
     assert send.peer == 3 and recv_any is None
-    pair_id, _ = hook._group_info(c10d, pair)
+    pair_id = hook._group_info(c10d, pair)[0]
     assert send.group == hook._stable_hash("%d:2>3" % pair_id)  # the pair group 2 -> 3
-    gather = hook._build(c10d, hook._SPECS["gather_object"], {"obj": 1, "group_dst": 0})
+    gather = built(hook, c10d, "gather_object", {"obj": 1, "group_dst": 0})
     assert gather.peer == 0 and gather.group_size == 4
 
 
@@ -207,13 +212,13 @@ def test_a_cuda_tensor_is_recorded_with_its_device_and_as_queued():
             return 8
 
     c10d = fake_c10d(object())
-    call = hook._build(c10d, hook._SPECS["all_reduce"], {"tensor": CudaTensor()})
+    call = built(hook, c10d, "all_reduce", {"tensor": CudaTensor()})
     assert (call.tensor_devices[0], call.tensor_dtypes[0], call.count) == (2, 6, 8)
     assert call.flags & hook._QUEUED
-    cpu = hook._build(c10d, hook._SPECS["all_reduce"], {"tensor": torch.ones(2)})
+    cpu = built(hook, c10d, "all_reduce", {"tensor": torch.ones(2)})
     assert cpu.tensor_devices[0] == 1 and not cpu.flags & hook._QUEUED
     nccl = fake_c10d(object(), get_backend=lambda group: "nccl")
-    assert hook._build(nccl, hook._SPECS["barrier"], {}).flags & hook._QUEUED  # every op
+    assert built(hook, nccl, "barrier", {}).flags & hook._QUEUED  # every op
 
 
 RAISING_WRAPPED_CALLS = """
