@@ -1,11 +1,13 @@
 // Cost of the log tap's line filter per line: the one pass over the line (worth_keeping) against
-// one search of the line per anchor (what the log tap did before), side by side on the same lines.
-// Benchmark process (Google Benchmark); not part of the test run.
+// one search of the line per anchor (what the log tap did before), side by side on the same lines;
+// and the line splitter's rate on 1 MiB reads of a training log and of short raw lines, past the
+// first lines. Benchmark process (Google Benchmark); not part of the test run.
 #include <benchmark/benchmark.h>
 
 #include <string>
 #include <vector>
 
+#include "supervisor/line_splitter.h"
 #include "supervisor/log_anchors.h"
 
 namespace traindoc::supervisor {
@@ -40,6 +42,28 @@ void BM_Filter(benchmark::State& state) {
 }
 BENCHMARK(BM_Filter<worth_keeping_by_search>)->Name("BM_SearchPerAnchor");
 BENCHMARK(BM_Filter<worth_keeping>)->Name("BM_OnePass");
+
+// 1 MiB reads of the lines above, or of bench/log_throughput.py's raw 16-byte lines.
+void BM_SplitReads(benchmark::State& state) {
+  std::string read;
+  if (state.range(0) == 0) {
+    std::vector<std::string> corpus = lines();
+    while (read.size() < (size_t{1} << 20)) {
+      for (const std::string& line : corpus) read += line + "\n";
+    }
+  } else {
+    for (int i = 0; i < (1 << 16); ++i) read += "0123456789abcde\n";
+  }
+  LineSplitter splitter;
+  std::vector<store::LogLine> cited;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(splitter.scan(read, "stdout", 0, cited));
+    cited.clear();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(read.size()));
+  state.SetLabel(state.range(0) == 0 ? "training log" : "raw 16-byte lines");
+}
+BENCHMARK(BM_SplitReads)->Arg(0)->Arg(1);
 
 }  // namespace
 }  // namespace traindoc::supervisor

@@ -19,6 +19,24 @@ std::string_view shown_line(std::string_view line);
 // each stream are, and the others that look like errors (log_anchors.h).
 bool worth_citing(uint64_t number, std::string_view shown);
 
+// The lines of a whole output that are cited, by definition: each line (ended by a newline, or
+// by the end), as shown, numbered from 1, cited where worth_citing says; `lines` gets how many.
+// The splitter must agree with it however reads cut the output: the tests and the fuzz target
+// hold it against this plain way.
+inline std::vector<store::LogLine> cited_by_definition(std::string_view output,
+                                                       const std::string& stream, int64_t t_ns,
+                                                       uint64_t& lines) {
+  std::vector<store::LogLine> cited;
+  lines = 0;
+  while (!output.empty()) {
+    size_t end = output.find('\n');
+    std::string_view shown = shown_line(output.substr(0, end));
+    if (worth_citing(++lines, shown)) cited.push_back({t_ns, stream, lines, std::string(shown)});
+    output.remove_prefix(end == std::string_view::npos ? output.size() : end + 1);
+  }
+  return cited;
+}
+
 class LineSplitter {
  public:
   // Takes the next chunk of the stream named `stream`, read at `t_ns`; the lines it ends that are
@@ -36,6 +54,9 @@ class LineSplitter {
  private:
   void end_line(std::string_view line, const std::string& stream, int64_t t_ns,
                 std::vector<store::LogLine>& cited);
+  // Ends the whole lines in [data, end), which ends with a newline, past the first ones.
+  uint64_t pass_whole_lines(const char* data, const char* end, const std::string& stream,
+                            int64_t t_ns, std::vector<store::LogLine>& cited);
 
   // The current line so far, cut at the kept length (but for a carriage return ending a read).
   std::string m_partial;

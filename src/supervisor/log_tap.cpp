@@ -25,10 +25,10 @@
 namespace traindoc::supervisor {
 namespace {
 
-constexpr size_t kChunk = size_t{256} * 1024;
+constexpr size_t kChunk = size_t{1} << 20;  // the pipe traindoc gives the job holds as much
 constexpr std::streamoff kTailRead = std::streamoff{1} << 20;  // of each log file, at the end
 constexpr int kReadFilesEveryMs = 200;
-constexpr size_t kFileChunksPerRead = 32;  // a file written fast never holds up the pipes long
+constexpr size_t kFileChunksPerRead = 8;  // a file written fast never holds up the pipes long
 // Files beyond these are not read: a job that gives every process a log file of its own.
 constexpr size_t kMaxFiles = 16;
 

@@ -1,7 +1,7 @@
 // libFuzzer target: the log tap's line splitter on a job's output. The first byte of the input
 // chooses where the rest is cut into chunks, as reads from a pipe cut it anywhere; the lines cited
-// must be the same as when it comes in one piece, and the one-pass anchor search must agree with
-// the plain one.
+// must be the same as when it comes in one piece, and as the plain definition says, and the
+// one-pass anchor search must agree with the plain one.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +52,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<store::LogLine> whole = split(output, 0, whole_lines);
   std::vector<store::LogLine> cut = split(output, data[0] + 1u, cut_lines);
   if (whole_lines != cut_lines || whole != cut) abort();
+  uint64_t defined_lines = 0;
+  if (cited_by_definition(output, kStream, 0, defined_lines) != whole ||
+      defined_lines != whole_lines) {
+    abort();
+  }
 
   std::string_view rest = output;
   while (!rest.empty()) {

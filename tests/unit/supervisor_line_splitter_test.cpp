@@ -62,6 +62,30 @@ TEST(LineSplitter, KeepsAtMostAKeptLengthOfALine) {
   }
 }
 
+// Past the first lines only those with an anchor are looked at: one hidden by a redraw, or past
+// the kept length, is not cited; one after a redraw is.
+TEST(LineSplitter, PastTheFirstLinesCitesTheLinesWhoseShownTextHoldsAnAnchor) {
+  std::string output;
+  for (int i = 1; i <= 100; ++i) output += "step " + std::to_string(i) + "\n";
+  output += "plain\nRuntimeError: shown\n\n\r\nTraceback hidden\rprogress 2/2\n";
+  output += "progress\rNCCL WARN after a redraw\r\n" + std::string(5000, 'x');
+  output += " CUDA error past the kept length\nWARN x\rError\r\nlast RuntimeError\nno newline";
+  uint64_t lines = 0;
+  std::vector<store::LogLine> expected = cited_by_definition(output, "stderr", 0, lines);
+  std::vector<std::string> past_first;
+  for (size_t i = 100; i < expected.size(); ++i) past_first.push_back(expected[i].text);
+  EXPECT_EQ(past_first, (std::vector<std::string>{"RuntimeError: shown", "NCCL WARN after a redraw",
+                                                  "Error", "last RuntimeError"}));
+  EXPECT_EQ(lines, 110u);
+  EXPECT_EQ(split(output), expected);
+  for (size_t cut = 0; cut <= output.size(); ++cut) {
+    ASSERT_EQ(split(output, {cut}), expected) << "cut at " << cut;
+  }
+  for (size_t cut = 0; cut + 700 <= output.size(); cut += 97) {
+    ASSERT_EQ(split(output, {cut, cut + 1, cut + 700}), expected) << "cuts at " << cut;
+  }
+}
+
 TEST(LineSplitter, CitesTheFirstLinesThenThoseThatLookLikeErrors) {
   std::string output;
   for (int i = 1; i <= 120; ++i) output += "step " + std::to_string(i) + "\n";
