@@ -2,25 +2,28 @@
 """What watching a collective costs each call, from Python.
 
 1. The call loop: one-element `dist.all_reduce` calls in a loop (best of 5 repetitions of
-   --calls calls), one process and two ranks, plain / under `traindoc run` / with
+   --calls calls), one process and two ranks, plain / under `traindoc run` / under it without
+   the Python hook (nothing recorded: what the rest of traindoc costs) / with
    TORCH_DISTRIBUTED_DEBUG=DETAIL, interleaved round after round in one run.
 2. A step of many small collectives, as FSDP and ZeRO make them: per layer, an all-gather of the
    layer's parameters, a small matmul, and a reduce-scatter of its gradients (gloo has no
    reduce-scatter: an all-reduce of the shard stands in for it there), --layers layers a step;
-   the median step time of two ranks, plain / traindoc / DETAIL.
+   the median step time of two ranks, in the same modes.
 3. The recorder alone, under `traindoc run`: the hook's wrapper around a function that does
    nothing, with all_reduce's parameters, against that function unwrapped, both recording into
    the real agent. A call made again (same site, group and shapes), a call described anew
    every time (the recorder's kept descriptions emptied before each), the first call at a site
    (all it keeps emptied), and a call made again from 8 frames inside torch's folder, as FSDP
    makes them. Targets: 1 µs and 5 µs.
+4. Why a call's wait grows under a slow recorder: gloo's wait for a one-element all_reduce after
+   the caller spent 0 to 200 µs elsewhere (plain).
 
 With --backend nccl (a GPU machine) the loop and the step run on CUDA tensors with NCCL and the
 step uses all_gather_into_tensor and reduce_scatter_tensor; one rank then measures the CPU side
 of each launch.
 
 Usage: /usr/bin/python3 bench/collective_call_cost.py [--rounds 3] [--calls 20000] [--layers 150]
-       [--backend gloo|nccl] [--only loop,step,alone] [--python PATH] [--traindoc PATH]
+       [--backend gloo|nccl] [--only loop,step,gap,alone] [--python PATH] [--traindoc PATH]
        [--baseline OTHER/bin/traindoc]
 """
 import argparse
@@ -87,6 +90,26 @@ elif mode == "step":
         times.append(time.perf_counter() - start)
     times = sorted(times[5:])
     result = times[len(times) // 2] * 1e3
+elif mode == "gap":  # plain: the wait of a call after the caller spent `gap` µs elsewhere
+    from torch._C._distributed_c10d import AllreduceOptions
+    group = dist.distributed_c10d._get_default_group()
+    t = torch.ones(1, device=device)
+    waits = []
+    for gap in (0, 20, 50, 100, 200):
+        best = float("inf")
+        for _ in range(3):
+            waited = 0.0
+            for _ in range(count):
+                until = time.perf_counter() + gap * 1e-6
+                while time.perf_counter() < until:
+                    pass
+                work = group.allreduce([t], AllreduceOptions())
+                start = time.perf_counter()
+                work.wait()
+                waited += time.perf_counter() - start
+            best = min(best, waited / count)
+        waits.append("%.1f" % (best * 1e6))
+    result = " ".join(waits)
 else:  # the recorder alone
     from traindoc_hook import collectives
     c10d = sys.modules["torch.distributed.distributed_c10d"]
@@ -127,6 +150,9 @@ dist.destroy_process_group()
 """
 
 
+NO_HOOK = " without the hook"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -135,7 +161,7 @@ def free_port():
 
 def run_job(python, mode, script, ranks, job_args, scratch):
     """The job's RESULT line's values, run as `mode` says: "plain", "DETAIL", or under the
-    traindoc it names (a path)."""
+    traindoc it names (a path), with NO_HOOK after it: without the Python hook."""
     env = dict(os.environ)
     # --redirects: Debian's PyTorch 1.13 on Python 3.11 fails with none (its default).
     argv = [python, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", "--nnodes",
@@ -144,7 +170,11 @@ def run_job(python, mode, script, ranks, job_args, scratch):
     if mode == "DETAIL":
         env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
     elif mode != "plain":
-        argv = [mode, "run", "--silent", "--out", tempfile.mkdtemp(dir=scratch), "--", *argv]
+        traindoc = mode
+        if mode.endswith(NO_HOOK):  # the Python hook's folder without the hook: nothing recorded
+            traindoc = mode[:-len(NO_HOOK)]
+            env["TRAINDOC_PYTHON_HOOK"] = tempfile.mkdtemp(dir=scratch)
+        argv = [traindoc, "run", "--silent", "--out", tempfile.mkdtemp(dir=scratch), "--", *argv]
     out = subprocess.run(argv, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({out.returncode}):\n{out.stderr[-3000:]}")
@@ -161,8 +191,9 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3", help="an interpreter with torch")
     parser.add_argument("--traindoc", default=bench_util.default_traindoc())
     parser.add_argument("--baseline", help="another build's bin/traindoc, run side by side")
-    parser.add_argument("--only", default="loop,step,alone",
-                        help="the parts to run, of loop, step and alone (the recorder alone)")
+    parser.add_argument("--only", default="loop,step,gap,alone",
+                        help="the parts to run, of loop, step, gap (the wait after time spent "
+                             "elsewhere) and alone (the recorder alone)")
     parser.add_argument("--idle-timeout", type=float, default=60,
                         help="seconds to wait for idle CPUs before each run")
     args = parser.parse_args()
@@ -183,6 +214,8 @@ def main():
     if cases:
         busy += side_by_side(args, builds, cases, script, scratch)
     ok = True
+    if "gap" in parts:
+        busy += wait_after_gaps(args, script, scratch)
     if "alone" in parts:
         alone_busy, ok = recorder_alone(args, script, scratch)
         busy += alone_busy
@@ -196,7 +229,8 @@ def main():
 def side_by_side(args, builds, cases, script, scratch):
     """Runs each case plain, under each build and with DETAIL, interleaved round after round,
     and prints the table; returns how many runs started on a busy machine."""
-    modes = ["plain", *builds, "DETAIL"]
+    modes = ["plain", *builds, "no hook", "DETAIL"]
+    how = dict(builds, **{"no hook": builds["traindoc"] + NO_HOOK})
     results = {(case, mode): [] for case in cases for mode in modes}
     busy = 0
     for round_ in range(args.rounds):
@@ -205,7 +239,7 @@ def side_by_side(args, builds, cases, script, scratch):
             shift = round_ % len(modes)
             for mode in modes[shift:] + modes[:shift]:
                 busy += not bench_util.wait_for_idle(timeout_s=args.idle_timeout)
-                value = run_job(args.python, builds.get(mode, mode), script, case[1],
+                value = run_job(args.python, how.get(mode, mode), script, case[1],
                                 [case[0], args.backend, case[2]], scratch)[0]
                 results[(case, mode)].append(value)
     print(f"\n{args.backend}, medians of {args.rounds} rounds; the ratio is each round's to plain "
@@ -222,6 +256,21 @@ def side_by_side(args, builds, cases, script, scratch):
                          f"{bench_util.median(values) - bench_util.median(plain):+.2f}",
                          f"{bench_util.spread(values):.1f}%"])
     bench_util.print_table(["case", "mode", "unit", "median", "vs plain", "added", "noise"], rows)
+    return busy
+
+
+def wait_after_gaps(args, script, scratch):
+    """How long gloo's wait for a one-element all_reduce takes after the caller spent some time
+    elsewhere (plain, one rank): its worker thread sleeps deeper the longer it is idle. Prints
+    the table; returns 1 if the run started on a busy machine."""
+    busy = not bench_util.wait_for_idle(timeout_s=args.idle_timeout)
+    waits = run_job(args.python, "plain", script, 1, ["gap", args.backend, args.calls // 4],
+                    scratch)
+    print(f"\nthe wait of a call after µs spent elsewhere (plain, 1 rank, best of 3 of "
+          f"{args.calls // 4} calls)")
+    gaps = (0, 20, 50, 100, 200)
+    bench_util.print_table(["µs before the call", "wait µs"],
+                           [[gap, f"{wait:.1f}"] for gap, wait in zip(gaps, waits)])
     return busy
 
 

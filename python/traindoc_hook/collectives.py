@@ -119,27 +119,25 @@ _OTHER_DEVICE = 3
 _REDOPS = {"SUM": 0, "PRODUCT": 1, "MAX": 2, "MIN": 3, "AVG": 4, "PREMUL_SUM": 5, "BAND": 6,
            "BOR": 7, "BXOR": 8}
 
-
-
-# process group -> (64-bit identity, whether its backend queues ops); weak, so that
+# process group -> (64-bit identity, whether its backend queues ops, rank, size); weak, so that
 # destroy_process_group still frees the group (a group kept alive until the interpreter ends can
 # abort the process as it goes)
 _groups = weakref.WeakKeyDictionary()
 _skip_dirs = ()  # frames in these folders are not the call site
 
-# The calls already described, as the agent takes them (a CollectiveCall's bytes, None for a call
-# that is not recorded), by what makes them alike: the op, the call site (code object and
-# bytecode offset), the group, each tensor's shape, dtype and device, and the reduce op, root or
-# peer and async flag as passed. A training loop makes the same calls step after step, so most
-# calls cost a key and a lookup rather than a description. Objects are keyed by id, which hashes
-# at once: the code objects (in _outside) and reduce ops (in _redop_codes) are kept alive while
-# the cache holds their ids, and a group's death or a change of the default group
-# (init_process_group, destroy_process_group) empties it.
+# The calls already described, as the agent takes them (a CollectiveCall's bytes), by what makes
+# them alike: the op, the call site (code object and bytecode offset), the group, each tensor's
+# shape, dtype and device, and the reduce op, root or peer and async flag as passed. A training
+# loop makes the same calls step after step, so most calls cost a key and a lookup rather than a
+# description. Objects are keyed by id, which hashes at once: the code objects (in _outside) and
+# reduce ops (in _redop_codes) are kept alive while the cache holds their ids, and a group's
+# death or a change of the default group (init_process_group, destroy_process_group) empties it.
 _cache = {}
 _watched = {}  # id -> a weak reference to each group keyed in _cache
 _outside = {}  # id -> code object, for the code known to be outside _skip_dirs: call sites
 _inside = {}  # id -> code object, for the code known to be in _skip_dirs, the recorders' aside
 _lines = {}  # (id of a code object in _outside, bytecode offset) -> its line
+_files = {}  # id of a code object in _outside -> its file's tail as a record holds it
 _recorders = set()  # ids of the recorders' code: a frame of one is a recorded call under way
 _dtype_codes = {}  # torch dtype -> its number in a record
 _device_codes = {}  # torch device -> its number in a record
@@ -159,7 +157,7 @@ def _forget(*_):
 def _forget_all():
     """Drops the calls kept and what their keys name by id: the tables of code are full."""
     _forget()
-    for table in (_outside, _inside, _lines, _redop_codes):
+    for table in (_outside, _inside, _lines, _files, _redop_codes):
         table.clear()
 
 
@@ -229,7 +227,12 @@ def _call_site(frame):
         line = frame.f_lineno
         if id(code) in _outside:
             _lines[where] = line
-    return code.co_filename.encode(errors="replace")[-(_SITE - 1):], line
+    name = _files.get(id(code))
+    if name is None:
+        name = code.co_filename.encode(errors="replace")[-(_SITE - 1):]
+        if id(code) in _outside:
+            _files[id(code)] = name
+    return name, line
 
 
 def _tensors_of(value):
@@ -386,39 +389,11 @@ def _raised(call):
     return _with_flag(call, _RAISED)
 
 
-def _missed(c10d, name, key, frame, arguments):
-    """The call as the agent takes it, described and kept under `key` (None: not kept, a call
-    whose arguments make no key)."""
-    if len(_cache) >= _CACHE_LIMIT or len(_lines) >= _CACHE_LIMIT:
-        _forget()
-        _lines.clear()
-    try:
-        call = _build(c10d, _SPECS[name], arguments, frame)
-    except Exception:  # a call we cannot describe runs unrecorded
-        if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-            raise
-        return None
-    if call is None:
-        return None
-    if name in _ALWAYS_ASYNC:
-        call = _with_flag(call, _ASYNC)
-    group = arguments.get("group")
-    if key is None or _SPECS[name][0] in _OBJECT_OPS:
-        return call
-    if group is not None and id(group) not in _watched:
-        try:
-            _watched[id(group)] = weakref.ref(group, _forget)
-        except TypeError:  # a group without weak references: it could die unnoticed
-            return call
-    _cache[key] = call
-    return call
-
-
 def _described(c10d, name, key_of, frame, key, arguments):
     """The call as the agent takes it, for a call the recorder's first look did not find kept
-    (under `key`, made with its caller as the site; None when it could make none): None for one
-    not recorded. The call site is the first frame outside torch and the hook; `key_of(site,
-    **arguments)` makes the call's key from another site."""
+    (under `key`, made with its caller as the site; None when it could make none), described and
+    kept; None for one not recorded. The call site is the first frame outside torch and the hook;
+    `key_of(site, **arguments)` makes the call's key from another site."""
     if id(frame.f_code) not in _outside:
         frame = _user_frame(frame)
         if frame is _NESTED:
@@ -430,15 +405,38 @@ def _described(c10d, name, key_of, frame, key, arguments):
             key, call = None, _MISS
         if call is not _MISS:
             return call
-    return _missed(c10d, name, key, frame, arguments)
+    if len(_cache) >= _CACHE_LIMIT or len(_lines) >= _CACHE_LIMIT:
+        _forget()
+        _lines.clear()
+    spec = _SPECS[name]
+    try:
+        call = _build(c10d, spec, arguments, frame)
+    except Exception:  # a call we cannot describe runs unrecorded
+        if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+            raise
+        return None
+    if call is None:
+        return None
+    if name in _ALWAYS_ASYNC:
+        call = _with_flag(call, _ASYNC)
+    if key is None or spec[0] in _OBJECT_OPS:
+        return call
+    group = arguments.get("group")
+    if group is not None and id(group) not in _watched:
+        try:
+            _watched[id(group)] = weakref.ref(group, _forget)
+        except TypeError:  # a group without weak references: it could die unnoticed
+            return call
+    _cache[key] = call
+    return call
 
 
 # Each recorder is made from this text, with the parameters of the function it wraps: binding
 # arguments by name (inspect.Signature.bind) would cost more than the rest of the record.
 # `{key}` adds to the key what the call's record depends on besides its site and group. The
 # first look takes the caller as the site, which it is for a call straight from the job's code
-# (the common case); a call from torch's code (an object variant, FSDP) is found from its site
-# by _described.
+# (the common case); a call from torch's code (an object variant, FSDP) misses, as no key is
+# ever kept with torch's code as the site, and is found from its site by _described.
 _RECORDER = """
 def _td_key_of(_td_frame, {parameters}):
     return ({name!r}, id(_td_frame.f_code), _td_frame.f_lasti, id({group}), {key})
@@ -447,8 +445,6 @@ def _td_key_of(_td_frame, {parameters}):
 def {name}({parameters}):
     _td_frame = _td_getframe(1)
     try:
-        if id(_td_frame.f_code) in _td_inside:
-            raise LookupError  # a call from torch's code: found from its site
         _td_key = ({name!r}, id(_td_frame.f_code), _td_frame.f_lasti, id({group}), {key})
         _td_call = _td_cache.get(_td_key, _td_miss)
     except Exception:
@@ -534,7 +530,6 @@ def _wrap(c10d, name, function, enter, leave):
     text, defaults, keyword_defaults = _source(name, inspect.signature(function))
     namespace = {
         "_td_original": function, "_td_getframe": sys._getframe, "_td_cache": _cache,
-        "_td_inside": _inside,
         "_td_miss": _MISS,
         "_td_tensors_key": _tensors_key, "_td_hide_own_frame": _agent.hide_own_frame,
         "_td_enter": enter, "_td_leave": leave, "_td_raised": _raised,
