@@ -134,7 +134,8 @@ __attribute__((target("ssse3"))) unsigned candidates_ssse3(const char* at) {
          0xffffu;
 }
 
-const bool kHasSsse3 = __builtin_cpu_supports("ssse3");
+// A static initializer may run before libgcc's own, which __builtin_cpu_init stands in for.
+const bool kHasSsse3 = (__builtin_cpu_init(), __builtin_cpu_supports("ssse3"));
 #endif
 
 }  // namespace
