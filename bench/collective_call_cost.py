@@ -115,9 +115,7 @@ else:  # the recorder alone
     c10d = sys.modules["torch.distributed.distributed_c10d"]
     def all_reduce(tensor, op=dist.ReduceOp.SUM, group=None, async_op=False):
         return None
-    enter = collectives._agent.held("traindoc_collective_enter")
-    leave = collectives._agent.held("traindoc_collective_exit")
-    recorded = collectives._wrap(c10d, "all_reduce", all_reduce, enter, leave)
+    recorded = collectives._wrap(c10d, "all_reduce", all_reduce, *collectives._agent_entries())
     # Frames of torch's own between the job's line and the call, as FSDP's are: a function in a
     # file of torch's folder, 8 deep.
     where = os.path.join(os.path.dirname(torch.__file__), "_traindoc_bench_frames.py")

@@ -134,10 +134,9 @@ _skip_dirs = ()  # frames in these folders are not the call site
 # death or a change of the default group (init_process_group, destroy_process_group) empties it.
 _cache = {}
 _watched = {}  # id -> a weak reference to each group keyed in _cache
-_outside = {}  # id -> code object, for the code known to be outside _skip_dirs: call sites
+_outside = {}  # id -> (code object, its file's tail as a record holds it), for call sites
 _inside = {}  # id -> code object, for the code known to be in _skip_dirs, the recorders' aside
 _lines = {}  # (id of a code object in _outside, bytecode offset) -> its line
-_files = {}  # id of a code object in _outside -> its file's tail as a record holds it
 _recorders = set()  # ids of the recorders' code: a frame of one is a recorded call under way
 _dtype_codes = {}  # torch dtype -> its number in a record
 _device_codes = {}  # torch device -> its number in a record
@@ -157,7 +156,7 @@ def _forget(*_):
 def _forget_all():
     """Drops the calls kept and what their keys name by id: the tables of code are full."""
     _forget()
-    for table in (_outside, _inside, _lines, _files, _redop_codes):
+    for table in (_outside, _inside, _lines, _redop_codes):
         table.clear()
 
 
@@ -208,31 +207,33 @@ def _user_frame(frame):
             if len(_outside) + len(_inside) >= _CACHE_LIMIT:
                 _forget_all()
             if not code.co_filename.startswith(_skip_dirs):
-                _outside[id(code)] = code
+                _outside[id(code)] = (code, _file_tail(code))
                 return frame
             _inside[id(code)] = code
         frame = frame.f_back
     return None
 
 
+def _file_tail(code):
+    return code.co_filename.encode(errors="replace")[-(_SITE - 1):]
+
+
 def _call_site(frame):
-    """The site's file (the tail a record holds) and line, kept by code and offset: Python finds
-    a frame's line by reading its code's line table from the start."""
+    """The site's file (the tail a record holds) and line, kept for the code in _outside by
+    offset: Python finds a frame's line by reading its code's line table from the start."""
     if frame is None:
         return b"", 0
     code = frame.f_code
+    known = _outside.get(id(code))
+    if known is None:
+        return _file_tail(code), frame.f_lineno
     where = (id(code), frame.f_lasti)
     line = _lines.get(where)
     if line is None:
-        line = frame.f_lineno
-        if id(code) in _outside:
-            _lines[where] = line
-    name = _files.get(id(code))
-    if name is None:
-        name = code.co_filename.encode(errors="replace")[-(_SITE - 1):]
-        if id(code) in _outside:
-            _files[id(code)] = name
-    return name, line
+        if len(_lines) >= _CACHE_LIMIT:
+            _lines.clear()
+        line = _lines[where] = frame.f_lineno
+    return known[1], line
 
 
 def _tensors_of(value):
@@ -405,9 +406,8 @@ def _described(c10d, name, key_of, frame, key, arguments):
             key, call = None, _MISS
         if call is not _MISS:
             return call
-    if len(_cache) >= _CACHE_LIMIT or len(_lines) >= _CACHE_LIMIT:
+    if len(_cache) >= _CACHE_LIMIT:
         _forget()
-        _lines.clear()
     spec = _SPECS[name]
     try:
         call = _build(c10d, spec, arguments, frame)
@@ -435,8 +435,9 @@ def _described(c10d, name, key_of, frame, key, arguments):
 # arguments by name (inspect.Signature.bind) would cost more than the rest of the record.
 # `{key}` adds to the key what the call's record depends on besides its site and group. The
 # first look takes the caller as the site, which it is for a call straight from the job's code
-# (the common case); a call from torch's code (an object variant, FSDP) misses, as no key is
-# ever kept with torch's code as the site, and is found from its site by _described.
+# (the common case), and writes the key out rather than calling _td_key_of (a call more would
+# be a tenth of the look); a call from torch's code (an object variant, FSDP) misses, as no key
+# is ever kept with torch's code as the site, and is found from its site by _described.
 _RECORDER = """
 def _td_key_of(_td_frame, {parameters}):
     return ({name!r}, id(_td_frame.f_code), _td_frame.f_lasti, id({group}), {key})
@@ -602,11 +603,15 @@ def _replace(distributed, c10d, name, wrapped, function):
         setattr(distributed, name, wrapped)
 
 
+def _agent_entries():
+    """The agent's enter and exit of a collective (either None where it lacks them)."""
+    return _agent.held("traindoc_collective_enter"), _agent.held("traindoc_collective_exit")
+
+
 def _patch(distributed):
     global _skip_dirs
     lib = _agent.entry_points()
-    enter = _agent.held("traindoc_collective_enter")
-    leave = _agent.held("traindoc_collective_exit")
+    enter, leave = _agent_entries()
     if enter is None or leave is None:
         return
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
