@@ -36,17 +36,38 @@ std::string frame_text(const PythonFrame& f) {
   return text;
 }
 
-// The innermost frame of the user's code (outside libraries), nullptr when none was printed.
+bool user_code(const std::vector<PythonFrame>& frames, size_t i) {
+  // spawn and forkserver start a process with `python -c "from multiprocessing.spawn import
+  // spawn_main; ..."`: that <string> is theirs, not the user's.
+  bool bootstrap = frames[i].file == "<string>" && i + 1 < frames.size() &&
+                   (frames[i + 1].file.ends_with("multiprocessing/spawn.py") ||
+                    frames[i + 1].file.ends_with("multiprocessing/forkserver.py"));
+  return !is_library_file(frames[i].file) && !bootstrap;
+}
+
+// A frame of the user's code that only passes on what its caller gave it, whose caller's line
+// says more: a generator the caller loops over that loops over the caller's iterable (the
+// torchvision references' `for i, (image, target) in enumerate(metric_logger.log_every(
+// data_loader, ...))` over log_every's `for obj in iterable:`, where a DataLoader's error
+// passes), or a wrapper that calls on with the caller's arguments (`return fn(*args, **kwargs)`).
+bool passes_through(const PythonFrame& helper, const PythonFrame& caller) {
+  std::string_view code = helper.code;
+  if (code.find("(*args, **kw") != std::string_view::npos) return true;
+  bool loops = code.starts_with("for ") || code.starts_with("yield from ");
+  return loops && !helper.function.empty() && caller.code.starts_with("for ") &&
+         caller.code.find(helper.function + "(") != std::string::npos;
+}
+
+// The innermost frame of the user's code (outside libraries) on the failing path, past helpers
+// that only pass it on; nullptr when none was printed.
 const PythonFrame* user_frame(const PythonTraceback& traceback) {
-  const PythonFrame* user = nullptr;
   const std::vector<PythonFrame>& frames = traceback.frames;
+  const PythonFrame* user = nullptr;
+  const PythonFrame* caller = nullptr;  // the user's frame that called frames[i], or nearest
   for (size_t i = 0; i < frames.size(); ++i) {
-    // spawn and forkserver start a process with `python -c "from multiprocessing.spawn import
-    // spawn_main; ..."`: that <string> is theirs, not the user's.
-    bool bootstrap = frames[i].file == "<string>" && i + 1 < frames.size() &&
-                     (frames[i + 1].file.ends_with("multiprocessing/spawn.py") ||
-                      frames[i + 1].file.ends_with("multiprocessing/forkserver.py"));
-    if (!is_library_file(frames[i].file) && !bootstrap) user = &frames[i];
+    if (!user_code(frames, i)) continue;
+    if (caller == nullptr || !passes_through(frames[i], *caller)) user = &frames[i];
+    caller = &frames[i];
   }
   return user;
 }

@@ -456,6 +456,57 @@ TEST(RuleFailedExit, AnExceptionRaisedFromAnotherCitesTheFirstOne) {
             "traceback is in logs/stderr.log.");
 }
 
+// The one finding of rank 0's exit with code 1 after printing `traceback`.
+Finding rank0_traceback_finding(const std::vector<std::string>& traceback) {
+  Evidence e = torchrun_job();
+  uint64_t number = 1;
+  print_lines(e, 3.0, number, traceback, "[default0]:");
+  exited(e, kRank0, 3.2, 1);
+  Diagnosis d = diagnose(e);
+  EXPECT_EQ(d.findings.size(), 1u);
+  return d.findings.empty() ? Finding{} : d.findings[0];
+}
+
+// The torchvision references loop over their logger's generator, which loops over the
+// DataLoader: an error of the data passes through log_every, a helper on the stack only because
+// the loop runs through it. "Your code" is the loop's line, not the logger's.
+TEST(RuleFailedExit, YourCodeIsTheLoopNotTheHelperItIteratesThrough) {
+  const std::string refs = "  File \"/home/user/vision/references/classification/";
+  const std::string torch = "  File \"/usr/lib/python3/dist-packages/torch/utils/data/";
+  Finding f = rank0_traceback_finding(
+      {"Traceback (most recent call last):", refs + "train.py\", line 385, in main",
+       "    train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args)",
+       refs + "train.py\", line 29, in train_one_epoch",
+       "    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, "
+       "args.print_freq, header)):",
+       refs + "utils.py\", line 134, in log_every",
+       "    for obj in iterable:", torch + "dataloader.py\", line 628, in __next__",
+       "    data = self._next_data()", torch + "_utils/fetch.py\", line 58, in fetch",
+       "    data = [self.dataset[idx] for idx in possibly_batched_index]",
+       "  File \"/usr/lib/python3/dist-packages/torchvision/datasets/folder.py\", line 232, in "
+       "__getitem__",
+       "    target = self.target_transform(target)",
+       "ValueError: invalid literal for int() with base 10: 'n01440764'"});
+  EXPECT_THAT(f.fix, HasSubstr("called from your code at "
+                               "/home/user/vision/references/classification/train.py:29:"))
+      << f.fix;
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("train.py:29 in train_one_epoch"))) << f.fix;
+}
+
+// A decorator's wrapper calls on with its caller's arguments: the caller's line is the one that
+// says what was passed.
+TEST(RuleFailedExit, YourCodeIsTheCallerOfAWrapperThatPassesItsArgumentsOn) {
+  Finding f = rank0_traceback_finding(
+      {"Traceback (most recent call last):",
+       "  File \"/home/user/proj/train.py\", line 40, in <module>",
+       "    state = load_checkpoint(\"/ckpt/last.pt\", map_location=\"cpu\")",
+       "  File \"/home/user/proj/timing.py\", line 9, in wrapper", "    return fn(*args, **kwargs)",
+       "  File \"/usr/lib/python3/dist-packages/torch/serialization.py\", line 771, in load",
+       "    with _open_file_like(f, 'rb') as opened_file:",
+       "ValueError: checkpoint is neither a file nor a zip archive"});
+  EXPECT_THAT(f.fix, HasSubstr("called from your code at /home/user/proj/train.py:40")) << f.fix;
+}
+
 TEST(RuleFailedExit, ASyntaxErrorIsCompleteAndSaysNothingRan) {
   Evidence e = torchrun_job();
   e.log_lines = {
