@@ -218,15 +218,56 @@ std::optional<Chart> gpu_process_memory(ChartBuilder builder, const analysis::Di
   return builder.finish("gpu-process-memory", title, "bytes");
 }
 
+// "rank 0 (pid 5)", "rank 0 (pid 5) and rank 1 (pid 6)", "a, b and c".
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out;
+}
+
+// Ranks in lockstep count the same steps at every point drawn, and one line would hide the
+// others: such series become one, whose label names them all.
+void merge_alike(Chart& chart, const std::map<std::string, std::pair<std::string, std::string>>&
+                                   parts) {  // label -> (process, step kind)
+  std::vector<ChartSeries> merged;
+  std::vector<std::vector<std::string>> names;
+  for (ChartSeries& s : chart.series) {
+    // Not a structured binding: a lambda cannot capture one before C++20's clang 16.
+    const std::string& process = parts.at(s.label).first;
+    const std::string& kind = parts.at(s.label).second;
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const ChartSeries& m) {
+      return m.values == s.values && parts.at(m.label).second == kind;
+    });
+    if (same == merged.end()) {
+      names.push_back({process});
+      merged.push_back(std::move(s));
+    } else {
+      names[static_cast<size_t>(same - merged.begin())].push_back(process);
+    }
+  }
+  for (size_t i = 0; i < merged.size(); ++i) {
+    if (names[i].size() > 1) {
+      merged[i].label =
+          joined(names[i]) + ", " + parts.at(merged[i].label).second + " (the same steps)";
+    }
+  }
+  chart.series = std::move(merged);
+}
+
 std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagnosis& d,
                                     const store::Evidence& e) {
   std::map<ProcessKey, std::pair<size_t, store::StepKind>> series;
+  std::map<std::string, std::pair<std::string, std::string>> parts;
   size_t counted = 0;
   for (const auto& p : d.processes) {
     std::optional<store::StepKind> kind = p.step_kind();
     if (!kind) continue;
     if (++counted > kChartSeries) continue;
-    std::string label = fmt::format("{}, {}", analysis::process_name(p), store::to_string(*kind));
+    std::string name = analysis::process_name(p);
+    std::string label = fmt::format("{}, {}", name, store::to_string(*kind));
+    parts[label] = {name, std::string(store::to_string(*kind))};
     series[{p.record.pid, p.record.start_ticks}] = {builder.add_series(label), *kind};
   }
   for (const store::StepSample& s : e.steps) {
@@ -236,7 +277,9 @@ std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagno
   }
   std::string title = "Training steps of each process";
   if (counted > kChartSeries) title += fmt::format(", the first {} of {}", kChartSeries, counted);
-  return builder.finish("training-steps", title, "steps");
+  std::optional<Chart> chart = builder.finish("training-steps", title, "steps");
+  if (chart) merge_alike(*chart, parts);
+  return chart;
 }
 
 }  // namespace

@@ -104,8 +104,12 @@ constexpr std::string_view kScript = R"js(
       const box = document.getElementById('chart-' + chart.id);
       const format = chart.unit === 'bytes' ? bytes : count;
       const series = [{ label: 'time', value: (u, v) => (v == null ? '-' : v.toFixed(1) + ' s') }];
+      // Lines that coincide (ranks in step) would hide one another: each is drawn narrower than
+      // the one before it, on top of it, so that every colour shows at its edges.
+      const lines = chart.series.filter((s) => !s.limit).length;
+      const layer = lines > 1 ? Math.min(2, 6 / (lines - 1)) : 0;
       chart.series.forEach((s, i) => series.push({
-        label: s.label, spanGaps: true, width: s.limit ? 1 : 1.5,
+        label: s.label, spanGaps: true, width: s.limit ? 1 : 1.5 + layer * (lines - 1 - i),
         stroke: s.limit ? '#5c6670' : colours[i % colours.length], dash: s.limit ? [6, 4] : [],
         value: (u, v) => format(v),
       }));

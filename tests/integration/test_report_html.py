@@ -104,6 +104,36 @@ class Page(HTMLParser):
             self.rows[-1] += data
 
 
+def screenshot(path, tmp_path):
+    """The page as Chromium paints it once its scripts ran, as a PIL image."""
+    from PIL import Image
+    png = tmp_path / "page.png"
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
+         f"--user-data-dir={tmp_path / 'chromium'}", "--virtual-time-budget=5000",
+         f"--screenshot={png}", path.resolve().as_uri()],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 0 and png.exists(), result.stderr
+    return Image.open(png).convert("RGB")
+
+
+def painted(image, colour):
+    """How many pixels of `image` have `colour` ("#rrggbb"), give or take antialiasing."""
+    want = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return sum(1 for pixel in image.getdata()
+               if all(abs(p - w) <= 24 for p, w in zip(pixel, want)))
+
+
+def steps_chart_only(run_dir, tmp_path):
+    """A copy of report.html that shows nothing but its chart of training steps."""
+    page = (run_dir / "report.html").read_text()
+    style = ("<style>body > :not(#charts), #charts > :not(.chart), "
+             ".chart:not(:has(#chart-training-steps)) { display: none !important; }</style>")
+    copy = tmp_path / "steps.html"
+    copy.write_text(page.replace("</head>", style + "</head>", 1))
+    return copy
+
+
 def browse(path, tmp_path):
     """The page's DOM once its scripts ran, as Chromium built it."""
     assert CHROMIUM, "chromium is missing: scripts/setup installs it"
@@ -149,6 +179,19 @@ def test_the_page_of_a_failed_job_tells_its_root_cause_and_draws_its_charts(fail
     assert root["fix"].replace("`", "") in root_text
     # The job's markup is text on the page, not elements (which would leave "batch 42 has").
     assert "batch <b>42</b> has no labels" in root_text
+
+    # The ranks stepped together: on the steps chart, neither line hides the other. Either one
+    # line names both ranks, or each rank's colour shows (the first chart's colours: uPlot's
+    # series in order, rank 0's first).
+    steps = [label for label in page.legend if label.endswith(", optimizer")
+             or label.endswith("(the same steps)")]
+    assert steps, page.legend
+    if len(steps) == 1:
+        assert all(f"rank {rank} (pid {pid})" in steps[0] for rank, pid in ranks.items()), steps
+    else:
+        shown = screenshot(steps_chart_only(failed_run.run_dir, tmp_path), tmp_path)
+        blue, red = painted(shown, "#1f77b4"), painted(shown, "#d62728")
+        assert blue >= 0.5 * red and red >= 0.5 * blue and red > 200, (steps, blue, red)
 
     # Each rank's all_reduce after training, and rank 0's barrier that rank 1 never joined.
     assert set(page.timeline) == set(ranks.values()), page.timeline

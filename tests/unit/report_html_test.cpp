@@ -193,6 +193,30 @@ TEST(ChartSeries, StepsAndGpusAreDrawnWhereCounted) {
   EXPECT_EQ(find_chart(charts, "gpu-process-memory"), nullptr) << "no process was listed";
 }
 
+// Ranks in lockstep draw one line named for all of them (one line hiding another would say
+// that only one rank counted); a rank that counted otherwise keeps its own.
+TEST(ChartSeries, RanksThatCountedTheSameStepsShareOneNamedLine) {
+  JobRun run = two_ranks(3);
+  run.diagnosis.processes.push_back(rank_process(102, 2, 1 << 20));
+  for (ProcessSummary& rank : run.diagnosis.processes) {
+    rank.steps[store::StepKind::kOptimizer] = 2;
+    for (int64_t step = 1; step <= 2; ++step) {
+      int64_t count = rank.record.pid == 102 ? step * 2 : step;
+      run.evidence.steps.push_back({kStart + step * kSecond, rank.record.pid,
+                                    rank.record.start_ticks, store::StepKind::kOptimizer, count});
+    }
+  }
+  std::vector<Chart> charts = build_charts(run.diagnosis, run.evidence);
+  const Chart* steps = find_chart(charts, "training-steps");
+  ASSERT_NE(steps, nullptr);
+  ASSERT_EQ(steps->series.size(), 2u);
+  EXPECT_EQ(steps->series[0].label,
+            "rank 0 (pid 100) and rank 1 (pid 101), optimizer (the same steps)");
+  EXPECT_EQ(largest(steps->series[0]), 2.0);
+  EXPECT_EQ(steps->series[1].label, "rank 2 (pid 102), optimizer");
+  EXPECT_EQ(largest(steps->series[1]), 4.0);
+}
+
 store::GpuProcessSample gpu_process(int device, int pid, uint64_t start_ticks, int nvml_pid,
                                     int64_t at_s, uint64_t mib) {
   store::GpuProcessSample s;
