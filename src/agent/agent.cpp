@@ -261,7 +261,7 @@ void note_exit(int status) {
 
 // Multi-producer: any thread (or signal handler) may append. A record whose ring entry another
 // writer holds is lost rather than mixed with it (common::claim_entry). Async-signal-safe.
-void append_record(common::RecordType type, int64_t a, int64_t b) {
+void append_record(common::RecordType type, int64_t a, int64_t b, int64_t c) {
   Slot* slot = g_slot;
   if (slot == nullptr) return;
   uint64_t pos = slot->next_record.fetch_add(1, std::memory_order_relaxed);
@@ -272,6 +272,7 @@ void append_record(common::RecordType type, int64_t a, int64_t b) {
   record.time_ns = common::realtime_ns();
   record.a = a;
   record.b = b;
+  record.c = c;
   common::publish_entry(record.seq, pos + 1);
 }
 

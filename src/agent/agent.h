@@ -12,7 +12,7 @@
 namespace traindoc::agent {
 
 // Appends one record to this process's ring; does nothing without a slot. Async-signal-safe.
-void append_record(common::RecordType type, int64_t a, int64_t b);
+void append_record(common::RecordType type, int64_t a, int64_t b, int64_t c = common::kNoValue);
 
 // This process is ending with exit() or _exit() and `status`: written to its slot, once.
 // Async-signal-safe.

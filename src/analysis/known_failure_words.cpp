@@ -18,7 +18,8 @@ std::string millis(const std::string& ms) {
 
 }  // namespace
 
-std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes) {
+std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes,
+                      std::optional<int64_t> largest) {
   if (!label) return kLabelFix;
   std::string value = std::to_string(*label);
   std::string count = classes ? std::to_string(*classes) : "C";
@@ -42,18 +43,39 @@ std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> class
            ": check how the dataset makes them (a class missing from its mapping, an offset "
            "subtracted).";
   }
-  // A real class beyond the model's: too few classes, or labels numbered otherwise.
+  // A real class beyond the model's: too few classes, or labels numbered otherwise. The batch's
+  // largest label (the hook's) bounds the classes the labels need; the text's is only the first
+  // the loss met.
+  bool void_too = largest == 255;  // a mask's void pixels beside a real class too many
+  int64_t top = largest && *largest > *label && !void_too ? *largest : *label;
+  std::string highest = std::to_string(top);
   std::string fix = "Label " + value;
   fix += classes ? " is beyond the model's " + count + " classes (0.." + last + ")"
                  : " is not a class of the model";
-  fix += ": either the model has too few classes (";
+  if (top != *label) fix += ", and the batch's labels go up to " + highest;
+  bool one_based = classes && largest && !void_too && top == *classes;
+  if (one_based) {
+    fix +=
+        ": the largest label equals the class count, the mark of labels numbered from 1 "
+        "(1.." +
+        count + "): subtract 1 from them, or";
+  } else {
+    fix += ": either";
+  }
+  fix += " the model has too few classes (";
   if (classes) fix += "its output has " + count + ", ";
-  fix += "the labels go up to at least " + value +
+  fix += "the labels go up to at least " + highest +
          ": set num_classes, the last layer's outputs, to at least " +
-         std::to_string(store::shifted_ns(*label, 1)) +
+         std::to_string(store::shifted_ns(top, 1)) +
          ") or the labels are wrong (remap them to 0.." + last;
   if (!classes) fix += " for C classes";
-  return fix + "; a 1-based labelling gives " + count + ").";
+  fix += one_based ? ")." : "; a 1-based labelling gives " + count + ").";
+  if (void_too) {
+    fix +=
+        " The targets also hold 255, the void label of segmentation masks: if it marks pixels "
+        "to skip, pass ignore_index=255 as well.";
+  }
+  return fix;
 }
 
 void label(const SignatureMatch& m, KnownFailure& f) {
@@ -63,7 +85,7 @@ void label(const SignatureMatch& m, KnownFailure& f) {
   if (value == "255") {
     f.evidence.push_back("255 is the void label of segmentation masks (Cityscapes, Pascal VOC)");
   }
-  if (auto known = int_field(m, "label")) f.fix = label_fix(*known, std::nullopt);
+  if (auto known = int_field(m, "label")) f.fix = label_fix(*known, std::nullopt, std::nullopt);
 }
 
 void index(const SignatureMatch& m, KnownFailure& f) {

@@ -48,7 +48,8 @@ Assertions assertions_near(const RuleContext& context, const PythonTraceback& tb
 
 std::string fix_for(FindingKind kind, bool kernel_known) {
   // The kernel's assertion names neither the label nor the class count.
-  if (kind == FindingKind::kLabelOutOfRange) return words::label_fix(std::nullopt, std::nullopt);
+  if (kind == FindingKind::kLabelOutOfRange)
+    return words::label_fix(std::nullopt, std::nullopt, std::nullopt);
   if (kind == FindingKind::kIndexOutOfRange) {
     return "An index exceeds its dimension on the GPU: check the ids fed to the embedding, "
            "gather or index_select against its size (vocabulary, number of classes).";

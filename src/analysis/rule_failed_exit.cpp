@@ -53,9 +53,10 @@ std::vector<int> ranks_not_waiting(const RuleContext& context, const ProcessSumm
   return out;
 }
 
-// The class count that "Target 255 is out of bounds." does not say, from the Python hook's record
-// of the loss that rejected the label: the latest of this process for that label (`text`, "" when
-// the text did not say it). With both numbers the fix names the mistake.
+// The class count and the targets' largest label that "Target 12 is out of bounds." does not say,
+// from the Python hook's record of the loss that rejected the label: the latest of this process for
+// that label (`text`, "" when the text did not say it). With both numbers the fix names the
+// mistake.
 void add_class_count(const RuleContext& context, const ProcessSummary& p, const std::string& text,
                      Finding& f) {
   for (auto event = context.evidence.events.rbegin(); event != context.evidence.events.rend();
@@ -71,9 +72,11 @@ void add_class_count(const RuleContext& context, const ProcessSummary& p, const 
       f.title.replace(at, std::string_view("[0, classes)").size(), range);
     }
     f.title += ": the loss's input has " + std::to_string(classes) + " classes";
-    f.evidence.push_back("the loss got label " + std::to_string(label) + " for an input of " +
-                         std::to_string(classes) + " classes (Python hook)");
-    f.fix = words::label_fix(label, classes);
+    std::string seen = "the loss got label " + std::to_string(label) + " for an input of " +
+                       std::to_string(classes) + " classes";
+    if (event->c) seen += "; its targets' largest label is " + std::to_string(*event->c);
+    f.evidence.push_back(seen + " (Python hook)");
+    f.fix = words::label_fix(label, classes, event->c);
     return;
   }
 }

@@ -14,10 +14,12 @@ namespace traindoc::analysis::words {
 // ---- known_failure_words.cpp: failures of a kind of their own --------------------------------
 void label(const SignatureMatch& m, KnownFailure& f);
 // The fix for a label a loss rejected, made from what is known of it: the label (the text's or
-// the Python hook's) and the class count of the loss's input (the hook's). A void label gets
-// ignore_index; a real class, the model's class count or the labels' mapping; neither known,
-// how to find them (kLabelFix). The one place of these words, for every rule that tells them.
-std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes);
+// the Python hook's), the class count of the loss's input and the largest label of its targets
+// (the hook's). A void label gets ignore_index; a real class, the model's class count or the
+// labels' mapping, never ignore_index; neither known, how to find them (kLabelFix). The one
+// place of these words, for every rule that tells them.
+std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes,
+                      std::optional<int64_t> largest);
 void index(const SignatureMatch& m, KnownFailure& f);
 void worker_timeout(const SignatureMatch& m, KnownFailure& f);
 void rendezvous_timeout(const SignatureMatch& m, KnownFailure& f);

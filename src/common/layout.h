@@ -42,7 +42,8 @@ enum class RecordType : uint32_t {
                             // that kind this process has run so far (cumulative, so a record lost
                             // to a ring overrun costs resolution, never the count)
   kLabelOutOfRange = 4,     // a loss function rejected a target label (Python hook): a = the label,
-                            // b = the number of classes of the loss's input
+                            // b = the number of classes of the loss's input, c = the largest
+                            // label of its targets (kNoValue: unknown)
   kScriptFinished = 5,      // the Python program and its atexit handlers finished (Python hook):
                             // what follows is the interpreter's and the libraries' teardown
   kProcessGroupJoined = 6,  // init_process_group returned (Python hook): a = the rank, b = the
@@ -151,6 +152,9 @@ inline void publish_entry(std::atomic<uint64_t>& seq, uint64_t mine) {
   seq.store(mine, std::memory_order_release);
 }
 
+// A record's number that is not known (none of a record's numbers is ever this).
+inline constexpr int64_t kNoValue = INT64_MIN;
+
 struct Record {
   std::atomic<uint64_t> seq;
   uint32_t type;
@@ -159,7 +163,8 @@ struct Record {
   int64_t a;
   int64_t b;
   uint64_t pos;  // the ring position written, checked by the reader against the one it expects
-  uint8_t payload[16];  // room for later record types
+  int64_t c;     // a third number, for the record types that say so
+  uint8_t payload[8];  // room for later record types
 };
 static_assert(sizeof(Record) == 64);
 

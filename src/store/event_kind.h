@@ -15,8 +15,9 @@
   X(kScriptFinished, "script-finished") /* a Python program's end, its exit handlers run */        \
   X(kKillSent, "kill-sent")     /* a kill() a process made; a: its pid argument (killpg(g): -g) */ \
   X(kThreadDied, "thread-died") /* an exception ended a thread; text: its name */                  \
-  X(kLabelOutOfRange, "label-out-of-range") /* a loss rejected a label; a: it, b: the classes */   \
-  X(kStdinWait, "stdin-wait")               /* a process blocked reading its terminal */           \
+  /* a loss rejected a label; a: it, b: the classes, c: the targets' largest label */              \
+  X(kLabelOutOfRange, "label-out-of-range")                                                        \
+  X(kStdinWait, "stdin-wait") /* a process blocked reading its terminal */                         \
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \
   X(kJobResumed, "job-resumed")                                                                    \

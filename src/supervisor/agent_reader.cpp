@@ -257,12 +257,14 @@ void AgentReader::read_slot(uint32_t index, AgentPoll& out) {
   }
   drain(slot->ring, common::kRingRecords, slot->next_record.load(std::memory_order_acquire),
         m_records[index], out.records, [&](const common::Record& record) {
-          return AgentRecord{.pid = owner.pid,
-                             .start_ticks = owner.start_ticks,
-                             .type = static_cast<common::RecordType>(record.type),
-                             .time_ns = record.time_ns,
-                             .a = record.a,
-                             .b = record.b};
+          return AgentRecord{
+              .pid = owner.pid,
+              .start_ticks = owner.start_ticks,
+              .type = static_cast<common::RecordType>(record.type),
+              .time_ns = record.time_ns,
+              .a = record.a,
+              .b = record.b,
+              .c = record.c == common::kNoValue ? std::nullopt : std::optional<int64_t>(record.c)};
         });
   const common::CollectiveRing* ring = common::collective_ring_at(m_base, index);
   drain(ring->records, common::kCollectiveRecords, ring->next.load(std::memory_order_acquire),

@@ -33,6 +33,7 @@ struct AgentRecord {
   int64_t time_ns = 0;
   int64_t a = 0;
   int64_t b = 0;
+  std::optional<int64_t> c = {};  // for the types that have one (layout.h); none: kNoValue
 };
 
 // A crash record that became complete: its process waits until release_crash (or its timeout).

@@ -173,9 +173,11 @@ void Loop::take_record(const AgentRecord& record) {
           {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
       break;
     case common::RecordType::kLabelOutOfRange:
-      event(store::EventKind::kLabelOutOfRange, record.pid,
-            "label " + std::to_string(record.a) + ", " + std::to_string(record.b) + " classes",
-            record.a, record.b);
+      m_store.add_event({record.time_ns, store::EventKind::kLabelOutOfRange, record.pid,
+                         "label " + std::to_string(record.a) + ", " + std::to_string(record.b) +
+                             " classes" +
+                             (record.c ? ", largest " + std::to_string(*record.c) : ""),
+                         record.a, record.b, record.c});
       break;
     default:
       break;

@@ -275,28 +275,33 @@ import os, signal, subprocess, sys, torch
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 os.kill(child.pid, signal.SIGKILL)
 child.wait()
-torch.nn.functional.cross_entropy(torch.zeros(2, 3), torch.tensor([0, 5]))
+torch.nn.functional.cross_entropy(torch.zeros(4, 3), torch.tensor([0, 5, 9, 1]))
 """
 
 
 def test_the_numbers_of_a_label_and_a_kill_are_stored_as_numbers(traindoc):
     """The hook's record of the rejected label and the agent's of a kill() reach run.db as
-    numbers (events.a, events.b), and the report reads them: the class count completes the
-    title and the fix, the kill names its sender."""
+    numbers (events.a, b, c), and the report reads them: the class count and the targets' largest
+    label complete the title and the fix, the kill names its sender."""
     run = traindoc(python_job(LABEL_AND_KILL))
     assert run.status == 1, run.stderr.decode()[-2000:]
     with sqlite3.connect(run.run_dir / "run.db") as db:
-        rows = db.execute("SELECT kind, a, b FROM events WHERE kind IN "
+        rows = db.execute("SELECT kind, a, b, c FROM events WHERE kind IN "
                           "('label-out-of-range', 'kill-sent') ORDER BY id").fetchall()
     (rank,) = run.processes("rank")
     child = [p for p in run.report["processes"] if p["pid"] != rank["pid"]]
-    assert rows == [("kill-sent", child[0]["pid"], None), ("label-out-of-range", 5, 3)], rows
+    # The error names the first label it met (5); the batch's go up to 9.
+    assert rows == [("kill-sent", child[0]["pid"], None, None),
+                    ("label-out-of-range", 5, 3, 9)], rows
     root = run.report["findings"][0]
     assert root["kind"] == "label-out-of-range", root
     assert root["title"].endswith("the loss's input has 3 classes"), root
-    # Label 5 is a class beyond the model's 3, not one to ignore: the fix says both numbers.
-    assert root["fix"].startswith("Label 5 is beyond the model's 3 classes (0..2)"), root
-    assert "to at least 6" in root["fix"] and "ignore_index" not in root["fix"], root
+    # Label 5 is a class beyond the model's 3, not one to ignore: the fix says the numbers, and
+    # the classes the batch's largest label needs.
+    assert root["fix"].startswith("Label 5 is beyond the model's 3 classes (0..2), and the "
+                                  "batch's labels go up to 9"), root
+    assert "to at least 10" in root["fix"] and "ignore_index" not in root["fix"], root
+    assert "its targets' largest label is 9" in " ".join(root["evidence"]), root
     # Killed before its agent started (just after its fork): still the rank's kill.
     (killed,) = [f for f in run.report["findings"] if child[0]["pid"] in f["pids"]]
     assert killed["severity"] == "info" and "from rank 0" in killed["title"], killed

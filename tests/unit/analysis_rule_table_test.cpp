@@ -73,15 +73,35 @@ TEST(SignatureWords, ALabelThatIsAClassIsNotOneToIgnore) {
   EXPECT_THAT(f->fix, HasSubstr("the labels are wrong"));
   EXPECT_THAT(f->fix, Not(HasSubstr("ignore_index")));
   // The GPU's assertion names no label: the words of the rule that tells it too.
-  EXPECT_EQ(words::label_fix(std::nullopt, std::nullopt), words::kLabelFix);
+  EXPECT_EQ(words::label_fix(std::nullopt, std::nullopt, std::nullopt), words::kLabelFix);
 }
 
 // The hook's numbers come from run.db, which may hold anything: the words never wrap around.
 TEST(SignatureWords, ALabelFixAtTheLimitsOfInt64) {
-  std::string fix = words::label_fix(INT64_MAX, INT64_MIN);
+  std::string fix = words::label_fix(INT64_MAX, INT64_MIN, std::nullopt);
   EXPECT_THAT(fix, HasSubstr("to at least 9223372036854775807)")) << fix;
   EXPECT_THAT(fix, HasSubstr("0..-9223372036854775808")) << fix;
   EXPECT_THAT(fix, Not(HasSubstr("0..9223372036854775807"))) << fix;
+}
+
+// The batch's largest label bounds the classes the labels need; equal to the class count, it is
+// the mark of labels numbered from 1; a void 255 beside them is to ignore, never a real class.
+TEST(SignatureWords, ALabelFixNamesTheLargestLabelOfTheBatch) {
+  std::string fix = words::label_fix(5, 3, 9);
+  EXPECT_THAT(fix, HasSubstr("Label 5 is beyond the model's 3 classes (0..2), and the batch's "
+                             "labels go up to 9: either the model has too few classes"))
+      << fix;
+  EXPECT_THAT(fix, HasSubstr("to at least 10)")) << fix;
+  EXPECT_THAT(fix, Not(HasSubstr("ignore_index"))) << fix;
+  fix = words::label_fix(10, 10, 10);
+  EXPECT_THAT(fix, HasSubstr("labels numbered from 1 (1..10): subtract 1 from them")) << fix;
+  EXPECT_THAT(fix, Not(HasSubstr("1-based labelling gives"))) << fix;
+  fix = words::label_fix(19, 19, 255);
+  EXPECT_THAT(fix, HasSubstr("to at least 20)")) << fix;
+  EXPECT_THAT(fix, HasSubstr("The targets also hold 255")) << fix;
+  EXPECT_THAT(fix, HasSubstr("ignore_index=255")) << fix;
+  // A largest below the label (the hook left out the ignored one) changes nothing.
+  EXPECT_EQ(words::label_fix(5, 3, 2), words::label_fix(5, 3, std::nullopt));
 }
 
 TEST(SignatureWords, RefinedKindSpeaksForItself) {
