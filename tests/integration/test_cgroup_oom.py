@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import conftest
-from conftest import TRAINDOC, job_script
+from conftest import job_script
 
 LIMIT = 64 << 20
 
@@ -120,13 +119,10 @@ def test_a_job_started_inside_a_limited_cgroup(traindoc, limited_cgroup):
     assert [dir for _, dir in memberships(run, root["pids"][0])] == [str(child)]
 
 
-def test_traindoc_itself_inside_the_limited_cgroup(traindoc, limited_cgroup, tmp_path,
-                                                  monkeypatch):
+def test_traindoc_itself_inside_the_limited_cgroup(traindoc, limited_cgroup):
     """The control: traindoc's own cgroup is the job's, as before this change."""
     _, child = limited_cgroup
-    wrapper = tmp_path / "traindoc_in_cgroup"
-    wrapper.write_text(f'#!/bin/sh\necho $$ > {child}/cgroup.procs && exec {TRAINDOC} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(conftest, "TRAINDOC", wrapper)
-    run = traindoc(job_script("cgroup_oom.py"), "--interval", "0.2")
-    check_oom_in(run, child)
+    run = traindoc(job_script("cgroup_oom.py"), "--interval", "0.2",
+                   preexec_fn=lambda: (child / "cgroup.procs").write_text(str(os.getpid())))
+    root = check_oom_in(run, child)
+    assert [dir for _, dir in memberships(run, root["pids"][0])] == [str(child)]
