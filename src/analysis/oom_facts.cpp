@@ -93,7 +93,8 @@ void cgroup_evidence(const std::vector<Point>& points, int64_t t_ns, int64_t sin
       facts.limit = p.max;
       facts.limit_dir = p.limit_dir;
     }
-    if (!p.current || p.t_ns > t_ns || p.t_ns < std::max(since_ns, t_ns - kGrowthWindowNs)) {
+    if (!p.current || p.t_ns > t_ns ||
+        p.t_ns < std::max(since_ns, store::shifted_ns(t_ns, -kGrowthWindowNs))) {
       continue;
     }
     if (first == nullptr) first = &p;
@@ -113,8 +114,12 @@ void cgroup_evidence(const std::vector<Point>& points, int64_t t_ns, int64_t sin
   }
   if ((counted || near) && first != nullptr && peak != first && *peak->current > *first->current) {
     std::string growth = name + " grew from " + format_bytes(*first->current) + " to " +
-                         format_bytes(*peak->current) + " in the " +
-                         format_seconds(t_ns - first->t_ns) + " before the kill";
+                         format_bytes(*peak->current);
+    if (std::optional<int64_t> span = store::duration_ns(first->t_ns, t_ns)) {
+      growth += " in the " + format_seconds(*span) + " before the kill";
+    } else {
+      growth += " before the kill";
+    }
     if (facts.limit) growth += " (its limit: " + format_bytes(*facts.limit) + ")";
     facts.evidence.push_back(growth);
   }

@@ -45,10 +45,11 @@ struct KernelOomKill {
   bool memcg = false;       // a memory cgroup's limit (CONSTRAINT_MEMCG), not the machine
   std::string oom_cgroup;   // oom_memcg: the cgroup whose limit was hit; "" when not told
   std::string task_cgroup;  // task_memcg: the killed process's cgroup path; "" when not told
-  std::optional<uint64_t> total_vm;  // bytes
-  std::optional<uint64_t> anon_rss;
-  std::optional<uint64_t> file_rss;
-  std::optional<uint64_t> shmem_rss;
+  // Bytes; = {}: brace lists may leave them out, warning-free.
+  std::optional<uint64_t> total_vm = {};
+  std::optional<uint64_t> anon_rss = {};
+  std::optional<uint64_t> file_rss = {};
+  std::optional<uint64_t> shmem_rss = {};
 
   bool operator==(const KernelOomKill&) const = default;
 };
