@@ -133,6 +133,25 @@ void cgroup_evidence(const std::vector<Point>& points, int64_t t_ns, int64_t sin
 
 }  // namespace
 
+const store::ProcessCgroup* memory_cgroup_at(const store::Evidence& evidence,
+                                             const store::ProcessRecord& r, int64_t t_ns,
+                                             std::string& whose) {
+  store::ProcessRecord at = r;
+  at.end_ns = t_ns;
+  whose = "its";
+  if (const store::ProcessCgroup* own = cgroup_at_end(evidence, at)) return own;
+  if (r.ppid == 0) return nullptr;
+  // Gone before any walk read its own: a process starts in its parent's cgroup.
+  store::ProcessRecord parent;
+  parent.pid = r.ppid;
+  for (const store::ProcessRecord& q : evidence.processes) {
+    if (q.pid == r.ppid && (q.end_ns == 0 || q.end_ns >= r.start_ns)) parent = q;
+  }
+  parent.end_ns = r.start_ns;
+  whose = "its parent's";
+  return cgroup_at_end(evidence, parent);
+}
+
 OomFacts oom_facts(const store::Evidence& evidence, const store::ProcessRecord& r) {
   OomFacts facts;
   const int64_t t_ns = r.end_ns;
@@ -141,20 +160,8 @@ OomFacts oom_facts(const store::Evidence& evidence, const store::ProcessRecord& 
     facts.evidence.push_back(kernel_words(*kernel));
     facts.machine = !kernel->memcg;
   }
-  const store::ProcessCgroup* member = cgroup_at_end(evidence, r);
-  std::string whose = "its";
-  if (member == nullptr && r.ppid != 0) {
-    // Gone before any walk read its own: a process starts in its parent's cgroup.
-    store::ProcessRecord parent;
-    parent.pid = r.ppid;
-    parent.end_ns = r.start_ns;
-    for (const store::ProcessRecord& q : evidence.processes) {
-      if (q.pid == r.ppid && (q.end_ns == 0 || q.end_ns >= r.start_ns)) parent = q;
-    }
-    parent.end_ns = r.start_ns;
-    member = cgroup_at_end(evidence, parent);
-    whose = "its parent's";
-  }
+  std::string whose;
+  const store::ProcessCgroup* member = memory_cgroup_at(evidence, r, r.end_ns, whose);
   std::vector<Point> points;
   int64_t since_ns = r.start_ns;
   if (member != nullptr && !member->dir.empty()) {

@@ -30,4 +30,11 @@ struct OomFacts {
 
 OomFacts oom_facts(const store::Evidence& evidence, const store::ProcessRecord& process);
 
+// The memory cgroup `process` was in at `t_ns`: its last membership row from before then, else
+// its parent's at its start (a process starts in its parent's cgroup), with `whose` set to
+// "its" or "its parent's". nullptr when neither was recorded.
+const store::ProcessCgroup* memory_cgroup_at(const store::Evidence& evidence,
+                                             const store::ProcessRecord& process, int64_t t_ns,
+                                             std::string& whose);
+
 }  // namespace traindoc::analysis
