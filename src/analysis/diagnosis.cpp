@@ -103,7 +103,8 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
         out[it->second] = event.text;
     } else if (event.kind == store::EventKind::kAgentUnavailable ||
                event.kind == store::EventKind::kSupervisorLost ||
-               event.kind == store::EventKind::kStoreFailed) {
+               event.kind == store::EventKind::kStoreFailed ||
+               event.kind == store::EventKind::kKernelLogUnavailable) {
       out.push_back(event.text);
     }
   }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "analysis/oom_facts.h"
 #include "analysis/rules.h"
 #include "store/forwarded_signal.h"
 #include "store/time_limit.h"
@@ -16,7 +17,6 @@
 namespace traindoc::analysis {
 namespace {
 
-constexpr double kNearLimit = 0.95;
 constexpr int64_t kAroundNs = 5'000'000'000;
 // A forwarded signal is logged just after it is sent: the process may be seen ending first.
 constexpr int64_t kForwardSlackNs = 1'000'000'000;
@@ -28,45 +28,6 @@ bool has_crash(const store::Evidence& evidence, const store::ProcessRecord& p) {
   return std::any_of(evidence.crashes.begin(), evidence.crashes.end(), [&](const auto& c) {
     return c.pid == p.pid && (c.start_ticks == p.start_ticks || c.start_ticks == 0);
   });
-}
-
-// Memory evidence of an OOM kill around `t_ns`: the cgroup's oom_kill count rose across that
-// moment (not merely since the run began: an earlier kill of another process is no evidence),
-// or memory was at its limit. Empty when there is none.
-std::vector<std::string> oom_evidence(const store::Evidence& evidence, int64_t t_ns) {
-  std::vector<std::string> out;
-  std::optional<uint64_t> baseline;  // the last count well before the death, else the first
-  std::optional<uint64_t> after;     // the first count at or after it, else the last before
-  for (const store::HostSample& s : evidence.host_samples) {
-    if (s.cgroup_oom_kills) {
-      if (s.t_ns <= store::shifted_ns(t_ns, -kAroundNs) || !baseline) baseline = s.cgroup_oom_kills;
-      if (s.t_ns >= t_ns && !after) after = s.cgroup_oom_kills;
-    }
-  }
-  if (!after) {
-    for (const store::HostSample& s : evidence.host_samples) {
-      if (s.cgroup_oom_kills && s.t_ns <= t_ns) after = s.cgroup_oom_kills;
-    }
-  }
-  if (baseline && after && *after > *baseline) {
-    out.push_back("the memory cgroup's oom_kill count rose from " + std::to_string(*baseline) +
-                  " to " + std::to_string(*after));
-  }
-  for (const store::HostSample& s : evidence.host_samples) {
-    if (store::distance_ns(s.t_ns, t_ns) > kAroundNs) continue;
-    if (s.cgroup_current && s.cgroup_max && *s.cgroup_max > 0 &&
-        static_cast<double>(*s.cgroup_current) >= kNearLimit * static_cast<double>(*s.cgroup_max)) {
-      out.push_back("memory cgroup at " + format_bytes(*s.cgroup_current) + " of its " +
-                    format_bytes(*s.cgroup_max) + " limit");
-      break;
-    }
-    if (s.mem_total > 0 && s.mem_available < s.mem_total / 33) {
-      out.push_back("the machine had " + format_bytes(s.mem_available) + " available of " +
-                    format_bytes(s.mem_total));
-      break;
-    }
-  }
-  return out;
 }
 
 // The launcher said it sent this process its closing signal (torchrun: "Sending process N
@@ -252,9 +213,8 @@ void describe_sigkill(const RuleContext& context, const ProcessSummary& p, Findi
   std::string who = context.name(p);
   const ProcessSummary* sender = kill_sender(context, p);
   // The OOM killer's SIGKILL may meet a parent's own to a child that is already gone.
-  std::vector<std::string> oom =
-      sender != &p ? oom_evidence(context.evidence, r.end_ns) : std::vector<std::string>{};
-  if (!oom.empty()) sender = nullptr;
+  OomFacts oom = sender != &p ? oom_facts(context.evidence, r) : OomFacts{};
+  if (!oom.evidence.empty()) sender = nullptr;
   if (sender == &p) {
     f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kNonzeroExit;
     f.title = who + " killed itself with SIGKILL";
@@ -273,24 +233,34 @@ void describe_sigkill(const RuleContext& context, const ProcessSummary& p, Findi
         "Another process of the job ended it: a launcher kills what did not stop in time at "
         "its SIGTERM, a parent its workers. See the root cause, or that process's finding.";
     f.confidence = 0.9;
-  } else if (!oom.empty()) {
+  } else if (!oom.evidence.empty()) {
     f.kind = FindingKind::kHostOomKilled;
     f.title = who + " was killed by the out-of-memory killer";
-    f.evidence.insert(f.evidence.end(), oom.begin(), oom.end());
+    if (oom.machine) {
+      f.title += ": the machine ran out of memory";
+    } else if (oom.limit) {
+      f.title += " at its memory cgroup's " + format_bytes(*oom.limit) + " limit";
+    }
+    f.evidence.insert(f.evidence.end(), oom.evidence.begin(), oom.evidence.end());
+    std::string where = oom.limit_dir.empty()
+                            ? std::string("the memory limit (")
+                            : "the limit of memory cgroup " + oom.limit_dir + " (";
     f.fix =
         "Lower the memory this job needs (batch size, num_workers, prefetch_factor; keep "
-        "datasets in numpy/torch arrays rather than Python lists in workers) or raise the "
-        "memory limit. `dmesg` shows the kernel's \"Out of memory: Killed process\" line.";
+        "datasets in numpy/torch arrays rather than Python lists in workers) or raise " +
+        where +
+        "memory.max or memory.limit_in_bytes: the scheduler's --mem, the container's "
+        "--memory). `dmesg` shows the kernel's \"Out of memory: Killed process " +
+        std::to_string(r.pid) + "\" line.";
     f.confidence = 0.9;
   } else {
     f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kKilledExternally;
     f.title = who + " was killed by SIGKILL from outside";
-    f.evidence.push_back(
-        "no OOM kill was counted in the memory cgroup and memory was not near its limit");
+    f.evidence.insert(f.evidence.end(), oom.checked.begin(), oom.checked.end());
     f.fix =
         "SIGKILL cannot be caught, so the process left no trace. The usual senders: the "
-        "kernel's OOM killer outside this cgroup (check `dmesg` / `journalctl -k` for "
-        "\"Out of memory: Killed process " +
+        "kernel's OOM killer (check `dmesg` / `journalctl -k` for \"Out of memory: Killed "
+        "process " +
         std::to_string(r.pid) +
         "\"), the job scheduler (time or memory limit), or a launcher tearing down after "
         "another failure.";

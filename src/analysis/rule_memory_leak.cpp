@@ -14,6 +14,7 @@
 
 #include "analysis/gpu_facts.h"
 #include "analysis/growth.h"
+#include "analysis/oom_facts.h"
 #include "analysis/rules.h"
 #include "store/time_math.h"
 
@@ -190,10 +191,11 @@ std::string amount(double x) {
   return fmt::format("{:.0f}", x);
 }
 
-// What is left before the host (or the job's memory cgroup) runs out, at the last host sample
-// up to `t_ns`, and what that is.
+// What is left before the host (or the memory cgroup of process `p`) runs out, at the last
+// samples up to `t_ns`, and what that is. The cgroup is p's own (or its parent's, which it
+// started in); traindoc's own only for a run that recorded no process's cgroup (before schema 12).
 std::optional<std::pair<double, std::string>> host_headroom(const store::Evidence& evidence,
-                                                            int64_t t_ns) {
+                                                            const ProcessSummary& p, int64_t t_ns) {
   const store::HostSample* last = nullptr;
   for (const store::HostSample& h : evidence.host_samples) {
     if (h.t_ns <= t_ns || last == nullptr) last = &h;
@@ -201,9 +203,26 @@ std::optional<std::pair<double, std::string>> host_headroom(const store::Evidenc
   if (last == nullptr || last->mem_total == 0) return std::nullopt;
   std::pair<double, std::string> out{static_cast<double>(last->mem_available),
                                      "available on the host (MemAvailable)"};
-  if (last->cgroup_max && last->cgroup_current && *last->cgroup_max > *last->cgroup_current) {
-    auto left = static_cast<double>(*last->cgroup_max - *last->cgroup_current);
-    if (left < out.first) out = {left, "left under the memory cgroup's limit"};
+  std::optional<uint64_t> current;
+  std::optional<uint64_t> max;
+  std::string words;
+  std::string whose;
+  if (const store::ProcessCgroup* member = memory_cgroup_at(evidence, p.record, t_ns, whose)) {
+    for (const store::CgroupSample& s : evidence.cgroup_samples) {
+      if (s.dir != member->dir || member->dir.empty()) continue;
+      if (s.t_ns > t_ns && current) break;
+      current = s.current;
+      max = s.max;
+    }
+    words = "left under the limit of " + whose + " memory cgroup " + member->dir;
+  } else if (evidence.process_cgroups.empty()) {
+    current = last->cgroup_current;
+    max = last->cgroup_max;
+    words = "left under the limit of traindoc's own memory cgroup";
+  }
+  if (max && current && *max > *current) {
+    auto left = static_cast<double>(*max - *current);
+    if (left < out.first) out = {left, words};
   }
   return out;
 }
@@ -261,7 +280,10 @@ struct Measure {
   std::string memory;  // "host memory"
   std::string name;    // "RSS"
   std::set<FindingKind> exhausted_kinds;
-  std::function<std::optional<std::pair<double, std::string>>(int64_t t_ns)> headroom;
+  // Of the first process of a finding.
+  std::function<std::optional<std::pair<double, std::string>>(const ProcessSummary& p,
+                                                              int64_t t_ns)>
+      headroom;
 };
 
 constexpr const char* kLeakFix =
@@ -361,7 +383,7 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
   } else {
     f.severity = Severity::kWarning;
     f.confidence = axis.per_step() ? 0.8 : 0.7;
-    if (auto headroom = measure.headroom(last_ns)) {
+    if (auto headroom = measure.headroom(first, last_ns)) {
       double units_left = headroom->first / slope;
       std::string when = fmt::format("after about {} more {}s", amount(units_left), unit);
       if (axis.per_step()) {
@@ -483,7 +505,9 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
       "host memory",
       file_pages ? "RSS without the pages of mapped files" : "RSS",
       {FindingKind::kHostOomKilled, FindingKind::kHostAllocFailed},
-      [&](int64_t t_ns) { return host_headroom(context.evidence, t_ns); },
+      [&](const ProcessSummary& p, int64_t t_ns) {
+        return host_headroom(context.evidence, p, t_ns);
+      },
   };
   std::vector<WorkerGrowth> workers;
   // The growing DataLoader workers of each rank, by the rank's pid and the process whose steps
@@ -495,7 +519,9 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
         "GPU memory",
         "GPU memory held (NVML, all its GPUs)",
         {FindingKind::kGpuOom, FindingKind::kGpuFragmentation},
-        [&](int64_t t_ns) { return gpu_headroom(context.evidence.gpu, p, t_ns); },
+        [&](const ProcessSummary&, int64_t t_ns) {
+          return gpu_headroom(context.evidence.gpu, p, t_ns);
+        },
     };
     if (std::optional<Grown> g = grown_in(p, axis, gpu_series_of(context, p, axis))) {
       leak_finding(context, {*g}, axis, gpu, out);

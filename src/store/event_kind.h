@@ -37,6 +37,7 @@
   X(kAgentSlotRefused, "agent-slot-refused")                                                       \
   X(kAgentRecordsDropped, "agent-records-dropped")                                                 \
   X(kStoreFailed, "store-failed")                                                                  \
+  X(kKernelLogUnavailable, "kernel-log-unavailable") /* the OOM killer's own account is missing */ \
   X(kSupervisorLost, "supervisor-lost")
 
 namespace traindoc::store {

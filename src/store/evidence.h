@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "store/cgroup_evidence.h"
 #include "store/collective_facts.h"
 #include "store/event_kind.h"
 #include "store/gpu_evidence.h"
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -343,6 +344,13 @@ struct Evidence {
   std::vector<CollectiveCall> collectives;
   uint64_t collectives_dropped = 0;
   std::vector<CollectiveIssue> collective_issues;
+  // Schema 12: each process's memory cgroup (when first seen and when it moved), samples of
+  // each distinct one, and the kernel's account of the OOM kills of job processes (and those
+  // not kept beyond the cap). Older runs have none.
+  std::vector<ProcessCgroup> process_cgroups;
+  std::vector<CgroupSample> cgroup_samples;
+  std::vector<KernelOomKill> kernel_oom_kills;
+  uint64_t kernel_oom_kills_dropped = 0;
 
   bool operator==(const Evidence&) const = default;
 };

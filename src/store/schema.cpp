@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "store/cgroup_tables.h"
 #include "store/evidence.h"
 #include "store/gpu_tables.h"
 #include "store/sqlite_util.h"
@@ -423,6 +424,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV9);
   detail::exec(db, kDdlV10);
   detail::exec(db, kDdlV11);
+  detail::exec(db, detail::kCgroupDdl);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -442,6 +444,7 @@ void upgrade(sqlite3* db) {
   if (version < 9) detail::exec(db, kDdlV9);
   if (version < 10) detail::exec(db, kDdlV10);
   if (version < 11) detail::exec(db, kDdlV11);
+  if (version < 12) detail::exec(db, detail::kCgroupDdl);
   // The facts an older traindoc wrote only in words; a row that has its numbers keeps them.
   detail::exec(db, ("UPDATE events SET (a, b, c, name) = (" + event_facts(10) + ")").c_str());
   set_version(db);

@@ -33,6 +33,8 @@ inline constexpr const char* kMetaCrashesDropped = "crashes_dropped";
 inline constexpr const char* kMetaGpuEventsDropped = "gpu_events_dropped";
 inline constexpr const char* kMetaMaxCollectives = "max_collectives";
 inline constexpr const char* kMetaCollectivesDropped = "collectives_dropped";
+// Schema 12.
+inline constexpr const char* kMetaOomKillsDropped = "kernel_oom_kills_dropped";
 
 enum class State {
   kEmpty,    // a new or zero-length file: no tables, user_version 0

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/rank_env.h"
+#include "store/cgroup_tables.h"
 #include "store/collective_words_v9.h"
 #include "store/gpu_tables.h"
 #include "store/schema.h"
@@ -517,6 +518,8 @@ void read_bounds(sqlite3* db, Evidence& evidence) {
       evidence.gpu_events_dropped = parse_count(rows.text(1));
     } else if (key == schema::kMetaCollectivesDropped) {
       evidence.collectives_dropped = parse_count(rows.text(1));
+    } else if (key == schema::kMetaOomKillsDropped) {
+      evidence.kernel_oom_kills_dropped = parse_count(rows.text(1));
     }
   }
 }
@@ -552,6 +555,10 @@ Evidence read_evidence(const std::string& db_path) {
   if (evidence.schema_version >= 3) {
     read_collectives(db, evidence.schema_version, evidence.collectives);
     read_collective_issues(db, evidence.schema_version, evidence.collective_issues);
+  }
+  if (evidence.schema_version >= 12) {
+    detail::read_cgroups(db, evidence.process_cgroups, evidence.cgroup_samples,
+                         evidence.kernel_oom_kills);
   }
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/rank_env.h"
+#include "store/cgroup_tables.h"
 #include "store/collective_tables.h"
 #include "store/crash_tables.h"
 #include "store/gpu_tables.h"
@@ -206,6 +207,7 @@ struct StoreWriter::Impl {
   detail::GpuTables gpu;
   detail::CrashTables crashes;
   detail::CollectiveTables collectives;
+  detail::CgroupTables cgroups;
 
   bool in_transaction = false;
   int64_t thinned_until_ns = 0;
@@ -285,6 +287,7 @@ struct StoreWriter::Impl {
     gpu = detail::GpuTables(d);
     crashes = detail::CrashTables(d);
     collectives = detail::CollectiveTables(d);
+    cgroups = detail::CgroupTables(d);
   }
 
   // What an earlier writer of this file left: reopening appends under the same bounds.
@@ -301,7 +304,7 @@ struct StoreWriter::Impl {
       } else if (key.starts_with(schema::kMetaEventsDroppedPrefix) ||
                  key.starts_with(schema::kMetaLogLinesDroppedPrefix) ||
                  key == schema::kMetaCrashesDropped || key == schema::kMetaGpuEventsDropped ||
-                 key == schema::kMetaCollectivesDropped) {
+                 key == schema::kMetaCollectivesDropped || key == schema::kMetaOomKillsDropped) {
         dropped[key] = parse_count(meta.text(1));
       }
     }
@@ -739,6 +742,30 @@ void StoreWriter::add_gpu_event(const GpuEvent& event) {
   });
 }
 
+void StoreWriter::add_process_cgroup(const ProcessCgroup& row) {
+  guarded([&] {
+    begin_if_needed();
+    m_impl->cgroups.add_process_cgroup(row);
+  });
+}
+
+void StoreWriter::add_cgroup_samples(const std::vector<CgroupSample>& samples) {
+  guarded([&] {
+    if (samples.empty()) return;
+    begin_if_needed();
+    m_impl->cgroups.add_samples(samples);
+  });
+}
+
+void StoreWriter::add_kernel_oom_kill(const KernelOomKill& kill) {
+  guarded([&] {
+    begin_if_needed();
+    if (!m_impl->cgroups.add_oom_kill(kill, m_impl->options.max_events_per_kind)) {
+      m_impl->count_dropped(schema::kMetaOomKillsDropped, 1);
+    }
+  });
+}
+
 void StoreWriter::write_cuda_env(const CudaEnv& env) {
   guarded([&] {
     begin_if_needed();
@@ -763,6 +790,7 @@ void StoreWriter::downsample(int64_t now_ns) {
     s.thin_host_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
     s.thin_steps_delete.bind(1, from).bind(2, until).bind(3, bucket).run();
     s.gpu.thin(from, until, bucket);
+    s.cgroups.thin(from, until, bucket);
     s.meta(schema::kMetaThinnedUntil, std::to_string(until));
     s.thinned_until_ns = until;
   });

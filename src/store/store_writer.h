@@ -91,6 +91,11 @@ class StoreWriter {
   void add_gpu_event(const GpuEvent& event);
   // Replaces the row of the same (pid, start_ticks).
   void write_cuda_env(const CudaEnv& env);
+  // Schema 12: a process's memory cgroup (first seen, moved), samples of the job's cgroups, and
+  // a kill the kernel log told (bounded like a kind of event; the drop is counted).
+  void add_process_cgroup(const ProcessCgroup& row);
+  void add_cgroup_samples(const std::vector<CgroupSample>& samples);
+  void add_kernel_oom_kill(const KernelOomKill& kill);
 
   // Commits everything written since the last flush. Cheap when nothing is pending.
   void flush();

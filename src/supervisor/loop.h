@@ -28,6 +28,8 @@
 #include "supervisor/output_files.h"
 #include "supervisor/proc/environ_text.h"
 #include "supervisor/proc/host_sampler.h"
+#include "supervisor/proc/job_cgroups.h"
+#include "supervisor/proc/kernel_log.h"
 #include "supervisor/proc/proc_sampler.h"
 #include "supervisor/proc/smaps_pacer.h"
 #include "supervisor/process_table.h"
@@ -91,6 +93,10 @@ class Loop {
   void record_crash(AgentCrash& crash);
   void symbolize_crash(store::Crash& crash);
   double walk_and_sample(bool slow, bool final = false);
+  // The job's memory cgroups now (`host`: traindoc's own, just read), and what the kernel log
+  // told of OOM kills of the job's processes since the last look.
+  void sample_cgroups(int64_t t_ns, bool with_host);
+  void read_kernel_log();
   void reap_children();
   void forward(const signalfd_siginfo& info);
   // At the first stop: what a hung job was doing when its user gave up on it.
@@ -138,6 +144,8 @@ class Loop {
   ProcessTable m_table;
   ProcSampler m_sampler;
   HostSampler m_host;
+  JobCgroups m_cgroups;
+  KernelLog m_kernel_log;
   GpuSampler m_gpu;
   Symbolizer m_symbolizer;
   LaunchedJob m_job;

@@ -45,9 +45,16 @@ store::SignalSender sender_of(const signalfd_siginfo& info) {
 // Compares the ranks' collectives, finishes the issues whose stacks came in, and reports each
 // the moment it is known. `final`: the job is over, nothing more will come.
 void Loop::check_collectives(bool final) {
+  bool killed = false;
   for (const store::ProcessRecord& ended : m_table.take_ended()) {
     m_checker.process_ended(ended);
     m_idle.process_ended(ended);
+    killed = killed || ended.exit_signal == SIGKILL;
+  }
+  // At once: the OOM killer's victim leaves its cgroup, whose usage then falls away.
+  if (killed) {
+    sample_cgroups(common::realtime_ns(), false);
+    read_kernel_log();
   }
   int64_t now = common::realtime_ns();
   for (FoundIssue& found : m_checker.check(now, final)) {

@@ -137,6 +137,11 @@ double Loop::walk_and_sample(bool slow, bool final) {
         m_smaps.read(pid, stat.starttime, t, thread_cpu_ns() - cpu);
       }
     }
+    if (!stat.dead()) {
+      if (auto cgroup = m_cgroups.observe(pid, stat.starttime, t)) {
+        m_store.add_process_cgroup(*cgroup);
+      }
+    }
     if (m_table.seen_alive(pid, stat.ppid, stat.starttime, t, stat.start_stack)) {
       std::vector<std::string> argv = read_proc_cmdline(pid).value_or(std::vector<std::string>{});
       std::optional<EnvironText> environ = read_proc_environ(pid);
@@ -164,8 +169,24 @@ double Loop::walk_and_sample(bool slow, bool final) {
   host.t_ns = t;
   m_smaps.set_pressure(short_of_memory(host));
   m_store.add_host_sample(host);
+  // Before the processes gone are forgotten: the cgroup of one that just ended is read too.
+  sample_cgroups(t, true);
+  m_cgroups.retain(alive);
   sample_gpu(t, slow || final);
   return cpu_s;
+}
+
+void Loop::sample_cgroups(int64_t t_ns, bool with_host) {
+  m_store.add_cgroup_samples(
+      with_host ? m_cgroups.sample(t_ns, m_host.cgroup_dir(), &m_host.last_cgroup_reading())
+                : m_cgroups.sample(t_ns));
+}
+
+void Loop::read_kernel_log() {
+  for (const store::KernelOomKill& kill : m_kernel_log.poll()) {
+    // Only the job's: the log tells of every process on the machine.
+    if (m_table.knows(kill.pid)) m_store.add_kernel_oom_kill(kill);
+  }
 }
 
 void Loop::reap_children() {
@@ -240,6 +261,7 @@ void Loop::finish() {
   for (int polls = 0; polls < kFinalPolls && read_agent() > 0; ++polls) {
   }
   check_collectives(true);
+  read_kernel_log();
   m_stacks.collect(common::realtime_ns(), true);
   store_calls(true);
   // Processes still alive stay "still running"; those gone without a trace vanished.
@@ -257,6 +279,8 @@ void Loop::start_job() {
   open_agent();
   open_gpu();
   record_cpu();
+  if (!m_kernel_log.readable())
+    event(store::EventKind::kKernelLogUnavailable, 0, m_kernel_log.note());
   m_store.write_run(m_run);
   m_store.flush();
 
@@ -323,6 +347,7 @@ void Loop::tick(LogTap& tap) {
   if (m_root_done) return;
   read_agent();
   check_collectives();
+  read_kernel_log();
   if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
   if (!m_stacks.empty()) m_stacks.collect(common::realtime_ns(), false);
   // Every tick: a fork-heavy job's processes must not fill the socket's backlog.

@@ -29,7 +29,7 @@ if [ "$start" != - ]; then
   echo "INSERT OR REPLACE INTO meta VALUES('samples_thinned_until_ns', '$end');"
 fi
 for table in proc_samples host_samples step_samples events log_lines log_writers gpu_samples \
-    gpu_process_samples gpu_events; do
+    gpu_process_samples gpu_events process_cgroups cgroup_samples kernel_oom_kills; do
   echo "UPDATE $table SET t_ns = $record;"
 done
 echo "UPDATE crashes SET time_ns = $record;"

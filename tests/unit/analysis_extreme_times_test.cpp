@@ -20,7 +20,7 @@ using namespace job;
 
 // A job with something for each rule that tells times: rank 1 aborts on an uncaught C++
 // exception, rank 0 raises, the job pauses and hangs, a GPU reports Xid 79, memory and steps
-// are sampled.
+// are sampled, and rank 1's worker is OOM-killed in a cgroup of its own.
 Evidence eventful_job() {
   Evidence e = torchrun_job();
   uint64_t number = 1;
@@ -49,6 +49,14 @@ Evidence eventful_job() {
               {at(1.6), store::EventKind::kJobIdle, 0, "no CPU, no output"},
               {at(3.5), store::EventKind::kKillSent, kLauncher, "SIGTERM", -kRank0}};
   e.gpu.events = {{at(2.5), 0, "xid", 79, "Xid 79"}};
+  killed(e, kWorker1, 2.8, SIGKILL);
+  const std::string cgroup = "/sys/fs/cgroup/job/w";
+  e.process_cgroups = {{at(0.5), kWorker1, process(e, kWorker1).start_ticks, 2, "/job/w", cgroup}};
+  for (int i = 0; i < 4; ++i) {
+    e.cgroup_samples.push_back({at(1.0 + 0.6 * i), cgroup, 2, (1 + static_cast<uint64_t>(i)) * kGiB,
+                                4 * kGiB, cgroup, static_cast<uint64_t>(i / 3)});
+  }
+  e.kernel_oom_kills = {{at(2.75), kWorker1, "pt_data_worker", true, "/job/w", "/job/w"}};
   for (int i = 0; i < 8; ++i) {
     store::ProcSample s;
     s.t_ns = at(0.2 * i);
@@ -82,6 +90,9 @@ void move_times(Evidence& e, int64_t begin, const std::vector<int64_t>& times) {
   for (store::ProcSample& s : e.proc_samples) s.t_ns = next();
   for (store::StepSample& s : e.steps) s.t_ns = next();
   for (store::HostSample& s : e.host_samples) s.t_ns = next();
+  for (store::ProcessCgroup& m : e.process_cgroups) m.t_ns = next();
+  for (store::CgroupSample& s : e.cgroup_samples) s.t_ns = next();
+  for (store::KernelOomKill& k : e.kernel_oom_kills) k.t_ns = next();
 }
 
 // The durations a finding's words tell ("3.2 s", "+0.5 s"): none negative, none beyond a run's

@@ -213,8 +213,27 @@ TEST(RuleMemoryLeak, TheCgroupLimitIsTheHeadroomWhenItIsCloser) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(leaks(d).size(), 1u);
   EXPECT_THAT(leaks(d)[0]->evidence,
-              Contains(HasSubstr("the 1.0 GiB left under the memory cgroup's limit "
-                                 "runs out after about 205 more steps")));
+              Contains(HasSubstr("the 1.0 GiB left under the limit of traindoc's own memory "
+                                 "cgroup runs out after about 205 more steps")));
+
+  // The process in a cgroup of its own: that cgroup's limit, not traindoc's, is its headroom.
+  const std::string own = "/sys/fs/cgroup/job/rank0";
+  e.process_cgroups = {
+      {e.processes[0].start_ns, kRank, e.processes[0].start_ticks, 2, "/job/rank0", own}};
+  for (const store::HostSample& h : e.host_samples) {
+    e.cgroup_samples.push_back({h.t_ns, own, 2, 3 * kGiB + 512 * kMiB, 4 * kGiB, own, 0});
+  }
+  d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  EXPECT_THAT(leaks(d)[0]->evidence,
+              Contains(HasSubstr("the 512 MiB left under the limit of its memory cgroup " + own +
+                                 " runs out after about 102 more steps")));
+  // Unlimited there: the host's memory, never traindoc's limit, which it is not under.
+  for (store::CgroupSample& s : e.cgroup_samples) s.max.reset();
+  d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  EXPECT_THAT(leaks(d)[0]->evidence, Not(Contains(HasSubstr("memory cgroup"))));
+  EXPECT_THAT(leaks(d)[0]->evidence, Contains(HasSubstr("available on the host")));
 }
 
 // The leak fills memory until the OOM killer ends the process: the leak is the root cause, the

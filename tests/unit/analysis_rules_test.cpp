@@ -230,7 +230,8 @@ TEST(RuleKilled, SigkillWithOomKillCountRisingIsHostOom) {
   EXPECT_THAT(f.pids, ElementsAre(kWorker0));
   EXPECT_THAT(f.title, HasSubstr("worker 0 of rank 0 (pid 1020) was killed by the out-of-memory"));
   EXPECT_THAT(f.evidence,
-              Contains(std::string("the memory cgroup's oom_kill count rose from 0 to 1")));
+              Contains(std::string("traindoc's own memory cgroup counted an OOM kill: its "
+                                   "oom_kill count rose from 0 to 1")));
   EXPECT_THAT(f.evidence,
               Contains(std::string("worker 0 of rank 0 (pid 1020) ended by SIGKILL (seen "
                                    "by parent) at +10.5 s")));
@@ -245,8 +246,9 @@ TEST(RuleKilled, SigkillWithCgroupAtItsLimitIsHostOom) {
   Diagnosis d = diagnose(e);
   ASSERT_EQ(d.findings.size(), 1u);
   EXPECT_EQ(d.findings[0].kind, FindingKind::kHostOomKilled);
-  EXPECT_THAT(d.findings[0].evidence,
-              Contains(std::string("memory cgroup at 7.8 GiB of its 8.0 GiB limit")));
+  EXPECT_THAT(
+      d.findings[0].evidence,
+      Contains(std::string("traindoc's own memory cgroup at 7.8 GiB of its 8.0 GiB limit")));
 }
 
 TEST(RuleKilled, CgroupAtItsLimitLongBeforeTheEndIsNotEvidence) {
@@ -299,7 +301,7 @@ TEST(RuleKilled, SigkillOfAWorkerWithoutOomEvidenceIsAWorkerCrash) {
   EXPECT_EQ(f.kind, FindingKind::kWorkerCrash);
   EXPECT_THAT(f.ranks, ElementsAre(1));
   EXPECT_THAT(f.title, HasSubstr("killed by SIGKILL from outside"));
-  EXPECT_THAT(f.evidence, Contains(HasSubstr("no OOM kill was counted")));
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("memory cgroup counted no OOM kill")));
 }
 
 // The OOM killer ended worker 0 while rank 0 fetched the file descriptors of a batch it had

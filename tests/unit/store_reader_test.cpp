@@ -771,18 +771,60 @@ TEST(StoreReader, ReadsTheFactsOfASignalForwardedFromTheWordsOfOlderFiles) {
   EXPECT_EQ(forwarded_request(events[0]), "SIGTERM from pid 4242 (sbatch)");
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v11.sql. A change
+// Schema 12 holds each process's own memory cgroup, samples of each and the kernel's OOM kills;
+// an older file reads with none of them (its OOM evidence is traindoc's own cgroup's).
+TEST(StoreReader, ReadsTheCgroupsOfSchemaV12AndNoneFromOlderFiles) {
+  TempDir dir;
+  const std::string v12 = dir.file("v12.db");
+  load_sql_fixture("schema_v12.sql", v12);
+  const Evidence seen = read_evidence(v12);
+  EXPECT_EQ(seen.schema_version, 12);
+  ASSERT_EQ(seen.process_cgroups.size(), 2u);
+  EXPECT_EQ(seen.process_cgroups[1], (ProcessCgroup{1700000003000000000, 511, 1100, 2, "/job/rank1",
+                                                    "/sys/fs/cgroup/job/rank1"}));
+  ASSERT_EQ(seen.cgroup_samples.size(), 4u);
+  EXPECT_EQ(seen.cgroup_samples[0], (CgroupSample{1700000002000000000, "/sys/fs/cgroup/job", 2,
+                                                  6000000000, std::nullopt, "", 0}));
+  EXPECT_EQ(seen.cgroup_samples[3].oom_kills, 1u);
+  EXPECT_EQ(seen.cgroup_samples[3].max, 2147483648u);
+  ASSERT_EQ(seen.kernel_oom_kills.size(), 1u);
+  EXPECT_EQ(seen.kernel_oom_kills[0],
+            (KernelOomKill{1700000028900000000, 511, "python3", true, "/job/rank1", "/job/rank1",
+                           3000000000, 2100000000, 20000000, 0}));
+  EXPECT_EQ(seen.kernel_oom_kills_dropped, 2u);
+  const std::string v11 = dir.file("v11.db");
+  load_sql_fixture("schema_v11.sql", v11);
+  const Evidence older = read_evidence(v11);
+  EXPECT_TRUE(older.process_cgroups.empty());
+  EXPECT_TRUE(older.cgroup_samples.empty());
+  EXPECT_TRUE(older.kernel_oom_kills.empty());
+  // What this build writes reads back the same.
+  const std::string fresh = dir.file("run.db");
+  {
+    StoreWriter writer = StoreWriter::open(fresh);
+    writer.add_process_cgroup(seen.process_cgroups[1]);
+    writer.add_cgroup_samples(seen.cgroup_samples);
+    writer.add_kernel_oom_kill(seen.kernel_oom_kills[0]);
+    writer.flush();
+  }
+  const Evidence again = read_evidence(fresh);
+  EXPECT_EQ(again.process_cgroups, std::vector<ProcessCgroup>{seen.process_cgroups[1]});
+  EXPECT_EQ(again.cgroup_samples, seen.cgroup_samples);
+  EXPECT_EQ(again.kernel_oom_kills, seen.kernel_oom_kills);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v12.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV11Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV12Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v11.sql", fixture);
+  load_sql_fixture("schema_v12.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 11);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 12);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);

@@ -3,10 +3,11 @@
 // after that is a handful of small reads. Never throws: what cannot be read stays empty.
 #pragma once
 
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "store/evidence.h"
+#include "supervisor/proc/memory_cgroup.h"
 #include "supervisor/proc/proc_files.h"
 
 namespace traindoc::supervisor {
@@ -27,28 +28,23 @@ class HostSampler {
 
   store::HostSample sample();
 
-  int cgroup_version() const { return m_version; }  // 0: none usable found
-  const std::string& cgroup_dir() const { return m_dir; }
+  int cgroup_version() const { return m_cgroup ? m_cgroup->version() : 0; }  // 0: none usable
+  const std::string& cgroup_dir() const { return m_cgroup ? m_cgroup->dir() : m_no_dir; }
+  // The cgroup's part of the latest sample, with where its limit was set.
+  const CgroupReading& last_cgroup_reading() const { return m_last; }
   // Which cgroup was chosen and how, or why none was: for the run's events and the report.
   const std::string& cgroup_note() const { return m_note; }
 
  private:
-  // A cgroup whose limit may bind the job: its own, then each ancestor up to the mount.
-  struct Level {
-    std::string usage_path;
-    std::string limit_path;
-  };
-
   void find_cgroup();
 
   ProcFileReader m_reader;
   HostPaths m_paths;
   std::string m_meminfo_path;
-  int m_version = 0;
-  std::string m_dir;
+  std::optional<MemoryCgroup> m_cgroup;
   std::string m_note;
-  std::vector<Level> m_levels;
-  std::string m_oom_path;  // v2 memory.events, v1 memory.oom_control
+  std::string m_no_dir;
+  CgroupReading m_last;
 };
 
 }  // namespace traindoc::supervisor
