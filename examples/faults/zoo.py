@@ -100,6 +100,16 @@ CASES = [
          ["rank 0 has 4 parameters", "rank 1 has 2"]),
     Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1], ["indices 0"], [],
          ["find_unused_parameters=True"]),
+    # Evaluation through the DDP model on rank 0 only: DDP's buffer broadcast is rank 0's alone,
+    # not uneven inputs (the training steps agree). Without broadcast_buffers a forward under
+    # no_grad makes no collective, and the run is clean.
+    Case("DDP-eval", "eval_rank_zero.py", 2, "collective-missing", [0],
+         ["rank 0 alone ran a forward through the DDP model at", "eval_rank_zero.py:28",
+          "broadcast_coalesced #"],
+         ["never calls from there", "6 optimizer"], ["model.module", "Evaluate on every rank"],
+         ["peer-exited"]),
+    Case("DDP-eval no buffers", "eval_rank_zero.py", 2, "", args=["--no-broadcast-buffers"],
+         status=0),
     Case("launcher", "clean_ddp.py", 2, "launcher-bug", [], ["--redirects"], [], ["--redirects 2"],
          redirects=False),
     Case("clean", "clean_single.py", 0, "", status=0),

@@ -74,7 +74,7 @@ _DIMS_AT, _SITE_AT = _Call.dims.offset, _Call.site.offset
 ALL_REDUCE, BROADCAST, REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 1, 2, 3, 4, 5, 6
 GATHER, SCATTER, BARRIER, MONITORED_BARRIER, SEND, RECV = 7, 8, 9, 10, 11, 12
 ALL_GATHER_OBJECT, BROADCAST_OBJECT, GATHER_OBJECT, SCATTER_OBJECT = 13, 14, 15, 16
-ALL_REDUCE_COALESCED = 17
+ALL_REDUCE_COALESCED, BROADCAST_COALESCED = 17, 18
 # Described at every call, never kept: their objects' pickled lengths vary from call to call.
 _OBJECT_OPS = (ALL_GATHER_OBJECT, BROADCAST_OBJECT, GATHER_OBJECT, SCATTER_OBJECT)
 
@@ -105,7 +105,14 @@ _SPECS = {
     "broadcast_object_list": (BROADCAST_OBJECT, (), None, "src"),
     "gather_object": (GATHER_OBJECT, (), None, "dst"),
     "scatter_object_list": (SCATTER_OBJECT, (), None, "src"),
+    # DistributedDataParallel's own broadcast: of the module's buffers in each forward that
+    # follows a training one (broadcast_buffers=True), and of its parameters and buffers when it
+    # is built. The site is the job's line that called the model (or built it).
+    "_broadcast_coalesced": (BROADCAST_COALESCED, ("tensors",), None, "src"),
 }
+# Functions of torch.distributed made in C++, which inspect cannot read: each is recorded
+# through a Python function of the same arguments (_native).
+_NATIVE = ("_broadcast_coalesced",)
 
 # ncclDataType_t numbering, then the types NCCL lacks (layout.h).
 _DTYPES = {
@@ -603,6 +610,20 @@ def _replace(distributed, c10d, name, wrapped, function):
         setattr(distributed, name, wrapped)
 
 
+def _native(function):
+    """dist._broadcast_coalesced as a Python function the recorder can mirror, which keeps its
+    own frame out of the job's tracebacks."""
+
+    def _broadcast_coalesced(group, tensors, buffer_size, src=0):
+        try:
+            return function(group, tensors, buffer_size, src)
+        except BaseException as error:
+            _agent.hide_own_frame(error)
+            raise
+
+    return _broadcast_coalesced
+
+
 def _agent_entries():
     """The agent's enter and exit of a collective (either None where it lacks them)."""
     return _agent.held("traindoc_collective_enter"), _agent.held("traindoc_collective_exit")
@@ -620,14 +641,18 @@ def _patch(distributed):
     torch_dir = os.path.dirname(os.path.dirname(os.path.abspath(distributed.__file__)))
     _skip_dirs = (torch_dir + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
     for name in _SPECS:
-        function = getattr(c10d, name, None)
+        native = name in _NATIVE
+        function = getattr(distributed if native else c10d, name, None)
         if function is None or getattr(function, "__traindoc_recorded__", False):
             continue
         try:
-            wrapped = _wrap(c10d, name, function, enter, leave)
+            wrapped = _wrap(c10d, name, _native(function) if native else function, enter, leave)
         except Exception:  # a signature the recorder cannot mirror: the function stays as it is
             if os.environ.get("TRAINDOC_HOOK_DEBUG"):
                 raise
+            continue
+        if native:  # DDP calls it as dist._broadcast_coalesced
+            setattr(distributed, name, wrapped)
             continue
         _replace(distributed, c10d, name, wrapped, function)
     destroy = getattr(c10d, "destroy_process_group", None)

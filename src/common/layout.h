@@ -257,7 +257,9 @@ enum class CollectiveOp : uint16_t {
   kGatherObject = 15,
   kScatterObject = 16,
   kAllReduceCoalesced = 17,
-  kGroupStart = 32,  // NCCL group calls and communicator lifetime: recorded, never compared
+  kBroadcastCoalesced = 18,  // DistributedDataParallel's broadcast of buffers (in forward) and
+                             // of parameters and buffers (when built): dist._broadcast_coalesced
+  kGroupStart = 32,          // NCCL group calls and communicator lifetime: recorded, never compared
   kGroupEnd = 33,
   kCommInit = 34,
   kCommSplit = 35,

@@ -532,8 +532,14 @@ std::optional<CollectiveChecker::GroupWait> CollectiveChecker::wait_in(Group& gr
     return process != nullptr && process->end && !ended_normally(*process->end) &&
            !stopped(*process->end) && !process->finished;
   });
-  wait.alone = wait.arrived.size() < wait.laggards.size() && !site.empty() && !laggard_failed &&
-               only_from(group, wait.arrived, site);
+  // DDP's broadcast of the buffers comes of a forward through the model: from a line that no
+  // other rank calls the model from, a forward only those ranks run (evaluation on rank 0),
+  // which half the ranks may run as well as fewer.
+  bool fewer =
+      wait.arrived.size() < wait.laggards.size() ||
+      (wait.arrived.size() == wait.laggards.size() &&
+       wait.waited->call.op == static_cast<uint16_t>(common::CollectiveOp::kBroadcastCoalesced));
+  wait.alone = fewer && !site.empty() && !laggard_failed && only_from(group, wait.arrived, site);
   return wait;
 }
 

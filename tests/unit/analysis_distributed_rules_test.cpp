@@ -122,6 +122,31 @@ TEST(DistributedRules, APeerThatRanFewerStepsIsUnevenInputs) {
   EXPECT_THAT(d.findings[0].evidence, testing::Contains("backward steps: rank 1 ran 3, rank 0 4"));
 }
 
+TEST(DistributedRules, ForwardsOnlyOneRankRanThroughDdpAreNotUnevenInputs) {
+  // Rank 0 evaluated through the DDP model after the last step; rank 1 left, as it should.
+  Evidence e = torchrun_job();
+  exited(e, kRank1, 6.0, 0);
+  e.log_lines = {stderr_line(5.1, 12, kClosed)};
+  exited(e, kRank0, 5.3, 1);
+  auto steps = [&](int pid, uint64_t ticks, int64_t forwards) {
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kBackward, 6});
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kOptimizer, 6});
+    e.steps.push_back({at(4), pid, ticks, store::StepKind::kDdpForward, forwards});
+  };
+  steps(kRank0, 500'100, 10);
+  steps(kRank1, 500'101, 6);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kCollectiveMissing);
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(0));
+  EXPECT_THAT(d.findings[0].title,
+              HasSubstr("rank 0 (pid 1010) ran forwards through the DDP model that rank 1"));
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains("ddp-forward steps: rank 1 ran 6, rank 0 10"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("model.module"));
+  EXPECT_EQ(find_kind(d, FindingKind::kUnevenInputs), nullptr);
+}
+
 TEST(DistributedRules, APeerThatCrashedIsTheCauseThroughItsOwnFinding) {
   Evidence e = torchrun_job();
   killed(e, kRank1, 5.0, SIGKILL);
