@@ -98,8 +98,10 @@ CASES = [
          consequence_title=["rank 0", "lost its connection to rank 1 (pid {pid}), which had died of SIGABRT"]),
     Case("T28", "ddp_model_mismatch.py", 2, "ddp-model-mismatch", [0, 1],
          ["rank 0 has 4 parameters", "rank 1 has 2"]),
-    Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1], ["indices 0"], [],
-         ["find_unused_parameters=True"]),
+    # The indices named: the hook numbers the parameters of the model that raised the error.
+    Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1],
+         ["indices 0", "a.weight (module a)"], ["DDP's parameter 0 is a.weight"],
+         ["a.weight", "find_unused_parameters=True"]),
     # Evaluation through the DDP model on rank 0 only: DDP's buffer broadcast is rank 0's alone,
     # not uneven inputs (the training steps agree). Without broadcast_buffers a forward under
     # no_grad makes no collective, and the run is clean.

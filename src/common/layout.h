@@ -27,6 +27,8 @@ inline constexpr const char* kAgentFileName = "agent/slots";
 // disk fills up; removed at the end of the run (and by the guard).
 inline constexpr const char* kReserveFileName = "reserve";
 inline constexpr const char* kRunDirEnv = "TRAINDOC_RUN_DIR";
+// The parameters DDP's error names by index, by the process that raised it (printf: its pid).
+inline constexpr const char* kDdpParametersFile = "agent/ddp-parameters-%d.tsv";
 
 // How a process obtained its slot.
 enum class SlotOrigin : uint32_t { kExec = 1, kFork = 2 };
@@ -64,6 +66,9 @@ enum class RecordType : uint32_t {
                             // a = the worker's number in its DataLoader
   kProcessGroupInitFailed = 13,  // init_process_group raised (Python hook): the process is out
                                  // of it, though it may catch the error and go on
+  kDdpParameters = 14,  // DDP's unused-parameter error ended the program (Python hook), which wrote
+                        // the names of the parameters it lists to kDdpParametersFile: a = how
+                        // many lines (index, name, module's class)
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -16,7 +16,9 @@
   X(kKillSent, "kill-sent")     /* a kill() a process made; a: its pid argument (killpg(g): -g) */ \
   X(kThreadDied, "thread-died") /* an exception ended a thread; text: its name */                  \
   X(kLabelOutOfRange, "label-out-of-range") /* a loss rejected a label; a: it, b: the classes */   \
-  X(kStdinWait, "stdin-wait")               /* a process blocked reading its terminal */           \
+  /* a parameter DDP's reducer named by index; a: its index, name: the parameter's name */         \
+  X(kDdpParameter, "ddp-parameter")                                                                \
+  X(kStdinWait, "stdin-wait") /* a process blocked reading its terminal */                         \
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \
   X(kJobResumed, "job-resumed")                                                                    \

@@ -4,11 +4,15 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
+#include "supervisor/file_text.h"
 #include "supervisor/loop.h"
 #include "supervisor/proc/process_identity.h"
 
@@ -33,6 +37,38 @@ std::string thread_name(const AgentRecord& record) {
       if (c == '\0') return out;
       out += c;
     }
+  }
+  return out;
+}
+
+// The parameters a DDP error names by index, as the hook wrote them: "index<TAB>name" lines.
+// Outside input: a line that is not one is skipped, and the file is read only so far.
+std::vector<store::Event> ddp_parameters(const std::string& run_dir, int pid, int64_t t_ns) {
+  constexpr size_t kMaxBytes = 64 << 10;
+  constexpr size_t kMaxLines = 64;
+  char name[64];
+  snprintf(name, sizeof(name), common::kDdpParametersFile, pid);
+  std::istringstream lines(read_file_text(run_dir + "/" + name, kMaxBytes));
+  std::vector<store::Event> out;
+  for (std::string line; out.size() < kMaxLines && std::getline(lines, line);) {
+    size_t tab = line.find('\t');
+    if (tab == 0 || tab == std::string::npos || tab + 1 == line.size()) continue;
+    int64_t index = 0;
+    bool digits = tab <= 9;
+    for (size_t i = 0; digits && i < tab; ++i) {
+      digits = line[i] >= '0' && line[i] <= '9';
+      index = index * 10 + (line[i] - '0');
+    }
+    if (!digits) continue;
+    std::string parameter = line.substr(tab + 1);
+    out.push_back({t_ns,
+                   store::EventKind::kDdpParameter,
+                   pid,
+                   "DDP's parameter " + std::to_string(index) + " is " + parameter,
+                   index,
+                   {},
+                   {},
+                   parameter});
   }
   return out;
 }
@@ -171,6 +207,11 @@ void Loop::take_record(const AgentRecord& record) {
     case common::RecordType::kThreadDied:
       m_store.add_event(
           {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
+      break;
+    case common::RecordType::kDdpParameters:
+      for (store::Event& e : ddp_parameters(m_options.run_dir, record.pid, record.time_ns)) {
+        m_store.add_event(std::move(e));
+      }
       break;
     case common::RecordType::kLabelOutOfRange:
       event(store::EventKind::kLabelOutOfRange, record.pid,
