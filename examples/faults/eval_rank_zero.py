@@ -3,9 +3,10 @@
 has buffers (BatchNorm), DDP's forward broadcasts the buffers from rank 0, a collective that only
 rank 0 makes: it pairs with the other ranks' next one, and the last waits for ranks that have
 left. Without broadcast_buffers (--no-broadcast-buffers), a forward under torch.no_grad() makes
-no collective, and the run is clean.
+no collective, and the run is clean; with --join it then trains on uneven inputs under join(),
+which shadows rank 0's collectives from rank 1's exit of the `with`, as it should.
 
-    torchrun --nproc_per_node 2 eval_rank_zero.py [--no-broadcast-buffers]
+    torchrun --nproc_per_node 2 eval_rank_zero.py [--no-broadcast-buffers] [--join]
 """
 import sys
 
@@ -37,4 +38,11 @@ for epoch in range(2):
         optimizer.step()
     if rank == 0:
         evaluate()
+if "--join" in sys.argv:  # last: after join(), every forward is a collective step (a flag)
+    with model.join():
+        for step in range(4 if rank == 0 else 2):
+            loss = model(torch.randn(8, 16)).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
 dist.destroy_process_group()

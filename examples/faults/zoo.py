@@ -104,14 +104,15 @@ CASES = [
          ["a.weight", "find_unused_parameters=True"]),
     # Evaluation through the DDP model on rank 0 only: DDP's buffer broadcast is rank 0's alone,
     # not uneven inputs (the training steps agree). Without broadcast_buffers a forward under
-    # no_grad makes no collective, and the run is clean.
+    # no_grad makes no collective, and the run is clean, as is join()'s shadowing of rank 0's
+    # collectives that follows (from another line than rank 0's, by design).
     Case("DDP-eval", "eval_rank_zero.py", 2, "collective-missing", [0],
-         ["rank 0 alone ran a forward through the DDP model at", "eval_rank_zero.py:28",
+         ["rank 0 alone ran a forward through the DDP model at", "eval_rank_zero.py:29",
           "broadcast_coalesced #"],
          ["never calls from there", "6 optimizer"], ["model.module", "Evaluate on every rank"],
          ["peer-exited"]),
-    Case("DDP-eval no buffers", "eval_rank_zero.py", 2, "", args=["--no-broadcast-buffers"],
-         status=0),
+    Case("DDP-eval no buffers", "eval_rank_zero.py", 2, "",
+         args=["--no-broadcast-buffers", "--join"], status=0),
     Case("launcher", "clean_ddp.py", 2, "launcher-bug", [], ["--redirects"], [], ["--redirects 2"],
          redirects=False),
     Case("clean", "clean_single.py", 0, "", status=0),

@@ -25,6 +25,7 @@ _TRUNCATED = 4
 _QUEUED = 8
 _RAISED = 16
 _DEFAULT_GROUP = 32
+_FROM_LIBRARY = 64  # made by torch's code (DDP, join(), FSDP) for the job, at the job's line
 _ALWAYS_ASYNC = ("isend", "irecv")  # they return a Work, and have no async_op to say so
 
 
@@ -402,10 +403,12 @@ def _described(c10d, name, key_of, frame, key, arguments):
     (under `key`, made with its caller as the site; None when it could make none), described and
     kept; None for one not recorded. The call site is the first frame outside torch and the hook;
     `key_of(site, **arguments)` makes the call's key from another site."""
+    from_library = False  # the caller is torch's code, not the site
     if id(frame.f_code) not in _outside:
-        frame = _user_frame(frame)
+        caller, frame = frame, _user_frame(frame)
         if frame is _NESTED:
             return None
+        from_library = frame is not caller
         try:
             key = key_of(frame, **arguments)
             call = _cache.get(key, _MISS)
@@ -426,6 +429,8 @@ def _described(c10d, name, key_of, frame, key, arguments):
         return None
     if name in _ALWAYS_ASYNC:
         call = _with_flag(call, _ASYNC)
+    if from_library:
+        call = _with_flag(call, _FROM_LIBRARY)
     if key is None or spec[0] in _OBJECT_OPS:
         return call
     group = arguments.get("group")

@@ -112,7 +112,8 @@ json layout() {
         TRAINDOC_VALUE(traindoc::common, kCollectiveTruncated),
         TRAINDOC_VALUE(traindoc::common, kCollectiveQueued),
         TRAINDOC_VALUE(traindoc::common, kCollectiveRaised),
-        TRAINDOC_VALUE(traindoc::common, kCollectiveDefaultGroup)}}};
+        TRAINDOC_VALUE(traindoc::common, kCollectiveDefaultGroup),
+        TRAINDOC_VALUE(traindoc::common, kCollectiveFromLibrary)}}};
 }
 
 }  // namespace
