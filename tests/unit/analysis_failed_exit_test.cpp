@@ -744,7 +744,7 @@ TEST(RuleFailedExit, TheHooksParameterNamesNameDdpsUnusedIndices) {
   ASSERT_FALSE(d.findings.empty());
   const Finding& f = d.findings[0];
   EXPECT_EQ(f.kind, FindingKind::kDdpUnusedParameters);
-  EXPECT_THAT(f.title, testing::EndsWith("(indices 0 3) on rank 0: encoder.0.weight (module "
+  EXPECT_THAT(f.title, testing::EndsWith("(indices 0,3) on rank 0: encoder.0.weight (module "
                                          "encoder.0), bias (the model's own)"));
   EXPECT_THAT(f.evidence,
               testing::Contains("DDP's parameter 0 is encoder.0.weight (module encoder.0) (Python "
@@ -754,7 +754,7 @@ TEST(RuleFailedExit, TheHooksParameterNamesNameDdpsUnusedIndices) {
   // Without the hook's record, the indices alone.
   e.events.clear();
   d = diagnose(e);
-  EXPECT_THAT(d.findings[0].title, testing::EndsWith("(indices 0 3) on rank 0"));
+  EXPECT_THAT(d.findings[0].title, testing::EndsWith("(indices 0,3) on rank 0"));
 }
 
 TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
