@@ -209,8 +209,8 @@ void Loop::take_record(const AgentRecord& record) {
           {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
       break;
     case common::RecordType::kDdpParameters:
-      for (store::Event& e : ddp_parameters(m_options.run_dir, record.pid, record.time_ns)) {
-        m_store.add_event(std::move(e));
+      for (const store::Event& e : ddp_parameters(m_options.run_dir, record.pid, record.time_ns)) {
+        m_store.add_event(e);
       }
       break;
     case common::RecordType::kLabelOutOfRange:
