@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "supervisor/ddp_parameters_text.h"
 #include "supervisor/file_text.h"
 #include "supervisor/loop.h"
 #include "supervisor/proc/process_identity.h"
@@ -41,34 +41,16 @@ std::string thread_name(const AgentRecord& record) {
   return out;
 }
 
-// The parameters a DDP error names by index, as the hook wrote them: "index<TAB>name" lines.
-// Outside input: a line that is not one is skipped, and the file is read only so far.
+// The parameters the DDP error of process `pid` names by index, as events.
 std::vector<store::Event> ddp_parameters(const std::string& run_dir, int pid, int64_t t_ns) {
-  constexpr size_t kMaxBytes = 64 << 10;
-  constexpr size_t kMaxLines = 64;
   char name[64];
   snprintf(name, sizeof(name), common::kDdpParametersFile, pid);
-  std::istringstream lines(read_file_text(run_dir + "/" + name, kMaxBytes));
   std::vector<store::Event> out;
-  for (std::string line; out.size() < kMaxLines && std::getline(lines, line);) {
-    size_t tab = line.find('\t');
-    if (tab == 0 || tab == std::string::npos || tab + 1 == line.size()) continue;
-    int64_t index = 0;
-    bool digits = tab <= 9;
-    for (size_t i = 0; digits && i < tab; ++i) {
-      digits = line[i] >= '0' && line[i] <= '9';
-      index = index * 10 + (line[i] - '0');
-    }
-    if (!digits) continue;
-    std::string parameter = line.substr(tab + 1);
-    out.push_back({t_ns,
-                   store::EventKind::kDdpParameter,
-                   pid,
-                   "DDP's parameter " + std::to_string(index) + " is " + parameter,
-                   index,
-                   {},
-                   {},
-                   parameter});
+  for (auto& [index, parameter] :
+       ddp_parameters_text(read_file_text(run_dir + "/" + name, kDdpParametersMaxBytes))) {
+    std::string text = "DDP's parameter " + std::to_string(index) + " is " + parameter;
+    out.push_back(
+        {t_ns, store::EventKind::kDdpParameter, pid, std::move(text), index, {}, {}, parameter});
   }
   return out;
 }
