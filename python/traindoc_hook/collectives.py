@@ -25,7 +25,8 @@ _TRUNCATED = 4
 _QUEUED = 8
 _RAISED = 16
 _DEFAULT_GROUP = 32
-_FROM_LIBRARY = 64  # made by torch's code (DDP, join(), FSDP) for the job, at the job's line
+_JOIN_SHADOW = 64  # made through join()'s code: a rank out of inputs shadows the others' calls
+_JOIN_FILE = os.path.join("distributed", "algorithms", "join.py")
 _ALWAYS_ASYNC = ("isend", "irecv")  # they return a Work, and have no async_op to say so
 
 
@@ -144,6 +145,7 @@ _cache = {}
 _watched = {}  # id -> a weak reference to each group keyed in _cache
 _outside = {}  # id -> (code object, its file's tail as a record holds it), for call sites
 _inside = {}  # id -> code object, for the code known to be in _skip_dirs, the recorders' aside
+_join_codes = set()  # ids of the code in _inside that is join()'s (_JOIN_FILE)
 _lines = {}  # (id of a code object in _outside, bytecode offset) -> its line
 _recorders = set()  # ids of the recorders' code: a frame of one is a recorded call under way
 _dtype_codes = {}  # torch dtype -> its number in a record
@@ -164,7 +166,7 @@ def _forget(*_):
 def _forget_all():
     """Drops the calls kept and what their keys name by id: the tables of code are full."""
     _forget()
-    for table in (_outside, _inside, _lines, _redop_codes):
+    for table in (_outside, _inside, _join_codes, _lines, _redop_codes):
         table.clear()
 
 
@@ -218,8 +220,19 @@ def _user_frame(frame):
                 _outside[id(code)] = (code, _file_tail(code))
                 return frame
             _inside[id(code)] = code
+            if code.co_filename.endswith(_JOIN_FILE):
+                _join_codes.add(id(code))
         frame = frame.f_back
     return None
+
+
+def _through_join(frame, site):
+    """Whether torch's frames from `frame` out to the call site pass through join()'s code."""
+    while frame is not None and frame is not site:
+        if id(frame.f_code) in _join_codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _file_tail(code):
@@ -403,12 +416,12 @@ def _described(c10d, name, key_of, frame, key, arguments):
     (under `key`, made with its caller as the site; None when it could make none), described and
     kept; None for one not recorded. The call site is the first frame outside torch and the hook;
     `key_of(site, **arguments)` makes the call's key from another site."""
-    from_library = False  # the caller is torch's code, not the site
+    shadow = False
     if id(frame.f_code) not in _outside:
         caller, frame = frame, _user_frame(frame)
         if frame is _NESTED:
             return None
-        from_library = frame is not caller
+        shadow = _through_join(caller, frame)
         try:
             key = key_of(frame, **arguments)
             call = _cache.get(key, _MISS)
@@ -429,8 +442,8 @@ def _described(c10d, name, key_of, frame, key, arguments):
         return None
     if name in _ALWAYS_ASYNC:
         call = _with_flag(call, _ASYNC)
-    if from_library:
-        call = _with_flag(call, _FROM_LIBRARY)
+    if shadow:
+        call = _with_flag(call, _JOIN_SHADOW)
     if key is None or spec[0] in _OBJECT_OPS:
         return call
     group = arguments.get("group")

@@ -296,9 +296,9 @@ inline constexpr uint8_t kCollectiveQueued = 8;
 inline constexpr uint8_t kCollectiveRaised = 16;  // exit records: the call raised (a timeout...)
 // The process's default group (torch.distributed's world), as the Python hook knows it.
 inline constexpr uint8_t kCollectiveDefaultGroup = 32;
-// Made by a library's code on the job's behalf (DDP's forward, join()'s shadows of the others'
-// calls, FSDP), as the Python hook knows it: its site is the job's line that led there.
-inline constexpr uint8_t kCollectiveFromLibrary = 64;
+// Made through join()'s code (torch.distributed.algorithms.join), as the Python hook knows it:
+// for a rank that ran out of inputs, shadowing the others' calls from its exit of the `with`.
+inline constexpr uint8_t kCollectiveJoinShadow = 64;
 
 // One call, as the recorders fill it.
 struct CollectiveCall {

@@ -281,9 +281,9 @@ bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vect
   for (size_t i = 0; i < calls.size(); ++i) {
     std::string site = site_text(calls[i]->call);
     if (site.empty()) return false;  // NCCL's records have no place
-    // A call torch's code made for the job is placed at the job's line that led there, which
-    // differs by design where join() shadows the others' calls from its own exit.
-    if ((calls[i]->call.flags & common::kCollectiveFromLibrary) != 0) return false;
+    // join() shadows the others' calls for a rank that ran out of inputs, from its exit of the
+    // `with`: by design from another line than theirs.
+    if ((calls[i]->call.flags & common::kCollectiveJoinShadow) != 0) return false;
     by_site[site].push_back(members[i]);
   }
   if (by_site.size() < 2) return false;

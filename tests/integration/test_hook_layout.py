@@ -27,7 +27,7 @@ COPIES = {
     "kCollectiveQueued": "_QUEUED",
     "kCollectiveRaised": "_RAISED",
     "kCollectiveDefaultGroup": "_DEFAULT_GROUP",
-    "kCollectiveFromLibrary": "_FROM_LIBRARY",
+    "kCollectiveJoinShadow": "_JOIN_SHADOW",
 }
 
 

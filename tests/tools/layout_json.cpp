@@ -113,7 +113,7 @@ json layout() {
         TRAINDOC_VALUE(traindoc::common, kCollectiveQueued),
         TRAINDOC_VALUE(traindoc::common, kCollectiveRaised),
         TRAINDOC_VALUE(traindoc::common, kCollectiveDefaultGroup),
-        TRAINDOC_VALUE(traindoc::common, kCollectiveFromLibrary)}}};
+        TRAINDOC_VALUE(traindoc::common, kCollectiveJoinShadow)}}};
 }
 
 }  // namespace

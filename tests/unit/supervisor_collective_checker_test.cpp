@@ -152,14 +152,14 @@ TEST_F(CheckerTest, DdpsBroadcastFromALineOnlyOneRankRunsIsThatRanksAlone) {
 }
 
 // join(): the rank that ran out of inputs shadows the other's all-reduces from its exit of the
-// `with`, the other makes them from the line that calls the model. Torch's code made both.
-TEST_F(CheckerTest, CallsTorchMadeForTheJobAreNotComparedByPlace) {
-  for (uint8_t flags : {common::kCollectiveFromLibrary, uint8_t{0}}) {
+// `with`, the other makes them from the line that calls the model.
+TEST_F(CheckerTest, JoinsShadowsOfTheOthersCallsAreNotComparedByPlace) {
+  for (uint8_t flags : {common::kCollectiveJoinShadow, uint8_t{0}}) {
     CollectiveChecker fresh({.stall_ns = 3 * kSecond});
     for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
     for (int r = 0; r < 2; ++r) {
       AgentCollective c = call(r, 1, CollectiveOp::kAllReduce, {1}, 7, "train.py", 10 + r);
-      c.call.flags = flags;
+      c.call.flags = r == 1 ? flags : 0;
       fresh.add(c);
       fresh.add(exit_of(c, c.call.time_ns + 10));
     }
