@@ -98,8 +98,21 @@ CASES = [
          consequence_title=["rank 0", "lost its connection to rank 1 (pid {pid}), which had died of SIGABRT"]),
     Case("T28", "ddp_model_mismatch.py", 2, "ddp-model-mismatch", [0, 1],
          ["rank 0 has 4 parameters", "rank 1 has 2"]),
-    Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1], ["indices 0"], [],
-         ["find_unused_parameters=True"]),
+    # The indices named: the hook numbers the parameters of the model that raised the error.
+    Case("T29", "ddp_unused_parameters.py", 2, "ddp-unused-parameters", [0, 1],
+         ["indices 0", "a.weight (module a)"], ["DDP's parameter 0 is a.weight"],
+         ["a.weight", "find_unused_parameters=True"]),
+    # Evaluation through the DDP model on rank 0 only: DDP's buffer broadcast is rank 0's alone,
+    # not uneven inputs (the training steps agree). Without broadcast_buffers a forward under
+    # no_grad makes no collective, and the run is clean, as is join()'s shadowing of rank 0's
+    # collectives that follows (from another line than rank 0's, by design).
+    Case("DDP-eval", "eval_rank_zero.py", 2, "collective-missing", [0],
+         ["rank 0 alone ran a forward through the DDP model at", "eval_rank_zero.py:29",
+          "broadcast_coalesced #"],
+         ["never calls from there", "6 optimizer"], ["model.module", "Evaluate on every rank"],
+         ["peer-exited"]),
+    Case("DDP-eval no buffers", "eval_rank_zero.py", 2, "",
+         args=["--no-broadcast-buffers", "--join"], status=0),
     Case("launcher", "clean_ddp.py", 2, "launcher-bug", [], ["--redirects"], [], ["--redirects 2"],
          redirects=False),
     Case("clean", "clean_single.py", 0, "", status=0),

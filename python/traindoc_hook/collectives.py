@@ -25,6 +25,8 @@ _TRUNCATED = 4
 _QUEUED = 8
 _RAISED = 16
 _DEFAULT_GROUP = 32
+_JOIN_SHADOW = 64  # made through join()'s code: a rank out of inputs shadows the others' calls
+_JOIN_FILE = os.path.join("distributed", "algorithms", "join.py")
 _ALWAYS_ASYNC = ("isend", "irecv")  # they return a Work, and have no async_op to say so
 
 
@@ -74,7 +76,7 @@ _DIMS_AT, _SITE_AT = _Call.dims.offset, _Call.site.offset
 ALL_REDUCE, BROADCAST, REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = 1, 2, 3, 4, 5, 6
 GATHER, SCATTER, BARRIER, MONITORED_BARRIER, SEND, RECV = 7, 8, 9, 10, 11, 12
 ALL_GATHER_OBJECT, BROADCAST_OBJECT, GATHER_OBJECT, SCATTER_OBJECT = 13, 14, 15, 16
-ALL_REDUCE_COALESCED = 17
+ALL_REDUCE_COALESCED, BROADCAST_COALESCED = 17, 18
 # Described at every call, never kept: their objects' pickled lengths vary from call to call.
 _OBJECT_OPS = (ALL_GATHER_OBJECT, BROADCAST_OBJECT, GATHER_OBJECT, SCATTER_OBJECT)
 
@@ -105,7 +107,14 @@ _SPECS = {
     "broadcast_object_list": (BROADCAST_OBJECT, (), None, "src"),
     "gather_object": (GATHER_OBJECT, (), None, "dst"),
     "scatter_object_list": (SCATTER_OBJECT, (), None, "src"),
+    # DistributedDataParallel's own broadcast: of the module's buffers in each forward that
+    # follows a training one (broadcast_buffers=True), and of its parameters and buffers when it
+    # is built. The site is the job's line that called the model (or built it).
+    "_broadcast_coalesced": (BROADCAST_COALESCED, ("tensors",), None, "src"),
 }
+# Functions of torch.distributed made in C++, which inspect cannot read: each is recorded
+# through a Python function of the same arguments (_native).
+_NATIVE = ("_broadcast_coalesced",)
 
 # ncclDataType_t numbering, then the types NCCL lacks (layout.h).
 _DTYPES = {
@@ -136,6 +145,7 @@ _cache = {}
 _watched = {}  # id -> a weak reference to each group keyed in _cache
 _outside = {}  # id -> (code object, its file's tail as a record holds it), for call sites
 _inside = {}  # id -> code object, for the code known to be in _skip_dirs, the recorders' aside
+_join_codes = set()  # ids of the code in _inside that is join()'s (_JOIN_FILE)
 _lines = {}  # (id of a code object in _outside, bytecode offset) -> its line
 _recorders = set()  # ids of the recorders' code: a frame of one is a recorded call under way
 _dtype_codes = {}  # torch dtype -> its number in a record
@@ -156,7 +166,7 @@ def _forget(*_):
 def _forget_all():
     """Drops the calls kept and what their keys name by id: the tables of code are full."""
     _forget()
-    for table in (_outside, _inside, _lines, _redop_codes):
+    for table in (_outside, _inside, _join_codes, _lines, _redop_codes):
         table.clear()
 
 
@@ -210,8 +220,19 @@ def _user_frame(frame):
                 _outside[id(code)] = (code, _file_tail(code))
                 return frame
             _inside[id(code)] = code
+            if code.co_filename.endswith(_JOIN_FILE):
+                _join_codes.add(id(code))
         frame = frame.f_back
     return None
+
+
+def _through_join(frame, site):
+    """Whether torch's frames from `frame` out to the call site pass through join()'s code."""
+    while frame is not None and frame is not site:
+        if id(frame.f_code) in _join_codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _file_tail(code):
@@ -395,10 +416,12 @@ def _described(c10d, name, key_of, frame, key, arguments):
     (under `key`, made with its caller as the site; None when it could make none), described and
     kept; None for one not recorded. The call site is the first frame outside torch and the hook;
     `key_of(site, **arguments)` makes the call's key from another site."""
+    shadow = False
     if id(frame.f_code) not in _outside:
-        frame = _user_frame(frame)
+        caller, frame = frame, _user_frame(frame)
         if frame is _NESTED:
             return None
+        shadow = _through_join(caller, frame)
         try:
             key = key_of(frame, **arguments)
             call = _cache.get(key, _MISS)
@@ -419,6 +442,8 @@ def _described(c10d, name, key_of, frame, key, arguments):
         return None
     if name in _ALWAYS_ASYNC:
         call = _with_flag(call, _ASYNC)
+    if shadow:
+        call = _with_flag(call, _JOIN_SHADOW)
     if key is None or spec[0] in _OBJECT_OPS:
         return call
     group = arguments.get("group")
@@ -603,6 +628,20 @@ def _replace(distributed, c10d, name, wrapped, function):
         setattr(distributed, name, wrapped)
 
 
+def _native(function):
+    """dist._broadcast_coalesced as a Python function the recorder can mirror, which keeps its
+    own frame out of the job's tracebacks."""
+
+    def _broadcast_coalesced(group, tensors, buffer_size, src=0):
+        try:
+            return function(group, tensors, buffer_size, src)
+        except BaseException as error:
+            _agent.hide_own_frame(error)
+            raise
+
+    return _broadcast_coalesced
+
+
 def _agent_entries():
     """The agent's enter and exit of a collective (either None where it lacks them)."""
     return _agent.held("traindoc_collective_enter"), _agent.held("traindoc_collective_exit")
@@ -620,14 +659,18 @@ def _patch(distributed):
     torch_dir = os.path.dirname(os.path.dirname(os.path.abspath(distributed.__file__)))
     _skip_dirs = (torch_dir + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
     for name in _SPECS:
-        function = getattr(c10d, name, None)
+        native = name in _NATIVE
+        function = getattr(distributed if native else c10d, name, None)
         if function is None or getattr(function, "__traindoc_recorded__", False):
             continue
         try:
-            wrapped = _wrap(c10d, name, function, enter, leave)
+            wrapped = _wrap(c10d, name, _native(function) if native else function, enter, leave)
         except Exception:  # a signature the recorder cannot mirror: the function stays as it is
             if os.environ.get("TRAINDOC_HOOK_DEBUG"):
                 raise
+            continue
+        if native:  # DDP calls it as dist._broadcast_coalesced
+            setattr(distributed, name, wrapped)
             continue
         _replace(distributed, c10d, name, wrapped, function)
     destroy = getattr(c10d, "destroy_process_group", None)

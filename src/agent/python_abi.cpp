@@ -54,6 +54,12 @@ extern "C" __attribute__((visibility("default"))) void traindoc_spawned(int inde
   append_keeping_errno(traindoc::common::RecordType::kSpawned, index, 0);
 }
 
+// DDP's unused-parameter error ended the program; the hook wrote the `lines` parameters it names
+// to the run folder's kDdpParametersFile.
+extern "C" __attribute__((visibility("default"))) void traindoc_ddp_parameters(int lines) {
+  append_keeping_errno(traindoc::common::RecordType::kDdpParameters, lines, 0);
+}
+
 // A DataLoader started this process as its worker number `worker_id` (the hook wraps the
 // function every worker runs first).
 extern "C" __attribute__((visibility("default"))) void traindoc_worker_started(int worker_id) {

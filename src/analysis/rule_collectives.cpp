@@ -521,6 +521,14 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
     IssueFinding in = start_finding(context, issue, *kind);
     for (const store::CollectiveIssueRank& rank : issue.ranks) add_rank(in, rank);
     Finding& f = in.timed.finding;
+    // A forward through the DDP model only some ranks ran: the training steps agree.
+    if (issue.op == store::kDdpBroadcastOp && f.kind == FindingKind::kCollectiveMissing &&
+        !in.fitted) {
+      f.fix = kDdpForwardOnlyFix;
+      if (std::string steps = step_counts(context, issue); !steps.empty()) {
+        f.evidence.push_back("steps: " + steps);
+      }
+    }
     if (issue.kind == store::IssueKind::kUnevenInputs) {
       std::string steps = step_counts(context, issue);
       f.evidence.push_back(steps.empty() ? "step counts are not recorded in this run: the counts "

@@ -303,6 +303,14 @@ const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from
   return nullptr;
 }
 
+const char* const kDdpForwardOnlyFix =
+    "Evaluate on every rank (shard the evaluation data with a DistributedSampler and all_reduce "
+    "the metric), or run the unwrapped model.module on rank 0 (under torch.no_grad()): a "
+    "forward through the DDP model is a collective step of its own (it broadcasts the model's "
+    "buffers from rank 0 with broadcast_buffers=True, and under join() it all-reduces a flag), "
+    "which ranks that do not run that code never make. The ranks' training steps agree: no "
+    "DistributedSampler or join() fixes this.";
+
 const char* const kWorkerStuckFix =
     "A DataLoader worker that never finishes its sample holds up its rank, which waits for that "
     "batch. See what the worker waits for where it is: a read from network storage or a remote "

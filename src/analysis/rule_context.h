@@ -115,6 +115,8 @@ const store::Event* stdin_wait(const RuleContext& context, int pid, int64_t from
 extern const char* const kPromptFix;
 // For a rank that waits on a DataLoader worker that never finishes its sample.
 extern const char* const kWorkerStuckFix;
+// For a forward through the DDP model that only some ranks ran (evaluation on rank 0).
+extern const char* const kDdpForwardOnlyFix;
 // The uncaught exception a Python program printed before a crash ended its process: the crash
 // came in the interpreter's teardown, and the exception is the failure. nullptr when the
 // process did not crash, is a DataLoader worker (its rank re-raises) or printed none.

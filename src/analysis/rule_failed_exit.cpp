@@ -2,6 +2,7 @@
 // named by its known text where there is one, with the frame that raised it. Pure.
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string_view>
 
 #include "analysis/known_failure.h"
@@ -200,6 +201,44 @@ bool fit_to_init_arguments(const RuleContext& context, const ProcessSummary& p,
 
 // An exception that a signature knows: its kind, title and fix, fitted to the process.
 // `raised`: " raised ValueError: ...", the title where the signature has none.
+// The module a parameter belongs to, in words that follow its name: " (module encoder.0)", or
+// " (the model's own)" for a parameter of the wrapped module itself.
+std::string module_of(const std::string& parameter) {
+  size_t dot = parameter.rfind('.');
+  return dot == std::string::npos ? " (the model's own)"
+                                  : " (module " + parameter.substr(0, dot) + ")";
+}
+
+// The names of the parameters DDP's error lists only by index ("Parameter indices which did not
+// receive grad for rank 0: 3 4"), from the Python hook's record of the model whose forward
+// raised it, with the module each belongs to.
+void add_parameter_names(const RuleContext& context, const ProcessSummary& p,
+                         const std::string& indices, Finding& f) {
+  std::map<int64_t, std::string> names;
+  for (const store::Event& e : context.evidence.events) {
+    if (e.kind == store::EventKind::kDdpParameter && e.pid == p.record.pid && e.a &&
+        !e.name.empty()) {
+      names[*e.a] = e.name;
+    }
+  }
+  // The indices as the text lists them ("3 4"), whatever separates them.
+  std::string spaced = indices;
+  std::replace_if(
+      spaced.begin(), spaced.end(), [](char c) { return c < '0' || c > '9'; }, ' ');
+  std::istringstream numbers(spaced);
+  std::string listed;
+  for (int64_t index = 0; numbers >> index;) {
+    auto named = names.find(index);
+    if (named == names.end()) continue;
+    listed += (listed.empty() ? "" : ", ") + named->second + module_of(named->second);
+    f.evidence.push_back("DDP's parameter " + std::to_string(index) + " is " + named->second +
+                         module_of(named->second) + " (Python hook)");
+  }
+  if (listed.empty()) return;
+  f.title += ": " + listed;
+  f.fix = "These parameters got no gradient: " + listed + ". " + f.fix;
+}
+
 void from_known_exception(const RuleContext& context, const ProcessSummary& p,
                           const std::string& who, const std::string& raised, KnownFailure& known,
                           Finding& f) {
@@ -219,6 +258,9 @@ void from_known_exception(const RuleContext& context, const ProcessSummary& p,
   if (f.kind == FindingKind::kKilledExternally) f.severity = Severity::kWarning;
   if (f.kind == FindingKind::kLabelOutOfRange) {
     add_class_count(context, p, field(*known.match, "label"), f);
+  }
+  if (f.kind == FindingKind::kDdpUnusedParameters) {
+    add_parameter_names(context, p, field(*known.match, "param_indices"), f);
   }
   fit_to_process(context, p, *known.match, who, f);
   // A missing rank is the one to look at; the ranks that waited for it are in the title.

@@ -3,6 +3,7 @@
 // finding; a peer that exited normally while this rank still waited for it left a collective
 // unmatched, which becomes the root cause here. Pure.
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "analysis/known_failure.h"
@@ -55,6 +56,28 @@ std::vector<std::string> step_differences(const ProcessSummary& a, const Process
   return out;
 }
 
+std::optional<int64_t> count_of(const ProcessSummary& p, store::StepKind kind) {
+  auto it = p.steps.find(kind);
+  return it == p.steps.end() ? std::nullopt : std::optional<int64_t>(it->second);
+}
+
+// Both ranks ran the same training steps (backward, optimizer: each where both counted it) and
+// different numbers of forwards through the DDP model: forwards outside training (evaluation on
+// one rank), not uneven inputs.
+bool forwards_only(const ProcessSummary& a, const ProcessSummary& b) {
+  bool compared = false;
+  for (store::StepKind kind : {store::StepKind::kBackward, store::StepKind::kOptimizer}) {
+    std::optional<int64_t> x = count_of(a, kind);
+    std::optional<int64_t> y = count_of(b, kind);
+    if (!x || !y) continue;
+    if (*x != *y) return false;
+    compared = true;
+  }
+  std::optional<int64_t> x = count_of(a, store::StepKind::kDdpForward);
+  std::optional<int64_t> y = count_of(b, store::StepKind::kDdpForward);
+  return compared && x && y && *x != *y;
+}
+
 Finding early_exit(const RuleContext& context, const ProcessSummary& peer,
                    const ProcessSummary& victim, const std::string& victim_line) {
   Finding f;
@@ -66,10 +89,31 @@ Finding early_exit(const RuleContext& context, const ProcessSummary& peer,
             " still waited for it in a collective";
   f.ranks = context.ranks_of(peer);
   f.pids = {peer.record.pid};
+  if (forwards_only(peer, victim)) {
+    // The rank that ran the extra forwards made the collective its peer never made.
+    const ProcessSummary& more = *count_of(victim, store::StepKind::kDdpForward) >
+                                         *count_of(peer, store::StepKind::kDdpForward)
+                                     ? victim
+                                     : peer;
+    const ProcessSummary& other = &more == &victim ? peer : victim;
+    f.kind = FindingKind::kCollectiveMissing;
+    f.title = context.name(more) + " ran forwards through the DDP model that " +
+              context.name(other) + " did not, with the same training steps (code that only " +
+              describe(more.role) + " runs, e.g. evaluation under `if rank == 0:`); " +
+              context.name(peer) + " then finished (exit code 0) while " + context.name(victim) +
+              " still waited for it in a collective";
+    f.ranks = context.ranks_of(more);
+    f.pids = {more.record.pid};
+  }
   f.evidence.push_back(context.name(peer) + " exited with code 0 first" +
                        context.when(peer.record.end_ns));
   f.evidence.push_back(context.name(victim) + " then failed: " + victim_line);
   f.evidence.insert(f.evidence.end(), uneven.begin(), uneven.end());
+  if (f.kind == FindingKind::kCollectiveMissing && !uneven.empty()) {
+    f.fix = kDdpForwardOnlyFix;
+    f.confidence = 0.7;
+    return f;
+  }
   f.fix =
       "The ranks did not issue the same collectives: this rank skipped one (a rank-dependent "
       "branch, a `continue` before backward, an early return) or ran fewer batches, then left. "

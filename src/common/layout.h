@@ -27,6 +27,8 @@ inline constexpr const char* kAgentFileName = "agent/slots";
 // disk fills up; removed at the end of the run (and by the guard).
 inline constexpr const char* kReserveFileName = "reserve";
 inline constexpr const char* kRunDirEnv = "TRAINDOC_RUN_DIR";
+// The parameters DDP's error names by index, by the process that raised it (printf: its pid).
+inline constexpr const char* kDdpParametersFile = "agent/ddp-parameters-%d.tsv";
 
 // How a process obtained its slot.
 enum class SlotOrigin : uint32_t { kExec = 1, kFork = 2 };
@@ -65,6 +67,9 @@ enum class RecordType : uint32_t {
                             // a = the worker's number in its DataLoader
   kProcessGroupInitFailed = 13,  // init_process_group raised (Python hook): the process is out
                                  // of it, though it may catch the error and go on
+  kDdpParameters = 14,  // DDP's unused-parameter error ended the program (Python hook), which wrote
+                        // the names of the parameters it lists to kDdpParametersFile: a = how
+                        // many lines (index, name, module's class)
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).
@@ -262,7 +267,9 @@ enum class CollectiveOp : uint16_t {
   kGatherObject = 15,
   kScatterObject = 16,
   kAllReduceCoalesced = 17,
-  kGroupStart = 32,  // NCCL group calls and communicator lifetime: recorded, never compared
+  kBroadcastCoalesced = 18,  // DistributedDataParallel's broadcast of buffers (in forward) and
+                             // of parameters and buffers (when built): dist._broadcast_coalesced
+  kGroupStart = 32,          // NCCL group calls and communicator lifetime: recorded, never compared
   kGroupEnd = 33,
   kCommInit = 34,
   kCommSplit = 35,
@@ -294,6 +301,9 @@ inline constexpr uint8_t kCollectiveQueued = 8;
 inline constexpr uint8_t kCollectiveRaised = 16;  // exit records: the call raised (a timeout...)
 // The process's default group (torch.distributed's world), as the Python hook knows it.
 inline constexpr uint8_t kCollectiveDefaultGroup = 32;
+// Made through join()'s code (torch.distributed.algorithms.join), as the Python hook knows it:
+// for a rank that ran out of inputs, shadowing the others' calls from its exit of the `with`.
+inline constexpr uint8_t kCollectiveJoinShadow = 64;
 
 // One call, as the recorders fill it.
 struct CollectiveCall {

@@ -200,6 +200,16 @@ std::string missing_title(const CollectiveIssue& issue) {
         "; the ranks' call sites first differed at #" + std::to_string(issue.sites_differed_at);
   }
   std::string reason = wait_end_text(issue);
+  if (issue.alone && issue.kind == IssueKind::kMissing && issue.op == kDdpBroadcastOp) {
+    // The call is DDP's: the job's code made a forward through the model, not a collective.
+    std::string arrived = ranks_text(issue, ranks_in(issue, kArrived, true));
+    return arrived + " alone ran a forward through the DDP model" +
+           (waited && !waited->site.empty() ? " at " + waited->site : "") + ", in code that only " +
+           arrived + " runs: DDP's forward broadcast the model's buffers (" +
+           call_text(issue.op, issue.number, "") + " " + where_text(issue) +
+           "), which the others never make (" + reason + ", " + seconds(issue.waited_ns) +
+           " after the call)";
+  }
   if (issue.alone && issue.kind == IssueKind::kMissing) {
     std::string arrived = ranks_text(issue, ranks_in(issue, kArrived, true));
     return arrived + " alone made " + waits + " " + where_text(issue) +

@@ -4,10 +4,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "store/evidence.h"
 
 namespace traindoc::store {
+
+// The op name of DistributedDataParallel's own broadcast (dist._broadcast_coalesced): of the
+// model's buffers in a forward that follows a training one, and of its state when it is built.
+inline constexpr std::string_view kDdpBroadcastOp = "broadcast_coalesced";
 
 // "killed by SIGSEGV", "exited 1", "gone" (no status known).
 std::string end_words(const RankEnd& end);

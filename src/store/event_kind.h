@@ -17,6 +17,8 @@
   X(kThreadDied, "thread-died") /* an exception ended a thread; text: its name */                  \
   /* a loss rejected a label; a: it, b: the classes, c: the targets' largest label */              \
   X(kLabelOutOfRange, "label-out-of-range")                                                        \
+  /* a parameter DDP's reducer named by index; a: its index, name: the parameter's name */         \
+  X(kDdpParameter, "ddp-parameter")                                                                \
   X(kStdinWait, "stdin-wait") /* a process blocked reading its terminal */                         \
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \

@@ -281,6 +281,9 @@ bool CollectiveChecker::compare_sites(uint64_t id, Group& group, const std::vect
   for (size_t i = 0; i < calls.size(); ++i) {
     std::string site = site_text(calls[i]->call);
     if (site.empty()) return false;  // NCCL's records have no place
+    // join() shadows the others' calls for a rank that ran out of inputs, from its exit of the
+    // `with`: by design from another line than theirs.
+    if ((calls[i]->call.flags & common::kCollectiveJoinShadow) != 0) return false;
     by_site[site].push_back(members[i]);
   }
   if (by_site.size() < 2) return false;
@@ -532,8 +535,14 @@ std::optional<CollectiveChecker::GroupWait> CollectiveChecker::wait_in(Group& gr
     return process != nullptr && process->end && !ended_normally(*process->end) &&
            !stopped(*process->end) && !process->finished;
   });
-  wait.alone = wait.arrived.size() < wait.laggards.size() && !site.empty() && !laggard_failed &&
-               only_from(group, wait.arrived, site);
+  // DDP's broadcast of the buffers comes of a forward through the model: from a line that no
+  // other rank calls the model from, a forward only those ranks run (evaluation on rank 0),
+  // which half the ranks may run as well as fewer.
+  bool fewer =
+      wait.arrived.size() < wait.laggards.size() ||
+      (wait.arrived.size() == wait.laggards.size() &&
+       wait.waited->call.op == static_cast<uint16_t>(common::CollectiveOp::kBroadcastCoalesced));
+  wait.alone = fewer && !site.empty() && !laggard_failed && only_from(group, wait.arrived, site);
   return wait;
 }
 

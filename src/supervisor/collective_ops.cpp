@@ -56,6 +56,7 @@ bool rooted(uint16_t op) {
     case CollectiveOp::kBroadcastObject:
     case CollectiveOp::kGatherObject:
     case CollectiveOp::kScatterObject:
+    case CollectiveOp::kBroadcastCoalesced:
       return true;
     default:
       return false;

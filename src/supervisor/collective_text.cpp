@@ -49,6 +49,8 @@ std::string op_name(uint16_t op) {
       return "scatter_object_list";
     case CollectiveOp::kAllReduceCoalesced:
       return "all_reduce_coalesced";
+    case CollectiveOp::kBroadcastCoalesced:
+      return std::string(store::kDdpBroadcastOp);
     case CollectiveOp::kGroupStart:
       return "group_start";
     case CollectiveOp::kGroupEnd:

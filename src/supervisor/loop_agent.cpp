@@ -4,11 +4,15 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
+#include "supervisor/ddp_parameters_text.h"
+#include "supervisor/file_text.h"
 #include "supervisor/loop.h"
 #include "supervisor/proc/process_identity.h"
 
@@ -33,6 +37,20 @@ std::string thread_name(const AgentRecord& record) {
       if (c == '\0') return out;
       out += c;
     }
+  }
+  return out;
+}
+
+// The parameters the DDP error of process `pid` names by index, as events.
+std::vector<store::Event> ddp_parameters(const std::string& run_dir, int pid, int64_t t_ns) {
+  char name[64];
+  snprintf(name, sizeof(name), common::kDdpParametersFile, pid);
+  std::vector<store::Event> out;
+  for (auto& [index, parameter] :
+       ddp_parameters_text(read_file_text(run_dir + "/" + name, kDdpParametersMaxBytes))) {
+    std::string text = "DDP's parameter " + std::to_string(index) + " is " + parameter;
+    out.push_back(
+        {t_ns, store::EventKind::kDdpParameter, pid, std::move(text), index, {}, {}, parameter});
   }
   return out;
 }
@@ -171,6 +189,11 @@ void Loop::take_record(const AgentRecord& record) {
     case common::RecordType::kThreadDied:
       m_store.add_event(
           {record.time_ns, store::EventKind::kThreadDied, record.pid, thread_name(record)});
+      break;
+    case common::RecordType::kDdpParameters:
+      for (const store::Event& e : ddp_parameters(m_options.run_dir, record.pid, record.time_ns)) {
+        m_store.add_event(e);
+      }
       break;
     case common::RecordType::kLabelOutOfRange:
       m_store.add_event({record.time_ns, store::EventKind::kLabelOutOfRange, record.pid,

@@ -27,6 +27,7 @@ COPIES = {
     "kCollectiveQueued": "_QUEUED",
     "kCollectiveRaised": "_RAISED",
     "kCollectiveDefaultGroup": "_DEFAULT_GROUP",
+    "kCollectiveJoinShadow": "_JOIN_SHADOW",
 }
 
 

@@ -94,7 +94,8 @@ json layout() {
         TRAINDOC_VALUE(CollectiveOp, kAllGatherObject),
         TRAINDOC_VALUE(CollectiveOp, kBroadcastObject), TRAINDOC_VALUE(CollectiveOp, kGatherObject),
         TRAINDOC_VALUE(CollectiveOp, kScatterObject),
-        TRAINDOC_VALUE(CollectiveOp, kAllReduceCoalesced)}},
+        TRAINDOC_VALUE(CollectiveOp, kAllReduceCoalesced),
+        TRAINDOC_VALUE(CollectiveOp, kBroadcastCoalesced)}},
       {"StepKind",
        {TRAINDOC_VALUE(StepKind, kOptimizer), TRAINDOC_VALUE(StepKind, kBackward),
         TRAINDOC_VALUE(StepKind, kDdpForward)}},
@@ -111,7 +112,8 @@ json layout() {
         TRAINDOC_VALUE(traindoc::common, kCollectiveTruncated),
         TRAINDOC_VALUE(traindoc::common, kCollectiveQueued),
         TRAINDOC_VALUE(traindoc::common, kCollectiveRaised),
-        TRAINDOC_VALUE(traindoc::common, kCollectiveDefaultGroup)}}};
+        TRAINDOC_VALUE(traindoc::common, kCollectiveDefaultGroup),
+        TRAINDOC_VALUE(traindoc::common, kCollectiveJoinShadow)}}};
 }
 
 }  // namespace

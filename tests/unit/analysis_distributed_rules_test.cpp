@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <map>
+#include <utility>
+
 #include "analysis/diagnosis.h"
 #include "analysis/process_texts.h"
 #include "analysis/rules.h"
@@ -103,23 +106,44 @@ TEST(DistributedRules, APeerThatExitedNormallyFirstIsTheCause) {
   EXPECT_THAT(d.findings[1].ranks, ElementsAre(0, 1));
 }
 
-TEST(DistributedRules, APeerThatRanFewerStepsIsUnevenInputs) {
-  // H11: rank 1 skipped one backward, finished its loop and left; rank 0 began a 4th backward.
+// Rank 1 finished and left; rank 0 then lost its connection to it. Each ran `counts` steps of
+// each kind (rank 0's, rank 1's).
+Evidence left_after_steps(std::map<store::StepKind, std::pair<int64_t, int64_t>> counts) {
   Evidence e = torchrun_job();
   exited(e, kRank1, 6.0, 0);
   e.log_lines = {stderr_line(5.1, 12, kClosed)};
   exited(e, kRank0, 5.3, 1);
-  auto steps = [&](int pid, uint64_t ticks, int64_t backward) {
-    e.steps.push_back({at(4), pid, ticks, store::StepKind::kBackward, backward});
-    e.steps.push_back({at(4), pid, ticks, store::StepKind::kOptimizer, 3});
-  };
-  steps(kRank0, 500'100, 4);
-  steps(kRank1, 500'101, 3);
-  Diagnosis d = diagnose(e);
+  for (const auto& [kind, count] : counts) {
+    e.steps.push_back({at(4), kRank0, 500'100, kind, count.first});
+    e.steps.push_back({at(4), kRank1, 500'101, kind, count.second});
+  }
+  return e;
+}
+
+TEST(DistributedRules, APeerThatRanFewerStepsIsUnevenInputs) {
+  // H11: rank 1 skipped one backward, finished its loop and left; rank 0 began a 4th backward.
+  Diagnosis d = diagnose(left_after_steps(
+      {{store::StepKind::kBackward, {4, 3}}, {store::StepKind::kOptimizer, {3, 3}}}));
   ASSERT_FALSE(d.findings.empty());
   EXPECT_EQ(d.findings[0].kind, FindingKind::kUnevenInputs);
   EXPECT_THAT(d.findings[0].ranks, ElementsAre(1));
   EXPECT_THAT(d.findings[0].evidence, testing::Contains("backward steps: rank 1 ran 3, rank 0 4"));
+}
+
+TEST(DistributedRules, ForwardsOnlyOneRankRanThroughDdpAreNotUnevenInputs) {
+  // Rank 0 evaluated through the DDP model after the last step; rank 1 left, as it should.
+  Diagnosis d = diagnose(left_after_steps({{store::StepKind::kBackward, {6, 6}},
+                                           {store::StepKind::kOptimizer, {6, 6}},
+                                           {store::StepKind::kDdpForward, {10, 6}}}));
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_EQ(d.findings[0].kind, FindingKind::kCollectiveMissing);
+  EXPECT_THAT(d.findings[0].ranks, ElementsAre(0));
+  EXPECT_THAT(d.findings[0].title,
+              HasSubstr("rank 0 (pid 1010) ran forwards through the DDP model that rank 1"));
+  EXPECT_THAT(d.findings[0].evidence,
+              testing::Contains("ddp-forward steps: rank 1 ran 6, rank 0 10"));
+  EXPECT_THAT(d.findings[0].fix, HasSubstr("model.module"));
+  EXPECT_EQ(find_kind(d, FindingKind::kUnevenInputs), nullptr);
 }
 
 TEST(DistributedRules, APeerThatCrashedIsTheCauseThroughItsOwnFinding) {

@@ -776,6 +776,38 @@ TEST(RuleFailedExit, LinesFarFromTheEndOrOnStdoutAreNotCited) {
   EXPECT_EQ(f.title, "rank 0 (pid 1010) exited with code 1: error: not an exception");
 }
 
+TEST(RuleFailedExit, TheHooksParameterNamesNameDdpsUnusedIndices) {
+  Evidence e = torchrun_job();
+  e.log_lines = {
+      stderr_line(10.0, 30,
+                  "RuntimeError: Expected to have finished reduction in the prior iteration before "
+                  "starting a new one. This error indicates that your module has parameters that "
+                  "were not used in producing loss. Parameter indices which did not receive grad "
+                  "for rank 0: 0 3")};
+  auto parameter = [](int pid, int64_t index, const std::string& name) {
+    return store::Event{at(10.1), store::EventKind::kDdpParameter, pid, "", index, {}, {}, name};
+  };
+  // Another process's numbering is not this one's.
+  e.events = {parameter(kRank0, 0, "encoder.0.weight"), parameter(kRank0, 3, "bias"),
+              parameter(kRank1, 0, "head.weight")};
+  exited(e, kRank0, 10.2, 1);
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kDdpUnusedParameters);
+  EXPECT_THAT(f.title, testing::EndsWith("(indices 0,3) on rank 0: encoder.0.weight (module "
+                                         "encoder.0), bias (the model's own)"));
+  EXPECT_THAT(f.evidence,
+              testing::Contains("DDP's parameter 0 is encoder.0.weight (module encoder.0) (Python "
+                                "hook)"));
+  EXPECT_THAT(f.fix, testing::StartsWith("These parameters got no gradient: encoder.0.weight"));
+
+  // Without the hook's record, the indices alone.
+  e.events.clear();
+  d = diagnose(e);
+  EXPECT_THAT(d.findings[0].title, testing::EndsWith("(indices 0,3) on rank 0"));
+}
+
 TEST(RuleFailedExit, TheHooksClassCountCompletesALabelError) {
   Evidence e = torchrun_job();
   e.log_lines = {stderr_line(10.0, 30, "IndexError: Target 255 is out of bounds.")};

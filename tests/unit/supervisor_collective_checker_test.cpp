@@ -116,6 +116,58 @@ TEST_F(CheckerTest, EqualCallsGiveNothing) {
   EXPECT_TRUE(checker.check(kT0 + 100 * kSecond).empty());
 }
 
+// Rank 0 evaluates through the DDP model: its forward broadcasts the buffers from a line rank 1
+// never calls the model from, and rank 1 leaves. In a world of two, that broadcast is rank 0's
+// alone; an all_reduce of one rank of two is not (rank 1 may have skipped it).
+TEST_F(CheckerTest, DdpsBroadcastFromALineOnlyOneRankRunsIsThatRanksAlone) {
+  for (bool ddp : {true, false}) {
+    CollectiveChecker fresh({.stall_ns = 3 * kSecond});
+    for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
+    CollectiveOp op = ddp ? CollectiveOp::kBroadcastCoalesced : CollectiveOp::kAllReduce;
+    for (uint64_t n = 1; n <= 2; ++n) {
+      for (int r = 0; r < 2; ++r) {
+        AgentCollective c = call(r, n, op);
+        fresh.add(c);
+        fresh.add(exit_of(c, c.call.time_ns + 10));
+      }
+    }
+    fresh.add(call(0, 3, op, {4}, 7, "train.py", 30));
+    fresh.process_ended(ended(1, 0, kT0 + kSecond));
+    std::vector<FoundIssue> found = fresh.check(kT0 + 2 * kSecond);
+    ASSERT_EQ(found.size(), 1u) << ddp;
+    std::string line = store::issue_line(found[0].issue);
+    EXPECT_EQ(found[0].issue.alone, ddp) << line;
+    if (ddp) {
+      EXPECT_EQ(line.rfind("collective-missing: rank 0 alone ran a forward through the DDP model "
+                           "at train.py:30, in code that only rank 0 runs: DDP's forward "
+                           "broadcast the model's buffers (broadcast_coalesced #3 in the group",
+                           0),
+                0u)
+          << line;
+      EXPECT_EQ(words(found[0].issue, 1), "exited 0; never calls from there");
+    } else {
+      EXPECT_EQ(line.rfind("collective-missing: rank 1 never made all_reduce #3", 0), 0u) << line;
+    }
+  }
+}
+
+// join(): the rank that ran out of inputs shadows the other's all-reduces from its exit of the
+// `with`, the other makes them from the line that calls the model.
+TEST_F(CheckerTest, JoinsShadowsOfTheOthersCallsAreNotComparedByPlace) {
+  for (uint8_t flags : {common::kCollectiveJoinShadow, uint8_t{0}}) {
+    CollectiveChecker fresh({.stall_ns = 3 * kSecond});
+    for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
+    for (int r = 0; r < 2; ++r) {
+      AgentCollective c = call(r, 1, CollectiveOp::kAllReduce, {1}, 7, "train.py", 10 + r);
+      c.call.flags = r == 1 ? flags : 0;
+      fresh.add(c);
+      fresh.add(exit_of(c, c.call.time_ns + 10));
+    }
+    std::vector<FoundIssue> found = fresh.check(kT0 + kSecond);
+    EXPECT_EQ(found.size(), flags == 0 ? 1u : 0u) << int{flags};
+  }
+}
+
 TEST_F(CheckerTest, ShapeMismatchNamesEachRanksShapeAndSite) {
   checker.add(call(0, 1, CollectiveOp::kAllReduce, {10}));
   EXPECT_TRUE(checker.check(kT0).empty());  // rank 1 has not called yet

@@ -145,7 +145,7 @@ TEST(CollectiveOps, LifetimeOpsAreNotComparedButCommSplitIs) {
   EXPECT_TRUE(is_lifetime(n(CollectiveOp::kCommSplit)));
   EXPECT_TRUE(compared(n(CollectiveOp::kCommSplit)));
   EXPECT_THAT(field_names(CollectiveOp::kCommSplit), ElementsAre("op", "reduce op"));
-  for (uint16_t op = n(CollectiveOp::kAllReduce); op <= n(CollectiveOp::kAllReduceCoalesced);
+  for (uint16_t op = n(CollectiveOp::kAllReduce); op <= n(CollectiveOp::kBroadcastCoalesced);
        ++op) {
     EXPECT_FALSE(is_lifetime(op)) << op;
     EXPECT_TRUE(compared(op)) << op;
@@ -163,7 +163,8 @@ TEST(CollectiveOps, OnlyOpsWithoutARootOrPeerCompleteTogether) {
   }
   for (CollectiveOp op : {CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kGather,
                           CollectiveOp::kScatter, CollectiveOp::kSend, CollectiveOp::kRecv,
-                          CollectiveOp::kBroadcastObject, CollectiveOp::kCommInit}) {
+                          CollectiveOp::kBroadcastObject, CollectiveOp::kBroadcastCoalesced,
+                          CollectiveOp::kCommInit}) {
     EXPECT_FALSE(completes_together(n(op))) << n(op);
   }
 }
@@ -176,9 +177,10 @@ TEST(CollectiveOps, SymmetricOpsAreThoseEveryRankMakesAlike) {
         CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll}) {
     EXPECT_TRUE(symmetric(n(op))) << n(op);
   }
-  for (CollectiveOp op : {CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kBarrier,
-                          CollectiveOp::kMonitoredBarrier, CollectiveOp::kSend,
-                          CollectiveOp::kAllGatherObject, CollectiveOp::kCommSplit}) {
+  for (CollectiveOp op :
+       {CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kBarrier,
+        CollectiveOp::kMonitoredBarrier, CollectiveOp::kSend, CollectiveOp::kAllGatherObject,
+        CollectiveOp::kBroadcastCoalesced, CollectiveOp::kCommSplit}) {
     EXPECT_FALSE(symmetric(n(op))) << n(op);
   }
 }
