@@ -1,6 +1,7 @@
 // Rule: memory that grows steadily with the training steps (or, without step counts, with time)
-// in a process: a leak; and DataLoader workers whose private memory grows while their RSS stays
-// flat: copy-on-access of the parent's Python objects. Pure.
+// in a process: a leak; the same after its last training step, per forward pass (evaluation
+// with autograd on) or per minute; and DataLoader workers whose private memory grows while their
+// RSS stays flat: copy-on-access of the parent's Python objects. Pure.
 // Every per-process memory series goes through grown_in() and leak_finding(): host RSS (without
 // the pages of mapped files), and the GPU memory NVML saw the process hold (all its devices
 // together).
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -30,36 +32,97 @@ constexpr double kFlatRss = 0.5;
 constexpr double kMinSteps = 10;
 constexpr double kMinMinutes = 2;
 
+// The counts of `kind` that process `p` reported, by time.
+std::vector<std::pair<int64_t, double>> counts_of(const RuleContext& context,
+                                                  const ProcessSummary& p,
+                                                  std::optional<store::StepKind> kind) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const store::StepSample& s : context.evidence.steps) {
+    if (s.kind == kind && s.pid == p.record.pid && s.start_ticks == p.record.start_ticks) {
+      out.emplace_back(s.t_ns, static_cast<double>(s.count));
+    }
+  }
+  std::stable_sort(out.begin(), out.end());
+  return out;
+}
+
 // Where a process stands in its training at a sample time: its step count (linear between the
 // counts the hook reported; none outside the span they cover), or minutes since its first
-// sample where the hook counted nothing.
+// sample where the hook counted nothing. After its last training step, its forward passes, or
+// minutes since that step.
 class Axis {
  public:
   Axis() = default;  // minutes
   // The steps `counter` counted: `p` itself, or the rank a DataLoader worker makes batches for.
   Axis(const RuleContext& context, const ProcessSummary& p, const ProcessSummary& counter) {
     m_kind = counter.step_kind();
-    for (const store::StepSample& s : context.evidence.steps) {
-      if (s.kind == m_kind && s.pid == counter.record.pid &&
-          s.start_ticks == counter.record.start_ticks) {
-        m_counts.emplace_back(s.t_ns, static_cast<double>(s.count));
-      }
-    }
-    std::stable_sort(m_counts.begin(), m_counts.end());
+    m_counts = counts_of(context, counter, m_kind);
     if (&counter != &p) m_rank = context.name(counter);
+  }
+  // The phase of `p` after `from_ns`, when its training step count reached `last_step` (its
+  // last training step), or from its start where it trained none: by its forward passes
+  // counted after then, or without them by minutes.
+  static Axis after(const RuleContext& context, const ProcessSummary& p, int64_t from_ns,
+                    std::optional<double> last_step = std::nullopt) {
+    Axis out;
+    out.m_from_ns = from_ns;
+    out.m_phase = true;
+    out.m_last_step = last_step;
+    if (last_step) {
+      out.m_trained = p.step_kind();
+      std::vector<std::pair<int64_t, double>> backward =
+          counts_of(context, p, store::StepKind::kBackward);
+      auto start = std::lower_bound(backward.begin(), backward.end(),
+                                    std::pair<int64_t, double>{from_ns, -1e300});
+      if (start != backward.end()) out.m_backwards_after = backward.back().second - start->second;
+    }
+    std::vector<std::pair<int64_t, double>> forwards =
+        counts_of(context, p, store::StepKind::kForward);
+    // Counted from the phase's start: the count of the sample before it (the training's
+    // forwards), else its first one.
+    auto first = std::lower_bound(forwards.begin(), forwards.end(),
+                                  std::pair<int64_t, double>{from_ns, -1e300});
+    if (first == forwards.end()) return out;
+    double base = first == forwards.begin() ? first->second : std::prev(first)->second;
+    if (first != forwards.begin()) out.m_counts.emplace_back(from_ns, 0);
+    for (auto it = first; it != forwards.end(); ++it) {
+      out.m_counts.emplace_back(it->first, it->second - base);
+    }
+    if (out.m_counts.size() < 2 || out.m_counts.back().second == 0) {
+      out.m_counts.clear();
+    } else {
+      out.m_kind = store::StepKind::kForward;
+    }
+    return out;
   }
 
   bool per_step() const { return m_counts.size() >= 2; }
-  const char* unit() const { return per_step() ? "step" : "minute"; }
+  bool forwards() const { return m_kind == store::StepKind::kForward; }
+  // The span after the last training step (or of a process that trained none) rather than
+  // training itself; the training step it came after, and the backward calls in it.
+  bool phase() const { return m_phase; }
+  std::optional<double> last_step() const { return m_last_step; }
+  double backwards_after() const { return m_backwards_after; }
+  // What the process's training steps were: "optimizer steps".
+  const char* trained() const { return words(m_trained); }
+  int64_t from_ns() const { return m_from_ns; }
+  const char* unit() const { return !per_step() ? "minute" : forwards() ? "forward pass" : "step"; }
+  const char* units() const {
+    return !per_step() ? "minutes" : forwards() ? "forward passes" : "steps";
+  }
   // The rank whose steps they are, for a DataLoader worker; "" for the process's own steps.
   const std::string& rank() const { return m_rank; }
   // What a step is: "optimizer steps", "backward calls", "DDP forwards".
-  const char* steps() const {
-    switch (m_kind.value_or(store::StepKind::kOptimizer)) {
+  const char* steps() const { return words(m_kind); }
+
+  static const char* words(std::optional<store::StepKind> kind) {
+    switch (kind.value_or(store::StepKind::kOptimizer)) {
       case store::StepKind::kBackward:
         return "backward calls";
       case store::StepKind::kDdpForward:
         return "DDP forwards";
+      case store::StepKind::kForward:
+        return "forward passes (outermost torch.nn.Module calls)";
       case store::StepKind::kOptimizer:
         break;
     }
@@ -72,7 +135,9 @@ class Axis {
   }
 
   std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
+    if (t_ns < m_from_ns) return std::nullopt;
     if (!per_step()) {
+      if (m_phase) first_sample_ns = m_from_ns;
       // A sample whose time tells no duration since the first (a clock far off, a damaged file)
       // has no place on the axis: the span in words stays a duration.
       std::optional<int64_t> since = store::duration_ns(first_sample_ns, t_ns);
@@ -110,7 +175,26 @@ class Axis {
   std::optional<store::StepKind> m_kind;
   std::vector<std::pair<int64_t, double>> m_counts;
   std::string m_rank;
+  int64_t m_from_ns = std::numeric_limits<int64_t>::min();
+  bool m_phase = false;
+  std::optional<double> m_last_step;
+  std::optional<store::StepKind> m_trained;
+  double m_backwards_after = 0;
 };
+
+// The phase after process `p`'s last training step, or nullopt where it trained none (its
+// forward passes are then its axis from the start: axis_for()). A DataLoader worker runs no
+// model.
+std::optional<Axis> after_training(const RuleContext& context, const ProcessSummary& p) {
+  std::optional<store::StepKind> kind = p.step_kind();
+  if (p.role.role == Role::kWorker || !kind) return std::nullopt;
+  std::vector<std::pair<int64_t, double>> counts = counts_of(context, p, kind);
+  if (counts.empty()) return std::nullopt;
+  // The first report of the last count: the last step had begun by then.
+  auto last = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& c) { return c.second == counts.back().second; });
+  return Axis::after(context, p, last->first, last->second);
+}
 
 // The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
 // none, its rank's: the worker makes the rank's batches, about one per step (gradient
@@ -281,6 +365,59 @@ constexpr const char* kWorkerLeakFix =
     "what they keep, live from epoch to epoch. To see what grows, take tracemalloc snapshots in "
     "the dataset's code, or run with num_workers=0 and watch the main process.";
 
+constexpr const char* kForwardLeakFix =
+    "Memory that grows with forward passes and no backward (evaluation, validation, inference) "
+    "keeps each batch's autograd graph or outputs. The usual culprits: no `with "
+    "torch.no_grad():` (or `torch.inference_mode()`) around the evaluation loop, so every "
+    "output holds the graph of its forward pass; a running total of a loss or metric as a "
+    "tensor (`total_loss += loss`: write `total_loss += loss.item()`); outputs or predictions "
+    "kept in a list without `.detach()` (and `.cpu()` for GPU tensors); a metric object that "
+    "stores every batch. Wrap evaluation in `with torch.no_grad():` after `model.eval()`.";
+
+constexpr const char* kAfterTrainingLeakFix =
+    "Memory that grows after the last training step, with no forward pass of a torch.nn.Module "
+    "counted: what the program does after training keeps what it makes. The usual culprits: "
+    "evaluation or post-processing through functions that are not modules (results, "
+    "predictions or tensors that require grad appended to lists without `.detach()`), caches "
+    "and dicts that grow with the data, data prepared for the next phase held whole in memory. "
+    "Bound or clear them, or stream them to disk; to see what grows, compare tracemalloc "
+    "snapshots.";
+
+// " after its last training step", " in forward passes without training", or "" for training.
+std::string phase_words(const Axis& axis) {
+  if (!axis.phase()) return "";
+  if (!axis.last_step()) return " in forward passes without training";
+  return " after its last training step";
+}
+
+// When the phase began and what ran in it.
+std::string phase_evidence(const RuleContext& context, const Axis& axis) {
+  if (!axis.last_step()) {
+    return "no training steps were counted in this process, only forward passes (outermost "
+           "torch.nn.Module calls, counted by traindoc's Python hook): inference or evaluation";
+  }
+  std::optional<int64_t> at = store::duration_ns(context.evidence.run.start_ns, axis.from_ns());
+  std::string out = fmt::format(
+      "the growth came after the process's last training step ({} {}{}): ", axis.trained(),
+      amount(*axis.last_step()),
+      at ? fmt::format(", {:.1f} s into the run", static_cast<double>(*at) / 1e9) : "");
+  if (!axis.per_step()) {
+    return out +
+           "no forward pass of a torch.nn.Module was counted after it, growth per minute "
+           "of the phase instead";
+  }
+  out += fmt::format(
+      "{} forward passes (outermost torch.nn.Module calls) followed",
+      amount(axis.counted_between(axis.from_ns(), std::numeric_limits<int64_t>::max())));
+  if (axis.backwards_after() == 0) {
+    return out +
+           " and no backward call: evaluation or inference with autograd recording "
+           "(outside torch.no_grad())";
+  }
+  return out +
+         fmt::format(" and {} backward calls but no training step", amount(axis.backwards_after()));
+}
+
 // A process's steady growth in one measure.
 struct Grown {
   const ProcessSummary* process;
@@ -317,9 +454,11 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     last_ns = std::max(last_ns, one.last_ns);
     f.pids.push_back(p.record.pid);
     add_ranks(f.ranks, context.ranks_of(p));
-    std::string span =
-        axis.per_step() ? fmt::format("steps {} and {}", amount(g.from_x), amount(g.to_x))
-                        : fmt::format("minutes {:.1f} and {:.1f} of the process", g.from_x, g.to_x);
+    std::string span = axis.per_step()
+                           ? fmt::format("{} {} and {}{}", axis.units(), amount(g.from_x),
+                                         amount(g.to_x), axis.phase() ? " of the phase" : "")
+                           : fmt::format("minutes {:.1f} and {:.1f} of the {}", g.from_x, g.to_x,
+                                         axis.phase() ? "phase" : "process");
     f.evidence.push_back(fmt::format(
         "{} of {} grew from {} to {} between {} (+{}): {} per {}, a robust (Theil-Sen) fit of {} "
         "samples after warm-up, growing in {} of 4 quarters",
@@ -334,24 +473,28 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     end = nullptr;
   }
   if (grown.size() == 1) {
-    f.title = fmt::format("{}: {} grows {} per {}", context.name(first), measure.memory, mib(slope),
-                          unit);
+    f.title = fmt::format("{}: {} grows {} per {}{}", context.name(first), measure.memory,
+                          mib(slope), unit, phase_words(axis));
   } else {
     f.title =
         fmt::format("{} DataLoader workers of {}: {} grows {} per {} together", grown.size(),
                     context.name(*rank_above(context, first)), measure.memory, mib(slope), unit);
   }
-  f.evidence.push_back(
-      axis.per_step()
-          ? std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
-                axis.steps() +
-                (axis.rank().empty() ? ""
-                 : grown.size() == 1
-                     ? " of its rank, " + axis.rank() + ", whose batches it makes"
-                     : " of their rank, " + axis.rank() + ", whose batches they make") +
-                ", counted by traindoc's Python hook"
-          : "no training steps were counted in this process (the Python hook counts PyTorch "
-            "optimizer steps, backward calls and DDP forwards): growth per minute instead");
+  if (axis.phase()) {
+    f.evidence.push_back(phase_evidence(context, axis));
+  } else {
+    f.evidence.push_back(
+        axis.per_step()
+            ? std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
+                  axis.steps() +
+                  (axis.rank().empty() ? ""
+                   : grown.size() == 1
+                       ? " of its rank, " + axis.rank() + ", whose batches it makes"
+                       : " of their rank, " + axis.rank() + ", whose batches they make") +
+                  ", counted by traindoc's Python hook"
+            : "no training steps were counted in this process (the Python hook counts PyTorch "
+              "optimizer steps, backward calls and DDP forwards): growth per minute instead");
+  }
   if (end != nullptr) {
     // The leak came first and the failure is its consequence: the rules order errors by time,
     // and the leak's time is when the growth was first seen.
@@ -363,12 +506,13 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     f.confidence = axis.per_step() ? 0.8 : 0.7;
     if (auto headroom = measure.headroom(last_ns)) {
       double units_left = headroom->first / slope;
-      std::string when = fmt::format("after about {} more {}s", amount(units_left), unit);
+      std::string when = fmt::format("after about {} more {}", amount(units_left), axis.units());
       if (axis.per_step()) {
-        when += fmt::format(", near step {}", amount(to_x + units_left));
+        when += fmt::format(", near {} {}{}", unit, amount(to_x + units_left),
+                            axis.phase() ? " of the phase" : "");
         if (double rate = axis.steps_per_minute(); rate > 0) {
-          when += fmt::format(" (about {:.0f} minutes at {:.0f} steps per minute)",
-                              units_left / rate, rate);
+          when += fmt::format(" (about {:.0f} minutes at {:.0f} {} per minute)", units_left / rate,
+                              rate, axis.units());
         }
       }
       f.evidence.push_back(fmt::format("at this rate the {} {} runs out {}",
@@ -376,7 +520,10 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
                                        headroom->second, when));
     }
   }
-  f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix : kLeakFix;
+  f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix
+          : !axis.phase()                  ? kLeakFix
+          : axis.forwards()                ? kForwardLeakFix
+                                           : kAfterTrainingLeakFix;
   out.push_back({std::move(f), start_ns, first.record.pid});
 }
 
@@ -459,7 +606,12 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
 Axis axis_for(const RuleContext& context, const ProcessSummary& p) {
   const ProcessSummary& counter = step_counter(context, p);
   Axis axis(context, p, counter);
-  if (&counter == &p) return axis;
+  if (&counter == &p) {
+    // A process that ran forward passes and trained none: by its forward passes.
+    if (axis.per_step() || !p.forwards || p.role.role == Role::kWorker) return axis;
+    Axis forwards = Axis::after(context, p, std::numeric_limits<int64_t>::min());
+    return forwards.per_step() ? forwards : axis;
+  }
   std::optional<int64_t> first;
   int64_t last = 0;
   for (const store::ProcSample& s : context.evidence.proc_samples) {
@@ -501,11 +653,22 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
       leak_finding(context, {*g}, axis, gpu, out);
     }
     // A sample whose status read failed (the process was ending) has no file pages to take off.
-    Series rss = series_of(context, p, axis, [&](const store::ProcSample& s) {
+    auto rss_of = [&](const store::ProcSample& s) {
       return s.rss_file || !file_pages
                  ? std::optional<uint64_t>(s.rss - std::min(s.rss, s.rss_file.value_or(0)))
                  : std::nullopt;
-    });
+    };
+    // Growth after the training (evaluation, inference, what the program does next), which
+    // the steps do not measure: by the forward passes there, or by minutes.
+    if (std::optional<Axis> later = after_training(context, p)) {
+      if (std::optional<Grown> g = grown_in(p, *later, gpu_series_of(context, p, *later))) {
+        leak_finding(context, {*g}, *later, gpu, out);
+      }
+      if (std::optional<Grown> g = grown_in(p, *later, series_of(context, p, *later, rss_of))) {
+        leak_finding(context, {*g}, *later, host, out);
+      }
+    }
+    Series rss = series_of(context, p, axis, rss_of);
     const ProcessSummary* rank = rank_above(context, p);
     if (std::optional<Grown> g = grown_in(p, axis, rss)) {
       if (p.role.role == Role::kWorker && rank != nullptr) {
