@@ -78,11 +78,11 @@ class Axis {
     }
     std::vector<std::pair<int64_t, double>> forwards =
         counts_of(context, p, store::StepKind::kForward);
-    // Counted from the phase's start: the count of the sample before it (the training's
-    // forwards), else its first one.
-    auto first = std::lower_bound(forwards.begin(), forwards.end(),
-                                  std::pair<int64_t, double>{from_ns, -1e300});
-    if (first == forwards.end()) return out;
+    // Counted from the phase's start: the count reported there or last before it (the
+    // training's forwards), else the first one after it.
+    auto first = std::upper_bound(forwards.begin(), forwards.end(),
+                                  std::pair<int64_t, double>{from_ns, 1e300});
+    if (first == forwards.begin() && first == forwards.end()) return out;
     double base = first == forwards.begin() ? first->second : std::prev(first)->second;
     if (first != forwards.begin()) out.m_counts.emplace_back(from_ns, 0);
     for (auto it = first; it != forwards.end(); ++it) {
