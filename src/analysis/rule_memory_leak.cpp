@@ -432,6 +432,38 @@ std::optional<Grown> grown_in(const ProcessSummary& p, const Axis& axis, const S
   return Grown{&p, *g, series.time_at(g->from_x), series.t_ns.back()};
 }
 
+// What x is: the steps (whose, counted how), the phase after training, or minutes.
+std::string axis_evidence(const RuleContext& context, const Axis& axis, size_t processes) {
+  if (axis.phase()) return phase_evidence(context, axis);
+  if (!axis.per_step()) {
+    return "no training steps were counted in this process (the Python hook counts PyTorch "
+           "optimizer steps, backward calls and DDP forwards): growth per minute instead";
+  }
+  return std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
+         axis.steps() +
+         (axis.rank().empty() ? ""
+          : processes == 1    ? " of its rank, " + axis.rank() + ", whose batches it makes"
+                              : " of their rank, " + axis.rank() + ", whose batches they make") +
+         ", counted by traindoc's Python hook";
+}
+
+// When `headroom` runs out at `slope` bytes per unit of x, from `to_x` on.
+std::string projection(const Axis& axis, const std::pair<double, std::string>& headroom,
+                       double slope, double to_x) {
+  double units_left = headroom.first / slope;
+  std::string when = fmt::format("after about {} more {}", amount(units_left), axis.units());
+  if (axis.per_step()) {
+    when += fmt::format(", near {} {}{}", axis.unit(), amount(to_x + units_left),
+                        axis.phase() ? " of the phase" : "");
+    if (double rate = axis.steps_per_minute(); rate > 0) {
+      when += fmt::format(" (about {:.0f} minutes at {:.0f} {} per minute)", units_left / rate,
+                          rate, axis.units());
+    }
+  }
+  return fmt::format("at this rate the {} {} runs out {}",
+                     format_bytes(static_cast<uint64_t>(headroom.first)), headroom.second, when);
+}
+
 // The leak of `grown`, one process or the DataLoader workers of one rank (the same dataset code
 // in each), appended to `out`.
 void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, const Axis& axis,
@@ -480,21 +512,7 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
         fmt::format("{} DataLoader workers of {}: {} grows {} per {} together", grown.size(),
                     context.name(*rank_above(context, first)), measure.memory, mib(slope), unit);
   }
-  if (axis.phase()) {
-    f.evidence.push_back(phase_evidence(context, axis));
-  } else {
-    f.evidence.push_back(
-        axis.per_step()
-            ? std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
-                  axis.steps() +
-                  (axis.rank().empty() ? ""
-                   : grown.size() == 1
-                       ? " of its rank, " + axis.rank() + ", whose batches it makes"
-                       : " of their rank, " + axis.rank() + ", whose batches they make") +
-                  ", counted by traindoc's Python hook"
-            : "no training steps were counted in this process (the Python hook counts PyTorch "
-              "optimizer steps, backward calls and DDP forwards): growth per minute instead");
-  }
+  f.evidence.push_back(axis_evidence(context, axis, grown.size()));
   if (end != nullptr) {
     // The leak came first and the failure is its consequence: the rules order errors by time,
     // and the leak's time is when the growth was first seen.
@@ -505,19 +523,7 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     f.severity = Severity::kWarning;
     f.confidence = axis.per_step() ? 0.8 : 0.7;
     if (auto headroom = measure.headroom(last_ns)) {
-      double units_left = headroom->first / slope;
-      std::string when = fmt::format("after about {} more {}", amount(units_left), axis.units());
-      if (axis.per_step()) {
-        when += fmt::format(", near {} {}{}", unit, amount(to_x + units_left),
-                            axis.phase() ? " of the phase" : "");
-        if (double rate = axis.steps_per_minute(); rate > 0) {
-          when += fmt::format(" (about {:.0f} minutes at {:.0f} {} per minute)", units_left / rate,
-                              rate, axis.units());
-        }
-      }
-      f.evidence.push_back(fmt::format("at this rate the {} {} runs out {}",
-                                       format_bytes(static_cast<uint64_t>(headroom->first)),
-                                       headroom->second, when));
+      f.evidence.push_back(projection(axis, *headroom, slope, to_x));
     }
   }
   f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix
