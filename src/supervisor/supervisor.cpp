@@ -43,7 +43,8 @@ constexpr int kFinalPolls = 8;
 // whole budget; a shorter --interval asks for more samples and gets a larger share in proportion.
 constexpr double kSmapsBudget = 0.005;
 // The walks between intervals while memory grows fast: at most this share of one core. They
-// come only while a process's memory grows by 16 MiB a second or more, mostly for seconds.
+// come only while a process's memory grows by 16 MiB a second or more: start-up and loading
+// for seconds, or a leak that fills most hosts within the hour.
 constexpr double kFastWalkBudget = 0.01;
 
 int64_t thread_cpu_ns() {
