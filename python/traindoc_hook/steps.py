@@ -1,6 +1,5 @@
 """The step counter: counts, in every process that trains, its optimizer steps, backward calls and
-DDP forwards, and in every process that runs a model its forward passes (outermost torch.nn.Module
-calls), and hands each running total to the agent (`traindoc_step`, src/agent/step_abi.cpp),
+DDP forwards, and hands each running total to the agent (`traindoc_step`, src/agent/step_abi.cpp),
 which records it with its time. The supervisor turns the records into step samples: how many steps
 each rank ran, and memory growth per step."""
 import atexit
@@ -15,7 +14,6 @@ from traindoc_hook import _agent, _imports
 OPTIMIZER = 1
 BACKWARD = 2
 DDP_FORWARD = 3
-FORWARD = 4
 
 # The agent's ring holds 120 records and is read every 100 ms; a toy model can step thousands of
 # times a second. At most one record per kind this often keeps the ring for the other records
@@ -24,13 +22,10 @@ _MIN_INTERVAL_S = 0.01
 
 # By kind; once installed, the agent's own totals (traindoc_step_counts), which it reads as the
 # step of every collective record.
-_counts = [0, 0, 0, 0, 0]
-_sent = [0, 0, 0, 0, 0]  # the totals the agent has
-_sent_at = [0.0, 0.0, 0.0, 0.0, 0.0]
+_counts = [0, 0, 0, 0]
+_sent = [0, 0, 0, 0]  # the totals the agent has
+_sent_at = [0.0, 0.0, 0.0, 0.0]
 _step = None
-# Whether a module call is running on this process's main path: the calls inside it (every
-# submodule's) are not forward passes of their own.
-_in_forward = False
 
 
 def _forget():
@@ -38,11 +33,9 @@ def _forget():
     its own. An at-fork handler, which runs only in children that Python's os.fork makes (not in
     those of subprocess), rather than a check of the pid on every count and every collective,
     where getpid alone would cost more than the rest of the count."""
-    global _in_forward
-    _counts[:] = [0] * len(_sent)
-    _sent[:] = [0] * len(_sent)
-    _sent_at[:] = [0.0] * len(_sent)
-    _in_forward = False
+    _counts[:] = [0, 0, 0, 0]
+    _sent[:] = [0, 0, 0, 0]
+    _sent_at[:] = [0.0, 0.0, 0.0, 0.0]
 
 
 def count(kind):
@@ -115,41 +108,6 @@ def _patch_ddp(module):
     ddp.forward = _counting(ddp.forward, DDP_FORWARD)
 
 
-def _patch_module(module):
-    # Every module call goes through Module.__call__ (looked up on the type), submodules' too:
-    # one flag tells the outermost call, which alone is counted. A nested call costs one Python
-    # call and a test of the flag (docs/python-hook.md); swapping the class attribute back for
-    # the time of the outer call would cost nested calls nothing, but each swap invalidates the
-    # attribute caches of every module class, which costs the whole forward more. A flag rather
-    # than a thread-local: the replicas DataParallel runs in threads are inside the call of the
-    # main thread, and reading a thread-local would cost more than the rest. Counted when it
-    # begins, like the others.
-    call = module.Module.__call__
-
-    def __call__(self, *args, **kwargs):
-        global _in_forward
-        if _in_forward:
-            try:
-                return call(self, *args, **kwargs)
-            except BaseException as error:
-                _agent.hide_own_frame(error)
-                raise
-        _in_forward = True
-        try:
-            # A model has parameters or submodules; a loss or an activation called on its own
-            # (nn.CrossEntropyLoss()(out, y)) is not another forward pass.
-            if self._parameters or self._modules:
-                count(FORWARD)
-            return call(self, *args, **kwargs)
-        except BaseException as error:
-            _agent.hide_own_frame(error)
-            raise
-        finally:
-            _in_forward = False
-
-    module.Module.__call__ = __call__
-
-
 def install():
     global _step, _counts
     try:
@@ -167,4 +125,3 @@ def install():
     _imports.when_imported("torch.optim.optimizer", _patch_optimizer)
     _imports.when_imported("torch.autograd", _patch_autograd)
     _imports.when_imported("torch.nn.parallel.distributed", _patch_ddp)
-    _imports.when_imported("torch.nn.modules.module", _patch_module)

@@ -13,7 +13,7 @@ using traindoc::common::StepKind;
 // ctypes array over this memory, and zeroes them in the child of a fork): each Python collective
 // record reads its step from here, as it is at the call, without an argument to convert. Written
 // only by processes that train.
-alignas(64) int64_t g_step_counts[5];
+alignas(64) int64_t g_step_counts[4];
 
 }  // namespace
 
@@ -27,7 +27,7 @@ uint64_t current_step() {
 
 }  // namespace traindoc::agent
 
-// Where the hook counts: five int64 totals, indexed by StepKind (index 0 unused).
+// Where the hook counts: four int64 totals, indexed by StepKind (index 0 unused).
 extern "C" __attribute__((visibility("default"))) int64_t* traindoc_step_counts(void) {
   return g_step_counts;
 }
@@ -38,7 +38,7 @@ extern "C" __attribute__((visibility("default"))) int64_t* traindoc_step_counts(
 // supervisor would misread.
 extern "C" __attribute__((visibility("default"))) void traindoc_step(int kind, int64_t count) {
   if (kind < static_cast<int>(StepKind::kOptimizer) ||
-      kind > static_cast<int>(StepKind::kForward)) {
+      kind > static_cast<int>(StepKind::kDdpForward)) {
     return;
   }
   int saved_errno = errno;

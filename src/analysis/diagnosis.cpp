@@ -59,10 +59,6 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     auto it = index.find({s.pid, s.start_ticks});
     if (it == index.end()) continue;
     ProcessSummary& p = out[it->second];
-    if (s.kind == store::StepKind::kForward) {
-      p.forwards = std::max(p.forwards.value_or(0), s.count);
-      continue;
-    }
     int64_t& count = p.steps[s.kind];
     count = std::max(count, s.count);
     const store::StepSample*& before = previous[{s.pid, s.start_ticks, s.kind}];

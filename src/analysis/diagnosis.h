@@ -60,9 +60,6 @@ struct ProcessSummary {
   double cpu_s = 0;
   // The last count of each kind of training step the Python hook saw (none: not counted).
   std::map<store::StepKind, int64_t> steps;
-  // Its forward passes (outermost module calls) so far, kept apart from the training steps:
-  // ranks that evaluate differently did not train differently.
-  std::optional<int64_t> forwards;
   // When its Python program (atexit handlers included) finished, as the hook saw it; what ends
   // the process after that is teardown.
   std::optional<int64_t> script_finished_ns;

@@ -1,5 +1,5 @@
 // Rule: memory that grows steadily with the training steps (or, without step counts, with time)
-// in a process: a leak; the same after its last training step, per forward pass (evaluation
+// in a process: a leak; the same after its last training step, per DDP forward pass (evaluation
 // with autograd on) or per minute; and DataLoader workers whose private memory grows while their
 // RSS stays flat: copy-on-access of the parent's Python objects. Pure.
 // Every per-process memory series goes through grown_in() and leak_finding(): host RSS (without
@@ -48,8 +48,8 @@ std::vector<std::pair<int64_t, double>> counts_of(const RuleContext& context,
 
 // Where a process stands in its training at a sample time: its step count (linear between the
 // counts the hook reported; none outside the span they cover), or minutes since its first
-// sample where the hook counted nothing. After its last training step, its forward passes, or
-// minutes since that step.
+// sample where the hook counted nothing. After its last training step, its DDP forward passes,
+// or minutes since that step.
 class Axis {
  public:
   Axis() = default;  // minutes
@@ -60,24 +60,23 @@ class Axis {
     if (&counter != &p) m_rank = context.name(counter);
   }
   // The phase of `p` after `from_ns`, when its training step count reached `last_step` (its
-  // last training step), or from its start where it trained none: by its forward passes
-  // counted after then, or without them by minutes.
+  // last training step): by the DDP forwards counted after then, or without them by minutes.
+  // The hook counts no other forward pass: a wrapper of every module call would cost every
+  // model's step (docs/python-hook.md).
   static Axis after(const RuleContext& context, const ProcessSummary& p, int64_t from_ns,
-                    std::optional<double> last_step = std::nullopt) {
+                    double last_step) {
     Axis out;
     out.m_from_ns = from_ns;
     out.m_phase = true;
     out.m_last_step = last_step;
-    if (last_step) {
-      out.m_trained = p.step_kind();
-      std::vector<std::pair<int64_t, double>> backward =
-          counts_of(context, p, store::StepKind::kBackward);
-      auto start = std::lower_bound(backward.begin(), backward.end(),
-                                    std::pair<int64_t, double>{from_ns, -1e300});
-      if (start != backward.end()) out.m_backwards_after = backward.back().second - start->second;
-    }
+    out.m_trained = p.step_kind();
+    std::vector<std::pair<int64_t, double>> backward =
+        counts_of(context, p, store::StepKind::kBackward);
+    auto start = std::lower_bound(backward.begin(), backward.end(),
+                                  std::pair<int64_t, double>{from_ns, -1e300});
+    if (start != backward.end()) out.m_backwards_after = backward.back().second - start->second;
     std::vector<std::pair<int64_t, double>> forwards =
-        counts_of(context, p, store::StepKind::kForward);
+        counts_of(context, p, store::StepKind::kDdpForward);
     // Counted from the phase's start: the count reported there or last before it (the
     // training's forwards), else the first one after it.
     auto first = std::upper_bound(forwards.begin(), forwards.end(),
@@ -91,17 +90,18 @@ class Axis {
     if (out.m_counts.size() < 2 || out.m_counts.back().second == 0) {
       out.m_counts.clear();
     } else {
-      out.m_kind = store::StepKind::kForward;
+      out.m_kind = store::StepKind::kDdpForward;
     }
     return out;
   }
 
   bool per_step() const { return m_counts.size() >= 2; }
-  bool forwards() const { return m_kind == store::StepKind::kForward; }
-  // The span after the last training step (or of a process that trained none) rather than
-  // training itself; the training step it came after, and the backward calls in it.
+  // By the forward passes of the phase after training.
+  bool forwards() const { return m_phase && per_step(); }
+  // The span after the last training step rather than training itself; the training step it
+  // came after, and the backward calls in it.
   bool phase() const { return m_phase; }
-  std::optional<double> last_step() const { return m_last_step; }
+  double last_step() const { return m_last_step; }
   double backwards_after() const { return m_backwards_after; }
   // What the process's training steps were: "optimizer steps".
   const char* trained() const { return words(m_trained); }
@@ -121,8 +121,6 @@ class Axis {
         return "backward calls";
       case store::StepKind::kDdpForward:
         return "DDP forwards";
-      case store::StepKind::kForward:
-        return "forward passes (outermost torch.nn.Module calls)";
       case store::StepKind::kOptimizer:
         break;
     }
@@ -177,14 +175,13 @@ class Axis {
   std::string m_rank;
   int64_t m_from_ns = std::numeric_limits<int64_t>::min();
   bool m_phase = false;
-  std::optional<double> m_last_step;
+  double m_last_step = 0;
   std::optional<store::StepKind> m_trained;
   double m_backwards_after = 0;
 };
 
-// The phase after process `p`'s last training step, or nullopt where it trained none (its
-// forward passes are then its axis from the start: axis_for()). A DataLoader worker runs no
-// model.
+// The phase after process `p`'s last training step, or nullopt where it trained none. A
+// DataLoader worker runs no model.
 std::optional<Axis> after_training(const RuleContext& context, const ProcessSummary& p) {
   std::optional<store::StepKind> kind = p.step_kind();
   if (p.role.role == Role::kWorker || !kind) return std::nullopt;
@@ -374,40 +371,37 @@ constexpr const char* kForwardLeakFix =
     "kept in a list without `.detach()` (and `.cpu()` for GPU tensors); a metric object that "
     "stores every batch. Wrap evaluation in `with torch.no_grad():` after `model.eval()`.";
 
+// Without DDP forwards the phase may be an evaluation through the model itself, which the hook
+// does not count, as well as post-processing: the culprits of both.
 constexpr const char* kAfterTrainingLeakFix =
-    "Memory that grows after the last training step, with no forward pass of a torch.nn.Module "
-    "counted: what the program does after training keeps what it makes. The usual culprits: "
-    "evaluation or post-processing through functions that are not modules (results, "
-    "predictions or tensors that require grad appended to lists without `.detach()`), caches "
-    "and dicts that grow with the data, data prepared for the next phase held whole in memory. "
+    "Memory that grows after the last training step: what the program does after training "
+    "(evaluation, inference, post-processing) keeps what it makes. The usual culprits: no "
+    "`with torch.no_grad():` (or `torch.inference_mode()`) around an evaluation loop, so every "
+    "output holds the graph of its forward pass; a loss or metric summed as a tensor "
+    "(`total_loss += loss`: write `total_loss += loss.item()`); results or predictions appended "
+    "to lists without `.detach()` (and `.cpu()`); caches and dicts that grow with the data. "
     "Bound or clear them, or stream them to disk; to see what grows, compare tracemalloc "
     "snapshots.";
 
-// " after its last training step", " in forward passes without training", or "" for training.
+// " after its last training step", or "" for training.
 std::string phase_words(const Axis& axis) {
-  if (!axis.phase()) return "";
-  if (!axis.last_step()) return " in forward passes without training";
-  return " after its last training step";
+  return axis.phase() ? " after its last training step" : "";
 }
 
 // When the phase began and what ran in it.
 std::string phase_evidence(const RuleContext& context, const Axis& axis) {
-  if (!axis.last_step()) {
-    return "no training steps were counted in this process, only forward passes (outermost "
-           "torch.nn.Module calls, counted by traindoc's Python hook): inference or evaluation";
-  }
   std::optional<int64_t> at = store::duration_ns(context.evidence.run.start_ns, axis.from_ns());
   std::string out = fmt::format(
       "the growth came after the process's last training step ({} {}{}): ", axis.trained(),
-      amount(*axis.last_step()),
+      amount(axis.last_step()),
       at ? fmt::format(", {:.1f} s into the run", static_cast<double>(*at) / 1e9) : "");
   if (!axis.per_step()) {
     return out +
-           "no forward pass of a torch.nn.Module was counted after it, growth per minute "
-           "of the phase instead";
+           "no DDP forward was counted after it (the Python hook counts forward passes through "
+           "DistributedDataParallel only), growth per minute of the phase instead";
   }
   out += fmt::format(
-      "{} forward passes (outermost torch.nn.Module calls) followed",
+      "{} forward passes through DistributedDataParallel followed",
       amount(axis.counted_between(axis.from_ns(), std::numeric_limits<int64_t>::max())));
   if (axis.backwards_after() == 0) {
     return out +
@@ -612,12 +606,7 @@ void copy_on_access_finding(const RuleContext& context, const std::vector<Worker
 Axis axis_for(const RuleContext& context, const ProcessSummary& p) {
   const ProcessSummary& counter = step_counter(context, p);
   Axis axis(context, p, counter);
-  if (&counter == &p) {
-    // A process that ran forward passes and trained none: by its forward passes.
-    if (axis.per_step() || !p.forwards || p.role.role == Role::kWorker) return axis;
-    Axis forwards = Axis::after(context, p, std::numeric_limits<int64_t>::min());
-    return forwards.per_step() ? forwards : axis;
-  }
+  if (&counter == &p) return axis;
   std::optional<int64_t> first;
   int64_t last = 0;
   for (const store::ProcSample& s : context.evidence.proc_samples) {
@@ -665,7 +654,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
                  : std::nullopt;
     };
     // Growth after the training (evaluation, inference, what the program does next), which
-    // the steps do not measure: by the forward passes there, or by minutes.
+    // the steps do not measure: by the DDP forward passes there, or by minutes.
     if (std::optional<Axis> later = after_training(context, p)) {
       if (std::optional<Grown> g = grown_in(p, *later, gpu_series_of(context, p, *later))) {
         leak_finding(context, {*g}, *later, gpu, out);

@@ -71,7 +71,6 @@ enum class StepKind : int64_t {
   kOptimizer = 1,   // optimizer.step() of any torch.optim.Optimizer
   kBackward = 2,    // torch.autograd.backward, which Tensor.backward calls
   kDdpForward = 3,  // DistributedDataParallel.forward
-  kForward = 4,     // the outermost torch.nn.Module call (a forward pass), nested ones not
 };
 
 inline constexpr uint32_t kCrashFrames = 128;

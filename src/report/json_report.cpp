@@ -63,10 +63,9 @@ json process_json(const analysis::ProcessSummary& summary) {
   put(out, "fd_limit", summary.fd_limit);
   put(out, "peak_threads", summary.peak_threads);
   out["cpu_s"] = summary.cpu_s;
-  if (!summary.steps.empty() || summary.forwards) {
+  if (!summary.steps.empty()) {
     json steps;
     for (const auto& [kind, count] : summary.steps) steps[store::to_string(kind)] = count;
-    if (summary.forwards) steps[store::to_string(store::StepKind::kForward)] = *summary.forwards;
     out["steps"] = steps;
   }
   return out;

@@ -23,11 +23,10 @@ constexpr std::array<std::pair<EndSource, const char*>, 7> kEndSourceNames{{
     {EndSource::kGuard, "guard"},
 }};
 
-constexpr std::array<std::pair<StepKind, const char*>, 4> kStepKindNames{{
+constexpr std::array<std::pair<StepKind, const char*>, 3> kStepKindNames{{
     {StepKind::kOptimizer, "optimizer"},
     {StepKind::kBackward, "backward"},
     {StepKind::kDdpForward, "ddp-forward"},
-    {StepKind::kForward, "forward"},
 }};
 
 template <typename Enum, size_t N>

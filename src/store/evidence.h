@@ -210,9 +210,6 @@ enum class StepKind {
   kOptimizer,   // optimizer.step()
   kBackward,    // torch.autograd.backward (Tensor.backward)
   kDdpForward,  // DistributedDataParallel.forward
-  // The outermost torch.nn.Module call: a forward pass, in training and in evaluation alike.
-  // Not a training step: it measures the phases without them (evaluation, inference).
-  kForward,
 };
 
 // A process's running total of one kind of training step at a time, counted by the Python hook.

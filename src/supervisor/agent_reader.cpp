@@ -120,9 +120,6 @@ std::optional<store::StepSample> step_sample(const AgentRecord& record) {
     case common::StepKind::kDdpForward:
       kind = store::StepKind::kDdpForward;
       break;
-    case common::StepKind::kForward:
-      kind = store::StepKind::kForward;
-      break;
     default:
       return std::nullopt;
   }

@@ -251,9 +251,8 @@ def without_log_records(stderr):
 
 def test_a_wrapped_call_that_raises_prints_the_traceback_it_prints_without_traindoc(traindoc,
                                                                                     tmp_path):
-    """backward, init_process_group, a collective, DDP's forward and the module calls (DDP's
-    and the Linear's inside it) go through the hook's wrappers: the job's tracebacks are byte
-    for byte those of the same job without traindoc."""
+    """backward, init_process_group, a collective and DDP's forward go through the hook's
+    wrappers: the job's tracebacks are byte for byte those of the same job without traindoc."""
     script = tmp_path / "train.py"
     script.write_text(RAISING_WRAPPED_CALLS.replace("FREE_PORT", str(free_port())))
     plain = subprocess.run([PYTHON, str(script)], capture_output=True)

@@ -1,6 +1,5 @@
-"""The step counter: the Python hook counts each process's optimizer steps, backward calls, DDP
-forwards and forward passes (outermost module calls) through the agent's traindoc_step, and
-report.json gives each process its counts."""
+"""The step counter: the Python hook counts each process's optimizer steps, backward calls and
+DDP forwards through the agent's traindoc_step, and report.json gives each process its counts."""
 import os
 import sqlite3
 import subprocess
@@ -64,7 +63,7 @@ def test_a_training_loop_counts_every_step(traindoc):
     run = traindoc(python_job(LOOP))
     assert run.status == 0, run.stderr.decode()[-2000:]
     (rank,) = run.processes("rank")
-    assert rank["steps"] == {"optimizer": 42, "backward": 43, "forward": 43}
+    assert rank["steps"] == {"optimizer": 42, "backward": 43}
     # Counts only grow, and the last row of each kind is the total.
     rows = step_rows(run)
     for kind, total in rank["steps"].items():
@@ -79,9 +78,7 @@ def test_ddp_ranks_count_their_steps_and_workers_none(traindoc):
     ranks = run.processes("rank")
     assert sorted(r["rank"] for r in ranks) == [0, 1]
     for rank in ranks:
-        # The Linear inside DDP is called inside DDP's call: one forward pass each, not two.
-        assert rank["steps"] == {"optimizer": 13, "backward": 13, "ddp-forward": 14,
-                                 "forward": 14}, rank
+        assert rank["steps"] == {"optimizer": 13, "backward": 13, "ddp-forward": 14}, rank
     others = run.processes("worker") + run.processes("launcher")
     assert len(run.processes("worker")) == 2
     assert all("steps" not in p for p in others), others
@@ -129,7 +126,7 @@ def test_fast_steps_keep_exact_totals_without_flooding_the_ring(traindoc):
     run = traindoc(python_job(FAST))
     assert run.status == 0, run.stderr.decode()[-2000:]
     (rank,) = run.processes("rank")
-    assert rank["steps"] == {"optimizer": 5000, "backward": 5000, "forward": 5000}
+    assert rank["steps"] == {"optimizer": 5000, "backward": 5000}
     assert not any("overwritten" in note for note in run.report["missing_evidence"])
     assert len(step_rows(run)) < 1000
 

@@ -97,7 +97,7 @@ json layout() {
         TRAINDOC_VALUE(CollectiveOp, kAllReduceCoalesced)}},
       {"StepKind",
        {TRAINDOC_VALUE(StepKind, kOptimizer), TRAINDOC_VALUE(StepKind, kBackward),
-        TRAINDOC_VALUE(StepKind, kDdpForward), TRAINDOC_VALUE(StepKind, kForward)}},
+        TRAINDOC_VALUE(StepKind, kDdpForward)}},
       {"CollectiveDevice",
        {TRAINDOC_VALUE(CollectiveDevice, kCpu), TRAINDOC_VALUE(CollectiveDevice, kCuda),
         TRAINDOC_VALUE(CollectiveDevice, kOther)}},

@@ -92,7 +92,6 @@ Diagnosis sample_diagnosis() {
   rank.peak_threads = 20;
   rank.cpu_s = 2.5;
   rank.steps = {{store::StepKind::kOptimizer, 1200}, {store::StepKind::kDdpForward, 1201}};
-  rank.forwards = 1202;
   ProcessSummary worker = summary(12, 11, Role::kWorker, 0, 0);
   worker.record.end_source = store::EndSource::kVanished;
   worker.record.end_ns = 3'100'000'000;
@@ -224,8 +223,7 @@ TEST(JsonReport, Processes) {
   EXPECT_EQ(rank["fd_limit"], 1024);
   EXPECT_EQ(rank["peak_threads"], 20);
   EXPECT_EQ(rank["cpu_s"], 2.5);
-  EXPECT_EQ(rank["steps"],
-            json::parse(R"({"optimizer": 1200, "ddp-forward": 1201, "forward": 1202})"));
+  EXPECT_EQ(rank["steps"], json::parse(R"({"optimizer": 1200, "ddp-forward": 1201})"));
 
   const json& worker = processes[2];
   EXPECT_EQ(worker["role"], "worker");

@@ -11,8 +11,10 @@ with what the job measured itself.
               their losses summed as tensors (`total += loss`: keeps every pass's graph); it
               prints "eval <pass> <bytes>" after each
 
-  memory_loop.py MODE STEPS [BATCH [PAUSE]]: BATCH samples a step (256), PAUSE seconds of sleep
-  after each step or pass (0), so that a short job spans several of traindoc's samples.
+  memory_loop.py MODE STEPS [BATCH [PAUSE [PORT]]]: BATCH samples a step (256), PAUSE seconds of
+  sleep after each step or pass (0), so that a short job spans several of traindoc's samples;
+  with PORT, the model is wrapped in DistributedDataParallel, one gloo rank of a world of 1 whose
+  store listens on PORT, and the steps and passes go through it.
 """
 import sys
 import time
@@ -28,9 +30,14 @@ def rss():
     return 0
 
 
-def main(mode, steps, batch=256, pause=0.0):
+def main(mode, steps, batch=256, pause=0.0, port=None):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 10))
+    if port is not None:
+        import torch.distributed as dist
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
+                                world_size=1)
+        model = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     total_loss = 0
     outputs = []
@@ -71,4 +78,4 @@ def evaluate(model, passes, batch, pause):
 if __name__ == "__main__":
     args = sys.argv[1:]
     main(args[0], int(args[1]), int(args[2]) if len(args) > 2 else 256,
-         float(args[3]) if len(args) > 3 else 0.0)
+         float(args[3]) if len(args) > 3 else 0.0, int(args[4]) if len(args) > 4 else None)
