@@ -47,11 +47,16 @@ def test_a_loop_that_keeps_its_graphs_leaks_per_step(traindoc, mode):
 
 
 def test_a_short_leak_is_named_in_each_of_20_runs(traindoc):
-    """A job of seconds that keeps every step's output with its graph (10 MiB a step), at the
-    default interval: the same warning each time, not a finding in some runs and none in
-    others. Two runs at a time, as the machine has two cores."""
-    with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda _: traindoc(job_script("short_leak.py", 40, 0.05)),
+    """A job of seconds that keeps every step's output with its graph (about 10 MiB of RSS a
+    step), at the default interval: the same warning each time, not a finding in some runs and
+    none in others. 30 steps of 0.1 s of sleep: 3 s of steps give 15 of the faster walks (every
+    200 ms), 12 after the fit's warm-up, where 8 are needed, however fast the machine; at the
+    interval alone the same job has 3 samples, and the build before the faster walks named it in
+    none of 20. Each run costs about 2 s of CPU, most of it torch's import, and 4-5 s of wall
+    time alone, mostly its sleeping steps, so five run at a time: 38 s in all on two cores that
+    other jobs kept at a load of 3-4; its 45 CPU seconds would take about 25 s on two idle ones."""
+    with ThreadPoolExecutor(5) as pool:
+        runs = list(pool.map(lambda _: traindoc(job_script("short_leak.py", 30, 0.1)),
                              range(20)))
     titles = []
     for run in runs:
