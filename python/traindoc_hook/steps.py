@@ -45,6 +45,13 @@ def count(kind):
     if now - _sent_at[kind] >= _MIN_INTERVAL_S:
         _sent_at[kind] = now
         _send(kind)
+        # The other kinds' totals held back since their last record go along (each still at
+        # most one record per interval): the last training step of a fast loop is then known
+        # when the evaluation after it begins, not only at exit.
+        for other, total in enumerate(_counts):
+            if total != _sent[other] and now - _sent_at[other] >= _MIN_INTERVAL_S:
+                _sent_at[other] = now
+                _send(other)
 
 
 def current():

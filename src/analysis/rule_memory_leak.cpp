@@ -1,6 +1,7 @@
 // Rule: memory that grows steadily with the training steps (or, without step counts, with time)
-// in a process: a leak; and DataLoader workers whose private memory grows while their RSS stays
-// flat: copy-on-access of the parent's Python objects. Pure.
+// in a process: a leak; the same after its last training step, per DDP forward pass (evaluation
+// with autograd on) or per minute; and DataLoader workers whose private memory grows while their
+// RSS stays flat: copy-on-access of the parent's Python objects. Pure.
 // Every per-process memory series goes through grown_in() and leak_finding(): host RSS (without
 // the pages of mapped files), and the GPU memory NVML saw the process hold (all its devices
 // together).
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -31,32 +33,91 @@ constexpr double kFlatRss = 0.5;
 constexpr double kMinSteps = 10;
 constexpr double kMinMinutes = 2;
 
+// The counts of `kind` that process `p` reported, by time.
+std::vector<std::pair<int64_t, double>> counts_of(const RuleContext& context,
+                                                  const ProcessSummary& p,
+                                                  std::optional<store::StepKind> kind) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const store::StepSample& s : context.evidence.steps) {
+    if (s.kind == kind && s.pid == p.record.pid && s.start_ticks == p.record.start_ticks) {
+      out.emplace_back(s.t_ns, static_cast<double>(s.count));
+    }
+  }
+  std::stable_sort(out.begin(), out.end());
+  return out;
+}
+
 // Where a process stands in its training at a sample time: its step count (linear between the
 // counts the hook reported; none outside the span they cover), or minutes since its first
-// sample where the hook counted nothing.
+// sample where the hook counted nothing. After its last training step, its DDP forward passes,
+// or minutes since that step.
 class Axis {
  public:
   Axis() = default;  // minutes
   // The steps `counter` counted: `p` itself, or the rank a DataLoader worker makes batches for.
   Axis(const RuleContext& context, const ProcessSummary& p, const ProcessSummary& counter) {
     m_kind = counter.step_kind();
-    for (const store::StepSample& s : context.evidence.steps) {
-      if (s.kind == m_kind && s.pid == counter.record.pid &&
-          s.start_ticks == counter.record.start_ticks) {
-        m_counts.emplace_back(s.t_ns, static_cast<double>(s.count));
-      }
-    }
-    std::stable_sort(m_counts.begin(), m_counts.end());
+    m_counts = counts_of(context, counter, m_kind);
     if (&counter != &p) m_rank = context.name(counter);
+  }
+  // The phase of `p` after `from_ns`, when its training step count reached `last_step` (its
+  // last training step): by the DDP forwards counted after then, or without them by minutes.
+  // The hook counts no other forward pass: a wrapper of every module call would cost every
+  // model's step (docs/python-hook.md).
+  static Axis after(const RuleContext& context, const ProcessSummary& p, int64_t from_ns,
+                    double last_step) {
+    Axis out;
+    out.m_from_ns = from_ns;
+    out.m_phase = true;
+    out.m_last_step = last_step;
+    out.m_trained = p.step_kind();
+    std::vector<std::pair<int64_t, double>> backward =
+        counts_of(context, p, store::StepKind::kBackward);
+    auto start = std::lower_bound(backward.begin(), backward.end(),
+                                  std::pair<int64_t, double>{from_ns, -1e300});
+    if (start != backward.end()) out.m_backwards_after = backward.back().second - start->second;
+    std::vector<std::pair<int64_t, double>> forwards =
+        counts_of(context, p, store::StepKind::kDdpForward);
+    // Counted from the phase's start: the count reported there or last before it (the
+    // training's forwards), else the first one after it.
+    auto first = std::upper_bound(forwards.begin(), forwards.end(),
+                                  std::pair<int64_t, double>{from_ns, 1e300});
+    if (first == forwards.begin() && first == forwards.end()) return out;
+    double base = first == forwards.begin() ? first->second : std::prev(first)->second;
+    if (first != forwards.begin()) out.m_counts.emplace_back(from_ns, 0);
+    for (auto it = first; it != forwards.end(); ++it) {
+      out.m_counts.emplace_back(it->first, it->second - base);
+    }
+    if (out.m_counts.size() < 2 || out.m_counts.back().second == 0) {
+      out.m_counts.clear();
+    } else {
+      out.m_kind = store::StepKind::kDdpForward;
+    }
+    return out;
   }
 
   bool per_step() const { return m_counts.size() >= 2; }
-  const char* unit() const { return per_step() ? "step" : "minute"; }
+  // By the forward passes of the phase after training.
+  bool forwards() const { return m_phase && per_step(); }
+  // The span after the last training step rather than training itself; the training step it
+  // came after, and the backward calls in it.
+  bool phase() const { return m_phase; }
+  double last_step() const { return m_last_step; }
+  double backwards_after() const { return m_backwards_after; }
+  // What the process's training steps were: "optimizer steps".
+  const char* trained() const { return words(m_trained); }
+  int64_t from_ns() const { return m_from_ns; }
+  const char* unit() const { return !per_step() ? "minute" : forwards() ? "forward pass" : "step"; }
+  const char* units() const {
+    return !per_step() ? "minutes" : forwards() ? "forward passes" : "steps";
+  }
   // The rank whose steps they are, for a DataLoader worker; "" for the process's own steps.
   const std::string& rank() const { return m_rank; }
   // What a step is: "optimizer steps", "backward calls", "DDP forwards".
-  const char* steps() const {
-    switch (m_kind.value_or(store::StepKind::kOptimizer)) {
+  const char* steps() const { return words(m_kind); }
+
+  static const char* words(std::optional<store::StepKind> kind) {
+    switch (kind.value_or(store::StepKind::kOptimizer)) {
       case store::StepKind::kBackward:
         return "backward calls";
       case store::StepKind::kDdpForward:
@@ -73,7 +134,9 @@ class Axis {
   }
 
   std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
+    if (t_ns < m_from_ns) return std::nullopt;
     if (!per_step()) {
+      if (m_phase) first_sample_ns = m_from_ns;
       // A sample whose time tells no duration since the first (a clock far off, a damaged file)
       // has no place on the axis: the span in words stays a duration.
       std::optional<int64_t> since = store::duration_ns(first_sample_ns, t_ns);
@@ -111,7 +174,25 @@ class Axis {
   std::optional<store::StepKind> m_kind;
   std::vector<std::pair<int64_t, double>> m_counts;
   std::string m_rank;
+  int64_t m_from_ns = std::numeric_limits<int64_t>::min();
+  bool m_phase = false;
+  double m_last_step = 0;
+  std::optional<store::StepKind> m_trained;
+  double m_backwards_after = 0;
 };
+
+// The phase after process `p`'s last training step, or nullopt where it trained none. A
+// DataLoader worker runs no model.
+std::optional<Axis> after_training(const RuleContext& context, const ProcessSummary& p) {
+  std::optional<store::StepKind> kind = p.step_kind();
+  if (p.role.role == Role::kWorker || !kind) return std::nullopt;
+  std::vector<std::pair<int64_t, double>> counts = counts_of(context, p, kind);
+  if (counts.empty()) return std::nullopt;
+  // The first report of the last count: the last step had begun by then.
+  auto last = std::find_if(counts.begin(), counts.end(),
+                           [&](const auto& c) { return c.second == counts.back().second; });
+  return Axis::after(context, p, last->first, last->second);
+}
 
 // The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
 // none, its rank's: the worker makes the rank's batches, about one per step (gradient
@@ -303,6 +384,56 @@ constexpr const char* kWorkerLeakFix =
     "what they keep, live from epoch to epoch. To see what grows, take tracemalloc snapshots in "
     "the dataset's code, or run with num_workers=0 and watch the main process.";
 
+constexpr const char* kForwardLeakFix =
+    "Memory that grows with forward passes and no backward (evaluation, validation, inference) "
+    "keeps each batch's autograd graph or outputs. The usual culprits: no `with "
+    "torch.no_grad():` (or `torch.inference_mode()`) around the evaluation loop, so every "
+    "output holds the graph of its forward pass; a running total of a loss or metric as a "
+    "tensor (`total_loss += loss`: write `total_loss += loss.item()`); outputs or predictions "
+    "kept in a list without `.detach()` (and `.cpu()` for GPU tensors); a metric object that "
+    "stores every batch. Wrap evaluation in `with torch.no_grad():` after `model.eval()`.";
+
+// Without DDP forwards the phase may be an evaluation through the model itself, which the hook
+// does not count, as well as post-processing: the culprits of both.
+constexpr const char* kAfterTrainingLeakFix =
+    "Memory that grows after the last training step: what the program does after training "
+    "(evaluation, inference, post-processing) keeps what it makes. The usual culprits: no "
+    "`with torch.no_grad():` (or `torch.inference_mode()`) around an evaluation loop, so every "
+    "output holds the graph of its forward pass; a loss or metric summed as a tensor "
+    "(`total_loss += loss`: write `total_loss += loss.item()`); results or predictions appended "
+    "to lists without `.detach()` (and `.cpu()`); caches and dicts that grow with the data. "
+    "Bound or clear them, or stream them to disk; to see what grows, compare tracemalloc "
+    "snapshots.";
+
+// " after its last training step", or "" for training.
+std::string phase_words(const Axis& axis) {
+  return axis.phase() ? " after its last training step" : "";
+}
+
+// When the phase began and what ran in it.
+std::string phase_evidence(const RuleContext& context, const Axis& axis) {
+  std::optional<int64_t> at = store::duration_ns(context.evidence.run.start_ns, axis.from_ns());
+  std::string out = fmt::format(
+      "the growth came after the process's last training step ({} {}{}): ", axis.trained(),
+      amount(axis.last_step()),
+      at ? fmt::format(", {:.1f} s into the run", static_cast<double>(*at) / 1e9) : "");
+  if (!axis.per_step()) {
+    return out +
+           "no DDP forward was counted after it (the Python hook counts forward passes through "
+           "DistributedDataParallel only), growth per minute of the phase instead";
+  }
+  out += fmt::format(
+      "{} forward passes through DistributedDataParallel followed",
+      amount(axis.counted_between(axis.from_ns(), std::numeric_limits<int64_t>::max())));
+  if (axis.backwards_after() == 0) {
+    return out +
+           " and no backward call: evaluation or inference with autograd recording "
+           "(outside torch.no_grad())";
+  }
+  return out +
+         fmt::format(" and {} backward calls but no training step", amount(axis.backwards_after()));
+}
+
 // A process's steady growth in one measure.
 struct Grown {
   const ProcessSummary* process;
@@ -315,6 +446,38 @@ std::optional<Grown> grown_in(const ProcessSummary& p, const Axis& axis, const S
   std::optional<Growth> g = steady_growth(series.points, axis.limits());
   if (!g) return std::nullopt;
   return Grown{&p, *g, series.time_at(g->from_x), series.t_ns.back()};
+}
+
+// What x is: the steps (whose, counted how), the phase after training, or minutes.
+std::string axis_evidence(const RuleContext& context, const Axis& axis, size_t processes) {
+  if (axis.phase()) return phase_evidence(context, axis);
+  if (!axis.per_step()) {
+    return "no training steps were counted in this process (the Python hook counts PyTorch "
+           "optimizer steps, backward calls and DDP forwards): growth per minute instead";
+  }
+  return std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
+         axis.steps() +
+         (axis.rank().empty() ? ""
+          : processes == 1    ? " of its rank, " + axis.rank() + ", whose batches it makes"
+                              : " of their rank, " + axis.rank() + ", whose batches they make") +
+         ", counted by traindoc's Python hook";
+}
+
+// When `headroom` runs out at `slope` bytes per unit of x, from `to_x` on.
+std::string projection(const Axis& axis, const std::pair<double, std::string>& headroom,
+                       double slope, double to_x) {
+  double units_left = headroom.first / slope;
+  std::string when = fmt::format("after about {} more {}", amount(units_left), axis.units());
+  if (axis.per_step()) {
+    when += fmt::format(", near {} {}{}", axis.unit(), amount(to_x + units_left),
+                        axis.phase() ? " of the phase" : "");
+    if (double rate = axis.steps_per_minute(); rate > 0) {
+      when += fmt::format(" (about {:.0f} minutes at {:.0f} {} per minute)", units_left / rate,
+                          rate, axis.units());
+    }
+  }
+  return fmt::format("at this rate the {} {} runs out {}",
+                     format_bytes(static_cast<uint64_t>(headroom.first)), headroom.second, when);
 }
 
 // The leak of `grown`, one process or the DataLoader workers of one rank (the same dataset code
@@ -339,9 +502,11 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     last_ns = std::max(last_ns, one.last_ns);
     f.pids.push_back(p.record.pid);
     add_ranks(f.ranks, context.ranks_of(p));
-    std::string span =
-        axis.per_step() ? fmt::format("steps {} and {}", amount(g.from_x), amount(g.to_x))
-                        : fmt::format("minutes {:.1f} and {:.1f} of the process", g.from_x, g.to_x);
+    std::string span = axis.per_step()
+                           ? fmt::format("{} {} and {}{}", axis.units(), amount(g.from_x),
+                                         amount(g.to_x), axis.phase() ? " of the phase" : "")
+                           : fmt::format("minutes {:.1f} and {:.1f} of the {}", g.from_x, g.to_x,
+                                         axis.phase() ? "phase" : "process");
     f.evidence.push_back(fmt::format(
         "{} of {} grew from {} to {} between {} (+{}): {} per {}, a robust (Theil-Sen) fit of {} "
         "samples after warm-up, growing in {} of 4 quarters",
@@ -356,24 +521,14 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     end = nullptr;
   }
   if (grown.size() == 1) {
-    f.title = fmt::format("{}: {} grows {} per {}", context.name(first), measure.memory, mib(slope),
-                          unit);
+    f.title = fmt::format("{}: {} grows {} per {}{}", context.name(first), measure.memory,
+                          mib(slope), unit, phase_words(axis));
   } else {
     f.title =
         fmt::format("{} DataLoader workers of {}: {} grows {} per {} together", grown.size(),
                     context.name(*rank_above(context, first)), measure.memory, mib(slope), unit);
   }
-  f.evidence.push_back(
-      axis.per_step()
-          ? std::string("a step is one of the ") + (axis.rank().empty() ? "process's " : "") +
-                axis.steps() +
-                (axis.rank().empty() ? ""
-                 : grown.size() == 1
-                     ? " of its rank, " + axis.rank() + ", whose batches it makes"
-                     : " of their rank, " + axis.rank() + ", whose batches they make") +
-                ", counted by traindoc's Python hook"
-          : "no training steps were counted in this process (the Python hook counts PyTorch "
-            "optimizer steps, backward calls and DDP forwards): growth per minute instead");
+  f.evidence.push_back(axis_evidence(context, axis, grown.size()));
   if (end != nullptr) {
     // The leak came first and the failure is its consequence: the rules order errors by time,
     // and the leak's time is when the growth was first seen.
@@ -384,21 +539,13 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     f.severity = Severity::kWarning;
     f.confidence = axis.per_step() ? 0.8 : 0.7;
     if (auto headroom = measure.headroom(first, last_ns)) {
-      double units_left = headroom->first / slope;
-      std::string when = fmt::format("after about {} more {}s", amount(units_left), unit);
-      if (axis.per_step()) {
-        when += fmt::format(", near step {}", amount(to_x + units_left));
-        if (double rate = axis.steps_per_minute(); rate > 0) {
-          when += fmt::format(" (about {:.0f} minutes at {:.0f} steps per minute)",
-                              units_left / rate, rate);
-        }
-      }
-      f.evidence.push_back(fmt::format("at this rate the {} {} runs out {}",
-                                       format_bytes(static_cast<uint64_t>(headroom->first)),
-                                       headroom->second, when));
+      f.evidence.push_back(projection(axis, *headroom, slope, to_x));
     }
   }
-  f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix : kLeakFix;
+  f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix
+          : !axis.phase()                  ? kLeakFix
+          : axis.forwards()                ? kForwardLeakFix
+                                           : kAfterTrainingLeakFix;
   out.push_back({std::move(f), start_ns, first.record.pid});
 }
 
@@ -527,11 +674,22 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
       leak_finding(context, {*g}, axis, gpu, out);
     }
     // A sample whose status read failed (the process was ending) has no file pages to take off.
-    Series rss = series_of(context, p, axis, [&](const store::ProcSample& s) {
+    auto rss_of = [&](const store::ProcSample& s) {
       return s.rss_file || !file_pages
                  ? std::optional<uint64_t>(s.rss - std::min(s.rss, s.rss_file.value_or(0)))
                  : std::nullopt;
-    });
+    };
+    // Growth after the training (evaluation, inference, what the program does next), which
+    // the steps do not measure: by the DDP forward passes there, or by minutes.
+    if (std::optional<Axis> later = after_training(context, p)) {
+      if (std::optional<Grown> g = grown_in(p, *later, gpu_series_of(context, p, *later))) {
+        leak_finding(context, {*g}, *later, gpu, out);
+      }
+      if (std::optional<Grown> g = grown_in(p, *later, series_of(context, p, *later, rss_of))) {
+        leak_finding(context, {*g}, *later, host, out);
+      }
+    }
+    Series rss = series_of(context, p, axis, rss_of);
     const ProcessSummary* rank = rank_above(context, p);
     if (std::optional<Grown> g = grown_in(p, axis, rss)) {
       if (p.role.role == Role::kWorker && rank != nullptr) {

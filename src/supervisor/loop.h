@@ -27,6 +27,7 @@
 #include "supervisor/log_tap.h"
 #include "supervisor/output_files.h"
 #include "supervisor/proc/environ_text.h"
+#include "supervisor/proc/growth_pacer.h"
 #include "supervisor/proc/host_sampler.h"
 #include "supervisor/proc/job_cgroups.h"
 #include "supervisor/proc/kernel_log.h"
@@ -92,7 +93,14 @@ class Loop {
   void report_agent_losses();
   void record_crash(AgentCrash& crash);
   void symbolize_crash(store::Crash& crash);
-  double walk_and_sample(bool slow, bool final = false);
+  // What a walk reads besides each process's stat and status.
+  enum class Walk {
+    kRegular,  // at the interval: the GPUs too
+    kSlow,     // every slow_every intervals: descriptors too
+    kFast,     // between intervals while memory grows fast: memory and the host only
+    kFinal,    // at the end: what is left, nothing slow
+  };
+  double walk_and_sample(Walk walk);
   // The job's memory cgroups now (`host`: traindoc's own, just read), and what the kernel log
   // told of OOM kills of the job's processes since the last look.
   void sample_cgroups(int64_t t_ns, bool with_host);
@@ -160,6 +168,7 @@ class Loop {
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
   SmapsPacer m_smaps;        // when each process's smaps_rollup is read
+  GrowthPacer m_growth;      // walks between the intervals while memory grows fast
   JobStacks m_job_stacks;
   StackRequests m_stacks;  // at a stop, an idle spell, a time limit, a rank missing
   StopForwarding m_stops;
@@ -168,6 +177,7 @@ class Loop {
   // The timer's ticks and the samples taken, and when the samples were last thinned.
   uint64_t m_ticks = 0;
   uint64_t m_samples = 0;
+  uint64_t m_walked_tick = 0;  // the tick of the last walk
   int64_t m_downsampled_ns = 0;
 };
 

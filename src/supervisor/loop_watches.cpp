@@ -138,7 +138,7 @@ void Loop::forward(const signalfd_siginfo& info) {
   int sig = static_cast<int>(info.ssi_signo);
   store::SignalSender from = sender_of(info);  // before the waits below: the sender may end
   read_agent();  // the processes registered since the last tick, for the stacks below
-  walk_and_sample(false);
+  walk_and_sample(Walk::kRegular);
   bool from_terminal = info.ssi_code == SI_KERNEL;
   if (m_stops.first_stop()) ask_stop_stacks(from_terminal);
   sig = m_stops.to_pass_on(sig);

@@ -42,6 +42,10 @@ constexpr int kFinalPolls = 8;
 // The smaps_rollup reads' share of one core at the default 1 s interval, half of traindoc's
 // whole budget; a shorter --interval asks for more samples and gets a larger share in proportion.
 constexpr double kSmapsBudget = 0.005;
+// The walks between intervals while memory grows fast: at most this share of one core. They
+// come only while a process's memory grows by 16 MiB a second or more: start-up and loading
+// for seconds, or a leak that fills most hosts within the hour.
+constexpr double kFastWalkBudget = 0.01;
 
 int64_t thread_cpu_ns() {
   timespec ts{};
@@ -76,6 +80,8 @@ Loop::Loop(const SupervisorOptions& options)
       m_checker({.stall_ns = stall_ns()}),
       m_smaps(int64_t{options.interval_ms} * options.slow_every * 1'000'000,
               int64_t{options.interval_ms} * 500'000, kSmapsBudget * 1000.0 / options.interval_ms),
+      m_growth(int64_t{options.interval_ms} * 1'000'000, int64_t{kTickMs} * 1'000'000,
+               kFastWalkBudget),
       m_job_stacks(options.run_dir, m_table, m_symbolizer),
       m_stacks(m_job_stacks, [this](store::EventKind kind, int pid,
                                     const std::string& text) { event(kind, pid, text); }),
@@ -116,9 +122,13 @@ void Loop::sample_gpu(int64_t t, bool slow) {
 }
 
 // Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
-// Returns the most CPU seconds one of the job's processes used since the last walk.
-double Loop::walk_and_sample(bool slow, bool final) {
+// Returns the most CPU seconds one of the job's processes used since the last regular walk (0
+// for a fast one: the idle watch measures CPU over whole intervals).
+double Loop::walk_and_sample(Walk walk) {
   int64_t t = common::realtime_ns();
+  int64_t walk_cpu = thread_cpu_ns();
+  int64_t smaps_cpu = 0;  // paced on its own (SmapsPacer): not a cost of walking faster
+  bool final = walk == Walk::kFinal;
   std::set<int> alive;
   std::vector<int> queue = m_sampler.children_of(getpid());
   std::vector<store::ProcSample> samples;
@@ -130,10 +140,11 @@ double Loop::walk_and_sample(bool slow, bool final) {
     if (!snapshot) continue;
     const ProcStat& stat = snapshot->stat;
     if (!final && !stat.dead()) {
-      if (slow) m_sampler.add_descriptors(pid, snapshot->sample);
+      if (walk == Walk::kSlow) m_sampler.add_descriptors(pid, snapshot->sample);
       if (m_smaps.due(pid, stat.starttime, t)) {
         int64_t cpu = thread_cpu_ns();
         m_sampler.add_smaps(pid, snapshot->sample);
+        smaps_cpu += thread_cpu_ns() - cpu;
         m_smaps.read(pid, stat.starttime, t, thread_cpu_ns() - cpu);
       }
     }
@@ -163,7 +174,7 @@ double Loop::walk_and_sample(bool slow, bool final) {
   }
   m_table.sweep(alive, t, final);
   m_smaps.retain(alive);
-  double cpu_s = m_idle.busiest_cpu_s(samples, alive);
+  double cpu_s = walk == Walk::kFast ? 0.0 : m_idle.busiest_cpu_s(samples, alive);
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
@@ -172,7 +183,8 @@ double Loop::walk_and_sample(bool slow, bool final) {
   // Before the processes gone are forgotten: the cgroup of one that just ended is read too.
   sample_cgroups(t, true);
   m_cgroups.retain(alive);
-  sample_gpu(t, slow || final);
+  if (walk != Walk::kFast) sample_gpu(t, walk != Walk::kRegular);
+  m_growth.walked(t, samples, thread_cpu_ns() - walk_cpu - smaps_cpu);
   return cpu_s;
 }
 
@@ -265,7 +277,7 @@ void Loop::finish() {
   m_stacks.collect(common::realtime_ns(), true);
   store_calls(true);
   // Processes still alive stay "still running"; those gone without a trace vanished.
-  walk_and_sample(false, true);
+  walk_and_sample(Walk::kFinal);
   m_store.write_run(m_run);
   // The process-list layout is known once a list had two entries.
   m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status(), m_gpu.driver_devices());
@@ -353,8 +365,22 @@ void Loop::tick(LogTap& tap) {
   // Every tick: a fork-heavy job's processes must not fill the socket's backlog.
   for (OutputFile& file : m_outputs.take()) tap.add_file(std::move(file));
   auto ticks_per_sample = static_cast<uint64_t>(std::max(1, m_options.interval_ms / kTickMs));
-  if (++m_ticks % ticks_per_sample != 0) return;
-  double cpu_s = walk_and_sample(++m_samples % static_cast<uint64_t>(m_options.slow_every) == 1);
+  if (++m_ticks % ticks_per_sample != 0) {
+    // Between the intervals while memory grows fast: its samples, committed like the others.
+    auto fast_ticks = static_cast<uint64_t>(m_growth.period_ns(common::realtime_ns()) /
+                                            (int64_t{kTickMs} * 1'000'000));
+    if (fast_ticks >= ticks_per_sample ||
+        m_ticks - m_walked_tick < std::max<uint64_t>(1, fast_ticks)) {
+      return;
+    }
+    m_walked_tick = m_ticks;
+    walk_and_sample(Walk::kFast);
+    store_changes();
+    return;
+  }
+  m_walked_tick = m_ticks;
+  bool slow = ++m_samples % static_cast<uint64_t>(m_options.slow_every) == 1;
+  double cpu_s = walk_and_sample(slow ? Walk::kSlow : Walk::kRegular);
   watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
   m_store.add_log_lines(tap.take_lines());
   store_changes();

@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -63,13 +64,16 @@ class Run:
 
 @pytest.fixture
 def traindoc(tmp_path):
-    """Runs `traindoc run [options] -- cmd` in a fresh run folder and returns a Run."""
+    """Runs `traindoc run [options] -- cmd` in a fresh run folder and returns a Run. Several
+    threads may run at once (each run gets a folder of its own)."""
     assert TRAINDOC.exists(), f"build first: {TRAINDOC} is missing"
     counter = [0]
+    numbering = threading.Lock()
 
     def run(cmd, *options, timeout=120, **kwargs):
-        counter[0] += 1
-        run_dir = tmp_path / f"run{counter[0]}"
+        with numbering:
+            counter[0] += 1
+            run_dir = tmp_path / f"run{counter[0]}"
         argv = [str(TRAINDOC), "run", "--out", str(run_dir), *options, "--", *cmd]
         kwargs.setdefault("stdout", subprocess.PIPE)
         kwargs.setdefault("stderr", subprocess.PIPE)

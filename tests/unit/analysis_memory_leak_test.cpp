@@ -173,6 +173,68 @@ TEST(RuleMemoryLeak, GrowthPerMinuteWithoutStepCounts) {
   EXPECT_THAT(f.evidence, Contains(HasSubstr("no training steps were counted")));
 }
 
+// Training from second 10 to 40 (two steps, backward calls and DDP forwards a second), then
+// DDP forwards alone, four a second until the end (evaluation through the DDP model); without
+// `forwards`, an evaluation through the model itself, which the hook does not count.
+void add_evaluation(Evidence& e, bool forwards = true) {
+  for (int s = 10; s < 120; ++s) {
+    int64_t steps = 2 * (std::min(s, 40) - 10);
+    e.steps.push_back({kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kOptimizer, steps});
+    e.steps.push_back({kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kBackward, steps});
+    if (!forwards) continue;
+    e.steps.push_back({kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kDdpForward,
+                       steps + 4 * std::max(0, s - 40)});
+  }
+}
+
+// 2 MiB per forward pass of the evaluation (8 MiB a second), flat before.
+uint64_t evaluation_leaking(int second) {
+  return 600 * kMiB + static_cast<uint64_t>(std::max(0, second - 40)) * 8 * kMiB +
+         (second % 3) * kMiB;
+}
+
+TEST(RuleMemoryLeak, GrowthAfterTheLastStepIsPerDdpForwardPassOfTheEvaluation) {
+  Evidence e = job();
+  add_evaluation(e);
+  set_rss(e, kRank, evaluation_leaking);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u) << (d.findings.empty() ? "" : d.findings[0].title);
+  const Finding& f = *leaks(d)[0];
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 2000): host memory grows 2.00 MiB per forward pass after its last "
+            "training step");
+  EXPECT_THAT(f.evidence[0], HasSubstr("between forward passes"));
+  EXPECT_THAT(f.evidence[0], HasSubstr("of the phase"));
+  EXPECT_THAT(f.evidence,
+              Contains(HasSubstr("the growth came after the process's last training step "
+                                 "(optimizer steps 60, 40.0 s into the run): 316 forward passes "
+                                 "through DistributedDataParallel followed and no backward call")));
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("forward passes per minute")));
+  EXPECT_THAT(f.fix, HasSubstr("torch.no_grad()"));
+  EXPECT_THAT(f.fix, HasSubstr("loss.item()"));
+  // Training steps alone: the steps' span is flat, and the evaluation's 80 s are too short for
+  // growth per minute.
+  Evidence before = job();
+  add_evaluation(before, false);
+  set_rss(before, kRank, evaluation_leaking);
+  EXPECT_THAT(leaks(diagnose(before)), IsEmpty());
+}
+
+TEST(RuleMemoryLeak, GrowthAfterTheLastStepWithoutForwardPassesIsPerMinute) {
+  Evidence e = job(300);
+  add_evaluation(e, false);
+  set_rss(e, kRank, evaluation_leaking);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u);
+  const Finding& f = *leaks(d)[0];
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 2000): host memory grows 480 MiB per minute after its last training "
+            "step");
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("no DDP forward was counted after it")));
+  EXPECT_THAT(f.fix, HasSubstr("after the last training step"));
+  EXPECT_THAT(f.fix, HasSubstr("torch.no_grad()"));
+}
+
 // A sample whose time tells no duration since the process's first (a clock far off, a damaged
 // run.db) is left out of growth per minute: the span in words is the minutes the samples tell.
 TEST(RuleMemoryLeak, ASampleCenturiesAwayIsNoPartOfGrowthPerMinute) {
