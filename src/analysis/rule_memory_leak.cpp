@@ -640,6 +640,31 @@ Axis axis_for(const RuleContext& context, const ProcessSummary& p) {
   return Axis(context, p, p);
 }
 
+// The growing DataLoader workers of each rank, by the rank's pid and the process whose steps
+// measure them (0: minutes).
+using WorkerLeaks = std::map<std::pair<int, int>, std::pair<Axis, std::vector<Grown>>>;
+
+// One finding for the workers alive together: each epoch's, when the DataLoader starts new ones.
+void worker_leak_findings(const RuleContext& context, WorkerLeaks& worker_leaks,
+                          const Measure& host, std::vector<TimedFinding>& out) {
+  for (auto& [key, group] : worker_leaks) {
+    auto& [axis, grown] = group;
+    std::sort(grown.begin(), grown.end(),
+              [](const Grown& a, const Grown& b) { return a.start_ns < b.start_ns; });
+    std::vector<Grown> together;
+    for (const Grown& g : grown) {
+      bool overlaps = std::any_of(together.begin(), together.end(),
+                                  [&](const Grown& t) { return g.start_ns <= t.last_ns; });
+      if (!together.empty() && !overlaps) {
+        leak_finding(context, together, axis, host, out);
+        together.clear();
+      }
+      together.push_back(g);
+    }
+    leak_finding(context, together, axis, host, out);
+  }
+}
+
 }  // namespace
 
 void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -657,9 +682,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
       },
   };
   std::vector<WorkerGrowth> workers;
-  // The growing DataLoader workers of each rank, by the rank's pid and the process whose steps
-  // measure them (0: minutes).
-  std::map<std::pair<int, int>, std::pair<Axis, std::vector<Grown>>> worker_leaks;
+  WorkerLeaks worker_leaks;
   for (const ProcessSummary& p : context.processes) {
     Axis axis = axis_for(context, p);
     Measure gpu{
@@ -705,24 +728,7 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
     if (p.role.role != Role::kWorker) continue;
     if (std::optional<WorkerGrowth> w = copy_on_access(context, p)) workers.push_back(*w);
   }
-  // One finding for the workers alive together: each epoch's, when the DataLoader starts new
-  // ones.
-  for (auto& [key, group] : worker_leaks) {
-    auto& [axis, grown] = group;
-    std::sort(grown.begin(), grown.end(),
-              [](const Grown& a, const Grown& b) { return a.start_ns < b.start_ns; });
-    std::vector<Grown> together;
-    for (const Grown& g : grown) {
-      bool overlaps = std::any_of(together.begin(), together.end(),
-                                  [&](const Grown& t) { return g.start_ns <= t.last_ns; });
-      if (!together.empty() && !overlaps) {
-        leak_finding(context, together, axis, host, out);
-        together.clear();
-      }
-      together.push_back(g);
-    }
-    leak_finding(context, together, axis, host, out);
-  }
+  worker_leak_findings(context, worker_leaks, host, out);
   copy_on_access_finding(context, workers, out);
 }
 
