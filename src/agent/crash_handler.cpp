@@ -18,10 +18,12 @@
 
 #include "agent/agent.h"
 #include "agent/crash.h"
+#include "common/clock.h"
 
 namespace traindoc::agent {
 namespace {
 
+using common::clock_ns;
 using common::CrashRecord;
 using common::CrashState;
 
@@ -53,13 +55,6 @@ __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 // Async-signal-safe.
 uint32_t bit(int sig) {
   return sig > 0 && sig < 32 ? 1u << sig : 0;
-}
-
-// Async-signal-safe.
-int64_t clock_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 // Async-signal-safe.

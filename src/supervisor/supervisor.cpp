@@ -48,9 +48,7 @@ constexpr double kSmapsBudget = 0.005;
 constexpr double kFastWalkBudget = 0.01;
 
 int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  return common::clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 std::string host_name() {

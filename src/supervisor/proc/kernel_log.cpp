@@ -20,12 +20,6 @@ constexpr size_t kRecordBuffer = 8192;
 // At most this many records a poll, so that a flooded log cannot hold up the loop.
 constexpr int kMaxRecordsPerPoll = 4096;
 
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
 }  // namespace
 
 KernelLog::KernelLog(const std::string& path) {
@@ -67,8 +61,9 @@ std::vector<store::KernelOomKill> KernelLog::poll() {
     // The record's time is on the monotonic clock: moved to the realtime one by the distance
     // between the two now.
     constexpr uint64_t kMaxUsec = INT64_MAX / 1000;
-    int64_t ago_ns =
-        record->usec > kMaxUsec ? 0 : monotonic_ns() - static_cast<int64_t>(record->usec) * 1000;
+    int64_t ago_ns = record->usec > kMaxUsec ? 0
+                                             : common::clock_ns(CLOCK_MONOTONIC) -
+                                                   static_cast<int64_t>(record->usec) * 1000;
     kill.t_ns = common::realtime_ns() - (ago_ns > 0 ? ago_ns : 0);
     kill.pid = killed->pid;
     kill.comm = killed->comm;
