@@ -53,9 +53,9 @@ def test_a_short_leak_is_named_in_each_of_20_runs(traindoc):
     200 ms), 12 after the fit's warm-up, where 8 are needed, however fast the machine; at the
     interval alone the same job has 3 samples, and the build before the faster walks named it in
     none of 20. Each run costs about 2 s of CPU, most of it torch's import, and 4-5 s of wall
-    time alone, mostly its sleeping steps, so five run at a time: 38 s in all on two cores that
-    other jobs kept at a load of 3-4; its 45 CPU seconds would take about 25 s on two idle ones."""
-    with ThreadPoolExecutor(5) as pool:
+    time alone, mostly its sleeping steps, so ten run at a time: 20 s in all on two idle cores
+    (27 s five at a time), 28 s beside the other tests of this file on two workers."""
+    with ThreadPoolExecutor(10) as pool:
         runs = list(pool.map(lambda _: traindoc(job_script("short_leak.py", 30, 0.1)),
                              range(20)))
     titles = []
