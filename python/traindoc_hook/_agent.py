@@ -1,5 +1,6 @@
 """Access to the agent's C entry points (src/agent/python_abi.cpp and its siblings). The agent is
 preloaded, so its exported functions are found in the process's global symbol scope."""
+import atexit
 import ctypes
 import functools
 import os
@@ -55,6 +56,23 @@ def quietly(function, *args):
     except Exception:
         if os.environ.get("TRAINDOC_HOOK_DEBUG"):
             raise
+
+
+def at_exit_with_error(report):
+    """Calls `report(error)` as the program exits, with the exception that ended it, if one did:
+    what Python keeps once it has printed the traceback (sys.last_exc from 3.12, sys.last_value
+    before). At exit rather than in a sys.excepthook: losses.py says why."""
+
+    def check():
+        try:
+            error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+            if error is not None:
+                report(error)
+        except BaseException:  # the job's error matters, not ours (nor an interrupt landing here)
+            if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+                raise
+
+    atexit.register(check)
 
 
 def hide_own_frame(error):

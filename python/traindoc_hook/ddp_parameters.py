@@ -6,7 +6,6 @@ those the error lists to the run folder (agent/ddp-parameters-<pid>.tsv, docs/fi
 and tells the agent (`traindoc_ddp_parameters`, src/agent/python_abi.cpp); the analysis maps the
 error's indices to them. Nothing runs while the job trains: it reads the error at exit, from what
 Python keeps of the exception that ended the program, as losses.py does."""
-import atexit
 import ctypes
 import os
 import re
@@ -72,16 +71,6 @@ def _report(error):
     _tell(len(lines))
 
 
-def _at_exit():
-    try:
-        error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)  # 3.12 / before
-        if error is not None:
-            _report(error)
-    except BaseException:  # the job's error matters, not ours (nor an interrupt landing here)
-        if os.environ.get("TRAINDOC_HOOK_DEBUG"):
-            raise
-
-
 def install():
     global _tell
     try:
@@ -90,4 +79,4 @@ def install():
         return
     _tell.restype = None
     _tell.argtypes = [ctypes.c_int]
-    atexit.register(_at_exit)
+    _agent.at_exit_with_error(_report)

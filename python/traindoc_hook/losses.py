@@ -8,10 +8,8 @@ exit, from what Python keeps of the exception that ended the program (sys.last_v
 sys.excepthook: a second interrupt (Ctrl-C reaches torchrun and its ranks, then torchrun passes
 one on) lands in the first Python code after the traceback, and in an excepthook Python would
 blame the hook for it."""
-import atexit
 import ctypes
 import re
-import sys
 
 from traindoc_hook import _agent
 
@@ -45,22 +43,13 @@ def _loss_input(traceback):
     return found
 
 
-def _report(error, traceback):
+def _report(error):
     match = _TARGET.search(str(error))
     if not isinstance(error, IndexError) or match is None:
         return
-    classes, largest = _loss_input(traceback)
+    classes, largest = _loss_input(error.__traceback__)
     if classes is not None:
         _record(int(match.group(1)), classes, _NO_VALUE if largest is None else largest)
-
-
-def _at_exit():
-    try:
-        error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)  # 3.12 / before
-        if error is not None:
-            _report(error, error.__traceback__)
-    except BaseException:  # the job's error matters, not ours (nor an interrupt landing here)
-        pass
 
 
 def install():
@@ -71,4 +60,4 @@ def install():
         return
     _record.restype = None
     _record.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
-    atexit.register(_at_exit)
+    _agent.at_exit_with_error(_report)
