@@ -27,7 +27,7 @@ struct Trial {
   TrialOutcome outcome = TrialOutcome::kFits;
   // By meter ("rank 0 GPU", "rank 1 memory", "job host memory"): the peak bytes the trial
   // measured; a meter it could not measure (a crash before any sample) is absent.
-  std::map<std::string, uint64_t> peaks;
+  std::map<std::string, uint64_t> peaks = {};  // = {}: brace lists may leave it out
   double seconds = 0;
 };
 
@@ -45,7 +45,7 @@ struct MemoryModel {
 std::optional<MemoryModel> fit_memory(const std::vector<std::pair<int, uint64_t>>& points);
 
 struct SearchLimits {
-  int min_batch = 1;           // the first trial
+  int min_batch = 1;             // the first trial
   std::optional<int> max_batch;  // never recommend more
   int max_trials = 8;
   // By meter: the memory a peak may reach, capacity x (1 - headroom).
