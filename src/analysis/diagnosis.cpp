@@ -46,6 +46,8 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     // A zombie's sample reads no memory: nothing of the process it was but its CPU time.
     if (s.rss == 0) continue;
     raise_to(p.peak_rss, s.rss);
+    // The kernel's own peak, which a transient peak between samples reached.
+    if (s.rss_peak) raise_to(p.peak_rss, *s.rss_peak);
     raise_to(p.peak_swap, s.swap);
     raise_to(p.peak_threads, s.threads);
     if (s.pss) raise_to(p.peak_pss, *s.pss);

@@ -18,7 +18,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -91,6 +91,9 @@ struct ProcSample {
   // Of `rss`, the pages of mapped files (RssFile: libraries, np.memmap and Arrow datasets), which
   // the kernel can drop and read again: no leak when they grow.
   std::optional<uint64_t> rss_file;
+  // The largest rss the process has had so far (VmHWM), which the kernel keeps between samples:
+  // what a step's transient peak reached though no sample fell on it. Unset before schema 13.
+  std::optional<uint64_t> rss_peak;
 
   bool operator==(const ProcSample&) const = default;
 };

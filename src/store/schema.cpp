@@ -246,6 +246,12 @@ constexpr const char* kDdlV6 = R"sql(
 ALTER TABLE proc_samples ADD COLUMN rss_file INTEGER;
 )sql";
 
+// Schema 13: each process sample's VmHWM, the peak of its rss so far (`traindoc fit` measures a
+// batch by it). tests/fixtures/store/schema_v13.sql holds schema 12 plus this.
+constexpr const char* kDdlV13 = R"sql(
+ALTER TABLE proc_samples ADD COLUMN rss_peak INTEGER;
+)sql";
+
 // Schema 7: the job processes that wrote a stream of the `logs` table, for a file their stdout or
 // stderr was. tests/fixtures/store/schema_v7.sql holds schema 6 plus this.
 constexpr const char* kDdlV7 = R"sql(
@@ -425,6 +431,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV10);
   detail::exec(db, kDdlV11);
   detail::exec(db, detail::kCgroupDdl);
+  detail::exec(db, kDdlV13);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -445,6 +452,7 @@ void upgrade(sqlite3* db) {
   if (version < 10) detail::exec(db, kDdlV10);
   if (version < 11) detail::exec(db, kDdlV11);
   if (version < 12) detail::exec(db, detail::kCgroupDdl);
+  if (version < 13) detail::exec(db, kDdlV13);
   // The facts an older traindoc wrote only in words; a row that has its numbers keeps them.
   detail::exec(db, ("UPDATE events SET (a, b, c, name) = (" + event_facts(10) + ")").c_str());
   set_version(db);

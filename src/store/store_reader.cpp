@@ -184,11 +184,13 @@ void read_processes(sqlite3* db, int schema_version, std::vector<ProcessRecord>&
 }
 
 void read_proc_samples(sqlite3* db, int schema_version, std::vector<ProcSample>& out) {
-  // Schema 5 and older did not keep the pages of mapped files: read as not sampled.
+  // Schema 5 and older did not keep the pages of mapped files, 12 and older the peak rss: read
+  // as not sampled.
   Statement rows(db,
                  std::string("SELECT t_ns, pid, start_ticks, rss, swap, pss, uss, threads, fds, "
                              "fd_limit, cpu_user_s, cpu_sys_s, ") +
-                     (schema_version >= 6 ? "rss_file" : "NULL") +
+                     (schema_version >= 6 ? "rss_file" : "NULL") + ", " +
+                     (schema_version >= 13 ? "rss_peak" : "NULL") +
                      " FROM proc_samples ORDER BY t_ns, rowid");
   while (rows.step()) {
     ProcSample& s = out.emplace_back();
@@ -205,6 +207,7 @@ void read_proc_samples(sqlite3* db, int schema_version, std::vector<ProcSample>&
     s.cpu_user_s = rows.real(10);
     s.cpu_sys_s = rows.real(11);
     s.rss_file = rows.opt_uint64(12);
+    s.rss_peak = rows.opt_uint64(13);
   }
 }
 

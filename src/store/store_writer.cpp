@@ -73,17 +73,17 @@ ON CONFLICT (pid, start_ticks) DO UPDATE SET
 
 // Thinning, in two passes over the same window ranking: the bucket's peak row (row 1) takes the
 // bucket's maxima of the measures sampled at a lower rate or that peak on their own (fds, swap,
-// pss, uss), then every other row of the bucket goes. rss_file stays the peak row's own: it is a
-// part of that row's rss. ?1..?2: time range, ?3: bucket width.
+// pss, uss, rss_peak), then every other row of the bucket goes. rss_file stays the peak row's own:
+// it is a part of that row's rss. ?1..?2: time range, ?3: bucket width.
 constexpr const char* kThinProcUpdate = R"sql(
 UPDATE proc_samples
 SET swap = peak.max_swap, pss = peak.max_pss, uss = peak.max_uss, fds = peak.max_fds,
-    fd_limit = peak.max_fd_limit
+    fd_limit = peak.max_fd_limit, rss_peak = peak.max_rss_peak
 FROM (SELECT rowid AS id,
              row_number() OVER (bucket ORDER BY rss DESC, t_ns) AS n,
              max(swap) OVER bucket AS max_swap, max(pss) OVER bucket AS max_pss,
              max(uss) OVER bucket AS max_uss, max(fds) OVER bucket AS max_fds,
-             max(fd_limit) OVER bucket AS max_fd_limit
+             max(fd_limit) OVER bucket AS max_fd_limit, max(rss_peak) OVER bucket AS max_rss_peak
       FROM proc_samples
       WHERE t_ns >= ?1 AND t_ns < ?2
       WINDOW bucket AS (PARTITION BY pid, start_ticks, t_ns / ?3)) AS peak
@@ -236,8 +236,8 @@ struct StoreWriter::Impl {
     insert_proc_sample =
         Statement(d,
                   "INSERT INTO proc_samples (t_ns, pid, start_ticks, rss, swap, pss, uss, threads, "
-                  "fds, fd_limit, cpu_user_s, cpu_sys_s, rss_file) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+                  "fds, fd_limit, cpu_user_s, cpu_sys_s, rss_file, rss_peak) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     insert_host_sample = Statement(
         d,
         "INSERT INTO host_samples (t_ns, mem_total, mem_available, swap_total, swap_free, "
@@ -513,6 +513,7 @@ void StoreWriter::add_proc_samples(const std::vector<ProcSample>& samples) {
           .bind(11, p.cpu_user_s)
           .bind(12, p.cpu_sys_s)
           .bind(13, p.rss_file)
+          .bind(14, p.rss_peak)
           .run();
     }
   });

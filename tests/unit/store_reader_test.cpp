@@ -813,18 +813,36 @@ TEST(StoreReader, ReadsTheCgroupsOfSchemaV12AndNoneFromOlderFiles) {
   EXPECT_EQ(again.kernel_oom_kills, seen.kernel_oom_kills);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v12.sql. A change
+// Schema 13 holds each sample's peak rss (VmHWM); older files read without it.
+TEST(StoreReader, ReadsThePeakRssOfSchemaV13AndNoneFromOlderFiles) {
+  TempDir dir;
+  const std::string v13 = dir.file("v13.db");
+  load_sql_fixture("schema_v13.sql", v13);
+  const Evidence seen = read_evidence(v13);
+  EXPECT_EQ(seen.schema_version, 13);
+  ASSERT_EQ(seen.proc_samples.size(), 2u);
+  EXPECT_EQ(seen.proc_samples[0].rss_peak, 650000000u);
+  EXPECT_EQ(seen.proc_samples[1].rss_peak, std::nullopt);
+  const std::string v12 = dir.file("v12.db");
+  load_sql_fixture("schema_v12.sql", v12);
+  EXPECT_EQ(read_evidence(v12).proc_samples[0].rss_peak, std::nullopt);
+  // What this build writes reads back the same, and a v12 file upgraded takes the new rows.
+  { StoreWriter::open(v12).add_proc_samples({seen.proc_samples[0]}); }
+  EXPECT_EQ(read_evidence(v12).proc_samples.back(), seen.proc_samples[0]);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v13.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV12Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV13Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v12.sql", fixture);
+  load_sql_fixture("schema_v13.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 12);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 13);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);

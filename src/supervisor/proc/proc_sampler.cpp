@@ -62,6 +62,7 @@ std::optional<ProcSnapshot> ProcSampler::sample(int pid, bool slow) {
     if (status.vm_swap) sample.swap = *status.vm_swap;
     if (status.threads) sample.threads = *status.threads;
     sample.rss_file = status.rss_file;
+    sample.rss_peak = status.vm_hwm;
   }
 
   if (slow && !st.dead()) {
