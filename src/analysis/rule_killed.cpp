@@ -189,6 +189,11 @@ std::vector<StopRequest> stop_requests(const RuleContext& context) {
     if (e.kind == store::EventKind::kSignalForwarded) {
       out.push_back(
           {e.t_ns, store::forwarded_request(e), e.text, nullptr, store::second_interrupt(e)});
+    } else if (e.kind == store::EventKind::kTrialEnded) {
+      out.push_back({e.t_ns,
+                     "traindoc fit, once the trial had run its " + std::to_string(e.a.value_or(0)) +
+                         " optimizer steps",
+                     e.text});
     }
   }
   if (std::optional<StopRequest> limit = time_limit(context)) {
