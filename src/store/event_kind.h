@@ -19,6 +19,8 @@
   X(kLabelOutOfRange, "label-out-of-range")                                                        \
   /* a parameter DDP's reducer named by index; a: its index, name: the parameter's name */         \
   X(kDdpParameter, "ddp-parameter")                                                                \
+  /* the batch size of the DataLoader a process steps on, when it changes; a: it */                \
+  X(kBatchSize, "batch-size")                                                                      \
   X(kStdinWait, "stdin-wait") /* a process blocked reading its terminal */                         \
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \

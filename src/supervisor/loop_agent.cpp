@@ -204,6 +204,10 @@ void Loop::take_record(const AgentRecord& record) {
                              (record.c ? ", largest " + std::to_string(*record.c) : ""),
                          record.a, record.b, record.c});
       break;
+    case common::RecordType::kBatchSize:
+      m_store.add_event({record.time_ns, store::EventKind::kBatchSize, record.pid,
+                         "batch size " + std::to_string(record.a), record.a});
+      break;
     default:
       break;
   }
