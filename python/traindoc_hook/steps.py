@@ -8,7 +8,7 @@ import functools
 import os
 import time
 
-from traindoc_hook import _agent, _imports
+from traindoc_hook import _agent, _imports, batches
 
 # common::StepKind in src/common/layout.h (checked by tests/integration/test_hook_layout.py).
 OPTIMIZER = 1
@@ -71,12 +71,17 @@ def _flush():
             _send(kind)
 
 
-def _counting(function, kind):
+def _optimizer_stepped():
+    count(OPTIMIZER)
+    batches.stepped()
+
+
+def _counting(function, note):
     # Counted when it begins: a rank stuck in its 4th backward (waiting for a peer's gradients)
     # has begun 4, which is what tells it apart from a peer that skipped one.
     @functools.wraps(function)
     def counted(*args, **kwargs):
-        count(kind)
+        note()
         try:
             return function(*args, **kwargs)
         except BaseException as error:
@@ -90,22 +95,22 @@ def _patch_optimizer(module):
     # PyTorch 2.x: a hook after every optimizer's step, subclasses included.
     register = getattr(module, "register_optimizer_step_post_hook", None)
     if register is not None:
-        register(lambda optimizer, args, kwargs: count(OPTIMIZER))
+        register(lambda optimizer, args, kwargs: _optimizer_stepped())
         return
     # PyTorch 1.13: Optimizer.__init__ wraps each class's step once (_hook_for_profile), and the
     # wrapper calls _optimizer_step_code after every step of every subclass.
     optimizer = module.Optimizer
-    optimizer._optimizer_step_code = _counting(optimizer._optimizer_step_code, OPTIMIZER)
+    optimizer._optimizer_step_code = _counting(optimizer._optimizer_step_code, _optimizer_stepped)
 
 
 def _patch_autograd(module):
     # Tensor.backward calls torch.autograd.backward through the module attribute.
-    module.backward = _counting(module.backward, BACKWARD)
+    module.backward = _counting(module.backward, functools.partial(count, BACKWARD))
 
 
 def _patch_ddp(module):
     ddp = module.DistributedDataParallel
-    ddp.forward = _counting(ddp.forward, DDP_FORWARD)
+    ddp.forward = _counting(ddp.forward, functools.partial(count, DDP_FORWARD))
 
 
 def install():

@@ -60,6 +60,12 @@ extern "C" __attribute__((visibility("default"))) void traindoc_ddp_parameters(i
   append_keeping_errno(traindoc::common::RecordType::kDdpParameters, lines, 0);
 }
 
+// The process steps its optimizer on batches of `batch_size` samples (the DataLoader it iterates
+// last): sent when that size changes, not at every step.
+extern "C" __attribute__((visibility("default"))) void traindoc_batch_size(int64_t batch_size) {
+  append_keeping_errno(traindoc::common::RecordType::kBatchSize, batch_size, 0);
+}
+
 // A DataLoader started this process as its worker number `worker_id` (the hook wraps the
 // function every worker runs first).
 extern "C" __attribute__((visibility("default"))) void traindoc_worker_started(int worker_id) {

@@ -190,14 +190,8 @@ SearchStep next_search_step(const SearchLimits& limits, const std::vector<Trial>
   for (const auto& [meter, meter_points] : points) {
     if (std::optional<MemoryModel> model = fit_memory(meter_points)) step.models[meter] = *model;
   }
-  Bracket bracket = bracket_of(trials);
-  if (bracket.fits == 0) return after_min_failed(limits, trials, step);
-  int ceiling = std::min(bracket.fails, limits.max_batch ? *limits.max_batch + 1 : INT_MAX);
-  if (bracket.fits + 1 >= ceiling || static_cast<int>(trials.size()) >= limits.max_trials ||
-      (bracket.fails != INT_MAX && bracket.fails - 1 <= bracket.fits * (1 + kEnoughGain))) {
-    return ended(step, SearchEnd::kFound, bracket.fits);
-  }
-  // The smallest prediction over the meters that grow with the batch.
+  // The smallest prediction over the meters that grow with the batch, and the meter that makes
+  // it, told with every answer.
   double best = static_cast<double>(INT_MAX);
   bool any_grows = false;
   for (const auto& [meter, model] : step.models) {
@@ -209,6 +203,13 @@ SearchStep next_search_step(const SearchLimits& limits, const std::vector<Trial>
       best = batch;
       step.limiting = meter;
     }
+  }
+  Bracket bracket = bracket_of(trials);
+  if (bracket.fits == 0) return after_min_failed(limits, trials, step);
+  int ceiling = std::min(bracket.fails, limits.max_batch ? *limits.max_batch + 1 : INT_MAX);
+  if (bracket.fits + 1 >= ceiling || static_cast<int>(trials.size()) >= limits.max_trials ||
+      (bracket.fails != INT_MAX && bracket.fails - 1 <= bracket.fits * (1 + kEnoughGain))) {
+    return ended(step, SearchEnd::kFound, bracket.fits);
   }
   int next = 0;
   if (step.models.empty()) {

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "analysis/batch_advice.h"
+#include "analysis/gpu_facts.h"
 #include "analysis/known_failure.h"
 #include "analysis/match_fields.h"
 #include "analysis/rules.h"
@@ -132,7 +134,7 @@ std::string thread_peak(const RuleContext& context) {
 
 // A known text's words where the process says more than the text: the one
 // torch.multiprocessing.spawn started must set MASTER_ADDR itself; of several ranks, one may
-// read a checkpoint another is still writing.
+// read a checkpoint another is still writing; one out of host memory told its batch size.
 void fit_to_process(const RuleContext& context, const ProcessSummary& p, const SignatureMatch& m,
                     const std::string& who, Finding& f) {
   if (m.id == "torch.env-rendezvous-unset" && p.record.rank_source == common::RankSource::kSpawn) {
@@ -147,6 +149,15 @@ void fit_to_process(const RuleContext& context, const ProcessSummary& p, const S
     f.fix +=
         " With several ranks, one may read the file while another still writes it: load it "
         "only after the rank that saves it is done (dist.barrier() after rank 0's torch.save).";
+  } else if (f.kind == FindingKind::kHostAllocFailed || f.kind == FindingKind::kHostOomKilled) {
+    f.fix = with_batch_advice(context, p,
+                              {BatchMemory::kMachine,
+                               p.record.end_ns,
+                               {},
+                               {},
+                               {},
+                               field_bytes(m.fields, "requested_bytes")},
+                              std::move(f.fix));
   } else if (f.kind == FindingKind::kProcessLimit) {
     if (std::string peak = thread_peak(context); !peak.empty()) f.evidence.push_back(peak);
   } else if (f.kind == FindingKind::kFdExhausted) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "analysis/batch_advice.h"
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
 
@@ -265,6 +266,24 @@ Holders cite_holders(const RuleContext& context, int device, const PrintedFailur
   return held;
 }
 
+// What the failure says of the GPU's memory, for the batch-size advice: the capacity (the
+// error's, else NVML's), the process's memory in use then and the request refused.
+FailureMemory batch_memory(const store::GpuEvidence& gpu,
+                           const std::map<std::string, std::string>& fields,
+                           std::optional<int> device, int64_t t_ns) {
+  FailureMemory out{BatchMemory::kGpu,
+                    t_ns,
+                    device,
+                    field_bytes(fields, "capacity_bytes"),
+                    field_bytes(fields, "process_bytes"),
+                    field_bytes(fields, "requested_bytes")};
+  if (const store::GpuDevice* d = device ? find_device(gpu, *device) : nullptr;
+      d && !out.capacity) {
+    out.capacity = d->memory_total;
+  }
+  return out;
+}
+
 }  // namespace
 
 void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
@@ -317,6 +336,10 @@ void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
     // NVML's view when it has one; PyTorch's list of the other processes otherwise.
     if (caveat) f.evidence.push_back(*caveat);
     f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented, conf);
+    if (!fragmented && failure.process) {
+      f.fix = with_batch_advice(context, *failure.process,
+                                batch_memory(gpu, fields, device, failure.t_ns), std::move(f.fix));
+    }
     f.confidence = 0.9;
     // Caught and survived (a batch-size search that halves its batch until it fits): no failure,
     // where the job then ended well or the process trained on; one that gave up, or left its

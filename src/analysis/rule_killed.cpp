@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "analysis/batch_advice.h"
 #include "analysis/oom_facts.h"
 #include "analysis/rules.h"
 #include "store/forwarded_signal.h"
@@ -189,6 +190,11 @@ std::vector<StopRequest> stop_requests(const RuleContext& context) {
     if (e.kind == store::EventKind::kSignalForwarded) {
       out.push_back(
           {e.t_ns, store::forwarded_request(e), e.text, nullptr, store::second_interrupt(e)});
+    } else if (e.kind == store::EventKind::kTrialEnded) {
+      out.push_back({e.t_ns,
+                     "traindoc fit, once the trial had run its " + std::to_string(e.a.value_or(0)) +
+                         " optimizer steps",
+                     e.text});
     }
   }
   if (std::optional<StopRequest> limit = time_limit(context)) {
@@ -252,6 +258,7 @@ void describe_sigkill(const RuleContext& context, const ProcessSummary& p, Findi
         "memory.max or memory.limit_in_bytes: the scheduler's --mem, the container's "
         "--memory). `dmesg` shows the kernel's \"Out of memory: Killed process " +
         std::to_string(r.pid) + "\" line.";
+    f.fix = with_batch_advice(context, p, {BatchMemory::kMachine, r.end_ns}, std::move(f.fix));
     f.confidence = 0.9;
   } else {
     f.kind = worker ? FindingKind::kWorkerCrash : FindingKind::kKilledExternally;

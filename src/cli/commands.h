@@ -1,7 +1,10 @@
 // The subcommands' entry points. Supervisor process, main thread; each returns the exit status.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +41,31 @@ struct RunArgs {
   double stall_s = 30.0;
   std::string on_mismatch = "report";  // or "abort"
   OutputFlags flags;
+  int64_t trial_steps = 0;  // traindoc fit: end the job after this many optimizer steps
 };
 
 int run_command(const RunArgs& args);
+
+// Claims a folder for a run or a fit: `requested`, else ./traindoc-runs/<prefix><time>-<id>;
+// made here, or an empty one of the user's that no other user may write (where they could plant
+// links or forge the agent's files), then made private. A run is never overwritten.
+std::filesystem::path claim_folder(const std::string& requested, const char* prefix);
+
+struct FitArgs {
+  std::string param;  // NAME: {NAME} in the command is each trial's batch size
+  std::string env;    // --env NAME: the batch size in this variable too
+  int min_batch = 1;
+  std::optional<int> max_batch;
+  std::optional<int> target_batch;
+  double headroom_pct = 10;
+  std::string memory_budget;  // "1200MiB"; "": none
+  int steps = 3;              // optimizer steps past the first
+  bool json = false;
+  std::string out;
+  std::vector<std::string> command;
+};
+
+int fit_command(const FitArgs& args);
 
 struct AnalyzeArgs {
   std::string run_dir;  // "": the latest run folder in ./traindoc-runs

@@ -47,35 +47,72 @@ void add_output_flags(CLI::App* app, traindoc::cli::OutputFlags& flags) {
   app->add_flag("--silent", flags.silent, "Print nothing of traindoc's own");
 }
 
+CLI::App* add_run(CLI::App& app, traindoc::cli::RunArgs& run) {
+  CLI::App* cmd = app.add_subcommand("run", "Run a training job under traindoc");
+  cmd->prefix_command();
+  cmd->add_option("-o,--out", run.out, "Run folder (default ./traindoc-runs/<time>-<id>)");
+  cmd->add_option("--interval", run.interval_s, "Seconds between samples")
+      ->check(kFinite)
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--stall-seconds", run.stall_s,
+                  "Seconds a collective may wait for a missing rank before it is reported")
+      ->check(kFinite)
+      ->check(CLI::Range(0.5, 86400.0));
+  cmd->add_option("--on-mismatch", run.on_mismatch,
+                  "At a collective mismatch or hang: report (default) or abort the job")
+      ->check(CLI::IsMember({"report", "abort"}));
+  add_output_flags(cmd, run.flags);
+  cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
+  return cmd;
+}
+
+CLI::App* add_fit(CLI::App& app, traindoc::cli::FitArgs& fit) {
+  CLI::App* cmd = app.add_subcommand("fit", "Find the largest batch size that fits on every rank");
+  cmd->add_option("--param", fit.param, "NAME: {NAME} in the command is each trial's batch size")
+      ->required()
+      ->check([](const std::string& name) {
+        return name.empty() || name.find_first_of("{}") != std::string::npos
+                   ? std::string("a name without braces, as in --param batch for {batch}")
+                   : std::string();
+      });
+  cmd->add_option("--env", fit.env, "Set the batch size in this environment variable too");
+  cmd->add_option("--min", fit.min_batch, "The first batch tried (default 1)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--max", fit.max_batch, "Never recommend more")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--target-batch", fit.target_batch,
+                  "The global batch to keep with gradient accumulation")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--headroom", fit.headroom_pct, "Percent of the memory kept free (default 10)")
+      ->check(kFinite)
+      ->check(CLI::Range(0.0, 90.0));
+  cmd->add_option("--memory-budget", fit.memory_budget,
+                  "What each rank may use, as 1200MiB or 1.5GiB (default: its GPU, the memory "
+                  "cgroup's limit, the host's available memory)");
+  cmd->add_option("--steps", fit.steps,
+                  "Optimizer steps each trial runs past the first (default 3)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_flag("--json", fit.json, "Print the result as JSON");
+  cmd->add_option("-o,--out", fit.out, "Fit folder (default ./traindoc-runs/fit-<time>-<id>)");
+  cmd->footer("Usage: traindoc fit --param NAME [OPTIONS] -- COMMAND ... {NAME} ...");
+  return cmd;
+}
+
 int dispatch(int argc, char** argv) {
   CLI::App app{"traindoc: tells you why a training job died, ran out of memory, leaked or hung."};
   app.set_version_flag("--version", std::string(TRAINDOC_VERSION));
   app.require_subcommand(1);
 
   traindoc::cli::RunArgs run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Run a training job under traindoc");
-  run_cmd->prefix_command();
-  run_cmd->add_option("-o,--out", run.out, "Run folder (default ./traindoc-runs/<time>-<id>)");
-  run_cmd->add_option("--interval", run.interval_s, "Seconds between samples")
-      ->check(kFinite)
-      ->check(CLI::Range(0.1, 3600.0));
-  run_cmd
-      ->add_option("--stall-seconds", run.stall_s,
-                   "Seconds a collective may wait for a missing rank before it is reported")
-      ->check(kFinite)
-      ->check(CLI::Range(0.5, 86400.0));
-  run_cmd
-      ->add_option("--on-mismatch", run.on_mismatch,
-                   "At a collective mismatch or hang: report (default) or abort the job")
-      ->check(CLI::IsMember({"report", "abort"}));
-  add_output_flags(run_cmd, run.flags);
-  run_cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
+  CLI::App* run_cmd = add_run(app, run);
 
   traindoc::cli::AnalyzeArgs analyze;
   CLI::App* analyze_cmd = app.add_subcommand("analyze", "Rebuild the report of a run folder");
   analyze_cmd->add_option("run_dir", analyze.run_dir,
                           "Run folder (default: the latest in ./traindoc-runs)");
   add_output_flags(analyze_cmd, analyze.flags);
+
+  traindoc::cli::FitArgs fit;
+  CLI::App* fit_cmd = add_fit(app, fit);
 
   // Everything after the first `--` is the job's command, whatever it looks like.
   std::vector<std::string> after_dashes;
@@ -92,8 +129,16 @@ int dispatch(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
       std::string message = error.what();
-      CLI::App* where = analyze_cmd->parsed() ? analyze_cmd : run_cmd->parsed() ? run_cmd : &app;
+      CLI::App* where = analyze_cmd->parsed() ? analyze_cmd
+                        : run_cmd->parsed()   ? run_cmd
+                        : fit_cmd->parsed()   ? fit_cmd
+                                              : &app;
       std::string typed = message.substr(message.find_last_of(' ') + 1);
+      if (where == fit_cmd && !typed.starts_with("-")) {
+        fprintf(stderr, "traindoc fit: the command goes after --\n%s\n",
+                fit_cmd->get_footer().c_str());
+        return kUsageError;
+      }
       return unknown_option(where, typed);
     }
     // Help and version exit 0; every other parse error is a usage error.
@@ -112,6 +157,14 @@ int dispatch(int argc, char** argv) {
         return kUsageError;
       }
       return traindoc::cli::run_command(run);
+    }
+    if (fit_cmd->parsed()) {
+      fit.command = after_dashes;
+      if (fit.command.empty()) {
+        fprintf(stderr, "traindoc fit: no command given\n%s", fit_cmd->help().c_str());
+        return kUsageError;
+      }
+      return traindoc::cli::fit_command(fit);
     }
     return traindoc::cli::analyze_command(analyze);
   } catch (const std::exception& error) {

@@ -22,7 +22,7 @@ namespace traindoc::cli {
 namespace fs = std::filesystem;
 namespace {
 
-std::string default_run_dir() {
+std::string default_folder(const char* prefix) {
   std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
@@ -31,19 +31,18 @@ std::string default_run_dir() {
     random = static_cast<uint32_t>(getpid());
   char id[8];
   std::snprintf(id, sizeof(id), "%06x", random & 0xffffff);
-  return std::string(kRunsFolder) + "/" + stamp + "-" + id;
+  return std::string(kRunsFolder) + "/" + prefix + stamp + "-" + id;
 }
 
 [[noreturn]] void refuse(const fs::path& dir, const std::string& why) {
   throw std::runtime_error("run folder " + dir.string() + ": " + why);
 }
 
-// Claims the run folder: made here, or an empty one of the user's that no other user may write
-// (where they could plant links or forge the agent's files), then made private, and run.db created
-// exclusively. Of two traindocs given the same folder at once, one runs; the other stops here,
-// before its job starts. A run is never overwritten.
-std::string prepare_run_dir(const std::string& requested) {
-  fs::path dir = fs::absolute(requested.empty() ? default_run_dir() : requested).lexically_normal();
+}  // namespace
+
+fs::path claim_folder(const std::string& requested, const char* prefix) {
+  fs::path dir =
+      fs::absolute(requested.empty() ? default_folder(prefix) : requested).lexically_normal();
   if (dir.has_parent_path() && !dir.has_filename()) dir = dir.parent_path();  // "runs/x/"
   std::error_code error;
   fs::create_directories(dir.parent_path(), error);
@@ -65,6 +64,15 @@ std::string prepare_run_dir(const std::string& requested) {
   if (chmod(dir.c_str(), 0700) != 0) {
     refuse(dir, std::string("cannot write it: ") + strerror(errno));
   }
+  return dir;
+}
+
+namespace {
+
+// Claims the run folder (claim_folder), then creates run.db exclusively. Of two traindocs given
+// the same folder at once, one runs; the other stops here, before its job starts.
+std::string prepare_run_dir(const std::string& requested) {
+  fs::path dir = claim_folder(requested, "");
   int claim =
       open((dir / "run.db").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (claim < 0) {
@@ -130,6 +138,7 @@ int run_command(const RunArgs& args) {
   }
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
+  options.trial_steps = args.trial_steps;
   // Before supervise() starts threads: the guard is forked.
   supervisor::JobGuard guard(options.run_dir, static_cast<bool>(options.announce),
                              [&] { report_run(options.run_dir, Output::kNothing, stderr); });

@@ -70,6 +70,8 @@ enum class RecordType : uint32_t {
   kDdpParameters = 14,  // DDP's unused-parameter error ended the program (Python hook), which wrote
                         // the names of the parameters it lists to kDdpParametersFile: a = how
                         // many lines (index, name, module's class)
+  kBatchSize = 15,      // the process stepped its optimizer on batches of a DataLoader whose
+                        // batch size differs from the one it last told (Python hook): a = it
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

@@ -19,6 +19,8 @@
   X(kLabelOutOfRange, "label-out-of-range")                                                        \
   /* a parameter DDP's reducer named by index; a: its index, name: the parameter's name */         \
   X(kDdpParameter, "ddp-parameter")                                                                \
+  /* the batch size of the DataLoader a process steps on, when it changes; a: it */                \
+  X(kBatchSize, "batch-size")                                                                      \
   X(kStdinWait, "stdin-wait") /* a process blocked reading its terminal */                         \
   /* the supervisor's watches */                                                                   \
   X(kJobIdle, "job-idle")                                                                          \
@@ -27,6 +29,7 @@
   /* pid: its sender (0: the kernel, or one outside our pid namespace), name: its comm */          \
   X(kSignalForwarded, "signal-forwarded")                                                          \
   X(kTraindocAbort, "traindoc-abort") /* --on-mismatch abort stopped the job */                    \
+  X(kTrialEnded, "trial-ended")       /* traindoc fit ended a trial; a: its optimizer steps */     \
   X(kHostCpu, "host-cpu")             /* the host's CPU, for crash texts */                        \
   /* stack dumps asked for at a moment; text: the process's frames */                              \
   X(kStackAtStall, "stack-at-stall")                                                               \

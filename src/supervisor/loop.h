@@ -40,6 +40,7 @@
 #include "supervisor/supervisor.h"
 #include "supervisor/symbolizer.h"
 #include "supervisor/time_limit_watch.h"
+#include "supervisor/trial_watch.h"
 
 namespace traindoc::supervisor {
 
@@ -134,6 +135,11 @@ class Loop {
   // The checker's calls for run.db (`all`: at the end), and the ends of those stored open.
   void store_calls(bool all);
   void abort_job(const store::CollectiveIssue& issue);
+  // `traindoc fit`: the trial has run its steps.
+  void end_trial();
+  // SIGTERM to every live process of the job, SIGKILL to what is left kAbortGraceNs later;
+  // returns how many were sent it.
+  int end_job();
 
   // An issue of the stall watch waiting for the stacks it asked for.
   struct PendingIssue {
@@ -174,6 +180,7 @@ class Loop {
   StopForwarding m_stops;
   TimeLimitWatch m_time_limits;
   IdleWatch m_idle;
+  TrialWatch m_trial;
   // The timer's ticks and the samples taken, and when the samples were last thinned.
   uint64_t m_ticks = 0;
   uint64_t m_samples = 0;

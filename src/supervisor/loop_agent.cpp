@@ -134,12 +134,14 @@ size_t Loop::read_agent() {
     // A forked child has its rank's environment; it is a rank only once it joins a group.
     bool inherited = id.forked && id.rank_source != common::RankSource::kProcessGroup;
     m_checker.process_started(id.pid, id.start_ticks, id.rank, id.world_size, inherited);
+    if (!inherited) m_trial.process_started(id.world_size);
   }
   for (const AgentCollective& record : poll.collectives) m_checker.add(record);
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
   for (AgentCrash& crash : poll.crashes) symbolize_crash(crash.crash);
   for (const store::StepSample& step : poll.steps) {
     m_checker.steps_counted(step.pid, step.kind, step.count);
+    m_trial.steps_counted(step.pid, step.start_ticks, step.kind, step.count);
     store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
     if (step.count >= newest.count) newest = step;
   }
@@ -201,6 +203,10 @@ void Loop::take_record(const AgentRecord& record) {
                              " classes" +
                              (record.c ? ", largest " + std::to_string(*record.c) : ""),
                          record.a, record.b, record.c});
+      break;
+    case common::RecordType::kBatchSize:
+      m_store.add_event({record.time_ns, store::EventKind::kBatchSize, record.pid,
+                         "batch size " + std::to_string(record.a), record.a});
       break;
     default:
       break;

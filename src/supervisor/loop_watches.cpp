@@ -116,12 +116,28 @@ void Loop::report_issue(store::CollectiveIssue& issue, const std::string& prompt
   if (abort) abort_job(issue);
 }
 
-void Loop::abort_job(const store::CollectiveIssue& issue) {
+int Loop::end_job() {
   int sent = 0;
   for (auto [pid, start] : m_table.live_processes()) {
     if (signal_process(pid, start, SIGTERM)) ++sent;
   }
   m_kill_at_ns = common::realtime_ns() + kAbortGraceNs;
+  return sent;
+}
+
+void Loop::end_trial() {
+  // The peaks up to the last step, while every process is still there to read.
+  walk_and_sample(Walk::kRegular);
+  store_changes();
+  event(store::EventKind::kTrialEnded, 0,
+        "traindoc fit: the trial ran " + std::to_string(m_trial.steps()) +
+            " optimizer steps; traindoc ended it (SIGTERM to " + std::to_string(end_job()) +
+            " process(es))",
+        m_trial.steps());
+}
+
+void Loop::abort_job(const store::CollectiveIssue& issue) {
+  int sent = end_job();
   event(store::EventKind::kTraindocAbort, 0,
         "--on-mismatch abort: traindoc ended the job (SIGTERM to " + std::to_string(sent) +
             " process(es)) for " + std::string(to_string(issue.kind)) + ": " +

@@ -85,7 +85,8 @@ Loop::Loop(const SupervisorOptions& options)
                                     const std::string& text) { event(kind, pid, text); }),
       m_stops(getpid()),
       m_time_limits(m_run.start_ns),
-      m_idle(stall_ns(), int64_t{options.interval_ms} * 1'000'000) {}
+      m_idle(stall_ns(), int64_t{options.interval_ms} * 1'000'000),
+      m_trial(options.trial_steps) {}
 
 void Loop::event(store::EventKind kind, int pid, const std::string& text, std::optional<int64_t> a,
                  std::optional<int64_t> b) {
@@ -356,6 +357,7 @@ void Loop::tick(LogTap& tap) {
   reap_children();  // a SIGCHLD that a library's own thread took (one that unblocks all)
   if (m_root_done) return;
   read_agent();
+  if (m_trial.due()) end_trial();
   check_collectives();
   read_kernel_log();
   if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());

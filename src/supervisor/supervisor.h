@@ -24,6 +24,9 @@ struct SupervisorOptions {
   std::function<void(const std::string&)> announce;
   double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
+  // `traindoc fit`: end the job once every process that trains has run this many optimizer
+  // steps (0: never), its peaks sampled first.
+  int64_t trial_steps = 0;
   // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
   std::string nvml_library;
   // The job's guard (job_guard.h): never one of the job's processes, though traindoc's child

@@ -7,8 +7,6 @@ where the machine delegates the memory controller; skipped where no memory cgrou
 import os
 import re
 import sqlite3
-import time
-from pathlib import Path
 
 import pytest
 
@@ -17,56 +15,10 @@ from conftest import job_script
 LIMIT = 64 << 20
 
 
-def own_memory_cgroup():
-    """(version, directory) of this process's memory cgroup, or a reason there is none."""
-    lines = Path("/proc/self/cgroup").read_text().splitlines()
-    mounts = [line.split(" - ") for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            for head, tail in mounts:
-                fields, (fs_type, _, options) = head.split(), tail.split()[:3]
-                if fs_type == "cgroup" and "memory" in options.split(",") and fields[3] == "/":
-                    return 1, Path(fields[4] + path)
-    for line in lines:
-        if line.startswith("0::"):
-            for head, tail in mounts:
-                fields = head.split()
-                if tail.split()[0] == "cgroup2" and fields[3] == "/":
-                    own = Path(fields[4] + line[3:])
-                    controllers = own / "cgroup.controllers"
-                    if controllers.exists() and "memory" in controllers.read_text().split():
-                        return 2, own
-    return None
-
-
 @pytest.fixture
-def limited_cgroup():
+def limited_cgroup(memory_cgroup):
     """A new child memory cgroup of this process's own, limited to 64 MiB; removed after."""
-    found = own_memory_cgroup()
-    if found is None:
-        pytest.skip("no memory cgroup (v1 memory hierarchy or cgroup2 with memory) here")
-    version, own = found
-    child = own / f"traindoc_test_{os.getpid()}_{time.monotonic_ns()}"
-    try:
-        if version == 2:
-            # The memory controller for the children; refused where this cgroup holds processes.
-            (own / "cgroup.subtree_control").write_text("+memory")
-        child.mkdir()
-        (child / ("memory.max" if version == 2 else "memory.limit_in_bytes")).write_text(str(LIMIT))
-        if version == 1 and (child / "memory.memsw.limit_in_bytes").exists():
-            (child / "memory.memsw.limit_in_bytes").write_text(str(LIMIT))
-    except OSError as error:
-        if child.exists():
-            child.rmdir()
-        pytest.skip(f"no writable memory cgroup: {own}: {error}")
-    yield version, child
-    for _ in range(50):  # the killed job's last pages go a moment after its end
-        try:
-            child.rmdir()
-            break
-        except OSError:
-            time.sleep(0.1)
+    return memory_cgroup(LIMIT)
 
 
 def root_cause(run):

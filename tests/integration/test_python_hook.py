@@ -197,6 +197,28 @@ def test_the_number_a_dataloader_gives_its_worker():
     assert workers._worker_id(worker._worker_loop, args, {}) == 3
 
 
+def test_the_batch_size_of_a_dataloader():
+    """Its batch_size, else its batch_sampler's (a sampler of its own that makes the batches);
+    none where neither says (a list of index lists, a dataset that makes its own batches)."""
+    import torch
+    from torch.utils.data import (BatchSampler, DataLoader, IterableDataset, SequentialSampler,
+                                  TensorDataset)
+
+    sys.path.insert(0, str(ROOT / "python"))
+    from traindoc_hook import batches
+
+    class Batches(IterableDataset):
+        def __iter__(self):
+            yield torch.zeros(3, 2)
+
+    data = TensorDataset(torch.zeros(10, 2))
+    assert batches._batch_size(DataLoader(data, batch_size=4)) == 4
+    sampler = BatchSampler(SequentialSampler(data), batch_size=5, drop_last=False)
+    assert batches._batch_size(DataLoader(data, batch_sampler=sampler)) == 5
+    assert batches._batch_size(DataLoader(data, batch_sampler=[[0, 1], [2]])) is None
+    assert batches._batch_size(DataLoader(Batches(), batch_size=None)) is None
+
+
 def test_a_cuda_tensor_is_recorded_with_its_device_and_as_queued():
     """Without a GPU: a stand-in tensor that says it lives on CUDA. The record names its device
     (a CPU tensor on another rank is a mismatch) and says the call returns once queued."""

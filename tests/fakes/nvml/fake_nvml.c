@@ -5,8 +5,10 @@
 
      driver <version>
      device <uuid> <pci bus id> <total MiB> <used MiB> <name ...>   (indices in order, from 0)
-     process <device> <who> <MiB> [graphics] [+<MiB per second>]
+     process <device> <who> <MiB> [graphics] [+<MiB per second>] [@<file>]
          +R: the process's memory grows by R MiB a second from nvmlInit on (a leak)
+         @F: while file F holds a number, the process holds that many MiB instead (a job
+             that plays its own memory: what its training step would allocate)
          who: pid=<pid>   a process by its pid
               rank=<N>    the job process whose RANK is N (a descendant of the loading process
                           with TRAINDOC_RUN_DIR in its environment)
@@ -72,6 +74,7 @@ struct fake_process {
   long outer;    /* with hostpids proc: the pid in the outer namespace, found for `mirrored` */
   unsigned long long bytes;
   unsigned long long growth; /* bytes per second */
+  char played[256];          /* the file whose number of MiB it holds; "" for none */
   int graphics;
 };
 
@@ -147,19 +150,20 @@ static void load_script(const char* path) {
       }
     } else if (strcmp(word, "process") == 0 && g.process_count < MAX_PROCESSES) {
       struct fake_process* p = &g.processes[g.process_count];
-      char who[32] = "", options[2][16] = {"", ""};
+      char who[32] = "", options[3][256] = {"", "", ""};
       unsigned long long mib = 0;
-      if (sscanf(rest, "%d %31s %llu %15s %15s", &p->device, who, &mib, options[0], options[1]) >=
-          3) {
+      if (sscanf(rest, "%d %31s %llu %255s %255s %255s", &p->device, who, &mib, options[0],
+                 options[1], options[2]) >= 3) {
         char* eq = strchr(who, '=');
         if (eq == NULL) continue;
         p->kind = who[0] == 'p' ? 'p' : who[0] == 'r' ? 'r' : 'j';
         p->who = strtol(eq + 1, NULL, 10);
         p->pid = p->kind == 'p' ? p->who : 0;
         p->bytes = mib * MIB;
-        for (int o = 0; o < 2; ++o) {
+        for (int o = 0; o < 3; ++o) {
           if (strcmp(options[o], "graphics") == 0) p->graphics = 1;
           if (options[o][0] == '+') p->growth = strtoull(options[o] + 1, NULL, 10) * MIB;
+          if (options[o][0] == '@') snprintf(p->played, sizeof(p->played), "%s", options[o] + 1);
         }
         ++g.process_count;
       }
@@ -487,6 +491,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* 
 }
 
 static unsigned long long bytes_of(const struct fake_process* p) {
+  if (p->played[0] != '\0') {
+    FILE* file = fopen(p->played, "r");
+    unsigned long long mib = 0;
+    int held = file != NULL && fscanf(file, "%llu", &mib) == 1;
+    if (file != NULL) fclose(file);
+    if (held) return mib * MIB;
+  }
   return p->bytes + p->growth * (unsigned long long)(now_ms() - g.init_ms) / 1000;
 }
 

@@ -1,0 +1,157 @@
+"""traindoc fit: each trial a real supervised run of real PyTorch, the answer checked against a
+sweep of direct runs measured by the kernel (wait4's peak RSS), several ranks under torchrun, and
+the ends that are not an answer (another failure, --min out of memory, memory that does not grow,
+a budget below the fixed cost, a command without the placeholder)."""
+import json
+import math
+import os
+import subprocess
+
+from conftest import JOBS, PYTHON, ROOT, TRAINDOC, job_script, torchrun_ranks
+
+MIB = 2**20
+DEMO = [PYTHON, str(ROOT / "examples" / "demo" / "train.py"), "--image-size", "32x64",
+        "--workers", "0", "--log-every", "100"]
+
+
+def fit(tmp_path, *options, cmd, timeout=300):
+    out = tmp_path / "fit"
+    argv = [str(TRAINDOC), "fit", "--out", str(out), *map(str, options), "--", *map(str, cmd)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    result = json.loads((out / "fit.json").read_text()) if (out / "fit.json").exists() else None
+    return proc, result
+
+
+def direct_peak(cmd):
+    """The kernel's peak RSS of a run of `cmd` without traindoc, and its exit status."""
+    child = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss * 1024, child.returncode
+
+
+def test_the_demo_under_a_memory_budget_gets_the_batch_a_sweep_finds(tmp_path):
+    budget = 600 * MIB
+    proc, result = fit(tmp_path, "--param", "batch", "--min", 2, "--memory-budget", "600MiB",
+                       "--headroom", 0, "--json",
+                       cmd=[*DEMO, "--steps", 30, "--batch-size", "{batch}"])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == result
+    answer = result["recommended_batch"]
+    assert len(result["trials"]) <= 5, result["trials"]
+    assert result["model"]["meter"] == "rank 0 memory"
+    assert 2 * MIB < result["model"]["per_sample_bytes"] < 8 * MIB  # the demo at 32x64
+    fitted = [t for t in result["trials"] if t["batch"] == answer]
+    assert fitted and fitted[0]["outcome"] == "fits" and fitted[0]["peaks"]["rank 0 memory"] <= budget
+    # The truth, swept with direct runs of the same steps (1 + 3): the answer fits, and the first
+    # batch above it that does not is within 10 % of it.
+    peak, status = direct_peak([*DEMO, "--steps", 4, "--batch-size", answer])
+    assert status == 0 and peak <= budget, (answer, peak / MIB)
+    stride = max(1, answer // 20)
+    batch = answer + stride
+    while True:
+        peak, status = direct_peak([*DEMO, "--steps", 4, "--batch-size", batch])
+        assert status == 0
+        if peak > budget:
+            break
+        batch += stride
+        assert batch <= math.ceil(answer * 1.1) + stride, f"{batch} still fits: {answer} is far below"
+    assert batch - stride < answer * 1.1, (answer, batch)
+    # Each trial is a run folder of its own, whose report says traindoc fit ended it.
+    for trial in result["trials"]:
+        report = json.loads((trial["run_dir"] and open(trial["run_dir"] + "/report.json").read()))
+        assert report["findings"][0]["kind"] == "stop-requested", report["findings"][0]
+        assert "traindoc fit" in report["findings"][0]["title"]
+
+
+def test_under_torchrun_the_rank_that_holds_most_limits_the_batch(tmp_path):
+    cmd = torchrun_ranks(2, JOBS / "fit_job.py", "--batch-size", "{batch}")
+    # Two optimizer steps a trial: rank 0 keeps its samples at the first.
+    proc, result = fit(tmp_path, "--param", "batch", "--memory-budget", "600MiB", "--headroom", 0,
+                       "--target-batch", 256, "--steps", 1, cmd=cmd)
+    assert proc.returncode == 0, proc.stderr
+    answer = result["recommended_batch"]
+    assert len(result["trials"]) <= 5, result["trials"]
+    assert result["world_size"] == 2
+    assert result["model"]["meter"] == "rank 0 memory"  # rank 0 keeps 6 MiB more per sample
+    last = [t for t in result["trials"] if t["batch"] == answer][0]
+    assert last["peaks"]["rank 0 memory"] <= 600 * MIB < last["peaks"]["rank 0 memory"] + 8 * MIB * 3
+    assert last["peaks"]["rank 1 memory"] < last["peaks"]["rank 0 memory"] - 100 * MIB
+    plan = result["accumulation"]
+    assert plan["batch"] * plan["steps"] * 2 == plan["effective_batch"] == 256
+    assert plan["batch"] <= answer and plan["command"][-1] == str(plan["batch"])
+    # The table, for people.
+    assert f"recommended batch: {answer}" in proc.stdout
+    assert "rank 0 memory" in proc.stdout and "accumulate gradients over" in proc.stdout
+    assert proc.stdout.count("fits") + proc.stdout.count("over budget") >= len(result["trials"])
+
+
+def test_a_trial_that_fails_for_another_reason_stops_with_its_root_cause(tmp_path):
+    proc, result = fit(tmp_path, "--param", "bs", "--memory-budget", "2GiB",
+                       cmd=job_script("fit_job.py", "--mode", "fails-from", "--limit", 8,
+                                      "--batch-size", "{bs}"))
+    assert proc.returncode == 125, proc.stderr
+    assert [t["outcome"] for t in result["trials"]] == ["fits", "failed"]
+    assert result["recommended_batch"] is None
+    assert "failed for a reason other than memory" in result["error"]
+    # The trial's own report, as traindoc run prints it.
+    assert "ValueError: the augmentation cannot crop 8 samples at once" in proc.stderr
+
+
+def test_a_min_already_out_of_gpu_memory_is_said_so(tmp_path):
+    proc, result = fit(tmp_path, "--param", "batch", "--min", 20,
+                       cmd=job_script("fit_job.py", "--mode", "gpu-oom-from", "--limit", 16,
+                                      "--batch-size", "{batch}"))
+    assert proc.returncode == 125, proc.stderr
+    assert [t["outcome"] for t in result["trials"]] == ["out of memory"]
+    assert result["error"].startswith("batch 20 (--min) does not fit:")
+    assert "out of GPU memory" in result["error"] or "CUDA" in result["error"], result["error"]
+
+
+def test_memory_that_does_not_grow_with_the_parameter_gets_no_model(tmp_path):
+    proc, result = fit(tmp_path, "--param", "batch", "--memory-budget", "1GiB",
+                       cmd=job_script("fit_job.py", "--mode", "plain", "--fixed-mib", 50,
+                                      "--batch-size", "{batch}"))
+    assert proc.returncode == 125, proc.stderr
+    assert "memory does not grow with {batch}" in result["error"]
+    assert result["recommended_batch"] is None and len(result["trials"]) == 2
+    # With --max, the largest batch allowed, where it fits.
+    (tmp_path / "fit").rename(tmp_path / "first")
+    proc, result = fit(tmp_path, "--param", "batch", "--memory-budget", "1GiB", "--max", 300,
+                       cmd=job_script("fit_job.py", "--mode", "plain", "--fixed-mib", 50,
+                                      "--batch-size", "{batch}"))
+    assert proc.returncode == 0, proc.stderr
+    assert result["recommended_batch"] == 300
+
+
+def test_a_budget_below_the_fixed_cost_says_the_fixed_cost(tmp_path):
+    # The batch from a variable, as some jobs take it.
+    proc, result = fit(tmp_path, "--param", "batch", "--env", "FIT_BATCH", "--memory-budget",
+                       "150MiB", cmd=job_script("fit_job.py", "--mode", "plain", "--fixed-mib",
+                                                200, "--per-sample-mib", 2))
+    assert proc.returncode == 125, proc.stderr
+    assert [t["outcome"] for t in result["trials"]] == ["over budget", "over budget"]
+    assert [t["batch"] for t in result["trials"]] == [1, 2]
+    fixed = result["model"]["fixed_bytes"] / MIB
+    assert 200 <= fixed < 230, fixed  # 200 MiB and the interpreter's own
+    assert 1.5 < result["model"]["per_sample_bytes"] / MIB < 2.5
+    assert result["error"].startswith("no batch fits: rank 0 memory holds about")
+
+
+def test_bad_input_is_a_usage_error_before_any_trial(tmp_path):
+    proc, _ = fit(tmp_path, "--param", "batch", cmd=job_script("fit_job.py", "--batch-size", 4))
+    assert proc.returncode == 2
+    assert "the command holds no {batch}" in proc.stderr
+    assert not (tmp_path / "fit").exists()
+    for options, words in ((("--memory-budget", "NaNMiB"), "not a size"),
+                           (("--memory-budget", "12 parsecs"), "not a size"),
+                           (("--min", 8, "--max", 4), "--max is below --min"),
+                           (("--headroom", "nan"), "finite"),
+                           (("--steps", 0), "--steps")):
+        proc, _ = fit(tmp_path, "--param", "batch", *options,
+                      cmd=job_script("fit_job.py", "--batch-size", "{batch}"))
+        assert proc.returncode == 2, (options, proc.stderr)
+        assert words in proc.stderr, (options, proc.stderr)
+    proc, _ = fit(tmp_path, cmd=job_script("fit_job.py", "--batch-size", "{batch}"))
+    assert proc.returncode == 2 and "--param" in proc.stderr
