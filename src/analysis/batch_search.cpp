@@ -14,6 +14,9 @@ constexpr int kSecondTrialFactor = 8;
 // Peaks that grow less than this over the batches measured do not grow with the batch: page and
 // block rounding alone moves a peak by a few MiB.
 constexpr double kNoGrowthBytes = 4.0 * (1 << 20);
+// The two largest batches measured give the slope where the answer is when their peaks lie this
+// far apart: enough above the rounding for a slope to extrapolate.
+constexpr double kSlopeBytes = 16.0 * (1 << 20);
 // A prediction this close above the largest batch that fit is not worth a trial of its own, nor
 // is a batch between it and a failure this close above it: the answer is then within 5 % of the
 // truth, and never above it.
@@ -73,30 +76,48 @@ double predicted(const MemoryModel& model, uint64_t usable) {
   return std::floor((static_cast<double>(usable) - model.fixed_bytes) / model.per_sample_bytes);
 }
 
-// The largest batch a meter's measured peaks say fits in `usable`: between the two measured
-// batches on either side of it where there are such (memory that grows faster than a line, as
-// attention's does, is then bracketed), else on the line through the two largest batches
-// measured where they lie far enough apart for rounding not to tilt it, else on `model`.
+// The batch at which the line through two measured peaks reaches `usable`; empty where the
+// peaks lie closer than `apart` (rounding would make the slope) or do not rise with the batch.
+std::optional<double> through(const std::pair<int, uint64_t>& a, const std::pair<int, uint64_t>& b,
+                              uint64_t usable, double apart) {
+  double rise = static_cast<double>(b.second) - static_cast<double>(a.second);
+  int run = b.first - a.first;
+  if (run == 0 || rise / run <= 0 || std::abs(rise) < apart) return std::nullopt;
+  return std::floor(a.first +
+                    (static_cast<double>(usable) - static_cast<double>(a.second)) * run / rise);
+}
+
+// The largest batch a meter's measured peaks say fits in `usable`. Once a trial went over it:
+// on the line through the two peaks nearest it (a secant, which converges where bracketing from
+// a far end creeps), else between the batches on either side. Else on the line through the two
+// largest batches where their peaks lie far enough apart (the curve's slope where the answer
+// is, which a curve that bends makes differ from the whole line's), else on `model`.
 double predicted(std::vector<std::pair<int, uint64_t>> points, const MemoryModel& model,
                  uint64_t usable) {
   std::sort(points.begin(), points.end());
   auto above = std::find_if(points.begin(), points.end(),
                             [usable](const auto& point) { return point.second > usable; });
-  if (above != points.begin() && above != points.end()) {
-    auto below = std::prev(above);
-    if (below->second < above->second) {
-      return std::floor(below->first + static_cast<double>(usable - below->second) *
-                                           (above->first - below->first) /
-                                           static_cast<double>(above->second - below->second));
+  if (above != points.end()) {
+    std::vector<std::pair<int, uint64_t>> nearest = points;
+    auto distance = [usable](const auto& point) {
+      return std::abs(static_cast<double>(point.second) - static_cast<double>(usable));
+    };
+    std::sort(nearest.begin(), nearest.end(),
+              [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
+    for (size_t i = 1; i < nearest.size(); ++i) {
+      if (std::optional<double> batch = through(nearest[0], nearest[i], usable, kNoGrowthBytes)) {
+        return *batch;
+      }
     }
-  }
-  if (above == points.end() && points.size() >= 3) {
-    const auto& [low, low_peak] = points[points.size() - 2];
-    const auto& [high, high_peak] = points.back();
-    if (high - low >= std::max(2, high / 4) && high_peak > low_peak) {
-      double per_sample = static_cast<double>(high_peak - low_peak) / (high - low);
-      return std::floor(high +
-                        static_cast<double>(usable - std::min(usable, high_peak)) / per_sample);
+    if (above != points.begin()) {
+      if (std::optional<double> batch = through(*std::prev(above), *above, usable, 0)) {
+        return *batch;
+      }
+    }
+  } else if (points.size() >= 3) {
+    if (std::optional<double> batch =
+            through(points[points.size() - 2], points.back(), usable, kSlopeBytes)) {
+      return *batch;
     }
   }
   return predicted(model, usable);
