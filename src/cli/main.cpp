@@ -75,7 +75,12 @@ CLI::App* add_fit(CLI::App& app, traindoc::cli::FitArgs& fit) {
                    ? std::string("a name without braces, as in --param batch for {batch}")
                    : std::string();
       });
-  cmd->add_option("--env", fit.env, "Set the batch size in this environment variable too");
+  cmd->add_option("--env", fit.env, "Set the batch size in this environment variable too")
+      ->check([](const std::string& name) {
+        return name.empty() || name.find('=') != std::string::npos
+                   ? std::string("a variable's name, without =")
+                   : std::string();
+      });
   cmd->add_option("--min", fit.min_batch, "The first batch tried (default 1)")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--max", fit.max_batch, "Never recommend more")->check(CLI::Range(1, 1 << 24));

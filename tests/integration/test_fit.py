@@ -3,14 +3,14 @@ sweep of direct runs measured by the kernel (wait4's peak RSS), several ranks un
 the ends that are not an answer (another failure, --min out of memory, memory that does not grow,
 a budget below the fixed cost, a command without the placeholder)."""
 import json
-import math
 import os
 import subprocess
+from pathlib import Path
 
 from conftest import JOBS, PYTHON, ROOT, TRAINDOC, job_script, torchrun_ranks
 
 MIB = 2**20
-DEMO = [PYTHON, str(ROOT / "examples" / "demo" / "train.py"), "--image-size", "32x64",
+DEMO = [PYTHON, str(ROOT / "examples" / "demo" / "train.py"), "--image-size", "48x96",
         "--workers", "0", "--log-every", "100"]
 
 
@@ -32,20 +32,25 @@ def direct_peak(cmd):
 
 
 def test_the_demo_under_a_memory_budget_gets_the_batch_a_sweep_finds(tmp_path):
-    budget = 600 * MIB
-    proc, result = fit(tmp_path, "--param", "batch", "--min", 2, "--memory-budget", "600MiB",
-                       "--headroom", 0, "--json",
+    # The same batch peaks a few MiB apart from run to run (the allocator, the pages the
+    # interpreter touches): fit keeps 1 % (7 MiB) of the budget free, and the sweep below holds
+    # each direct run to the whole budget.
+    budget = 700 * MIB
+    proc, result = fit(tmp_path, "--param", "batch", "--min", 2, "--memory-budget", "700MiB",
+                       "--headroom", 1, "--json",
                        cmd=[*DEMO, "--steps", 30, "--batch-size", "{batch}"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == result
     answer = result["recommended_batch"]
     assert len(result["trials"]) <= 5, result["trials"]
     assert result["model"]["meter"] == "rank 0 memory"
-    assert 2 * MIB < result["model"]["per_sample_bytes"] < 8 * MIB  # the demo at 32x64
+    assert 5 * MIB < result["model"]["per_sample_bytes"] < 12 * MIB  # the demo at 48x96
     fitted = [t for t in result["trials"] if t["batch"] == answer]
-    assert fitted and fitted[0]["outcome"] == "fits" and fitted[0]["peaks"]["rank 0 memory"] <= budget
+    assert fitted and fitted[0]["outcome"] == "fits"
+    assert fitted[0]["peaks"]["rank 0 memory"] <= 0.99 * budget
     # The truth, swept with direct runs of the same steps (1 + 3): the answer fits, and the first
-    # batch above it that does not is within 10 % of it.
+    # batch above it that does not leaves the truth (the largest that fits, below it) within
+    # 10 % of the answer.
     peak, status = direct_peak([*DEMO, "--steps", 4, "--batch-size", answer])
     assert status == 0 and peak <= budget, (answer, peak / MIB)
     stride = max(1, answer // 20)
@@ -55,12 +60,12 @@ def test_the_demo_under_a_memory_budget_gets_the_batch_a_sweep_finds(tmp_path):
         assert status == 0
         if peak > budget:
             break
+        assert batch < answer / 0.9, f"{batch} fits too: {answer} is over 10 % below the truth"
         batch += stride
-        assert batch <= math.ceil(answer * 1.1) + stride, f"{batch} still fits: {answer} is far below"
-    assert batch - stride < answer * 1.1, (answer, batch)
+    assert answer >= 0.9 * (batch - 1), (answer, batch)
     # Each trial is a run folder of its own, whose report says traindoc fit ended it.
     for trial in result["trials"]:
-        report = json.loads((trial["run_dir"] and open(trial["run_dir"] + "/report.json").read()))
+        report = json.loads((Path(trial["run_dir"]) / "report.json").read_text())
         assert report["findings"][0]["kind"] == "stop-requested", report["findings"][0]
         assert "traindoc fit" in report["findings"][0]["title"]
 
