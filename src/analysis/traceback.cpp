@@ -187,13 +187,31 @@ class Parser {
     prev = std::max(prev, line.number);
 
     LinePrefix p = strip_launcher_prefix(line.text);
-    Track& track = m_tracks[{line.stream, std::string(p.prefix)}];
+    // torchrun's --tee copies each rank's file a line at a time, and a line its rank had not
+    // finished writing goes out as far as it was read, then the rest after its prefix again:
+    // "[default1]:Parameter at index 1 has been mar[default1]:ked as ready twice". The prefix
+    // within the line is that split, not the rank's words.
+    store::LogLine joined;
+    const store::LogLine* read = &line;
+    if (!p.prefix.empty() && p.text.find(p.prefix) != std::string_view::npos) {
+      joined = line;
+      joined.text = p.prefix;
+      for (std::string_view rest = p.text; !rest.empty();) {
+        size_t at = rest.find(p.prefix);
+        joined.text += rest.substr(0, at);
+        rest =
+            at == std::string_view::npos ? std::string_view() : rest.substr(at + p.prefix.size());
+      }
+      read = &joined;
+      p = strip_launcher_prefix(joined.text);
+    }
+    Track& track = m_tracks[{read->stream, std::string(p.prefix)}];
     if (track.state != State::kIdle &&
-        store::elapsed_ns(track.last_t, line.t_ns) > kMessagePauseNs) {
+        store::elapsed_ns(track.last_t, read->t_ns) > kMessagePauseNs) {
       close(track, track.state == State::kFrames);
     }
-    track.last_t = line.t_ns;
-    process(track, line, p);
+    track.last_t = read->t_ns;
+    process(track, *read, p);
   }
 
   void finish() {

@@ -254,6 +254,29 @@ TEST(TracebackParse, WhatEndsAMessageAndWhatIsNoHeader) {
   for (const PythonTraceback& tb : tbs) EXPECT_NE(tb.first_line, 2u);
 }
 
+// torchrun --tee printed a line its rank had not finished writing in two pieces, the second
+// after the prefix again: the message is the rank's, whole.
+TEST(TracebackParse, ALineTheTeeSplitIsJoined) {
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "[default1]:Traceback (most recent call last):",
+      "[default1]:  File \"/home/user/train.py\", line 40, in <module>",
+      "[default1]:    loss.backward()",
+      "[default1]:RuntimeError: Expected to mark a variable ready only once. This error is caused "
+      "by one of the following reasons: 1) Use of a module parameter outside the `forward` "
+      "function.",
+      "[default1]:Parameter at index 1 has been mar[default1]:ked as ready twice. This means that "
+      "multiple autograd engine  hooks have fired for this particular parameter during this "
+      "iteration.",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_THAT(tbs[0].message,
+              ::testing::HasSubstr("Parameter at index 1 has been marked as ready"));
+  std::vector<SignatureMatch> ms = match_traceback(tbs[0]);
+  const SignatureMatch* m = find(ms, "torch.ddp-ready-twice");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->fields.at("param_index"), "1");
+}
+
 TEST(TracebackParse, TorchrunTeeInterleavedRanks) {
   std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
       "[default0]:Traceback (most recent call last):",
