@@ -1,16 +1,30 @@
 // Bounded file reads. Supervisor process, main loop thread.
 #include "supervisor/file_text.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/file_descriptor.h"
 
 namespace traindoc::supervisor {
 
 std::string read_file_text(const std::string& path, size_t limit) {
-  std::ifstream in(path, std::ios::binary);
+  // A job writes the run folder's files: a link it put there leads nowhere, and a FIFO or a
+  // device would block the supervisor's read (O_NONBLOCK keeps the open from blocking on a
+  // FIFO; only a regular file is read).
+  common::FileDescriptor fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat info {};
+  if (fd.get() < 0 || fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
   std::string text;
   char chunk[1 << 16];
-  while (text.size() <= limit && in.read(chunk, sizeof(chunk)).gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
+  while (text.size() <= limit) {
+    ssize_t n = read(fd.get(), chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(chunk, static_cast<size_t>(n));
   }
   return text;
 }
