@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -18,7 +20,9 @@
 #include "cli/commands.h"
 #include "report/safe_text.h"
 #include "report/terminal.h"
+#include "store/forwarded_signal.h"
 #include "store/store_reader.h"
+#include "supervisor/launcher.h"
 
 namespace traindoc::cli {
 namespace fs = std::filesystem;
@@ -40,6 +44,8 @@ struct TrialRun {
   analysis::TrialReading reading;
   analysis::Diagnosis diagnosis;
   std::string dir;
+  // A stop asked of the trial's job from outside (a Ctrl-C, a scheduler): the fit stops too.
+  std::optional<store::Event> stop;
 };
 
 std::string placeholder(const FitArgs& args) {
@@ -123,6 +129,9 @@ TrialRun run_trial(const FitArgs& args, const fs::path& fit_dir, size_t index, i
   store::Evidence evidence = store::read_evidence(run.dir + "/run.db");
   run.diagnosis = analysis::diagnose(evidence);
   run.reading = analysis::read_trial(evidence, run.diagnosis, limits);
+  for (const store::Event& event : evidence.events) {
+    if (event.kind == store::EventKind::kSignalForwarded && !run.stop) run.stop = event;
+  }
   run.trial.batch = batch;
   run.trial.outcome = run.reading.outcome;
   run.trial.peaks = run.reading.peaks;
@@ -175,7 +184,8 @@ struct FitResult {
   std::map<std::string, uint64_t> usable;
   std::map<std::string, uint64_t> capacity;
   std::optional<Plan> plan;
-  std::string error;  // why there is no answer; "" when there is one
+  std::string error;    // why there is no answer; "" when there is one
+  int stop_signal = 0;  // the signal that stopped the fit from outside; 0: none
 };
 
 std::string over_usable(const FitResult& result, const TrialRun& run) {
@@ -380,12 +390,40 @@ std::optional<uint64_t> parse_size(const std::string& text) {
   return static_cast<uint64_t>(value * unit->second);
 }
 
+int bracket_fits(const std::vector<Trial>& trials) {
+  int largest = 0;
+  for (const Trial& trial : trials) {
+    if (trial.outcome == TrialOutcome::kFits) largest = std::max(largest, trial.batch);
+  }
+  return largest;
+}
+
+// A stop from outside: during a trial (its job was passed the signal), or before one (the stop
+// signals stay blocked from fit's start, so that one between trials waits here rather than
+// ending fit before fit.json).
+bool stopped(FitResult& result, const std::vector<Trial>& trials,
+             const std::optional<store::Event>& during) {
+  int before = during ? 0 : supervisor::take_pending_stop();
+  if (!during && before == 0) return false;
+  result.error =
+      "stopped by " +
+      (during
+           ? store::forwarded_request(*during) + " during trial " + std::to_string(trials.size())
+           : analysis::signal_name(before) + " before trial " + std::to_string(trials.size() + 1));
+  if (int fit = bracket_fits(trials); fit > 0) {
+    result.error += "; the largest batch that fit so far: " + std::to_string(fit);
+  }
+  result.stop_signal = during ? static_cast<int>(during->a.value_or(SIGINT)) : before;
+  return true;
+}
+
 FitResult search(const FitArgs& args, const fs::path& fit_dir,
                  const analysis::TrialLimits& limits) {
   analysis::SearchLimits search{args.min_batch, args.max_batch, kMaxTrials, {}};
   FitResult result;
   std::vector<Trial> trials;
   while ((result.step = analysis::next_search_step(search, trials)).next_batch) {
+    if (stopped(result, trials, std::nullopt)) return result;
     TrialRun run = run_trial(args, fit_dir, trials.size(), *result.step.next_batch, limits);
     for (const auto& [meter, usable] : run.reading.usable) {
       search.usable[meter] = usable;
@@ -396,7 +434,9 @@ FitResult search(const FitArgs& args, const fs::path& fit_dir,
     bool unmeasured = run.trial.peaks.empty() && run.trial.outcome != TrialOutcome::kFailed &&
                       run.trial.outcome != TrialOutcome::kOutOfMemory;
     trials.push_back(run.trial);
+    std::optional<store::Event> stop = run.stop;
     result.runs.push_back(std::move(run));
+    if (stop && stopped(result, trials, stop)) return result;
     if (unmeasured) {
       result.error = "trial " + std::to_string(trials.size()) +
                      " measured no memory: its job ended before its first sample";
@@ -439,6 +479,7 @@ int fit_command(const FitArgs& args) {
   if (args.max_batch && *args.max_batch < args.min_batch) {
     return usage("--max is below --min");
   }
+  supervisor::block_supervisor_signals();
   fs::path fit_dir = claim_folder(args.out, "fit-");
   FitResult result = search(args, fit_dir, limits);
   json document = fit_json(args, result, fit_dir);
@@ -455,6 +496,8 @@ int fit_command(const FitArgs& args) {
   } else {
     fputs(summary(args, result, fit_dir).c_str(), stdout);
   }
+  // Stopped from outside: as a shell tells a command a signal ended, 130 for a Ctrl-C.
+  if (result.stop_signal != 0) return 128 + result.stop_signal;
   return result.error.empty() ? 0 : kOwnFailure;
 }
 

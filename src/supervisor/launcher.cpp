@@ -130,6 +130,14 @@ void end_if_stopped_before_launch() {
   pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);  // delivered at once: its default action
 }
 
+int take_pending_stop() {
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int sig : kStopSignals) sigaddset(&stops, sig);
+  timespec now{};
+  return std::max(0, sigtimedwait(&stops, nullptr, &now));
+}
+
 LaunchedJob launch(const LaunchSpec& spec) {
   if (spec.argv.empty()) throw std::runtime_error("no command to run");
   LaunchedJob job;

@@ -46,6 +46,10 @@ void block_supervisor_signals();
 // it would have unblocked (nothing to forward it to). Returns when none is pending.
 void end_if_stopped_before_launch();
 
+// A stop signal that came while no job ran (between two trials of traindoc fit, the stop signals
+// still blocked): taken, and its number returned; 0 when none is pending.
+int take_pending_stop();
+
 // Forks and execs the job. Throws LaunchError when exec fails (the child is reaped).
 LaunchedJob launch(const LaunchSpec& spec);
 

@@ -295,7 +295,9 @@ void Loop::start_job() {
   m_store.write_run(m_run);
   m_store.flush();
 
-  end_if_stopped_before_launch();  // NVML's start can take seconds
+  // NVML's start can take seconds. A trial of traindoc fit starts its job anyway, which is passed
+  // the stop at once: fit learns of it from the trial, and ends with what it found.
+  if (m_options.trial_steps == 0) end_if_stopped_before_launch();
   LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : "",
                   m_agent ? m_options.python_path : ""};
   try {

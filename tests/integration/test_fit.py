@@ -4,8 +4,12 @@ the ends that are not an answer (another failure, --min out of memory, memory th
 a budget below the fixed cost, a command without the placeholder)."""
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
+
+import pytest
 
 from conftest import JOBS, PYTHON, ROOT, TRAINDOC, job_script, torchrun_ranks
 
@@ -142,6 +146,28 @@ def test_a_budget_below_the_fixed_cost_says_the_fixed_cost(tmp_path):
     assert 200 <= fixed < 230, fixed  # 200 MiB and the interpreter's own
     assert 1.5 < result["model"]["per_sample_bytes"] / MIB < 2.5
     assert result["error"].startswith("no batch fits: rank 0 memory holds about")
+
+
+@pytest.mark.parametrize("delay", [0, 0.6])  # as trial 2 starts, and while its job runs
+def test_a_stop_ends_the_fit_with_what_it_found(tmp_path, delay):
+    """A Ctrl-C (SIGINT to traindoc) during a trial, or between two, ends the fit as a shell tells
+    an interrupted command (130), with fit.json saying so and the largest batch that fit."""
+    out = tmp_path / "fit"
+    argv = [str(TRAINDOC), "fit", "--out", str(out), "--param", "batch", "--memory-budget", "1GiB",
+            "--", *job_script("fit_job.py", "--mode", "plain", "--fixed-mib", 20,
+                              "--per-sample-mib", 1, "--batch-size", "{batch}")]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        deadline = time.monotonic() + 60
+        while not (out / "trial-02-batch-8").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    result = json.loads((out / "fit.json").read_text())
+    assert result["error"].startswith("stopped by SIGINT"), result["error"]
+    assert result["error"].endswith("the largest batch that fit so far: 1"), result["error"]
+    assert result["recommended_batch"] is None
 
 
 def test_bad_input_is_a_usage_error_before_any_trial(tmp_path):
