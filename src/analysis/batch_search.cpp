@@ -17,10 +17,12 @@ constexpr double kNoGrowthBytes = 4.0 * (1 << 20);
 // The two largest batches measured give the slope where the answer is when their peaks lie this
 // far apart: enough above the rounding for a slope to extrapolate.
 constexpr double kSlopeBytes = 16.0 * (1 << 20);
-// A prediction this close above the largest batch that fit is not worth a trial of its own, nor
-// is a batch between it and a failure this close above it: the answer is then within 5 % of the
-// truth, and never above it.
+// A batch between the largest that fit and a failure this close above it is not worth a trial:
+// the answer is then within 5 % of the truth, and never above it.
 constexpr double kEnoughGain = 0.05;
+// Nor is a prediction this close above the largest batch that fit, where no failure bounds it:
+// a peak a little off from run to run moves the prediction by as much.
+constexpr double kEnoughPredictedGain = 0.02;
 // After a predicted batch failed without a measurement, the next trial goes this far from the
 // largest batch that fit towards it.
 constexpr double kBelowFailure = 0.85;
@@ -243,7 +245,7 @@ SearchStep next_search_step(const SearchLimits& limits, const std::vector<Trial>
     // Nothing grows: only a --max that fits is an answer; a model of noise is none.
     if (!limits.max_batch || bracket.fails != INT_MAX) return ended(step, SearchEnd::kNoGrowth);
     next = *limits.max_batch;
-  } else if (best < bracket.fits + std::max(1.0, std::ceil(bracket.fits * kEnoughGain))) {
+  } else if (best < bracket.fits + std::max(1.0, std::ceil(bracket.fits * kEnoughPredictedGain))) {
     return ended(step, SearchEnd::kFound, bracket.fits);
   } else {
     // The model's batch, unless a failure at or below it (a crash, which measured nothing)
