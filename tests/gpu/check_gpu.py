@@ -248,10 +248,54 @@ def check_cuda_init(traindoc, work):
     assert "/dev/nvidia-uvm" in f[0]["fix"], f[0]["fix"]
 
 
+# The demo at half Cityscapes' size, the batch left to traindoc fit.
+FIT_DEMO = [sys.executable, str(ROOT / "examples" / "demo" / "train.py"), "--device", "cuda",
+            "--workers", "0", "--image-size", "512x1024"]
+FIT_LIMIT_S = 900
+
+
+def rank0_gpu_peak(report):
+    """Rank 0's peak on its GPU as NVML saw it, from report.json; 0 where none was seen."""
+    return max((p["peak"] for g in report.get("gpus", []) for p in g["processes"]
+                if p["in_job"] and p["who"] == "rank 0"), default=0)
+
+
+def check_fit(traindoc, work):
+    """traindoc fit against the GPU's own memory, then the truth swept by direct runs under
+    `traindoc run` (1 + 3 steps, as a trial): the answer runs without running out of memory, and
+    the first batch 10 % above it runs out or goes over what fit may use."""
+    out = work / "fit"
+    proc = subprocess.run([traindoc, "fit", "--out", str(out), "--param", "batch", "--min", "2",
+                           "--json", "--", *FIT_DEMO, "--steps", "30", "--batch-size", "{batch}"],
+                          capture_output=True, timeout=FIT_LIMIT_S)
+    if KEEP.folder is not None:
+        (KEEP.folder / "fit").mkdir(parents=True, exist_ok=True)
+        (KEEP.folder / "fit" / "fit.json").write_bytes(proc.stdout)
+        (KEEP.folder / "fit" / "stderr.txt").write_bytes(proc.stderr)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+    result = json.loads(proc.stdout)
+    answer = result["recommended_batch"]
+    assert result["model"]["meter"] == "rank 0 GPU", result["model"]
+    assert len(result["trials"]) <= 5, [(t["batch"], t["outcome"]) for t in result["trials"]]
+    usable = result["meters"]["rank 0 GPU"]["usable_bytes"]
+    report = traindoc_run(traindoc, work / "fit-answer",
+                          FIT_DEMO + ["--steps", "4", "--batch-size", str(answer)], "fit-answer")
+    assert report["run"]["status"] == 0, root(report)
+    assert rank0_gpu_peak(report) <= usable, (rank0_gpu_peak(report), usable)
+    above = answer * 10 // 9 + 1
+    report = traindoc_run(traindoc, work / "fit-above",
+                          FIT_DEMO + ["--steps", "4", "--batch-size", str(above)], "fit-above")
+    out_of_memory = report["run"]["status"] != 0 and root(report)["kind"] in (
+        "gpu-oom", "gpu-fragmentation")
+    assert out_of_memory or rank0_gpu_peak(report) > usable, (above, rank0_gpu_peak(report))
+    print(f"fit: batch {answer} in {len(result['trials'])} trials, "
+          f"{sum(t['seconds'] for t in result['trials']):.0f} s; {above} does not fit")
+
+
 CHECKS = {"real-oom": check_real_oom, "label-255": check_label_255,
           "second-process": check_second_process, "nvml-vs-smi": check_nvml_vs_smi,
           "more-ranks": check_more_ranks_than_gpus, "sync-wait": check_sync_wait,
-          "cuda-init": check_cuda_init}
+          "cuda-init": check_cuda_init, "fit": check_fit}
 
 
 def main():
