@@ -62,12 +62,9 @@ struct Bracket {
 
 Bracket bracket_of(const std::vector<Trial>& trials) {
   Bracket bracket;
+  bracket.fits = largest_fit(trials);
   for (const Trial& trial : trials) {
-    if (trial.outcome == TrialOutcome::kFits) {
-      bracket.fits = std::max(bracket.fits, trial.batch);
-    } else {
-      bracket.fails = std::min(bracket.fails, trial.batch);
-    }
+    if (trial.outcome != TrialOutcome::kFits) bracket.fails = std::min(bracket.fails, trial.batch);
   }
   return bracket;
 }
@@ -178,6 +175,14 @@ const char* to_string(TrialOutcome outcome) {
       return "failed";
   }
   return "failed";
+}
+
+int largest_fit(const std::vector<Trial>& trials) {
+  int largest = 0;
+  for (const Trial& trial : trials) {
+    if (trial.outcome == TrialOutcome::kFits) largest = std::max(largest, trial.batch);
+  }
+  return largest;
 }
 
 std::optional<MemoryModel> fit_memory(const std::vector<std::pair<int, uint64_t>>& points) {

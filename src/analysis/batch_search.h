@@ -72,6 +72,9 @@ struct SearchStep {
   std::string limiting;
 };
 
+// The largest batch of the trials that fit; 0 when none did.
+int largest_fit(const std::vector<Trial>& trials);
+
 // The next trial, or the end of the search, from the trials so far (in the order they ran).
 SearchStep next_search_step(const SearchLimits& limits, const std::vector<Trial>& trials);
 

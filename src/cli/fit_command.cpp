@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "analysis/batch_advice.h"
 #include "analysis/batch_search.h"
 #include "analysis/diagnosis.h"
 #include "analysis/trial_reading.h"
@@ -63,17 +64,9 @@ std::vector<std::string> with_batch(const FitArgs& args, int batch) {
   return command;
 }
 
+// The command as a shell reads it back, safe to print on a terminal.
 std::string shell_line(const std::vector<std::string>& command) {
-  std::string line;
-  for (const std::string& arg : command) {
-    bool plain = !arg.empty() && arg.find_first_not_of(
-                                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
-                                     "QRSTUVWXYZ0123456789-_./=:,+@%{}") == std::string::npos;
-    std::string quoted = "'";
-    for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    line += (line.empty() ? "" : " ") + (plain ? arg : quoted + "'");
-  }
-  return report::terminal_safe(line);
+  return report::terminal_safe(analysis::shell_words(command));
 }
 
 // The job's output goes to its trial's logs, not the terminal, where fit's table is told; the
@@ -390,14 +383,6 @@ std::optional<uint64_t> parse_size(const std::string& text) {
   return static_cast<uint64_t>(value * unit->second);
 }
 
-int bracket_fits(const std::vector<Trial>& trials) {
-  int largest = 0;
-  for (const Trial& trial : trials) {
-    if (trial.outcome == TrialOutcome::kFits) largest = std::max(largest, trial.batch);
-  }
-  return largest;
-}
-
 // A stop from outside: during a trial (its job was passed the signal), or before one (the stop
 // signals stay blocked from fit's start, so that one between trials waits here rather than
 // ending fit before fit.json).
@@ -410,7 +395,7 @@ bool stopped(FitResult& result, const std::vector<Trial>& trials,
       (during
            ? store::forwarded_request(*during) + " during trial " + std::to_string(trials.size())
            : analysis::signal_name(before) + " before trial " + std::to_string(trials.size() + 1));
-  if (int fit = bracket_fits(trials); fit > 0) {
+  if (int fit = analysis::largest_fit(trials); fit > 0) {
     result.error += "; the largest batch that fit so far: " + std::to_string(fit);
   }
   result.stop_signal = during ? static_cast<int>(during->a.value_or(SIGINT)) : before;
