@@ -90,9 +90,17 @@ CASES = [
     # A straggler is not a failure: the job finishes, and the warning tells it from a desync.
     Case("H14", "straggler.py", 2, "collective-missing", [1], ["rank 1", "a straggler"],
          ["made it", "straggler.py:20"], ["timeout"], status=0, options=["--stall-seconds", "1"]),
-    Case("H11", "skip_backward.py", 2, "uneven-inputs", [1], ["rank 1", "exit code 0"],
-         ["backward steps: rank 1 ran 3, rank 0 4"], ["`continue`"], ["peer-exited"],
+    # DDP's gradient all-reduce, recorded by the hook: rank 0's 4th backward waits in one that
+    # rank 1, a backward short, never makes; with the loss all-reduced for logging first, rank 1's
+    # next all_reduce meets rank 0's gradient all-reduce (gloo then fails on their sizes).
+    Case("H11", "skip_backward.py", 2, "uneven-inputs", [1],
+         ["rank 1 never made ddp_gradient_all_reduce #5", "skip_backward.py:26"],
+         ["4 backward", "3 backward"], ["same number of batches"], ["peer-exited"],
          all_ranks_named=False),
+    Case("H11 log", "skip_backward.py", 2, "collective-order", [0, 1],
+         ["ddp_gradient_all_reduce #5 at", "skip_backward.py:26", "all_reduce #5 at",
+          "skip_backward.py:22"], [], ["skipped a backward", "skip flag"], args=["--log-loss"],
+         status=None),
     Case("T16", "peer_abort.py", 2, "abort", [1], ["rank 1", "SIGABRT"], ["peer_abort.py\", line 17"],
          consequences=["peer-exited"],
          consequence_title=["rank 0", "lost its connection to rank 1 (pid {pid}), which had died of SIGABRT"]),

@@ -48,13 +48,18 @@ def held(name):
     return entry
 
 
+def debugging():
+    """Whether the hook's own failures are raised (TRAINDOC_HOOK_DEBUG set) rather than dropped."""
+    return bool(os.environ.get("TRAINDOC_HOOK_DEBUG"))
+
+
 def quietly(function, *args):
     """Calls `function(*args)`, where a failure of the hook must never reach the job: it is
-    dropped (raised when TRAINDOC_HOOK_DEBUG is set)."""
+    dropped (raised when debugging)."""
     try:
         function(*args)
     except Exception:
-        if os.environ.get("TRAINDOC_HOOK_DEBUG"):
+        if debugging():
             raise
 
 

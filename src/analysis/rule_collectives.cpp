@@ -97,7 +97,10 @@ bool about_peers(std::optional<FindingKind> kind) {
 // could not write after its peer was done, an error in work only it does at the end): the ranks
 // ended unevenly, which says nothing of their inputs; its own finding tells its failure.
 bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue& issue) {
-  if (issue.kind != store::IssueKind::kUnevenInputs || issue.ranks.size() < 2) return false;
+  if (issue.kind != store::IssueKind::kUnevenInputs || issue.field != store::IssueField::kCalls ||
+      issue.ranks.size() < 2) {
+    return false;
+  }
   const ProcessSummary* left = context.process(issue.ranks[0].pid, issue.ranks[0].start_ticks);
   const ProcessSummary* failed = context.process(issue.ranks[1].pid, issue.ranks[1].start_ticks);
   if (left == nullptr || failed == nullptr) return false;
@@ -115,17 +118,21 @@ bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue&
 bool lost_a_waiting_rank(const RuleContext& context, const store::CollectiveIssue& issue,
                          const ProcessSummary& process) {
   if (final_exception_kind(context, process) != FindingKind::kPeerExited) return false;
-  return std::any_of(issue.ranks.begin(), issue.ranks.end(), [&](const auto& rank) {
-    const ProcessSummary* waited = context.process(rank.pid, rank.start_ticks);
-    return !missing(rank) && waited != nullptr && ended_in_failure(waited->record) &&
-           waited->record.end_ns < process.record.end_ns;
-  });
+  return issue.op == store::kDdpGradientOp ||
+         std::any_of(issue.ranks.begin(), issue.ranks.end(), [&](const auto& rank) {
+           const ProcessSummary* waited = context.process(rank.pid, rank.start_ticks);
+           return !missing(rank) && waited != nullptr && ended_in_failure(waited->record) &&
+                  waited->record.end_ns < process.record.end_ns;
+         });
 }
 
 // An issue about ranks that did not come: the checker files it as peer-exited where a missing
-// rank's failed end was seen before any waiting rank gave up, else as collective-missing.
+// rank's failed end was seen before any waiting rank gave up, as uneven-inputs where the call is
+// DDP's gradient all-reduce and their training steps differ, else as collective-missing.
 bool about_missing_ranks(const store::CollectiveIssue& issue) {
-  return issue.kind == store::IssueKind::kMissing || issue.kind == store::IssueKind::kPeerExited;
+  return issue.kind == store::IssueKind::kMissing || issue.kind == store::IssueKind::kPeerExited ||
+         (issue.kind == store::IssueKind::kUnevenInputs &&
+          issue.field == store::IssueField::kMissing);
 }
 
 // A rank that made a call the others do not make (from there): it runs code they do not.
@@ -393,7 +400,10 @@ IssueFinding start_finding(const RuleContext& context, const store::CollectiveIs
 bool named_rank(const IssueFinding& in, const store::CollectiveIssueRank& rank) {
   if (in.late != nullptr) return came_late(*in.late, rank.group_rank);
   if (in.any_odd) return odd(rank);
-  if (in.issue.kind == store::IssueKind::kUnevenInputs) return &rank == &in.issue.ranks.front();
+  if (in.issue.kind == store::IssueKind::kUnevenInputs &&
+      in.issue.field == store::IssueField::kCalls) {
+    return &rank == &in.issue.ranks.front();
+  }
   return !about_missing_ranks(in.issue) || !in.any_missing || missing(rank);
 }
 
@@ -502,13 +512,25 @@ void add_rank(IssueFinding& in, const store::CollectiveIssueRank& rank) {
   }
 }
 
+// Ranks' calls that differ where one of them is DDP's gradient all-reduce (in a backward).
+bool met_a_backward(const store::CollectiveIssue& issue) {
+  if (issue.kind != store::IssueKind::kMismatch && issue.kind != store::IssueKind::kOrder) {
+    return false;
+  }
+  return issue.op == store::kDdpGradientOp || std::any_of(issue.ranks.begin(), issue.ranks.end(),
+                                                          [](const store::CollectiveIssueRank& r) {
+                                                            return r.op == store::kDdpGradientOp;
+                                                          });
+}
+
 }  // namespace
 
 bool odd_call_found(const RuleContext& context) {
   return std::any_of(context.evidence.collective_issues.begin(),
                      context.evidence.collective_issues.end(),
                      [](const store::CollectiveIssue& issue) {
-                       return std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
+                       return issue.op == store::kDdpGradientOp ||
+                              std::any_of(issue.ranks.begin(), issue.ranks.end(), odd);
                      });
 }
 
@@ -529,6 +551,7 @@ void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out
         f.evidence.push_back("steps: " + steps);
       }
     }
+    if (met_a_backward(issue)) f.fix = kDdpBackwardMetOtherFix;
     if (issue.kind == store::IssueKind::kUnevenInputs) {
       std::string steps = step_counts(context, issue);
       f.evidence.push_back(steps.empty() ? "step counts are not recorded in this run: the counts "

@@ -311,6 +311,14 @@ const char* const kDdpForwardOnlyFix =
     "which ranks that do not run that code never make. The ranks' training steps agree: no "
     "DistributedSampler or join() fixes this.";
 
+const char* const kDdpBackwardMetOtherFix =
+    "A rank skipped a backward that the others ran, or ran one they did not (a per-rank `continue` "
+    "on a bad batch or a NaN loss, a rank with more batches): DDP's gradient all-reduce in that "
+    "backward paired with another collective of its peers, which then reduce the wrong data or "
+    "fail. Decide to skip a batch on every rank together (all_reduce a skip flag with MAX and "
+    "skip where it is set), and give every rank the same number of batches (DistributedSampler "
+    "with drop_last=True).";
+
 const char* const kWorkerStuckFix =
     "A DataLoader worker that never finishes its sample holds up its rank, which waits for that "
     "batch. See what the worker waits for where it is: a read from network storage or a remote "

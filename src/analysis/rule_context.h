@@ -117,6 +117,9 @@ extern const char* const kPromptFix;
 extern const char* const kWorkerStuckFix;
 // For a forward through the DDP model that only some ranks ran (evaluation on rank 0).
 extern const char* const kDdpForwardOnlyFix;
+// A rank's backward (DDP's gradient all-reduce) met another collective of a peer: one rank
+// skipped or added a training step.
+extern const char* const kDdpBackwardMetOtherFix;
 // The uncaught exception a Python program printed before a crash ended its process: the crash
 // came in the interpreter's teardown, and the exception is the failure. nullptr when the
 // process did not crash, is a DataLoader worker (its rank re-raises) or printed none.

@@ -271,7 +271,11 @@ enum class CollectiveOp : uint16_t {
   kAllReduceCoalesced = 17,
   kBroadcastCoalesced = 18,  // DistributedDataParallel's broadcast of buffers (in forward) and
                              // of parameters and buffers (when built): dist._broadcast_coalesced
-  kGroupStart = 32,          // NCCL group calls and communicator lifetime: recorded, never compared
+  // DistributedDataParallel's all-reduce of the gradients in backward (its Reducer, in C++), as
+  // the Python hook records it: one per backward, of all the gradients, where NCCL's own
+  // records are absent (a gloo or MPI group).
+  kDdpGradientAllReduce = 19,
+  kGroupStart = 32,  // NCCL group calls and communicator lifetime: recorded, never compared
   kGroupEnd = 33,
   kCommInit = 34,
   kCommSplit = 35,

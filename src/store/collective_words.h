@@ -13,6 +13,8 @@ namespace traindoc::store {
 // The op name of DistributedDataParallel's own broadcast (dist._broadcast_coalesced): of the
 // model's buffers in a forward that follows a training one, and of its state when it is built.
 inline constexpr std::string_view kDdpBroadcastOp = "broadcast_coalesced";
+// The op name of DistributedDataParallel's all-reduce of the gradients in backward.
+inline constexpr std::string_view kDdpGradientOp = "ddp_gradient_all_reduce";
 
 // "killed by SIGSEGV", "exited 1", "gone" (no status known).
 std::string end_words(const RankEnd& end);

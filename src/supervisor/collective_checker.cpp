@@ -582,12 +582,37 @@ bool CollectiveChecker::wait_over(uint64_t id, Group& group, int64_t now_ns, Gro
   return true;
 }
 
+// Whether a rank that never made the awaited call and left normally (out of batches; one still
+// there is held up, not short of inputs) counted other training steps than one that made it.
+bool CollectiveChecker::left_short(const Group& group, const GroupWait& wait) const {
+  for (int laggard : wait.laggards) {
+    const Process* behind = process_of(group, laggard);
+    if (behind == nullptr || !behind->end || !ended_normally(*behind->end)) continue;
+    for (int arrived : wait.arrived) {
+      const Process* ahead = process_of(group, arrived);
+      if (ahead != nullptr &&
+          !store::same_step_counts(behind->steps, ahead->steps).value_or(true)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // The issue of a wait that is over, with every rank's part.
 FoundIssue CollectiveChecker::missing_issue(uint64_t id, Group& group, int64_t now_ns,
                                             const GroupWait& wait) const {
   bool extra = wait.alone && wait.kind == store::IssueKind::kMissing;
+  store::IssueKind kind = wait.kind;
+  // DDP's gradient all-reduce, which ranks of fewer training steps never made and left: they ran
+  // out of batches or skipped a backward (uneven inputs), not a collective of the job's own code.
+  if (kind == store::IssueKind::kMissing &&
+      wait.waited->call.op == static_cast<uint16_t>(common::CollectiveOp::kDdpGradientAllReduce) &&
+      left_short(group, wait)) {
+    kind = store::IssueKind::kUnevenInputs;
+  }
   FoundIssue found =
-      new_issue(wait.kind, id, wait.target, wait.waited->call, store::IssueField::kMissing, now_ns);
+      new_issue(kind, id, wait.target, wait.waited->call, store::IssueField::kMissing, now_ns);
   store::CollectiveIssue& issue = found.issue;
   issue.first_ns = wait.peer_end_ns != 0 ? wait.peer_end_ns : wait.since;
   issue.wait_end = wait.end;
@@ -685,7 +710,7 @@ void CollectiveChecker::watch_late(uint64_t id, Group& group, int64_t now_ns,
 // of steps, and the survivor's collective lost its peer. Not when their step counts agree: the
 // survivor then failed in work of its own after the last step (saving, evaluating).
 void CollectiveChecker::watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out) {
-  if (m_any_issue) return;
+  if (m_any_issue || !out.empty()) return;
   const store::ProcessRecord* exited = nullptr;
   const store::ProcessRecord* failed = nullptr;
   const Process* exited_process = nullptr;

@@ -147,6 +147,7 @@ class CollectiveChecker {
   bool wait_over(uint64_t id, Group& group, int64_t now_ns, GroupWait& wait,
                  std::vector<FoundIssue>& out);
   FoundIssue missing_issue(uint64_t id, Group& group, int64_t now_ns, const GroupWait& wait) const;
+  bool left_short(const Group& group, const GroupWait& wait) const;
   void watch_late(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);
   void watch_uneven(int64_t now_ns, std::vector<FoundIssue>& out);
   bool p2p_deadlock(uint64_t id, Group& group, int64_t now_ns, std::vector<FoundIssue>& out);

@@ -34,6 +34,7 @@ bool returns_early(const CollectiveCall& call) {
 bool completes_together(uint16_t op) {
   switch (static_cast<CollectiveOp>(op)) {
     case CollectiveOp::kAllReduce:
+    case CollectiveOp::kDdpGradientAllReduce:
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:
     case CollectiveOp::kAllToAll:
@@ -68,6 +69,7 @@ bool rooted(uint16_t op) {
 bool symmetric(uint16_t op) {
   switch (static_cast<CollectiveOp>(op)) {
     case CollectiveOp::kAllReduce:
+    case CollectiveOp::kDdpGradientAllReduce:
     case CollectiveOp::kAllReduceCoalesced:
     case CollectiveOp::kAllGather:
     case CollectiveOp::kReduceScatter:

@@ -51,6 +51,8 @@ std::string op_name(uint16_t op) {
       return "all_reduce_coalesced";
     case CollectiveOp::kBroadcastCoalesced:
       return std::string(store::kDdpBroadcastOp);
+    case CollectiveOp::kDdpGradientAllReduce:
+      return std::string(store::kDdpGradientOp);
     case CollectiveOp::kGroupStart:
       return "group_start";
     case CollectiveOp::kGroupEnd:

@@ -189,11 +189,24 @@ def test_a_rank_that_fails_after_the_last_step_is_no_uneven_inputs(tmp_path):
     assert not [text for _, text in run.lines if "uneven-inputs" in text]
 
 
-def test_a_hang_a_rank_timed_out_of_is_the_root_cause(tmp_path):
-    """Rank 1's DataLoader worker stalls; rank 0 waits in DDP's all-reduce (which the stall watch
-    does not see under gloo) until gloo's timeout. The job never came out of its wait: the hang,
-    with the stalled worker's place, is the root cause, and rank 0's timeout its consequence."""
+def test_ddps_gradient_all_reduce_waiting_for_a_stalled_worker(tmp_path):
+    """Rank 1's DataLoader worker stalls; rank 0 waits in DDP's gradient all-reduce, which the
+    hook records (one per backward): rank 1 never made it, and waits for that worker's batch."""
     run = faults(tmp_path, "worker_hangs", "--stall-seconds", "2")
+    root = assert_root(run, "collective-missing", "worker_hangs", ranks=[1])
+    assert root["title"].startswith("rank 1 never made ddp_gradient_all_reduce #"), root["title"]
+    stall = re.escape(f"{SCRIPT}:{marked_line('# stall')}")
+    assert re.search(r"; rank 1 \(pid \d+\) waits for a batch from worker 1 of rank 1 \(pid "
+                     r"\d+\), which is at %s in __getitem__$" % stall, root["title"]), root
+    assert "Pass timeout=SECONDS to the DataLoader" in root["fix"], root["fix"]
+
+
+def test_a_hang_a_rank_timed_out_of_is_the_root_cause(tmp_path):
+    """Rank 1's DataLoader worker stalls; rank 0 waits in an all-reduce made through the process
+    group's own method (in C++, which the hook does not record) until gloo's timeout. The job
+    never came out of its wait: the hang, with the stalled worker's place, is the root cause, and
+    rank 0's timeout its consequence."""
+    run = faults(tmp_path, "worker_hangs_unseen", "--stall-seconds", "2")
     findings = run.report["findings"]
     root = findings[0]
     assert root["kind"] == "job-idle" and root["root_cause"], [f["title"] for f in findings]
@@ -416,15 +429,21 @@ def test_order_swapped(tmp_path):  # S06
 
 
 def test_skipped_backward_is_uneven_inputs(tmp_path):  # H11
+    """Rank 0 waits in the gradient all-reduce of a backward rank 1 skipped: the checker sees
+    rank 1 leave without it, with fewer backward steps counted."""
     run = faults(tmp_path, "skip_backward")
     _, text = run.live_line("uneven-inputs")
     assert run.printed_while_running("uneven-inputs")
-    assert "rank 1 exited normally while rank 0 still trained" in text
+    assert re.search(r"uneven-inputs: rank 1 never made ddp_gradient_all_reduce #\d+ at %s:%d " % (
+        re.escape(str(SCRIPT)), marked_line("# the backward")), text), text
     root = next(f for f in run.report["findings"] if f["root_cause"])
-    assert root["kind"] == "uneven-inputs"
+    assert root["kind"] == "uneven-inputs" and root["title"] in text
     assert root["ranks"] == [1]  # it ran out of batches first; rank 0 is its victim
-    assert "backward steps: rank 1 ran 3, rank 0 4" in root["evidence"], root["evidence"]
+    steps = next(e for e in root["evidence"] if e.startswith("steps: "))
+    assert re.search(r"rank 0 ran \d+ optimizer, 4 backward", steps), steps
+    assert re.search(r"rank 1 ran \d+ optimizer, 3 backward", steps), steps
     assert "drop_last" in root["fix"]
+    assert [f["kind"] for f in run.report["findings"]].count("uneven-inputs") == 1
 
 
 def test_a_rank_that_raised_leads_its_peers_lost_connection(tmp_path):

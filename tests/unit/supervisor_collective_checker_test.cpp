@@ -151,6 +151,36 @@ TEST_F(CheckerTest, DdpsBroadcastFromALineOnlyOneRankRunsIsThatRanksAlone) {
   }
 }
 
+// Rank 0's backward waits in DDP's gradient all-reduce, which rank 1 never makes: rank 1 ran a
+// backward less (uneven inputs) and left. With the same steps counted it is a collective rank 1
+// skipped. One issue either way: the end that a lost peer's failure follows is told once.
+TEST_F(CheckerTest, DdpsGradientAllReduceMissingOnARankOfFewerStepsIsUnevenInputs) {
+  for (int64_t rank1_backwards : {3, 4}) {
+    CollectiveChecker fresh({.stall_ns = 3 * kSecond});
+    for (int r = 0; r < 2; ++r) fresh.process_started(100 + r, 7, r, 2);
+    for (uint64_t n = 1; n <= 3; ++n) {
+      for (int r = 0; r < 2; ++r) {
+        AgentCollective c =
+            call(r, n, CollectiveOp::kDdpGradientAllReduce, {17}, 7, "train.py", 26);
+        fresh.add(c);
+        fresh.add(exit_of(c, c.call.time_ns + 10));
+      }
+    }
+    fresh.add(call(0, 4, CollectiveOp::kDdpGradientAllReduce, {17}, 7, "train.py", 26));
+    fresh.steps_counted(100, store::StepKind::kBackward, 4);
+    fresh.steps_counted(101, store::StepKind::kBackward, rank1_backwards);
+    fresh.process_ended(ended(1, 0, kT0 + kSecond));
+    fresh.process_ended(ended(0, 1 << 8, kT0 + kSecond + kSecond / 10));
+    std::vector<FoundIssue> found = fresh.check(kT0 + 5 * kSecond);
+    ASSERT_EQ(found.size(), 1u) << rank1_backwards;
+    std::string line = store::issue_line(found[0].issue);
+    std::string kind = rank1_backwards == 3 ? "uneven-inputs" : "collective-missing";
+    EXPECT_EQ(line.rfind(kind + ": rank 1 never made ddp_gradient_all_reduce #4 at train.py:26", 0),
+              0u)
+        << line;
+  }
+}
+
 // join(): the rank that ran out of inputs shadows the other's all-reduces from its exit of the
 // `with`, the other makes them from the line that calls the model.
 TEST_F(CheckerTest, JoinsShadowsOfTheOthersCallsAreNotComparedByPlace) {

@@ -145,7 +145,7 @@ TEST(CollectiveOps, LifetimeOpsAreNotComparedButCommSplitIs) {
   EXPECT_TRUE(is_lifetime(n(CollectiveOp::kCommSplit)));
   EXPECT_TRUE(compared(n(CollectiveOp::kCommSplit)));
   EXPECT_THAT(field_names(CollectiveOp::kCommSplit), ElementsAre("op", "reduce op"));
-  for (uint16_t op = n(CollectiveOp::kAllReduce); op <= n(CollectiveOp::kBroadcastCoalesced);
+  for (uint16_t op = n(CollectiveOp::kAllReduce); op <= n(CollectiveOp::kDdpGradientAllReduce);
        ++op) {
     EXPECT_FALSE(is_lifetime(op)) << op;
     EXPECT_TRUE(compared(op)) << op;
@@ -158,7 +158,8 @@ TEST(CollectiveOps, OnlyOpsWithoutARootOrPeerCompleteTogether) {
   for (CollectiveOp op :
        {CollectiveOp::kAllReduce, CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
         CollectiveOp::kAllToAll, CollectiveOp::kBarrier, CollectiveOp::kMonitoredBarrier,
-        CollectiveOp::kAllGatherObject, CollectiveOp::kAllReduceCoalesced}) {
+        CollectiveOp::kAllGatherObject, CollectiveOp::kAllReduceCoalesced,
+        CollectiveOp::kDdpGradientAllReduce}) {
     EXPECT_TRUE(completes_together(n(op))) << n(op);
   }
   for (CollectiveOp op : {CollectiveOp::kBroadcast, CollectiveOp::kReduce, CollectiveOp::kGather,
@@ -172,9 +173,9 @@ TEST(CollectiveOps, OnlyOpsWithoutARootOrPeerCompleteTogether) {
 // Where rank-dependent code pairs the wrong data: not rooted ops (`if rank == root:`) nor
 // barriers ("rank 0 first").
 TEST(CollectiveOps, SymmetricOpsAreThoseEveryRankMakesAlike) {
-  for (CollectiveOp op :
-       {CollectiveOp::kAllReduce, CollectiveOp::kAllReduceCoalesced, CollectiveOp::kAllGather,
-        CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll}) {
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllReduceCoalesced,
+                          CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                          CollectiveOp::kAllToAll, CollectiveOp::kDdpGradientAllReduce}) {
     EXPECT_TRUE(symmetric(n(op))) << n(op);
   }
   for (CollectiveOp op :

@@ -156,7 +156,7 @@ def skip_backward(rank):  # H11: DDP, a rank skips a bad batch's backward
         if rank == 1 and it == 1:
             continue
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # the backward
         optimizer.step()
 
 
@@ -220,6 +220,12 @@ def worker_hangs(rank):  # rank 1's DataLoader worker stalls; rank 0 times out i
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
     for batch in torch.utils.data.DataLoader(StallingSamples(rank), batch_size=4, num_workers=2):
         model(batch).sum().backward()
+
+
+def worker_hangs_unseen(rank):  # the same, in an all-reduce through the group's own C++ method
+    group = dist.distributed_c10d._get_default_group()
+    for batch in torch.utils.data.DataLoader(StallingSamples(rank), batch_size=4, num_workers=2):
+        group.allreduce([batch.sum().reshape(1)]).wait()
 
 
 def worker_hangs_before_all_reduce(rank):  # the same stall, before a collective the watch sees
