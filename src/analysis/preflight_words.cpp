@@ -41,7 +41,8 @@ Words shm_not_tmpfs(const PreflightResult&) {
 }
 
 Words shm_small(const PreflightResult& r) {
-  std::string workers = r.subject.empty() ? "" : " for " + r.subject + " DataLoader worker(s)";
+  std::string workers =
+      r.subject.empty() ? "" : " for " + r.subject + " DataLoader worker(s) a rank";
   std::string title = "/dev/shm has " + bytes(r.measured) + " free of " + bytes(r.total) + ": " +
                       (r.verdict == store::Verdict::kWillFail
                            ? "not even one batch fits"

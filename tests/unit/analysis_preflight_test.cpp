@@ -85,7 +85,7 @@ TEST(Preflight, ShmAgainstWhatTheWorkersOfEveryRankNeed) {
   EXPECT_EQ(shm->threshold, int64_t(2 * 8 * 2 * kShmBatchAllowance));
   EXPECT_EQ(describe(*shm).title,
             "/dev/shm has 64.0 MiB free of 64.0 MiB: less than the 1.0 GiB the batches in flight "
-            "for 8 DataLoader worker(s) may take; a worker then dies of a Bus error");
+            "for 8 DataLoader worker(s) a rank may take; a worker then dies of a Bus error");
   // Just enough, and no workers at all: nothing.
   f.shm.free = f.shm.total = 1 * kGiB;
   EXPECT_EQ(find(preflight_checks(f), PreflightCheck::kShmSmall), nullptr);
