@@ -106,7 +106,8 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
     } else if (event.kind == store::EventKind::kAgentUnavailable ||
                event.kind == store::EventKind::kSupervisorLost ||
                event.kind == store::EventKind::kStoreFailed ||
-               event.kind == store::EventKind::kKernelLogUnavailable) {
+               event.kind == store::EventKind::kKernelLogUnavailable ||
+               event.kind == store::EventKind::kPreflightFailed) {
       out.push_back(event.text);
     }
   }

@@ -1,5 +1,6 @@
 // Every kind of finding, with its name in report.json and docs/findings.md (a unit test checks
-// that the docs name each kind of this list and no other). Adding a kind is one line here.
+// that the docs name each kind of this list and no other). Adding a kind is one line here; each
+// preflight check of store/preflight.h is a kind too, kPreflight<Name>, "preflight-<name>".
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,8 @@
 #include <optional>
 #include <span>
 #include <string_view>
+
+#include "store/preflight.h"
 
 // X(enumerator, name)
 #define TRAINDOC_FINDING_KINDS(X)                  \
@@ -69,6 +72,9 @@ enum class FindingKind : uint8_t {
 #define TRAINDOC_FINDING_KIND_ENUMERATOR(enumerator, name) enumerator,
   TRAINDOC_FINDING_KINDS(TRAINDOC_FINDING_KIND_ENUMERATOR)
 #undef TRAINDOC_FINDING_KIND_ENUMERATOR
+#define TRAINDOC_PREFLIGHT_KIND_ENUMERATOR(name, text) kPreflight##name,
+      TRAINDOC_PREFLIGHT_CHECKS(TRAINDOC_PREFLIGHT_KIND_ENUMERATOR)
+#undef TRAINDOC_PREFLIGHT_KIND_ENUMERATOR
 };
 
 std::string_view to_string(FindingKind kind);
@@ -77,5 +83,8 @@ std::optional<FindingKind> finding_kind_named(std::string_view name);
 // Every kind, in the order above.
 std::span<const FindingKind> all_finding_kinds();
 std::ostream& operator<<(std::ostream& out, FindingKind kind);
+
+// The finding kind of a preflight check: preflight-<its name>.
+FindingKind preflight_kind(store::PreflightCheck check);
 
 }  // namespace traindoc::analysis

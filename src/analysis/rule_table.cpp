@@ -28,6 +28,8 @@ constexpr Rule kRules[] = {
     {"hardware_fault", kJob, rule_hardware_fault},
     {"collectives", kJob, rule_collectives},
     {"idle", kJob, rule_idle},
+    // Last: a failure found by any rule above may be a trap's consequence.
+    {"preflight", kJob, rule_preflight},
 };
 
 constexpr bool in_phase_order() {

@@ -99,4 +99,8 @@ void rule_hardware_fault(const RuleContext& context, std::vector<TimedFinding>& 
 // divergent call.
 void rule_collectives(const RuleContext& context, std::vector<TimedFinding>& out);
 
+// The traps the preflight checks found as the run started: preflight-<check> warnings, and the
+// trap cited as the cause by a failure it leads to (rules before it found), so it runs last.
+void rule_preflight(const RuleContext& context, std::vector<TimedFinding>& out);
+
 }  // namespace traindoc::analysis

@@ -67,6 +67,16 @@ struct FitArgs {
 
 int fit_command(const FitArgs& args);
 
+// `traindoc check`: its status when something will fail.
+inline constexpr int kCheckWillFail = 1;
+
+struct CheckArgs {
+  bool json = false;
+  std::vector<std::string> command;  // may be empty: the machine alone
+};
+
+int check_command(const CheckArgs& args);
+
 struct AnalyzeArgs {
   std::string run_dir;  // "": the latest run folder in ./traindoc-runs
   OutputFlags flags;

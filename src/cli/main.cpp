@@ -102,6 +102,31 @@ CLI::App* add_fit(CLI::App& app, traindoc::cli::FitArgs& fit) {
   return cmd;
 }
 
+CLI::App* add_check(CLI::App& app, traindoc::cli::CheckArgs& check) {
+  CLI::App* cmd = app.add_subcommand(
+      "check", "Name what will or may fail on this machine for a command, before it starts");
+  cmd->add_flag("--json", check.json, "Print the checks and the facts as JSON");
+  cmd->footer(
+      "Usage: traindoc check [--json] [-- COMMAND [ARGS...]]\n"
+      "Exit status: 0 when nothing will fail, 1 when something will, 2 for a usage error.");
+  return cmd;
+}
+
+// An argument CLI11 did not take: an option of ours mistyped, or a command given without the --
+// that fit and check take it after.
+int extra_argument(CLI::App& app, const std::string& message) {
+  CLI::App* where = &app;
+  for (CLI::App* sub : app.get_subcommands()) where = sub;  // the one parsed
+  std::string typed = message.substr(message.find_last_of(' ') + 1);
+  std::string name = where->get_name();
+  if ((name == "fit" || name == "check") && !typed.starts_with("-")) {
+    fprintf(stderr, "traindoc %s: the command goes after --\n%s\n", name.c_str(),
+            where->get_footer().c_str());
+    return kUsageError;
+  }
+  return unknown_option(where, typed);
+}
+
 int dispatch(int argc, char** argv) {
   CLI::App app{"traindoc: tells you why a training job died, ran out of memory, leaked or hung."};
   app.set_version_flag("--version", std::string(TRAINDOC_VERSION));
@@ -119,6 +144,9 @@ int dispatch(int argc, char** argv) {
   traindoc::cli::FitArgs fit;
   CLI::App* fit_cmd = add_fit(app, fit);
 
+  traindoc::cli::CheckArgs check;
+  CLI::App* check_cmd = add_check(app, check);
+
   // Everything after the first `--` is the job's command, whatever it looks like.
   std::vector<std::string> after_dashes;
   int ours = argc;
@@ -133,18 +161,7 @@ int dispatch(int argc, char** argv) {
     app.parse(ours, argv);
   } catch (const CLI::ParseError& error) {
     if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
-      std::string message = error.what();
-      CLI::App* where = analyze_cmd->parsed() ? analyze_cmd
-                        : run_cmd->parsed()   ? run_cmd
-                        : fit_cmd->parsed()   ? fit_cmd
-                                              : &app;
-      std::string typed = message.substr(message.find_last_of(' ') + 1);
-      if (where == fit_cmd && !typed.starts_with("-")) {
-        fprintf(stderr, "traindoc fit: the command goes after --\n%s\n",
-                fit_cmd->get_footer().c_str());
-        return kUsageError;
-      }
-      return unknown_option(where, typed);
+      return extra_argument(app, error.what());
     }
     // Help and version exit 0; every other parse error is a usage error.
     return app.exit(error) == 0 ? 0 : kUsageError;
@@ -170,6 +187,10 @@ int dispatch(int argc, char** argv) {
         return kUsageError;
       }
       return traindoc::cli::fit_command(fit);
+    }
+    if (check_cmd->parsed()) {
+      check.command = after_dashes;
+      return traindoc::cli::check_command(check);
     }
     return traindoc::cli::analyze_command(analyze);
   } catch (const std::exception& error) {

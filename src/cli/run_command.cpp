@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "analysis/preflight_checks.h"
 #include "cli/commands.h"
+#include "report/check_report.h"
 #include "report/json_report.h"
 #include "report/safe_text.h"
 #include "supervisor/job_guard.h"
@@ -134,6 +136,16 @@ int run_command(const RunArgs& args) {
   if (args.flags.output() != Output::kNothing) {
     options.announce = [](const std::string& text) {
       fprintf(stderr, "traindoc: %s\n", report::terminal_safe(text).c_str());
+    };
+  }
+  // A trial of traindoc fit is one of many runs of a command already checked.
+  if (args.trial_steps == 0) {
+    options.preflight = [announce = options.announce](const store::PreflightFacts& facts) {
+      std::vector<store::PreflightResult> results = analysis::preflight_checks(facts);
+      for (const store::PreflightResult& r : results) {
+        if (announce) announce(report::preflight_line(r));
+      }
+      return results;
     };
   }
   options.stall_seconds = args.stall_s;

@@ -43,6 +43,7 @@
   X(kAgentRecordsDropped, "agent-records-dropped")                                                 \
   X(kStoreFailed, "store-failed")                                                                  \
   X(kKernelLogUnavailable, "kernel-log-unavailable") /* the OOM killer's own account is missing */ \
+  X(kPreflightFailed, "preflight-failed") /* the checks at the start could not run; text: why */   \
   X(kSupervisorLost, "supervisor-lost")
 
 namespace traindoc::store {

@@ -15,10 +15,11 @@
 #include "store/collective_facts.h"
 #include "store/event_kind.h"
 #include "store/gpu_evidence.h"
+#include "store/preflight.h"
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -354,6 +355,10 @@ struct Evidence {
   std::vector<CgroupSample> cgroup_samples;
   std::vector<KernelOomKill> kernel_oom_kills;
   uint64_t kernel_oom_kills_dropped = 0;
+  // Schema 14: the traps the preflight checks found as the run started (older runs: not
+  // looked at), and when.
+  std::vector<PreflightResult> preflight;
+  int64_t preflight_ns = 0;
 
   bool operator==(const Evidence&) const = default;
 };

@@ -8,6 +8,7 @@
 #include "store/cgroup_tables.h"
 #include "store/evidence.h"
 #include "store/gpu_tables.h"
+#include "store/preflight_tables.h"
 #include "store/sqlite_util.h"
 
 namespace traindoc::store::schema {
@@ -432,6 +433,7 @@ void create(sqlite3* db) {
   detail::exec(db, kDdlV11);
   detail::exec(db, detail::kCgroupDdl);
   detail::exec(db, kDdlV13);
+  detail::exec(db, detail::kPreflightDdl);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -453,6 +455,7 @@ void upgrade(sqlite3* db) {
   if (version < 11) detail::exec(db, kDdlV11);
   if (version < 12) detail::exec(db, detail::kCgroupDdl);
   if (version < 13) detail::exec(db, kDdlV13);
+  if (version < 14) detail::exec(db, detail::kPreflightDdl);
   // The facts an older traindoc wrote only in words; a row that has its numbers keeps them.
   detail::exec(db, ("UPDATE events SET (a, b, c, name) = (" + event_facts(10) + ")").c_str());
   set_version(db);

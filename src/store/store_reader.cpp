@@ -14,6 +14,7 @@
 #include "store/cgroup_tables.h"
 #include "store/collective_words_v9.h"
 #include "store/gpu_tables.h"
+#include "store/preflight_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 
@@ -563,6 +564,8 @@ Evidence read_evidence(const std::string& db_path) {
     detail::read_cgroups(db, evidence.process_cgroups, evidence.cgroup_samples,
                          evidence.kernel_oom_kills);
   }
+  if (evidence.schema_version >= 14)
+    detail::read_preflight(db, evidence.preflight, evidence.preflight_ns);
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");
   return evidence;

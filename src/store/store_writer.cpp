@@ -18,6 +18,7 @@
 #include "store/collective_tables.h"
 #include "store/crash_tables.h"
 #include "store/gpu_tables.h"
+#include "store/preflight_tables.h"
 #include "store/schema.h"
 #include "store/sqlite_util.h"
 
@@ -764,6 +765,14 @@ void StoreWriter::add_kernel_oom_kill(const KernelOomKill& kill) {
     if (!m_impl->cgroups.add_oom_kill(kill, m_impl->options.max_events_per_kind)) {
       m_impl->count_dropped(schema::kMetaOomKillsDropped, 1);
     }
+  });
+}
+
+void StoreWriter::write_preflight(int64_t t_ns, const std::vector<PreflightResult>& results) {
+  guarded([&] {
+    if (results.empty()) return;
+    begin_if_needed();
+    detail::write_preflight(m_impl->db.get(), t_ns, results);
   });
 }
 

@@ -96,6 +96,8 @@ class StoreWriter {
   void add_process_cgroup(const ProcessCgroup& row);
   void add_cgroup_samples(const std::vector<CgroupSample>& samples);
   void add_kernel_oom_kill(const KernelOomKill& kill);
+  // Schema 14: the traps the preflight checks found as the run started, once.
+  void write_preflight(int64_t t_ns, const std::vector<PreflightResult>& results);
 
   // Commits everything written since the last flush. Cheap when nothing is pending.
   void flush();

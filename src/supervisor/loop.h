@@ -79,6 +79,7 @@ class Loop {
   void open_gpu();
   void sample_gpu(int64_t t, bool slow);
   void record_cpu();
+  void run_preflight();
   // Launches the job, its start recorded in run.db.
   void start_job();
   // Polls the signals and the tick timer until the job's root ends.

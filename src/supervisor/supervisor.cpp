@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "supervisor/loop.h"
+#include "supervisor/preflight/preflight_probe.h"
 #include "supervisor/proc/proc_files.h"
 #include "supervisor/redact.h"
 
@@ -109,6 +110,18 @@ void Loop::record_cpu() {
 void Loop::open_gpu() {
   m_store.write_gpu_status(m_gpu.loaded(), m_gpu.status(), m_gpu.driver_devices());
   for (const store::GpuDevice& device : m_gpu.devices()) m_store.write_gpu_device(device);
+}
+
+// The traps of this machine and command, before the job starts (the GPUs' processes are all
+// outside it then). Never the cause: whatever fails here is recorded and the job starts as ever.
+void Loop::run_preflight() {
+  if (!m_options.preflight) return;
+  try {
+    int64_t t = common::realtime_ns();
+    m_store.write_preflight(t, m_options.preflight(probe_preflight(m_options.command, m_gpu)));
+  } catch (const std::exception& error) {
+    event(store::EventKind::kPreflightFailed, 0, error.what());
+  }
 }
 
 void Loop::sample_gpu(int64_t t, bool slow) {
@@ -290,6 +303,7 @@ void Loop::start_job() {
   open_agent();
   open_gpu();
   record_cpu();
+  run_preflight();
   if (!m_kernel_log.readable())
     event(store::EventKind::kKernelLogUnavailable, 0, m_kernel_log.note());
   m_store.write_run(m_run);

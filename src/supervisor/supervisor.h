@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "store/evidence.h"
+#include "store/preflight.h"
 
 namespace traindoc::supervisor {
 
@@ -29,6 +30,10 @@ struct SupervisorOptions {
   int64_t trial_steps = 0;
   // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
   std::string nvml_library;
+  // The preflight checks, as the command wires them (analysis's, which tell what they found
+  // through `announce`): run on the facts probed once NVML is loaded, before the job starts; what
+  // they return is stored. Empty: none. A probe or check that fails is recorded, never fatal.
+  std::function<std::vector<store::PreflightResult>(const store::PreflightFacts&)> preflight;
   // The job's guard (job_guard.h): never one of the job's processes, though traindoc's child
   // where traindoc is the first process of a pid namespace.
   int guard_pid = -1;

@@ -324,8 +324,13 @@ def test_oom_names_the_numbers_and_a_process_outside_the_job(gpu_run, tmp_path):
     assert "allocated by PyTorch 55.2 GiB" in evidence
     assert f"pid {outside.pid} outside the job (sleep 60) 20.0 GiB" in evidence
     assert f"pid {outside.pid} outside the job" in oom["fix"]
-    # One finding for the process, not a second one from its exit.
-    assert [f["kind"] for f in run.report["findings"]] == ["gpu-oom"]
+    # The memory the process outside held before the job started, which the check at the start
+    # warned of, is the cause it cites.
+    assert (f"the cause, which traindoc's check found as the run started: GPU 0 already holds "
+            f"20.0 GiB of 79.6 GiB for processes outside the job (pid {outside.pid}: sleep 60)"
+            in evidence), evidence
+    # One finding for the process, not a second one from its exit; and the check's warning.
+    assert [f["kind"] for f in run.report["findings"]] == ["gpu-oom", "preflight-gpu-memory-taken"]
 
 
 @pytest.mark.parametrize("text, numbers, advice", [

@@ -35,7 +35,7 @@ TEST(RuleTable, EachRuleOnceInPhaseOrder) {
       EXPECT_LE(rules[i - 1].phase, rules[i].phase) << rules[i].name;
     }
   }
-  EXPECT_EQ(rules.size(), 14u);
+  EXPECT_EQ(rules.size(), 15u);
 }
 
 TEST(RuleTable, TheOrderTheRulesRelyOn) {
@@ -45,6 +45,8 @@ TEST(RuleTable, TheOrderTheRulesRelyOn) {
   EXPECT_LT(position("cuda_error"), position("failed_exit"));
   EXPECT_LT(position("failed_exit"), position("memory_leak"));
   EXPECT_LT(position("collectives"), position("idle"));
+  // Last: it reads the failures of every rule before it.
+  EXPECT_EQ(position("preflight"), rule_table().size() - 1);
 }
 
 TEST(SignatureWords, FixedWordsOfTheEntry) {

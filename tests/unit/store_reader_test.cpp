@@ -831,18 +831,45 @@ TEST(StoreReader, ReadsThePeakRssOfSchemaV13AndNoneFromOlderFiles) {
   EXPECT_EQ(read_evidence(v12).proc_samples.back(), seen.proc_samples[0]);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v13.sql. A change
+// Schema 14 holds the traps the preflight checks found as the run started; a check this build
+// does not know is left out, and older files read with none.
+TEST(StoreReader, ReadsThePreflightChecksOfSchemaV14AndNoneFromOlderFiles) {
+  TempDir dir;
+  const std::string v14 = dir.file("v14.db");
+  load_sql_fixture("schema_v14.sql", v14);
+  const Evidence seen = read_evidence(v14);
+  EXPECT_EQ(seen.schema_version, 14);
+  ASSERT_EQ(seen.preflight.size(), 2u);
+  EXPECT_EQ(seen.preflight_ns, 1700000000100000000);
+  EXPECT_EQ(seen.preflight[0].check, PreflightCheck::kShmSmall);
+  EXPECT_EQ(seen.preflight[0].verdict, Verdict::kMayFail);
+  EXPECT_EQ(seen.preflight[0].measured, 67108864);
+  EXPECT_EQ(seen.preflight[0].device, std::nullopt);
+  EXPECT_EQ(seen.preflight[1].device, 1);
+  EXPECT_EQ(seen.preflight[1].pid, 4242);
+  EXPECT_EQ(seen.preflight[1].subject, "python other.py");
+  const std::string v13 = dir.file("v13.db");
+  load_sql_fixture("schema_v13.sql", v13);
+  EXPECT_TRUE(read_evidence(v13).preflight.empty());
+  // What this build writes reads back the same, and a v13 file upgraded takes the new rows.
+  { StoreWriter::open(v13).write_preflight(42, seen.preflight); }
+  const Evidence upgraded = read_evidence(v13);
+  EXPECT_EQ(upgraded.preflight, seen.preflight);
+  EXPECT_EQ(upgraded.preflight_ns, 42);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v14.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV13Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV14Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v13.sql", fixture);
+  load_sql_fixture("schema_v14.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 13);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 14);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);

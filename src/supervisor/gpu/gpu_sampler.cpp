@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include "supervisor/redact.h"
+
 namespace traindoc::supervisor {
 namespace {
 
@@ -94,6 +96,35 @@ std::string GpuSampler::status() const {
             m_nvml->process_function();
   }
   return text;
+}
+
+store::NvmlFacts GpuSampler::preflight() {
+  store::NvmlFacts out;
+  out.loaded = loaded();
+  out.status = status();
+  if (!m_nvml) return out;
+  out.driver_version = m_driver;
+  out.cuda_version = m_nvml->cuda_driver_version();
+  GpuPidResolver pids(host_proc_path());
+  for (size_t i = 0; i < m_handles.size(); ++i) {
+    store::GpuFacts& gpu = out.gpus.emplace_back();
+    gpu.index = m_devices[i].index;
+    gpu.name = m_devices[i].name;
+    gpu.uuid = m_devices[i].uuid;
+    gpu.total = m_devices[i].memory_total;
+    nvmlMemory_t memory{};
+    if (m_nvml->memory(m_handles[i], memory) == NVML_SUCCESS) gpu.used = memory.used;
+    gpu.compute_mode = m_nvml->compute_mode(m_handles[i]);
+    for (NvmlProcessKind kind : {NvmlProcessKind::kCompute, NvmlProcessKind::kGraphics}) {
+      for (const NvmlProcess& p : m_nvml->processes(m_handles[i], kind).processes) {
+        bool first = false;
+        store::GpuProcess process = pids.resolve(static_cast<int>(p.pid), {}, 0, first);
+        gpu.processes.push_back(
+            {static_cast<int>(p.pid), redact_command_line(process.cmdline), p.used_bytes});
+      }
+    }
+  }
+  return out;
 }
 
 void GpuSampler::lost(size_t index, int64_t t_ns, const std::string& why, GpuRound& round) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "store/gpu_evidence.h"
+#include "store/preflight.h"
 #include "supervisor/gpu/gpu_pid_resolver.h"
 #include "supervisor/gpu/nvml_library.h"
 
@@ -40,6 +41,11 @@ class GpuSampler {
   // is missing.
   std::string status() const;
   const std::vector<store::GpuDevice>& devices() const { return m_devices; }
+
+  // What the preflight checks read of the GPUs now: each device's memory, compute mode and the
+  // processes on it with their command lines (redacted), and the driver's CUDA version. Leaves
+  // the processes the sampler has seen as they were.
+  store::NvmlFacts preflight();
 
   // `job_pids`: the job's live processes, to map NVML's pids across pid namespaces.
   GpuRound sample(int64_t t_ns, bool slow, const std::vector<int>& job_pids);

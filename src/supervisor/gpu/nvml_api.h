@@ -87,16 +87,22 @@ typedef struct {
 #define TRAINDOC_NVML_ECC_UNCORRECTED 1
 #define TRAINDOC_NVML_ECC_VOLATILE 0
 #define TRAINDOC_NVML_STRING_SIZE 96
+#define TRAINDOC_NVML_COMPUTEMODE_PROHIBITED 2
+#define TRAINDOC_NVML_COMPUTEMODE_EXCLUSIVE_PROCESS 3
 
 typedef nvmlReturn_t (*nvmlInit_fn)(void);
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);
 typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
+/* The CUDA version the driver supports, as 1000 * major + 10 * minor (12040 for 12.4). */
+typedef nvmlReturn_t (*nvmlSystemGetCudaDriverVersion_fn)(int*);
 typedef nvmlReturn_t (*nvmlDeviceGetCount_fn)(unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_fn)(unsigned int, nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int);
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nvmlPciInfo_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
+/* nvmlComputeMode_t: 0 default, 2 prohibited, 3 exclusive-process (1 was exclusive-thread). */
+typedef nvmlReturn_t (*nvmlDeviceGetComputeMode_fn)(nvmlDevice_t, int*);
 /* Every GetComputeRunningProcesses and GetGraphicsRunningProcesses version; the entries are
    void* because the layout is found out at run time. */
 typedef nvmlReturn_t (*nvmlDeviceGetProcesses_fn)(nvmlDevice_t, unsigned int*, void*);

@@ -61,12 +61,14 @@ struct NvmlLibrary::Api {
   nvmlShutdown_fn shutdown = nullptr;
   nvmlErrorString_fn error_string = nullptr;
   nvmlSystemGetDriverVersion_fn driver_version = nullptr;
+  nvmlSystemGetCudaDriverVersion_fn cuda_version = nullptr;
   nvmlDeviceGetCount_fn count = nullptr;
   nvmlDeviceGetHandleByIndex_fn handle = nullptr;
   nvmlDeviceGetString_fn uuid = nullptr;
   nvmlDeviceGetString_fn name = nullptr;
   nvmlDeviceGetPciInfo_fn pci = nullptr;
   nvmlDeviceGetMemoryInfo_fn memory = nullptr;
+  nvmlDeviceGetComputeMode_fn compute_mode = nullptr;
   nvmlDeviceGetUtilizationRates_fn utilization = nullptr;
   nvmlDeviceGetTemperature_fn temperature = nullptr;
   nvmlDeviceGetPowerUsage_fn power = nullptr;
@@ -143,6 +145,8 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   api->error_string = as<nvmlErrorString_fn>(resolve(handle, {"nvmlErrorString"}));
   api->driver_version =
       as<nvmlSystemGetDriverVersion_fn>(resolve(handle, {"nvmlSystemGetDriverVersion"}));
+  api->cuda_version = as<nvmlSystemGetCudaDriverVersion_fn>(
+      resolve(handle, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"}));
   api->count =
       as<nvmlDeviceGetCount_fn>(resolve(handle, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}));
   api->handle = as<nvmlDeviceGetHandleByIndex_fn>(
@@ -153,6 +157,8 @@ std::unique_ptr<NvmlLibrary> NvmlLibrary::open(const std::string& path, std::str
   api->pci = as<nvmlDeviceGetPciInfo_fn>(resolve(
       handle, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"}));
   api->memory = as<nvmlDeviceGetMemoryInfo_fn>(resolve(handle, {"nvmlDeviceGetMemoryInfo"}));
+  api->compute_mode =
+      as<nvmlDeviceGetComputeMode_fn>(resolve(handle, {"nvmlDeviceGetComputeMode"}));
   api->utilization =
       as<nvmlDeviceGetUtilizationRates_fn>(resolve(handle, {"nvmlDeviceGetUtilizationRates"}));
   api->temperature = as<nvmlDeviceGetTemperature_fn>(resolve(handle, {"nvmlDeviceGetTemperature"}));
@@ -208,6 +214,12 @@ std::string NvmlLibrary::driver_version() const {
   return c_string(text, sizeof(text));
 }
 
+std::optional<int> NvmlLibrary::cuda_driver_version() const {
+  int version = 0;
+  if (!m_api->cuda_version || m_api->cuda_version(&version) != NVML_SUCCESS) return std::nullopt;
+  return version;
+}
+
 nvmlReturn_t NvmlLibrary::device_count(unsigned& count) const {
   return m_api->count(&count);
 }
@@ -237,6 +249,14 @@ std::string NvmlLibrary::pci_bus_id(nvmlDevice_t device) const {
 
 nvmlReturn_t NvmlLibrary::memory(nvmlDevice_t device, nvmlMemory_t& memory) const {
   return m_api->memory(device, &memory);
+}
+
+std::optional<int> NvmlLibrary::compute_mode(nvmlDevice_t device) const {
+  int mode = 0;
+  if (!m_api->compute_mode || m_api->compute_mode(device, &mode) != NVML_SUCCESS) {
+    return std::nullopt;
+  }
+  return mode;
 }
 
 NvmlProcessList NvmlLibrary::processes(nvmlDevice_t device, NvmlProcessKind kind) {

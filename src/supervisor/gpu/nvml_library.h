@@ -53,12 +53,15 @@ class NvmlLibrary {
 
   std::string error_string(nvmlReturn_t status) const;
   std::string driver_version() const;
+  // The CUDA version the driver supports (12040 for 12.4); nullopt where NVML cannot say.
+  std::optional<int> cuda_driver_version() const;
   nvmlReturn_t device_count(unsigned& count) const;
   nvmlReturn_t device(unsigned index, nvmlDevice_t& device) const;
   std::string uuid(nvmlDevice_t device) const;
   std::string name(nvmlDevice_t device) const;
   std::string pci_bus_id(nvmlDevice_t device) const;
   nvmlReturn_t memory(nvmlDevice_t device, nvmlMemory_t& memory) const;
+  std::optional<int> compute_mode(nvmlDevice_t device) const;
   // Asks for the count first, then reads with some slack, again while the count grows.
   NvmlProcessList processes(nvmlDevice_t device, NvmlProcessKind kind);
   std::optional<nvmlUtilization_t> utilization(nvmlDevice_t device) const;

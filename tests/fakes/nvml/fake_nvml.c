@@ -4,6 +4,8 @@
    named by TRAINDOC_FAKE_NVML_SCRIPT, read at nvmlInit. Directives, one per line (# comments):
 
      driver <version>
+     cuda <version>       the CUDA version the driver supports, 1000 * major + 10 * minor
+                          (default 13000, driver 580's)
      device <uuid> <pci bus id> <total MiB> <used MiB> <name ...>   (indices in order, from 0)
      process <device> <who> <MiB> [graphics] [+<MiB per second>] [@<file>]
          +R: the process's memory grows by R MiB a second from nvmlInit on (a leak)
@@ -17,6 +19,7 @@
      refuse <symbol>      that entry point answers NVML_ERROR_FUNCTION_NOT_FOUND
      grow <n>             the next n list reads find one process more than the count said
      ecc <device> <corrected> <uncorrected>
+     computemode <device> <mode>     nvmlComputeMode_t: 0 default, 2 prohibited, 3 exclusive-process
      xid <device> <xid> <after ms>   an Xid event that many ms after nvmlInit; Xid 79 also makes
                                      the device lost (NVML_ERROR_GPU_IS_LOST) from then on
      hostpids <offset> [<dir>]  the lists give every pid plus <offset>, as the driver gives host
@@ -63,6 +66,7 @@ struct nvmlDevice_st {
   unsigned long long ecc[2];
   int lost;
   int registered;
+  int compute_mode;
 };
 
 struct fake_process {
@@ -87,6 +91,7 @@ struct fake_xid {
 
 static struct {
   char driver[80];
+  int cuda_version;
   struct nvmlDevice_st devices[MAX_DEVICES];
   unsigned device_count;
   struct fake_process processes[MAX_PROCESSES];
@@ -138,6 +143,14 @@ static void load_script(const char* path) {
     const char* rest = line + used;
     if (strcmp(word, "driver") == 0) {
       snprintf(g.driver, sizeof(g.driver), "%s", rest);
+    } else if (strcmp(word, "cuda") == 0) {
+      g.cuda_version = atoi(rest);
+    } else if (strcmp(word, "computemode") == 0) {
+      int device = 0, mode = 0;
+      if (sscanf(rest, "%d %d", &device, &mode) == 2 && device >= 0 &&
+          (unsigned)device < g.device_count) {
+        g.devices[device].compute_mode = mode;
+      }
     } else if (strcmp(word, "device") == 0 && g.device_count < MAX_DEVICES) {
       struct nvmlDevice_st* d = &g.devices[g.device_count];
       unsigned long long total = 0, in_use = 0;
@@ -415,6 +428,7 @@ EXPORT nvmlReturn_t nvmlInit_v2(void) {
   memset(&g, 0, sizeof(g));
   g.stride = sizeof(nvmlProcessInfo_v2_t);
   snprintf(g.driver, sizeof(g.driver), "%s", "580.65.06");
+  g.cuda_version = 13000;
   const char* script = getenv("TRAINDOC_FAKE_NVML_SCRIPT");
   if (script != NULL) load_script(script);
   pthread_once(&started, start_driver_thread);
@@ -455,6 +469,18 @@ EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
 
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
   snprintf(version, length, "%s", g.driver);
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  if (refused("nvmlSystemGetCudaDriverVersion_v2")) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  *version = g.cuda_version;
+  return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int* mode) {
+  if (!valid(device)) return NVML_ERROR_INVALID_ARGUMENT;
+  *mode = device->compute_mode;
   return NVML_SUCCESS;
 }
 

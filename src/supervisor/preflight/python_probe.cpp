@@ -1,0 +1,258 @@
+// The Python that will run a job and the torch it will import, from files alone.
+// Supervisor process, main thread.
+#include "supervisor/preflight/python_probe.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "common/file_descriptor.h"
+
+namespace traindoc::supervisor {
+namespace {
+
+std::string dir_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string real_path(const std::string& path) {
+  char* resolved = realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) return path;
+  std::string out = resolved;
+  free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
+  return out;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t to = text.find(separator, from);
+    if (to == std::string::npos) to = text.size();
+    if (to > from) out.push_back(text.substr(from, to - from));
+    from = to + 1;
+  }
+  return out;
+}
+
+std::string trimmed(std::string_view text) {
+  size_t from = text.find_first_not_of(" \t\r\n");
+  if (from == std::string_view::npos) return "";
+  size_t to = text.find_last_not_of(" \t\r\n");
+  return std::string(text.substr(from, to - from + 1));
+}
+
+// The value of `key = value` in pyvenv.cfg's text; "" when absent.
+std::string cfg_value(const std::string& text, std::string_view key) {
+  for (const std::string& line : split(text, '\n')) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos && trimmed(std::string_view(line).substr(0, eq)) == key) {
+      return trimmed(std::string_view(line).substr(eq + 1));
+    }
+  }
+  return "";
+}
+
+// "3.11" of "3.11.2".
+std::string major_minor(const std::string& version) {
+  size_t first = version.find('.');
+  if (first == std::string::npos) return version;
+  size_t second = version.find('.', first + 1);
+  return second == std::string::npos ? version : version.substr(0, second);
+}
+
+// What `pick` makes of a name in folder `dir` ("" for none of its own), the last name that
+// gives one; "" when the folder cannot be read.
+template <typename Pick>
+std::string pick_name(const std::string& dir, Pick&& pick) {
+  std::string found;
+  DIR* listing = opendir(dir.c_str());
+  if (listing == nullptr) return found;
+  while (dirent* entry = readdir(listing)) {
+    if (std::string value = pick(std::string_view(entry->d_name)); !value.empty()) found = value;
+  }
+  closedir(listing);
+  return found;
+}
+
+// The "3.X" of the lib/python3.X folder under `prefix` that holds the standard library.
+std::string version_from_lib(const std::string& prefix) {
+  std::string lib = prefix + "/lib/";
+  return pick_name(lib, [&lib](std::string_view name) {
+    std::string os_py = lib;
+    os_py += name;
+    os_py += "/os.py";
+    bool stdlib = name.starts_with("python3.") && access(os_py.c_str(), F_OK) == 0;
+    return stdlib ? std::string(name.substr(6)) : std::string();
+  });
+}
+
+// "3.11" of an extension's name: _C.cpython-311-x86_64-linux-gnu.so.
+std::string extension_python(const std::string& torch_dir) {
+  return pick_name(torch_dir, [](std::string_view name) {
+    constexpr std::string_view kPrefix = "_C.cpython-3";
+    if (!name.starts_with(kPrefix) || !name.ends_with(".so")) return std::string();
+    std::string_view minor = name.substr(kPrefix.size());
+    minor = minor.substr(0, minor.find_first_not_of("0123456789"));
+    return minor.empty() ? std::string() : "3." + std::string(minor);
+  });
+}
+
+// The version of the nvidia-nccl wheel in a site folder: nvidia_nccl_cu12-2.28.3.dist-info.
+std::string nccl_wheel(const std::string& site) {
+  return pick_name(site, [](std::string_view name) {
+    constexpr std::string_view kSuffix = ".dist-info";
+    size_t dash = name.find('-');
+    if (!name.starts_with("nvidia_nccl_") || !name.ends_with(kSuffix) ||
+        dash == std::string_view::npos) {
+      return std::string();
+    }
+    return std::string(name.substr(dash + 1, name.size() - dash - 1 - kSuffix.size()));
+  });
+}
+
+// Where the interpreter looks for packages, in its order: PYTHONPATH, the user's site (outside a
+// venv), the venv's site-packages, then the system's (Debian's dist-packages among them) where
+// the venv includes them or there is none.
+std::vector<std::string> site_folders(const std::string& interpreter, const std::string& version,
+                                      const PythonLookup& lookup) {
+  std::vector<std::string> out = split(lookup.pythonpath, ':');
+  std::string venv = dir_name(dir_name(interpreter));
+  std::string cfg = read_head(venv + "/pyvenv.cfg", 1 << 14);
+  std::string lib = "/lib/python" + version;
+  std::string prefix = dir_name(dir_name(real_path(interpreter)));
+  bool system = true;
+  if (!cfg.empty()) {
+    out.push_back(venv + lib + "/site-packages");
+    system = cfg_value(cfg, "include-system-site-packages") == "true";
+    if (std::string home = cfg_value(cfg, "home"); !home.empty()) prefix = dir_name(home);
+  } else if (!lookup.home.empty()) {
+    out.push_back(lookup.home + "/.local" + lib + "/site-packages");
+  }
+  if (system) {
+    for (const char* site : {"/local/lib/python%/dist-packages", "/lib/python3/dist-packages",
+                             "/lib/python%/dist-packages", "/lib/python%/site-packages"}) {
+      std::string path = prefix + site;
+      if (size_t at = path.find('%'); at != std::string::npos) path.replace(at, 1, version);
+      out.push_back(path);
+    }
+  }
+  return out;
+}
+
+std::string python_version(const std::string& interpreter) {
+  std::string venv = dir_name(dir_name(interpreter));
+  std::string cfg = read_head(venv + "/pyvenv.cfg", 1 << 14);
+  for (const char* key : {"version_info", "version"}) {
+    if (std::string version = cfg_value(cfg, key); !version.empty()) return major_minor(version);
+  }
+  std::string name = real_path(interpreter);
+  name = name.substr(name.rfind('/') + 1);
+  if (name.starts_with("python3.")) {
+    std::string version = name.substr(6);
+    while (!version.empty() && (version.back() < '0' || version.back() > '9')) version.pop_back();
+    return version;
+  }
+  return version_from_lib(dir_name(dir_name(real_path(interpreter))));
+}
+
+}  // namespace
+
+std::string read_head(const std::string& path, size_t limit) {
+  common::FileDescriptor fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  struct stat info {};
+  if (fd.get() < 0 || fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
+  std::string text(limit, '\0');
+  size_t got = 0;
+  while (got < limit) {
+    ssize_t n = read(fd.get(), text.data() + got, limit - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+std::string find_program(const std::string& name, const std::string& path) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  for (const std::string& dir : split(path, ':')) {
+    std::string candidate = dir;
+    candidate += "/";
+    candidate += name;
+    struct stat info {};
+    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+std::string shebang_interpreter(const std::string& script, const std::string& path) {
+  std::string head = read_head(script, 1024);
+  if (!head.starts_with("#!")) return "";
+  std::vector<std::string> lines = split(head, '\n');
+  std::vector<std::string> words = split(trimmed(std::string_view(lines[0]).substr(2)), ' ');
+  if (words.empty()) return "";
+  if (words[0].ends_with("/env") && words.size() > 1) return find_program(words[1], path);
+  // pip's trampoline for a path too long for #!:  '''exec' "/long/venv/bin/python" "$0" "$@"
+  if (words[0] == "/bin/sh" && lines.size() > 1 && lines[1].starts_with("'''exec' ")) {
+    std::string rest = trimmed(std::string_view(lines[1]).substr(9));
+    if (rest.starts_with("\"")) return rest.substr(1, rest.find('"', 1) - 1);
+    return rest.substr(0, rest.find(' '));
+  }
+  return words[0];
+}
+
+void parse_torch_version(const std::string& text, std::string& version, std::string& cuda) {
+  for (const std::string& line : split(text, '\n')) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = trimmed(std::string_view(line).substr(0, line.find_first_of(":=")));
+    std::string value = trimmed(std::string_view(line).substr(eq + 1));
+    bool quoted = value.size() >= 2 && (value.front() == '\'' || value.front() == '"');
+    value = quoted ? value.substr(1, value.find(value.front(), 1) - 1) : "";
+    if (key == "__version__") version = value;
+    if (key == "cuda") cuda = value;
+  }
+}
+
+store::PythonFacts probe_python(const std::string& interpreter, const PythonLookup& lookup) {
+  store::PythonFacts out;
+  out.interpreter = interpreter;
+  if (interpreter.empty() || access(interpreter.c_str(), X_OK) != 0) {
+    out.interpreter.clear();
+    return out;
+  }
+  out.version = python_version(interpreter);
+  std::vector<std::string> sites = site_folders(interpreter, out.version, lookup);
+  for (const std::string& site : sites) {
+    if (out.torch_dir.empty() && is_dir(site + "/torch") &&
+        access((site + "/torch/__init__.py").c_str(), F_OK) == 0) {
+      out.torch_dir = site + "/torch";
+      parse_torch_version(read_head(out.torch_dir + "/version.py", 1 << 14), out.torch_version,
+                          out.torch_cuda);
+      out.torch_python = extension_python(out.torch_dir);
+    }
+    if (out.nccl_version.empty()) out.nccl_version = nccl_wheel(site);
+  }
+  return out;
+}
+
+}  // namespace traindoc::supervisor
