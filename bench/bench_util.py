@@ -7,6 +7,7 @@ import datetime
 import os
 import platform
 import shutil
+import socket
 import statistics
 import subprocess
 import time
@@ -98,6 +99,13 @@ def proc_cpu_seconds(pid):
     # Fields after the ')' that closes the command name: state is field 3, utime 14, stime 15.
     fields = text.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 free at this moment, for a job's rendezvous."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_quietly(argv, **kwargs):

@@ -28,7 +28,6 @@ Usage: /usr/bin/python3 bench/collective_call_cost.py [--rounds 3] [--calls 2000
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -151,19 +150,13 @@ dist.destroy_process_group()
 NO_HOOK = " without the hook"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_job(python, mode, script, ranks, job_args, scratch):
     """The job's RESULT line's values, run as `mode` says: "plain", "DETAIL", or under the
     traindoc it names (a path), with NO_HOOK after it: without the Python hook."""
     env = dict(os.environ)
     # --redirects: Debian's PyTorch 1.13 on Python 3.11 fails with none (its default).
     argv = [python, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", "--nnodes",
-            "1", "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+            "1", "--master_addr", "127.0.0.1", "--master_port", str(bench_util.free_port()),
             "--nproc_per_node", str(ranks), str(script), *map(str, job_args)]
     if mode == "DETAIL":
         env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"

@@ -19,7 +19,6 @@ Usage: /usr/bin/python3 bench/ddp_gradient_record_cost.py [--rounds 9] [--steps 
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -67,12 +66,6 @@ for name in modes:
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
@@ -84,8 +77,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "job.py"
         job.write_text(JOB)
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), RANK="0",
-                   WORLD_SIZE="1", LOCAL_RANK="0")
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(bench_util.free_port()),
+                   RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
         result = subprocess.run(
             [args.traindoc, "run", "--out", str(Path(tmp) / "run"), "--", "/usr/bin/python3",
              str(job), str(args.rounds), str(args.steps)],

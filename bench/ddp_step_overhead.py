@@ -14,7 +14,6 @@ Usage: /usr/bin/python3 bench/ddp_step_overhead.py [--rounds 3] [--steps 60] [--
 """
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -71,9 +70,7 @@ else:
 
 
 def torchrun(script, *args):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = bench_util.free_port()
     return [PYTHON, "-m", "torch.distributed.run", "--redirects", "2", "--tee", "2", "--nnodes",
             "1", "--master_addr", "127.0.0.1", "--master_port", str(port), "--nproc_per_node", "2",
             script, *map(str, args)]
