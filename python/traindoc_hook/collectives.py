@@ -259,6 +259,10 @@ def _call_site(frame):
 
 
 def _tensors_of(value):
+    """The tensors in `value`: a tensor, or lists, tuples and mappings of them (a collective's
+    arguments, a model's output)."""
+    if isinstance(value, dict):
+        value = list(value.values())
     if isinstance(value, (list, tuple)):
         out = []
         for item in value:

@@ -88,7 +88,8 @@ def _watch(ddp, output, caller):
     model.pending = None
     if not model.unseen or not _torch.is_grad_enabled() or not ddp.require_backward_grad_sync:
         return
-    outputs = [t for t in _outputs(output) if t.requires_grad][:_OUTPUTS]
+    outputs = [t for t in collectives._tensors_of(output)
+               if getattr(t, "requires_grad", False)][:_OUTPUTS]
     if not outputs:
         return
     # Autograd runs a CUDA backward on a thread of its own, where the job's line is not on the
@@ -108,10 +109,10 @@ def _began(token, grad):
         return None
     model.pending = None
     try:
-        frame = collectives._user_frame(sys._getframe(1))
-        where = token[1] if frame is None or frame is collectives._NESTED else \
-            collectives._call_site(frame)
-        call = model.open = model.call_at(*(where or (b"", 0)))
+        where = _site_of(sys._getframe(1))
+        if not where[0]:  # on autograd's own thread
+            where = token[1] or where
+        call = model.open = model.call_at(*where)
         _enter(call)
         # Queued now, this callback runs before the Reducer's own (queued once the last bucket
         # is ready); queued from it, the second runs after, once the all-reduces are waited for.
@@ -129,20 +130,6 @@ def _ended(model, call):
     if model.open is call:
         model.open = None
         _leave(call)
-
-
-def _outputs(value):
-    """The tensors of a forward's output: a tensor, or lists, tuples and mappings of them."""
-    if isinstance(value, _torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        out = []
-        for item in value:
-            out.extend(_outputs(item))
-        return out
-    return []
 
 
 def _shadow(match):
