@@ -12,7 +12,11 @@ namespace traindoc::supervisor {
 inline constexpr size_t kMapsMaxBytes = size_t{64} << 20;
 
 // The file, or its first `limit` bytes and a little more once it is longer; "" when it cannot be
-// read.
+// read, and for a link (a job writes the run folder).
 std::string read_file_text(const std::string& path, size_t limit);
+
+// The first `limit` bytes of a regular file, following links (a Python on PATH, a launcher's
+// script); "" when it cannot be read. Never blocks on a FIFO.
+std::string read_file_head(const std::string& path, size_t limit);
 
 }  // namespace traindoc::supervisor

@@ -37,5 +37,17 @@ TEST(FileText, ALinkAFifoOrADeviceReadsAsNothingWithoutBlocking) {
   EXPECT_EQ(read_file_text("/dev/zero", 1000), "");
 }
 
+// The files read before a job starts (a Python on PATH, a launcher's script) are often links.
+TEST(FileText, AHeadFollowsLinksAndStopsAtItsLimit) {
+  TempDir dir;
+  std::ofstream(dir.file("script")) << "#!/usr/bin/python3\n" << std::string(5000, 'x');
+  ASSERT_EQ(symlink(dir.file("script").c_str(), dir.file("link").c_str()), 0);
+  EXPECT_EQ(read_file_head(dir.file("link"), 18), "#!/usr/bin/python3");
+  EXPECT_EQ(read_file_head(dir.file("script"), 1 << 20).size(), 5019u);
+  ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  EXPECT_EQ(read_file_head(dir.file("fifo"), 1000), "");
+  EXPECT_EQ(read_file_head(dir.file("missing"), 1000), "");
+}
+
 }  // namespace
 }  // namespace traindoc::supervisor

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/file_descriptor.h"
+#include "supervisor/proc/text_scan.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -71,17 +72,6 @@ std::vector<std::string> interface_names() {
   return out;
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t from = 0;
-  while (from <= text.size()) {
-    size_t to = std::min(text.find(',', from), text.size());
-    if (to > from) out.push_back(text.substr(from, to - from));
-    from = to + 1;
-  }
-  return out;
-}
-
 void probe_master(store::NetworkFacts& out) {
   AddrInfo found = resolve(out.master_addr);
   out.master_addr_resolved = found != nullptr;
@@ -102,7 +92,7 @@ bool ifname_matches(const std::string& value, const std::vector<std::string>& in
   if (exclude) list.erase(0, 1);
   bool whole = exact || list.starts_with("=");
   if (!exact && whole) list.erase(0, 1);
-  std::vector<std::string> names = split_commas(list);
+  std::vector<std::string> names = text::split(list, ',');
   auto named = [&](const std::string& interface) {
     return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
       return whole ? interface == name : interface.starts_with(name);

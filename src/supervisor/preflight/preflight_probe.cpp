@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "supervisor/file_text.h"
 #include "supervisor/preflight/command_line.h"
 #include "supervisor/preflight/network_probe.h"
 #include "supervisor/preflight/python_probe.h"
@@ -69,7 +70,7 @@ store::LimitFacts probe_limits() {
   out.memlock = limit_of(RLIMIT_MEMLOCK);
   out.stack = limit_of(RLIMIT_STACK);
   out.core = limit_of(RLIMIT_CORE);
-  out.core_pattern = read_head("/proc/sys/kernel/core_pattern", 4096);
+  out.core_pattern = read_file_head("/proc/sys/kernel/core_pattern", 4096);
   while (!out.core_pattern.empty() && out.core_pattern.back() == '\n') out.core_pattern.pop_back();
   out.infiniband = has_entries("/sys/class/infiniband");
   return out;
@@ -128,7 +129,7 @@ store::PreflightFacts probe_preflight(const std::vector<std::string>& command, G
     if (out.python.nccl_version.empty()) out.python.nccl_version = system_nccl();
   }
   if (!parsed.facts.script.empty()) {
-    std::string text = read_head(parsed.facts.script, 1 << 16);
+    std::string text = read_file_head(parsed.facts.script, 1 << 16);
     auto has = [&text](const char* word) { return text.find(word) != std::string::npos; };
     out.command.script_imports_torch = has("import torch") || has("from torch");
     out.command.script_uses_cuda = has("cuda") || has("nccl");

@@ -3,17 +3,16 @@
 #include "supervisor/preflight/python_probe.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
 #include <vector>
 
-#include "common/file_descriptor.h"
+#include "supervisor/file_text.h"
+#include "supervisor/proc/text_scan.h"
 
 namespace traindoc::supervisor {
 namespace {
@@ -37,31 +36,12 @@ bool is_dir(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> out;
-  size_t from = 0;
-  while (from <= text.size()) {
-    size_t to = text.find(separator, from);
-    if (to == std::string::npos) to = text.size();
-    if (to > from) out.push_back(text.substr(from, to - from));
-    from = to + 1;
-  }
-  return out;
-}
-
-std::string trimmed(std::string_view text) {
-  size_t from = text.find_first_not_of(" \t\r\n");
-  if (from == std::string_view::npos) return "";
-  size_t to = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(from, to - from + 1));
-}
-
 // The value of `key = value` in pyvenv.cfg's text; "" when absent.
 std::string cfg_value(const std::string& text, std::string_view key) {
-  for (const std::string& line : split(text, '\n')) {
+  for (const std::string& line : text::split(text, '\n')) {
     size_t eq = line.find('=');
-    if (eq != std::string::npos && trimmed(std::string_view(line).substr(0, eq)) == key) {
-      return trimmed(std::string_view(line).substr(eq + 1));
+    if (eq != std::string::npos && text::trim(std::string_view(line).substr(0, eq)) == key) {
+      return std::string(text::trim(std::string_view(line).substr(eq + 1)));
     }
   }
   return "";
@@ -130,9 +110,9 @@ std::string nccl_wheel(const std::string& site) {
 // the venv includes them or there is none.
 std::vector<std::string> site_folders(const std::string& interpreter, const std::string& version,
                                       const PythonLookup& lookup) {
-  std::vector<std::string> out = split(lookup.pythonpath, ':');
+  std::vector<std::string> out = text::split(lookup.pythonpath, ':');
   std::string venv = dir_name(dir_name(interpreter));
-  std::string cfg = read_head(venv + "/pyvenv.cfg", 1 << 14);
+  std::string cfg = read_file_head(venv + "/pyvenv.cfg", 1 << 14);
   std::string lib = "/lib/python" + version;
   std::string prefix = dir_name(dir_name(real_path(interpreter)));
   bool system = true;
@@ -156,7 +136,7 @@ std::vector<std::string> site_folders(const std::string& interpreter, const std:
 
 std::string python_version(const std::string& interpreter) {
   std::string venv = dir_name(dir_name(interpreter));
-  std::string cfg = read_head(venv + "/pyvenv.cfg", 1 << 14);
+  std::string cfg = read_file_head(venv + "/pyvenv.cfg", 1 << 14);
   for (const char* key : {"version_info", "version"}) {
     if (std::string version = cfg_value(cfg, key); !version.empty()) return major_minor(version);
   }
@@ -172,26 +152,10 @@ std::string python_version(const std::string& interpreter) {
 
 }  // namespace
 
-std::string read_head(const std::string& path, size_t limit) {
-  common::FileDescriptor fd(open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  struct stat info {};
-  if (fd.get() < 0 || fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
-  std::string text(limit, '\0');
-  size_t got = 0;
-  while (got < limit) {
-    ssize_t n = read(fd.get(), text.data() + got, limit - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  return text;
-}
-
 std::string find_program(const std::string& name, const std::string& path) {
   if (name.empty()) return "";
   if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-  for (const std::string& dir : split(path, ':')) {
+  for (const std::string& dir : text::split(path, ':')) {
     std::string candidate = dir;
     candidate += "/";
     candidate += name;
@@ -205,15 +169,16 @@ std::string find_program(const std::string& name, const std::string& path) {
 }
 
 std::string shebang_interpreter(const std::string& script, const std::string& path) {
-  std::string head = read_head(script, 1024);
+  std::string head = read_file_head(script, 1024);
   if (!head.starts_with("#!")) return "";
-  std::vector<std::string> lines = split(head, '\n');
-  std::vector<std::string> words = split(trimmed(std::string_view(lines[0]).substr(2)), ' ');
+  std::vector<std::string> lines = text::split(head, '\n');
+  std::vector<std::string> words =
+      text::split(text::trim(std::string_view(lines[0]).substr(2)), ' ');
   if (words.empty()) return "";
   if (words[0].ends_with("/env") && words.size() > 1) return find_program(words[1], path);
   // pip's trampoline for a path too long for #!:  '''exec' "/long/venv/bin/python" "$0" "$@"
   if (words[0] == "/bin/sh" && lines.size() > 1 && lines[1].starts_with("'''exec' ")) {
-    std::string rest = trimmed(std::string_view(lines[1]).substr(9));
+    std::string rest(text::trim(std::string_view(lines[1]).substr(9)));
     if (rest.starts_with("\"")) return rest.substr(1, rest.find('"', 1) - 1);
     return rest.substr(0, rest.find(' '));
   }
@@ -221,11 +186,11 @@ std::string shebang_interpreter(const std::string& script, const std::string& pa
 }
 
 void parse_torch_version(const std::string& text, std::string& version, std::string& cuda) {
-  for (const std::string& line : split(text, '\n')) {
+  for (const std::string& line : text::split(text, '\n')) {
     size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
-    std::string key = trimmed(std::string_view(line).substr(0, line.find_first_of(":=")));
-    std::string value = trimmed(std::string_view(line).substr(eq + 1));
+    std::string key(text::trim(std::string_view(line).substr(0, line.find_first_of(":="))));
+    std::string value(text::trim(std::string_view(line).substr(eq + 1)));
     bool quoted = value.size() >= 2 && (value.front() == '\'' || value.front() == '"');
     value = quoted ? value.substr(1, value.find(value.front(), 1) - 1) : "";
     if (key == "__version__") version = value;
@@ -246,7 +211,7 @@ store::PythonFacts probe_python(const std::string& interpreter, const PythonLook
     if (out.torch_dir.empty() && is_dir(site + "/torch") &&
         access((site + "/torch/__init__.py").c_str(), F_OK) == 0) {
       out.torch_dir = site + "/torch";
-      parse_torch_version(read_head(out.torch_dir + "/version.py", 1 << 14), out.torch_version,
+      parse_torch_version(read_file_head(out.torch_dir + "/version.py", 1 << 14), out.torch_version,
                           out.torch_cuda);
       out.torch_python = extension_python(out.torch_dir);
     }

@@ -24,10 +24,6 @@ std::string find_program(const std::string& name, const std::string& path);
 // trampoline pip writes for long paths; "" when it has none.
 std::string shebang_interpreter(const std::string& script, const std::string& path);
 
-// The first `limit` bytes of a regular file (following links), "" when it cannot be read; never
-// blocks on a FIFO.
-std::string read_head(const std::string& path, size_t limit);
-
 // `interpreter`: the file found (find_program, shebang_interpreter).
 store::PythonFacts probe_python(const std::string& interpreter, const PythonLookup& lookup);
 

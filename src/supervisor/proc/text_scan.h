@@ -3,9 +3,12 @@
 // Everything is total: bad input yields false or nullopt, never a throw.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace traindoc::supervisor::text {
 
@@ -17,6 +20,18 @@ inline std::string_view trim(std::string_view text) {
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
   while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
   return text;
+}
+
+// The non-empty pieces of `text` between `separator`s (PATH's folders, a list of names).
+inline std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t to = std::min(text.find(separator, from), text.size());
+    if (to > from) out.emplace_back(text.substr(from, to - from));
+    from = to + 1;
+  }
+  return out;
 }
 
 // Takes the decimal digits at the front of `text`. False, with `text` untouched, on no digits
