@@ -92,15 +92,18 @@ bool about_peers(std::optional<FindingKind> kind) {
   return kind && kAboutPeers.contains(*kind);
 }
 
+// The checker's account of ranks that ended unevenly (a rank failed soon after another exited
+// normally), its ranks the one that left and the one that failed; not a call some never made.
+bool ended_unevenly(const store::CollectiveIssue& issue) {
+  return issue.kind == store::IssueKind::kUnevenInputs && issue.field == store::IssueField::kCalls;
+}
+
 // An uneven-inputs issue (a rank failed soon after another exited normally) whose failed rank
 // raised an exception of its own, not one about its lost peer or collective (a checkpoint it
 // could not write after its peer was done, an error in work only it does at the end): the ranks
 // ended unevenly, which says nothing of their inputs; its own finding tells its failure.
 bool failed_on_its_own(const RuleContext& context, const store::CollectiveIssue& issue) {
-  if (issue.kind != store::IssueKind::kUnevenInputs || issue.field != store::IssueField::kCalls ||
-      issue.ranks.size() < 2) {
-    return false;
-  }
+  if (!ended_unevenly(issue) || issue.ranks.size() < 2) return false;
   const ProcessSummary* left = context.process(issue.ranks[0].pid, issue.ranks[0].start_ticks);
   const ProcessSummary* failed = context.process(issue.ranks[1].pid, issue.ranks[1].start_ticks);
   if (left == nullptr || failed == nullptr) return false;
@@ -400,10 +403,7 @@ IssueFinding start_finding(const RuleContext& context, const store::CollectiveIs
 bool named_rank(const IssueFinding& in, const store::CollectiveIssueRank& rank) {
   if (in.late != nullptr) return came_late(*in.late, rank.group_rank);
   if (in.any_odd) return odd(rank);
-  if (in.issue.kind == store::IssueKind::kUnevenInputs &&
-      in.issue.field == store::IssueField::kCalls) {
-    return &rank == &in.issue.ranks.front();
-  }
+  if (ended_unevenly(in.issue)) return &rank == &in.issue.ranks.front();
   return !about_missing_ranks(in.issue) || !in.any_missing || missing(rank);
 }
 
