@@ -1,6 +1,7 @@
 // Rule: memory that grows steadily with the training steps (or, without step counts, with time)
 // in a process: a leak; the same after its last training step, per DDP forward pass (evaluation
-// with autograd on) or per minute; and DataLoader workers whose private memory grows while their
+// with autograd on) or per minute; per minute before its first training step (data
+// preparation); and DataLoader workers whose private memory grows while their
 // RSS stays flat: copy-on-access of the parent's Python objects. Pure.
 // Every per-process memory series goes through grown_in() and leak_finding(): host RSS (without
 // the pages of mapped files), and the GPU memory NVML saw the process hold (all its devices
@@ -50,9 +51,11 @@ std::vector<std::pair<int64_t, double>> counts_of(const RuleContext& context,
 // Where a process stands in its training at a sample time: its step count (linear between the
 // counts the hook reported; none outside the span they cover), or minutes since its first
 // sample where the hook counted nothing. After its last training step, its DDP forward passes,
-// or minutes since that step.
+// or minutes since that step; before its first, minutes since its first sample.
 class Axis {
  public:
+  enum class Phase { kTraining, kBeforeFirstStep, kAfterLastStep };
+
   Axis() = default;  // minutes
   // The steps `counter` counted: `p` itself, or the rank a DataLoader worker makes batches for.
   Axis(const RuleContext& context, const ProcessSummary& p, const ProcessSummary& counter) {
@@ -68,7 +71,7 @@ class Axis {
                     double last_step) {
     Axis out;
     out.m_from_ns = from_ns;
-    out.m_phase = true;
+    out.m_phase = Phase::kAfterLastStep;
     out.m_last_step = last_step;
     out.m_trained = p.step_kind();
     std::vector<std::pair<int64_t, double>> backward =
@@ -96,17 +99,29 @@ class Axis {
     return out;
   }
 
+  // The span of `p` before `to_ns`, when it reported its first training step: by minutes, the
+  // hook counts nothing there.
+  static Axis before(const ProcessSummary& p, int64_t to_ns) {
+    Axis out;
+    out.m_to_ns = to_ns;
+    out.m_phase = Phase::kBeforeFirstStep;
+    out.m_trained = p.step_kind();
+    return out;
+  }
+
   bool per_step() const { return m_counts.size() >= 2; }
   // By the forward passes of the phase after training.
-  bool forwards() const { return m_phase && per_step(); }
-  // The span after the last training step rather than training itself; the training step it
-  // came after, and the backward calls in it.
-  bool phase() const { return m_phase; }
+  bool forwards() const { return m_phase == Phase::kAfterLastStep && per_step(); }
+  // A span before or after training rather than training itself; the training step it came
+  // after, and the backward calls in it.
+  bool phase() const { return m_phase != Phase::kTraining; }
+  Phase phase_kind() const { return m_phase; }
   double last_step() const { return m_last_step; }
   double backwards_after() const { return m_backwards_after; }
   // What the process's training steps were: "optimizer steps".
   const char* trained() const { return words(m_trained); }
   int64_t from_ns() const { return m_from_ns; }
+  int64_t to_ns() const { return m_to_ns; }
   const char* unit() const { return !per_step() ? "minute" : forwards() ? "forward pass" : "step"; }
   const char* units() const {
     return !per_step() ? "minutes" : forwards() ? "forward passes" : "steps";
@@ -134,9 +149,9 @@ class Axis {
   }
 
   std::optional<double> at(int64_t t_ns, int64_t first_sample_ns) const {
-    if (t_ns < m_from_ns) return std::nullopt;
+    if (t_ns < m_from_ns || t_ns > m_to_ns) return std::nullopt;
     if (!per_step()) {
-      if (m_phase) first_sample_ns = m_from_ns;
+      if (m_phase == Phase::kAfterLastStep) first_sample_ns = m_from_ns;
       // A sample whose time tells no duration since the first (a clock far off, a damaged file)
       // has no place on the axis: the span in words stays a duration.
       std::optional<int64_t> since = store::duration_ns(first_sample_ns, t_ns);
@@ -175,7 +190,8 @@ class Axis {
   std::vector<std::pair<int64_t, double>> m_counts;
   std::string m_rank;
   int64_t m_from_ns = std::numeric_limits<int64_t>::min();
-  bool m_phase = false;
+  int64_t m_to_ns = std::numeric_limits<int64_t>::max();
+  Phase m_phase = Phase::kTraining;
   double m_last_step = 0;
   std::optional<store::StepKind> m_trained;
   double m_backwards_after = 0;
@@ -192,6 +208,17 @@ std::optional<Axis> after_training(const RuleContext& context, const ProcessSumm
   auto last = std::find_if(counts.begin(), counts.end(),
                            [&](const auto& c) { return c.second == counts.back().second; });
   return Axis::after(context, p, last->first, last->second);
+}
+
+// The phase before process `p`'s first training step (loading and preparing data, building the
+// model), or nullopt where it trained none: the training's axis starts at that step.
+std::optional<Axis> before_training(const RuleContext& context, const ProcessSummary& p) {
+  std::optional<store::StepKind> kind = p.step_kind();
+  if (p.role.role == Role::kWorker || !kind) return std::nullopt;
+  std::vector<std::pair<int64_t, double>> counts = counts_of(context, p, kind);
+  // With a single count the training is measured by minutes from the process's start already.
+  if (counts.size() < 2) return std::nullopt;
+  return Axis::before(p, counts.front().first);
 }
 
 // The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
@@ -405,18 +432,48 @@ constexpr const char* kAfterTrainingLeakFix =
     "Bound or clear them, or stream them to disk; to see what grows, compare tracemalloc "
     "snapshots.";
 
-// " after its last training step", or "" for training.
+// What a process prepares before its first training step keeps growing.
+constexpr const char* kBeforeTrainingLeakFix =
+    "Memory that grows before the first training step: what the program prepares (reading, "
+    "decoding or tokenizing the dataset, building the model) keeps what it makes. The usual "
+    "culprits: a whole dataset read into Python lists, dicts or a pandas frame (read it lazily "
+    "in the Dataset's __getitem__, or preprocess it once into numpy or Arrow files and memory-map "
+    "them); every sample tokenized or decoded up front and kept (do it in the Dataset or the "
+    "DataLoader's workers); a cache of decoded images filled for every file; state_dicts or "
+    "model copies kept after loading them (`del` them once loaded). The memory held there stays "
+    "held through training: to see what holds it, take a tracemalloc snapshot before the first "
+    "step.";
+
+// " after its last training step", " before its first training step", or "" for training.
 std::string phase_words(const Axis& axis) {
-  return axis.phase() ? " after its last training step" : "";
+  switch (axis.phase_kind()) {
+    case Axis::Phase::kBeforeFirstStep:
+      return " before its first training step";
+    case Axis::Phase::kAfterLastStep:
+      return " after its last training step";
+    case Axis::Phase::kTraining:
+      break;
+  }
+  return "";
 }
 
-// When the phase began and what ran in it.
+// Seconds from the run's start to `t_ns`, as evidence says it: ", 40.0 s into the run".
+std::string into_the_run(const RuleContext& context, int64_t t_ns) {
+  std::optional<int64_t> at = store::duration_ns(context.evidence.run.start_ns, t_ns);
+  return at ? fmt::format(", {:.1f} s into the run", static_cast<double>(*at) / 1e9) : "";
+}
+
+// When the phase began (or ended, before training) and what ran in it.
 std::string phase_evidence(const RuleContext& context, const Axis& axis) {
-  std::optional<int64_t> at = store::duration_ns(context.evidence.run.start_ns, axis.from_ns());
+  if (axis.phase_kind() == Axis::Phase::kBeforeFirstStep) {
+    return fmt::format(
+        "the growth came before the process's first training step (its {} were first counted{}): "
+        "while it prepared its data and model, growth per minute of the phase",
+        axis.trained(), into_the_run(context, axis.to_ns()));
+  }
   std::string out = fmt::format(
       "the growth came after the process's last training step ({} {}{}): ", axis.trained(),
-      amount(axis.last_step()),
-      at ? fmt::format(", {:.1f} s into the run", static_cast<double>(*at) / 1e9) : "");
+      amount(axis.last_step()), into_the_run(context, axis.from_ns()));
   if (!axis.per_step()) {
     return out +
            "no DDP forward was counted after it (the Python hook counts forward passes through "
@@ -512,7 +569,11 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
         "samples after warm-up, growing in {} of 4 quarters",
         measure.name, context.name(p), mib(g.from_bytes), mib(g.to_bytes), span,
         mib(g.growth_bytes()), mib(g.slope), unit, g.points, g.growing_quarters));
-    if (end == nullptr) end = exhaustion_of(context, out, p, one.start_ns, measure.exhausted_kinds);
+    // Memory that grew before the first step and then stayed flat through training did not
+    // run out in that phase: a later failure is told by the phase it came in.
+    if (end == nullptr && axis.phase_kind() != Axis::Phase::kBeforeFirstStep) {
+      end = exhaustion_of(context, out, p, one.start_ns, measure.exhausted_kinds);
+    }
   }
   // An epoch's workers long gone did not run the memory out of a kill that came later.
   constexpr int64_t kEndSlackNs = 10'000'000'000;
@@ -535,6 +596,10 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
     f.severity = Severity::kError;
     f.confidence = 0.85;
     f.evidence.push_back(ran_out(*end));
+  } else if (axis.phase_kind() == Axis::Phase::kBeforeFirstStep) {
+    // The growth ended as training began: what it holds stays held, but grows no more.
+    f.severity = Severity::kInfo;
+    f.confidence = 0.6;
   } else {
     f.severity = Severity::kWarning;
     f.confidence = axis.per_step() ? 0.8 : 0.7;
@@ -542,10 +607,11 @@ void leak_finding(const RuleContext& context, const std::vector<Grown>& grown, c
       f.evidence.push_back(projection(axis, *headroom, slope, to_x));
     }
   }
-  f.fix = first.role.role == Role::kWorker ? kWorkerLeakFix
-          : !axis.phase()                  ? kLeakFix
-          : axis.forwards()                ? kForwardLeakFix
-                                           : kAfterTrainingLeakFix;
+  f.fix = first.role.role == Role::kWorker                     ? kWorkerLeakFix
+          : !axis.phase()                                      ? kLeakFix
+          : axis.phase_kind() == Axis::Phase::kBeforeFirstStep ? kBeforeTrainingLeakFix
+          : axis.forwards()                                    ? kForwardLeakFix
+                                                               : kAfterTrainingLeakFix;
   out.push_back({std::move(f), start_ns, first.record.pid});
 }
 
@@ -702,14 +768,17 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
                  ? std::optional<uint64_t>(s.rss - std::min(s.rss, s.rss_file.value_or(0)))
                  : std::nullopt;
     };
-    // Growth after the training (evaluation, inference, what the program does next), which
-    // the steps do not measure: by the DDP forward passes there, or by minutes.
-    if (std::optional<Axis> later = after_training(context, p)) {
-      if (std::optional<Grown> g = grown_in(p, *later, gpu_series_of(context, p, *later))) {
-        leak_finding(context, {*g}, *later, gpu, out);
+    // Growth before and after the training (data preparation; evaluation, inference, what the
+    // program does next), which the steps do not measure: by the DDP forward passes after it,
+    // or by minutes.
+    for (const std::optional<Axis>& phase :
+         {before_training(context, p), after_training(context, p)}) {
+      if (!phase) continue;
+      if (std::optional<Grown> g = grown_in(p, *phase, gpu_series_of(context, p, *phase))) {
+        leak_finding(context, {*g}, *phase, gpu, out);
       }
-      if (std::optional<Grown> g = grown_in(p, *later, series_of(context, p, *later, rss_of))) {
-        leak_finding(context, {*g}, *later, host, out);
+      if (std::optional<Grown> g = grown_in(p, *phase, series_of(context, p, *phase, rss_of))) {
+        leak_finding(context, {*g}, *phase, host, out);
       }
     }
     Series rss = series_of(context, p, axis, rss_of);

@@ -20,6 +20,7 @@ using testing::Contains;
 using testing::ElementsAre;
 using testing::HasSubstr;
 using testing::IsEmpty;
+using testing::Not;
 
 constexpr uint64_t kMiB = 1024 * 1024;
 constexpr uint64_t kGiB = 1024 * kMiB;
@@ -233,6 +234,47 @@ TEST(RuleMemoryLeak, GrowthAfterTheLastStepWithoutForwardPassesIsPerMinute) {
   EXPECT_THAT(f.evidence, Contains(HasSubstr("no DDP forward was counted after it")));
   EXPECT_THAT(f.fix, HasSubstr("after the last training step"));
   EXPECT_THAT(f.fix, HasSubstr("torch.no_grad()"));
+}
+
+// Data preparation: 4 MiB a second for the first 170 s, flat once training starts at 180 s.
+uint64_t preparing(int second) {
+  return 600 * kMiB + static_cast<uint64_t>(std::min(second, 170)) * 4 * kMiB + (second % 3) * kMiB;
+}
+
+// Optimizer steps from `from` seconds on, two a second.
+void add_steps_from(Evidence& e, int from, int to) {
+  for (int s = from; s < to; ++s) {
+    e.steps.push_back(
+        {kT0 + s * kSecond, kRank, kRankTicks, store::StepKind::kOptimizer, 2 * (s - from + 1)});
+  }
+}
+
+TEST(RuleMemoryLeak, GrowthBeforeTheFirstStepIsPerMinuteOfThePreparation) {
+  Evidence e = job(300);
+  add_steps_from(e, 180, 300);
+  set_rss(e, kRank, preparing);
+  Diagnosis d = diagnose(e);
+  ASSERT_EQ(leaks(d).size(), 1u) << (d.findings.empty() ? "" : d.findings[0].title);
+  const Finding& f = *leaks(d)[0];
+  EXPECT_EQ(f.title,
+            "rank 0 (pid 2000): host memory grows 240 MiB per minute before its first training "
+            "step");
+  // The phase ended as training began: information, not a leak that will run out.
+  EXPECT_EQ(f.severity, Severity::kInfo);
+  EXPECT_THAT(f.evidence[0], HasSubstr("of the phase"));
+  EXPECT_THAT(f.evidence,
+              Contains(HasSubstr("the growth came before the process's first training step (its "
+                                 "optimizer steps were first counted, 180.0 s into the run)")));
+  EXPECT_THAT(f.evidence, Not(Contains(HasSubstr("runs out"))));
+  EXPECT_THAT(f.fix, HasSubstr("before the first training step"));
+  EXPECT_THAT(f.fix, HasSubstr("memory-map"));
+  // Under two minutes of preparation is a process loading its libraries and data.
+  Evidence shorter = job(300);
+  add_steps_from(shorter, 100, 300);
+  set_rss(shorter, kRank, [](int second) {
+    return 600 * kMiB + static_cast<uint64_t>(std::min(second, 95)) * 4 * kMiB;
+  });
+  EXPECT_THAT(leaks(diagnose(shorter)), IsEmpty());
 }
 
 // A sample whose time tells no duration since the process's first (a clock far off, a damaged
