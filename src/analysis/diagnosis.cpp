@@ -3,6 +3,7 @@
 #include "analysis/diagnosis.h"
 
 #include "analysis/gpu_facts.h"
+#include "analysis/oom_facts.h"
 #include "analysis/rules.h"
 #include "store/signal_words.h"
 #include "store/time_math.h"
@@ -97,12 +98,17 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
   for (const store::Event& event : evidence.events) {
     if (event.kind == store::EventKind::kAgentNoSlot ||
         event.kind == store::EventKind::kAgentRecordsDropped ||
-        event.kind == store::EventKind::kAgentSlotRefused) {
+        event.kind == store::EventKind::kAgentSlotRefused ||
+        event.kind == store::EventKind::kKernelLogRecordsLost) {
+      // The kernel log's loss is stored as numbers alone: its words are made here.
+      std::string words = event.kind == store::EventKind::kKernelLogRecordsLost
+                              ? kernel_log_loss_words(event)
+                              : event.text;
       auto [it, fresh] = counted.emplace(event.kind, out.size());
       if (fresh)
-        out.push_back(event.text);
+        out.push_back(std::move(words));
       else
-        out[it->second] = event.text;
+        out[it->second] = std::move(words);
     } else if (event.kind == store::EventKind::kAgentUnavailable ||
                event.kind == store::EventKind::kSupervisorLost ||
                event.kind == store::EventKind::kStoreFailed ||

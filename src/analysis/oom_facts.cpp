@@ -3,6 +3,7 @@
 #include "analysis/oom_facts.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "analysis/diagnosis.h"
 #include "store/time_math.h"
@@ -49,6 +50,30 @@ const store::KernelOomKill* kernel_kill(const store::Evidence& evidence,
     return &k;
   }
   return nullptr;
+}
+
+// Whether the kernel log lost records that could have told of the process's kill, which the kernel
+// writes as it kills, a moment before the process is seen gone: a loss whose records were written
+// (after the last read to the log's end before it, before it was found) around its end.
+bool kernel_log_lost_around(const store::Evidence& evidence, const store::ProcessRecord& r) {
+  const int64_t from = r.end_ns != 0 ? store::shifted_ns(r.end_ns, -kAroundNs)
+                                     : store::shifted_ns(r.start_ns, -kKernelSlackNs);
+  const int64_t to = r.end_ns != 0 ? store::shifted_ns(r.end_ns, kKernelSlackNs) : INT64_MAX;
+  // Past the cap on events, those between the first kept and the newest are gone: a loss may
+  // have been anywhere from the first to the last kept.
+  const bool rolled = evidence.events_dropped.contains(
+      std::string(store::to_string(store::EventKind::kKernelLogRecordsLost)));
+  std::optional<int64_t> first_after;
+  int64_t last_found = INT64_MIN;
+  for (const store::Event& e : evidence.events) {
+    if (e.kind != store::EventKind::kKernelLogRecordsLost) continue;
+    // Without its start, the loss may have begun at any time before it was found.
+    const int64_t after = e.b.value_or(0);
+    if (e.t_ns >= from && after < to) return true;
+    first_after = std::min(first_after.value_or(after), after);
+    last_found = std::max(last_found, e.t_ns);
+  }
+  return rolled && first_after && last_found >= from && *first_after < to;
 }
 
 std::string kernel_words(const store::KernelOomKill& k) {
@@ -201,11 +226,27 @@ OomFacts oom_facts(const store::Evidence& evidence, const store::ProcessRecord& 
                     return e.kind == store::EventKind::kKernelLogUnavailable;
                   });
   if (kernel == nullptr) {
-    facts.checked.push_back(log_read
-                                ? "the kernel log told no OOM kill of pid " + std::to_string(r.pid)
-                                : "the kernel log was not read");
+    const std::string pid = std::to_string(r.pid);
+    if (!log_read) {
+      facts.checked.push_back("the kernel log was not read");
+    } else if (kernel_log_lost_around(evidence, r)) {
+      // Its silence is no evidence: the kill's record may be among those lost.
+      facts.checked.push_back("the kernel log lost records around the end of pid " + pid +
+                              ", so its account of an OOM kill of it may be missing");
+    } else {
+      facts.checked.push_back("the kernel log told no OOM kill of pid " + pid);
+    }
   }
   return facts;
+}
+
+std::string kernel_log_loss_words(const store::Event& loss) {
+  const int64_t lost = loss.a.value_or(0);
+  // "At least": a gap whose size the kernel did not tell counts one.
+  return "at least " + std::to_string(lost) + " kernel log " +
+         (lost == 1 ? "record was" : "records were") +
+         " lost (overwritten by the kernel before traindoc read them): an OOM kill told in "
+         "them is not known";
 }
 
 }  // namespace traindoc::analysis

@@ -30,6 +30,10 @@ struct OomFacts {
 
 OomFacts oom_facts(const store::Evidence& evidence, const store::ProcessRecord& process);
 
+// The kernel log's records lost before they were read, as the report's missing evidence says it:
+// from a kernel-log-records-lost event, the latest of which holds the running total.
+std::string kernel_log_loss_words(const store::Event& loss);
+
 // The memory cgroup `process` was in at `t_ns`: its last membership row from before then, else
 // its parent's at its start (a process starts in its parent's cgroup), with `whose` set to
 // "its" or "its parent's". nullptr when neither was recorded.

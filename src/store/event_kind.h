@@ -43,6 +43,9 @@
   X(kAgentRecordsDropped, "agent-records-dropped")                                                 \
   X(kStoreFailed, "store-failed")                                                                  \
   X(kKernelLogUnavailable, "kernel-log-unavailable") /* the OOM killer's own account is missing */ \
+  /* the kernel log's records overwritten before they were read, a running total; a: it, */        \
+  /* b: when the log was last read to its end before the loss (they were written after it) */      \
+  X(kKernelLogRecordsLost, "kernel-log-records-lost")                                              \
   X(kPreflightFailed, "preflight-failed") /* the checks at the start could not run; text: why */   \
   X(kSupervisorLost, "supervisor-lost")
 

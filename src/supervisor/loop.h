@@ -168,6 +168,7 @@ class Loop {
   uint64_t m_reported_no_slot = 0;
   uint64_t m_reported_dropped = 0;
   uint64_t m_reported_refused = 0;
+  uint64_t m_reported_kernel_lost = 0;
   // The newest step count of each (pid, start_ticks, kind) since the last commit: at most one
   // row per sampling interval each, however fast the job steps.
   std::map<std::tuple<int, uint64_t, store::StepKind>, store::StepSample> m_steps;

@@ -211,6 +211,13 @@ void Loop::read_kernel_log() {
     // Only the job's: the log tells of every process on the machine.
     if (m_table.knows(kill.pid)) m_store.add_kernel_oom_kill(kill);
   }
+  // A kill among the lost records is not known: the analysis must not read their absence as
+  // "no kill", so the count and when they were written are kept; the words are the analysis's.
+  if (uint64_t lost = m_kernel_log.records_lost(); lost != m_reported_kernel_lost) {
+    m_reported_kernel_lost = lost;
+    event(store::EventKind::kKernelLogRecordsLost, 0, "", static_cast<int64_t>(lost),
+          m_kernel_log.lost_after_ns());
+  }
 }
 
 void Loop::reap_children() {

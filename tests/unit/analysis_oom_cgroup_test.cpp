@@ -1,10 +1,12 @@
 // Tests of the OOM evidence of a SIGKILLed process from its own memory cgroup (not traindoc's)
 // and from the kernel log: a job that moved into a child cgroup with a limit, a kill the kernel
-// named, and a kill counted only in a cgroup the process was not in.
+// named, a kill counted only in a cgroup the process was not in, and a kernel log that lost
+// records around a process's end, whose silence then tells nothing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -149,6 +151,98 @@ TEST(OomCgroup, AKernelLogThatCouldNotBeReadIsMissingEvidence) {
   EXPECT_THAT(d.missing_evidence, Contains(HasSubstr("/dev/kmsg")));
   ASSERT_FALSE(d.findings.empty());
   EXPECT_THAT(d.findings[0].evidence, Contains("the kernel log was not read"));
+}
+
+// The kernel log lost 37 records, written between `after` and `found` seconds into the run.
+store::Event kernel_log_lost(double after, double found, int64_t total = 37) {
+  return {at(found), store::EventKind::kKernelLogRecordsLost, 0, "", total, at(after)};
+}
+
+// A SIGKILL that neither the cgroup nor the kernel log tells as an OOM kill.
+Evidence unexplained_kill() {
+  Evidence e = moved_rank();
+  for (CgroupSample& s : e.cgroup_samples) {
+    s.current = 10 * kMiB;
+    s.oom_kills = 0;
+  }
+  return e;
+}
+
+TEST(OomCgroup, AKernelLogThatLostRecordsAroundTheEndDoesNotTellNoKill) {
+  Evidence e = unexplained_kill();
+  e.events.push_back(kernel_log_lost(10.3, 10.6));
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_THAT(f.evidence, Contains("the kernel log lost records around the end of pid 1010, so "
+                                   "its account of an OOM kill of it may be missing"));
+  EXPECT_THAT(f.evidence, Not(Contains(HasSubstr("told no OOM kill"))));
+}
+
+// Found after the end, the loss may hold records written before it: a reader that lagged.
+TEST(OomCgroup, ALossFoundLaterThatBeganBeforeTheEndCounts) {
+  Evidence e = unexplained_kill();
+  e.events.push_back(kernel_log_lost(9.0, 40.0));
+  OomFacts facts = oom_facts(e, process(e, kRank0));
+  EXPECT_THAT(facts.checked, Contains(HasSubstr("the kernel log lost records around the end")));
+  // Without its start, the loss may have begun at any time before it was found.
+  e.events.back().b.reset();
+  facts = oom_facts(e, process(e, kRank0));
+  EXPECT_THAT(facts.checked, Contains(HasSubstr("the kernel log lost records around the end")));
+}
+
+// Beyond the cap on events of a kind, the middle ones roll away: a loss may have been there.
+TEST(OomCgroup, LossesRolledAwayMayHaveBeenAroundTheEnd) {
+  Evidence e = unexplained_kill();
+  e.events.push_back(kernel_log_lost(1.0, 2.0, 3));
+  e.events.push_back(kernel_log_lost(30.0, 31.0, 9000));
+  OomFacts facts = oom_facts(e, process(e, kRank0));
+  EXPECT_THAT(facts.checked, Contains("the kernel log told no OOM kill of pid 1010"));
+  e.events_dropped["kernel-log-records-lost"] = 12;
+  facts = oom_facts(e, process(e, kRank0));
+  EXPECT_THAT(facts.checked, Contains(HasSubstr("the kernel log lost records around the end")));
+}
+
+TEST(OomCgroup, ALossFarFromTheEndLeavesTheKernelLogsWord) {
+  Evidence e = unexplained_kill();
+  e.events.push_back(kernel_log_lost(1.0, 2.0));        // records of the run's start
+  e.events.push_back(kernel_log_lost(13.0, 14.0, 40));  // after the kill's record
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  EXPECT_THAT(d.findings[0].evidence, Contains("the kernel log told no OOM kill of pid 1010"));
+  EXPECT_THAT(d.findings[0].evidence, Not(Contains(HasSubstr("lost records"))));
+}
+
+TEST(OomCgroup, AKillTheKernelLogToldStandsDespiteALoss) {
+  Evidence e = unexplained_kill();
+  const store::ProcessRecord& r = process(e, kRank0);
+  e.kernel_oom_kills = {{r.end_ns - 1'000'000, kRank0, "python3", true, "/job/step_0",
+                         "/job/step_0", 100 * kMiB, 63 * kMiB, 1 * kMiB, 0}};
+  e.events.push_back(kernel_log_lost(10.3, 10.6));
+  Diagnosis d = diagnose(e);
+  ASSERT_FALSE(d.findings.empty());
+  const Finding& f = d.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::kHostOomKilled);
+  EXPECT_THAT(f.evidence, Contains(HasSubstr("the kernel log: \"Memory cgroup out of memory: "
+                                             "Killed process 1010 (python3)\"")));
+  EXPECT_THAT(f.evidence, Not(Contains(HasSubstr("lost records"))));
+}
+
+TEST(OomCgroup, TheKernelLogsLostRecordsAreMissingEvidenceOnceWithTheirTotal) {
+  Evidence e = unexplained_kill();
+  EXPECT_THAT(diagnose(e).missing_evidence, Not(Contains(HasSubstr("kernel log"))));
+  e.events.push_back(kernel_log_lost(1.0, 2.0, 3));
+  e.events.push_back(kernel_log_lost(10.3, 10.6, 37));
+  Diagnosis d = diagnose(e);
+  EXPECT_THAT(d.missing_evidence,
+              Contains("at least 37 kernel log records were lost (overwritten by the kernel "
+                       "before traindoc read them): an OOM kill told in them is not known"));
+  EXPECT_EQ(std::count_if(d.missing_evidence.begin(), d.missing_evidence.end(),
+                          [](const std::string& s) { return s.find("kernel log") != s.npos; }),
+            1);
+  e.events = {kernel_log_lost(1.0, 2.0, 1)};
+  EXPECT_THAT(diagnose(e).missing_evidence,
+              Contains(HasSubstr("at least 1 kernel log record was lost")));
 }
 
 }  // namespace

@@ -23,6 +23,8 @@ constexpr int kMaxRecordsPerPoll = 4096;
 }  // namespace
 
 KernelLog::KernelLog(const std::string& path) {
+  // Before the seek: a record written after it is one that counts.
+  m_read_to_end_ns = common::realtime_ns();
   m_fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (m_fd < 0) {
     m_note = "the kernel log (" + path + ") could not be read (" + std::strerror(errno) +
@@ -36,21 +38,43 @@ KernelLog::~KernelLog() {
   if (m_fd >= 0) close(m_fd);
 }
 
+bool KernelLog::count_gap(uint64_t sequence) {
+  uint64_t missing = 0;
+  if (m_last_sequence && sequence > *m_last_sequence + 1) missing = sequence - *m_last_sequence - 1;
+  // The kernel moved us past records we never read, but we know not from where.
+  if (m_gap && missing == 0) missing = 1;
+  m_gap = false;
+  m_last_sequence = sequence;
+  m_lost += missing;
+  return missing > 0;
+}
+
 std::vector<store::KernelOomKill> KernelLog::poll() {
   std::vector<store::KernelOomKill> out;
   if (m_fd < 0) return out;
+  // What this poll does not read was written after this moment: once it reads to the end, the
+  // bound of a later loss.
+  const int64_t started_ns = common::realtime_ns();
+  bool lost = false;
+  bool to_end = false;
   char buffer[kRecordBuffer];
   for (int records = 0; records < kMaxRecordsPerPoll; ++records) {
     ssize_t got = read(m_fd, buffer, sizeof buffer);
     if (got < 0 && errno == EPIPE) {
-      ++m_lost;  // overwritten before we read it; the next read goes on after the gap
+      // Overwritten before we read them; the next read returns the oldest record left, whose
+      // sequence number tells how many.
+      m_gap = true;
       continue;
     }
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EAGAIN: nothing more for now
+    if (got <= 0) {
+      to_end = true;  // EAGAIN: nothing more for now
+      break;
+    }
     std::optional<KmsgRecord> record =
         parse_kmsg_record(std::string_view(buffer, static_cast<size_t>(got)));
     if (!record) continue;
+    lost = count_gap(record->sequence) || lost;
     if (std::optional<OomKillContext> context = parse_oom_kill_context(record->message)) {
       m_context = std::move(context);
       continue;
@@ -80,6 +104,15 @@ std::vector<store::KernelOomKill> KernelLog::poll() {
     kill.shmem_rss = killed->shmem_rss;
     out.push_back(std::move(kill));
   }
+  if (m_gap) {
+    // No record after the gap yet: one at least, and the next record's number tells nothing.
+    ++m_lost;
+    m_gap = false;
+    m_last_sequence.reset();
+    lost = true;
+  }
+  if (lost) m_lost_after_ns = m_read_to_end_ns;
+  if (to_end) m_read_to_end_ns = started_ns;
   return out;
 }
 
