@@ -98,15 +98,16 @@ class ChartBuilder {
 
 using ProcessKey = std::pair<int, uint64_t>;
 
-// Sorts `items` by `peak`, largest first, and keeps the first kChartSeries; `title` says so when
-// some were left out.
+// Sorts `items` by `peak`, largest first, and keeps the first `most`; `title` says so when some
+// were left out.
 template <typename T, typename Peak>
-void keep_largest(std::vector<T>& items, Peak peak, std::string& title) {
+void keep_largest(std::vector<T>& items, Peak peak, std::string& title,
+                  size_t most = kChartSeries) {
   std::stable_sort(items.begin(), items.end(),
                    [&](const T& a, const T& b) { return peak(a) > peak(b); });
-  if (items.size() > kChartSeries) {
-    title += fmt::format(", the {} largest of {}", kChartSeries, items.size());
-    items.resize(kChartSeries);
+  if (items.size() > most) {
+    title += fmt::format(", the {} largest of {}", most, items.size());
+    items.resize(most);
   }
 }
 
@@ -218,15 +219,6 @@ std::optional<Chart> gpu_process_memory(ChartBuilder builder, const analysis::Di
   return builder.finish("gpu-process-memory", title, "bytes");
 }
 
-// "rank 0 (pid 5)", "rank 0 (pid 5) and rank 1 (pid 6)", "a, b and c".
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  }
-  return out;
-}
-
 // Ranks in lockstep count the same steps at every point drawn, and one line would hide the
 // others: such series become one, whose label names them all.
 void merge_alike(Chart& chart, const std::map<std::string, std::pair<std::string, std::string>>&
@@ -283,6 +275,14 @@ std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagno
 }
 
 }  // namespace
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out;
+}
 
 int64_t last_sample_ns(const store::Evidence& e) {
   int64_t last = e.run.end_ns;

@@ -32,6 +32,9 @@ inline constexpr size_t kChartSeries = 10;   // processes drawn in one chart, la
 // The end of the run, or of the last sample of one whose end is unknown.
 int64_t last_sample_ns(const store::Evidence& evidence);
 
+// "a", "a and b", "a, b and c".
+std::string joined(const std::vector<std::string>& names);
+
 // Charts with something to draw, in page order.
 std::vector<Chart> build_charts(const analysis::Diagnosis& diagnosis,
                                 const store::Evidence& evidence);
