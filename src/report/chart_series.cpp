@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "report/cgroup_lines.h"
 #include "report/elapsed.h"
 
 namespace traindoc::report {
@@ -98,15 +99,16 @@ class ChartBuilder {
 
 using ProcessKey = std::pair<int, uint64_t>;
 
-// Sorts `items` by `peak`, largest first, and keeps the first kChartSeries; `title` says so when
-// some were left out.
+// Sorts `items` by `peak`, largest first, and keeps the first `most`; `title` says so when some
+// were left out.
 template <typename T, typename Peak>
-void keep_largest(std::vector<T>& items, Peak peak, std::string& title) {
+void keep_largest(std::vector<T>& items, Peak peak, std::string& title,
+                  size_t most = kChartSeries) {
   std::stable_sort(items.begin(), items.end(),
                    [&](const T& a, const T& b) { return peak(a) > peak(b); });
-  if (items.size() > kChartSeries) {
-    title += fmt::format(", the {} largest of {}", kChartSeries, items.size());
-    items.resize(kChartSeries);
+  if (items.size() > most) {
+    title += fmt::format(", the {} largest of {}", most, items.size());
+    items.resize(most);
   }
 }
 
@@ -130,9 +132,37 @@ std::optional<Chart> process_memory(ChartBuilder builder, const analysis::Diagno
   return builder.finish("process-memory", title, "bytes");
 }
 
-std::optional<Chart> host_memory(ChartBuilder builder, const store::Evidence& e) {
+// The job's cgroups other than traindoc's: where those whose OOM kill counters rose are, and
+// the largest (those first).
+std::string cgroups_title(std::vector<CgroupLine>& cgroups, bool own) {
+  if (cgroups.empty()) return "Memory of the host and the job's cgroup";
+  std::string title = own ? "Memory of the host, traindoc's cgroup and the job's other cgroups"
+                          : "Memory of the host and the job's cgroups";
+  std::vector<const CgroupLine*> hit;
+  for (const CgroupLine& c : cgroups) {
+    if (c.oom_kills > 0) hit.push_back(&c);
+  }
+  if (hit.size() == 1) {
+    title += ", " + analysis::counted(hit[0]->oom_kills, "OOM kill", "OOM kills") + " in cgroup " +
+             hit[0]->name;
+  } else if (!hit.empty()) {
+    std::vector<std::string> each;
+    each.reserve(hit.size());
+    for (const CgroupLine* c : hit) each.push_back(fmt::format("{} ({})", c->name, c->oom_kills));
+    title += ", OOM kills in cgroups " + joined(each);
+  }
+  keep_largest(
+      cgroups, [](const CgroupLine& c) { return std::pair(c.oom_kills > 0, c.peak); }, title,
+      kChartCgroups);
+  return title;
+}
+
+std::optional<Chart> host_memory(ChartBuilder builder, const analysis::Diagnosis& d,
+                                 const store::Evidence& e) {
   bool cgroup_limit = std::any_of(e.host_samples.begin(), e.host_samples.end(),
                                   [](const auto& s) { return s.cgroup_max.has_value(); });
+  bool own = std::any_of(e.host_samples.begin(), e.host_samples.end(),
+                         [](const auto& s) { return s.cgroup_current.has_value(); });
   size_t used = builder.add_series("host used (total - available)");
   size_t cgroup = builder.add_series("cgroup usage");
   size_t limit = builder.add_series(cgroup_limit ? "cgroup limit" : "host total", true);
@@ -144,7 +174,17 @@ std::optional<Chart> host_memory(ChartBuilder builder, const store::Evidence& e)
     std::optional<uint64_t> bound = cgroup_limit ? s.cgroup_max : s.mem_total;
     if (bound && *bound > 0) builder.add(limit, s.t_ns, static_cast<double>(*bound));
   }
-  return builder.finish("host-memory", "Memory of the host and the job's cgroup", "bytes");
+  std::vector<CgroupLine> cgroups = job_cgroup_lines(d, e);
+  std::string title = cgroups_title(cgroups, own);
+  for (const CgroupLine& c : cgroups) {
+    size_t usage = builder.add_series(c.usage_label);
+    size_t bound = builder.add_series(c.limit_label, true);
+    for (const store::CgroupSample* s : c.samples) {
+      if (s->current) builder.add(usage, s->t_ns, static_cast<double>(*s->current));
+      if (s->max && *s->max > 0) builder.add(bound, s->t_ns, static_cast<double>(*s->max));
+    }
+  }
+  return builder.finish("host-memory", title, "bytes");
 }
 
 std::optional<Chart> shared_memory(ChartBuilder builder, const store::Evidence& e) {
@@ -218,15 +258,6 @@ std::optional<Chart> gpu_process_memory(ChartBuilder builder, const analysis::Di
   return builder.finish("gpu-process-memory", title, "bytes");
 }
 
-// "rank 0 (pid 5)", "rank 0 (pid 5) and rank 1 (pid 6)", "a, b and c".
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  }
-  return out;
-}
-
 // Ranks in lockstep count the same steps at every point drawn, and one line would hide the
 // others: such series become one, whose label names them all.
 void merge_alike(Chart& chart, const std::map<std::string, std::pair<std::string, std::string>>&
@@ -284,6 +315,14 @@ std::optional<Chart> training_steps(ChartBuilder builder, const analysis::Diagno
 
 }  // namespace
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out;
+}
+
 int64_t last_sample_ns(const store::Evidence& e) {
   int64_t last = e.run.end_ns;
   for (const auto& s : e.proc_samples) last = std::max(last, s.t_ns);
@@ -300,7 +339,7 @@ std::vector<Chart> build_charts(const analysis::Diagnosis& d, const store::Evide
       start, std::max<int64_t>(kMinSpanNs, length / static_cast<int64_t>(kChartPoints) + 1));
   std::vector<Chart> charts;
   for (std::optional<Chart> chart :
-       {process_memory(builder, d, e), host_memory(builder, e), shared_memory(builder, e),
+       {process_memory(builder, d, e), host_memory(builder, d, e), shared_memory(builder, e),
         gpu_memory(builder, e), gpu_process_memory(builder, d, e), training_steps(builder, d, e)}) {
     if (chart) charts.push_back(std::move(*chart));
   }

@@ -1,7 +1,9 @@
 """report.html, opened in a real browser (Debian's Chromium, headless): the page a user gets
 from a failed torchrun job shows the root cause and draws its charts, the job's own text stays
-text, and `traindoc analyze` writes the same page again from run.db."""
+text, a job killed in a memory cgroup of its own has that cgroup drawn, and `traindoc analyze`
+writes the same page again from run.db."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -9,7 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import FAKE_NVML, TRAINDOC, nvml_env, torchrun_ranks
+from conftest import FAKE_NVML, TRAINDOC, job_script, nvml_env, torchrun_ranks
 from test_gpu import FOREIGN, OOM_2X, ranks_job
 
 CHROMIUM = shutil.which("chromium")
@@ -134,6 +136,13 @@ def steps_chart_only(run_dir, tmp_path):
     return copy
 
 
+def charts_of(path):
+    """The charts' data as the page carries it, by id."""
+    data = re.search(r'<script type="application/json" id="traindoc-charts">(.*?)</script>',
+                     path.read_text())
+    return {chart["id"]: chart for chart in json.loads(data.group(1))}
+
+
 def browse(path, tmp_path):
     """The page's DOM once its scripts ran, as Chromium built it."""
     assert CHROMIUM, "chromium is missing: scripts/setup installs it"
@@ -212,9 +221,7 @@ def test_analyze_writes_the_same_page_again(failed_run):
     text = first.decode()
     assert re.search(r"<script>/\*! https://github.com/leeoniya/uPlot", text)
     assert not re.search(r"<(script|link)[^>]+(src|href)=", text)
-    data = re.search(r'<script type="application/json" id="traindoc-charts">(.*?)</script>', text)
-    charts = json.loads(data.group(1))
-    assert {c["id"] for c in charts} >= {"process-memory", "host-memory", "training-steps"}
+    assert set(charts_of(page)) >= {"process-memory", "host-memory", "training-steps"}
 
 
 def test_the_page_of_a_gpu_job_shows_each_gpu_and_who_held_it(traindoc, tmp_path):
@@ -238,3 +245,49 @@ def test_the_page_of_a_gpu_job_shows_each_gpu_and_who_held_it(traindoc, tmp_path
     for rank in range(4):
         assert f"rank {rank}" in gpu0, gpu0
     assert "gpu-oom" in [kind for kind, _ in page.findings]
+
+
+# The host-memory chart's series of traindoc's own cgroup, as they were before the job's others.
+HOST_SERIES = ["host used (total - available)", "cgroup usage", "cgroup limit"]
+
+
+def test_the_page_of_a_job_killed_in_a_cgroup_of_its_own_draws_that_cgroup(traindoc, tmp_path,
+                                                                            memory_cgroup):
+    """The job moves itself into a child memory cgroup limited to 64 MiB, where the OOM killer
+    ends it: the host-memory chart draws that cgroup's usage and limit beside traindoc's own
+    cgroup, and its title says where the kill was."""
+    _, child = memory_cgroup(64 << 20)
+    run = traindoc(job_script("cgroup_oom.py", child), "--interval", "0.2")
+    assert run.status == 128 + 9, run.stderr.decode()[-3000:]
+    page = browse(run.run_dir / "report.html", tmp_path)
+    assert "data-charts-error" not in page.body, page.body
+    chart = charts_of(run.run_dir / "report.html")["host-memory"]
+    labels = [s["label"] for s in chart["series"]]
+    # Its path as /proc/<pid>/cgroup names it, shortened to its last components where long.
+    match = re.fullmatch(r"cgroup (\S+) usage, [0-9]+ OOM kills?", labels[2])
+    assert match and match.group(1).endswith("/" + child.name), labels
+    name = match.group(1)
+    # traindoc's own limit (the host's total where it has none) drawn, or named in the title.
+    limit = f"cgroup {name} limit"
+    assert labels[:2] == HOST_SERIES[:2], labels
+    assert labels[3:] in ([limit], ["cgroup limit", limit], ["host total", limit]), labels
+    assert re.fullmatch(r"Memory of the host, traindoc's cgroup and the job's other cgroups, "
+                        rf"[0-9]+ OOM kills? in cgroup {re.escape(name)}( \(.*\))?",
+                        chart["title"]), chart["title"]
+    drawn = next(s for s in chart["series"] if s["label"] == limit)
+    assert drawn["limit"] and max(v for v in drawn["values"] if v is not None) == 64 << 20
+    for label in labels:
+        assert label in page.legend, (label, page.legend)
+
+
+def test_the_page_of_a_job_in_traindocs_own_cgroup_draws_that_cgroup_alone(traindoc,
+                                                                          memory_cgroup):
+    """The control: traindoc itself runs in the limited cgroup, the job with it; the chart is as
+    it was before the job's own cgroups were drawn."""
+    _, child = memory_cgroup(64 << 20)
+    run = traindoc(job_script("cgroup_oom.py"), "--interval", "0.2",
+                   preexec_fn=lambda: (child / "cgroup.procs").write_text(str(os.getpid())))
+    assert run.status == 128 + 9, run.stderr.decode()[-3000:]
+    chart = charts_of(run.run_dir / "report.html")["host-memory"]
+    assert [s["label"] for s in chart["series"]] == HOST_SERIES, chart["series"]
+    assert chart["title"].startswith("Memory of the host and the job's cgroup"), chart["title"]
