@@ -221,13 +221,28 @@ const ProcessSummary* rank_above(const RuleContext& context, const ProcessSummar
   return nullptr;
 }
 
-const ProcessSummary* worker_gone_mid_batch(const RuleContext& context, const ProcessSummary& p,
-                                            const PythonTraceback& tb) {
-  if (std::none_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
+namespace {
+
+// Whether `tb` failed receiving a batch's tensors through multiprocessing's resource sharer.
+// Where the worker's death interrupts the traceback itself (the DataLoader's SIGCHLD handler
+// raises while Python prints it), CPython dumps the exception alone: no frames, only the
+// connection's error.
+bool receiving_batch(const PythonTraceback& tb) {
+  if (std::any_of(tb.frames.begin(), tb.frames.end(), [](const PythonFrame& frame) {
         return frame.file.ends_with("/multiprocessing/resource_sharer.py");
       })) {
-    return nullptr;
+    return true;
   }
+  return tb.frames.empty() && tb.incomplete &&
+         (tb.exception_type == "ConnectionResetError" ||
+          tb.exception_type == "ConnectionRefusedError");
+}
+
+}  // namespace
+
+const ProcessSummary* worker_gone_mid_batch(const RuleContext& context, const ProcessSummary& p,
+                                            const PythonTraceback& tb) {
+  if (!receiving_batch(tb)) return nullptr;
   const ProcessSummary* found = nullptr;
   for (const ProcessSummary& q : context.processes) {
     const store::ProcessRecord& r = q.record;

@@ -344,6 +344,39 @@ TEST(RuleKilled, ARankThatLostItsWorkerMidBatchNamesIt) {
   }
 }
 
+// The same where the worker's end interrupted the rank's traceback as Python printed it (the
+// DataLoader's SIGCHLD handler raised amid it): CPython dumped the exception alone, no frames
+// (the fault zoo's T03 on a busy machine printed these lines).
+TEST(RuleKilled, ARankWhoseTracebackTheWorkersEndCutShortNamesIt) {
+  for (const char* type : {"ConnectionResetError", "ValueError"}) {
+    Evidence e = torchrun_job();
+    e.host_samples = {host(9), host(11)};
+    killed(e, kWorker0, 10.5, SIGKILL);
+    uint64_t number = 1;
+    print_lines(e, 10.1, number,
+                {"Traceback (most recent call last):", "object address  : 0x7f8298ea35c0",
+                 "object refcount : 2", "object type     : 0x9ec680",
+                 std::string("object type name: ") + type,
+                 std::string("object repr     : ") + type + "(104, 'Connection reset by peer')",
+                 "lost sys.stderr"},
+                "[default0]:");
+    exited(e, kRank0, 10.3, 1);
+    Diagnosis d = diagnose(e);
+    ASSERT_EQ(d.findings.size(), 2u) << type;
+    std::string says = std::string(type) + ": 104, 'Connection reset by peer'";
+    if (std::string(type) == "ValueError") {  // no error of a connection: the rank's own
+      EXPECT_EQ(d.findings[0].title, "rank 0 (pid 1010) raised " + says);
+      continue;
+    }
+    EXPECT_EQ(d.findings[0].kind, FindingKind::kWorkerCrash);
+    EXPECT_EQ(d.findings[1].title,
+              "rank 0 (pid 1010) was receiving a batch from DataLoader worker 0 of rank 0 (pid "
+              "1020) when it died of SIGKILL: " +
+                  says);
+    EXPECT_THAT(d.findings[0].consequences, ElementsAre(1));
+  }
+}
+
 // A SIGTERM from outside ended worker 0 while rank 0 fetched a batch from it: the stop is the
 // root cause, as where PyTorch names the worker.
 TEST(RuleKilled, AWorkerStoppedMidBatchIsTheCauseOfItsRanksFailure) {
