@@ -607,8 +607,10 @@ torch.save(Net(), sys.argv[1])
 
 
 def test_a_class_that_spawned_workers_cannot_find(traindoc, tmp_path):
+    """One worker: two that fail at once may interleave their tracebacks within lines, which
+    test_workers_that_cannot_find_a_class_of_python_c allows for."""
     script = tmp_path / "train.py"
-    script.write_text(DATASET_UNDER_MAIN_GUARD)
+    script.write_text(DATASET_UNDER_MAIN_GUARD.replace("num_workers=2", "num_workers=1"))
     root = failed_root(traindoc([PYTHON, str(script)]))
     assert root["title"].endswith(": a process that spawn started could not find Squares in the "
                                   "main script"), root["title"]
