@@ -2,6 +2,7 @@
 step against the job's own measure of it, DataLoader workers copying their dataset or filling a
 cache per sample, and clean runs (allocator warm-up, a one-off cache, workers reading a
 memory-mapped dataset) that must say nothing."""
+import json
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fault_script, free_port, job_script, python_job
+from conftest import ROOT, TRAINDOC, fault_script, free_port, job_script, python_job
 
 STEPS = 100
 
@@ -76,7 +77,7 @@ def test_growth_in_an_evaluation_after_ddp_training_is_per_forward_pass(traindoc
     growth is after the last training step, per forward pass (the DDP forwards counted there),
     with no backward call in that phase, and the fix of an evaluation loop. Without DDP the same
     evaluation is measured per minute and needs 2 minutes of growth, longer than this test may
-    run: the unit tests cover it (RuleMemoryLeak.GrowthAfterTheLastStep*)."""
+    run: test_growth_per_minute_outside_the_steps_of_a_recorded_run covers it."""
     run = traindoc(job_script("memory_loop.py", "evaluation", 20, 256, 0.02, free_port()),
                    "--interval", "0.2")
     assert run.status == 0, run.stderr.decode()[-2000:]
@@ -259,3 +260,30 @@ def test_workers_reading_a_memory_mapped_dataset_do_not_leak(traindoc, tmp_path)
         data.unlink()
         if folder != tmp_path:
             shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("phase, words, fix", [
+    ("before", "before its first training step", "memory-map"),
+    ("after", "after its last training step", "torch.no_grad()"),
+])
+def test_growth_per_minute_outside_the_steps_of_a_recorded_run(tmp_path, phase, words, fix):
+    """Growth per minute needs minutes of it: runs of memory_phases.py (real PyTorch, 170 s of
+    preparation before 20 training steps, or of evaluation without torch.no_grad() after them)
+    recorded under traindoc run, their run.db kept in tests/fixtures/runs/, analyzed again."""
+    run_dir = tmp_path / phase
+    run_dir.mkdir(mode=0o700)
+    shutil.copy(ROOT / "tests" / "fixtures" / "runs" / f"phase-{phase}.db", run_dir / "run.db")
+    proc = subprocess.run([str(TRAINDOC), "analyze", "--quiet", str(run_dir)], capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    report = json.loads((run_dir / "report.json").read_text())
+    found = [f for f in report["findings"] if f["kind"] == "memory-leak"]
+    assert len(found) == 1, report["findings"]
+    (leak,) = found
+    title = re.fullmatch(rf"rank 0 \(pid \d+\): host memory grows ([0-9.]+) MiB per minute {words}",
+                         leak["title"])
+    assert title, leak["title"]
+    # The job kept 1 MiB every 0.25 s, plus a pass's own allocations.
+    assert 150 <= float(title.group(1)) <= 400, leak["title"]
+    assert leak["severity"] == ("info" if phase == "before" else "warning"), leak
+    assert fix in leak["fix"], leak["fix"]
