@@ -16,20 +16,26 @@ constexpr double kIdleCpuShare = 0.05;
 // ticks of 10 ms, so one walk of a short --interval could see a poll's wake-up as 2 ticks (10 %
 // of a 0.2 s walk) and end the spell.
 constexpr int64_t kWindowNs = 1'000'000'000;
+// Growth of the job's RSS that counts as work, per second of a walk: faster than the creep of
+// processes that wait (lazy allocations, an allocator's pools) adds up to across a job.
+constexpr double kGrowthBytesPerSecond = 1 << 20;
+// Walks in a row whose growth counts as work.
+constexpr int kGrowingWalks = 2;
 
 }  // namespace
 
-double IdleWatch::busiest_cpu_s(const std::vector<store::ProcSample>& samples,
-                                const std::set<int>& alive) {
-  double cpu_s = 0;
+IdleWatch::Work IdleWatch::work_of(const std::vector<store::ProcSample>& samples,
+                                   const std::set<int>& alive) {
+  Work work;
   for (const store::ProcSample& sample : samples) {
     double used = sample.cpu_user_s + sample.cpu_sys_s;
     auto [before, added] = m_cpu_seen.try_emplace(sample.pid, used);
-    cpu_s = std::max(cpu_s, added ? used : used - before->second);
+    work.busiest_cpu_s = std::max(work.busiest_cpu_s, added ? used : used - before->second);
     before->second = used;
+    work.rss_bytes += sample.rss;
   }
   std::erase_if(m_cpu_seen, [&](const auto& entry) { return !alive.contains(entry.first); });
-  return cpu_s;
+  return work;
 }
 
 double IdleWatch::window_share(int64_t t_ns, double busiest_cpu_s) {
@@ -57,7 +63,21 @@ double IdleWatch::window_share(int64_t t_ns, double busiest_cpu_s) {
 IdleWatch::Turn IdleWatch::walked(const Walk& walk) {
   // A job that starts processes is at work, however short they live: a walk sees none of their
   // CPU, and their parent mostly waits for them.
-  bool active = window_share(walk.t_ns, walk.busiest_cpu_s) > kIdleCpuShare ||
+  // Memory that keeps growing fast is work too, at however little CPU: a program filling a list
+  // or reading into memory between sleeps, which a wait that never ends does not do. Growth in one
+  // walk alone is no more than a wait ending in an error (a rank that gave up formats it). (An
+  // RSS of 0: the walk measured none.)
+  uint64_t rss = walk.work.rss_bytes;
+  double walk_s =
+      static_cast<double>(m_last_walk_ns == 0 ? m_first_walk_ns : walk.t_ns - m_last_walk_ns) / 1e9;
+  if (rss != 0) {
+    bool grew = m_rss_seen != 0 && rss > m_rss_seen &&
+                static_cast<double>(rss - m_rss_seen) >= kGrowthBytesPerSecond * walk_s;
+    m_growing_walks = grew ? m_growing_walks + 1 : 0;
+    m_rss_seen = rss;
+  }
+  bool grew = m_growing_walks >= kGrowingWalks;
+  bool active = window_share(walk.t_ns, walk.work.busiest_cpu_s) > kIdleCpuShare || grew ||
                 walk.output_bytes != m_output_seen || walk.processes != m_processes_seen ||
                 m_active_ns == 0;
   m_output_seen = walk.output_bytes;

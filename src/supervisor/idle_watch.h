@@ -1,4 +1,5 @@
-// The idle watch: a job that uses no CPU and prints nothing for --stall-seconds waits for
+// The idle watch: a job that uses no CPU, prints nothing and holds no more memory for
+// --stall-seconds waits for
 // something that may never come (a deadlocked DataLoader worker, a lock, storage, a peer). Told
 // once per idle spell; its end is told when the job moves again. Supervisor process, main loop
 // thread. Given each walk's samples and the output's size; stores and asks nothing itself.
@@ -22,15 +23,20 @@ class IdleWatch {
   // `walk_ns`: the sampling interval, the length of the first walk.
   IdleWatch(int64_t stall_ns, int64_t walk_ns) : m_stall_ns(stall_ns), m_first_walk_ns(walk_ns) {}
 
-  // The most CPU seconds one process used since the last walk, from this walk's samples (their
-  // CPU so far); `alive`: every process the walk found. A process new to the watch counts whole.
-  double busiest_cpu_s(const std::vector<store::ProcSample>& samples, const std::set<int>& alive);
+  // What the job's processes did by a walk: the most CPU seconds one used since the last walk
+  // (a process new to the watch counts whole), and the memory they hold together (RSS).
+  struct Work {
+    double busiest_cpu_s = 0;
+    uint64_t rss_bytes = 0;
+  };
+  // From this walk's samples (their CPU so far); `alive`: every process the walk found.
+  Work work_of(const std::vector<store::ProcSample>& samples, const std::set<int>& alive);
 
-  // What one walk saw: its busiest process's CPU seconds, the bytes the job has written so far,
-  // and how many processes the job has had.
+  // What one walk saw: the job's work, the bytes the job has written so far, and how many
+  // processes the job has had.
   struct Walk {
     int64_t t_ns = 0;
-    double busiest_cpu_s = 0;
+    Work work;
     uint64_t output_bytes = 0;
     size_t processes = 0;
   };
@@ -66,8 +72,10 @@ class IdleWatch {
   int64_t m_first_walk_ns;
   std::map<int, double> m_cpu_seen;  // each process's CPU seconds at the last walk
   uint64_t m_output_seen = 0;
+  uint64_t m_rss_seen = 0;  // the job's RSS at the last walk that measured it
+  int m_growing_walks = 0;  // the walks in a row up to it in which the RSS grew fast
   size_t m_processes_seen = 0;
-  int64_t m_active_ns = 0;      // when the job last used CPU, printed or started a process
+  int64_t m_active_ns = 0;      // when the job last used CPU, printed, grew or started a process
   int64_t m_idle_since_ns = 0;  // once told idle, when it last moved (0: not idle)
   int m_dump_walks = 0;
   // The walks of the window: each one's length and its busiest process's CPU seconds.

@@ -102,7 +102,7 @@ class Loop {
     kFast,     // between intervals while memory grows fast: memory and the host only
     kFinal,    // at the end: what is left, nothing slow
   };
-  double walk_and_sample(Walk walk);
+  IdleWatch::Work walk_and_sample(Walk walk);
   // The job's memory cgroups now (`host`: traindoc's own, just read), and what the kernel log
   // told of OOM kills of the job's processes since the last look.
   void sample_cgroups(int64_t t_ns, bool with_host);
@@ -129,7 +129,7 @@ class Loop {
   void ask_stacks(store::EventKind kind, const std::vector<int>& pids) {
     m_stacks.ask(kind, pids, common::realtime_ns());
   }
-  void watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes);
+  void watch_idle(int64_t t_ns, const IdleWatch::Work& work, uint64_t output_bytes);
   void watch_time_limits(int64_t t_ns);
   uint64_t store_log_streams(const LogTap& tap);
   void report_issue(store::CollectiveIssue& issue, const std::string& prompt);

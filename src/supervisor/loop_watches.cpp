@@ -217,8 +217,8 @@ std::string Loop::note_stdin_waits(const std::vector<int>& pids) {
 
 // A job that uses no CPU and prints nothing for --stall-seconds (idle_watch.h): said once per idle
 // spell, with every process's stack (workers too); its end is recorded when the job moves again.
-void Loop::watch_idle(int64_t t_ns, double busiest_cpu_s, uint64_t output_bytes) {
-  IdleWatch::Turn turn = m_idle.walked({t_ns, busiest_cpu_s, output_bytes, m_table.size()});
+void Loop::watch_idle(int64_t t_ns, const IdleWatch::Work& work, uint64_t output_bytes) {
+  IdleWatch::Turn turn = m_idle.walked({t_ns, work, output_bytes, m_table.size()});
   if (turn.resumed) {
     m_store.add_event({t_ns, store::EventKind::kJobResumed, 0,
                        seconds_text(t_ns - turn.since_ns) + " after the job went idle"});

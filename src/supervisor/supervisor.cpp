@@ -134,9 +134,9 @@ void Loop::sample_gpu(int64_t t, bool slow) {
 }
 
 // Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
-// Returns the most CPU seconds one of the job's processes used since the last regular walk (0
-// for a fast one: the idle watch measures CPU over whole intervals).
-double Loop::walk_and_sample(Walk walk) {
+// Returns what the job's processes did since the last regular walk, for the idle watch (nothing
+// for a fast one: the watch measures CPU over whole intervals).
+IdleWatch::Work Loop::walk_and_sample(Walk walk) {
   int64_t t = common::realtime_ns();
   int64_t walk_cpu = thread_cpu_ns();
   int64_t smaps_cpu = 0;  // paced on its own (SmapsPacer): not a cost of walking faster
@@ -186,7 +186,7 @@ double Loop::walk_and_sample(Walk walk) {
   }
   m_table.sweep(alive, t, final);
   m_smaps.retain(alive);
-  double cpu_s = walk == Walk::kFast ? 0.0 : m_idle.busiest_cpu_s(samples, alive);
+  IdleWatch::Work work = walk == Walk::kFast ? IdleWatch::Work{} : m_idle.work_of(samples, alive);
   m_store.add_proc_samples(samples);
   store::HostSample host = m_host.sample();
   host.t_ns = t;
@@ -197,7 +197,7 @@ double Loop::walk_and_sample(Walk walk) {
   m_cgroups.retain(alive);
   if (walk != Walk::kFast) sample_gpu(t, walk != Walk::kRegular);
   m_growth.walked(t, samples, thread_cpu_ns() - walk_cpu - smaps_cpu);
-  return cpu_s;
+  return work;
 }
 
 void Loop::sample_cgroups(int64_t t_ns, bool with_host) {
@@ -403,8 +403,8 @@ void Loop::tick(LogTap& tap) {
   }
   m_walked_tick = m_ticks;
   bool slow = ++m_samples % static_cast<uint64_t>(m_options.slow_every) == 1;
-  double cpu_s = walk_and_sample(slow ? Walk::kSlow : Walk::kRegular);
-  watch_idle(common::realtime_ns(), cpu_s, store_log_streams(tap));
+  IdleWatch::Work work = walk_and_sample(slow ? Walk::kSlow : Walk::kRegular);
+  watch_idle(common::realtime_ns(), work, store_log_streams(tap));
   m_store.add_log_lines(tap.take_lines());
   store_changes();
   if (common::realtime_ns() - m_downsampled_ns > kDownsampleEveryNs) {
@@ -421,7 +421,7 @@ void Loop::drain_output(LogTap& tap) {
   uint64_t output_bytes = store_log_streams(tap);
   // Output after an idle spell, up to the end (a prompt answered, then a quick finish): the job
   // moved again, though no walk saw it.
-  if (m_idle.printed_while_idle(output_bytes)) watch_idle(common::realtime_ns(), 0.0, output_bytes);
+  if (m_idle.printed_while_idle(output_bytes)) watch_idle(common::realtime_ns(), {}, output_bytes);
   m_store.add_log_lines(tap.take_lines());
   m_store.add_log_lines(tap.last_lines(kLastLines, common::realtime_ns()));
 }

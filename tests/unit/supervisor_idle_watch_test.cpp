@@ -1,6 +1,7 @@
 // Tests of the idle watch: a job quiet and at no CPU for --stall-seconds is told once per spell,
 // and its end when it moves again; one that prints, uses CPU or starts processes is not idle; the
-// CPU of the stack dumps is not the job's; a failure just before the quiet is named.
+// CPU of the stack dumps is not the job's, nor is memory that keeps growing idle; a failure just
+// before the quiet is named.
 #include "supervisor/idle_watch.h"
 
 #include <signal.h>
@@ -20,10 +21,11 @@ struct Job {
   int64_t t_ns = kT0;
   uint64_t bytes = 0;
   size_t processes = 3;
+  uint64_t rss = 512 << 20;
 
   IdleWatch::Turn walk(double cpu_s = 0) {
     t_ns += kSecond;
-    return watch.walked({t_ns, cpu_s, bytes, processes});
+    return watch.walked({t_ns, {cpu_s, rss}, bytes, processes});
   }
   // Walks `n` quiet seconds; returns how many of them told the job idle.
   int quiet(int n) {
@@ -50,6 +52,47 @@ TEST(IdleWatch, AJobThatPrintsIsNotIdle) {
     job.bytes += 10;
     EXPECT_FALSE(job.walk().went_idle);
   }
+}
+
+// A program that fills memory between sleeps (a dataset read into a list) at almost no CPU is at
+// work; memory that creeps (under a MiB a second), wobbles, shrinks or jumps once (a wait ending
+// in an error) is not.
+TEST(IdleWatch, AJobWhoseMemoryKeepsGrowingIsNotIdle) {
+  Job job;
+  for (int i = 0; i < 20; ++i) {
+    job.rss += 4 << 20;
+    EXPECT_FALSE(job.walk().went_idle) << i;
+  }
+  Job creeping;
+  for (int i = 0; i < 5; ++i) {
+    creeping.rss += 900 << 10;
+    EXPECT_FALSE(creeping.walk().went_idle) << i;
+  }
+  EXPECT_TRUE(creeping.walk().went_idle);
+  Job jumping;
+  jumping.walk();
+  for (int i = 0; i < 4; ++i) {
+    if (i == 2) jumping.rss += 8 << 20;
+    EXPECT_FALSE(jumping.walk().went_idle) << i;
+  }
+  EXPECT_TRUE(jumping.walk().went_idle);
+  Job wobbling;
+  for (int i = 0; i < 5; ++i) {
+    if (i % 2 == 0) {
+      wobbling.rss += 600 << 10;
+    } else {
+      wobbling.rss -= 600 << 10;
+    }
+    EXPECT_FALSE(wobbling.walk().went_idle) << i;
+  }
+  EXPECT_TRUE(wobbling.walk().went_idle);
+  Job shrinking;
+  shrinking.walk();
+  for (int i = 0; i < 4; ++i) {
+    shrinking.rss -= 8 << 20;
+    EXPECT_FALSE(shrinking.walk().went_idle);
+  }
+  EXPECT_TRUE(shrinking.walk().went_idle);
 }
 
 TEST(IdleWatch, AJobThatUsesCpuIsNotIdle) {
@@ -80,7 +123,7 @@ TEST(IdleWatch, JudgesTheCpuOverASecondOfShortWalks) {
   int told = 0;
   for (int i = 0; i < 60; ++i) {
     t += kSecond / 5;
-    told += watch.walked({t, i % 5 == 4 ? 0.02 : 0.0, 0, 1}).went_idle ? 1 : 0;
+    told += watch.walked({t, {i % 5 == 4 ? 0.02 : 0.0, 0}, 0, 1}).went_idle ? 1 : 0;
   }
   EXPECT_EQ(told, 1);
 }
@@ -123,20 +166,25 @@ TEST(IdleWatch, TheDumpsCpuIsNotTheJobs) {
   EXPECT_TRUE(job.walk(0.8).resumed);  // a third walk's CPU is the job's
 }
 
-TEST(IdleWatch, BusiestCpuIsTheMostOneProcessUsedSinceTheLastWalk) {
+TEST(IdleWatch, WorkIsTheMostCpuOneProcessUsedSinceTheLastWalkAndTheJobsMemory) {
   IdleWatch watch(kStallNs, kSecond);
   auto sample = [](int pid, double user, double sys) {
     store::ProcSample s;
     s.pid = pid;
     s.cpu_user_s = user;
     s.cpu_sys_s = sys;
+    s.rss = static_cast<uint64_t>(pid) << 20;
     return s;
   };
-  EXPECT_DOUBLE_EQ(watch.busiest_cpu_s({sample(1, 10, 2), sample(2, 1, 0)}, {1, 2}), 12);
-  EXPECT_DOUBLE_EQ(watch.busiest_cpu_s({sample(1, 10.5, 2), sample(2, 1.75, 0)}, {1, 2}), 0.75);
+  auto cpu = [&](const std::vector<store::ProcSample>& samples, const std::set<int>& alive) {
+    return watch.work_of(samples, alive).busiest_cpu_s;
+  };
+  EXPECT_DOUBLE_EQ(cpu({sample(1, 10, 2), sample(2, 1, 0)}, {1, 2}), 12);
+  EXPECT_DOUBLE_EQ(cpu({sample(1, 10.5, 2), sample(2, 1.75, 0)}, {1, 2}), 0.75);
   // A process gone is forgotten: the same pid again is a new process, counted whole.
-  EXPECT_DOUBLE_EQ(watch.busiest_cpu_s({sample(1, 11, 2)}, {1}), 0.5);
-  EXPECT_DOUBLE_EQ(watch.busiest_cpu_s({sample(1, 11, 2), sample(2, 3, 0)}, {1, 2}), 3);
+  EXPECT_DOUBLE_EQ(cpu({sample(1, 11, 2)}, {1}), 0.5);
+  EXPECT_DOUBLE_EQ(cpu({sample(1, 11, 2), sample(2, 3, 0)}, {1, 2}), 3);
+  EXPECT_EQ(watch.work_of({sample(1, 11, 2), sample(2, 3, 0)}, {1, 2}).rss_bytes, 3u << 20);
 }
 
 TEST(IdleWatch, NamesAFailureJustBeforeTheQuiet) {
