@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
@@ -136,6 +137,8 @@ std::string find_program(const std::string& name, const std::string& path) {
 
 std::string shebang_interpreter(const std::string& script, const std::string& path) {
   std::string head = read_file_head(script, 1024);
+  // The kernel reads the #! line up to a NUL, and what follows names no file.
+  head.resize(std::min(head.size(), head.find('\0')));
   if (!head.starts_with("#!")) return "";
   std::vector<std::string> lines = text::split(head, '\n');
   std::vector<std::string> words =
