@@ -58,18 +58,20 @@ std::string extension_python_version(std::string_view name) {
 
 std::string nccl_wheel_version(std::string_view name) {
   constexpr std::string_view kSuffix = ".dist-info";
+  if (!name.starts_with("nvidia_nccl_") || !name.ends_with(kSuffix)) return "";
+  // The '-' of the suffix is no version's.
+  name.remove_suffix(kSuffix.size());
   size_t dash = name.find('-');
-  if (!name.starts_with("nvidia_nccl_") || !name.ends_with(kSuffix) ||
-      dash == std::string_view::npos) {
-    return "";
-  }
-  return std::string(name.substr(dash + 1, name.size() - dash - 1 - kSuffix.size()));
+  return dash == std::string_view::npos ? "" : std::string(name.substr(dash + 1));
 }
 
 std::string nccl_library_version(const std::string& path) {
-  size_t at = path.find("libnccl.so.");
-  if (at != std::string::npos && path.find('.', at + 11) != std::string::npos) {
-    return path.substr(at + 11);
+  // The file's name alone: a folder may be named like the library.
+  std::string_view name(path);
+  name.remove_prefix(name.rfind('/') + 1);
+  constexpr std::string_view kPrefix = "libnccl.so.";
+  if (name.starts_with(kPrefix) && name.find('.', kPrefix.size()) != std::string_view::npos) {
+    return std::string(name.substr(kPrefix.size()));
   }
   return "";
 }
