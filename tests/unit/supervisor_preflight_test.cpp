@@ -117,5 +117,21 @@ TEST(PreflightPython, ATorchInAVenv) {
   fs::remove_all(root);
 }
 
+// The kernel reads a #! line up to a NUL: what follows names no file.
+TEST(PreflightPython, AShebangLineEndsAtANul) {
+  using namespace std::string_literals;
+  fs::path root = fs::temp_directory_path() / ("preflight-nul-" + std::to_string(getpid()));
+  fs::create_directories(root / "bin");
+  std::ofstream(root / "bin/python3") << "";
+  fs::permissions(root / "bin/python3", fs::perms::owner_all);
+  fs::path script = root / "torchrun";
+  std::ofstream(script, std::ios::binary) << "#!/usr/bin/python3\0.11\nimport re\n"s;
+  EXPECT_EQ(shebang_interpreter(script.string(), ""), "/usr/bin/python3");
+  std::ofstream(script, std::ios::binary) << "#!/usr/bin/env python3\0x\n"s;
+  EXPECT_EQ(shebang_interpreter(script.string(), (root / "bin").string()),
+            (root / "bin/python3").string());
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace traindoc::supervisor

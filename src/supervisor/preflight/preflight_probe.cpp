@@ -12,6 +12,7 @@
 #include "supervisor/file_text.h"
 #include "supervisor/preflight/command_line.h"
 #include "supervisor/preflight/network_probe.h"
+#include "supervisor/preflight/python_files.h"
 #include "supervisor/preflight/python_probe.h"
 #include "supervisor/proc/host_sampler.h"
 
@@ -93,11 +94,7 @@ std::string system_nccl() {
     if (resolved == nullptr) continue;
     std::string name = resolved;
     free(resolved);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
-    // An unversioned libnccl.so.2 tells the major version alone.
-    size_t at = name.find("libnccl.so.");
-    if (at != std::string::npos && name.find('.', at + 11) != std::string::npos) {
-      return name.substr(at + 11);
-    }
+    if (std::string version = nccl_library_version(name); !version.empty()) return version;
   }
   return "";
 }

@@ -6,12 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "supervisor/file_text.h"
+#include "supervisor/preflight/python_files.h"
 #include "supervisor/proc/text_scan.h"
 
 namespace traindoc::supervisor {
@@ -34,25 +36,6 @@ std::string real_path(const std::string& path) {
 bool is_dir(const std::string& path) {
   struct stat info {};
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-// The value of `key = value` in pyvenv.cfg's text; "" when absent.
-std::string cfg_value(const std::string& text, std::string_view key) {
-  for (const std::string& line : text::split(text, '\n')) {
-    size_t eq = line.find('=');
-    if (eq != std::string::npos && text::trim(std::string_view(line).substr(0, eq)) == key) {
-      return std::string(text::trim(std::string_view(line).substr(eq + 1)));
-    }
-  }
-  return "";
-}
-
-// "3.11" of "3.11.2".
-std::string major_minor(const std::string& version) {
-  size_t first = version.find('.');
-  if (first == std::string::npos) return version;
-  size_t second = version.find('.', first + 1);
-  return second == std::string::npos ? version : version.substr(0, second);
 }
 
 // What `pick` makes of a name in folder `dir` ("" for none of its own), the last name that
@@ -81,28 +64,14 @@ std::string version_from_lib(const std::string& prefix) {
   });
 }
 
-// "3.11" of an extension's name: _C.cpython-311-x86_64-linux-gnu.so.
+// The Python torch's extension in `torch_dir` was built for.
 std::string extension_python(const std::string& torch_dir) {
-  return pick_name(torch_dir, [](std::string_view name) {
-    constexpr std::string_view kPrefix = "_C.cpython-3";
-    if (!name.starts_with(kPrefix) || !name.ends_with(".so")) return std::string();
-    std::string_view minor = name.substr(kPrefix.size());
-    minor = minor.substr(0, minor.find_first_not_of("0123456789"));
-    return minor.empty() ? std::string() : "3." + std::string(minor);
-  });
+  return pick_name(torch_dir, extension_python_version);
 }
 
-// The version of the nvidia-nccl wheel in a site folder: nvidia_nccl_cu12-2.28.3.dist-info.
+// The version of the nvidia-nccl wheel in a site folder.
 std::string nccl_wheel(const std::string& site) {
-  return pick_name(site, [](std::string_view name) {
-    constexpr std::string_view kSuffix = ".dist-info";
-    size_t dash = name.find('-');
-    if (!name.starts_with("nvidia_nccl_") || !name.ends_with(kSuffix) ||
-        dash == std::string_view::npos) {
-      return std::string();
-    }
-    return std::string(name.substr(dash + 1, name.size() - dash - 1 - kSuffix.size()));
-  });
+  return pick_name(site, nccl_wheel_version);
 }
 
 // Where the interpreter looks for packages, in its order: PYTHONPATH, the user's site (outside a
@@ -118,8 +87,9 @@ std::vector<std::string> site_folders(const std::string& interpreter, const std:
   bool system = true;
   if (!cfg.empty()) {
     out.push_back(venv + lib + "/site-packages");
-    system = cfg_value(cfg, "include-system-site-packages") == "true";
-    if (std::string home = cfg_value(cfg, "home"); !home.empty()) prefix = dir_name(home);
+    VenvConfig config = parse_pyvenv_cfg(cfg);
+    system = config.system_site_packages;
+    if (!config.home.empty()) prefix = dir_name(config.home);
   } else if (!lookup.home.empty()) {
     out.push_back(lookup.home + "/.local" + lib + "/site-packages");
   }
@@ -137,14 +107,11 @@ std::vector<std::string> site_folders(const std::string& interpreter, const std:
 std::string python_version(const std::string& interpreter) {
   std::string venv = dir_name(dir_name(interpreter));
   std::string cfg = read_file_head(venv + "/pyvenv.cfg", 1 << 14);
-  for (const char* key : {"version_info", "version"}) {
-    if (std::string version = cfg_value(cfg, key); !version.empty()) return major_minor(version);
-  }
+  if (std::string version = parse_pyvenv_cfg(cfg).version; !version.empty()) return version;
   std::string name = real_path(interpreter);
-  name = name.substr(name.rfind('/') + 1);
-  if (name.starts_with("python3.")) {
-    std::string version = name.substr(6);
-    while (!version.empty() && (version.back() < '0' || version.back() > '9')) version.pop_back();
+  if (std::string version =
+          interpreter_name_version(std::string_view(name).substr(name.rfind('/') + 1));
+      !version.empty()) {
     return version;
   }
   return version_from_lib(dir_name(dir_name(real_path(interpreter))));
@@ -170,6 +137,8 @@ std::string find_program(const std::string& name, const std::string& path) {
 
 std::string shebang_interpreter(const std::string& script, const std::string& path) {
   std::string head = read_file_head(script, 1024);
+  // The kernel reads the #! line up to a NUL, and what follows names no file.
+  head.resize(std::min(head.size(), head.find('\0')));
   if (!head.starts_with("#!")) return "";
   std::vector<std::string> lines = text::split(head, '\n');
   std::vector<std::string> words =
