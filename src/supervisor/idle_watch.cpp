@@ -38,13 +38,10 @@ IdleWatch::Work IdleWatch::work_of(const std::vector<store::ProcSample>& samples
   return work;
 }
 
-double IdleWatch::window_share(int64_t t_ns, double busiest_cpu_s) {
+double IdleWatch::window_share(int64_t walk_ns, double busiest_cpu_s) {
   // The CPU the processes spent on the stacks asked for them is not theirs.
   bool dumping = m_dump_walks > 0;
   if (dumping) --m_dump_walks;
-  int64_t walk_ns =
-      m_last_walk_ns == 0 ? m_first_walk_ns : std::max<int64_t>(1, t_ns - m_last_walk_ns);
-  m_last_walk_ns = t_ns;
   m_cpu_window.emplace_back(walk_ns, dumping ? 0.0 : busiest_cpu_s);
   int64_t covered_ns = 0;
   double window_cpu_s = 0;
@@ -60,24 +57,26 @@ double IdleWatch::window_share(int64_t t_ns, double busiest_cpu_s) {
   return window_cpu_s / (static_cast<double>(covered_ns) / 1e9);
 }
 
+bool IdleWatch::memory_growing(uint64_t rss_bytes, int64_t walk_ns) {
+  // An RSS of 0: the walk measured none.
+  if (rss_bytes != 0) {
+    bool grew = m_rss_seen != 0 && rss_bytes > m_rss_seen &&
+                static_cast<double>(rss_bytes - m_rss_seen) >=
+                    kGrowthBytesPerSecond * static_cast<double>(walk_ns) / 1e9;
+    m_growing_walks = grew ? m_growing_walks + 1 : 0;
+    m_rss_seen = rss_bytes;
+  }
+  return m_growing_walks >= kGrowingWalks;
+}
+
 IdleWatch::Turn IdleWatch::walked(const Walk& walk) {
+  int64_t walk_ns =
+      m_last_walk_ns == 0 ? m_first_walk_ns : std::max<int64_t>(1, walk.t_ns - m_last_walk_ns);
+  m_last_walk_ns = walk.t_ns;
   // A job that starts processes is at work, however short they live: a walk sees none of their
   // CPU, and their parent mostly waits for them.
-  // Memory that keeps growing fast is work too, at however little CPU: a program filling a list
-  // or reading into memory between sleeps, which a wait that never ends does not do. Growth in one
-  // walk alone is no more than a wait ending in an error (a rank that gave up formats it). (An
-  // RSS of 0: the walk measured none.)
-  uint64_t rss = walk.work.rss_bytes;
-  double walk_s =
-      static_cast<double>(m_last_walk_ns == 0 ? m_first_walk_ns : walk.t_ns - m_last_walk_ns) / 1e9;
-  if (rss != 0) {
-    bool grew = m_rss_seen != 0 && rss > m_rss_seen &&
-                static_cast<double>(rss - m_rss_seen) >= kGrowthBytesPerSecond * walk_s;
-    m_growing_walks = grew ? m_growing_walks + 1 : 0;
-    m_rss_seen = rss;
-  }
-  bool grew = m_growing_walks >= kGrowingWalks;
-  bool active = window_share(walk.t_ns, walk.work.busiest_cpu_s) > kIdleCpuShare || grew ||
+  bool active = window_share(walk_ns, walk.work.busiest_cpu_s) > kIdleCpuShare ||
+                memory_growing(walk.work.rss_bytes, walk_ns) ||
                 walk.output_bytes != m_output_seen || walk.processes != m_processes_seen ||
                 m_active_ns == 0;
   m_output_seen = walk.output_bytes;

@@ -66,7 +66,12 @@ class IdleWatch {
 
  private:
   // The CPU of the walks of the last second at least, as a share of one core.
-  double window_share(int64_t t_ns, double busiest_cpu_s);
+  double window_share(int64_t walk_ns, double busiest_cpu_s);
+  // Whether the job's memory keeps growing fast, at however little CPU (a program filling a list
+  // or reading into memory between sleeps, which a wait that never ends does not do): by a MiB a
+  // second or more in walks in a row. Growth in one walk alone is no more than a wait ending in an
+  // error (a rank that gave up formats it).
+  bool memory_growing(uint64_t rss_bytes, int64_t walk_ns);
 
   int64_t m_stall_ns;
   int64_t m_first_walk_ns;
