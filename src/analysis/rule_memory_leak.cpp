@@ -197,28 +197,22 @@ class Axis {
   double m_backwards_after = 0;
 };
 
-// The phase after process `p`'s last training step, or nullopt where it trained none. A
-// DataLoader worker runs no model.
-std::optional<Axis> after_training(const RuleContext& context, const ProcessSummary& p) {
+// The phases of process `p` outside its training, where it trained: before its first training
+// step (loading and preparing data, building the model; the training's axis starts at that
+// step), and after its last. None for a DataLoader worker, which runs no model.
+std::vector<Axis> outside_training(const RuleContext& context, const ProcessSummary& p) {
   std::optional<store::StepKind> kind = p.step_kind();
-  if (p.role.role == Role::kWorker || !kind) return std::nullopt;
+  if (p.role.role == Role::kWorker || !kind) return {};
   std::vector<std::pair<int64_t, double>> counts = counts_of(context, p, kind);
-  if (counts.empty()) return std::nullopt;
+  if (counts.empty()) return {};
+  std::vector<Axis> out;
+  // With a single count the training is measured by minutes from the process's start already.
+  if (counts.size() >= 2) out.push_back(Axis::before(p, counts.front().first));
   // The first report of the last count: the last step had begun by then.
   auto last = std::find_if(counts.begin(), counts.end(),
                            [&](const auto& c) { return c.second == counts.back().second; });
-  return Axis::after(context, p, last->first, last->second);
-}
-
-// The phase before process `p`'s first training step (loading and preparing data, building the
-// model), or nullopt where it trained none: the training's axis starts at that step.
-std::optional<Axis> before_training(const RuleContext& context, const ProcessSummary& p) {
-  std::optional<store::StepKind> kind = p.step_kind();
-  if (p.role.role == Role::kWorker || !kind) return std::nullopt;
-  std::vector<std::pair<int64_t, double>> counts = counts_of(context, p, kind);
-  // With a single count the training is measured by minutes from the process's start already.
-  if (counts.size() < 2) return std::nullopt;
-  return Axis::before(p, counts.front().first);
+  out.push_back(Axis::after(context, p, last->first, last->second));
+  return out;
 }
 
 // The process whose steps measure `p`'s growth: its own, or for a DataLoader worker, which counts
@@ -771,14 +765,12 @@ void rule_memory_leak(const RuleContext& context, std::vector<TimedFinding>& out
     // Growth before and after the training (data preparation; evaluation, inference, what the
     // program does next), which the steps do not measure: by the DDP forward passes after it,
     // or by minutes.
-    for (const std::optional<Axis>& phase :
-         {before_training(context, p), after_training(context, p)}) {
-      if (!phase) continue;
-      if (std::optional<Grown> g = grown_in(p, *phase, gpu_series_of(context, p, *phase))) {
-        leak_finding(context, {*g}, *phase, gpu, out);
+    for (const Axis& phase : outside_training(context, p)) {
+      if (std::optional<Grown> g = grown_in(p, phase, gpu_series_of(context, p, phase))) {
+        leak_finding(context, {*g}, phase, gpu, out);
       }
-      if (std::optional<Grown> g = grown_in(p, *phase, series_of(context, p, *phase, rss_of))) {
-        leak_finding(context, {*g}, *phase, host, out);
+      if (std::optional<Grown> g = grown_in(p, phase, series_of(context, p, phase, rss_of))) {
+        leak_finding(context, {*g}, phase, host, out);
       }
     }
     Series rss = series_of(context, p, axis, rss_of);
