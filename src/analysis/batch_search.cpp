@@ -17,6 +17,13 @@ constexpr double kNoGrowthBytes = 4.0 * (1 << 20);
 // The two largest batches measured give the slope where the answer is when their peaks lie this
 // far apart: enough above the rounding for a slope to extrapolate.
 constexpr double kSlopeBytes = 16.0 * (1 << 20);
+// The same batch peaks up to this far apart from run to run (the allocator, the pages an
+// interpreter touches). Predictions aim half of it below the usable memory, so that the batch
+// they name fits on most runs, not only on a lucky one: aimed at the limit itself, one trial in
+// two went over and cost another. But never more than this share of the batch below: where a
+// sample is small against the spread, that share costs less than the trial it may save.
+constexpr double kPeakSpreadBytes = 17.0 * (1 << 20);
+constexpr double kSpreadAimShare = 0.025;
 // A batch between the largest that fit and a failure this close above it is not worth a trial:
 // the answer is then within 5 % of the truth, and never above it.
 constexpr double kEnoughGain = 0.05;
@@ -227,6 +234,8 @@ SearchStep next_search_step(const SearchLimits& limits, const std::vector<Trial>
     if (usable == limits.usable.end() || !grows(model, points[meter])) continue;
     any_grows = true;
     double batch = predicted(points[meter], model, usable->second);
+    batch -= std::floor(
+        std::min(kPeakSpreadBytes / 2 / model.per_sample_bytes, batch * kSpreadAimShare));
     if (batch < best) {
       best = batch;
       step.limiting = meter;
