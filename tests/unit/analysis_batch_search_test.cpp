@@ -136,6 +136,26 @@ TEST(BatchSearch, PeaksThatDifferFromRunToRunDoNotMakeItCreep) {
   }
 }
 
+TEST(BatchSearch, TheDemosRecordedPeaksAreFoundInFiveTrials) {
+  // The peaks of a real search of test_fit.py's demo (host memory, MiB) that took 8 trials:
+  // steeper above 48, and 58 to 61 a few MiB apart the wrong way round.
+  static const std::vector<std::pair<int, double>> kPeaks = {
+      {2, 446.1},  {16, 548.4}, {37, 708.8}, {48, 802.9},
+      {56, 869.0}, {58, 910.5}, {59, 901.5}, {61, 897.1}};
+  auto curve = [](int b) {
+    auto upper = std::lower_bound(kPeaks.begin(), kPeaks.end(), std::make_pair(b, 0.0));
+    if (upper == kPeaks.end()) upper = std::prev(upper);
+    if (upper == kPeaks.begin()) upper = std::next(upper);
+    auto lower = std::prev(upper);
+    double share = static_cast<double>(b - lower->first) / (upper->first - lower->first);
+    return (lower->second + share * (upper->second - lower->second)) * kMiB;
+  };
+  Job job{curve, static_cast<uint64_t>(0.98 * 900 * kMiB)};
+  SearchLimits limits;
+  limits.min_batch = 2;
+  expect_close(job, search(job, limits));
+}
+
 TEST(BatchSearch, MaxBoundsTheAnswer) {
   Job job{[](int b) { return 100.0 * kMiB + kMiB * b; }, 4000 * kMiB};
   SearchLimits limits;
