@@ -36,12 +36,14 @@ def direct_peak(cmd):
 
 
 def test_the_demo_under_a_memory_budget_gets_the_batch_a_sweep_finds(tmp_path):
-    # The same batch peaks up to 17 MiB apart from run to run (the allocator, the pages the
-    # interpreter touches): fit keeps 2 % (18 MiB) of the budget free, and the sweep below holds
-    # each direct run to the whole budget.
-    budget = 900 * MIB
-    proc, result = fit(tmp_path, "--param", "batch", "--min", 2, "--memory-budget", "900MiB",
-                       "--headroom", 2, "--json",
+    # The same batch peaks up to 17 MiB apart from run to run on an idle machine (the allocator,
+    # the pages the interpreter touches), and up to 55 MiB on a busy one (865 to 920 MiB at batch
+    # 57): fit keeps 5 % (41 MiB) of the budget free, and the sweep below holds each direct run
+    # to the whole budget. The usable memory lies below the step of about 50 MiB that the demo's
+    # peaks take between batches 48 and 50 (near 855 MiB), where any search takes a trial more.
+    budget = 820 * MIB
+    proc, result = fit(tmp_path, "--param", "batch", "--min", 2, "--memory-budget", "820MiB",
+                       "--headroom", 5, "--json",
                        cmd=[*DEMO, "--steps", 30, "--batch-size", "{batch}"])
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == result
@@ -51,11 +53,11 @@ def test_the_demo_under_a_memory_budget_gets_the_batch_a_sweep_finds(tmp_path):
     assert 5 * MIB < result["model"]["per_sample_bytes"] < 12 * MIB  # the demo at 48x96
     fitted = [t for t in result["trials"] if t["batch"] == answer]
     assert fitted and fitted[0]["outcome"] == "fits"
-    assert fitted[0]["peaks"]["rank 0 memory"] <= 0.98 * budget
+    assert fitted[0]["peaks"]["rank 0 memory"] <= 0.95 * budget
     # The truth, swept with direct runs of the same steps (1 + 3): the answer fits the budget,
     # and the first batch above it whose peak goes over what fit may use (the budget less its
     # headroom, the question fit answers) leaves the answer within 10 % of the truth.
-    usable = 0.98 * budget
+    usable = 0.95 * budget
     peak, status = direct_peak([*DEMO, "--steps", 4, "--batch-size", answer])
     assert status == 0 and peak <= budget, (answer, peak / MIB)
     stride = max(1, answer // 20)
