@@ -1,6 +1,8 @@
 // The preflight checks, one function each: facts in, the traps they set out. Pure.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "analysis/preflight_checks.h"
@@ -286,8 +288,19 @@ void check_python(const PreflightFacts& facts, Results& out) {
 
 // ---- network
 
+// "host:29500", "[::1]:29500".
+std::string endpoint(const store::NetworkFacts& net) {
+  std::string host = net.master_addr.find(':') == std::string::npos ? net.master_addr
+                                                                    : "[" + net.master_addr + "]";
+  return host + ":" + std::to_string(net.master_port.value_or(0));
+}
+
 void check_network(const PreflightFacts& facts, Results& out) {
   const store::NetworkFacts& net = facts.network;
+  if (!net.port_invalid.empty()) {
+    PreflightResult& r = add(out, PreflightCheck::kMasterPortInvalid, Verdict::kWillFail);
+    r.subject = net.port_invalid;
+  }
   if (!net.master_addr.empty() && !net.master_addr_resolved) {
     PreflightResult& r = add(out, PreflightCheck::kMasterAddrUnresolved, Verdict::kWillFail);
     r.subject = net.master_addr;
@@ -295,6 +308,12 @@ void check_network(const PreflightFacts& facts, Results& out) {
     PreflightResult& r = add(out, PreflightCheck::kMasterPortTaken, Verdict::kWillFail);
     r.measured = net.master_port;
     r.subject = net.master_addr;
+  } else if (net.connect_error && *net.connect_error != 0 && *net.connect_error != ECONNREFUSED) {
+    // Refused: the host answers and nothing listens yet, as before the first node has started.
+    PreflightResult& r = add(out, PreflightCheck::kMasterPortUnreachable, Verdict::kMayFail);
+    r.measured = *net.connect_error;
+    r.threshold = std::llround(net.connect_ms);
+    r.subject = endpoint(net);
   }
   for (const store::NetworkFacts::Ifname& ifname : net.ifnames) {
     if (ifname.matches) continue;

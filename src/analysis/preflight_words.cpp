@@ -1,6 +1,9 @@
 // The words of each preflight result: the measured fact and what it does to the job, and the
 // fix. One function per check, made from the result's facts alone, so that `traindoc check`, the
 // start of `traindoc run` and the report say the same. Pure.
+#include <cerrno>
+#include <cstring>
+
 #include "analysis/diagnosis.h"
 #include "analysis/preflight_checks.h"
 
@@ -208,6 +211,30 @@ Words master_port_taken(const PreflightResult& r) {
           "torchrun --standalone picks one itself."};
 }
 
+Words master_port_invalid(const PreflightResult& r) {
+  return {r.subject + " is no TCP port (0 to 65535): torch refuses it (ValueError) before any " +
+              "rank joins",
+          "Give a port from 1024 to 65535 that is free on the first node (--master_port, "
+          "MASTER_PORT); torch's default is 29500."};
+}
+
+Words master_port_unreachable(const PreflightResult& r) {
+  std::string title = "a TCP connect from this node to the rendezvous at " + r.subject;
+  std::string after =
+      r.threshold.value_or(0) == 0 ? "at once" : "after " + number(r.threshold) + " ms";
+  title += r.measured == ETIMEDOUT ? " got no answer in " + number(r.threshold) + " ms"
+                                   : " failed " + after + ": " +
+                                         std::strerror(static_cast<int>(r.measured.value_or(0)));
+  title +=
+      ": a firewall drops it or the address is not the first node's as this node reaches "
+      "it, and the rendezvous times out";
+  return {title,
+          "Check that MASTER_ADDR (or --master_addr, --rdzv_endpoint) is the first node's "
+          "address on a network this node reaches (nc -zv HOST PORT once it runs), that no "
+          "firewall drops TCP between the nodes (NCCL and gloo open more ports than this one), "
+          "and that NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME name the interface on that network."};
+}
+
 Words socket_ifname_missing(const PreflightResult& r) {
   return {r.subject + " matches none of this machine's " + number(r.measured) +
               " network interfaces: NCCL or gloo finds no interface to use",
@@ -268,8 +295,12 @@ PreflightWords describe(const store::PreflightResult& r) {
       return torchrun_redirects(r);
     case PreflightCheck::kMasterAddrUnresolved:
       return master_addr_unresolved(r);
+    case PreflightCheck::kMasterPortInvalid:
+      return master_port_invalid(r);
     case PreflightCheck::kMasterPortTaken:
       return master_port_taken(r);
+    case PreflightCheck::kMasterPortUnreachable:
+      return master_port_unreachable(r);
     case PreflightCheck::kSocketIfnameMissing:
       return socket_ifname_missing(r);
   }

@@ -37,7 +37,10 @@ const Trap kTraps[] = {
     {PreflightCheck::kTorchrunRedirects, {FindingKind::kLauncherBug}},
     {PreflightCheck::kMasterAddrUnresolved,
      {FindingKind::kNetworkUnreachable, FindingKind::kRendezvousTimeout}},
+    {PreflightCheck::kMasterPortInvalid, {FindingKind::kPythonException}},
     {PreflightCheck::kMasterPortTaken, {FindingKind::kPortInUse}},
+    {PreflightCheck::kMasterPortUnreachable,
+     {FindingKind::kNetworkUnreachable, FindingKind::kRendezvousTimeout}},
     {PreflightCheck::kSocketIfnameMissing, {FindingKind::kNetworkUnreachable}},
 };
 

@@ -87,8 +87,11 @@ ordered_json network_json(const store::NetworkFacts& n) {
   return {{"master_addr", n.master_addr},
           {"master_addr_resolved", n.master_addr_resolved},
           {"master_port", optional(n.master_port)},
+          {"port_invalid", n.port_invalid},
           {"port_checked", n.port_checked},
           {"port_in_use", n.port_in_use},
+          {"connect_error", optional(n.connect_error)},
+          {"connect_ms", n.connect_error ? ordered_json(n.connect_ms) : ordered_json(nullptr)},
           {"socket_ifnames", ifnames},
           {"interfaces", n.interfaces}};
 }

@@ -37,7 +37,9 @@
   X(TorchCpuOnly, "torch-cpu-only")                   /* GPUs here, torch without CUDA */  \
   X(TorchrunRedirects, "torchrun-redirects")          /* torch 1.13 on Python 3.11 */      \
   X(MasterAddrUnresolved, "master-addr-unresolved")   /* MASTER_ADDR */                    \
+  X(MasterPortInvalid, "master-port-invalid")         /* not 0 to 65535 */                 \
   X(MasterPortTaken, "master-port-taken")             /* MASTER_PORT bound here */         \
+  X(MasterPortUnreachable, "master-port-unreachable") /* no answer from another node */    \
   X(SocketIfnameMissing, "socket-ifname-missing")     /* *_SOCKET_IFNAME */
 
 namespace traindoc::store {
@@ -159,10 +161,13 @@ struct CommandFacts {
   std::optional<int> node_rank;
   std::optional<int> redirects;  // torchrun's --redirects, where given (a number)
   bool redirects_given = false;
-  std::optional<int> workers;     // --workers, --num-workers, --num_workers, -j
-  std::optional<int> batch_size;  // --batch-size, --batch_size, -b
-  std::string master_addr;        // --master_addr/--master-addr, --rdzv_endpoint's host
-  std::optional<int> master_port;
+  std::optional<int> workers;      // --workers, --num-workers, --num_workers, -j
+  std::optional<int> batch_size;   // --batch-size, --batch_size, -b
+  std::string master_addr;         // --master_addr/--master-addr, --rdzv_endpoint's host
+  std::optional<int> master_port;  // 0 to 65535
+  // The option and value of a port given that is none (above 65535, negative, not a number):
+  // "--master_port=70000"; "" when none.
+  std::string port_invalid;
 };
 
 struct PythonFacts {
@@ -179,9 +184,17 @@ struct NetworkFacts {
   std::string master_addr;  // from the environment or the command line
   bool master_addr_resolved = false;
   bool master_addr_local = false;  // one of this machine's addresses
-  std::optional<int> master_port;
+  std::optional<int> master_port;  // 0 to 65535
+  // Where the port given is none: the option or variable and its value ("MASTER_PORT=99999").
+  std::string port_invalid;
   bool port_checked = false;
   bool port_in_use = false;
+  // Where this node is not the rendezvous host's (a --node_rank above 0, or the host is not this
+  // machine): a TCP connect to its port, closed once made. Its errno (0: connected, ECONNREFUSED:
+  // nothing listens yet, ETIMEDOUT: no answer within the wait), unset where none was tried; and
+  // the milliseconds it took.
+  std::optional<int> connect_error;
+  double connect_ms = 0;
   // Each *_SOCKET_IFNAME set: the variable, its value, and whether an interface matches it.
   struct Ifname {
     std::string variable;

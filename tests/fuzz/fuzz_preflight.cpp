@@ -6,6 +6,7 @@
 // exception is a finding.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -105,13 +106,18 @@ void fuzz_command(std::string_view input) {
   if (input.empty()) argv.clear();
   ParsedCommand parsed = parse_command(argv);
   const store::CommandFacts& facts = parsed.facts;
-  if (!facts.program.empty() && !is_arg(argv, facts.program)) abort();
-  if (!facts.script.empty() && !is_arg(argv, facts.script)) abort();
-  if (!parsed.python.empty() && (!is_arg(argv, parsed.python) || !is_python_name(parsed.python))) {
+  // env's -S (--split-string, or an abbreviation) makes words that need not be arguments.
+  bool split = std::any_of(argv.begin(), argv.end(), [](const std::string& arg) {
+    return arg.starts_with("-") && (arg.find('S') != std::string::npos || arg.starts_with("--s"));
+  });
+  auto word = [&](const std::string& value) { return split || is_arg(argv, value); };
+  if (!facts.program.empty() && !word(facts.program)) abort();
+  if (!facts.script.empty() && !word(facts.script)) abort();
+  if (!parsed.python.empty() && (!word(parsed.python) || !is_python_name(parsed.python))) {
     abort();
   }
   for (const auto& [name, value] : parsed.env) {
-    if (name.find('=') != std::string::npos || !is_arg(argv, name + "=" + value)) abort();
+    if (name.find('=') != std::string::npos || !word(name + "=" + value)) abort();
   }
   if (!facts.master_addr.empty() && !in_any(argv, facts.master_addr)) abort();
   for (const std::optional<int>* number :

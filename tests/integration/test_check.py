@@ -4,12 +4,14 @@ open-file limit, a memory cgroup, the stand-in NVML with another process holding
 and 4 GPUs for 8 ranks, a Python without torch, a port already bound, Debian's torchrun 1.13 on
 Python 3.11 without --redirects. Where a check says "will fail", the job is run under the same
 condition too, and fails."""
+import errno
 import json
 import os
 import shlex
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -221,3 +223,47 @@ def test_the_network_of_the_rendezvous():
     env["MASTER_ADDR"] = "no-such-host.invalid"
     _, result = check(PYTHON, "-c", "pass", env=env)
     assert named(result, "master-addr-unresolved")["subject"] == "no-such-host.invalid"
+
+
+def test_a_port_that_is_none():
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "99999"}
+    status, result = check(PYTHON, "-c", "pass", env=env)
+    assert status == 1 and named(result, "master-port-invalid")["subject"] == "MASTER_PORT=99999"
+    assert result["facts"]["network"]["master_port"] is None, result["facts"]["network"]
+    status, result = check("torchrun", "--master_port", "70000", "--redirects", "2", "x.py")
+    assert named(result, "master-port-invalid")["subject"] == "--master_port=70000", result["checks"]
+    assert named(result, "master-port-taken") is None
+
+
+def test_the_first_nodes_port_from_another_node():
+    """A second node's check: 127.0.0.2 stands for the first node. Its port listening, closed
+    (refused: the first node has not started yet) or with a full backlog, which drops the
+    handshake as a firewall does."""
+    def second_node(port):
+        started = time.monotonic()
+        _, result = check("torchrun", "--nnodes", "2", "--node_rank", "1", "--master_addr",
+                          "127.0.0.2", "--master_port", str(port), "--redirects", "2", "x.py")
+        return result, time.monotonic() - started
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.2", 0))
+        listening.listen()
+        result, _ = second_node(listening.getsockname()[1])
+        assert result["facts"]["network"]["connect_error"] == 0, result["facts"]["network"]
+        assert named(result, "master-port-unreachable") is None
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.2", 0))
+        result, _ = second_node(closed.getsockname()[1])
+        assert result["facts"]["network"]["connect_error"] == errno.ECONNREFUSED
+        assert not [c for c in result["checks"] if c["check"].startswith("master")], result
+    with socket.socket() as full, socket.socket() as first:
+        full.bind(("127.0.0.2", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        first.connect(("127.0.0.2", port))  # fills the backlog of 0
+        result, took = second_node(port)
+    trap = named(result, "master-port-unreachable")
+    assert trap["verdict"] == "may-fail" and trap["measured"] == errno.ETIMEDOUT, result["checks"]
+    assert 300 <= trap["threshold"] < 500 and took < 5, (trap, took)
+    assert trap["subject"] == f"127.0.0.2:{port}"
+    assert "got no answer in" in trap["title"]

@@ -3,6 +3,8 @@
 // preflight findings, with a failure the trap leads to citing it.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "analysis/diagnosis.h"
 #include "analysis/preflight_checks.h"
 
@@ -309,6 +311,54 @@ TEST(Preflight, TheNetwork) {
   std::vector<PreflightResult> results = preflight_checks(f);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].subject, "NCCL_SOCKET_IFNAME=ib");
+}
+
+// A port outside 0 to 65535 is its own trap, named by what gave it.
+TEST(Preflight, APortThatIsNone) {
+  PreflightFacts f = torchrun(2, 0);
+  f.network.master_addr = "127.0.0.1";
+  f.network.master_addr_resolved = true;
+  f.network.port_invalid = "--master_port=70000";
+  std::vector<PreflightResult> results = preflight_checks(f);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].check, PreflightCheck::kMasterPortInvalid);
+  EXPECT_EQ(results[0].verdict, Verdict::kWillFail);
+  EXPECT_EQ(describe(results[0]).title,
+            "--master_port=70000 is no TCP port (0 to 65535): torch refuses it (ValueError) "
+            "before any rank joins");
+}
+
+// From another node: no answer, or an error of the network, may fail; a refusal (the first node
+// has not started yet) and a connection are no trap.
+TEST(Preflight, TheFirstNodesPortFromAnother) {
+  PreflightFacts f = torchrun(2, 0);
+  f.command.node_rank = 1;
+  f.network.master_addr = "10.0.0.1";
+  f.network.master_addr_resolved = true;
+  f.network.master_port = 29500;
+  for (int error : {0, ECONNREFUSED}) {
+    f.network.connect_error = error;
+    EXPECT_TRUE(checks_of(f).empty()) << error;
+  }
+  f.network.connect_error = ETIMEDOUT;
+  f.network.connect_ms = 300.4;
+  std::vector<PreflightResult> results = preflight_checks(f);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].check, PreflightCheck::kMasterPortUnreachable);
+  EXPECT_EQ(results[0].verdict, Verdict::kMayFail);
+  EXPECT_EQ(results[0].threshold, 300);
+  EXPECT_EQ(describe(results[0]).title,
+            "a TCP connect from this node to the rendezvous at 10.0.0.1:29500 got no answer in "
+            "300 ms: a firewall drops it or the address is not the first node's as this node "
+            "reaches it, and the rendezvous times out");
+  f.network.master_addr = "fd00::1";
+  f.network.connect_error = EHOSTUNREACH;
+  f.network.connect_ms = 0.2;
+  results = preflight_checks(f);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].subject, "[fd00::1]:29500");
+  EXPECT_NE(describe(results[0]).title.find("failed at once: No route to host:"),
+            std::string::npos);
 }
 
 TEST(Preflight, WillFailComesFirst) {

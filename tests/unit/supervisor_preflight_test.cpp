@@ -2,8 +2,13 @@
 // version.py, the interface names NCCL and gloo are given, a script's #! line, and a Python's
 // torch beside it in a made-up tree.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <set>
 
 #include <filesystem>
 #include <fstream>
@@ -63,6 +68,112 @@ TEST(PreflightCommand, PlainPythonAndOtherPrograms) {
   EXPECT_EQ(parse_command({}).facts.launcher, Launcher::kNone);
   EXPECT_TRUE(is_python_name("/opt/venv/bin/python3.12"));
   EXPECT_FALSE(is_python_name("python-config"));
+}
+
+// GNU env's options, alone, combined and long: none is taken for the program.
+TEST(PreflightCommand, EnvOptionsBeforeTheCommand) {
+  ParsedCommand p = parse_command({"env", "-u", "HOME", "-C", "/job", "--unset=X", "-i0", "--",
+                                   "A=1", "python3", "train.py", "--workers", "2"});
+  EXPECT_EQ(p.facts.program, "python3");
+  EXPECT_EQ(p.facts.script, "train.py");
+  EXPECT_EQ(p.facts.workers, 2);
+  EXPECT_EQ(p.unset, (std::set<std::string>{"HOME", "X"}));
+  EXPECT_EQ(p.chdir, "/job");
+  EXPECT_TRUE(p.ignore_environment);
+  EXPECT_EQ(p.env.at("A"), "1");
+  EXPECT_EQ(from_here(p, "train.py"), "/job/train.py");
+  EXPECT_EQ(from_here(p, "/abs/train.py"), "/abs/train.py");
+  ParsedCommand combined = parse_command({"env", "-iuHOME", "-C/job", "--chd", "/d", "--unset", "Y",
+                                          "torchrun", "--nproc_per_node", "2", "x.py"});
+  EXPECT_EQ(combined.facts.launcher, Launcher::kTorchrun);
+  EXPECT_EQ(combined.facts.script, "x.py");
+  EXPECT_EQ(combined.unset, (std::set<std::string>{"HOME", "Y"}));
+  EXPECT_EQ(combined.chdir, "/d");
+  ParsedCommand dash = parse_command({"env", "-", "python3", "x.py"});
+  EXPECT_TRUE(dash.ignore_environment);
+  EXPECT_EQ(dash.facts.script, "x.py");
+  // What env refuses, or where it runs nothing, names no program.
+  EXPECT_EQ(parse_command({"env", "-i python3", "x.py"}).facts.program, "");
+  EXPECT_EQ(parse_command({"env", "--help", "python3"}).facts.program, "");
+  EXPECT_EQ(parse_command({"env", "-u"}).facts.program, "");
+}
+
+// -S splits its string into words, options and assignments among them, as env does.
+TEST(PreflightCommand, EnvSplitString) {
+  ParsedCommand p = parse_command({"env", "-S", "python3 -u train.py", "--workers", "4"});
+  EXPECT_EQ(p.facts.program, "python3");
+  EXPECT_EQ(p.facts.script, "train.py");
+  EXPECT_EQ(p.facts.workers, 4);
+  ParsedCommand attached = parse_command({"env", "-vS-i A=1\tpython3 'my train.py'"});
+  EXPECT_TRUE(attached.ignore_environment);
+  EXPECT_EQ(attached.env.at("A"), "1");
+  EXPECT_EQ(attached.facts.script, "my train.py");
+  EXPECT_EQ(parse_command({"env", "--split-string=python3 x.py"}).facts.script, "x.py");
+  EXPECT_EQ(split_string(" a  'b c' \"d\\\"e\" f\\_g '' h\\tk # comment"),
+            (std::vector<std::string>{"a", "b c", "d\"e", "f", "g", "", "h\tk"}));
+  EXPECT_EQ(split_string("a\\cb c"), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(split_string("'it\\'s' \\\\"), (std::vector<std::string>{"it's", "\\"}));
+}
+
+// CPython's short options cluster; -m takes the rest of its cluster, or the next word.
+TEST(PreflightCommand, PythonsClusteredOptions) {
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"python", "-mtorch.distributed.run", "--nproc_per_node", "2", "x.py"},
+           {"python", "-um", "torch.distributed.run", "--nproc_per_node", "2", "x.py"},
+           {"python", "-u", "-mtorch.distributed.launch", "--nproc_per_node", "2", "x.py"},
+           {"python", "-Bm", "torch.distributed.run", "--nproc_per_node=2", "x.py"},
+           {"python", "-Wignore", "-X", "dev", "-m", "torch.distributed.run", "--nproc_per_node",
+            "2", "x.py"}}) {
+    ParsedCommand p = parse_command(argv);
+    EXPECT_EQ(p.facts.launcher, Launcher::kTorchrun) << argv[1];
+    EXPECT_EQ(p.facts.nproc_per_node, 2) << argv[1];
+    EXPECT_EQ(p.facts.script, "x.py") << argv[1];
+  }
+  EXPECT_EQ(parse_command({"python", "-Xdev", "-Wignore", "train.py"}).facts.script, "train.py");
+  EXPECT_EQ(parse_command({"python", "-W", "ignore", "-uX", "dev", "train.py"}).facts.script,
+            "train.py");
+  EXPECT_EQ(parse_command({"python", "-uc", "print(1)", "train.py"}).facts.script, "");
+  EXPECT_EQ(parse_command({"python", "-ctrain.py"}).facts.script, "");
+  EXPECT_EQ(parse_command({"python", "-mpkg.train", "x.py"}).facts.script, "");
+}
+
+// Hosts as torch's parse_rendezvous_endpoint reads them, brackets off.
+TEST(PreflightCommand, RendezvousHostsAndPorts) {
+  struct Case {
+    std::string endpoint, host;
+    std::optional<int> port;
+  };
+  for (const Case& c : {Case{"[::1]", "::1", std::nullopt}, Case{"[::1]:29500", "::1", 29500},
+                        Case{"host:29500", "host", 29500}, Case{"host", "host", std::nullopt},
+                        Case{"[fe80::1%eth0]:1234", "fe80::1%eth0", 1234}}) {
+    ParsedCommand p = parse_command({"torchrun", "--rdzv_endpoint", c.endpoint, "x.py"});
+    EXPECT_EQ(p.facts.master_addr, c.host) << c.endpoint;
+    EXPECT_EQ(p.facts.master_port, c.port) << c.endpoint;
+  }
+  EXPECT_EQ(parse_command({"torchrun", "--master_addr", "[::1]", "x.py"}).facts.master_addr, "::1");
+}
+
+// A port that is none is kept as given, never wrapped into another.
+TEST(PreflightCommand, PortsOutsideTheRange) {
+  for (const char* port : {"70000", "-1", "abc", ""}) {
+    ParsedCommand p = parse_command({"torchrun", "--master_port", port, "x.py"});
+    EXPECT_EQ(p.facts.master_port, std::nullopt) << port;
+    EXPECT_EQ(p.facts.port_invalid, std::string("--master_port=") + port);
+  }
+  ParsedCommand endpoint = parse_command({"torchrun", "--rdzv-endpoint=h:99999", "x.py"});
+  EXPECT_EQ(endpoint.facts.port_invalid, "--rdzv_endpoint=h:99999");
+  EXPECT_EQ(parse_command({"torchrun", "--master_port", "65535", "x.py"}).facts.master_port, 65535);
+  auto env = [](const char* name) -> const char* {
+    if (std::string_view(name) == "MASTER_ADDR") return "127.0.0.1";
+    return std::string_view(name) == "MASTER_PORT" ? "99999" : nullptr;
+  };
+  store::NetworkFacts net = probe_network(parse_command({"python3", "x.py"}).facts, env);
+  EXPECT_EQ(net.master_port, std::nullopt);
+  EXPECT_EQ(net.port_invalid, "MASTER_PORT=99999");
+  EXPECT_FALSE(net.port_checked);
+  EXPECT_EQ(probe_network(parse_command({"torchrun", "--master_port", "70000", "x.py"}).facts, env)
+                .port_invalid,
+            "--master_port=70000");
 }
 
 TEST(PreflightTorchVersion, OldAndNewVersionFiles) {
@@ -131,6 +242,72 @@ TEST(PreflightPython, AShebangLineEndsAtANul) {
   EXPECT_EQ(shebang_interpreter(script.string(), (root / "bin").string()),
             (root / "bin/python3").string());
   fs::remove_all(root);
+}
+
+// The kernel's #! line: spaces and tabs after #!, one argument after the first gap; env's
+// argument read as env reads it.
+TEST(PreflightPython, ShebangLinesWithTabsAndEnvS) {
+  fs::path root = fs::temp_directory_path() / ("preflight-tab-" + std::to_string(getpid()));
+  fs::create_directories(root / "bin");
+  std::ofstream(root / "bin/python3") << "";
+  fs::permissions(root / "bin/python3", fs::perms::owner_all);
+  std::string bin = (root / "bin").string();
+  fs::path script = root / "torchrun";
+  auto interpreter_of = [&](const std::string& line) {
+    std::ofstream(script) << line << "\nimport re\n";
+    return shebang_interpreter(script.string(), bin);
+  };
+  EXPECT_EQ(interpreter_of("#!\t/usr/bin/python3\t-u"), "/usr/bin/python3");
+  EXPECT_EQ(interpreter_of("#! \t/usr/bin/python3 \t "), "/usr/bin/python3");
+  EXPECT_EQ(interpreter_of("#!/usr/bin/env\t python3\t"), bin + "/python3");
+  EXPECT_EQ(interpreter_of("#!/usr/bin/env -S python3 -u"), bin + "/python3");
+  EXPECT_EQ(interpreter_of("#!/usr/bin/env -S A=1 python3 -u"), bin + "/python3");
+  EXPECT_EQ(interpreter_of("#!/usr/bin/env -i python3"), "");  // env refuses "-i python3"
+  fs::remove_all(root);
+}
+
+// Another node's view of the first's port, through real sockets on 127.0.0.2 (this machine's,
+// with --node_rank 1): a listener connects, a closed port refuses, a listener whose backlog is
+// full drops the handshake, which times out in kConnectTimeoutMs.
+TEST(PreflightNetwork, TheFirstNodesPortFromAnother) {
+  auto listener = [](int backlog, sockaddr_in& address) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(0x7f000002);
+    socklen_t size = sizeof(address);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
+    EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
+    if (backlog >= 0) {
+      EXPECT_EQ(listen(fd, backlog), 0);
+    }
+    return fd;
+  };
+  auto probe = [](const sockaddr_in& address, int node_rank) {
+    store::CommandFacts command = parse_command({"torchrun", "x.py"}).facts;
+    command.master_addr = "127.0.0.2";
+    command.master_port = ntohs(address.sin_port);
+    command.node_rank = node_rank;
+    return probe_network(command, [](const char*) -> const char* { return nullptr; });
+  };
+  sockaddr_in address{};
+  int listening = listener(16, address);
+  EXPECT_EQ(probe(address, 1).connect_error, 0);
+  EXPECT_EQ(probe(address, 0).connect_error, std::nullopt);  // the first node binds it instead
+  close(listening);
+  int closed = listener(-1, address);
+  EXPECT_EQ(probe(address, 1).connect_error, ECONNREFUSED);
+  close(closed);
+  // Backlog 0 admits one connection, which fills it; the next handshake is dropped.
+  int full = listener(0, address);
+  int first = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(first, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  store::NetworkFacts dropped = probe(address, 1);
+  EXPECT_EQ(dropped.connect_error, ETIMEDOUT);
+  EXPECT_GE(dropped.connect_ms, kConnectTimeoutMs);
+  EXPECT_LT(dropped.connect_ms, kConnectTimeoutMs + 200);
+  close(first);
+  close(full);
 }
 
 }  // namespace

@@ -22,6 +22,36 @@ TEST(PythonFiles, PyvenvCfgOfVenvAndUv) {
   EXPECT_EQ(parse_pyvenv_cfg("").version, "");
 }
 
+// As site.py's venv() reads it: the key before the first '=' in any case, stripped; the last of
+// a key wins; a line without '=' is skipped; system site-packages unless it says otherwise.
+TEST(PythonFiles, PyvenvCfgAsSitePyReadsIt) {
+  VenvConfig cfg = parse_pyvenv_cfg(
+      "Home=/opt/py/bin\r\nno equals sign here\r\nVERSION = 3.10.1 = x\n"
+      "include-system-site-packages = False\r  home  =  /usr/bin  \n");
+  EXPECT_EQ(cfg.home, "/usr/bin");
+  EXPECT_EQ(cfg.version, "3.10");
+  EXPECT_FALSE(cfg.system_site_packages);
+  EXPECT_TRUE(parse_pyvenv_cfg("home = /usr/bin\n").system_site_packages);
+  EXPECT_TRUE(parse_pyvenv_cfg("Include-System-Site-Packages = True\n").system_site_packages);
+  EXPECT_FALSE(parse_pyvenv_cfg("include-system-site-packages = no\n").system_site_packages);
+}
+
+// The kernel's split of a #! line: spaces and tabs, one argument, a '\r' kept.
+TEST(PythonFiles, ShebangAsTheKernelSplitsIt) {
+  auto split = [](std::string_view head) {
+    Shebang s = parse_shebang(head);
+    return std::vector<std::string>{s.interpreter, s.argument};
+  };
+  using Words = std::vector<std::string>;
+  EXPECT_EQ(split("#!\t /usr/bin/env \t python3 -u \t\nx"), (Words{"/usr/bin/env", "python3 -u"}));
+  EXPECT_EQ(split("#!/usr/bin/python3\r\n"), (Words{"/usr/bin/python3\r", ""}));
+  EXPECT_EQ(split("#!/bin/sh"), (Words{"/bin/sh", ""}));
+  EXPECT_EQ(split("#! \t\n"), (Words{"", ""}));
+  EXPECT_EQ(split("# !/bin/sh"), (Words{"", ""}));
+  EXPECT_EQ(split("#!/usr/bin/env python3" + std::string(300, ' ') + "x"),
+            (Words{"/usr/bin/env", "python3"}));
+}
+
 TEST(PythonFiles, VersionsInFileNames) {
   EXPECT_EQ(interpreter_name_version("python3.11"), "3.11");
   EXPECT_EQ(interpreter_name_version("python3.12d"), "3.12");

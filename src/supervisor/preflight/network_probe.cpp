@@ -4,6 +4,7 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "common/file_descriptor.h"
+#include "supervisor/preflight/command_line.h"
 #include "supervisor/proc/text_scan.h"
 
 namespace traindoc::supervisor {
@@ -43,10 +45,7 @@ AddrInfo resolve(const std::string& host) {
   return AddrInfo(result.get());
 }
 
-// Binds `port` on `address` as a rendezvous store would (SO_REUSEADDR: a connection of an
-// earlier job in TIME_WAIT does not hold it). True when it bound; `local` false when the address
-// is not this machine's.
-bool port_free(const sockaddr* address, socklen_t size, int port, bool& local) {
+sockaddr_storage with_port(const sockaddr* address, socklen_t size, int port) {
   sockaddr_storage copy{};
   memcpy(&copy, address, size);
   if (copy.ss_family == AF_INET) {
@@ -54,6 +53,14 @@ bool port_free(const sockaddr* address, socklen_t size, int port, bool& local) {
   } else if (copy.ss_family == AF_INET6) {
     reinterpret_cast<sockaddr_in6*>(&copy)->sin6_port = htons(static_cast<uint16_t>(port));
   }
+  return copy;
+}
+
+// Binds `port` on `address` as a rendezvous store would (SO_REUSEADDR: a connection of an
+// earlier job in TIME_WAIT does not hold it). True when it bound; `local` false when the address
+// is not this machine's.
+bool port_free(const sockaddr* address, socklen_t size, int port, bool& local) {
+  sockaddr_storage copy = with_port(address, size, port);
   common::FileDescriptor fd(socket(copy.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return true;
   int on = 1;
@@ -61,6 +68,33 @@ bool port_free(const sockaddr* address, socklen_t size, int port, bool& local) {
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&copy), size) == 0) return true;
   local = errno != EADDRNOTAVAIL;
   return errno != EADDRINUSE;
+}
+
+// A TCP connect to `port` on `address`, closed as soon as it is made: nothing is sent beyond the
+// handshake. Its errno, 0 when it connected, ETIMEDOUT when no answer came in kConnectTimeoutMs;
+// `ms` the time it took.
+int connect_error(const sockaddr* address, socklen_t size, int port, double& ms) {
+  sockaddr_storage copy = with_port(address, size, port);
+  auto start = std::chrono::steady_clock::now();
+  auto attempt = [&]() -> int {
+    common::FileDescriptor fd(
+        socket(copy.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (fd.get() < 0) return errno;
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&copy), size) == 0) return 0;
+    if (errno != EINPROGRESS) return errno;
+    pollfd wait{fd.get(), POLLOUT, 0};
+    int ready = poll(&wait, 1, kConnectTimeoutMs);
+    if (ready == 0) return ETIMEDOUT;
+    int error = 0;
+    socklen_t length = sizeof(error);
+    if (ready < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
+      return errno;
+    }
+    return error;
+  };
+  int error = attempt();
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return error;
 }
 
 std::vector<std::string> interface_names() {
@@ -72,7 +106,8 @@ std::vector<std::string> interface_names() {
   return out;
 }
 
-void probe_master(store::NetworkFacts& out) {
+// `first_node`: this node starts the rendezvous store where the host is this machine.
+void probe_master(store::NetworkFacts& out, bool first_node) {
   AddrInfo found = resolve(out.master_addr);
   out.master_addr_resolved = found != nullptr;
   if (!found || !out.master_port) return;
@@ -81,6 +116,10 @@ void probe_master(store::NetworkFacts& out) {
   out.master_addr_local = local;
   out.port_checked = local;
   out.port_in_use = local && !free;
+  if (!local || !first_node) {
+    out.connect_error =
+        connect_error(found->ai_addr, found->ai_addrlen, *out.master_port, out.connect_ms);
+  }
 }
 
 }  // namespace
@@ -114,16 +153,24 @@ store::NetworkFacts probe_network(const store::CommandFacts& command,
   }
   // --standalone makes a rendezvous of its own on a free port: nothing to check.
   if (command.standalone) return out;
-  const char* addr = env("MASTER_ADDR");
-  const char* port = env("MASTER_PORT");
+  // torchrun reads its options' defaults from PET_<OPTION>, and sets MASTER_ADDR and MASTER_PORT
+  // for its ranks itself.
+  bool torchrun = command.launcher == store::Launcher::kTorchrun;
+  const char* addr = env(torchrun ? "PET_MASTER_ADDR" : "MASTER_ADDR");
+  const char* port_variable = torchrun ? "PET_MASTER_PORT" : "MASTER_PORT";
+  const char* port = env(port_variable);
   out.master_addr = !command.master_addr.empty() ? command.master_addr : addr ? addr : "";
   out.master_port = command.master_port;
-  if (!out.master_port && port != nullptr) out.master_port = atoi(port);
-  if (command.launcher == store::Launcher::kTorchrun) {
-    if (out.master_addr.empty()) out.master_addr = "127.0.0.1";
-    if (!out.master_port) out.master_port = kTorchrunDefaultPort;
+  out.port_invalid = command.port_invalid;
+  if (!out.master_port && out.port_invalid.empty() && port != nullptr) {
+    out.master_port = parse_port(port);
+    if (!out.master_port) out.port_invalid = std::string(port_variable) + "=" + port;
   }
-  if (!out.master_addr.empty()) probe_master(out);
+  if (torchrun) {
+    if (out.master_addr.empty()) out.master_addr = "127.0.0.1";
+    if (!out.master_port && out.port_invalid.empty()) out.master_port = kTorchrunDefaultPort;
+  }
+  if (!out.master_addr.empty()) probe_master(out, command.node_rank.value_or(0) == 0);
   return out;
 }
 

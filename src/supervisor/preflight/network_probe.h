@@ -1,7 +1,8 @@
 // The network a multi-process job will use: whether its rendezvous host resolves and, on this
-// machine, whether its port is free; whether the interfaces NCCL and gloo are told to use exist.
-// Supervisor process, main thread (traindoc check, the start of a run). Bounded in time: a
-// resolver that does not answer in kResolveTimeoutMs counts as not resolved.
+// machine, whether its port is free; from another node, whether its port answers a TCP connect;
+// whether the interfaces NCCL and gloo are told to use exist. Supervisor process, main thread
+// (traindoc check, the start of a run). Bounded in time: a resolver that does not answer in
+// kResolveTimeoutMs counts as not resolved, a connect is given up on after kConnectTimeoutMs.
 #pragma once
 
 #include <functional>
@@ -13,6 +14,8 @@
 namespace traindoc::supervisor {
 
 inline constexpr int kResolveTimeoutMs = 500;
+// A handshake within a cluster takes well under a millisecond; one across a WAN, tens.
+inline constexpr int kConnectTimeoutMs = 300;
 
 // torchrun's rendezvous port where it is given none.
 inline constexpr int kTorchrunDefaultPort = 29500;

@@ -79,9 +79,13 @@ store::LimitFacts probe_limits() {
 
 // The Python that will run the command: its own interpreter, or the one of torchrun's #! line.
 std::string job_python(const ParsedCommand& parsed, const std::string& path) {
-  if (!parsed.python.empty()) return find_program(parsed.python, path);
+  // A name without a slash is looked up in PATH, wherever the command starts.
+  auto find = [&](const std::string& name) {
+    return find_program(name.find('/') == std::string::npos ? name : from_here(parsed, name), path);
+  };
+  if (!parsed.python.empty()) return find(parsed.python);
   if (parsed.facts.launcher == store::Launcher::kTorchrun) {
-    return shebang_interpreter(find_program(parsed.facts.program, path), path);
+    return shebang_interpreter(find(parsed.facts.program), path);
   }
   return "";
 }
@@ -104,10 +108,10 @@ std::string system_nccl() {
 store::PreflightFacts probe_preflight(const std::vector<std::string>& command, GpuSampler& gpu) {
   store::PreflightFacts out;
   ParsedCommand parsed = parse_command(command);
-  // The job's environment: traindoc's, with what an `env NAME=VALUE` prefix sets.
+  // The job's environment: traindoc's, as an `env` prefix changes it.
   auto env = [&parsed](const char* name) -> const char* {
-    auto set = parsed.env.find(name);
-    return set != parsed.env.end() ? set->second.c_str() : getenv(name);
+    if (auto set = parsed.env.find(name); set != parsed.env.end()) return set->second.c_str();
+    return parsed.ignore_environment || parsed.unset.contains(name) ? nullptr : getenv(name);
   };
   out.shm = probe_shm();
   out.memory = probe_memory();
@@ -118,15 +122,16 @@ store::PreflightFacts probe_preflight(const std::vector<std::string>& command, G
     out.cuda_visible_devices = visible;
   }
   out.command = parsed.facts;
-  PythonLookup lookup{env("PATH") ? env("PATH") : "", env("PYTHONPATH") ? env("PYTHONPATH") : "",
-                      env("HOME") ? env("HOME") : ""};
+  // Without PATH, execvp searches glibc's default.
+  PythonLookup lookup{env("PATH") ? env("PATH") : "/bin:/usr/bin",
+                      env("PYTHONPATH") ? env("PYTHONPATH") : "", env("HOME") ? env("HOME") : ""};
   if (parsed.facts.launcher == store::Launcher::kPython ||
       parsed.facts.launcher == store::Launcher::kTorchrun) {
     out.python = probe_python(job_python(parsed, lookup.path), lookup);
     if (out.python.nccl_version.empty()) out.python.nccl_version = system_nccl();
   }
   if (!parsed.facts.script.empty()) {
-    std::string text = read_file_head(parsed.facts.script, 1 << 16);
+    std::string text = read_file_head(from_here(parsed, parsed.facts.script), 1 << 16);
     auto has = [&text](const char* word) { return text.find(word) != std::string::npos; };
     out.command.script_imports_torch = has("import torch") || has("from torch");
     out.command.script_uses_cuda = has("cuda") || has("nccl");

@@ -2,20 +2,35 @@
 // main thread.
 #include "supervisor/preflight/python_files.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "supervisor/proc/text_scan.h"
 
 namespace traindoc::supervisor {
 namespace {
 
-// The value of `key = value` in pyvenv.cfg's text; "" when absent.
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// The value of `key` in pyvenv.cfg's text, as site.py's venv() reads it; "" when absent.
 std::string cfg_value(const std::string& text, std::string_view key) {
-  for (const std::string& line : text::split(text, '\n')) {
+  std::string value;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    // Python reads the file in text mode: "\r\n" and "\r" end lines too.
+    size_t end = rest.find_first_of("\r\n");
+    std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(rest.size(), end == std::string_view::npos ? end : end + 1));
     size_t eq = line.find('=');
-    if (eq != std::string::npos && text::trim(std::string_view(line).substr(0, eq)) == key) {
-      return std::string(text::trim(std::string_view(line).substr(eq + 1)));
-    }
+    if (eq == std::string::npos) continue;
+    if (lowercase(text::trim(line.substr(0, eq))) == key) value = text::trim(line.substr(eq + 1));
   }
-  return "";
+  return value;
 }
 
 // "3.11" of "3.11.2".
@@ -37,8 +52,23 @@ VenvConfig parse_pyvenv_cfg(const std::string& text) {
     }
   }
   out.home = cfg_value(text, "home");
-  out.system_site_packages = cfg_value(text, "include-system-site-packages") == "true";
+  std::string system = lowercase(cfg_value(text, "include-system-site-packages"));
+  out.system_site_packages = system.empty() || system == "true";
   return out;
+}
+
+Shebang parse_shebang(std::string_view head) {
+  constexpr size_t kLineMax = 255;  // the kernel's BINPRM_BUF_SIZE, less its NUL
+  constexpr std::string_view kSpaceTab = " \t";
+  if (!head.starts_with("#!")) return {};
+  std::string_view line = head.substr(0, std::min({head.find('\n'), head.find('\0'), kLineMax}));
+  line.remove_prefix(std::min(line.size(), line.find_first_not_of(kSpaceTab, 2)));
+  line.remove_suffix(line.size() - std::min(line.size(), line.find_last_not_of(kSpaceTab) + 1));
+  size_t gap = line.find_first_of(kSpaceTab);
+  if (gap == std::string_view::npos) return {std::string(line), ""};
+  std::string_view argument = line.substr(gap);
+  argument.remove_prefix(argument.find_first_not_of(kSpaceTab));
+  return {std::string(line.substr(0, gap)), std::string(argument)};
 }
 
 std::string interpreter_name_version(std::string_view name) {

@@ -8,14 +8,28 @@
 
 namespace traindoc::supervisor {
 
-// What a venv's pyvenv.cfg tells (`key = value` lines).
+// What a venv's pyvenv.cfg tells, read as site.py reads it: a line's key before its first '=',
+// stripped and in any case, its value after it, stripped; lines without '=' ignored; a later line
+// of a key overrides an earlier one.
 struct VenvConfig {
   std::string version;  // "3.11" of version_info, else of version; "" when neither has one
   std::string home;     // the folder of the Python the venv was made from; "" when absent
-  bool system_site_packages = false;  // include-system-site-packages = true
+  // include-system-site-packages, "true" in any case; site.py's default where it is absent.
+  bool system_site_packages = true;
 };
 
 VenvConfig parse_pyvenv_cfg(const std::string& text);
+
+// A #! line as the kernel reads it: after "#!" and any spaces or tabs, the interpreter up to the
+// first space or tab, then, past more of them, one argument to the line's end, with trailing
+// spaces and tabs stripped (a '\r' is kept: "python3\r" names no file). Only the first 255
+// bytes are read. Both empty for a file that does not start with "#!".
+struct Shebang {
+  std::string interpreter;
+  std::string argument;  // "" when none
+};
+
+Shebang parse_shebang(std::string_view head);
 
 // "3.11" of an interpreter's file name (python3.11, python3.12d); "" for any other name.
 std::string interpreter_name_version(std::string_view name);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "supervisor/file_text.h"
+#include "supervisor/preflight/command_line.h"
 #include "supervisor/preflight/python_files.h"
 #include "supervisor/proc/text_scan.h"
 
@@ -137,21 +138,20 @@ std::string find_program(const std::string& name, const std::string& path) {
 
 std::string shebang_interpreter(const std::string& script, const std::string& path) {
   std::string head = read_file_head(script, 1024);
-  // The kernel reads the #! line up to a NUL, and what follows names no file.
-  head.resize(std::min(head.size(), head.find('\0')));
-  if (!head.starts_with("#!")) return "";
-  std::vector<std::string> lines = text::split(head, '\n');
-  std::vector<std::string> words =
-      text::split(text::trim(std::string_view(lines[0]).substr(2)), ' ');
-  if (words.empty()) return "";
-  if (words[0].ends_with("/env") && words.size() > 1) return find_program(words[1], path);
+  Shebang line = parse_shebang(head);
+  // `#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`: the program env's one argument
+  // names, as env reads it.
+  if (line.interpreter.ends_with("/env") && !line.argument.empty()) {
+    return find_program(parse_command({line.interpreter, line.argument}).facts.program, path);
+  }
   // pip's trampoline for a path too long for #!:  '''exec' "/long/venv/bin/python" "$0" "$@"
-  if (words[0] == "/bin/sh" && lines.size() > 1 && lines[1].starts_with("'''exec' ")) {
+  std::vector<std::string> lines = text::split(head, '\n');
+  if (line.interpreter == "/bin/sh" && lines.size() > 1 && lines[1].starts_with("'''exec' ")) {
     std::string rest(text::trim(std::string_view(lines[1]).substr(9)));
     if (rest.starts_with("\"")) return rest.substr(1, rest.find('"', 1) - 1);
     return rest.substr(0, rest.find(' '));
   }
-  return words[0];
+  return line.interpreter;
 }
 
 void parse_torch_version(const std::string& text, std::string& version, std::string& cuda) {
