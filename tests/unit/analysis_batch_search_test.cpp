@@ -139,9 +139,9 @@ TEST(BatchSearch, PeaksThatDifferFromRunToRunDoNotMakeItCreep) {
 TEST(BatchSearch, TheDemosRecordedPeaksAreFoundInFiveTrials) {
   // The peaks of a real search of test_fit.py's demo (host memory, MiB) that took 8 trials:
   // steeper above 48, and 58 to 61 a few MiB apart the wrong way round.
-  static const std::vector<std::pair<int, double>> kPeaks = {
-      {2, 446.1},  {16, 548.4}, {37, 708.8}, {48, 802.9},
-      {56, 869.0}, {58, 910.5}, {59, 901.5}, {61, 897.1}};
+  static const std::vector<std::pair<int, double>> kPeaks = {{2, 446.1},  {16, 548.4}, {37, 708.8},
+                                                             {48, 802.9}, {56, 869.0}, {58, 910.5},
+                                                             {59, 901.5}, {61, 897.1}};
   auto curve = [](int b) {
     auto upper = std::lower_bound(kPeaks.begin(), kPeaks.end(), std::make_pair(b, 0.0));
     if (upper == kPeaks.end()) upper = std::prev(upper);
