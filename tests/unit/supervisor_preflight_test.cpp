@@ -225,6 +225,11 @@ TEST(PreflightPython, ATorchInAVenv) {
   EXPECT_EQ(py.nccl_version, "2.21.5");
   EXPECT_EQ(find_program("python", (root / "bin").string()), (root / "bin/python").string());
   EXPECT_EQ(probe_python((root / "bin/none").string(), {}).interpreter, "");
+  // site.py reads a pyvenv.cfg beside the interpreter first; the packages stay the venv's.
+  std::ofstream(root / "bin/pyvenv.cfg") << "home = /nonexistent/bin\nversion = 3.13.1\n";
+  py = probe_python((root / "bin/python").string(), {});
+  EXPECT_EQ(py.version, "3.13");
+  EXPECT_EQ(py.torch_dir, "");  // lib/python3.13 has none
   fs::remove_all(root);
 }
 
@@ -283,16 +288,20 @@ TEST(PreflightNetwork, TheFirstNodesPortFromAnother) {
     }
     return fd;
   };
+  // A node rank from the command line, or (-1) from torchrun's PET_NODE_RANK.
   auto probe = [](const sockaddr_in& address, int node_rank) {
     store::CommandFacts command = parse_command({"torchrun", "x.py"}).facts;
     command.master_addr = "127.0.0.2";
     command.master_port = ntohs(address.sin_port);
-    command.node_rank = node_rank;
-    return probe_network(command, [](const char*) -> const char* { return nullptr; });
+    if (node_rank >= 0) command.node_rank = node_rank;
+    return probe_network(command, [](const char* name) -> const char* {
+      return std::string_view(name) == "PET_NODE_RANK" ? "1" : nullptr;
+    });
   };
   sockaddr_in address{};
   int listening = listener(16, address);
   EXPECT_EQ(probe(address, 1).connect_error, 0);
+  EXPECT_EQ(probe(address, -1).connect_error, 0);
   EXPECT_EQ(probe(address, 0).connect_error, std::nullopt);  // the first node binds it instead
   close(listening);
   int closed = listener(-1, address);

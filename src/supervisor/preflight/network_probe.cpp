@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -170,7 +171,15 @@ store::NetworkFacts probe_network(const store::CommandFacts& command,
     if (out.master_addr.empty()) out.master_addr = "127.0.0.1";
     if (!out.master_port && out.port_invalid.empty()) out.master_port = kTorchrunDefaultPort;
   }
-  if (!out.master_addr.empty()) probe_master(out, command.node_rank.value_or(0) == 0);
+  std::optional<int> node_rank = command.node_rank;
+  if (const char* rank = env("PET_NODE_RANK"); torchrun && !node_rank && rank != nullptr) {
+    int value = 0;
+    std::string_view text(rank);
+    if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc()) {
+      node_rank = value;
+    }
+  }
+  if (!out.master_addr.empty()) probe_master(out, node_rank.value_or(0) == 0);
   return out;
 }
 

@@ -75,6 +75,15 @@ std::string nccl_wheel(const std::string& site) {
   return pick_name(site, nccl_wheel_version);
 }
 
+// A venv's pyvenv.cfg, looked for as site.py looks: beside the interpreter, then in the folder
+// above it (the venv's own, whose site-packages it uses either way); "" for none.
+std::string venv_config(const std::string& interpreter) {
+  for (const std::string& dir : {dir_name(interpreter), dir_name(dir_name(interpreter))}) {
+    if (std::string cfg = read_file_head(dir + "/pyvenv.cfg", 1 << 14); !cfg.empty()) return cfg;
+  }
+  return "";
+}
+
 // Where the interpreter looks for packages, in its order: PYTHONPATH, the user's site (outside a
 // venv), the venv's site-packages, then the system's (Debian's dist-packages among them) where
 // the venv includes them or there is none.
@@ -82,7 +91,7 @@ std::vector<std::string> site_folders(const std::string& interpreter, const std:
                                       const PythonLookup& lookup) {
   std::vector<std::string> out = text::split(lookup.pythonpath, ':');
   std::string venv = dir_name(dir_name(interpreter));
-  std::string cfg = read_file_head(venv + "/pyvenv.cfg", 1 << 14);
+  std::string cfg = venv_config(interpreter);
   std::string lib = "/lib/python" + version;
   std::string prefix = dir_name(dir_name(real_path(interpreter)));
   bool system = true;
@@ -106,8 +115,7 @@ std::vector<std::string> site_folders(const std::string& interpreter, const std:
 }
 
 std::string python_version(const std::string& interpreter) {
-  std::string venv = dir_name(dir_name(interpreter));
-  std::string cfg = read_file_head(venv + "/pyvenv.cfg", 1 << 14);
+  std::string cfg = venv_config(interpreter);
   if (std::string version = parse_pyvenv_cfg(cfg).version; !version.empty()) return version;
   std::string name = real_path(interpreter);
   if (std::string version =
