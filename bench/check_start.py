@@ -1,10 +1,13 @@
 """The preflight checks' cost (docs/BENCHMARKS.md section 10): the wall time of `traindoc check`
 beside `traindoc --version` (the process's own start), on the machine alone, for a torchrun
-command (its #! line, torch's version.py, the rendezvous port), and with the stand-in NVML of 8
-GPUs. Medians, 90th percentiles and maxima of 30 runs each, in ms.
+command (its #! line, torch's version.py, the rendezvous port), with the stand-in NVML of 8
+GPUs, and from a second node (the connect to the first node's port: refused, as before the first
+node starts, and unanswered, a listener whose backlog is full). Medians, 90th percentiles and
+maxima of 30 runs each, in ms.
 
   bench/check_start.py [BUILD]    (default: build)"""
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -25,11 +28,26 @@ def main():
     cmd = ["torchrun", "--nproc_per_node", "8", "--redirects", "2",
            str(ROOT / "tests" / "integration" / "jobs" / "loader.py"), "--workers", "8"]
     nvml = {"TRAINDOC_NVML_LIBRARY": FAKE, "TRAINDOC_FAKE_NVML_SCRIPT": str(scenario)}
+    # A port nothing listens on, and one whose backlog of 0 a first connection fills, so that
+    # the kernel drops the next handshake.
+    closed = socket.socket()
+    closed.bind(("127.0.0.2", 0))
+    full = socket.socket()
+    full.bind(("127.0.0.2", 0))
+    full.listen(0)
+    filler = socket.create_connection(full.getsockname())
+
+    def second_node(port):
+        return [T, "check", "--", "torchrun", "--nnodes", "2", "--node_rank", "1",
+                "--master_addr", "127.0.0.2", "--master_port", str(port), *cmd[1:]]
     cases = {
         "traindoc --version": ([T, "--version"], {}),
         "check (no NVML)": ([T, "check"], {}),
         "check -- torchrun ... (no NVML)": ([T, "check", "--", *cmd], {}),
         "check -- torchrun ... (stand-in NVML, 8 GPUs)": ([T, "check", "--", *cmd], nvml),
+        "check -- torchrun --node_rank 1 ... (port refused)":
+            (second_node(closed.getsockname()[1]), {}),
+        "check -- torchrun --node_rank 1 ... (no answer)": (second_node(full.getsockname()[1]), {}),
     }
     print("| case | median | p90 | max |")
     print("|---|---|---|---|")
@@ -43,6 +61,7 @@ def main():
         times.sort()
         print(f"| {name} | {statistics.median(times):.1f} | {times[len(times) * 9 // 10]:.1f} | "
               f"{times[-1]:.1f} |")
+    filler.close()
 
 
 if __name__ == "__main__":
