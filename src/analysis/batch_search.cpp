@@ -28,7 +28,9 @@ constexpr double kSpreadAimShare = 0.025;
 // the answer is then within 5 % of the truth, and never above it.
 constexpr double kEnoughGain = 0.05;
 // Nor is a prediction this close above the largest batch that fit, where no failure bounds it:
-// a peak a little off from run to run moves the prediction by as much.
+// a peak a little off from run to run moves the prediction by as much. Nor one up to
+// kEnoughGain above it whose samples add less memory than a run-to-run spread: the prediction
+// is not that exact.
 constexpr double kEnoughPredictedGain = 0.02;
 // After a predicted batch failed without a measurement, the next trial goes this far from the
 // largest batch that fit towards it.
@@ -259,7 +261,10 @@ SearchStep next_search_step(const SearchLimits& limits, const std::vector<Trial>
     // Nothing grows: only a --max that fits is an answer; a model of noise is none.
     if (!limits.max_batch || bracket.fails != INT_MAX) return ended(step, SearchEnd::kNoGrowth);
     next = *limits.max_batch;
-  } else if (best < bracket.fits + std::max(1.0, std::ceil(bracket.fits * kEnoughPredictedGain))) {
+  } else if (best < bracket.fits + std::max(1.0, std::ceil(bracket.fits * kEnoughPredictedGain)) ||
+             (best <= bracket.fits * (1 + kEnoughGain) &&
+              (best - bracket.fits) * step.models[step.limiting].per_sample_bytes <
+                  kPeakSpreadBytes)) {
     return ended(step, SearchEnd::kFound, bracket.fits);
   } else {
     // The model's batch, unless a failure at or below it (a crash, which measured nothing)
