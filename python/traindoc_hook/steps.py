@@ -96,11 +96,15 @@ def _patch_optimizer(module):
     register = getattr(module, "register_optimizer_step_post_hook", None)
     if register is not None:
         register(lambda optimizer, args, kwargs: _optimizer_stepped())
-        return
-    # PyTorch 1.13: Optimizer.__init__ wraps each class's step once (_hook_for_profile), and the
-    # wrapper calls _optimizer_step_code after every step of every subclass.
-    optimizer = module.Optimizer
-    optimizer._optimizer_step_code = _counting(optimizer._optimizer_step_code, _optimizer_stepped)
+    else:
+        # PyTorch 1.13: Optimizer.__init__ wraps each class's step once (_hook_for_profile), and
+        # the wrapper calls _optimizer_step_code after every step of every subclass.
+        optimizer = module.Optimizer
+        optimizer._optimizer_step_code = _counting(optimizer._optimizer_step_code,
+                                                   _optimizer_stepped)
+    # A count of 0: this process's steps are counted from now on (traindoc fit then waits for
+    # them rather than for its memory to stop growing).
+    _step(OPTIMIZER, 0)
 
 
 def _patch_autograd(module):

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "analysis/batch_advice.h"
 #include "analysis/oom_facts.h"
 #include "analysis/rules.h"
@@ -192,8 +194,11 @@ std::vector<StopRequest> stop_requests(const RuleContext& context) {
           {e.t_ns, store::forwarded_request(e), e.text, nullptr, store::second_interrupt(e)});
     } else if (e.kind == store::EventKind::kTrialEnded) {
       out.push_back({e.t_ns,
-                     "traindoc fit, once the trial had run its " + std::to_string(e.a.value_or(0)) +
-                         " optimizer steps",
+                     e.b ? fmt::format("traindoc fit, once the trial's memory had stayed flat for "
+                                       "{:.1f} s (no process counted steps)",
+                                       static_cast<double>(*e.b) / 1000)
+                         : "traindoc fit, once the trial had run its " +
+                               std::to_string(e.a.value_or(0)) + " optimizer steps",
                      e.text});
     }
   }

@@ -42,6 +42,7 @@ struct RunArgs {
   std::string on_mismatch = "report";  // or "abort"
   OutputFlags flags;
   int64_t trial_steps = 0;  // traindoc fit: end the job after this many optimizer steps
+  double trial_flat_s = 0;  // ... or once the memory of a job that counts none stayed flat
 };
 
 int run_command(const RunArgs& args);
@@ -60,6 +61,7 @@ struct FitArgs {
   double headroom_pct = 10;
   std::string memory_budget;  // "1200MiB"; "": none
   int steps = 3;              // optimizer steps past the first
+  double flat_s = 10;         // a job that counts no steps: how long its memory stays flat
   bool json = false;
   std::string out;
   std::vector<std::string> command;

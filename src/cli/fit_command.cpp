@@ -110,6 +110,7 @@ TrialRun run_trial(const FitArgs& args, const fs::path& fit_dir, size_t index, i
   trial.out = run.dir;
   trial.flags.silent = true;
   trial.trial_steps = args.steps + 1;
+  trial.trial_flat_s = args.flat_s;
   trial.interval_s = kTrialIntervalS;
   if (!args.env.empty()) setenv(args.env.c_str(), std::to_string(batch).c_str(), 1);
   auto start = std::chrono::steady_clock::now();
@@ -247,11 +248,9 @@ json model_json(const std::string& meter, const analysis::MemoryModel& model) {
 }
 
 json fit_json(const FitArgs& args, const FitResult& result, const fs::path& fit_dir) {
-  json out = {{"schema", "traindoc.fit/1"},
-              {"command", args.command},
-              {"param", args.param},
-              {"steps", args.steps},
-              {"headroom_pct", args.headroom_pct},
+  json out = {{"schema", "traindoc.fit/1"},  {"command", args.command},
+              {"param", args.param},         {"steps", args.steps},
+              {"flat_seconds", args.flat_s}, {"headroom_pct", args.headroom_pct},
               {"fit_dir", fit_dir.string()}};
   out["recommended_batch"] = result.error.empty() ? json(result.step.answer) : json(nullptr);
   out["error"] = result.error.empty() ? json(nullptr) : json(result.error);

@@ -96,6 +96,11 @@ CLI::App* add_fit(CLI::App& app, traindoc::cli::FitArgs& fit) {
   cmd->add_option("--steps", fit.steps,
                   "Optimizer steps each trial runs past the first (default 3)")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--flat-seconds", fit.flat_s,
+                  "In a job that counts no steps (no PyTorch), end a trial once its memory stayed "
+                  "flat this long while it worked (default 10)")
+      ->check(kFinite)
+      ->check(CLI::Range(1.0, 3600.0));
   cmd->add_flag("--json", fit.json, "Print the result as JSON");
   cmd->add_option("-o,--out", fit.out, "Fit folder (default ./traindoc-runs/fit-<time>-<id>)");
   cmd->footer("Usage: traindoc fit --param NAME [OPTIONS] -- COMMAND ... {NAME} ...");

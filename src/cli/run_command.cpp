@@ -151,6 +151,7 @@ int run_command(const RunArgs& args) {
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
   options.trial_steps = args.trial_steps;
+  options.trial_flat_s = args.trial_flat_s;
   // Before supervise() starts threads: the guard is forked.
   supervisor::JobGuard guard(options.run_dir, static_cast<bool>(options.announce),
                              [&] { report_run(options.run_dir, Output::kNothing, stderr); });

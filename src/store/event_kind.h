@@ -29,7 +29,8 @@
   /* pid: its sender (0: the kernel, or one outside our pid namespace), name: its comm */          \
   X(kSignalForwarded, "signal-forwarded")                                                          \
   X(kTraindocAbort, "traindoc-abort") /* --on-mismatch abort stopped the job */                    \
-  X(kTrialEnded, "trial-ended")       /* traindoc fit ended a trial; a: its optimizer steps */     \
+  X(kTrialEnded, "trial-ended")       /* traindoc fit ended a trial; a: its optimizer steps, or */ \
+                                      /* b: the ms its memory stayed flat (no steps counted)    */ \
   X(kHostCpu, "host-cpu")             /* the host's CPU, for crash texts */                        \
   /* stack dumps asked for at a moment; text: the process's frames */                              \
   X(kStackAtStall, "stack-at-stall")                                                               \

@@ -77,7 +77,8 @@ class Loop {
   int64_t stall_ns() const { return static_cast<int64_t>(m_options.stall_seconds * 1e9); }
   void open_agent();
   void open_gpu();
-  void sample_gpu(int64_t t, bool slow);
+  // Returns the GPU memory the job's processes hold.
+  uint64_t sample_gpu(int64_t t, bool slow);
   void record_cpu();
   void run_preflight();
   // Launches the job, its start recorded in run.db.
@@ -137,7 +138,7 @@ class Loop {
   void store_calls(bool all);
   void abort_job(const store::CollectiveIssue& issue);
   // `traindoc fit`: the trial has run its steps.
-  void end_trial();
+  void end_trial(TrialWatch::Due why);
   // SIGTERM to every live process of the job, SIGKILL to what is left kAbortGraceNs later;
   // returns how many were sent it.
   int end_job();

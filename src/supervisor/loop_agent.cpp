@@ -140,8 +140,10 @@ size_t Loop::read_agent() {
   for (AgentCrash& crash : poll.crashes) record_crash(crash);
   for (AgentCrash& crash : poll.crashes) symbolize_crash(crash.crash);
   for (const store::StepSample& step : poll.steps) {
-    m_checker.steps_counted(step.pid, step.kind, step.count);
     m_trial.steps_counted(step.pid, step.start_ticks, step.kind, step.count);
+    // A count of 0 is the hook's word that it counts this process's steps: no step yet.
+    if (step.count == 0) continue;
+    m_checker.steps_counted(step.pid, step.kind, step.count);
     store::StepSample& newest = m_steps[{step.pid, step.start_ticks, step.kind}];
     if (step.count >= newest.count) newest = step;
   }

@@ -125,15 +125,20 @@ int Loop::end_job() {
   return sent;
 }
 
-void Loop::end_trial() {
+void Loop::end_trial(TrialWatch::Due why) {
   // The peaks up to the last step, while every process is still there to read.
   walk_and_sample(Walk::kRegular);
   store_changes();
+  bool steps = why == TrialWatch::Due::kSteps;
+  int64_t flat_ms = m_trial.flat_ns() / 1'000'000;
+  std::string ran = steps ? "ran " + std::to_string(m_trial.steps()) + " optimizer steps"
+                          : "counted no steps, and its memory stayed flat for " +
+                                std::to_string(flat_ms) + " ms while it worked";
   event(store::EventKind::kTrialEnded, 0,
-        "traindoc fit: the trial ran " + std::to_string(m_trial.steps()) +
-            " optimizer steps; traindoc ended it (SIGTERM to " + std::to_string(end_job()) +
-            " process(es))",
-        m_trial.steps());
+        "traindoc fit: the trial " + ran + "; traindoc ended it (SIGTERM to " +
+            std::to_string(end_job()) + " process(es))",
+        steps ? std::optional<int64_t>(m_trial.steps()) : std::nullopt,
+        steps ? std::nullopt : std::optional<int64_t>(flat_ms));
 }
 
 void Loop::abort_job(const store::CollectiveIssue& issue) {

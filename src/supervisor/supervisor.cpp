@@ -87,7 +87,7 @@ Loop::Loop(const SupervisorOptions& options)
       m_stops(getpid()),
       m_time_limits(m_run.start_ns),
       m_idle(stall_ns(), int64_t{options.interval_ms} * 1'000'000),
-      m_trial(options.trial_steps) {}
+      m_trial(options.trial_steps, static_cast<int64_t>(options.trial_flat_s * 1e9)) {}
 
 void Loop::event(store::EventKind kind, int pid, const std::string& text, std::optional<int64_t> a,
                  std::optional<int64_t> b) {
@@ -124,13 +124,21 @@ void Loop::run_preflight() {
   }
 }
 
-void Loop::sample_gpu(int64_t t, bool slow) {
-  if (!m_gpu.loaded()) return;
-  GpuRound round = m_gpu.sample(t, slow, m_table.live_pids());
+uint64_t Loop::sample_gpu(int64_t t, bool slow) {
+  if (!m_gpu.loaded()) return 0;
+  std::vector<int> job = m_table.live_pids();
+  GpuRound round = m_gpu.sample(t, slow, job);
   m_store.add_gpu_samples(round.samples);
   m_store.add_gpu_process_samples(round.processes);
   for (const store::GpuProcess& process : round.new_processes) m_store.write_gpu_process(process);
   for (const store::GpuEvent& event : round.events) m_store.add_gpu_event(event);
+  uint64_t used = 0;
+  for (const store::GpuProcessSample& sample : round.processes) {
+    if (std::find(job.begin(), job.end(), sample.pid) != job.end()) {
+      used += sample.used_bytes.value_or(0);
+    }
+  }
+  return used;
 }
 
 // Walks the tree below the supervisor (the job's root and every orphan it adopted as subreaper).
@@ -195,7 +203,10 @@ IdleWatch::Work Loop::walk_and_sample(Walk walk) {
   // Before the processes gone are forgotten: the cgroup of one that just ended is read too.
   sample_cgroups(t, true);
   m_cgroups.retain(alive);
-  if (walk != Walk::kFast) sample_gpu(t, walk != Walk::kRegular);
+  if (walk != Walk::kFast) {
+    uint64_t gpu_bytes = sample_gpu(t, walk != Walk::kRegular);
+    if (!final) m_trial.walked(t, work.rss_bytes + gpu_bytes, work.busiest_cpu_s);
+  }
   m_growth.walked(t, samples, thread_cpu_ns() - walk_cpu - smaps_cpu);
   return work;
 }
@@ -380,7 +391,7 @@ void Loop::tick(LogTap& tap) {
   reap_children();  // a SIGCHLD that a library's own thread took (one that unblocks all)
   if (m_root_done) return;
   read_agent();
-  if (m_trial.due()) end_trial();
+  if (TrialWatch::Due due = m_trial.due(); due != TrialWatch::Due::kNo) end_trial(due);
   check_collectives();
   read_kernel_log();
   if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());

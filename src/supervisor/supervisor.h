@@ -26,8 +26,10 @@ struct SupervisorOptions {
   double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
   // `traindoc fit`: end the job once every process that trains has run this many optimizer
-  // steps (0: never), its peaks sampled first.
+  // steps (0: never), its peaks sampled first; in a job none of whose processes counts steps,
+  // once its memory has stayed flat this long while it worked (0: never).
   int64_t trial_steps = 0;
+  double trial_flat_s = 0;
   // NVML to load: a path or soname; "" means TRAINDOC_NVML_LIBRARY, else libnvidia-ml.so.1.
   std::string nvml_library;
   // The preflight checks, as the command wires them (analysis's, which tell what they found

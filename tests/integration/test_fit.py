@@ -139,6 +139,27 @@ def test_memory_that_does_not_grow_with_the_parameter_gets_no_model(tmp_path):
     assert result["recommended_batch"] == 300
 
 
+def test_a_job_that_counts_no_steps_is_ended_once_its_memory_stays_flat(tmp_path):
+    """A program without PyTorch (no steps counted) holding 50 MiB and 3 MiB per sample, then
+    working for a minute: each trial ends once its memory stayed flat for --flat-seconds while
+    it worked, not after the minute, and the answer fits the budget."""
+    proc, result = fit(tmp_path, "--param", "batch", "--memory-budget", "400MiB",
+                       "--flat-seconds", 1.5, timeout=150,
+                       cmd=job_script("fit_job.py", "--mode", "working", "--fixed-mib", 50,
+                                      "--per-sample-mib", 3, "--batch-size", "{batch}"))
+    assert proc.returncode == 0, proc.stderr
+    assert result["flat_seconds"] == 1.5
+    answer = result["recommended_batch"]
+    assert 2.5 < result["model"]["per_sample_bytes"] / MIB < 3.5, result["model"]
+    assert len(result["trials"]) <= 5, result["trials"]
+    for trial in result["trials"]:
+        assert trial["seconds"] < 15, trial
+        report = json.loads((Path(trial["run_dir"]) / "report.json").read_text())
+        assert "memory had stayed flat for 1.5 s" in report["findings"][0]["title"], report
+    # 360 MiB usable (10 % headroom): 50 MiB, the interpreter's 10 or so, 3 MiB a sample.
+    assert 90 <= answer <= 100, answer
+
+
 def test_a_budget_below_the_fixed_cost_says_the_fixed_cost(tmp_path):
     # The batch from a variable, as some jobs take it.
     proc, result = fit(tmp_path, "--param", "batch", "--env", "FIT_BATCH", "--memory-budget",

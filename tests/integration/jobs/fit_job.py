@@ -3,7 +3,8 @@ need: under torchrun with rank 0 holding more per sample than the others (it kee
 sample's activations for a log, as a rank-0 metric or a logging hook does), one that fails for
 another reason from a batch size on, one whose GPU runs out of memory from a batch size on (the
 exception PyTorch raises, on this CPU machine), and a program without torch that holds a fixed
-amount plus so much per sample (no steps counted: it runs to its end)."""
+amount plus so much per sample (no steps counted): for a second and ends, or working on for a
+minute, as a JAX or TensorFlow training does whose steps no hook counts."""
 import argparse
 import os
 import sys
@@ -16,7 +17,8 @@ def parse():
     parser = argparse.ArgumentParser()
     # Or, as some jobs do, from a variable (traindoc fit --env FIT_BATCH).
     parser.add_argument("--batch-size", type=int, default=os.environ.get("FIT_BATCH"))
-    parser.add_argument("--mode", choices=("ddp", "fails-from", "gpu-oom-from", "plain"),
+    parser.add_argument("--mode",
+                        choices=("ddp", "fails-from", "gpu-oom-from", "plain", "working"),
                         default="ddp")
     parser.add_argument("--limit", type=int, default=0, help="the batch it fails from")
     parser.add_argument("--fixed-mib", type=int, default=0, help="plain: what it holds")
@@ -28,7 +30,12 @@ def parse():
 def plain(args):
     held = bytearray(int((args.fixed_mib + args.per_sample_mib * args.batch_size) * MIB))
     held[::4096] = b"x" * len(held[::4096])  # touched: resident, not only reserved
-    time.sleep(1)  # long enough to be sampled
+    if args.mode == "plain":
+        time.sleep(1)  # long enough to be sampled
+        return
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # steps of work on what it holds
+        sum(held[::65536])
 
 
 def train(args):
@@ -75,7 +82,7 @@ def train(args):
 
 def main():
     args = parse()
-    if args.mode == "plain":
+    if args.mode in ("plain", "working"):
         plain(args)
     else:
         train(args)
