@@ -11,8 +11,10 @@ namespace {
 constexpr uint64_t kFlatToleranceBytes = 8ULL << 20;
 constexpr double kFlatToleranceShare = 0.01;
 // A walk in which the busiest process used less of a core than this restarts it too: a job that
-// waits (a rendezvous, a download) has not shown its working memory yet.
-constexpr double kBusyShare = 0.5;
+// waits (a rendezvous, a download) has not shown its working memory yet. Not more: on a machine
+// busy with other work (three busy loops beside it on 2 cores) a working process got half a
+// core, and its trial was never ended.
+constexpr double kBusyShare = 0.2;
 
 }  // namespace
 

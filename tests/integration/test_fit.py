@@ -158,6 +158,16 @@ def test_a_job_that_counts_no_steps_is_ended_once_its_memory_stays_flat(tmp_path
         assert "memory had stayed flat for 1.5 s" in report["findings"][0]["title"], report
     # 360 MiB usable (10 % headroom): 50 MiB, the interpreter's 10 or so, 3 MiB a sample.
     assert 90 <= answer <= 100, answer
+    # A PyTorch job counts steps from `import torch` on: 4 s of preparation with flat memory
+    # before its first step do not end its trial.
+    (tmp_path / "fit").rename(tmp_path / "first")
+    proc, result = fit(tmp_path, "--param", "batch", "--min", 8, "--max", 8, "--memory-budget",
+                       "2GiB", "--flat-seconds", 1.5,
+                       cmd=job_script("fit_job.py", "--prepare-s", 4, "--batch-size", "{batch}"))
+    assert proc.returncode == 0, proc.stderr
+    (trial,) = result["trials"]
+    report = json.loads((Path(trial["run_dir"]) / "report.json").read_text())
+    assert "had run its 4 optimizer steps" in report["findings"][0]["title"], report
 
 
 def test_a_budget_below_the_fixed_cost_says_the_fixed_cost(tmp_path):

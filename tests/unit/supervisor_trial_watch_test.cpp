@@ -50,10 +50,11 @@ TEST(TrialWatch, GrowthOrAWaitRestartsTheFlatSpell) {
   TrialWatch watch(4, 2 * kS);
   walk(watch, 0, 1.5, 300 * kMiB);
   EXPECT_EQ(walk(watch, 1.75, 3, 320 * kMiB), Due::kNo);  // grew at 1.75 s
-  // Waiting (under half a core), however long, shows no working memory.
+  // Waiting (under a fifth of a core), however long, shows no working memory; working on a busy
+  // machine, with less than a core to itself, does.
   EXPECT_EQ(walk(watch, 3.25, 10, 320 * kMiB, 0.1), Due::kNo);
-  EXPECT_EQ(walk(watch, 10.25, 11.75, 320 * kMiB), Due::kNo);
-  EXPECT_EQ(walk(watch, 12, 12, 320 * kMiB), Due::kFlatMemory);  // 2 s after the last wait
+  EXPECT_EQ(walk(watch, 10.25, 11.75, 320 * kMiB, 0.4), Due::kNo);
+  EXPECT_EQ(walk(watch, 12, 12, 320 * kMiB, 0.4), Due::kFlatMemory);  // 2 s after the last wait
 }
 
 TEST(TrialWatch, AProcessWhoseStepsAreCountedLeavesItToTheSteps) {
