@@ -246,6 +246,12 @@ TEST(PreflightPython, AShebangLineEndsAtANul) {
   std::ofstream(script, std::ios::binary) << "#!/usr/bin/env python3\0x\n"s;
   EXPECT_EQ(shebang_interpreter(script.string(), (root / "bin").string()),
             (root / "bin/python3").string());
+  // pip's trampoline: a NUL in its program's path leaves it unknown (fuzz_preflight).
+  std::ofstream(script, std::ios::binary)
+      << "#!/bin/sh\n'''exec' \"/venv/torch\0run\0/bin/python3\" \"$0\" \"$@\"\n' '''\n"s;
+  EXPECT_EQ(shebang_interpreter(script.string(), ""), "");
+  std::ofstream(script) << "#!/bin/sh\n'''exec' \"/venv/bin/python3\" \"$0\" \"$@\"\n' '''\n";
+  EXPECT_EQ(shebang_interpreter(script.string(), ""), "/venv/bin/python3");
   fs::remove_all(root);
 }
 

@@ -156,8 +156,10 @@ std::string shebang_interpreter(const std::string& script, const std::string& pa
   std::vector<std::string> lines = text::split(head, '\n');
   if (line.interpreter == "/bin/sh" && lines.size() > 1 && lines[1].starts_with("'''exec' ")) {
     std::string rest(text::trim(std::string_view(lines[1]).substr(9)));
-    if (rest.starts_with("\"")) return rest.substr(1, rest.find('"', 1) - 1);
-    return rest.substr(0, rest.find(' '));
+    std::string program = rest.starts_with("\"") ? rest.substr(1, rest.find('"', 1) - 1)
+                                                 : rest.substr(0, rest.find(' '));
+    // A NUL in it, which a shell drops or stops at by its kind, leaves the program unknown.
+    return program.find('\0') == std::string::npos ? program : "";
   }
   return line.interpreter;
 }
