@@ -301,6 +301,10 @@ void check_network(const PreflightFacts& facts, Results& out) {
     PreflightResult& r = add(out, PreflightCheck::kMasterPortInvalid, Verdict::kWillFail);
     r.subject = net.port_invalid;
   }
+  if (net.endpoint_port_missing) {
+    PreflightResult& r = add(out, PreflightCheck::kRendezvousPortMissing, Verdict::kWillFail);
+    r.subject = net.master_addr;
+  }
   if (!net.master_addr.empty() && !net.master_addr_resolved) {
     PreflightResult& r = add(out, PreflightCheck::kMasterAddrUnresolved, Verdict::kWillFail);
     r.subject = net.master_addr;

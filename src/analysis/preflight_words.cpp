@@ -218,6 +218,15 @@ Words master_port_invalid(const PreflightResult& r) {
           "MASTER_PORT); torch's default is 29500."};
 }
 
+Words rendezvous_port_missing(const PreflightResult& r) {
+  return {"--rdzv_endpoint " + r.subject +
+              " names no port: torchrun's static rendezvous (its default backend) stops with "
+              "\"port is missing in endpoint\" before any rank starts, whatever --master_port says",
+          "Give the port in the endpoint (--rdzv_endpoint " + r.subject +
+              ":29500), or use --rdzv_backend c10d, whose endpoint takes port 29400 when it "
+              "names none."};
+}
+
 Words master_port_unreachable(const PreflightResult& r) {
   std::string title = "a TCP connect from this node to the rendezvous at " + r.subject;
   std::string after =
@@ -297,6 +306,8 @@ PreflightWords describe(const store::PreflightResult& r) {
       return master_addr_unresolved(r);
     case PreflightCheck::kMasterPortInvalid:
       return master_port_invalid(r);
+    case PreflightCheck::kRendezvousPortMissing:
+      return rendezvous_port_missing(r);
     case PreflightCheck::kMasterPortTaken:
       return master_port_taken(r);
     case PreflightCheck::kMasterPortUnreachable:

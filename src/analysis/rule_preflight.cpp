@@ -38,6 +38,7 @@ const Trap kTraps[] = {
     {PreflightCheck::kMasterAddrUnresolved,
      {FindingKind::kNetworkUnreachable, FindingKind::kRendezvousTimeout}},
     {PreflightCheck::kMasterPortInvalid, {FindingKind::kPythonException}},
+    {PreflightCheck::kRendezvousPortMissing, {FindingKind::kPythonException}},
     {PreflightCheck::kMasterPortTaken, {FindingKind::kPortInUse}},
     {PreflightCheck::kMasterPortUnreachable,
      {FindingKind::kNetworkUnreachable, FindingKind::kRendezvousTimeout}},

@@ -88,6 +88,7 @@ ordered_json network_json(const store::NetworkFacts& n) {
           {"master_addr_resolved", n.master_addr_resolved},
           {"master_port", optional(n.master_port)},
           {"port_invalid", n.port_invalid},
+          {"endpoint_port_missing", n.endpoint_port_missing},
           {"port_checked", n.port_checked},
           {"port_in_use", n.port_in_use},
           {"connect_error", optional(n.connect_error)},

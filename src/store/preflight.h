@@ -38,6 +38,7 @@
   X(TorchrunRedirects, "torchrun-redirects")          /* torch 1.13 on Python 3.11 */      \
   X(MasterAddrUnresolved, "master-addr-unresolved")   /* MASTER_ADDR */                    \
   X(MasterPortInvalid, "master-port-invalid")         /* not 0 to 65535 */                 \
+  X(RendezvousPortMissing, "rendezvous-port-missing") /* static endpoint, host alone */    \
   X(MasterPortTaken, "master-port-taken")             /* MASTER_PORT bound here */         \
   X(MasterPortUnreachable, "master-port-unreachable") /* no answer from another node */    \
   X(SocketIfnameMissing, "socket-ifname-missing")     /* *_SOCKET_IFNAME */
@@ -168,6 +169,8 @@ struct CommandFacts {
   // The option and value of a port given that is none (above 65535, negative, not a number):
   // "--master_port=70000"; "" when none.
   std::string port_invalid;
+  bool endpoint_without_port = false;  // --rdzv_endpoint named a host alone
+  std::string rdzv_backend;            // torchrun's --rdzv_backend; "" when not given (static)
 };
 
 struct PythonFacts {
@@ -187,6 +190,8 @@ struct NetworkFacts {
   std::optional<int> master_port;  // 0 to 65535
   // Where the port given is none: the option or variable and its value ("MASTER_PORT=99999").
   std::string port_invalid;
+  // torchrun's static rendezvous (its default) given an endpoint without a port: it refuses it.
+  bool endpoint_port_missing = false;
   bool port_checked = false;
   bool port_in_use = false;
   // Where this node is not the rendezvous host's (a --node_rank above 0, or the host is not this

@@ -225,6 +225,18 @@ def test_the_network_of_the_rendezvous():
     assert named(result, "master-addr-unresolved")["subject"] == "no-such-host.invalid"
 
 
+def test_a_static_rendezvous_endpoint_without_a_port():
+    """torchrun 1.13 refuses `--rdzv_endpoint HOST` under its default (static) rendezvous
+    ("port is missing in endpoint"); under c10d the endpoint's port is 29400."""
+    status, result = check("torchrun", "--redirects", "2", "--rdzv_endpoint", "127.0.0.1", "x.py")
+    assert status == 1 and named(result, "rendezvous-port-missing")["subject"] == "127.0.0.1"
+    assert result["facts"]["network"]["endpoint_port_missing"] is True
+    status, result = check("torchrun", "--redirects", "2", "--rdzv_backend", "c10d",
+                           "--rdzv_endpoint", "127.0.0.1", "x.py")
+    assert named(result, "rendezvous-port-missing") is None
+    assert result["facts"]["network"]["master_port"] == 29400
+
+
 def test_a_port_that_is_none():
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "99999"}
     status, result = check(PYTHON, "-c", "pass", env=env)

@@ -328,6 +328,23 @@ TEST(Preflight, APortThatIsNone) {
             "before any rank joins");
 }
 
+TEST(Preflight, AStaticRendezvousEndpointWithoutAPort) {
+  PreflightFacts f = torchrun(2, 0);
+  f.network.master_addr = "node0";
+  f.network.master_addr_resolved = true;
+  f.network.endpoint_port_missing = true;
+  std::vector<PreflightResult> results = preflight_checks(f);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].check, PreflightCheck::kRendezvousPortMissing);
+  EXPECT_EQ(results[0].verdict, Verdict::kWillFail);
+  PreflightWords words = describe(results[0]);
+  EXPECT_EQ(words.title,
+            "--rdzv_endpoint node0 names no port: torchrun's static rendezvous (its default "
+            "backend) stops with \"port is missing in endpoint\" before any rank starts, whatever "
+            "--master_port says");
+  EXPECT_NE(words.fix.find("--rdzv_endpoint node0:29500"), std::string::npos) << words.fix;
+}
+
 // From another node: no answer, or an error of the network, may fail; a refusal (the first node
 // has not started yet) and a connection are no trap.
 TEST(Preflight, TheFirstNodesPortFromAnother) {

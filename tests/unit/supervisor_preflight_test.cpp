@@ -153,6 +153,26 @@ TEST(PreflightCommand, RendezvousHostsAndPorts) {
   EXPECT_EQ(parse_command({"torchrun", "--master_addr", "[::1]", "x.py"}).facts.master_addr, "::1");
 }
 
+// A host alone: torchrun's static rendezvous (its default) refuses it, c10d's takes port 29400.
+TEST(PreflightCommand, AnEndpointWithoutAPort) {
+  auto none = [](const char*) -> const char* { return nullptr; };
+  ParsedCommand alone = parse_command({"torchrun", "--rdzv_endpoint", "localhost", "x.py"});
+  EXPECT_TRUE(alone.facts.endpoint_without_port);
+  store::NetworkFacts net = probe_network(alone.facts, none);
+  EXPECT_TRUE(net.endpoint_port_missing);
+  EXPECT_EQ(net.master_port, std::nullopt);
+  EXPECT_FALSE(net.port_checked);  // no port to probe
+  ParsedCommand c10d = parse_command(
+      {"torchrun", "--rdzv-backend=c10d", "--rdzv_endpoint", "localhost", "--nnodes", "1", "x.py"});
+  EXPECT_EQ(c10d.facts.rdzv_backend, "c10d");
+  net = probe_network(c10d.facts, none);
+  EXPECT_FALSE(net.endpoint_port_missing);
+  EXPECT_EQ(net.master_port, kC10dDefaultPort);
+  ParsedCommand given = parse_command({"torchrun", "--rdzv_endpoint", "localhost:29511", "x.py"});
+  EXPECT_FALSE(given.facts.endpoint_without_port);
+  EXPECT_FALSE(probe_network(given.facts, none).endpoint_port_missing);
+}
+
 // A port that is none is kept as given, never wrapped into another.
 TEST(PreflightCommand, PortsOutsideTheRange) {
   for (const char* port : {"70000", "-1", "abc", ""}) {

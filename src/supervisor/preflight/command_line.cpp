@@ -55,8 +55,10 @@ void set_endpoint(const std::string& value, store::CommandFacts& facts) {
   size_t colon = value.rfind(':');
   if (colon == std::string::npos || (value.starts_with("[") && value.ends_with("]"))) {
     facts.master_addr = unbracketed(value);
+    facts.endpoint_without_port = true;
     return;
   }
+  facts.endpoint_without_port = false;
   facts.master_addr = unbracketed(value.substr(0, colon));
   set_port("--rdzv_endpoint", value, std::string_view(value).substr(colon + 1), facts);
 }
@@ -80,6 +82,8 @@ void apply_torchrun_option(const std::string& name, const std::string& value,
     set_port(name, value, value, facts);
   } else if (name == "--rdzv_endpoint") {
     set_endpoint(value, facts);
+  } else if (name == "--rdzv_backend") {
+    facts.rdzv_backend = value;
   }
 }
 

@@ -169,7 +169,14 @@ store::NetworkFacts probe_network(const store::CommandFacts& command,
   }
   if (torchrun) {
     if (out.master_addr.empty()) out.master_addr = "127.0.0.1";
-    if (!out.master_port && out.port_invalid.empty()) out.master_port = kTorchrunDefaultPort;
+    // A host alone: c10d's rendezvous takes its own default port; the static one (torchrun's
+    // default) stops with "port is missing in endpoint", whatever --master_port says.
+    bool c10d = command.rdzv_backend == "c10d";
+    out.endpoint_port_missing = command.endpoint_without_port && !c10d;
+    if (command.endpoint_without_port && c10d) out.master_port = kC10dDefaultPort;
+    if (!out.master_port && out.port_invalid.empty() && !out.endpoint_port_missing) {
+      out.master_port = kTorchrunDefaultPort;
+    }
   }
   std::optional<int> node_rank = command.node_rank;
   if (const char* rank = env("PET_NODE_RANK"); torchrun && !node_rank && rank != nullptr) {

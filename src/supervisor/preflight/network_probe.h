@@ -19,6 +19,8 @@ inline constexpr int kConnectTimeoutMs = 300;
 
 // torchrun's rendezvous port where it is given none.
 inline constexpr int kTorchrunDefaultPort = 29500;
+// The port of a c10d rendezvous endpoint that names none (torch's parse_rendezvous_endpoint).
+inline constexpr int kC10dDefaultPort = 29400;
 
 // `env`: the job's environment (nullptr for a variable it lacks).
 store::NetworkFacts probe_network(const store::CommandFacts& command,
