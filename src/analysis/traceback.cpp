@@ -410,6 +410,10 @@ class Parser {
       if (!text.empty()) touch(track, line);
       return true;
     }
+    // Another process's line, written between two of this traceback's (a DataLoader worker's
+    // "ERROR: Unexpected segmentation fault ..." as the rank prints the traceback of its end):
+    // the traceback goes on after it.
+    if (ends_message(text)) return true;
     std::optional<ExceptionLine> exception;
     if (!shape.header && !shape.cause && !shape.context) {
       exception = parse_exception_line(text, /*strict=*/false);
@@ -497,7 +501,9 @@ LogLevel log_record_level(std::string_view t) {
         return LogLevel::kNone;
     }
   };
-  // Python's logging.basicConfig: "WARNING:root:...".
+  // Python's logging.basicConfig: "WARNING:root:..."; a level and a space, as C++ libraries and
+  // formats like "%(levelname)s: %(message)s" write it ("ERROR: Unexpected segmentation fault
+  // encountered in worker."): no exception is named in capitals.
   constexpr std::pair<std::string_view, LogLevel> kPythonLevels[] = {
       {"ERROR:", LogLevel::kError},
       {"WARNING:", LogLevel::kWarning},
@@ -505,7 +511,7 @@ LogLevel log_record_level(std::string_view t) {
       {"DEBUG:", LogLevel::kDebug},
       {"CRITICAL:", LogLevel::kFatal}};
   for (auto [name, level] : kPythonLevels) {
-    if (t.starts_with(name) && t.size() > name.size() && t[name.size()] != ' ') return level;
+    if (t.starts_with(name) && t.size() > name.size()) return level;
   }
   // "E0709 17:05:38.123 ..." (PyTorch 2.x), "W20261126 04:43:28.576334 ..." (1.13's glog),
   // "[E709 17:05:38 ...]", "[W ProcessGroupNCCL.cpp:..]"

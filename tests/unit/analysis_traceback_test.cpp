@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,27 @@ TEST(TracebackParse, DataLoaderWorkerKilledChain113) {
   EXPECT_EQ(m->fields.at("worker_pid"), "16088");
   EXPECT_EQ(m->fields.at("signo"), "11");
   EXPECT_EQ(m->fields.at("exception_type"), "RuntimeError");
+  EXPECT_THAT(match_ids(exited), ElementsAre("torch.dataloader-workers-exited"));
+}
+
+// The worker's message came out between a frame of the rank's traceback and its code, the NUL
+// it writes starting the code's line, as a rank and its workers share one pipe (seen on a busy
+// machine): the traceback goes on past it to its own exception.
+TEST(TracebackParse, AWorkersLineInsideTheRanksTracebackIsNotItsException) {
+  std::vector<std::string> texts(t01_lines.begin() + 1, t01_lines.end());
+  auto code = std::find(texts.begin(), texts.end(), "    data = self._next_data()");
+  ASSERT_NE(code, texts.end());
+  code->insert(0, 1, '\0');
+  texts.insert(code, t01_lines.front());
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines(texts));
+  ASSERT_EQ(tbs.size(), 2u);
+  const PythonTraceback& exited = tbs[1];
+  EXPECT_EQ(exited.exception_type, "RuntimeError");
+  EXPECT_EQ(exited.message, "DataLoader worker (pid(s) 16088) exited unexpectedly");
+  EXPECT_EQ(exited.cause, 0u);
+  EXPECT_FALSE(exited.incomplete);
+  ASSERT_EQ(exited.frames.size(), 5u);
+  EXPECT_EQ(exited.frames[1].code, "data = self._next_data()");
   EXPECT_THAT(match_ids(exited), ElementsAre("torch.dataloader-workers-exited"));
 }
 
