@@ -14,13 +14,6 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::optional<int> to_int(std::string_view text) {
-  int value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
-  return value;
-}
-
 // torchrun takes "--nproc-per-node" and "--nproc_per_node" alike.
 std::string normalized(std::string name) {
   if (!name.starts_with("--")) return name;
@@ -66,16 +59,16 @@ void set_endpoint(const std::string& value, store::CommandFacts& facts) {
 void apply_torchrun_option(const std::string& name, const std::string& value,
                            store::CommandFacts& facts) {
   if (name == "--nproc_per_node") {
-    facts.nproc_per_node = to_int(value);
+    facts.nproc_per_node = parse_count(value);
     facts.nproc_from_gpus = value == "gpu" || value == "auto";
   } else if (name == "--nnodes") {
     size_t colon = value.find(':');
-    facts.nnodes = to_int(colon == std::string::npos ? value : value.substr(colon + 1));
+    facts.nnodes = parse_count(colon == std::string::npos ? value : value.substr(colon + 1));
   } else if (name == "--node_rank") {
-    facts.node_rank = to_int(value);
+    facts.node_rank = parse_count(value);
   } else if (name == "--redirects" || name == "-r") {
     facts.redirects_given = true;
-    facts.redirects = to_int(value);  // a per-rank map ("0:3,1:0") gives no number
+    facts.redirects = parse_count(value);  // a per-rank map ("0:3,1:0") gives no number
   } else if (name == "--master_addr") {
     facts.master_addr = unbracketed(value);  // torchrun writes "[::1]:29500" of it
   } else if (name == "--master_port") {
@@ -168,8 +161,8 @@ void read_script_arguments(const std::vector<std::string>& argv, size_t from,
       value = argv[i + 1];
     }
     if (!value) continue;
-    if (named(kWorkers, name)) facts.workers = to_int(*value);
-    if (named(kBatch, name)) facts.batch_size = to_int(*value);
+    if (named(kWorkers, name)) facts.workers = parse_count(*value);
+    if (named(kBatch, name)) facts.batch_size = parse_count(*value);
   }
 }
 
@@ -279,6 +272,13 @@ size_t read_env(std::vector<std::string>& argv, ParsedCommand& out) {
 
 }  // namespace
 
+std::optional<int> parse_count(std::string_view text) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
 bool is_python_name(const std::string& name) {
   std::string base = base_name(name);
   if (!base.starts_with("python")) return false;
@@ -293,7 +293,7 @@ std::string from_here(const ParsedCommand& command, const std::string& path) {
 
 std::optional<int> parse_port(std::string_view text) {
   constexpr int kLastPort = 65535;
-  std::optional<int> port = to_int(text);
+  std::optional<int> port = parse_count(text);
   return port && *port <= kLastPort ? port : std::nullopt;
 }
 

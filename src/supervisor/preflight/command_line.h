@@ -30,6 +30,10 @@ struct ParsedCommand {
 // relative.
 std::string from_here(const ParsedCommand& command, const std::string& path);
 
+// A count or index as a launcher's option or variable gives it ("8", "0"); nullopt for a
+// negative number or text.
+std::optional<int> parse_count(std::string_view text);
+
 // A TCP port as torch takes it, 0 to 65535; nullopt for another number or text.
 std::optional<int> parse_port(std::string_view text);
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -72,29 +71,19 @@ bool port_free(const sockaddr* address, socklen_t size, int port, bool& local) {
 }
 
 // A TCP connect to `port` on `address`, closed as soon as it is made: nothing is sent beyond the
-// handshake. Its errno, 0 when it connected, ETIMEDOUT when no answer came in kConnectTimeoutMs;
-// `ms` the time it took.
-int connect_error(const sockaddr* address, socklen_t size, int port, double& ms) {
+// handshake. Its errno, 0 when it connected, ETIMEDOUT when no answer came in kConnectTimeoutMs.
+int connect_error(const sockaddr* address, socklen_t size, int port) {
   sockaddr_storage copy = with_port(address, size, port);
-  auto start = std::chrono::steady_clock::now();
-  auto attempt = [&]() -> int {
-    common::FileDescriptor fd(
-        socket(copy.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (fd.get() < 0) return errno;
-    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&copy), size) == 0) return 0;
-    if (errno != EINPROGRESS) return errno;
-    pollfd wait{fd.get(), POLLOUT, 0};
-    int ready = poll(&wait, 1, kConnectTimeoutMs);
-    if (ready == 0) return ETIMEDOUT;
-    int error = 0;
-    socklen_t length = sizeof(error);
-    if (ready < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
-      return errno;
-    }
-    return error;
-  };
-  int error = attempt();
-  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  common::FileDescriptor fd(socket(copy.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd.get() < 0) return errno;
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&copy), size) == 0) return 0;
+  if (errno != EINPROGRESS) return errno;
+  pollfd wait{fd.get(), POLLOUT, 0};
+  int ready = poll(&wait, 1, kConnectTimeoutMs);
+  if (ready == 0) return ETIMEDOUT;
+  int error = 0;
+  socklen_t length = sizeof(error);
+  if (ready < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errno;
   return error;
 }
 
@@ -118,8 +107,10 @@ void probe_master(store::NetworkFacts& out, bool first_node) {
   out.port_checked = local;
   out.port_in_use = local && !free;
   if (!local || !first_node) {
-    out.connect_error =
-        connect_error(found->ai_addr, found->ai_addrlen, *out.master_port, out.connect_ms);
+    auto start = std::chrono::steady_clock::now();
+    out.connect_error = connect_error(found->ai_addr, found->ai_addrlen, *out.master_port);
+    out.connect_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
 }
 
@@ -180,11 +171,7 @@ store::NetworkFacts probe_network(const store::CommandFacts& command,
   }
   std::optional<int> node_rank = command.node_rank;
   if (const char* rank = env("PET_NODE_RANK"); torchrun && !node_rank && rank != nullptr) {
-    int value = 0;
-    std::string_view text(rank);
-    if (std::from_chars(text.data(), text.data() + text.size(), value).ec == std::errc()) {
-      node_rank = value;
-    }
+    node_rank = parse_count(rank);
   }
   if (!out.master_addr.empty()) probe_master(out, node_rank.value_or(0) == 0);
   return out;
