@@ -45,6 +45,10 @@ struct Finding {
   double confidence = 0;
   std::vector<size_t> consequences;  // indexes of the findings this one caused
   std::optional<Repeats> repeats;    // set where it stands for alike findings
+  // Its moment, as the rule timed it to order findings by cause: the failure (a crash record, an
+  // exit, an error line), where memory began to grow for a leak, the first divergent call for a
+  // collective; the earliest of a group of alike ones. 0 when unknown.
+  int64_t t_ns = 0;
 };
 
 struct ProcessSummary {

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "report/chart_library.h"
+#include "report/chart_markers.h"
 #include "report/chart_series.h"
 #include "report/collective_timeline.h"
 #include "report/finding_order.h"
@@ -75,15 +76,78 @@ td.command { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-
 .timeline rect.queued { fill: #8a939c; }
 .timeline line.issue { stroke: #c77c02; stroke-width: 2; stroke-dasharray: 5 3; }
 .open-key { color: #b3261e; font-weight: 600; }
+.u-over .marker { position: absolute; top: 0; bottom: 0; width: 9px; margin-left: -4px; }
+.u-over .marker::before { content: ""; position: absolute; left: 4px; top: 0; bottom: 0;
+  border-left: 1px dashed #b3261e; }
+.u-over .marker.root::before { left: 3px; border-left: 3px solid #b3261e; }
+.marker-label { position: absolute; left: 8px; white-space: nowrap; font-size: 12px;
+  line-height: 16px; color: #b3261e; background: rgba(255, 255, 255, .85); padding: 0 3px; }
+.marker-label.before { left: auto; right: 8px; }
+.marker.root .marker-label { font-weight: 700; }
 )css";
 
-// Draws every chart of the JSON block into its box; marks the page when done (or why not), so
-// that a reader, or a test in a browser, can tell.
+// Draws every chart of the JSON block into its box, with a line at each marker's moment (the
+// x range widened to hold them all); marks the page when done (or why not), so that a reader,
+// or a test in a browser, can tell. A marker's label goes in the first of a few rows at the top
+// where it overlaps no label placed before it (the root cause's first), else the line stays
+// bare and its tooltip names it.
 constexpr std::string_view kScript = R"js(
 (function () {
   const status = document.getElementById('chart-status');
   try {
     const charts = JSON.parse(document.getElementById('traindoc-charts').textContent);
+    const markers = JSON.parse(document.getElementById('traindoc-markers').textContent);
+    const labelRows = 3;
+    const addMarkers = (u) => {
+      const lines = markers.map((m) => {
+        const line = document.createElement('div');
+        line.className = 'marker' + (m.root_cause ? ' root' : '');
+        line.dataset.kind = m.kind;
+        line.dataset.x = String(m.x);
+        line.title = m.title;
+        if (m.labelled) {
+          const label = document.createElement('span');
+          label.className = 'marker-label';
+          label.textContent = m.label;
+          line.appendChild(label);
+        }
+        u.over.appendChild(line);
+        return line;
+      });
+      // On every redraw (a resize, a zoom): each line to its x, each label to a free row.
+      return () => {
+        const rows = Array.from({ length: labelRows }, () => []);
+        const width = u.valToPos(u.scales.x.max, 'x');  // the plot's, laid out or not
+        markers.forEach((m, i) => {
+          const line = lines[i];
+          const left = u.valToPos(m.x, 'x');
+          const shown = left >= -0.5 && left <= width + 0.5;
+          line.style.display = shown ? '' : 'none';
+          line.style.left = left + 'px';
+          const label = line.firstChild;
+          if (!label || !shown) return;
+          label.style.display = '';
+          const size = label.offsetWidth;
+          // The label's box: from 4 px right of the line, or ending 3 px left of it near the
+          // right edge (the line's box is 9 px wide, its label 8 px in from either side).
+          const before = left + 4 + size > width;
+          label.classList.toggle('before', before);
+          const from = before ? left - 3 - size : left + 4;
+          const span = [from - 4, from + size + 4];
+          const row = rows.findIndex((taken) => taken.every(([a, b]) => span[1] <= a || b <= span[0]));
+          if (row < 0) {
+            label.style.display = 'none';
+            line.dataset.labelRow = '';
+            return;
+          }
+          rows[row].push(span);
+          label.style.top = (2 + row * 18) + 'px';
+          line.dataset.labelRow = String(row);
+        });
+      };
+    };
+    const first = markers.length ? Math.min(...markers.map((m) => m.x)) : 0;
+    const last = markers.length ? Math.max(...markers.map((m) => m.x)) : 0;
     const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2',
       '#17becf', '#bcbd22', '#7f7f7f'];
     const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -113,14 +177,25 @@ constexpr std::string_view kScript = R"js(
         stroke: s.limit ? '#5c6670' : colours[i % colours.length], dash: s.limit ? [6, 4] : [],
         value: (u, v) => format(v),
       }));
+      let place = null;
       const options = {
         width: Math.max(320, box.clientWidth), height: 280, series,
         scales: { x: { time: false } },
+        hooks: { draw: [() => place && place()] },
         axes: [{ label: 'seconds since the start' },
           { size: 80, incrs: chart.unit === 'bytes' ? powers : wholes,
             values: (u, ticks) => ticks.map(format) }],
       };
-      plots.push([new uPlot(options, [chart.x].concat(chart.series.map((s) => s.values)), box), box]);
+      if (markers.length) {
+        options.scales.x.range = (u, min, max) =>
+          (min == null ? [first, last] : [Math.min(min, first), Math.max(max, last)]);
+      }
+      const plot = new uPlot(options, [chart.x].concat(chart.series.map((s) => s.values)), box);
+      if (markers.length) {
+        place = addMarkers(plot);
+        place();
+      }
+      plots.push([plot, box]);
     }
     window.addEventListener('resize', () => {
       for (const [plot, box] of plots) plot.setSize({ width: Math.max(320, box.clientWidth), height: 280 });
@@ -361,10 +436,18 @@ std::string logs_html(const store::Evidence& e) {
   return table.finish();
 }
 
-// The series as JSON inside a script block: `<` written as \u003c, so that no text in a label
-// can close the block.
+using json = nlohmann::ordered_json;
+
+// JSON text for inside a script block: `<` written as \u003c, so that no text in a label can
+// close the block.
+std::string script_json(const json& value) {
+  std::string text = json_dump(value);
+  std::string safe;
+  for (char c : text) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+  return safe;
+}
+
 std::string charts_json(const std::vector<Chart>& charts) {
-  using json = nlohmann::ordered_json;
   json out = json::array();
   for (const Chart& chart : charts) {
     json series = json::array();
@@ -381,15 +464,36 @@ std::string charts_json(const std::vector<Chart>& charts) {
                    {"x", chart.x},
                    {"series", series}});
   }
-  std::string text = json_dump(out);
-  std::string safe;
-  for (char c : text) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
-  return safe;
+  return script_json(out);
 }
 
-std::string charts_html(const std::vector<Chart>& charts) {
+std::string markers_json(const ChartMarkers& markers) {
+  json out = json::array();
+  for (const ChartMarker& m : markers.lines) {
+    out.push_back({{"x", m.x},
+                   {"kind", m.kind},
+                   {"label", m.label},
+                   {"title", m.title},
+                   {"root_cause", m.root_cause},
+                   {"labelled", m.labelled}});
+  }
+  return script_json(out);
+}
+
+std::string charts_html(const std::vector<Chart>& charts, const ChartMarkers& markers) {
   std::string out = "<section id=\"charts\">\n<h2>Over time</h2>\n<p id=\"chart-status\"></p>\n";
   if (charts.empty()) out += "<p>No samples were taken.</p>\n";
+  if (!charts.empty() && !markers.lines.empty()) {
+    out += fmt::format(
+        "<p class=\"meta\" id=\"chart-markers\">Red lines mark when each error finding happened: "
+        "solid for the root cause, dashed for the others; hover a line for its finding.{}</p>\n",
+        markers.not_marked == 0
+            ? ""
+            : fmt::format(" {} not marked (no known time, or past the first {}).",
+                          analysis::counted(static_cast<int>(markers.not_marked),
+                                            "error finding is", "error findings are"),
+                          kMarkerLines));
+  }
   for (const Chart& chart : charts) {
     out += fmt::format("<div class=\"chart\"><h3>{}</h3><div id=\"chart-{}\"></div></div>\n",
                        html_escape(chart.title), html_escape(chart.id));
@@ -447,6 +551,7 @@ std::string html_escape(std::string_view text) {
 
 std::string render_html(const analysis::Diagnosis& d, const store::Evidence& e) {
   std::vector<Chart> charts = build_charts(d, e);
+  ChartMarkers markers = chart_markers(d, e);
   std::string out =
       "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
@@ -454,10 +559,11 @@ std::string render_html(const analysis::Diagnosis& d, const store::Evidence& e) 
   out += chart_library_css();
   out += kStyle;
   out += "</style>\n</head>\n<body>\n";
-  out += header_html(d) + findings_html(d) + charts_html(charts) + collective_timeline_html(d, e) +
-         processes_html(d) + gpus_html(d) + logs_html(e);
+  out += header_html(d) + findings_html(d) + charts_html(charts, markers) +
+         collective_timeline_html(d, e) + processes_html(d) + gpus_html(d) + logs_html(e);
   out += "<script type=\"application/json\" id=\"traindoc-charts\">" + charts_json(charts) +
-         "</script>\n<script>";
+         "</script>\n<script type=\"application/json\" id=\"traindoc-markers\">" +
+         markers_json(markers) + "</script>\n<script>";
   out += chart_library_js();
   out += "</script>\n<script>";
   out += kScript;

@@ -97,6 +97,7 @@ json finding_json(const analysis::Finding& f) {
               {"fix", f.fix},
               {"confidence", f.confidence},
               {"consequences", f.consequences}};
+  if (f.t_ns != 0) out["time_ns"] = f.t_ns;
   if (f.repeats) out["repeated"] = repeats_json(*f.repeats);
   return out;
 }

@@ -11,7 +11,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest import FAKE_NVML, TRAINDOC, job_script, nvml_env, torchrun_ranks
+from conftest import FAKE_NVML, PYTHON, TRAINDOC, job_script, nvml_env, torchrun_ranks
+from test_crashes import WORKER_SEGV
 from test_gpu import FOREIGN, OOM_2X, ranks_job
 
 CHROMIUM = shutil.which("chromium")
@@ -126,13 +127,32 @@ def painted(image, colour):
                if all(abs(p - w) <= 24 for p, w in zip(pixel, want)))
 
 
-def steps_chart_only(run_dir, tmp_path):
-    """A copy of report.html that shows nothing but its chart of training steps."""
+def chart_only(run_dir, tmp_path, chart="training-steps"):
+    """A copy of report.html that shows nothing but one chart, at the top of the page, and
+    marks its body with where the browser laid out each chart's plot area, markers and labels
+    (`data-layout`: by chart id, the plot area's box and, for each marker, its line's x, its
+    label's box or null, all in the page's pixels)."""
     page = (run_dir / "report.html").read_text()
     style = ("<style>body > :not(#charts), #charts > :not(.chart), "
-             ".chart:not(:has(#chart-training-steps)) { display: none !important; }</style>")
-    copy = tmp_path / "steps.html"
-    copy.write_text(page.replace("</head>", style + "</head>", 1))
+             f".chart:not(:has(#chart-{chart})) {{ display: none !important; }}</style>")
+    probe = """<script>
+const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; };
+const layout = {};
+for (const plot of document.querySelectorAll('.uplot')) {
+  const over = plot.querySelector('.u-over');
+  layout[plot.parentElement.id.replace('chart-', '')] = { over: box(over),
+    markers: Array.from(over.querySelectorAll('.marker')).filter((m) => m.style.display !== 'none')
+      .map((m) => { const label = m.querySelector('.marker-label');
+        return { kind: m.dataset.kind, x: Number(m.dataset.x), root: m.classList.contains('root'),
+          title: m.title, line: box(m)[0] + 4.5,
+          label: label && label.style.display !== 'none' ? box(label) : null,
+          text: label ? label.textContent : null }; }) };
+}
+document.body.dataset.layout = JSON.stringify(layout);
+</script>"""
+    copy = tmp_path / f"{chart}.html"
+    copy.write_text(page.replace("</head>", style + "</head>", 1)
+                    .replace("</body>", probe + "</body>", 1))
     return copy
 
 
@@ -198,7 +218,7 @@ def test_the_page_of_a_failed_job_tells_its_root_cause_and_draws_its_charts(fail
     if len(steps) == 1:
         assert all(f"rank {rank} (pid {pid})" in steps[0] for rank, pid in ranks.items()), steps
     else:
-        shown = screenshot(steps_chart_only(failed_run.run_dir, tmp_path), tmp_path)
+        shown = screenshot(chart_only(failed_run.run_dir, tmp_path), tmp_path)
         blue, red = painted(shown, "#1f77b4"), painted(shown, "#d62728")
         assert blue >= 0.5 * red and red >= 0.5 * blue and red > 200, (steps, blue, red)
 
@@ -291,3 +311,86 @@ def test_the_page_of_a_job_in_traindocs_own_cgroup_draws_that_cgroup_alone(train
     chart = charts_of(run.run_dir / "report.html")["host-memory"]
     assert [s["label"] for s in chart["series"]] == HOST_SERIES, chart["series"]
     assert chart["title"].startswith("Memory of the host and the job's cgroup"), chart["title"]
+
+
+def markers_of(page, report, charts):
+    """Each chart's drawn markers, checked against report.json: one for each error finding, at
+    its moment on the chart's x axis, the root cause's set apart. By chart id."""
+    layout = json.loads(page.body["data-layout"])
+    start = report["run"]["start_ns"]
+    errors = [f for f in report["findings"] if f["severity"] == "error"]
+    assert errors and all("time_ns" in f for f in errors), report["findings"]
+    for chart_id, drawn in layout.items():
+        # The root cause first, then the others in time order, as report.json times them.
+        want = sorted(errors, key=lambda f: (not f["root_cause"], f["time_ns"]))
+        assert [m["kind"] for m in drawn["markers"]] == [f["kind"] for f in want], (chart_id, drawn)
+        chart = charts[chart_id]
+        lo = min([chart["x"][0]] + [m["x"] for m in drawn["markers"]])
+        hi = max([chart["x"][-1]] + [m["x"] for m in drawn["markers"]])
+        left, _, width, _ = drawn["over"]
+        for marker, finding in zip(drawn["markers"], want):
+            assert marker["x"] == pytest.approx((finding["time_ns"] - start) / 1e9, abs=1e-6)
+            assert marker["root"] == finding["root_cause"], marker
+            assert marker["title"].startswith(finding["title"]), (marker, finding)
+            if width == 0:
+                continue  # a chart the copy hides: not laid out
+            # Where uPlot puts that x on the plot area, the axis spanning the samples and the
+            # markers.
+            expected = left + (marker["x"] - lo) / (hi - lo) * width
+            assert marker["line"] == pytest.approx(expected, abs=1.5), (chart_id, marker, expected)
+    return layout
+
+
+def test_the_charts_mark_the_oom_kill_at_its_moment(traindoc, tmp_path, memory_cgroup):
+    """The job grows in a cgroup limited to 64 MiB until the OOM killer ends it: each chart has
+    a line at each error finding's moment, the kill's among them, the root cause's labelled
+    and painted solid across the host-memory chart, where its growth rises to the limit."""
+    _, child = memory_cgroup(64 << 20)
+    run = traindoc(job_script("cgroup_oom.py", child), "--interval", "0.2")
+    assert run.status == 128 + 9, run.stderr.decode()[-3000:]
+    report = run.report
+    kill = next(f for f in report["findings"] if f["kind"] == "host-oom-killed")
+    killed = next(p for p in report["processes"] if p["pid"] == kill["pids"][0])
+    # The kill's moment is the process's end, as traindoc saw it.
+    assert kill["time_ns"] == killed["exit"]["time_ns"], (kill, killed)
+    charts = charts_of(run.run_dir / "report.html")
+    copy = chart_only(run.run_dir, tmp_path, "host-memory")
+    page = browse(copy, tmp_path)
+    assert "data-charts-error" not in page.body, page.body
+    layout = markers_of(page, report, charts)
+    assert set(layout) == set(charts), layout
+    root = next(m for m in layout["host-memory"]["markers"] if m["root"])
+    assert root["text"] == "root cause: " + report["findings"][0]["kind"], root
+    assert root["label"] is not None, root
+    # Painted: the root cause's solid line runs down the plot area at its x.
+    shown = screenshot(copy, tmp_path)
+    left, top, width, height = layout["host-memory"]["over"]
+    column = round(root["line"])
+    rows = range(round(top) + 40, round(top + height) - 2)  # below the labels' rows
+    red = [y for y in rows if painted(shown.crop((column - 2, y, column + 3, y + 1)), "#b3261e")]
+    assert len(red) >= 0.9 * len(rows), (column, len(red), len(rows))
+
+
+
+def test_markers_that_fall_close_together_keep_their_labels_apart(traindoc, tmp_path):
+    """A DataLoader worker segfaults and its rank raises a moment later: two lines a few
+    pixels apart, whose labels sit in different rows, not over one another."""
+    script = tmp_path / "train.py"
+    script.write_text(WORKER_SEGV)
+    run = traindoc([PYTHON, str(script)], "--interval", "0.2")
+    assert run.status == 1, run.stderr.decode()[-3000:]
+    report = run.report
+    assert report["findings"][0]["kind"] == "worker-crash", report["findings"]
+    page = browse(chart_only(run.run_dir, tmp_path, "process-memory"), tmp_path)
+    layout = markers_of(page, report, charts_of(run.run_dir / "report.html"))
+    drawn = layout["process-memory"]["markers"]
+    assert len(drawn) >= 2 and drawn[0]["label"] is not None, drawn
+    # Closer than the root cause's label is wide: in one row, the labels would overlap.
+    assert abs(drawn[0]["line"] - drawn[1]["line"]) < drawn[0]["label"][2], drawn
+    labels = [m["label"] for m in drawn if m["label"] is not None]
+    assert len(labels) >= 2, drawn
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            apart = (a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or
+                     a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1])
+            assert apart, (a, b, drawn)

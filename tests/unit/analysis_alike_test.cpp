@@ -47,6 +47,8 @@ TEST(AlikeFindings, ManyChildrenFailingAlikeAreOneFindingBesideTheRootCause) {
   EXPECT_FALSE(root.repeats);
   EXPECT_THAT(root.pids, ElementsAre(ones[0]));
   EXPECT_THAT(root.title, Not(HasSubstr("more alike")));
+  // Each finding carries its moment: the root cause's exit, a group's first member's.
+  EXPECT_EQ(root.t_ns, process(e, ones[0]).end_ns);
   // The other 59 of code 1: one finding, its consequence, naming them all.
   const Finding& rest = *exits[1];
   ASSERT_TRUE(rest.repeats);
@@ -56,6 +58,7 @@ TEST(AlikeFindings, ManyChildrenFailingAlikeAreOneFindingBesideTheRootCause) {
   EXPECT_THAT(rest.title, HasSubstr("exited with code 1 (and 58 more alike)"));
   EXPECT_EQ(rest.repeats->first_ns, process(e, ones[1]).end_ns);
   EXPECT_EQ(rest.repeats->last_ns, process(e, ones.back()).end_ns);
+  EXPECT_EQ(rest.t_ns, rest.repeats->first_ns);
   // The first three and the last, each naming its process.
   ASSERT_EQ(rest.repeats->examples.size(), 4u);
   EXPECT_THAT(rest.repeats->examples[0].pids, ElementsAre(ones[1]));

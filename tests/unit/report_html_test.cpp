@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "report/chart_markers.h"
 #include "report/chart_series.h"
 #include "report/collective_timeline.h"
 #include "report/html_report.h"
@@ -321,8 +322,9 @@ TEST(HtmlReport, NoTextOfTheJobCanBreakThePage) {
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(html.find("<code title=\"python3 &quot;a&quot; &#39;b&#39;\">"), std::string::npos);
   EXPECT_NE(html.find("<a href=\"logs/my%20log%20%3C1%3E.log\">"), std::string::npos);
-  // The page's own script blocks: the chart data, the library and the drawing script.
-  EXPECT_EQ(occurrences(html, "<script"), 3u);
+  // The page's own script blocks: the chart data, the markers, the library and the drawing
+  // script.
+  EXPECT_EQ(occurrences(html, "<script"), 4u);
   EXPECT_EQ(html.find("</script><b>"), std::string::npos);
 }
 
@@ -339,6 +341,99 @@ TEST(HtmlReport, ChartDataCannotCloseItsBlock) {
   EXPECT_NE(block.find("\"label\":\"other (pid 100)\""), std::string::npos);
   EXPECT_NE(html.find("<div id=\"chart-process-memory\"></div>"), std::string::npos);
   EXPECT_EQ(html.find("No samples were taken"), std::string::npos);
+}
+
+// The failed run's findings timed: the crash at +2.5 s, the peer's loss at +2.9 s, the warning
+// at +0.5 s; and an error whose moment is unknown.
+JobRun timed_failure() {
+  JobRun run = failed_run();
+  run.diagnosis.findings[0].t_ns = kStart + 2'500'000'000;
+  run.diagnosis.findings[1].t_ns = kStart + 2'900'000'000;
+  run.diagnosis.findings[2].t_ns = kStart + 500'000'000;
+  Finding untimed = finding(FindingKind::kWorkerExit, Severity::kError, "worker 0 exited");
+  run.diagnosis.findings.push_back(untimed);
+  return run;
+}
+
+TEST(ChartMarkers, EachErrorFindingAtItsMomentTheRootCauseFirst) {
+  JobRun run = timed_failure();
+  ChartMarkers markers = chart_markers(run.diagnosis, run.evidence);
+  // The warning is no error; the worker's exit has no moment to mark.
+  ASSERT_EQ(markers.lines.size(), 2u);
+  EXPECT_EQ(markers.not_marked, 1u);
+  const ChartMarker& root = markers.lines[0];
+  EXPECT_DOUBLE_EQ(root.x, 2.5);
+  EXPECT_TRUE(root.root_cause);
+  EXPECT_TRUE(root.labelled);
+  EXPECT_EQ(root.kind, "native-crash");
+  EXPECT_EQ(root.label, "root cause: native-crash");
+  EXPECT_EQ(root.title, "rank 1 (pid 101) crashed <in> foo() (+2.5 s)");
+  const ChartMarker& peer = markers.lines[1];
+  EXPECT_DOUBLE_EQ(peer.x, 2.9);
+  EXPECT_FALSE(peer.root_cause);
+  EXPECT_EQ(peer.label, "peer-exited");
+  // On the same clock as the charts' x.
+  const Chart* memory = find_chart(build_charts(run.diagnosis, run.evidence), "process-memory");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_DOUBLE_EQ(memory->x[2], 2.0);
+}
+
+// Forty-nine errors after the root cause, the latest of all: the root cause and the earliest
+// others are drawn, the first few labelled, and the rest counted.
+TEST(ChartMarkers, AtMostSoManyLinesAndFewerLabels) {
+  JobRun run = growing_run(100);
+  for (int i = 0; i < 50; ++i) {
+    Finding f = finding(FindingKind::kWorkerExit, Severity::kError, fmt::format("exit {}", i));
+    f.t_ns = kStart + (50 - i) * kSecond;
+    f.root_cause = i == 0;
+    run.diagnosis.findings.push_back(f);
+  }
+  ChartMarkers markers = chart_markers(run.diagnosis, run.evidence);
+  ASSERT_EQ(markers.lines.size(), kMarkerLines);
+  EXPECT_EQ(markers.not_marked, 50 - kMarkerLines);
+  EXPECT_TRUE(markers.lines[0].root_cause);
+  EXPECT_DOUBLE_EQ(markers.lines[0].x, 50);
+  for (size_t i = 1; i < markers.lines.size(); ++i) {
+    EXPECT_FALSE(markers.lines[i].root_cause);
+    EXPECT_DOUBLE_EQ(markers.lines[i].x, static_cast<double>(i));
+    EXPECT_EQ(markers.lines[i].labelled, i < kMarkerLabels) << i;
+  }
+  std::string html = render_html(run.diagnosis, run.evidence);
+  EXPECT_NE(html.find("10 error findings are not marked (no known time, or past the first 40)."),
+            std::string::npos);
+}
+
+// A moment before the run's start or past its last sample (a clock set off, a damaged run.db)
+// is drawn at the charts' edge, not beyond it.
+TEST(ChartMarkers, AMomentOutsideTheChartsIsHeldAtTheirEdge) {
+  JobRun run = timed_failure();
+  run.diagnosis.findings[0].t_ns = kStart - 3 * kSecond;
+  run.diagnosis.findings[1].t_ns = INT64_MAX;
+  ChartMarkers markers = chart_markers(run.diagnosis, run.evidence);
+  ASSERT_EQ(markers.lines.size(), 2u);
+  EXPECT_DOUBLE_EQ(markers.lines[0].x, 0);
+  EXPECT_DOUBLE_EQ(markers.lines[1].x, 3);  // the run's end
+}
+
+TEST(HtmlReport, MarkersAreInABlockOfTheirOwnThatCannotBeClosed) {
+  JobRun run = timed_failure();
+  run.diagnosis.findings[0].title = "crashed </script><b>";
+  std::string html = render_html(run.diagnosis, run.evidence);
+  size_t data = html.find("<script type=\"application/json\" id=\"traindoc-markers\">");
+  ASSERT_NE(data, std::string::npos);
+  std::string block = html.substr(data, html.find("</script>", data) - data);
+  EXPECT_NE(block.find("{\"x\":2.5,\"kind\":\"native-crash\",\"label\":\"root cause: "
+                       "native-crash\",\"title\":\"crashed \\u003c/script>\\u003cb> (+2.5 s)\","
+                       "\"root_cause\":true,\"labelled\":true}"),
+            std::string::npos)
+      << block;
+  EXPECT_NE(html.find("<p class=\"meta\" id=\"chart-markers\">Red lines mark"), std::string::npos);
+  EXPECT_NE(html.find("1 error finding is not marked"), std::string::npos);
+  // Without an error finding: an empty list, and no word of lines.
+  run.diagnosis.findings.clear();
+  html = render_html(run.diagnosis, run.evidence);
+  EXPECT_NE(html.find("id=\"traindoc-markers\">[]</script>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"chart-markers\""), std::string::npos);
 }
 
 store::CollectiveCall call(const ProcessSummary& p, uint64_t number, double at_s, double took_s) {
@@ -544,6 +639,14 @@ TEST(ReportAtTheLimits, TimesOfInt64sLimitsDrawNothingAbsurd) {
       for (const Chart& chart : build_charts(run.diagnosis, run.evidence)) {
         EXPECT_LE(chart.x.size(), kChartPoints + 1) << chart.id;
         for (double x : chart.x) EXPECT_TRUE(std::isfinite(x) && x >= 0) << chart.id << " " << x;
+      }
+      Finding crash = finding(FindingKind::kNativeCrash, Severity::kError, "crashed");
+      for (int64_t t : limits) {
+        crash.t_ns = t;
+        run.diagnosis.findings.push_back(crash);
+      }
+      for (const ChartMarker& m : chart_markers(run.diagnosis, run.evidence).lines) {
+        EXPECT_TRUE(std::isfinite(m.x) && m.x >= 0) << m.x;
       }
       std::string timeline = collective_timeline_html(run.diagnosis, run.evidence);
       EXPECT_NE(timeline.find("<svg"), std::string::npos);
