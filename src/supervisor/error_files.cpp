@@ -147,19 +147,19 @@ void ErrorFiles::write(int pid, Rank& rank, int first) {
   if (first >= 0) {
     const Rank& peer = m_ranks.at(first);
     note = "traindoc: " + rank_words(first, peer.rank) + " failed before this rank (" + peer.words +
-           "): look there first\n";
+           "): look there first";
   }
   Json record;
   if (rank.owner == Owner::kHook) {
     record = Json::parse(rank.hook_record, nullptr, false);
     Json& info = record["message"]["extraInfo"];
-    info["py_callstack"] = note + info.value("py_callstack", "");
+    info["py_callstack"] = (note.empty() ? "" : note + "\n") + info.value("py_callstack", "");
   } else {
     std::string words = "traindoc: " + rank_words(pid, rank.rank) + " " + rank.words;
     record["message"]["message"] = words;
     record["message"]["extraInfo"] = {
-        {"py_callstack",
-         words + "\n" + note + (rank.traceback.empty() ? "" : "\n" + rank.traceback)},
+        {"py_callstack", words + (note.empty() ? "" : "\n" + note) +
+                             (rank.traceback.empty() ? "" : "\n\n" + rank.traceback)},
         {"timestamp", std::to_string(rank.failed_ns / 1'000'000'000)}};
     record["traindoc"] = {{"pid", pid}};
   }

@@ -67,7 +67,7 @@ TEST_F(ErrorFilesTest, KilledRankGetsItsEndAndTimestamp) {
   EXPECT_EQ(record["message"]["message"], "traindoc: rank 1 (pid 102) killed by SIGKILL");
   EXPECT_EQ(record["message"]["extraInfo"]["timestamp"], "12");
   EXPECT_EQ(record["message"]["extraInfo"]["py_callstack"],
-            "traindoc: rank 1 (pid 102) killed by SIGKILL\n");
+            "traindoc: rank 1 (pid 102) killed by SIGKILL");
   EXPECT_FALSE(fs::exists(path(kRank0)));  // still running
   EXPECT_FALSE(fs::exists(path(kRank1) + ".traindoc"));
 }
