@@ -1,10 +1,13 @@
 """Writes TORCHELASTIC_ERROR_FILE for a torchrun rank that an uncaught exception ends and that did
 not write it itself (`@record` writes it before the exception leaves the program), in the format
 torch.distributed.elastic reads, so that torchrun's summary shows the traceback. The supervisor
-writes it for ranks that a signal or an exit code ends (docs/crashes.md). It lists the sibling
-ranks already ended at that moment, which the supervisor names in the record."""
+writes it for ranks that a signal or an exit code ends (docs/crashes.md). The time of the failure
+and the sibling ranks already ended then, which the supervisor names in the record, are taken as
+the exception reaches the top of the program (sys.excepthook): by exit, the job's own exit
+handlers may have taken seconds, and its peers ended in consequence."""
 import json
 import os
+import sys
 import time
 import traceback
 
@@ -43,13 +46,23 @@ def _ended_siblings(parent):
     return ended
 
 
+_raised = {}  # as the exception reached the top: time_ns, ended_before
+
+
+def _stamp():
+    _raised.update(time_ns=time.time_ns(), ended_before=[])
+    _raised["ended_before"] = _ended_siblings(os.getppid())
+
+
 def _write(error):
     path = os.environ.get(_VARIABLE)
     parent = os.getppid()
     # A DataLoader worker or other child of the rank inherits the rank's path: the rank's alone.
     if not path or os.environ.get(_OFF) or _environ_value(parent, _VARIABLE) == path:
         return
-    now_ns = time.time_ns()
+    if not _raised:  # an excepthook of the job's own replaced ours
+        _stamp()
+    now_ns = _raised["time_ns"]
     data = {
         "message": {
             "message": "%s: %s" % (type(error).__name__, error),
@@ -60,7 +73,7 @@ def _write(error):
             },
         },
         "traindoc": {"pid": os.getpid(), "time_ns": now_ns,
-                     "ended_before": _ended_siblings(parent)},
+                     "ended_before": _raised["ended_before"]},
     }
     # Never over a file the job wrote: created only where there is none.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -69,4 +82,15 @@ def _write(error):
 
 
 def install():
+    if not os.environ.get(_VARIABLE) or os.environ.get(_OFF):
+        return
+    previous = sys.excepthook
+
+    def excepthook(*args):
+        try:
+            _agent.quietly(_stamp)
+        finally:
+            previous(*args)
+
+    sys.excepthook = excepthook
     _agent.at_exit_with_error(_write)

@@ -116,8 +116,8 @@ void ErrorFiles::adopt(int pid, Rank& rank) {
     auto raised_ns = ours.at("time_ns").get<int64_t>();
     rank.ended_before = ours.at("ended_before").get<std::vector<int>>();
     rank.words = record.at("message").at("message").get<std::string>();
-    rank.alive_ns = std::max(rank.alive_ns, raised_ns);
-    if (rank.failed_ns == 0) rank.failed_ns = raised_ns;
+    // It had failed by then; when it raised, the supervisor's sightings of it alive cannot say.
+    rank.failed_ns = rank.failed_ns == 0 ? raised_ns : std::min(rank.failed_ns, raised_ns);
   } catch (const Json::exception&) {
     return;  // not the hook's after all: the job's, left as it is
   }
@@ -130,10 +130,11 @@ int ErrorFiles::failed_before(int pid, const Rank& rank) const {
   int64_t first_ns = 0;
   for (const auto& [other, peer] : m_ranks) {
     if (other == pid || peer.ppid != rank.ppid || peer.failed_ns == 0) continue;
-    // Proven first: it had ended when this rank raised, or failed while this one still ran.
+    // Proven first: it had ended when this rank's exception reached the top of its program, or
+    // failed while this one, which no exception ended, still ran.
     bool before = std::find(rank.ended_before.begin(), rank.ended_before.end(), other) !=
                       rank.ended_before.end() ||
-                  peer.failed_ns < rank.alive_ns;
+                  (rank.owner != Owner::kHook && peer.failed_ns < rank.alive_ns);
     if (before && (first < 0 || peer.failed_ns < first_ns)) {
       first = other;
       first_ns = peer.failed_ns;

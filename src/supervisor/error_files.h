@@ -44,7 +44,7 @@ class ErrorFiles {
     std::optional<int> rank;
     std::string path;
     bool live = true;
-    int64_t alive_ns = 0;   // the latest moment the rank was known alive
+    int64_t alive_ns = 0;   // the latest moment the rank was seen alive
     int64_t failed_ns = 0;  // when traindoc knew it had failed (0: not known to have)
     std::string words;      // its failure: "died of SIGSEGV: ...", "killed by SIGKILL"
     std::string traceback;  // the Python traceback of its crash record

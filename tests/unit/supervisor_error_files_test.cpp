@@ -116,6 +116,22 @@ TEST_F(ErrorFilesTest, HookRecordNamesTheRankThatHadEndedFirst) {
   EXPECT_EQ(record["message"]["message"], "RuntimeError: Connection closed by peer");
 }
 
+TEST_F(ErrorFilesTest, ExceptionSeenAliveAfterAPeerFailedNamesNoPeer) {
+  // Rank 0 raised, then took its time to exit while rank 1 failed in consequence: seen alive
+  // after rank 1's end, rank 0 had still failed first, and its hook saw no sibling ended.
+  Json hook = {
+      {"message",
+       {{"message", "ValueError: x"},
+        {"extraInfo", {{"py_callstack", "Traceback\n"}, {"timestamp", "10"}}}}},
+      {"traindoc", {{"pid", kRank0}, {"time_ns", 10 * kSecond}, {"ended_before", Json::array()}}}};
+  write(path(kRank0), hook.dump());
+  end(kRank1, 11 * kSecond, 1);
+  m_files.find_zombies(12 * kSecond);  // rank 0 (no such process here) is adopted, not seen alive
+  end(kRank0, 13 * kSecond, 1);
+  m_files.update();
+  EXPECT_EQ(Json::parse(read(path(kRank0)))["message"]["extraInfo"]["py_callstack"], "Traceback\n");
+}
+
 TEST_F(ErrorFilesTest, NoOrderKnownNoNote) {
   // Both failures were learned after the last sighting of either alive: which came first is
   // not known, so neither record names the other.
