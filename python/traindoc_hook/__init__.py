@@ -6,12 +6,13 @@ import atexit
 import sys
 
 from traindoc_hook import (_agent, _imports, batches, collectives, ddp_gradients,
-                           ddp_parameters, logfiles, losses, spawn, steps, threads, workers)
+                           ddp_parameters, error_file, logfiles, losses, spawn, steps, threads,
+                           workers)
 
 # Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
 # module registers its own with `_imports.when_imported` from `install`.
 _FEATURES = (steps, batches, collectives, ddp_gradients, losses, ddp_parameters, spawn, threads,
-             workers, logfiles)
+             workers, logfiles, error_file)
 
 
 def _when_finished(mark):

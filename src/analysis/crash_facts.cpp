@@ -314,4 +314,16 @@ CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context)
   return facts;
 }
 
+std::string crash_words(const store::Crash& crash, const CrashFacts& facts) {
+  return "died of " + signal_name(crash.signo) + ": " + facts.what;
+}
+
+std::string crash_words(const store::Crash& crash) {
+  store::Evidence evidence;
+  evidence.crashes.push_back(crash);
+  std::vector<ProcessSummary> processes;
+  ProcessTexts texts(evidence, processes);
+  return crash_words(crash, classify_crash(crash, {evidence, processes, texts}));
+}
+
 }  // namespace traindoc::analysis

@@ -27,6 +27,12 @@ struct CrashFacts {
 
 CrashFacts classify_crash(const store::Crash& crash, const RuleContext& context);
 
+// "died of SIGSEGV: null pointer dereference (read of address 0x0)": the crash as a finding's
+// title tells it after the process's name, and as the error file traindoc writes for torchrun.
+std::string crash_words(const store::Crash& crash, const CrashFacts& facts);
+// The same from the crash record alone, the moment the supervisor reads it.
+std::string crash_words(const store::Crash& crash);
+
 // The first frame outside libc, the dynamic loader, the C++ runtime, the Python interpreter and
 // traindoc's agent; -1 when there is none.
 int blame_frame(const std::vector<store::NativeFrame>& frames);

@@ -77,7 +77,7 @@ void rule_native_crash(const RuleContext& context, std::vector<TimedFinding>& ou
         worker && facts.kind != FindingKind::kShmExhausted ? FindingKind::kWorkerCrash : facts.kind;
     std::string who =
         process != nullptr ? context.name(*process) : "process " + std::to_string(crash.pid);
-    f.title = who + " died of " + signal_name(crash.signo) + ": " + facts.what;
+    f.title = who + " " + crash_words(crash, facts);
     bool at_exit = process != nullptr && process->script_finished_ns &&
                    *process->script_finished_ns <= crash.time_ns;
     f.pids = {crash.pid};

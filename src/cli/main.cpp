@@ -61,6 +61,8 @@ CLI::App* add_run(CLI::App& app, traindoc::cli::RunArgs& run) {
   cmd->add_option("--on-mismatch", run.on_mismatch,
                   "At a collective mismatch or hang: report (default) or abort the job")
       ->check(CLI::IsMember({"report", "abort"}));
+  cmd->add_flag("--no-error-file", run.no_error_file,
+                "Never write TORCHELASTIC_ERROR_FILE for a torchrun rank that failed without one");
   add_output_flags(cmd, run.flags);
   cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
   return cmd;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "analysis/crash_facts.h"
 #include "analysis/preflight_checks.h"
 #include "cli/commands.h"
 #include "report/check_report.h"
@@ -148,6 +149,8 @@ int run_command(const RunArgs& args) {
       return results;
     };
   }
+  options.error_files = !args.no_error_file;
+  options.crash_words = [](const store::Crash& crash) { return analysis::crash_words(crash); };
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
   options.trial_steps = args.trial_steps;

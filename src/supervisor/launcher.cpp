@@ -61,6 +61,9 @@ OutputChannel open_channel(int our_fd, int& job_fd) {
   return isatty(our_fd) ? open_pty(our_fd, job_fd) : open_pipe(job_fd);
 }
 
+// Set for --no-error-file: the Python hook then writes no TORCHELASTIC_ERROR_FILE either.
+constexpr const char* kNoErrorFileEnv = "TRAINDOC_NO_ERROR_FILE";
+
 std::vector<std::string> job_environment(const LaunchSpec& spec) {
   std::vector<std::string> env;
   std::string preload = spec.agent_path;
@@ -76,6 +79,7 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
       continue;
     }
     if (text.starts_with(std::string(common::kRunDirEnv) + "=")) continue;
+    if (text.starts_with(std::string(kNoErrorFileEnv) + "=")) continue;
     if (text.starts_with("PYTHONPATH=") && !spec.python_path.empty()) {
       // Ours first, so that our sitecustomize runs (and then chains to theirs).
       std::string_view theirs = text.substr(strlen("PYTHONPATH="));
@@ -87,6 +91,7 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
   if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
   if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
   env.push_back(std::string(common::kRunDirEnv) + "=" + spec.run_dir);
+  if (!spec.error_files) env.push_back(std::string(kNoErrorFileEnv) + "=1");
   return env;
 }
 

@@ -15,6 +15,7 @@ struct LaunchSpec {
   std::string run_dir;      // absolute
   std::string agent_path;   // absolute path of libtraindoc_agent.so; empty: no agent
   std::string python_path;  // folder of the Python hook's sitecustomize; empty: no hook
+  bool error_files = true;  // false: --no-error-file, told to the Python hook
 };
 
 // One of the job's output streams as the supervisor reads it.

@@ -21,6 +21,7 @@
 #include "supervisor/collective_checker.h"
 #include "supervisor/crash_capture.h"
 #include "supervisor/disk_reserve.h"
+#include "supervisor/error_files.h"
 #include "supervisor/gpu/gpu_sampler.h"
 #include "supervisor/idle_watch.h"
 #include "supervisor/launcher.h"
@@ -174,6 +175,7 @@ class Loop {
   // row per sampling interval each, however fast the job steps.
   std::map<std::tuple<int, uint64_t, store::StepKind>, store::StepSample> m_steps;
   CollectiveChecker m_checker;
+  ErrorFiles m_error_files;
   std::vector<PendingIssue> m_pending_issues;
   int64_t m_kill_at_ns = 0;  // --on-mismatch abort: SIGKILL what is left then
   SmapsPacer m_smaps;        // when each process's smaps_rollup is read

@@ -102,6 +102,11 @@ void Loop::record_crash(AgentCrash& raw) {
   store::HostSample host = m_host.sample();
   host.t_ns = t;
   m_store.add_host_sample(host);
+  // Before the process goes on: torchrun reads its rank's file as it collects the status.
+  if (m_options.crash_words) {
+    m_error_files.crashed(crash, m_options.crash_words(crash));
+    m_error_files.update();
+  }
   m_agent->release_crash(raw.slot);
   m_store.write_crash(crash);
   m_store.flush();

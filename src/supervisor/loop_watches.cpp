@@ -49,6 +49,7 @@ void Loop::check_collectives(bool final) {
   for (const store::ProcessRecord& ended : m_table.take_ended()) {
     m_checker.process_ended(ended);
     m_idle.process_ended(ended);
+    m_error_files.ended(ended);
     killed = killed || ended.exit_signal == SIGKILL;
   }
   // At once: the OOM killer's victim leaves its cgroup, whose usage then falls away.

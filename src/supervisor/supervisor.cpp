@@ -183,6 +183,12 @@ IdleWatch::Work Loop::walk_and_sample(Walk walk) {
       if (rank_env.spans_machines()) m_checker.job_spans_machines();
       m_time_limits.process_seen(pid, m_sampler.start_realtime_ns(stat.starttime), cmdline);
       if (environ) record_cuda_env(pid, stat.starttime, *environ);
+      if (environ && m_options.error_files) {
+        m_error_files.process_seen(
+            pid, stat.starttime, stat.ppid,
+            rank_env.rank >= 0 ? std::optional<int>(rank_env.rank) : std::nullopt,
+            environ->find("TORCHELASTIC_ERROR_FILE"), t);
+      }
     }
     if (stat.state == 'Z') {
       if (stat.exit_code) m_table.ended(pid, *stat.exit_code, store::EndSource::kZombie, t);
@@ -331,7 +337,7 @@ void Loop::start_job() {
   // the stop at once: fit learns of it from the trial, and ends with what it found.
   if (m_options.trial_steps == 0) end_if_stopped_before_launch();
   LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : "",
-                  m_agent ? m_options.python_path : ""};
+                  m_agent ? m_options.python_path : "", m_options.error_files};
   try {
     m_job = launch(spec);
   } catch (const LaunchError& error) {
@@ -392,7 +398,11 @@ void Loop::tick(LogTap& tap) {
   if (m_root_done) return;
   read_agent();
   if (TrialWatch::Due due = m_trial.due(); due != TrialWatch::Due::kNo) end_trial(due);
+  for (auto [pid, status] : m_error_files.find_zombies(common::realtime_ns())) {
+    m_table.ended(pid, status, store::EndSource::kZombie, common::realtime_ns());
+  }
   check_collectives();
+  m_error_files.update();
   read_kernel_log();
   if (!m_time_limits.empty()) watch_time_limits(common::realtime_ns());
   if (!m_stacks.empty()) m_stacks.collect(common::realtime_ns(), false);

@@ -39,6 +39,10 @@ struct SupervisorOptions {
   // The job's guard (job_guard.h): never one of the job's processes, though traindoc's child
   // where traindoc is the first process of a pid namespace.
   int guard_pid = -1;
+  // TORCHELASTIC_ERROR_FILE written for torchrun's ranks that fail without one (error_files.h);
+  // false: --no-error-file. `crash_words` tells a crash record ("died of SIGSEGV: ...").
+  bool error_files = true;
+  std::function<std::string(const store::Crash&)> crash_words;
 };
 
 // Runs the job to its end and returns how it ended. Throws LaunchError (launcher.h) when the
