@@ -52,8 +52,9 @@ void fill_native_stack_by_frame_pointers(common::CrashRecord& record);
 // Writes the Python traceback of every thread to <run>/agent/python-<pid>.txt when the process
 // runs an initialised CPython: with its own dumper (_Py_DumpTracebackThreads) where it exports
 // one, else read from its structures (python_frames.cpp). Async-signal-safe as far as CPython's
-// faulthandler is. Returns whether it wrote.
-bool dump_python_traceback();
+// faulthandler is. Sets `dumped` to 1 where it wrote, and as soon as it starts writing, so that a
+// dump cut short by a fault (run it guarded) keeps what it wrote.
+void dump_python_traceback(uint32_t& dumped);
 
 // The same dump of every thread's Python stack into `fd` (stack dumps on request).
 // Async-signal-safe as above; false when the process runs no initialised CPython.

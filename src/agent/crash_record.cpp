@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -231,15 +232,18 @@ bool write_python_traceback(int fd) {
 }
 
 // Async-signal-safe.
-bool dump_python_traceback() {
-  if (!python_dumpable()) return false;
+void dump_python_traceback(uint32_t& dumped) {
+  dumped = 0;
+  if (!python_dumpable()) return;
   char path[kRunPathSize];
   run_file_path(path, "agent/python-", getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  bool written = write_python_traceback(fd);
+  if (fd < 0) return;
+  // Set before the dump: CPython's dumper faults on a torn structure (it reads through its
+  // pointers), and the frames it wrote before that are kept.
+  std::atomic_ref<uint32_t>(dumped).store(1, std::memory_order_relaxed);
+  dumped = write_python_traceback(fd) ? 1 : 0;
   close(fd);
-  return written;
 }
 
 }  // namespace traindoc::agent

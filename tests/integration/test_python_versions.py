@@ -95,3 +95,41 @@ def test_native_crash_names_the_users_python_line(traindoc, tmp_path, version, w
         joining = f'File "{script}", line {line_of(SCRIPTS[where], "worker.join()")} in <module>'
         assert joining in traceback, traceback
         assert joining not in current, traceback
+
+
+TORN = """
+import ctypes, struct
+
+def crash():
+    ctypes.string_at(0)  # crash here
+
+# As a corrupt heap would: the file name of crash()'s code object becomes a wild pointer.
+code = crash.__code__
+at = ctypes.string_at(id(code), 256).index(struct.pack("P", id(code.co_filename)))
+ctypes.memmove(id(code) + at, struct.pack("P", 0x10000DEAD0), 8)
+crash()
+"""
+# Those read by traindoc rather than by their own dumper, which stops at the torn pointer.
+READ_BY_TRAINDOC = {"3.9", "3.10", "3.13", "3.14"}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_torn_code_object_gives_a_truncated_traceback_not_a_second_fault(traindoc, tmp_path,
+                                                                          version):
+    python = interpreter(version)
+    if python is None:
+        pytest.skip(f"no CPython {version} here (pyenv or python{version} on PATH)")
+    script = tmp_path / "torn.py"
+    script.write_text(TORN)
+    run = traindoc([python, str(script)])
+    assert run.status == 128 + 11, run.stderr.decode(errors="replace")[-3000:]
+    root = next(f for f in run.report["findings"] if f["root_cause"])
+    assert root["kind"] == "native-crash"
+    # The frames written before the torn one are kept.
+    assert "line" in "\n".join(root["evidence"]) and "in string_at" in "\n".join(root["evidence"])
+    if version in READ_BY_TRAINDOC:
+        with sqlite3.connect(run.run_dir / "run.db") as db:
+            (traceback,) = db.execute("SELECT python_traceback FROM crashes").fetchone()
+        assert f"File ???, line {line_of(TORN, '# crash here')} in crash" in traceback, traceback
+        call = len(TORN.rstrip("\n").split("\n"))  # the last line calls crash()
+        assert f'File "{script}", line {call} in <module>' in traceback, traceback
