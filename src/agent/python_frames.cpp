@@ -561,24 +561,23 @@ int python_minor() {
   return end != text + 2 && *end == '.' ? static_cast<int>(minor) : -1;
 }
 
-// Whether the interpreter's code and frame objects have the sizes of the build `l` describes.
-bool sizes_match(int64_t code_size, int64_t frame_size) {
+// Whether the interpreter's code and frame objects have the sizes of the build a layout describes.
+bool sizes_match(const void* code_type, int64_t code_size, int64_t frame_size) {
   int64_t code = 0;
   int64_t frame = 0;
   void* frame_type = dlsym(RTLD_DEFAULT, "PyFrame_Type");
   if (frame_type == nullptr) return false;
-  std::memcpy(&code, reinterpret_cast<const char*>(g_code_type) + kTypeBasicSize, sizeof(code));
+  std::memcpy(&code, static_cast<const char*>(code_type) + kTypeBasicSize, sizeof(code));
   std::memcpy(&frame, static_cast<const char*>(frame_type) + kTypeBasicSize, sizeof(frame));
   return code == code_size && frame == frame_size;
 }
 
-bool find_layout(int minor, Layout& l) {
+bool find_layout(int minor, const char* runtime, const void* code_type, Layout& l) {
   if (minor == 9 || minor == 10) {
     l = minor == 9 ? kLayout39 : kLayout310;
-    return sizes_match(kCodeSize39, minor == 9 ? kFrameSize39 : kFrameSize310);
+    return sizes_match(code_type, kCodeSize39, minor == 9 ? kFrameSize39 : kFrameSize310);
   }
   // _PyRuntime starts with _Py_DebugOffsets from 3.13 on; static data, valid before start-up.
-  const auto* runtime = reinterpret_cast<const char*>(g_runtime);
   if (minor < 13 || std::memcmp(runtime, "xdebugpy", 8) != 0) return false;
   uint64_t version = 0;
   std::memcpy(&version, runtime + 8, sizeof(version));
@@ -601,12 +600,19 @@ bool find_layout(int minor, Layout& l) {
 }  // namespace
 
 void prepare_python_frames() {
-  g_runtime = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
-  g_code_type = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyCode_Type"));
-  g_str_type = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyUnicode_Type"));
-  g_bytes_type = reinterpret_cast<uint64_t>(dlsym(RTLD_DEFAULT, "PyBytes_Type"));
-  if (g_runtime == 0 || g_code_type == 0 || g_str_type == 0 || g_bytes_type == 0) return;
-  g_ready = find_layout(python_minor(), g_layout);
+  const void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+  const void* code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  const void* str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  const void* bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
+  if (runtime == nullptr || code_type == nullptr || str_type == nullptr || bytes_type == nullptr) {
+    return;
+  }
+  // Addresses as numbers from here on: the walk only compares them and reads through peek().
+  g_runtime = reinterpret_cast<uint64_t>(runtime);
+  g_code_type = reinterpret_cast<uint64_t>(code_type);
+  g_str_type = reinterpret_cast<uint64_t>(str_type);
+  g_bytes_type = reinterpret_cast<uint64_t>(bytes_type);
+  g_ready = find_layout(python_minor(), static_cast<const char*>(runtime), code_type, g_layout);
 }
 
 // Async-signal-safe.
