@@ -67,52 +67,37 @@ struct Layout {
 // From the headers of CPython 3.9 and 3.10 (release builds, LP64): not patch-dependent. The sizes
 // of their code and frame objects are checked at start-up, so that another build (a debug build,
 // a vendor's patch) gets no traceback rather than a wrong one.
-constexpr Layout kLayout39 = {FrameKind::kFrameObject,
-                              LineTable::kLnotab,
-                              32,
-                              0,
-                              8,
-                              8,
-                              24,
-                              176,
-                              24,
-                              32,
-                              104,
-                              104,
-                              112,
-                              40,
-                              120,
-                              0,
-                              8,
-                              16,
-                              32,
-                              32,
-                              16,
-                              48,
-                              72};
-constexpr Layout kLayout310 = {FrameKind::kFrameObject,
-                               LineTable::kPairs,
-                               32,
-                               0,
-                               8,
-                               8,
-                               24,
-                               176,
-                               24,
-                               32,
-                               96,
-                               104,
-                               112,
-                               40,
-                               120,
-                               0,
-                               8,
-                               16,
-                               32,
-                               32,
-                               16,
-                               48,
-                               72};
+constexpr Layout kLayout39 = {.frame_kind = FrameKind::kFrameObject,
+                              .line_table = LineTable::kLnotab,
+                              .runtime_interpreters = 32,
+                              .interp_next = 0,
+                              .interp_threads = 8,
+                              .thread_next = 8,
+                              .thread_frame = 24,
+                              .thread_id = 176,
+                              .frame_back = 24,
+                              .frame_code = 32,
+                              .frame_position = 104,
+                              .code_filename = 104,
+                              .code_name = 112,
+                              .code_firstlineno = 40,
+                              .code_lines = 120,
+                              .code_units = 0,
+                              .object_type = 8,
+                              .bytes_size = 16,
+                              .bytes_data = 32,
+                              .str_state = 32,
+                              .str_length = 16,
+                              .str_ascii_data = 48,
+                              .str_compact_data = 72};
+// 3.10 moved f_lasti (now counting code units) and changed the line table's format.
+constexpr Layout layout_310() {
+  Layout l = kLayout39;
+  l.line_table = LineTable::kPairs;
+  l.frame_position = 96;
+  return l;
+}
+constexpr Layout kLayout310 = layout_310();
 constexpr int64_t kCodeSize39 = 176;
 constexpr int64_t kFrameSize39 = 368;
 constexpr int64_t kFrameSize310 = 360;
@@ -445,14 +430,13 @@ void put_str(Writer& out, uint64_t object, bool quoted) {
 
 // `  File "x.py", line 12 in f`, as CPython's dumper writes a frame. Async-signal-safe.
 void put_frame(Writer& out, uint64_t frame, uint64_t code) {
+  // An unreadable pointer stays 0, which put_str() writes as "???".
   uint64_t filename = 0;
   uint64_t name = 0;
+  peek_value(code + g_layout.code_filename, filename);
+  peek_value(code + g_layout.code_name, name);
   out.put("  File ");
-  if (peek_value(code + g_layout.code_filename, filename)) {
-    put_str(out, filename, true);
-  } else {
-    out.put("???");
-  }
+  put_str(out, filename, true);
   out.put(", line ");
   int line = frame_line(frame, code);
   if (line >= 0) {
@@ -461,11 +445,7 @@ void put_frame(Writer& out, uint64_t frame, uint64_t code) {
     out.put("???");
   }
   out.put(" in ");
-  if (peek_value(code + g_layout.code_name, name)) {
-    put_str(out, name, false);
-  } else {
-    out.put("???");
-  }
+  put_str(out, name, false);
   out.put('\n');
 }
 
