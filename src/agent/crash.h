@@ -50,9 +50,11 @@ void fill_native_stack(common::CrashRecord& record);
 void fill_native_stack_by_frame_pointers(common::CrashRecord& record);
 
 // Writes the Python traceback of every thread to <run>/agent/python-<pid>.txt when the process
-// runs an initialised CPython that exports _Py_DumpTracebackThreads. Async-signal-safe as far as
-// CPython's faulthandler is. Returns whether it wrote.
-bool dump_python_traceback();
+// runs an initialised CPython: with its own dumper (_Py_DumpTracebackThreads) where it exports
+// one, else read from its structures (python_frames.cpp). Async-signal-safe as far as CPython's
+// faulthandler is. Sets `dumped` to 1 where it wrote, and as soon as it starts writing, so that a
+// dump cut short by a fault (run it guarded) keeps what it wrote.
+void dump_python_traceback(uint32_t& dumped);
 
 // The same dump of every thread's Python stack into `fd` (stack dumps on request).
 // Async-signal-safe as above; false when the process runs no initialised CPython.
@@ -65,6 +67,20 @@ int native_backtrace(uint64_t* frames, int size);
 
 // Writes `value` in decimal, without a NUL; returns the length. Async-signal-safe.
 size_t format_decimal(char* out, uint64_t value);
+
+// --- python_frames.cpp -------------------------------------------------------------------------
+
+// Start-up: finds the layout of the interpreter's threads, frames and code objects, for CPython
+// 3.9 and 3.10 (known per version) and 3.13+ (_PyRuntime.debug_offsets). Outside any handler.
+void prepare_python_frames();
+
+// Whether write_python_frames() can read this process's interpreter. Async-signal-safe.
+bool python_frames_readable();
+
+// Every thread's Python traceback, in the text of CPython's dumper, read through
+// process_vm_readv: a torn or freed structure ends a thread's frames early, never faults.
+// Returns whether any thread was written. Async-signal-safe.
+bool write_python_frames(int fd);
 
 // --- signal_hooks.cpp --------------------------------------------------------------------------
 

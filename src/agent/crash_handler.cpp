@@ -236,7 +236,7 @@ void capture(const siginfo_t* info, const void* context) {
   if (!guarded([&] { fill_native_stack(record); })) {
     guarded([&] { fill_native_stack_by_frame_pointers(record); });
   }
-  guarded([&] { record.python_dumped = dump_python_traceback() ? 1 : 0; });
+  guarded([&] { dump_python_traceback(record.python_dumped); });
   record.time_ns = crash_ns;
   record.state.store(static_cast<uint32_t>(CrashState::kWritten), std::memory_order_release);
   wake_all(record.state);

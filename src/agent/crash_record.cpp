@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <unwind.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -22,7 +23,7 @@ namespace {
 using common::CrashRecord;
 using common::kCrashFrames;
 
-// CPython 3.8-3.12 export these (3.13 and 3.14 do not).
+// CPython 3.8-3.12 export these, except 3.9 and 3.10, which lack the dumper (as do 3.13+).
 using DumpThreadsFn = const char* (*)(int fd, void* interp, void* current_tstate);
 using IsInitializedFn = int (*)();
 
@@ -129,6 +130,14 @@ _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* raw) {
   return _URC_NO_REASON;
 }
 
+// Whether the process runs an initialised CPython whose threads we can dump. Async-signal-safe.
+bool python_dumpable() {
+  if (g_py_initialized == nullptr || (g_py_dump == nullptr && !python_frames_readable())) {
+    return false;
+  }
+  return g_py_initialized() != 0;
+}
+
 }  // namespace
 
 // libgcc's unwinder, linked into the agent (-static-libgcc) and hidden, rather than glibc's
@@ -160,6 +169,7 @@ void prepare_crash_record() {
 
   g_py_dump = reinterpret_cast<DumpThreadsFn>(dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads"));
   g_py_initialized = reinterpret_cast<IsInitializedFn>(dlsym(RTLD_DEFAULT, "Py_IsInitialized"));
+  if (g_py_initialized != nullptr && g_py_dump == nullptr) prepare_python_frames();
 }
 
 // Async-signal-safe.
@@ -209,7 +219,8 @@ void fill_native_stack_by_frame_pointers(CrashRecord& record) {
 
 // Async-signal-safe (faulthandler's own dump, which CPython runs from its handler).
 bool write_python_traceback(int fd) {
-  if (g_py_dump == nullptr || g_py_initialized == nullptr || g_py_initialized() == 0) return false;
+  if (!python_dumpable()) return false;
+  if (g_py_dump == nullptr) return write_python_frames(fd);
   const char* error = g_py_dump(fd, nullptr, nullptr);
   if (error != nullptr) {
     // Say why in the file ("unable to get the interpreter state"), as faulthandler does.
@@ -221,16 +232,18 @@ bool write_python_traceback(int fd) {
 }
 
 // Async-signal-safe.
-bool dump_python_traceback() {
-  if (g_py_dump == nullptr || g_py_initialized == nullptr) return false;
-  if (g_py_initialized() == 0) return false;
+void dump_python_traceback(uint32_t& dumped) {
+  dumped = 0;
+  if (!python_dumpable()) return;
   char path[kRunPathSize];
   run_file_path(path, "agent/python-", getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  bool written = write_python_traceback(fd);
+  if (fd < 0) return;
+  // Set before the dump: CPython's dumper faults on a torn structure (it reads through its
+  // pointers), and the frames it wrote before that are kept.
+  std::atomic_ref<uint32_t>(dumped).store(1, std::memory_order_relaxed);
+  dumped = write_python_traceback(fd) ? 1 : 0;
   close(fd);
-  return written;
 }
 
 }  // namespace traindoc::agent

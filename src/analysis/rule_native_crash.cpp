@@ -28,8 +28,9 @@ void cite_where(const RuleContext& context, const store::Crash& crash, const Cra
   } else if (process != nullptr && !at_exit && crash.python_traceback.empty() &&
              process->record.cmdline.find("python") != std::string::npos) {
     f.evidence.push_back(
-        "no Python traceback: the interpreter does not export its traceback dumper (CPython "
-        "3.13 and 3.14), or it had not started");
+        "no Python traceback: traindoc cannot read this interpreter's threads (a free-threaded "
+        "build, a CPython after 3.14, a debug or patched build of 3.9 or 3.10), or it had not "
+        "started");
   }
   // The native stack last: the lines above say where, these how it got there.
   for (size_t i = 0; i < crash.frames.size() && i < 8; ++i) {
