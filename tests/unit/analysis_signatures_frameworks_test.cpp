@@ -18,6 +18,7 @@ namespace {
 using signature_test::expect_fields;
 using signature_test::ids;
 using signature_test::match;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::UnorderedElementsAre;
@@ -50,7 +51,11 @@ TEST(SignatureFrameworks, TensorFlowLabelOutOfRange) {
   EXPECT_EQ(torch.title, "target label 255 is outside [0, classes)");
   EXPECT_THAT(tf.fix, HasSubstr(torch.fix));
   EXPECT_THAT(tf.fix, HasSubstr("SparseCategoricalCrossentropy(ignore_class=255)"));
-  EXPECT_EQ(tf.evidence, torch.evidence);
+  // Both cite the void label; the rest of the evidence is each signature's own fields.
+  const std::string void_label =
+      "255 is the void label of segmentation masks (Cityscapes, Pascal VOC)";
+  EXPECT_THAT(tf.evidence, Contains(void_label));
+  EXPECT_THAT(torch.evidence, Contains(void_label));
 
   // A real class beyond the model's: the class count from the text goes into the fix.
   KnownFailure beyond = described(
@@ -71,7 +76,7 @@ TEST(SignatureFrameworks, JaxNanCheck) {
       {{"value", "inf"}, {"primitive", "jit(div)"}});
   // NumPy's warning has no "(nan)": not JAX's check.
   EXPECT_THAT(ids("RuntimeWarning: invalid value encountered in log"),
-              Not(::testing::Contains("jax.debug-nans")));
+              Not(Contains("jax.debug-nans")));
 
   KnownFailure jax = described("FloatingPointError: invalid value (nan) encountered in log");
   KnownFailure torch =
