@@ -546,17 +546,42 @@ void autograd_inplace(const SignatureMatch& m, KnownFailure& f) {
       "prints the forward line that made it.";
 }
 
+namespace {
+
+// A NaN's fix in any framework: where the check `saw` it, where NaNs come from, and the
+// framework's ways to keep inputs `in_range` and to `clip` gradients.
+std::string nan_fix(const std::string& saw, const char* in_range, const char* clip) {
+  return saw +
+         ": an input outside the function's domain (log or sqrt of zero or less, a division by "
+         "zero) or a forward value that overflowed. Keep inputs in range (" +
+         in_range + "), lower the learning rate or clip gradients (" + clip + ").";
+}
+
+}  // namespace
+
 void autograd_nan(const SignatureMatch& m, KnownFailure& f) {
   std::string fn = field(m, "grad_fn");
   f.title = (fn.empty() ? std::string("a backward function") : "the backward of " + fn) +
             " returned NaN (anomaly detection)";
-  f.fix =
+  f.fix = nan_fix(
       "A gradient became NaN in the backward of the forward call cited (anomaly detection's "
-      "warning names it): an input outside the function's domain (log or sqrt of zero or less, "
-      "a division by zero) or a forward value that overflowed. Keep inputs in range "
-      "(x.clamp_min(eps), log_softmax instead of log(softmax), BCEWithLogitsLoss instead of "
-      "sigmoid then BCELoss), lower the learning rate or clip gradients "
-      "(torch.nn.utils.clip_grad_norm_).";
+      "warning names it)",
+      "x.clamp_min(eps), log_softmax instead of log(softmax), BCEWithLogitsLoss instead of "
+      "sigmoid then BCELoss",
+      "torch.nn.utils.clip_grad_norm_");
+}
+
+void debug_nans(const SignatureMatch& m, KnownFailure& f) {
+  std::string op = field(m, "primitive");
+  std::string value = field(m, "value") == "inf" ? "Inf" : "NaN";
+  f.title = (op.empty() ? std::string("an operation") : op) + " produced " + value +
+            " (JAX's jax_debug_nans check)";
+  f.fix = nan_fix("A value became " + value +
+                      " in the operation cited (the traceback's last frame of yours, or the "
+                      "forward call it differentiates)",
+                  "jnp.maximum(x, eps), jax.nn.log_softmax instead of jnp.log(jax.nn.softmax(x)), "
+                  "optax.sigmoid_binary_cross_entropy on logits",
+                  "optax.clip_by_global_norm");
 }
 
 // ---- DDP and collectives ----------------------------------------------------------------------

@@ -80,12 +80,25 @@ std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> class
 
 void label(const SignatureMatch& m, KnownFailure& f) {
   std::string value = field(m, "label");
-  f.title = value.empty() ? "a target label is outside [0, classes)"
-                          : "target label " + value + " is outside [0, classes)";
+  // TensorFlow's text has the class count; PyTorch's does not.
+  std::string classes = field(m, "classes");
+  std::string range = "[0, " + (classes.empty() ? std::string("classes") : classes) + ")";
+  f.title = value.empty() ? "a target label is outside " + range
+                          : "target label " + value + " is outside " + range;
   if (value == "255") {
     f.evidence.push_back("255 is the void label of segmentation masks (Cityscapes, Pascal VOC)");
   }
-  if (auto known = int_field(m, "label")) f.fix = label_fix(*known, std::nullopt, std::nullopt);
+  if (auto known = int_field(m, "label"))
+    f.fix = label_fix(*known, int_field(m, "classes"), std::nullopt);
+}
+
+void keras_label(const SignatureMatch& m, KnownFailure& f) {
+  label(m, f);
+  if (field(m, "label") == "255") {
+    f.fix +=
+        " In Keras the loss's argument is ignore_class: "
+        "SparseCategoricalCrossentropy(ignore_class=255).";
+  }
 }
 
 void index(const SignatureMatch& m, KnownFailure& f) {

@@ -20,6 +20,8 @@ void label(const SignatureMatch& m, KnownFailure& f);
 // place of these words, for every rule that tells them.
 std::string label_fix(std::optional<int64_t> label, std::optional<int64_t> classes,
                       std::optional<int64_t> largest);
+// label, with Keras' name for the loss's ignored label (ignore_class) beside PyTorch's.
+void keras_label(const SignatureMatch& m, KnownFailure& f);
 void index(const SignatureMatch& m, KnownFailure& f);
 void worker_timeout(const SignatureMatch& m, KnownFailure& f);
 void rendezvous_timeout(const SignatureMatch& m, KnownFailure& f);
@@ -73,6 +75,8 @@ void batch_size_mismatch(const SignatureMatch& m, KnownFailure& f);
 void numpy_not_cpu(const SignatureMatch& m, KnownFailure& f);
 void autograd_inplace(const SignatureMatch& m, KnownFailure& f);
 void autograd_nan(const SignatureMatch& m, KnownFailure& f);
+// JAX's NaN check: the operation named, and the numerics advice autograd_nan gives PyTorch.
+void debug_nans(const SignatureMatch& m, KnownFailure& f);
 void ddp_ready_twice(const SignatureMatch& m, KnownFailure& f);
 void device_unsupported(const SignatureMatch& m, KnownFailure& f);
 void ddp_attribute(const SignatureMatch& m, KnownFailure& f);

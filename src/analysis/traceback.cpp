@@ -36,6 +36,10 @@ std::string_view ltrim(std::string_view s) {
   return s;
 }
 
+// TensorFlow's op errors: this first line, then blank lines between the node's definition
+// ("Detected at node ... defined at") and the op's own message ("Received a label value ...").
+constexpr std::string_view kTensorFlowGraphError = "Graph execution error:";
+
 bool indented(std::string_view s) {
   return !s.empty() && (s.front() == ' ' || s.front() == '\t');
 }
@@ -286,6 +290,7 @@ class Parser {
   void close(Track& track, bool cut) {
     size_t index = track.current;
     if (cut) m_out[index].incomplete = true;
+    while (!track.message.empty() && track.message.back().empty()) track.message.pop_back();
     std::string message;
     for (size_t i = 0; i < track.message.size(); ++i) {
       if (i > 0) message += '\n';
@@ -357,6 +362,10 @@ class Parser {
       start(track, line, p);
       track.parallel = parallel;
       return false;
+    }
+    if (text.empty() && !track.message.empty() && track.message.front() == kTensorFlowGraphError) {
+      track.message.emplace_back();
+      return true;
     }
     if (text.empty() || shape.header || shape.cause || shape.context || ends_message(text) ||
         spawned_process(text) || thread_name(text)) {

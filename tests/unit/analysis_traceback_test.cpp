@@ -489,6 +489,50 @@ TEST(TracebackParse, MultiLineMessageEndsAtAPause) {
   EXPECT_EQ(tbs[0].last_line, 5u);
 }
 
+// TensorFlow's op error holds blank lines (tf_label_255.txt's layout, TF 2.16 with Keras 3):
+// the op's message after them is the exception's, and what follows the message still ends it.
+TEST(TracebackParse, TensorFlowGraphErrorSpansBlankLines) {
+  const std::string received =
+      "Received a label value of 255 which is outside the valid range of [0, 19).  Label "
+      "values: 7 255 0";
+  std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
+      "Traceback (most recent call last):",
+      "  File \"/home/user/proj/train.py\", line 67, in <module>",
+      "    history = model.fit(train_ds, epochs=20)",
+      ("tensorflow.python.framework.errors_impl.InvalidArgumentError: Graph execution error:"),
+      "",
+      "Detected at node compile_loss/SparseSoftmaxCrossEntropyWithLogits defined at (most "
+      "recent call last):",
+      "  File \"/home/user/proj/train.py\", line 67, in <module>",
+      "",
+      received,
+      "\t [[{{node compile_loss/SparseSoftmaxCrossEntropyWithLogits}}]] [Op:__inference_12032]",
+      "",
+      "W20261126 04:43:28.576334 24431 reducer.cpp:1298] Warning: the next writer's record",
+  }));
+  ASSERT_EQ(tbs.size(), 1u);
+  const PythonTraceback& tb = tbs[0];
+  EXPECT_EQ(tb.exception_type, "tensorflow.python.framework.errors_impl.InvalidArgumentError");
+  EXPECT_EQ(tb.message,
+            "Graph execution error:\n\nDetected at node compile_loss/"
+            "SparseSoftmaxCrossEntropyWithLogits defined at (most recent call last):\n  File "
+            "\"/home/user/proj/train.py\", line 67, in <module>\n\n" +
+                received +
+                "\n\t [[{{node compile_loss/SparseSoftmaxCrossEntropyWithLogits}}]] "
+                "[Op:__inference_12032]");
+  EXPECT_EQ(tb.last_line, 10u);
+  const SignatureMatch* label = find(match_traceback(tb), "tf.label-out-of-range");
+  ASSERT_NE(label, nullptr);
+  EXPECT_EQ(label->fields.at("classes"), "19");
+
+  // Another exception's message still ends at its first blank line.
+  tbs = parse_tracebacks(
+      lines({"Traceback (most recent call last):", "  File \"t.py\", line 1, in <module>",
+             "ValueError: first line", "", "epoch 2 starts"}));
+  ASSERT_EQ(tbs.size(), 1u);
+  EXPECT_EQ(tbs[0].message, "first line");
+}
+
 // A progress bar whose last redraw did not end its line: Python's header follows it on that line.
 TEST(TracebackParse, AHeaderGluedToAProgressBar) {
   std::vector<PythonTraceback> tbs = parse_tracebacks(lines({
