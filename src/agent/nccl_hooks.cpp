@@ -676,7 +676,7 @@ TRAINDOC_EXPORT void* traindoc_nccl_bound(const char* name, void* real, const vo
 
 void start_nccl_audit() {
   // Its own lookup, which the audit library sees (and answers) where it is active.
-  dlsym(RTLD_DEFAULT, common::kNcclBoundSymbol);
+  static_cast<void>(dlsym(RTLD_DEFAULT, common::kNcclBoundSymbol));
   dlerror();
 }
 

@@ -40,6 +40,7 @@ extern "C" __attribute__((visibility("default"))) unsigned int la_objopen(link_m
   return traindoc::common::is_nccl_library(map->l_name) ? LA_FLG_BINDTO : 0;
 }
 
+// NOLINTBEGIN(performance-no-int-to-ptr): the linker hands addresses and link maps as integers.
 extern "C" __attribute__((visibility("default"))) uintptr_t la_symbind64(
     Elf64_Sym* sym, unsigned int /*ndx*/, uintptr_t* refcook, uintptr_t* defcook,
     unsigned int* /*flags*/, const char* symname) {
@@ -60,4 +61,5 @@ extern "C" __attribute__((visibility("default"))) uintptr_t la_symbind64(
   void* ours = bound(symname, reinterpret_cast<void*>(found), reinterpret_cast<void*>(*defcook));
   return ours != nullptr ? reinterpret_cast<uintptr_t>(ours) : found;
 }
+// NOLINTEND(performance-no-int-to-ptr)
 // NOLINTEND(readability-identifier-naming)

@@ -8,11 +8,12 @@
 
 #include "fake_nccl.h"
 
-#define NCCL_BY_NAME(X)                                                                        \
-  X(GetUniqueId)                                                                               \
-  X(CommInitRank) X(CommInitRankScalable) X(CommGetAsyncError) X(CommSplit) X(CommShrink)      \
-      X(CommDestroy) X(AllReduce) X(Bcast) X(Reduce) X(AllGather) X(ReduceScatter) X(AlltoAll) \
-          X(Send) X(Recv) X(GroupStart) X(GroupEnd)
+/* clang-format off */
+#define NCCL_BY_NAME(X)                                                                      \
+  X(GetUniqueId) X(CommInitRank) X(CommInitRankScalable) X(CommGetAsyncError) X(CommSplit)   \
+  X(CommShrink) X(CommDestroy) X(AllReduce) X(Bcast) X(Reduce) X(AllGather) X(ReduceScatter) \
+  X(AlltoAll) X(Send) X(Recv) X(GroupStart) X(GroupEnd)
+/* clang-format on */
 #define NCCL_POINTER(name) __typeof__(nccl##name)* name;
 static struct {
   NCCL_BY_NAME(NCCL_POINTER)
