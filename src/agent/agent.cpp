@@ -198,6 +198,7 @@ bool map_agent_file(const char* run_dir) {
 // handlers and C++ static destructors of the libraries loaded later: a process that crashes in
 // those never tells an exit it did not make.
 void exit_handler(int status, void*) {
+  note_nccl_unseen();
   note_exit(status);
 }
 
@@ -225,6 +226,7 @@ __attribute__((constructor)) void start_agent(int argc, char** argv, char** /*en
     on_exit(exit_handler, nullptr);
     start_crash_capture();
     start_stack_dumps();
+    start_nccl_audit();
   }
   errno = saved_errno;
 }

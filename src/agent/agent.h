@@ -68,6 +68,14 @@ void start_stack_dumps();
 // Async-signal-safe.
 void reset_stack_dumps_after_fork();
 
+// NCCL resolved by name (nccl_hooks.cpp): looks up the agent's entry point for the audit library
+// (src/agent/audit), which learns so where the agent is, at start-up once the slot is claimed.
+void start_nccl_audit();
+
+// At a normal exit: a process that loaded NCCL, where no communicator was made through the agent
+// and the audit library was not active, tells that its collectives were not visible.
+void note_nccl_unseen();
+
 // The process's training step as the Python hook counts it (step_abi.cpp): its optimizer steps
 // so far, else its backward calls; 0 before any.
 uint64_t current_step();

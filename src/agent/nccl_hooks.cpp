@@ -13,11 +13,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "agent/agent.h"
 #include "agent/collectives.h"
 #include "agent/nccl_functions.h"
 #include "common/collective_ring.h"
+#include "common/layout.h"
+#include "common/nccl_library.h"
 
 namespace traindoc::agent {
 namespace {
@@ -48,6 +51,11 @@ constexpr uint32_t kCommTable = 512;
 Comm g_comms[kCommTable];
 std::atomic<uint64_t> g_init_all_calls{0};
 
+// Set by the audit library's first call: dlsym's NCCL functions reach the agent.
+std::atomic<bool> g_audited{false};
+// Whether a communicator was made through an interposer: NCCL was seen (note_nccl_unseen).
+std::atomic<bool> g_nccl_seen{false};
+
 // Nesting inside NCCL (ncclBcast calls ncclBroadcast, ncclCommInitAll calls ncclGetUniqueId and
 // the init of each rank through the exported symbols): only the outermost call is recorded.
 __attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
@@ -73,6 +81,7 @@ Comm* find_comm(ncclComm_t comm) {
 // The entry is published (handle stored) only once its fields are written.
 void add_comm(ncclComm_t comm, uint64_t id, int rank, int size) {
   if (comm == nullptr) return;
+  g_nccl_seen.store(true, std::memory_order_relaxed);
   Comm* entry = find_comm(comm);
   if (entry == nullptr) {
     for (uint32_t probe = 0; probe < kCommTable && entry == nullptr; ++probe) {
@@ -171,18 +180,28 @@ void record_nothing() {}
 // caller would have reached without the agent.
 __attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_caller = 0;
 
+// 1 + the NCCL library, among those the program looked its functions up in (g_looked_up), whose
+// function this thread's interposed call forwards to; 0: the one its caller reaches (t_caller).
+// A looked-up function's hook sets t_pending_library for the interposer it calls.
+__attribute__((tls_model("initial-exec"))) thread_local int t_library = 0;
+__attribute__((tls_model("initial-exec"))) thread_local int t_pending_library = 0;
+
 // Depth guard for one interposed call, given its caller (the hook's return address); errno is
 // kept across our own work.
 struct Enter {
   int saved_errno = errno;
   uintptr_t outer_caller = t_caller;
+  int outer_library = t_library;
   explicit Enter(const void* caller) {
     ++t_depth;
     t_caller = reinterpret_cast<uintptr_t>(caller);
+    t_library = t_pending_library;
+    t_pending_library = 0;
   }
   ~Enter() {
     --t_depth;
     t_caller = outer_caller;
+    t_library = outer_library;
   }
   Enter(const Enter&) = delete;
   Enter& operator=(const Enter&) = delete;
@@ -403,11 +422,49 @@ TRAINDOC_NCCL_FUNCTIONS(TRAINDOC_NCCL_REAL, TRAINDOC_NCCL_REAL, TRAINDOC_NCCL_RE
 // (CMakeLists.txt).
 alignas(4096) Slot g_next[kFnCount];
 
+// An NCCL library whose functions the program looked up by name (dlsym), as the audit library
+// tells them (src/agent/audit): each looked-up function is bound to a hook of its own, which
+// forwards to the very function looked up, whatever scope NCCL was opened in.
+struct LookedUp {
+  std::atomic<const link_map*> library{nullptr};  // nullptr: free
+  std::atomic<void*> fn[kFnCount] = {};
+  std::atomic<void*> handle{nullptr};  // opened for the functions the program did not look up
+};
+// The NCCLs a process looks up are few (the framework's own): past these, a looked-up function is
+// left as it is, unrecorded.
+constexpr int kLookedUpLibraries = 4;
+alignas(64) LookedUp g_looked_up[kLookedUpLibraries];
+
+// The looked-up library's `name`; those the program did not look up (the agent's queries) are
+// looked up there on their first call.
+void* looked_up(LookedUp& library, Fn f) {
+  if (void* fn = library.fn[f].load(std::memory_order_acquire)) return fn;
+  int saved_errno = errno;
+  void* handle = library.handle.load(std::memory_order_acquire);
+  if (handle == nullptr) {
+    const link_map* map = library.library.load(std::memory_order_acquire);
+    handle = map != nullptr ? dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
+    void* none = nullptr;
+    // Kept open: the program keeps it loaded, and it is asked again.
+    if (handle != nullptr && !library.handle.compare_exchange_strong(none, handle)) {
+      dlclose(handle);
+      handle = none;
+    }
+  }
+  void* fn = handle != nullptr ? dlsym(handle, kNames[f]) : nullptr;
+  dlerror();  // the program's next dlerror() is about its own calls
+  if (fn != nullptr) library.fn[f].store(fn, std::memory_order_release);
+  errno = saved_errno;
+  return fn;
+}
+
 // Calls the real function, or fails as NCCL would on an internal error when there is none (the
 // program called our symbol without NCCL loaded).
 template <Fn F, typename... Args>
 ncclResult_t call_next(Args... args) {
-  auto next = next_nccl<typename Real<F>::Type>(g_next[F], kNames[F]);
+  using Next = typename Real<F>::Type;
+  auto next = t_library > 0 ? reinterpret_cast<Next>(looked_up(g_looked_up[t_library - 1], F))
+                            : next_nccl<Next>(g_next[F], kNames[F]);
   if (next == nullptr) return kNcclInternalError;
   return next(args...);
 }
@@ -547,5 +604,92 @@ TRAINDOC_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int e
 }
 
 // NOLINTEND(readability-identifier-naming)
+
+namespace {
+
+// The hook bound in place of a function the program looked up in the L-th looked-up library:
+// the interposer of that name, told to forward to the L-th library's function.
+template <auto Interposer, int L, typename = decltype(Interposer)>
+struct LookedUpHook;
+template <auto Interposer, int L, typename... Args>
+struct LookedUpHook<Interposer, L, ncclResult_t (*)(Args...)> {
+  static ncclResult_t call(Args... args) {
+    t_pending_library = L + 1;
+    return Interposer(args...);
+  }
+};
+
+template <auto Interposer, int... L>
+void* hook_at(int library, std::integer_sequence<int, L...> /*libraries*/) {
+  void* hook = nullptr;
+  ((hook = library == L ? reinterpret_cast<void*>(&LookedUpHook<Interposer, L>::call) : hook), ...);
+  return hook;
+}
+
+// The hook for function `f` of the `library`-th looked-up library; nullptr for one not interposed.
+void* looked_up_hook(Fn f, int library) {
+  switch (f) {
+#define TRAINDOC_NCCL_HOOK(name, ...) \
+  case k##name:                       \
+    return hook_at<&nccl##name>(library, std::make_integer_sequence<int, kLookedUpLibraries>{});
+    TRAINDOC_NCCL_FUNCTIONS(TRAINDOC_NCCL_HOOK, TRAINDOC_NCCL_HOOK, TRAINDOC_NCCL_HOOK,
+                            TRAINDOC_NCCL_NONE)
+    default:
+      return nullptr;
+  }
+}
+
+// The entry of `library` in g_looked_up, claimed for it if new; nullptr when all are taken.
+LookedUp* looked_up_library(const link_map* library) {
+  for (LookedUp& entry : g_looked_up) {
+    const link_map* none = nullptr;
+    if (entry.library.compare_exchange_strong(none, library) || none == library) return &entry;
+  }
+  return nullptr;
+}
+
+int add_loaded_nccl(dl_phdr_info* info, size_t /*size*/, void* data) {
+  *static_cast<bool*>(data) = common::is_nccl_library(info->dlpi_name);
+  return *static_cast<bool*>(data) ? 1 : 0;
+}
+
+}  // namespace
+
+// Called by the audit library from inside the dynamic linker (its lock may be held), at each
+// binding of the program's to an NCCL function: no loader call here, no allocation.
+TRAINDOC_EXPORT void* traindoc_nccl_bound(const char* name, void* real, const void* library) {
+  if (name == nullptr) {
+    g_audited.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (!active() || real == nullptr || library == nullptr) return nullptr;
+  int f = 0;
+  while (f < kFnCount && strcmp(kNames[f], name) != 0) ++f;
+  if (f == kFnCount) return nullptr;  // not one the agent knows: left as it is
+  LookedUp* entry = looked_up_library(static_cast<const link_map*>(library));
+  if (entry == nullptr) return nullptr;
+  // Queries are kept for the agent's own calls; the program's go straight to NCCL.
+  entry->fn[f].store(real, std::memory_order_release);
+  void* hook = looked_up_hook(static_cast<Fn>(f), static_cast<int>(entry - g_looked_up));
+  return hook;
+}
+
+void start_nccl_audit() {
+  // Its own lookup, which the audit library sees (and answers) where it is active.
+  static_cast<void>(dlsym(RTLD_DEFAULT, common::kNcclBoundSymbol));
+  dlerror();
+}
+
+void note_nccl_unseen() {
+  if (g_audited.load(std::memory_order_relaxed) || g_nccl_seen.load(std::memory_order_relaxed)) {
+    return;
+  }
+  bool loaded = false;
+  dl_iterate_phdr(add_loaded_nccl, &loaded);
+  if (loaded) {
+    append_record(common::RecordType::kNcclNotVisible,
+                  static_cast<int64_t>(common::NcclNotVisible::kNoAudit), 0, 0);
+  }
+}
 
 }  // namespace traindoc::agent

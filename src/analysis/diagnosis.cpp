@@ -3,6 +3,7 @@
 #include "analysis/diagnosis.h"
 
 #include "analysis/gpu_facts.h"
+#include "analysis/nccl_visibility_words.h"
 #include "analysis/oom_facts.h"
 #include "analysis/rules.h"
 #include "store/signal_words.h"
@@ -115,6 +116,8 @@ std::vector<std::string> missing_evidence(const store::Evidence& evidence) {
                event.kind == store::EventKind::kKernelLogUnavailable ||
                event.kind == store::EventKind::kPreflightFailed) {
       out.push_back(event.text);
+    } else if (event.kind == store::EventKind::kCollectivesNotVisible) {
+      out.push_back(nccl_not_visible_words(event, evidence));
     }
   }
   size_t without_agent =

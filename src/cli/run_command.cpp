@@ -132,6 +132,18 @@ int run_command(const RunArgs& args) {
   options.command = args.command;
   options.agent_path = installed("TRAINDOC_AGENT", "lib/libtraindoc_agent.so", " :");
   options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python", ":");
+  // Set and empty: without the audit library (NCCL resolved by dlsym then goes unseen).
+  const char* audit = getenv("TRAINDOC_NCCL_AUDIT");
+  if (audit == nullptr || *audit != '\0') {
+    options.audit_path = installed("TRAINDOC_NCCL_AUDIT", "lib/libtraindoc_nccl_audit.so", " :");
+    // The dynamic linker would say so on every process's stderr, in the job's output.
+    std::error_code error;
+    if (audit != nullptr && !fs::is_regular_file(options.audit_path, error)) {
+      throw std::runtime_error(std::string("TRAINDOC_NCCL_AUDIT names ") + audit +
+                               ", which is no file; leave it unset, or set it empty to run "
+                               "without the audit library");
+    }
+  }
   options.run_dir = prepare_run_dir(args.out);
   options.interval_ms = static_cast<int>(args.interval_s * 1000);
   if (args.flags.output() != Output::kNothing) {

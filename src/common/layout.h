@@ -72,6 +72,15 @@ enum class RecordType : uint32_t {
                         // many lines (index, name, module's class)
   kBatchSize = 15,      // the process stepped its optimizer on batches of a DataLoader whose
                         // batch size differs from the one it last told (Python hook): a = it
+  kNcclNotVisible = 16,  // the process ends having loaded NCCL, but none of its NCCL calls was
+                         // seen: a = NcclNotVisible, why they could not be
+};
+
+// Why a process's NCCL calls could not be seen (kNcclNotVisible).
+enum class NcclNotVisible : int64_t {
+  // NCCL functions taken with dlsym are seen only through the audit library (LD_AUDIT), which was
+  // not active: left out of the environment, removed from it, or ignored by the process's loader.
+  kNoAudit = 1,
 };
 
 // What a kStep record counts (src/agent/step_abi.cpp, python/traindoc_hook/steps.py).

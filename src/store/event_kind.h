@@ -42,6 +42,8 @@
   X(kAgentNoSlot, "agent-no-slot")                                                                 \
   X(kAgentSlotRefused, "agent-slot-refused")                                                       \
   X(kAgentRecordsDropped, "agent-records-dropped")                                                 \
+  /* a process's NCCL calls that could not be seen; a: common::NcclNotVisible, why */              \
+  X(kCollectivesNotVisible, "collectives-not-visible")                                             \
   X(kStoreFailed, "store-failed")                                                                  \
   X(kKernelLogUnavailable, "kernel-log-unavailable") /* the OOM killer's own account is missing */ \
   /* the kernel log's records overwritten before they were read, a running total; a: it, */        \

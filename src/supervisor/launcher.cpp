@@ -64,20 +64,27 @@ OutputChannel open_channel(int our_fd, int& job_fd) {
 // Set for --no-error-file: the Python hook then writes no TORCHELASTIC_ERROR_FILE either.
 constexpr const char* kNoErrorFileEnv = "TRAINDOC_NO_ERROR_FILE";
 
+// Adds the value of the list variable `entry` names (NAME=a:b) after ours, when `entry` is one.
+bool joined_list(std::string_view entry, std::string_view name, std::string& ours) {
+  if (!entry.starts_with(name) || entry.substr(name.size(), 1) != "=") return false;
+  std::string_view theirs = entry.substr(name.size() + 1);
+  if (!theirs.empty()) {
+    if (!ours.empty()) ours += ':';
+    ours += theirs;
+  }
+  return true;
+}
+
 std::vector<std::string> job_environment(const LaunchSpec& spec) {
   std::vector<std::string> env;
   std::string preload = spec.agent_path;
+  // Ours first, as the agent is preloaded first: an audit library of the job's own sees the
+  // bindings as ours left them.
+  std::string audit = spec.audit_path;
   std::string python_path = spec.python_path;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view text(*entry);
-    if (text.starts_with("LD_PRELOAD=")) {
-      std::string_view theirs = text.substr(strlen("LD_PRELOAD="));
-      if (!theirs.empty()) {
-        if (!preload.empty()) preload += ':';
-        preload += theirs;
-      }
-      continue;
-    }
+    if (joined_list(text, "LD_PRELOAD", preload) || joined_list(text, "LD_AUDIT", audit)) continue;
     if (text.starts_with(std::string(common::kRunDirEnv) + "=")) continue;
     if (text.starts_with(std::string(kNoErrorFileEnv) + "=")) continue;
     if (text.starts_with("PYTHONPATH=") && !spec.python_path.empty()) {
@@ -89,6 +96,7 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
     env.emplace_back(text);
   }
   if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
+  if (!audit.empty()) env.push_back("LD_AUDIT=" + audit);
   if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
   env.push_back(std::string(common::kRunDirEnv) + "=" + spec.run_dir);
   if (!spec.error_files) env.push_back(std::string(kNoErrorFileEnv) + "=1");

@@ -1,5 +1,6 @@
 // Starts the job: its output channels (pipes, or pseudo-terminals where ours are terminals),
-// the agent injected through LD_PRELOAD, and the run folder in the environment.
+// the agent injected through LD_PRELOAD (and its audit library through LD_AUDIT), and the run
+// folder in the environment.
 // Supervisor process, main thread, before the main loop starts.
 #pragma once
 
@@ -15,6 +16,7 @@ struct LaunchSpec {
   std::string run_dir;      // absolute
   std::string agent_path;   // absolute path of libtraindoc_agent.so; empty: no agent
   std::string python_path;  // folder of the Python hook's sitecustomize; empty: no hook
+  std::string audit_path;   // absolute path of the agent's audit library (LD_AUDIT); empty: none
   bool error_files = true;  // false: --no-error-file, told to the Python hook
 };
 

@@ -215,6 +215,11 @@ void Loop::take_record(const AgentRecord& record) {
       m_store.add_event({record.time_ns, store::EventKind::kBatchSize, record.pid,
                          "batch size " + std::to_string(record.a), record.a});
       break;
+    case common::RecordType::kNcclNotVisible:
+      // Words from the reason, in analysis (nccl_visibility_words.cpp).
+      m_store.add_event(
+          {record.time_ns, store::EventKind::kCollectivesNotVisible, record.pid, "", record.a});
+      break;
     default:
       break;
   }

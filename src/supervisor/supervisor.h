@@ -16,6 +16,7 @@ struct SupervisorOptions {
   std::vector<std::string> command;
   std::string run_dir;      // absolute, exists, holds logs/
   std::string agent_path;   // empty: run without the agent
+  std::string audit_path;   // the agent's audit library (LD_AUDIT); empty: none
   std::string python_path;  // the Python hook (python/ of the install); empty: none
   int interval_ms = 1000;   // process and host samples
   int slow_every = 5;       // descriptor counts and smaps_rollup every this many samples,

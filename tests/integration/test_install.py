@@ -178,7 +178,10 @@ def test_the_tree_needs_glibc_2_31_and_bundles_nothing(unpacked, deb):
     assert max(versions) <= (2, 31) and needed == glibc | {"libgcc_s.so.1"}, (versions, needed)
     versions, needed = glibc_versions(unpacked / "lib" / "libtraindoc_agent.so")
     assert max(versions) <= (2, 31) and needed == glibc - {"libm.so.6"}, (versions, needed)
-    assert sorted(p.name for p in (unpacked / "lib").iterdir()) == ["libtraindoc_agent.so"]
+    # The audit library (LD_AUDIT) is freestanding: it takes nothing from any library.
+    assert glibc_versions(unpacked / "lib" / "libtraindoc_nccl_audit.so") == (set(), set())
+    assert sorted(p.name for p in (unpacked / "lib").iterdir()) == [
+        "libtraindoc_agent.so", "libtraindoc_nccl_audit.so"]
     control = subprocess.run(["dpkg-deb", "--field", str(deb), "Depends"], capture_output=True,
                              text=True, check=True).stdout
     assert control.strip() == "libc6 (>= 2.31), libgcc-s1 (>= 4.2)"

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BUILD
+from conftest import BUILD, PYTHON, ROOT
 
 FAKES = BUILD / "tests" / "fakes" / "nccl"
 JOB = FAKES / "nccl_job"
@@ -17,6 +17,11 @@ LOCAL_JOB = [FAKES / "nccl_job_loader", FAKES / "libnccl_job_module.so"]
 # PyTorch's layout beside a framework that bundles a copy of NCCL and exports it, in one process.
 TWO_NCCLS = [FAKES / "nccl_job_loader",
              f"{FAKES / 'libnccl_job_module.so'},{FAKES / 'libnccl_job_bundled.so'}"]
+# NCCL opened with dlopen and its functions taken with dlsym (JAX's and TensorFlow's way), from
+# a C program and from Python's ctypes.
+DLSYM_JOB = [FAKES / "nccl_job_dlsym", FAKES / "libnccl.so.2"]
+CTYPES_JOB = [PYTHON, ROOT / "tests" / "fakes" / "nccl" / "nccl_ctypes_job.py",
+              FAKES / "libnccl.so.2"]
 AGENT = BUILD / "lib" / "libtraindoc_agent.so"
 
 
@@ -97,14 +102,36 @@ def test_each_caller_reaches_its_own_nccl(traindoc, tmp_path):
     assert len({r["pid"] for r in all_reduces}) == 2
 
 
-@pytest.mark.parametrize("fault,field,values", [
+def test_nccl_taken_by_name_is_recorded_as_if_linked(traindoc, tmp_path):
+    """dlopen and dlsym: the audit library binds the agent's hooks in place of the functions the
+    program took, which reach the very NCCL it opened (the stand-in counts what it served)."""
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "by-name").mkdir()
+    linked = traindoc(ranks(tmp_path / "linked", 2, "none"))
+    by_name = traindoc(ranks(tmp_path / "by-name", 2, "none", DLSYM_JOB))
+    assert by_name.status == 0, by_name.stderr
+    assert by_name.report["findings"] == []
+
+    def shape(run):
+        return sorted((r["op"], r["number"], r["count"], r["dtype"], r["redop"], r["peer"],
+                       r["group_rank"], r["group_size"]) for r in calls(run))
+    assert shape(by_name) == shape(linked) and shape(linked)
+    assert not any("collectives not visible" in note
+                   for note in by_name.report["missing_evidence"])
+
+
+MISMATCHES = [
     ("count", "count", ["1024", "2048"]),
     ("dtype", "dtype", ["float32", "int32"]),
     ("redop", "reduce op", ["sum", "max"]),
     ("root", "root", ["0", "1"]),
-])
-def test_mismatches_are_named(traindoc, tmp_path, fault, field, values):
-    run = traindoc(ranks(tmp_path, 2, fault))
+]
+
+
+@pytest.mark.parametrize("job", [(JOB,), DLSYM_JOB, CTYPES_JOB], ids=["linked", "dlsym", "ctypes"])
+@pytest.mark.parametrize("fault,field,values", MISMATCHES)
+def test_mismatches_are_named(traindoc, tmp_path, fault, field, values, job):
+    run = traindoc(ranks(tmp_path, 2, fault, job))
     assert run.status == 0, run.stderr
     root = next(f for f in run.report["findings"] if f["root_cause"])
     assert root["kind"] == "collective-mismatch"
@@ -114,6 +141,30 @@ def test_mismatches_are_named(traindoc, tmp_path, fault, field, values):
     for value in values:
         assert f"{field} {value}" in evidence, evidence
     assert "traindoc: collective-mismatch: " in run.stderr.decode()
+
+
+@pytest.mark.parametrize("job", [DLSYM_JOB, CTYPES_JOB], ids=["dlsym", "ctypes"])
+def test_nccl_by_name_without_the_audit_library_is_named(traindoc, tmp_path, job):
+    """The audit library left out: the program's calls go straight to NCCL, unchanged and
+    unrecorded, and the report names each rank whose collectives it could not see."""
+    env = {**os.environ, "TRAINDOC_NCCL_AUDIT": ""}
+    run = traindoc(ranks(tmp_path, 2, "count", job), env=env)
+    assert run.status == 0, run.stderr
+    assert calls(run) == []
+    assert not any(f["kind"] == "collective-mismatch" for f in run.report["findings"])
+    notes = [n for n in run.report["missing_evidence"] if n.startswith("collectives not visible")]
+    ranks_named = sorted(int(n.split("(rank ")[1].split(")")[0]) for n in notes)
+    assert ranks_named == [0, 1], run.report["missing_evidence"]
+    assert "NCCL resolved by dlsym" in notes[0] and "LD_AUDIT" in notes[0], notes
+
+
+def test_a_missing_audit_library_is_refused(traindoc, tmp_path):
+    """A path that names no file would make the dynamic linker complain in every process's
+    output: traindoc says so and starts nothing."""
+    env = {**os.environ, "TRAINDOC_NCCL_AUDIT": str(tmp_path / "none.so")}
+    run = traindoc(["true"], env=env)
+    assert run.status != 0
+    assert b"TRAINDOC_NCCL_AUDIT names" in run.stderr
 
 
 def test_a_skipped_call_is_missing_with_stacks(traindoc, tmp_path):

@@ -281,6 +281,33 @@ TEST(Diagnose, MissingEvidenceNotes) {
   EXPECT_EQ(d.missing_evidence, expected);
 }
 
+TEST(Diagnose, CollectivesNotVisibleNameTheProcessAndWhy) {
+  Evidence evidence;
+  evidence.host_samples.push_back(host_sample());
+  // Pid 10 was a rank that ended, then another process's: the event tells of the one alive then.
+  evidence.processes.push_back(proc(10, 1, 100, "python3 train.py"));
+  evidence.processes.back().rank = 1;
+  evidence.processes.back().end_ns = 1'500'000'000;
+  evidence.processes.push_back(proc(10, 1, 300, "python3 eval.py"));
+  evidence.processes.push_back(proc(11, 1, 100, "python3 train.py"));
+  auto why = static_cast<int64_t>(common::NcclNotVisible::kNoAudit);
+  evidence.events = {
+      {1'200'000'000, store::EventKind::kCollectivesNotVisible, 10, "", why},
+      {3'200'000'000, store::EventKind::kCollectivesNotVisible, 10, "", why},
+      {3'300'000'000, store::EventKind::kCollectivesNotVisible, 11, "", 99},  // a newer reason
+  };
+  Diagnosis d = diagnose(evidence);
+  ASSERT_EQ(d.missing_evidence.size(), 3U);
+  EXPECT_TRUE(d.missing_evidence[0].starts_with(
+      "collectives not visible in pid 10 (rank 1): it loaded NCCL and traindoc saw none of its "
+      "communicators; NCCL resolved by dlsym"))
+      << d.missing_evidence[0];
+  EXPECT_TRUE(d.missing_evidence[1].starts_with("collectives not visible in pid 10: it loaded"))
+      << d.missing_evidence[1];
+  EXPECT_EQ(d.missing_evidence[2],
+            "collectives not visible in pid 11: its NCCL calls were not recorded");
+}
+
 TEST(Diagnose, NoNotesWhenEvidenceIsComplete) {
   Evidence evidence;
   evidence.processes.push_back(proc(10, 1, 100, "python3 train.py"));

@@ -1,8 +1,10 @@
 /* One rank of a job that uses NCCL's C API (the stand-in library here): rank 0 writes the unique
  * id to a file, the others read it; then every rank makes the same calls, except for the fault
  * named on the command line. Usage: nccl_job RANK NRANKS ID_FILE FAULT, FAULT one of none,
- * count, dtype, redop, root, skip. Ends with code 0 unless NCCL fails. Built as a program, and
- * as a module (NCCL_JOB_MODULE) that nccl_job_loader opens the way Python opens a framework. */
+ * count, dtype, redop, root, skip. Ends with code 0 unless NCCL fails. Built as a program, as a
+ * module (NCCL_JOB_MODULE) that nccl_job_loader opens the way Python opens a framework, and as a
+ * program that opens NCCL itself and takes its functions by name (NCCL_JOB_DLSYM: nccl_job_dlsym
+ * LIBRARY RANK NRANKS ID_FILE FAULT). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -11,10 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef NCCL_JOB_DLSYM
+#include "nccl_by_name.h"
+#else
 #include "fake_nccl.h"
 
 /* The stand-in's count of the calls it served; absent from a real NCCL. */
 int fakeNcclCallsServed(void) __attribute__((weak));
+#endif
 
 static void share_id(ncclUniqueId* id, int rank, const char* path) {
   if (rank == 0) {
@@ -126,7 +132,15 @@ __attribute__((visibility("default"))) int nccl_job(int argc, char** argv) {
   return 0;
 }
 
-#ifndef NCCL_JOB_MODULE
+#if defined(NCCL_JOB_DLSYM)
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: nccl_job_dlsym LIBRARY RANK NRANKS ID_FILE FAULT\n");
+    return 2;
+  }
+  return load_nccl(argv[1]) != 0 ? 2 : nccl_job(argc - 1, argv + 1);
+}
+#elif !defined(NCCL_JOB_MODULE)
 int main(int argc, char** argv) {
   return nccl_job(argc, argv);
 }
