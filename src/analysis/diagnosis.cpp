@@ -464,7 +464,10 @@ std::vector<Finding> order_by_cause(const RuleContext& context, std::vector<Time
   }
   std::vector<Finding> out;
   out.reserve(found.size());
-  for (TimedFinding& timed : found) out.push_back(std::move(timed.finding));
+  for (TimedFinding& timed : found) {
+    timed.finding.t_ns = timed.t_ns;
+    out.push_back(std::move(timed.finding));
+  }
   return out;
 }
 

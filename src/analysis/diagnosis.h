@@ -45,6 +45,7 @@ struct Finding {
   double confidence = 0;
   std::vector<size_t> consequences;  // indexes of the findings this one caused
   std::optional<Repeats> repeats;    // set where it stands for alike findings
+  int64_t t_ns = 0;                  // when it failed, as the causal order reads it; 0: unknown
 };
 
 struct ProcessSummary {
