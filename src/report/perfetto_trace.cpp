@@ -217,7 +217,7 @@ void TraceBuilder::add_processes(const TraceNode& node, const NodeProcesses& pro
     size_t i = std::get<3>(order[position]);
     int pid = processes.trace_pid(i);
     std::string name = analysis::process_name(d.processes[i]);
-    if (several) name = node.name + ": " + name;
+    if (several) name.insert(0, node.name + ": ");
     m_process_names[pid] = name;
     m_metadata.push_back(metadata("process_name", pid, kNoTid, {{"name", name}}));
     m_metadata.push_back(metadata("process_labels", pid, kNoTid, {{"labels", node.name}}));
@@ -414,15 +414,7 @@ void TraceBuilder::add_findings(const analysis::Diagnosis& d, int node_pid, int6
     bool known = f.t_ns > 0;
     int64_t t_ns = known ? f.t_ns : end_ns;
     if (t_ns <= 0) continue;
-    json args = {{"kind", std::string(analysis::to_string(f.kind))},
-                 {"severity", analysis::to_string(f.severity)},
-                 {"root_cause", f.root_cause},
-                 {"title", f.title},
-                 {"ranks", f.ranks},
-                 {"pids", f.pids},
-                 {"evidence", f.evidence},
-                 {"fix", f.fix},
-                 {"confidence", f.confidence}};
+    json args = finding_json(f);
     if (!known) args["time_known"] = false;
     json event = instant((f.root_cause ? "ROOT CAUSE: " : "") + f.title, "finding", node_pid,
                          kEventsTid, std::move(args));
