@@ -87,6 +87,15 @@ struct AnalyzeArgs {
 
 int analyze_command(const AnalyzeArgs& args);
 
+struct ExportArgs {
+  std::string run_dir;
+  std::string perfetto;  // the trace file; "-": the standard output
+};
+
+// Throws, with a message naming the folder or the file, when the run folder cannot be read or
+// the trace not written; nothing is left as the trace's file then.
+int export_command(const ExportArgs& args);
+
 // Reads run.db, diagnoses, writes report.json, and prints what `output` asks for to `out`.
 // Returns the job's status as a shell would give it.
 int report_run(const std::string& run_dir, Output output, FILE* out);

@@ -119,6 +119,17 @@ CLI::App* add_check(CLI::App& app, traindoc::cli::CheckArgs& check) {
   return cmd;
 }
 
+CLI::App* add_export(CLI::App& app, traindoc::cli::ExportArgs& args) {
+  CLI::App* cmd = app.add_subcommand("export", "Write a run folder as a trace for ui.perfetto.dev");
+  cmd->add_option("run_dir", args.run_dir, "Run folder (or a job's folder of node folders)")
+      ->required();
+  cmd->add_option("--perfetto", args.perfetto,
+                  "FILE: the Chrome trace-event JSON that ui.perfetto.dev opens; - for stdout")
+      ->required();
+  cmd->footer("Usage: traindoc export RUN_FOLDER --perfetto FILE");
+  return cmd;
+}
+
 // An argument CLI11 did not take: an option of ours mistyped, or a command given without the --
 // that fit and check take it after.
 int extra_argument(CLI::App& app, const std::string& message) {
@@ -147,6 +158,9 @@ int dispatch(int argc, char** argv) {
   analyze_cmd->add_option("run_dir", analyze.run_dir,
                           "Run folder (default: the latest in ./traindoc-runs)");
   add_output_flags(analyze_cmd, analyze.flags);
+
+  traindoc::cli::ExportArgs export_args;
+  CLI::App* export_cmd = add_export(app, export_args);
 
   traindoc::cli::FitArgs fit;
   CLI::App* fit_cmd = add_fit(app, fit);
@@ -199,6 +213,7 @@ int dispatch(int argc, char** argv) {
       check.command = after_dashes;
       return traindoc::cli::check_command(check);
     }
+    if (export_cmd->parsed()) return traindoc::cli::export_command(export_args);
     return traindoc::cli::analyze_command(analyze);
   } catch (const std::exception& error) {
     fprintf(stderr, "traindoc: %s\n", error.what());

@@ -86,22 +86,6 @@ json repeats_json(const analysis::Repeats& r) {
   return out;
 }
 
-json finding_json(const analysis::Finding& f) {
-  json out = {{"kind", std::string(analysis::to_string(f.kind))},
-              {"severity", analysis::to_string(f.severity)},
-              {"root_cause", f.root_cause},
-              {"title", f.title},
-              {"ranks", f.ranks},
-              {"pids", f.pids},
-              {"evidence", f.evidence},
-              {"fix", f.fix},
-              {"confidence", f.confidence},
-              {"consequences", f.consequences}};
-  if (f.t_ns != 0) out["time_ns"] = f.t_ns;
-  if (f.repeats) out["repeated"] = repeats_json(*f.repeats);
-  return out;
-}
-
 json gpu_json(const analysis::GpuSummary& g) {
   json out;
   out["index"] = g.device.index;
@@ -119,6 +103,22 @@ json gpu_json(const analysis::GpuSummary& g) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json finding_json(const analysis::Finding& f) {
+  json out = {{"kind", std::string(analysis::to_string(f.kind))},
+              {"severity", analysis::to_string(f.severity)},
+              {"root_cause", f.root_cause},
+              {"title", f.title},
+              {"ranks", f.ranks},
+              {"pids", f.pids},
+              {"evidence", f.evidence},
+              {"fix", f.fix},
+              {"confidence", f.confidence},
+              {"consequences", f.consequences}};
+  if (f.t_ns != 0) out["time_ns"] = f.t_ns;
+  if (f.repeats) out["repeated"] = repeats_json(*f.repeats);
+  return out;
+}
 
 int shell_status(const store::RunInfo& run) {
   // 128 + N for the signals a process can die of; a number beyond them (a damaged run.db) still

@@ -12,6 +12,8 @@ namespace traindoc::report {
 inline constexpr const char* kReportSchema = "traindoc.report/1";
 
 nlohmann::ordered_json to_json(const analysis::Diagnosis& diagnosis);
+// One finding as report.json's `findings` hold it.
+nlohmann::ordered_json finding_json(const analysis::Finding& finding);
 
 // JSON text of `value` (indented by `indent` spaces, on one line when -1) that any strings can be
 // written to: bytes that are not UTF-8 become U+FFFD rather than an error, and DEL and the C1
