@@ -61,6 +61,9 @@ CLI::App* add_run(CLI::App& app, traindoc::cli::RunArgs& run) {
   cmd->add_option("--on-mismatch", run.on_mismatch,
                   "At a collective mismatch or hang: report (default) or abort the job")
       ->check(CLI::IsMember({"report", "abort"}));
+  cmd->add_flag("--memory-history", run.memory_history,
+                "Record PyTorch's GPU allocation history; at an out-of-memory error, save the "
+                "allocator's snapshot (memory_viz) and list the top allocation sites");
   add_output_flags(cmd, run.flags);
   cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
   return cmd;

@@ -150,6 +150,7 @@ int run_command(const RunArgs& args) {
   }
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
+  if (args.memory_history) options.memory_history_entries = supervisor::kMemoryHistoryEntries;
   options.trial_steps = args.trial_steps;
   options.trial_flat_s = args.trial_flat_s;
   // Before supervise() starts threads: the guard is forked.

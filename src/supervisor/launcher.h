@@ -12,9 +12,10 @@ namespace traindoc::supervisor {
 
 struct LaunchSpec {
   std::vector<std::string> argv;
-  std::string run_dir;      // absolute
-  std::string agent_path;   // absolute path of libtraindoc_agent.so; empty: no agent
-  std::string python_path;  // folder of the Python hook's sitecustomize; empty: no hook
+  std::string run_dir;                 // absolute
+  std::string agent_path;              // absolute path of libtraindoc_agent.so; empty: no agent
+  std::string python_path;             // folder of the Python hook's sitecustomize; empty: no hook
+  int64_t memory_history_entries = 0;  // the allocator history the hook records; 0: none
 };
 
 // One of the job's output streams as the supervisor reads it.
