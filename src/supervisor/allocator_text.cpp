@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <iterator>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
