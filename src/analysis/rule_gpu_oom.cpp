@@ -341,8 +341,10 @@ void unprinted_errors(const RuleContext& context,
     f.kind = fragmented ? FindingKind::kGpuFragmentation : FindingKind::kGpuOom;
     f.pids = {s->pid};
     if (p) f.ranks = context.ranks_of(*p);
-    f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ") + where +
-              (fragmented ? " through fragmentation" : "") + ", an error it caught";
+    f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
+    f.title += where;
+    if (fragmented) f.title += " through fragmentation";
+    f.title += ", an error it caught";
     f.evidence = allocator_evidence(*s, where);
     const store::CudaEnv* env = p ? find_cuda_env(gpu, p->record) : nullptr;
     std::optional<std::string> conf = env ? env->alloc_conf : std::nullopt;
