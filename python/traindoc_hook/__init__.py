@@ -5,14 +5,14 @@ the job."""
 import atexit
 import sys
 
-from traindoc_hook import (_agent, _imports, batches, collectives, ddp_gradients,
+from traindoc_hook import (_agent, _imports, allocator, batches, collectives, ddp_gradients,
                            ddp_parameters, error_file, logfiles, losses, spawn, steps, threads,
                            workers)
 
 # Patches to apply when a module is imported: module name -> [callable(module)]. Each feature
 # module registers its own with `_imports.when_imported` from `install`.
 _FEATURES = (steps, batches, collectives, ddp_gradients, losses, ddp_parameters, spawn, threads,
-             workers, logfiles, error_file)
+             workers, logfiles, error_file, allocator)
 
 
 def _when_finished(mark):

@@ -66,6 +66,12 @@ extern "C" __attribute__((visibility("default"))) void traindoc_batch_size(int64
   append_keeping_errno(traindoc::common::RecordType::kBatchSize, batch_size, 0);
 }
 
+// The process ran out of GPU memory; the hook wrote the caching allocator's state then to the
+// run folder's kAllocatorStateFile, as the process's `number`-th such error.
+extern "C" __attribute__((visibility("default"))) void traindoc_allocator_state(int number) {
+  append_keeping_errno(traindoc::common::RecordType::kAllocatorState, number, 0);
+}
+
 // A DataLoader started this process as its worker number `worker_id` (the hook wraps the
 // function every worker runs first).
 extern "C" __attribute__((visibility("default"))) void traindoc_worker_started(int worker_id) {

@@ -4,14 +4,21 @@
 // fragmentation from a full GPU. Pure.
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <string_view>
 
+#include "analysis/allocator_facts.h"
 #include "analysis/batch_advice.h"
 #include "analysis/gpu_facts.h"
 #include "analysis/rules.h"
 
 namespace traindoc::analysis {
 namespace {
+
+constexpr const char* kOwnPeakFix =
+    "The job's own peak exceeded the GPU: reduce the batch size (keep the effective batch with "
+    "gradient accumulation), use mixed precision (torch.autocast) or activation checkpointing.";
 
 // Another process's share worth naming as a cause: a CUDA context alone is 300-700 MiB.
 constexpr uint64_t kWorthNaming = 256ULL << 20;
@@ -189,10 +196,7 @@ std::string fix_for(const PrintedFailure& failure, const std::map<std::string, s
             "reduce the batch size.",
             " ");
   } else if (fix.empty()) {
-    fix =
-        "The job's own peak exceeded the GPU: reduce the batch size (keep the effective batch "
-        "with gradient accumulation), use mixed precision (torch.autocast) or activation "
-        "checkpointing.";
+    fix = kOwnPeakFix;
   }
   if (held.text.empty()) fix += " (Other processes on the GPU, if any, could not be seen.)";
   if (held.other_namespace) {
@@ -284,17 +288,101 @@ FailureMemory batch_memory(const store::GpuEvidence& gpu,
   return out;
 }
 
+// Caught and survived (a batch-size search that halves its batch until it fits): no failure,
+// where the job then ended well or the process trained on; one that gave up, or left its peers
+// for it, failed.
+void when_handled(const RuleContext& context, const ProcessSummary* p, int64_t t_ns, Finding& f) {
+  if (p != nullptr && p->record.exit_code == 0 &&
+      (run_finished(context) || p->trained_after_ns.value_or(0) > t_ns)) {
+    f.severity = Severity::kInfo;
+    f.title += ", and went on: it handled the error and exited with code 0";
+    f.fix =
+        "Nothing to do if the process meant to catch it (a search for the batch size that "
+        "fits). Otherwise: " +
+        f.fix;
+  }
+}
+
+// The allocator's reading decides fragmentation where it tells, over the message's figures.
+bool fragmented_by(const store::AllocatorState* state, bool by_message) {
+  AllocatorVerdict verdict = state ? allocator_verdict(*state) : AllocatorVerdict::kUnknown;
+  return verdict == AllocatorVerdict::kUnknown ? by_message
+                                               : verdict == AllocatorVerdict::kFragmented;
+}
+
+// The fix of a fragmented allocator that its reading showed, with when to empty the cache (which
+// the fix already says where expandable segments are set).
+std::string fragmented_fix(const std::map<std::string, std::string>& fields,
+                           const std::optional<std::string>& conf) {
+  std::string fix = fragmentation_fix(fields, conf);
+  if (alloc_option(conf, "expandable_segments") != "True") fix += kEmptyCacheTiming;
+  return fix;
+}
+
+// An out-of-memory error the job caught without printing it (a search for the batch that fits,
+// a retry with a smaller one): known from the allocator's reading alone, the last of each
+// process and device.
+void unprinted_errors(const RuleContext& context,
+                      const std::set<const store::AllocatorState*>& taken,
+                      std::vector<TimedFinding>& out) {
+  std::map<std::pair<int, int>, const store::AllocatorState*> last;
+  for (const store::AllocatorState& s : context.evidence.allocator_states) {
+    if (!taken.contains(&s)) last[{s.pid, s.device}] = &s;
+  }
+  const store::GpuEvidence& gpu = context.evidence.gpu;
+  for (const auto& [key, s] : last) {
+    const ProcessSummary* p = context.process(s->pid);
+    bool fragmented = allocator_verdict(*s) == AllocatorVerdict::kFragmented;
+    std::optional<int> device = p ? nvml_device(context, *p, s->device) : std::nullopt;
+    std::string where =
+        device ? device_label(gpu, *device) : "CUDA device " + std::to_string(s->device);
+    std::string who = p ? context.name(*p) : "pid " + std::to_string(s->pid);
+    Finding f;
+    f.kind = fragmented ? FindingKind::kGpuFragmentation : FindingKind::kGpuOom;
+    f.pids = {s->pid};
+    if (p) f.ranks = context.ranks_of(*p);
+    f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
+    f.title += where;
+    if (fragmented) f.title += " through fragmentation";
+    f.title += ", an error it caught";
+    f.evidence = allocator_evidence(*s, where);
+    const store::CudaEnv* env = p ? find_cuda_env(gpu, p->record) : nullptr;
+    std::optional<std::string> conf = env ? env->alloc_conf : std::nullopt;
+    if (conf) f.evidence.push_back("PyTorch allocator settings as the process started: " + *conf);
+    if (fragmented) {
+      f.fix = fragmented_fix({}, conf);
+    } else {
+      f.fix = kOwnPeakFix;
+      if (p) {
+        FailureMemory memory = batch_memory(gpu, {}, device, s->t_ns);
+        memory.in_use = s->reserved;
+        memory.requested = s->requested;
+        f.fix = with_batch_advice(context, *p, memory, std::move(f.fix));
+      }
+    }
+    f.confidence = 0.8;
+    when_handled(context, p, s->t_ns, f);
+    out.push_back({std::move(f), s->t_ns, s->pid});
+  }
+}
+
 }  // namespace
 
 void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
   const std::vector<PythonTraceback>& tracebacks = context.texts.all_tracebacks();
   const store::GpuEvidence& gpu = context.evidence.gpu;
+  std::set<const store::AllocatorState*> taken;
   for (const PrintedFailure& failure : printed_failures(
            context, tracebacks, {FindingKind::kGpuOom, FindingKind::kGpuFragmentation})) {
     std::map<std::string, std::string> fields = oom_fields(context, failure);
-    bool fragmented =
-        std::any_of(failure.matches.begin(), failure.matches.end(),
-                    [](const auto& m) { return m.kind == FindingKind::kGpuFragmentation; });
+    const store::AllocatorState* state =
+        failure.process ? allocator_state_before(context.evidence, failure.process->record.pid,
+                                                 failure.t_ns, taken)
+                        : nullptr;
+    if (state) taken.insert(state);
+    bool fragmented = fragmented_by(
+        state, std::any_of(failure.matches.begin(), failure.matches.end(),
+                           [](const auto& m) { return m.kind == FindingKind::kGpuFragmentation; }));
     Finding f;
     f.kind = fragmented ? FindingKind::kGpuFragmentation : FindingKind::kGpuOom;
     std::string who = failure.process ? context.name(*failure.process) : "a process";
@@ -304,8 +392,10 @@ void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
       f.ranks = context.ranks_of(*failure.process);
     }
     std::optional<int> device = failure_device(context, failure);
+    if (!device && state) device = nvml_device(context, *failure.process, state->device);
     std::string where = device                   ? device_label(gpu, *device)
                         : fields.contains("gpu") ? "CUDA device " + fields.at("gpu")
+                        : state                  ? "CUDA device " + std::to_string(state->device)
                                                  : "the GPU";
     f.title = who + (fragmented ? " ran out of memory on " : " ran out of GPU memory on ");
     f.title += where;
@@ -318,6 +408,10 @@ void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
                          line.substr(0, 400));
 
     cite_numbers(gpu, fields, device, where, f);
+    if (state) {
+      std::vector<std::string> read = allocator_evidence(*state, where);
+      f.evidence.insert(f.evidence.end(), read.begin(), read.end());
+    }
     const store::CudaEnv* env =
         failure.process ? find_cuda_env(gpu, failure.process->record) : nullptr;
     std::optional<std::string> conf = env ? env->alloc_conf : std::nullopt;
@@ -336,26 +430,16 @@ void rule_gpu_oom(const RuleContext& context, std::vector<TimedFinding>& out) {
     // NVML's view when it has one; PyTorch's list of the other processes otherwise.
     if (caveat) f.evidence.push_back(*caveat);
     f.fix = fix_for(failure, fields, held.text.empty() ? named : held, fragmented, conf);
+    if (fragmented && state) f.fix = fragmented_fix(fields, conf);
     if (!fragmented && failure.process) {
       f.fix = with_batch_advice(context, *failure.process,
                                 batch_memory(gpu, fields, device, failure.t_ns), std::move(f.fix));
     }
     f.confidence = 0.9;
-    // Caught and survived (a batch-size search that halves its batch until it fits): no failure,
-    // where the job then ended well or the process trained on; one that gave up, or left its
-    // peers for it, failed.
-    const ProcessSummary* p = failure.process;
-    if (p != nullptr && p->record.exit_code == 0 &&
-        (run_finished(context) || p->trained_after_ns.value_or(0) > failure.t_ns)) {
-      f.severity = Severity::kInfo;
-      f.title += ", and went on: it handled the error and exited with code 0";
-      f.fix =
-          "Nothing to do if the process meant to catch it (a search for the batch size that "
-          "fits). Otherwise: " +
-          f.fix;
-    }
+    when_handled(context, failure.process, failure.t_ns, f);
     out.push_back({std::move(f), failure.t_ns, pid});
   }
+  unprinted_errors(context, taken, out);
 }
 
 }  // namespace traindoc::analysis

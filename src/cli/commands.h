@@ -41,6 +41,7 @@ struct RunArgs {
   double stall_s = 30.0;
   std::string on_mismatch = "report";  // or "abort"
   bool no_error_file = false;          // leave torchrun's TORCHELASTIC_ERROR_FILE to the job
+  bool memory_history = false;         // --memory-history
   OutputFlags flags;
   int64_t trial_steps = 0;  // traindoc fit: end the job after this many optimizer steps
   double trial_flat_s = 0;  // ... or once the memory of a job that counts none stayed flat

@@ -63,6 +63,9 @@ CLI::App* add_run(CLI::App& app, traindoc::cli::RunArgs& run) {
       ->check(CLI::IsMember({"report", "abort"}));
   cmd->add_flag("--no-error-file", run.no_error_file,
                 "Never write TORCHELASTIC_ERROR_FILE for a torchrun rank that failed without one");
+  cmd->add_flag("--memory-history", run.memory_history,
+                "Record PyTorch's GPU allocation history; at an out-of-memory error, save the "
+                "allocator's snapshot (memory_viz) and list the top allocation sites");
   add_output_flags(cmd, run.flags);
   cmd->footer("Usage: traindoc run [OPTIONS] -- COMMAND [ARGS...]");
   return cmd;

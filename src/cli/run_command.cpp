@@ -165,6 +165,7 @@ int run_command(const RunArgs& args) {
   options.crash_words = [](const store::Crash& crash) { return analysis::crash_words(crash); };
   options.stall_seconds = args.stall_s;
   options.abort_on_issue = args.on_mismatch == "abort";
+  if (args.memory_history) options.memory_history_entries = supervisor::kMemoryHistoryEntries;
   options.trial_steps = args.trial_steps;
   options.trial_flat_s = args.trial_flat_s;
   // Before supervise() starts threads: the guard is forked.

@@ -29,6 +29,12 @@ inline constexpr const char* kReserveFileName = "reserve";
 inline constexpr const char* kRunDirEnv = "TRAINDOC_RUN_DIR";
 // The parameters DDP's error names by index, by the process that raised it (printf: its pid).
 inline constexpr const char* kDdpParametersFile = "agent/ddp-parameters-%d.tsv";
+// The caching allocator's state at a process's out-of-memory error (printf: its pid, the error's
+// number in the process), and the allocator's snapshot pickle saved then with allocation history.
+inline constexpr const char* kAllocatorStateFile = "agent/allocator-%d-%d.tsv";
+inline constexpr const char* kAllocatorSnapshotFile = "allocator/oom-%d-%d.pickle";
+// Set in the job by `traindoc run --memory-history`: the allocator's history entries to keep.
+inline constexpr const char* kMemoryHistoryEnv = "TRAINDOC_MEMORY_HISTORY";
 
 // How a process obtained its slot.
 enum class SlotOrigin : uint32_t { kExec = 1, kFork = 2 };
@@ -74,6 +80,9 @@ enum class RecordType : uint32_t {
                         // batch size differs from the one it last told (Python hook): a = it
   kNcclNotVisible = 16,  // the process ends having loaded NCCL, but none of its NCCL calls was
                          // seen: a = NcclNotVisible, why they could not be
+  kAllocatorState = 17,  // the process ran out of GPU memory (Python hook), which wrote the
+                         // caching allocator's state then to kAllocatorStateFile: a = the error's
+                         // number in the process
 };
 
 // Why a process's NCCL calls could not be seen (kNcclNotVisible).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "store/allocator_state.h"
 #include "store/cgroup_evidence.h"
 #include "store/collective_facts.h"
 #include "store/event_kind.h"
@@ -19,7 +20,7 @@
 
 namespace traindoc::store {
 
-inline constexpr int kSchemaVersion = 14;
+inline constexpr int kSchemaVersion = 15;
 
 struct RunInfo {
   std::vector<std::string> command;
@@ -359,6 +360,9 @@ struct Evidence {
   // looked at), and when.
   std::vector<PreflightResult> preflight;
   int64_t preflight_ns = 0;
+  // Schema 15: the caching allocator's state at each out-of-memory error the Python hook saw
+  // (older runs: not looked at).
+  std::vector<AllocatorState> allocator_states;
 
   bool operator==(const Evidence&) const = default;
 };

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "store/allocator_tables.h"
 #include "store/cgroup_tables.h"
 #include "store/evidence.h"
 #include "store/gpu_tables.h"
@@ -434,6 +435,7 @@ void create(sqlite3* db) {
   detail::exec(db, detail::kCgroupDdl);
   detail::exec(db, kDdlV13);
   detail::exec(db, detail::kPreflightDdl);
+  detail::exec(db, detail::kAllocatorDdl);
   detail::Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)");
   meta.bind(1, "format").bind(2, kFormat).run();
   set_version(db);
@@ -456,6 +458,7 @@ void upgrade(sqlite3* db) {
   if (version < 12) detail::exec(db, detail::kCgroupDdl);
   if (version < 13) detail::exec(db, kDdlV13);
   if (version < 14) detail::exec(db, detail::kPreflightDdl);
+  if (version < 15) detail::exec(db, detail::kAllocatorDdl);
   // The facts an older traindoc wrote only in words; a row that has its numbers keeps them.
   detail::exec(db, ("UPDATE events SET (a, b, c, name) = (" + event_facts(10) + ")").c_str());
   set_version(db);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/rank_env.h"
+#include "store/allocator_tables.h"
 #include "store/cgroup_tables.h"
 #include "store/collective_words_v9.h"
 #include "store/gpu_tables.h"
@@ -566,6 +567,7 @@ Evidence read_evidence(const std::string& db_path) {
   }
   if (evidence.schema_version >= 14)
     detail::read_preflight(db, evidence.preflight, evidence.preflight_ns);
+  if (evidence.schema_version >= 15) detail::read_allocator_states(db, evidence.allocator_states);
   read_bounds(db, evidence);
   detail::exec(db, "COMMIT");
   return evidence;

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "common/rank_env.h"
+#include "store/allocator_tables.h"
 #include "store/cgroup_tables.h"
 #include "store/collective_tables.h"
 #include "store/crash_tables.h"
@@ -773,6 +774,13 @@ void StoreWriter::write_preflight(int64_t t_ns, const std::vector<PreflightResul
     if (results.empty()) return;
     begin_if_needed();
     detail::write_preflight(m_impl->db.get(), t_ns, results);
+  });
+}
+
+void StoreWriter::write_allocator_state(const AllocatorState& state) {
+  guarded([&] {
+    begin_if_needed();
+    detail::write_allocator_state(m_impl->db.get(), state);
   });
 }
 

@@ -98,6 +98,8 @@ class StoreWriter {
   void add_kernel_oom_kill(const KernelOomKill& kill);
   // Schema 14: the traps the preflight checks found as the run started, once.
   void write_preflight(int64_t t_ns, const std::vector<PreflightResult>& results);
+  // Schema 15: the caching allocator's state at one out-of-memory error, with its sites.
+  void write_allocator_state(const AllocatorState& state);
 
   // Commits everything written since the last flush. Cheap when nothing is pending.
   void flush();

@@ -87,6 +87,8 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
     if (joined_list(text, "LD_PRELOAD", preload) || joined_list(text, "LD_AUDIT", audit)) continue;
     if (text.starts_with(std::string(common::kRunDirEnv) + "=")) continue;
     if (text.starts_with(std::string(kNoErrorFileEnv) + "=")) continue;
+    // Only --memory-history turns history on: one inherited from an outer run is not this one's.
+    if (text.starts_with(std::string(common::kMemoryHistoryEnv) + "=")) continue;
     if (text.starts_with("PYTHONPATH=") && !spec.python_path.empty()) {
       // Ours first, so that our sitecustomize runs (and then chains to theirs).
       std::string_view theirs = text.substr(strlen("PYTHONPATH="));
@@ -100,6 +102,10 @@ std::vector<std::string> job_environment(const LaunchSpec& spec) {
   if (!python_path.empty()) env.push_back("PYTHONPATH=" + python_path);
   env.push_back(std::string(common::kRunDirEnv) + "=" + spec.run_dir);
   if (!spec.error_files) env.push_back(std::string(kNoErrorFileEnv) + "=1");
+  if (spec.memory_history_entries > 0) {
+    env.push_back(std::string(common::kMemoryHistoryEnv) + "=" +
+                  std::to_string(spec.memory_history_entries));
+  }
   return env;
 }
 

@@ -18,6 +18,7 @@ struct LaunchSpec {
   std::string python_path;  // folder of the Python hook's sitecustomize; empty: no hook
   std::string audit_path;   // absolute path of the agent's audit library (LD_AUDIT); empty: none
   bool error_files = true;  // false: --no-error-file, told to the Python hook
+  int64_t memory_history_entries = 0;  // the allocator history the hook records; 0: none
 };
 
 // One of the job's output streams as the supervisor reads it.

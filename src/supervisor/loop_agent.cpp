@@ -1,5 +1,6 @@
 // The supervisor's main loop: what the agent tells (registrations, records, crashes, losses) and
 // the CUDA settings of each process. Supervisor process, main thread (loop.h).
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "supervisor/allocator_text.h"
 #include "supervisor/ddp_parameters_text.h"
 #include "supervisor/file_text.h"
 #include "supervisor/loop.h"
@@ -53,6 +55,26 @@ std::vector<store::Event> ddp_parameters(const std::string& run_dir, int pid, in
         {t_ns, store::EventKind::kDdpParameter, pid, std::move(text), index, {}, {}, parameter});
   }
   return out;
+}
+
+// The caching allocator's state at out-of-memory error `number` of process `pid`, as the hook
+// wrote it, and its snapshot pickle where one was saved (a regular file of the expected name:
+// what the job's code writes names no other path).
+store::AllocatorState allocator_state(const std::string& run_dir, int pid, int number,
+                                      int64_t t_ns) {
+  char name[96];
+  snprintf(name, sizeof(name), common::kAllocatorStateFile, pid, number);
+  store::AllocatorState state;
+  state.t_ns = t_ns;
+  state.pid = pid;
+  state.number = number;
+  allocator_text(read_file_text(run_dir + "/" + name, kAllocatorStateMaxBytes), state);
+  snprintf(name, sizeof(name), common::kAllocatorSnapshotFile, pid, number);
+  struct stat info {};
+  if (lstat((run_dir + "/" + name).c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+    state.snapshot = name;
+  }
+  return state;
 }
 
 }  // namespace
@@ -202,6 +224,12 @@ void Loop::take_record(const AgentRecord& record) {
     case common::RecordType::kDdpParameters:
       for (const store::Event& e : ddp_parameters(m_options.run_dir, record.pid, record.time_ns)) {
         m_store.add_event(e);
+      }
+      break;
+    case common::RecordType::kAllocatorState:
+      if (a >= 0) {
+        m_store.write_allocator_state(
+            allocator_state(m_options.run_dir, record.pid, a, record.time_ns));
       }
       break;
     case common::RecordType::kLabelOutOfRange:

@@ -338,7 +338,7 @@ void Loop::start_job() {
   if (m_options.trial_steps == 0) end_if_stopped_before_launch();
   LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : "",
                   m_agent ? m_options.python_path : "", m_agent ? m_options.audit_path : "",
-                  m_options.error_files};
+                  m_options.error_files, m_options.memory_history_entries};
   try {
     m_job = launch(spec);
   } catch (const LaunchError& error) {

@@ -12,6 +12,10 @@
 
 namespace traindoc::supervisor {
 
+// The history entries `traindoc run --memory-history` keeps per process: about the last 100000
+// allocations and frees, what PyTorch's guide to memory snapshots records (tens of MB of snapshot).
+inline constexpr int64_t kMemoryHistoryEntries = 100000;
+
 struct SupervisorOptions {
   std::vector<std::string> command;
   std::string run_dir;      // absolute, exists, holds logs/
@@ -26,6 +30,9 @@ struct SupervisorOptions {
   std::function<void(const std::string&)> announce;
   double stall_seconds = 30;    // --stall-seconds: a collective wait with no progress this long
   bool abort_on_issue = false;  // --on-mismatch abort: end the job at the first collective issue
+  // --memory-history: the PyTorch allocator's history entries each process keeps from its first
+  // CUDA allocation (0: no history recorded).
+  int64_t memory_history_entries = 0;
   // `traindoc fit`: end the job once every process that trains has run this many optimizer
   // steps (0: never), its peaks sampled first; in a job none of whose processes counts steps,
   // once its memory has stayed flat this long while it worked (0: never).

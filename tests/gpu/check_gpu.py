@@ -11,6 +11,7 @@ Usage: python3 tests/gpu/check_gpu.py [--traindoc build/bin/traindoc] [--keep DI
 import argparse
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -41,6 +42,19 @@ if dist.get_rank() == 1:
 dist.all_reduce(t)
 dist.destroy_process_group()
 """
+# A real OOM, caught and then uncaught, on PyTorch's own caching allocator: a search for the batch
+# that fits catches the first, then a request larger than the GPU ends the process. The weights'
+# line is named by its comment.
+ALLOCATOR_OOM = """import torch
+free, total = torch.cuda.mem_get_info()
+weights = [torch.empty(64 << 20, dtype=torch.uint8, device="cuda") for _ in range(8)]  # weights
+try:
+    torch.empty(total, dtype=torch.uint8, device="cuda")
+except torch.cuda.OutOfMemoryError:
+    print("caught", flush=True)
+torch.empty(2 * total, dtype=torch.uint8, device="cuda")
+"""
+
 # CUDA cannot start where the driver's unified-memory device is not usable (the nvidia_uvm module
 # gone after a suspend): PyTorch warns and sees no GPU.
 NO_UVM = ["unshare", "--mount", "sh", "-c", 'mount --bind /dev/null /dev/nvidia-uvm && exec "$@"',
@@ -163,6 +177,30 @@ def check_real_oom(traindoc, work):
     assert "requested" in evidence and "capacity" in evidence, evidence
     assert "at that moment (NVML): rank 0" in evidence, evidence
     assert report["gpus"] and report["gpus"][0]["peak_used"] > 0
+
+
+def check_allocator_oom(traindoc, work):
+    """The hook's observer on a real GPU: both errors read, the second with history, its snapshot
+    a pickle with memory_viz's keys, and the weights' line named among the live sites."""
+    out = work / "allocator"
+    job = work / "allocator_oom.py"  # a file: the sites are Python files' lines
+    job.write_text(ALLOCATOR_OOM)
+    report = traindoc_run(traindoc, out, [sys.executable, str(job)], "allocator-oom",
+                          options=("--interval", "0.2", "--memory-history"))
+    with sqlite3.connect(out / "run.db") as db:
+        states = db.execute("SELECT number, requested, allocated, history, snapshot FROM "
+                            "allocator_states ORDER BY number").fetchall()
+        sites = db.execute("SELECT line, bytes FROM allocation_sites WHERE number = 0").fetchall()
+    assert [s[0] for s in states] == [0, 1], states
+    assert all(s[3] == 1 for s in states) and states[0][2] >= 8 * (64 << 20), states
+    with open(out / states[0][4], "rb") as f:
+        snapshot = pickle.load(f)
+    assert {"segments", "device_traces"} <= set(snapshot), list(snapshot)
+    assert (3, 8 * (64 << 20)) in sites, sites  # line 3 of the job: the weights
+    kinds = [f["kind"] for f in report["findings"]]
+    assert "gpu-oom" in kinds or "gpu-fragmentation" in kinds, kinds
+    evidence = "\n".join(e for f in report["findings"] for e in f["evidence"])
+    assert "PyTorch's allocator on" in evidence and "live allocations by site" in evidence, evidence
 
 
 def check_label_255(traindoc, work):
@@ -292,7 +330,7 @@ def check_fit(traindoc, work):
           f"{sum(t['seconds'] for t in result['trials']):.0f} s; {above} does not fit")
 
 
-CHECKS = {"real-oom": check_real_oom, "label-255": check_label_255,
+CHECKS = {"real-oom": check_real_oom, "allocator-oom": check_allocator_oom, "label-255": check_label_255,
           "second-process": check_second_process, "nvml-vs-smi": check_nvml_vs_smi,
           "more-ranks": check_more_ranks_than_gpus, "sync-wait": check_sync_wait,
           "cuda-init": check_cuda_init, "fit": check_fit}

@@ -858,18 +858,56 @@ TEST(StoreReader, ReadsThePreflightChecksOfSchemaV14AndNoneFromOlderFiles) {
   EXPECT_EQ(upgraded.preflight_ns, 42);
 }
 
-// The golden check: the schema this build creates is the one frozen in schema_v14.sql. A change
+// Schema 15 holds the caching allocator's state at each out-of-memory error, with the sites of
+// its live allocations; a site whose state is missing is left out, and older files read with none.
+TEST(StoreReader, ReadsTheAllocatorStatesOfSchemaV15AndNoneFromOlderFiles) {
+  TempDir dir;
+  const std::string v15 = dir.file("v15.db");
+  load_sql_fixture("schema_v15.sql", v15);
+  const Evidence seen = read_evidence(v15);
+  EXPECT_EQ(seen.schema_version, 15);
+  ASSERT_EQ(seen.allocator_states.size(), 2u);
+  const AllocatorState& first = seen.allocator_states[0];
+  EXPECT_EQ(first.pid, 4242);
+  EXPECT_EQ(first.device, 1);
+  EXPECT_EQ(first.requested, 2147483648u);
+  EXPECT_EQ(first.largest_free, 1073741824u);
+  EXPECT_FALSE(first.history);
+  EXPECT_TRUE(first.sites.empty());
+  const AllocatorState& second = seen.allocator_states[1];
+  EXPECT_EQ(second.number, 1);
+  EXPECT_EQ(second.pending_free, std::nullopt);
+  EXPECT_TRUE(second.history);
+  EXPECT_EQ(second.snapshot, "allocator/oom-4242-1.pickle");
+  ASSERT_EQ(second.sites.size(), 2u);
+  EXPECT_EQ(second.sites[0].file, "/home/u/train.py");
+  EXPECT_EQ(second.sites[0].line, 41);
+  EXPECT_EQ(second.sites[0].blocks, 30u);
+  EXPECT_EQ(second.sites[1].function, "__init__");
+  EXPECT_EQ(second.sites[1].smallest, 2147483648u);
+  const std::string v14 = dir.file("v14.db");
+  load_sql_fixture("schema_v14.sql", v14);
+  EXPECT_TRUE(read_evidence(v14).allocator_states.empty());
+  // What this build writes reads back the same, and a v14 file upgraded takes the new rows.
+  {
+    StoreWriter writer = StoreWriter::open(v14);
+    for (const AllocatorState& s : seen.allocator_states) writer.write_allocator_state(s);
+  }
+  EXPECT_EQ(read_evidence(v14).allocator_states, seen.allocator_states);
+}
+
+// The golden check: the schema this build creates is the one frozen in schema_v15.sql. A change
 // to the DDL must come with a new schema version and a new fixture (docs/run-db.md).
-TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV14Fixture) {
+TEST(StoreReader, NewRunDbHasExactlyTheSchemaOfTheV15Fixture) {
   TempDir dir;
   const std::string fixture = dir.file("fixture.db");
-  load_sql_fixture("schema_v14.sql", fixture);
+  load_sql_fixture("schema_v15.sql", fixture);
   const std::string fresh = dir.file("run.db");
   { StoreWriter::open(fresh); }
   const std::vector<std::string> want = schema_of(fixture);
   ASSERT_FALSE(want.empty());
   EXPECT_EQ(schema_of(fresh), want);
-  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 14);
+  EXPECT_EQ(query_int(fresh, "PRAGMA user_version"), 15);
   // A v3 file upgraded by this build has the same schema.
   const std::string upgraded = dir.file("upgraded.db");
   load_sql_fixture("schema_v3.sql", upgraded);
