@@ -336,9 +336,13 @@ void Loop::start_job() {
   // NVML's start can take seconds. A trial of traindoc fit starts its job anyway, which is passed
   // the stop at once: fit learns of it from the trial, and ends with what it found.
   if (m_options.trial_steps == 0) end_if_stopped_before_launch();
-  LaunchSpec spec{m_options.command, m_options.run_dir, m_agent ? m_options.agent_path : "",
-                  m_agent ? m_options.python_path : "", m_agent ? m_options.audit_path : "",
-                  m_options.error_files, m_options.memory_history_entries};
+  LaunchSpec spec{m_options.command,
+                  m_options.run_dir,
+                  m_agent ? m_options.agent_path : "",
+                  m_agent ? m_options.python_path : "",
+                  m_agent ? m_options.audit_path : "",
+                  m_options.error_files,
+                  m_options.memory_history_entries};
   try {
     m_job = launch(spec);
   } catch (const LaunchError& error) {
