@@ -28,21 +28,28 @@ def _environ_value(pid, name):
     return None
 
 
+def _failed_sibling(pid):
+    """Whether the sibling rank `pid` has failed already: it has ended and waits for its parent to
+    collect its status (torchrun reaps a rank only as it reads its file), or its error file is
+    there (@record wrote it as its exception left the program, which may close its connections
+    long before it ends)."""
+    try:
+        with open("/proc/%d/stat" % pid) as stat:
+            if stat.read().rpartition(")")[2].split()[0] == "Z":
+                return True
+        path = _environ_value(pid, _VARIABLE)
+        return path is not None and os.path.exists(path)
+    except OSError:  # reaped meanwhile
+        return False
+
+
 def _ended_siblings(parent):
-    """The other children of `parent` that have ended and wait for it to collect their status:
-    ranks that failed before this one, for torchrun reaps a rank only as it reads its file."""
+    """The other children of `parent` that failed before this one."""
     ended = []
     for task in os.listdir("/proc/%d/task" % parent):
         with open("/proc/%d/task/%s/children" % (parent, task)) as f:
-            for pid in map(int, f.read().split()):
-                if pid == os.getpid():
-                    continue
-                try:
-                    with open("/proc/%d/stat" % pid) as stat:
-                        if stat.read().rpartition(")")[2].split()[0] == "Z":
-                            ended.append(pid)
-                except OSError:  # reaped meanwhile
-                    pass
+            ended += [pid for pid in map(int, f.read().split())
+                      if pid != os.getpid() and _failed_sibling(pid)]
     return ended
 
 
