@@ -18,8 +18,8 @@ std::string nccl_not_visible_words(const store::Event& event, const store::Evide
     return out +
            ": it loaded NCCL and traindoc saw none of its communicators; NCCL resolved by dlsym "
            "(JAX, TensorFlow, ctypes) is seen only through traindoc's audit library (LD_AUDIT), "
-           "which was not active in it (TRAINDOC_NCCL_AUDIT empty, LD_AUDIT removed, or a loader "
-           "that ignores it): its collectives, if any, were not recorded";
+           "which was not active in it (not turned on with TRAINDOC_NCCL_AUDIT=1, LD_AUDIT "
+           "removed, or a loader that ignores it): its collectives, if any, were not recorded";
   }
   return out + ": its NCCL calls were not recorded";
 }

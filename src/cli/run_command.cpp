@@ -95,10 +95,11 @@ std::string prepare_run_dir(const std::string& requested) {
 // tree and once installed. "" when it is not there. Absolute, whatever TRAINDOC_AGENT says: the
 // job may change its folder before it starts another program. `separators`: characters the
 // variable that carries the path splits at (LD_PRELOAD: space and colon; PYTHONPATH: colon),
-// which would silently take the agent or hook away from every job.
+// which would silently take the agent or hook away from every job. `env`: the variable that may
+// name another path; nullptr for none.
 std::string installed(const char* env, const char* relative, std::string_view separators) {
   std::error_code error;
-  const char* chosen = getenv(env);
+  const char* chosen = env != nullptr ? getenv(env) : nullptr;
   fs::path path =
       chosen != nullptr
           ? fs::path(chosen)
@@ -132,16 +133,20 @@ int run_command(const RunArgs& args) {
   options.command = args.command;
   options.agent_path = installed("TRAINDOC_AGENT", "lib/libtraindoc_agent.so", " :");
   options.python_path = installed("TRAINDOC_PYTHON_HOOK", "python", ":");
-  // Set and empty: without the audit library (NCCL resolved by dlsym then goes unseen).
+  // Only when asked for ("1": the installed one; or its path): under it, glibc's malloc was seen
+  // to keep its mmap threshold where it would have moved, which changed a job's RSS growth by half
+  // (docs/collectives.md). Without it, NCCL resolved by dlsym goes unseen, and the report says so.
   const char* audit = getenv("TRAINDOC_NCCL_AUDIT");
-  if (audit == nullptr || *audit != '\0') {
-    options.audit_path = installed("TRAINDOC_NCCL_AUDIT", "lib/libtraindoc_nccl_audit.so", " :");
+  if (audit != nullptr && *audit != '\0') {
+    bool ours = std::string_view(audit) == "1";
+    options.audit_path =
+        installed(ours ? nullptr : "TRAINDOC_NCCL_AUDIT", "lib/libtraindoc_nccl_audit.so", " :");
     // The dynamic linker would say so on every process's stderr, in the job's output.
     std::error_code error;
-    if (audit != nullptr && !fs::is_regular_file(options.audit_path, error)) {
+    if (!fs::is_regular_file(options.audit_path, error)) {
       throw std::runtime_error(std::string("TRAINDOC_NCCL_AUDIT names ") + audit +
-                               ", which is no file; leave it unset, or set it empty to run "
-                               "without the audit library");
+                               ", which is no file; leave it unset, or set it to 1 for the "
+                               "installed audit library");
     }
   }
   options.run_dir = prepare_run_dir(args.out);

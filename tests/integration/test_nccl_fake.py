@@ -25,6 +25,12 @@ CTYPES_JOB = [PYTHON, ROOT / "tests" / "fakes" / "nccl" / "nccl_ctypes_job.py",
 AGENT = BUILD / "lib" / "libtraindoc_agent.so"
 
 
+@pytest.fixture(autouse=True)
+def audit_library(monkeypatch):
+    """NCCL taken by name is seen only with the audit library, which is off unless asked for."""
+    monkeypatch.setenv("TRAINDOC_NCCL_AUDIT", "1")
+
+
 def ranks(tmp_path, count, fault, job=(JOB,)):
     """A shell that starts `count` ranks (RANK and WORLD_SIZE as a launcher sets them)."""
     id_file = tmp_path / "nccl.id"
