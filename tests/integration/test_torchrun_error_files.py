@@ -60,10 +60,13 @@ def test_worker_segfault_gives_the_rank_its_traceback(traindoc):
     run = traindoc(job("worker_segfault"), timeout=180)
     same_status(run)
     entries, root = summary(run)
-    # Rank 1's traceback, wherever torchrun lists it; rank 0, whose barrier failed as rank 1
-    # went, may lead in the same second without naming it (docs/crashes.md says when).
+    # Rank 1's traceback, wherever torchrun lists it; rank 0, whose barrier failed once rank 1
+    # had written its record, names it where it leads in the same second.
     crash = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: Segmentation fault")
     assert crash.search(entries[1]), entries[1]
+    assert_root_is_rank_1(entries, root, "exited unexpectedly",
+                          f"traindoc: rank 1 (pid {pid_of(run, 1)}) failed before this rank "
+                          "(RuntimeError: DataLoader worker (pid(s) ")
     for entry in entries.values():
         assert field(entry, "error_file") != "<N/A>", entry
         assert "To enable traceback" not in entry
