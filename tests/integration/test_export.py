@@ -81,9 +81,11 @@ def test_the_trace_of_a_straggler(straggler, tmp_path):
         late, early = calls[1][number], calls[0][number]
         assert early["args"]["shape"] == "[20, 10] float32" and early["args"]["dtype"] == "float32"
         assert early["args"]["group"] == late["args"]["group"]
-        # Rank 1 comes 0.3 s late; rank 0 waits for it in its call.
+        # Rank 1 comes 0.3 s late; rank 0 waits for it in its call, which returns as rank 1's
+        # data comes: at the moment rank 1's hook timed its call, to within the hooks' timing
+        # (rank 0's end was seen 10 ns before rank 1's start).
         assert late["ts"] - early["ts"] >= 250_000, (early, late)
-        assert early["ts"] + early["dur"] >= late["ts"]
+        assert early["ts"] + early["dur"] >= late["ts"] - 1000, (early, late)
     steps = on("rank 0", cat="step")
     assert steps and steps[-1]["args"]["kind"] == "optimizer"
     assert any("rss" in e["args"] for e in on("rank 1", "memory"))
