@@ -426,7 +426,7 @@ alignas(4096) Slot g_next[kFnCount];
 // tells them (src/agent/audit): each looked-up function is bound to a hook of its own, which
 // forwards to the very function looked up, whatever scope NCCL was opened in.
 struct LookedUp {
-  std::atomic<const link_map*> library{nullptr};  // nullptr: free
+  std::atomic<const link_map*> map{nullptr};  // nullptr: free
   std::atomic<void*> fn[kFnCount] = {};
   std::atomic<void*> handle{nullptr};  // opened for the functions the program did not look up
 };
@@ -442,7 +442,7 @@ void* looked_up(LookedUp& library, Fn f) {
   int saved_errno = errno;
   void* handle = library.handle.load(std::memory_order_acquire);
   if (handle == nullptr) {
-    const link_map* map = library.library.load(std::memory_order_acquire);
+    const link_map* map = library.map.load(std::memory_order_acquire);
     handle = map != nullptr ? dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
     void* none = nullptr;
     // Kept open: the program keeps it loaded, and it is asked again.
@@ -643,7 +643,7 @@ void* looked_up_hook(Fn f, int library) {
 LookedUp* looked_up_library(const link_map* library) {
   for (LookedUp& entry : g_looked_up) {
     const link_map* none = nullptr;
-    if (entry.library.compare_exchange_strong(none, library) || none == library) return &entry;
+    if (entry.map.compare_exchange_strong(none, library) || none == library) return &entry;
   }
   return nullptr;
 }
