@@ -32,6 +32,13 @@ void reinstall_crash_handler(int sig);
 // handler must stay out of the kernel. Async-signal-safe.
 bool crash_capture_dying();
 
+// Whether a stop signal (SIGTERM, SIGINT, ...) that another process sent interrupted the
+// program's crash handler that ours called; if so it is put back, blocked until that handler
+// returns. Without our capture the handler would have run, and the process died, before others
+// reacted to the crash: a DataLoader worker's parent sends SIGTERM once it sees another worker
+// die, and the worker's handler of it exits 0, hiding this crash. Async-signal-safe.
+bool hold_during_crash_handler(int sig, const siginfo_t* info, void* context);
+
 // --- crash_record.cpp --------------------------------------------------------------------------
 
 // Start-up: warms up native_backtrace(), resolves the CPython dump entry points, prepares the path

@@ -46,9 +46,10 @@ enum class Phase : uint32_t {
 struct ThreadState {
   Phase phase;
   bool can_jump;
-  bool chain_on_alt_stack;  // our handler runs on an alternate stack while chaining
-  uint64_t chain_frame;     // our handler's frame while chaining
-  sigjmp_buf jump;          // back to the capture, abandoning it, on a fault inside it
+  bool chain_on_alt_stack;    // our handler runs on an alternate stack while chaining
+  uint64_t chain_stack_base;  // that stack's lowest address
+  uint64_t chain_frame;       // our handler's frame while chaining
+  sigjmp_buf jump;            // back to the capture, abandoning it, on a fault inside it
 };
 __attribute__((tls_model("initial-exec"))) thread_local ThreadState t_state;
 
@@ -117,6 +118,21 @@ int32_t current_tid() {
   return static_cast<int32_t>(syscall(SYS_gettid));
 }
 
+// Blocks `sig` in this thread and queues it to this thread again, with its siginfo where the
+// kernel lets us (a thread other than the main one may only send a plain one). Async-signal-safe.
+void requeue_blocked(int sig, const siginfo_t* info) {
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, nullptr, _NSIG / 8);
+  siginfo_t copy = *info;
+  pid_t pid = getpid();
+  pid_t tid = current_tid();
+  if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, &copy) != 0) {
+    syscall(SYS_tgkill, pid, tid, sig);
+  }
+}
+
 // The kernel's default action, with the original siginfo: restores SIG_DFL and queues the
 // signal to this thread, blocked until the handler returns. sigreturn then unblocks it and the
 // kernel kills the process with the faulting context as the thread's state (core dump and
@@ -127,17 +143,8 @@ void reraise_on_return(int sig, const siginfo_t* info, void* context) {
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   real_sigaction(sig, &dfl, nullptr);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, nullptr, _NSIG / 8);
   if (context != nullptr) sigdelset(&static_cast<ucontext_t*>(context)->uc_sigmask, sig);
-  siginfo_t copy = *info;
-  pid_t pid = getpid();
-  pid_t tid = current_tid();
-  if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, &copy) != 0) {
-    syscall(SYS_tgkill, pid, tid, sig);
-  }
+  requeue_blocked(sig, info);
 }
 
 // Async-signal-safe.
@@ -251,16 +258,17 @@ void capture(const siginfo_t* info, const void* context) {
 
 // Whether a signal that finds the thread chaining interrupted the program's handler that we
 // called (it runs below our frame, on our alternate stack if we run on one), rather than code
-// that the handler escaped to by longjmp. Async-signal-safe.
+// that the handler escaped to by longjmp. (The signal frame's uc_stack cannot tell: since Linux
+// 4.7 its ss_flags are the stack's settings, never SS_ONSTACK.) Async-signal-safe.
 bool raised_while_chaining(const ThreadState& thread, const void* context) {
   if (context == nullptr) return true;
-  const auto* uc = static_cast<const ucontext_t*>(context);
-  if (thread.chain_on_alt_stack) return (uc->uc_stack.ss_flags & SS_ONSTACK) != 0;
   uint64_t pc = 0;
   uint64_t sp = 0;
   program_counter(context, &pc, &sp);
   constexpr uint64_t kHandlerStack = 1 << 20;
-  return sp < thread.chain_frame && thread.chain_frame - sp < kHandlerStack;
+  uint64_t lowest =
+      thread.chain_on_alt_stack ? thread.chain_stack_base : thread.chain_frame - kHandlerStack;
+  return sp >= lowest && sp < thread.chain_frame;
 }
 
 // Async-signal-safe.
@@ -304,12 +312,32 @@ void crash_signal_handler(int sig, siginfo_t* info, void* context) {
   stack_t current{};
   thread.chain_on_alt_stack =
       sigaltstack(nullptr, &current) == 0 && (current.ss_flags & SS_ONSTACK) != 0;
+  thread.chain_stack_base = reinterpret_cast<uint64_t>(current.ss_sp);
   thread.chain_frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
   thread.phase = Phase::kChaining;
   dispatch_to_next(sig, info, context);
   thread.phase = Phase::kIdle;
   errno = saved_errno;
 }
+
+}  // namespace
+
+// Async-signal-safe.
+bool hold_during_crash_handler(int sig, const siginfo_t* info, void* context) {
+  ThreadState& thread = t_state;
+  if (thread.phase != Phase::kChaining || info == nullptr || context == nullptr) return false;
+  if (info->si_code <= 0 && info->si_pid == getpid()) return false;  // the program's own
+  if (!raised_while_chaining(thread, context)) return false;
+  // A one-shot action is gone from the kernel once delivered: the signal cannot come back to it.
+  struct sigaction next {};
+  load_next_action(sig, &next);
+  if ((next.sa_flags & SA_RESETHAND) != 0) return false;
+  sigaddset(&static_cast<ucontext_t*>(context)->uc_sigmask, sig);
+  requeue_blocked(sig, info);
+  return true;
+}
+
+namespace {
 
 struct sigaction our_action() {
   struct sigaction action {};

@@ -148,6 +148,10 @@ bool is_handler(const struct sigaction& action) {
 // Runs the program's handler of a stop signal, once the delivery is noted. Async-signal-safe.
 void stop_relay(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
+  if (hold_during_crash_handler(sig, info, context)) {
+    errno = saved_errno;
+    return;
+  }
   append_record(common::RecordType::kStopSignal, sig, info != nullptr ? info->si_pid : 0);
   struct sigaction next {};
   load_next_action(sig, &next);

@@ -760,6 +760,21 @@ TEST(AgentCrash, ASignalDuringTheCaptureComesAfterTheProgramsHandler) {
   EXPECT_GE(agent.seconds, common::kCrashWaitMs / 1000.0 * 0.9);  // the SIGTERM came meanwhile
 }
 
+// One that another process sends while the program's handler runs (late, as the capture held
+// the process) waits until that handler is done too. Without the agent the handler runs at
+// once, and there it is interrupted: the difference is the point.
+TEST(AgentCrash, AStopSignalDuringTheProgramsCrashHandlerComesAfterIt) {
+  std::string exe = crasher("stopped_while_crashing");
+  RunDir run;
+  Outcome plain = run_process({exe, "in-handler"}, RunOptions{false, nullptr, 0, run.path()});
+  Outcome agent = run_process({exe, "in-handler"}, RunOptions{true, &run, 0, run.path()});
+  ASSERT_TRUE(WIFEXITED(plain.status)) << describe(plain.status);
+  EXPECT_EQ(WEXITSTATUS(plain.status), 0);
+  ASSERT_TRUE(WIFSIGNALED(agent.status)) << describe(agent.status);
+  EXPECT_EQ(WTERMSIG(agent.status), SIGSEGV);
+  EXPECT_TRUE(contains(agent.err, "segv handler ran")) << agent.err;
+}
+
 TEST(AgentCrash, WithoutRunDirTheAgentDoesNothing) {
   RunDir run;
   for (const char* name : {"null_deref", "own_handler", "double_free"}) {
