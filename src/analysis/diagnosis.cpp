@@ -37,6 +37,7 @@ std::vector<ProcessSummary> summarize(const store::Evidence& evidence) {
     ProcessSummary summary;
     summary.record = evidence.processes[i];
     summary.role = roles[i];
+    summary.node = evidence.run.node;
     out.push_back(std::move(summary));
     index[{evidence.processes[i].pid, evidence.processes[i].start_ticks}] = i;
   }
@@ -171,6 +172,11 @@ bool stopped_by_request_signal(const store::ProcessRecord& record) {
   return sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
 }
 
+bool may_be_caused(const Finding& finding) {
+  return finding.severity != Severity::kWarning || finding.kind == FindingKind::kKilledExternally ||
+         finding.kind == FindingKind::kJobIdle;
+}
+
 bool failed_itself(const store::ProcessRecord& record) {
   return ended_in_failure(record) && !stopped_by_request_signal(record);
 }
@@ -182,7 +188,8 @@ std::string format_seconds(int64_t ns) {
 }
 
 std::string process_name(const ProcessSummary& p) {
-  return describe(p.role) + " (pid " + std::to_string(p.record.pid) + ")";
+  return describe(p.role) + " (pid " + std::to_string(p.record.pid) +
+         (p.node.empty() ? "" : " on " + p.node) + ")";
 }
 
 std::string counted(int n, const std::string& one, const std::string& many) {
@@ -332,10 +339,7 @@ void mark_repeated(const RuleContext& context, std::vector<TimedFinding>& found)
 // leak, a straggler, memory on the wrong GPU) and anything before the root cause are not caused
 // by it: they are listed on their own.
 bool caused_by(const TimedFinding& root, const TimedFinding& later) {
-  if (later.t_ns < root.t_ns) return false;
-  return later.finding.severity != Severity::kWarning ||
-         later.finding.kind == FindingKind::kKilledExternally ||
-         later.finding.kind == FindingKind::kJobIdle;
+  return later.t_ns >= root.t_ns && may_be_caused(later.finding);
 }
 
 // Alike findings are grouped from this many on; fewer read well one by one.

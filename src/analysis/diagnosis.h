@@ -54,6 +54,7 @@ struct Finding {
 struct ProcessSummary {
   store::ProcessRecord record;
   ProcessRole role;
+  std::string node;  // its node folder's name in a job of several nodes (RunInfo::node); else ""
   std::optional<uint64_t> peak_rss;
   std::optional<uint64_t> peak_pss;
   std::optional<uint64_t> peak_uss;
@@ -86,12 +87,31 @@ struct GpuSummary {
     bool in_job = false;
   };
   store::GpuDevice device;
+  std::string node;  // its node folder's name in a job of several nodes; else ""
   std::optional<uint64_t> peak_used;
   std::vector<Holder> holders;
 };
 
+// How far a node's clock is from the first node's, measured on the blocking collective calls
+// that ranks of both left (all ranks leave one together, give or take the network).
+struct NodeClock {
+  int64_t offset_ns = 0;    // the node's times less this read on the first node's clock
+  int64_t residual_ns = 0;  // the largest distance of one shared call's difference from it
+  size_t calls = 0;         // shared calls measured; 0: not aligned (offset 0, as the clocks say)
+};
+
+// A node of a job of several: one traindoc's node folder (docs/multi-node.md).
+struct NodeSummary {
+  std::string name;  // the node folder's name
+  std::string hostname;
+  NodeClock clock;
+  bool ended = true;       // its traindoc saw its part of the job end
+  std::vector<int> ranks;  // the job ranks it ran
+};
+
 struct Diagnosis {
   store::RunInfo run;
+  std::vector<NodeSummary> nodes;         // a job of several nodes; none for a run of one
   std::vector<ProcessSummary> processes;  // in start order
   std::vector<GpuSummary> gpus;           // NVML's devices, in NVML order
   std::vector<Finding> findings;          // root cause first
@@ -100,7 +120,8 @@ struct Diagnosis {
 
 Diagnosis diagnose(const store::Evidence& evidence);
 
-// "rank 1 (pid 4242)", "worker 0 of rank 1 (pid 4250)"
+// "rank 1 (pid 4242)", "worker 0 of rank 1 (pid 4250)"; in a job of several nodes
+// "rank 1 (pid 4242 on node1)"
 std::string process_name(const ProcessSummary& process);
 // "3.2 GiB", "512 MiB", "17 KiB"
 std::string format_bytes(uint64_t bytes);
@@ -116,6 +137,10 @@ bool ended_in_failure(const store::ProcessRecord& record);
 // Ended by a signal that asks a process to stop (SIGTERM, SIGINT, SIGHUP: a launcher's teardown,
 // a parent's, a user), not by a failure of its own.
 bool stopped_by_request_signal(const store::ProcessRecord& record);
+// Whether a failure after a root cause can be its consequence: an error, or the launcher's
+// teardown (an info), a process stopped by a signal, the job hanging; not a warning about a
+// condition (a leak, a straggler, memory on the wrong GPU).
+bool may_be_caused(const Finding& finding);
 // Ended in failure of its own: not by a signal that asked it to stop.
 bool failed_itself(const store::ProcessRecord& record);
 

@@ -82,9 +82,16 @@ struct CheckArgs {
 int check_command(const CheckArgs& args);
 
 struct AnalyzeArgs {
-  std::string run_dir;  // "": the latest run folder in ./traindoc-runs
+  // "": the latest run folder in ./traindoc-runs; one folder: a run folder, or a job's folder of
+  // node folders; several: the node folders of one job.
+  std::vector<std::string> run_dirs;
   OutputFlags flags;
 };
+
+// The run folders of a job: RUN itself when it holds a run.db, else each folder in it that
+// holds one (a job of several nodes, docs/multi-node.md), in name order. Throws where there are
+// none.
+std::vector<std::filesystem::path> node_folders(const std::filesystem::path& run_dir);
 
 int analyze_command(const AnalyzeArgs& args);
 

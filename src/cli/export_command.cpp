@@ -18,26 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The run folders of the job: RUN itself, or, for a job of several nodes, each node folder in
-// it that holds a run.db, in name order.
-std::vector<fs::path> node_folders(const fs::path& run_dir) {
-  if (!fs::is_directory(run_dir))
-    throw std::runtime_error(run_dir.string() + " is not a run folder");
-  if (fs::exists(run_dir / "run.db")) return {run_dir};
-  std::vector<fs::path> nodes;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(run_dir, error)) {
-    if (fs::exists(entry.path() / "run.db", error)) nodes.push_back(entry.path());
-  }
-  if (nodes.empty()) {
-    throw std::runtime_error(
-        run_dir.string() +
-        " holds no run.db, nor node folders with one: not a traindoc run folder");
-  }
-  std::sort(nodes.begin(), nodes.end());
-  return nodes;
-}
-
 // Whole or not at all: nothing half-written is ever left as `file`.
 void write_trace(const std::string& file, const std::string& text) {
   if (file == "-") {

@@ -158,8 +158,9 @@ int dispatch(int argc, char** argv) {
 
   traindoc::cli::AnalyzeArgs analyze;
   CLI::App* analyze_cmd = app.add_subcommand("analyze", "Rebuild the report of a run folder");
-  analyze_cmd->add_option("run_dir", analyze.run_dir,
-                          "Run folder (default: the latest in ./traindoc-runs)");
+  analyze_cmd->add_option("run_dir", analyze.run_dirs,
+                          "Run folder (default: the latest in ./traindoc-runs), a job's folder of "
+                          "node folders, or the node folders of one job");
   add_output_flags(analyze_cmd, analyze.flags);
 
   traindoc::cli::ExportArgs export_args;

@@ -364,28 +364,54 @@ class TableSection {
   std::string m_html;
 };
 
+// A job of several nodes: each node with a link to its own report (its charts and logs).
+std::string nodes_html(const analysis::Diagnosis& d) {
+  if (d.nodes.empty()) return "";
+  TableSection table("nodes", "Nodes",
+                     {{"node", ""}, {"host", ""}, {"ranks", ""}, {"clock", ""}, {"end", ""}});
+  for (size_t i = 0; i < d.nodes.size(); ++i) {
+    const analysis::NodeSummary& node = d.nodes[i];
+    std::string ranks;
+    for (int rank : node.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    std::string clock =
+        i == 0 ? "the report's"
+        : node.clock.calls > 0
+            ? fmt::format("{:+.3f} s, within {:.1f} ms ({} calls)",
+                          static_cast<double>(node.clock.offset_ns) / 1e9,
+                          static_cast<double>(node.clock.residual_ns) / 1e6, node.clock.calls)
+            : "not aligned";
+    table.row({fmt::format("<a href=\"{0}/report.html\">{1}</a>", url_path(node.name),
+                           html_escape(node.name)),
+               html_escape(node.hostname), ranks, clock,
+               node.ended ? "ended" : "cut short: its traindoc did not see the end"});
+  }
+  return table.finish();
+}
+
 std::string processes_html(const analysis::Diagnosis& d) {
   if (d.processes.empty()) return "";
-  TableSection table("processes", "Processes",
-                     {{"pid", "number"},
-                      {"role", ""},
-                      {"command", "command"},
-                      {"end", ""},
-                      {"peak RSS", "number"},
-                      {"peak PSS", "number"},
-                      {"peak USS", "number"},
-                      {"CPU", "number"},
-                      {"steps", "number"}});
+  std::vector<TableSection::Column> columns = {
+      {"pid", "number"},      {"role", ""},           {"command", "command"}, {"end", ""},
+      {"peak RSS", "number"}, {"peak PSS", "number"}, {"peak USS", "number"}, {"CPU", "number"},
+      {"steps", "number"}};
+  if (!d.nodes.empty()) columns.insert(columns.begin(), {"node", ""});
+  TableSection table("processes", "Processes", std::move(columns));
   size_t shown = std::min(d.processes.size(), kProcessRows);
   for (size_t i = 0; i < shown; ++i) {
     const analysis::ProcessSummary& p = d.processes[i];
     std::optional<int64_t> steps = p.step_count();
     std::string command = html_escape(p.record.cmdline);
-    table.row({std::to_string(p.record.pid), html_escape(analysis::describe(p.role)),
-               fmt::format("<code title=\"{0}\">{0}</code>", command),
-               html_escape(describe_end(p.record)), peak_text(p.peak_rss), peak_text(p.peak_pss),
-               peak_text(p.peak_uss), fmt::format("{:.1f} s", p.cpu_s),
-               steps ? std::to_string(*steps) : "-"});
+    std::vector<std::string> cells = {std::to_string(p.record.pid),
+                                      html_escape(analysis::describe(p.role)),
+                                      fmt::format("<code title=\"{0}\">{0}</code>", command),
+                                      html_escape(describe_end(p.record)),
+                                      peak_text(p.peak_rss),
+                                      peak_text(p.peak_pss),
+                                      peak_text(p.peak_uss),
+                                      fmt::format("{:.1f} s", p.cpu_s),
+                                      steps ? std::to_string(*steps) : "-"};
+    if (!d.nodes.empty()) cells.insert(cells.begin(), html_escape(p.node));
+    table.row(cells);
   }
   std::string more;
   if (shown < d.processes.size()) {
@@ -513,9 +539,10 @@ std::string header_html(const analysis::Diagnosis& d) {
   out += fmt::format("<p class=\"verdict{}\">{}</p>\n", failed ? " failed" : "",
                      html_escape(describe_run_end(d.run)));
   out += "<p class=\"meta\"><code>" + html_escape(command_text(d.run)) + "</code></p>\n";
-  out += fmt::format("<p class=\"meta\">on {}, started {} · traindoc {}</p>\n",
-                     html_escape(d.run.hostname), utc_time(d.run.start_ns),
-                     html_escape(d.run.version));
+  std::string where =
+      d.nodes.empty() ? html_escape(d.run.hostname) : std::to_string(d.nodes.size()) + " nodes";
+  out += fmt::format("<p class=\"meta\">on {}, started {} · traindoc {}</p>\n", where,
+                     utc_time(d.run.start_ns), html_escape(d.run.version));
   return out + "</header>\n";
 }
 
@@ -559,7 +586,7 @@ std::string render_html(const analysis::Diagnosis& d, const store::Evidence& e) 
   out += chart_library_css();
   out += kStyle;
   out += "</style>\n</head>\n<body>\n";
-  out += header_html(d) + findings_html(d) + charts_html(charts, markers) +
+  out += header_html(d) + findings_html(d) + nodes_html(d) + charts_html(charts, markers) +
          collective_timeline_html(d, e) + processes_html(d) + gpus_html(d) + logs_html(e);
   out += "<script type=\"application/json\" id=\"traindoc-charts\">" + charts_json(charts) +
          "</script>\n<script type=\"application/json\" id=\"traindoc-markers\">" +

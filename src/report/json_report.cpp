@@ -31,6 +31,7 @@ json process_json(const analysis::ProcessSummary& summary) {
   const store::ProcessRecord& p = summary.record;
   json out;
   out["pid"] = p.pid;
+  if (!summary.node.empty()) out["node"] = summary.node;
   out["parent"] = p.ppid;
   out["role"] = analysis::to_string(summary.role.role);
   out["role_text"] = analysis::describe(summary.role);
@@ -88,6 +89,7 @@ json repeats_json(const analysis::Repeats& r) {
 
 json gpu_json(const analysis::GpuSummary& g) {
   json out;
+  if (!g.node.empty()) out["node"] = g.node;
   out["index"] = g.device.index;
   out["uuid"] = g.device.uuid;
   out["pci_bus_id"] = g.device.pci_bus_id;
@@ -157,6 +159,24 @@ json to_json(const analysis::Diagnosis& d) {
               {"processes", processes},
               {"findings", findings},
               {"missing_evidence", d.missing_evidence}};
+  // Only for a job of several nodes: a run's report stays as it was.
+  if (!d.nodes.empty()) {
+    json nodes = json::array();
+    for (const analysis::NodeSummary& node : d.nodes) {
+      json entry = {{"name", node.name},
+                    {"hostname", node.hostname},
+                    {"ended", node.ended},
+                    {"ranks", node.ranks},
+                    {"clock_aligned", node.clock.calls > 0}};
+      if (node.clock.calls > 0) {
+        entry["clock_offset_ns"] = node.clock.offset_ns;
+        entry["clock_residual_ns"] = node.clock.residual_ns;
+        entry["clock_calls"] = node.clock.calls;
+      }
+      nodes.push_back(entry);
+    }
+    out["nodes"] = nodes;
+  }
   // Only where NVML listed devices: reports of runs without GPUs stay as they were.
   if (!d.gpus.empty()) {
     json gpus = json::array();

@@ -81,6 +81,28 @@ std::string render_findings(const analysis::Diagnosis& d, const Palette& c) {
   return out;
 }
 
+// A job of several nodes: each node, its ranks, and how its clock was aligned with the first's.
+std::string render_nodes(const analysis::Diagnosis& d) {
+  std::string out;
+  for (size_t i = 0; i < d.nodes.size(); ++i) {
+    const analysis::NodeSummary& node = d.nodes[i];
+    std::string ranks;
+    for (int rank : node.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    std::string clock =
+        i == 0 ? "its clock is the report's"
+        : node.clock.calls > 0
+            ? fmt::format("clock {:+.3f} s, within {:.1f} ms ({} calls)",
+                          static_cast<double>(node.clock.offset_ns) / 1e9,
+                          static_cast<double>(node.clock.residual_ns) / 1e6, node.clock.calls)
+            : "clock not aligned";
+    out += fmt::format(
+        "  node {}{}: {}{}; {}\n", node.name,
+        node.hostname.empty() || node.hostname == node.name ? "" : " (" + node.hostname + ")",
+        ranks.empty() ? "no rank" : "ranks " + ranks, node.ended ? "" : ", cut short", clock);
+  }
+  return out;
+}
+
 // One line per GPU: its peak against its capacity and the largest holders.
 std::string render_gpus(const analysis::Diagnosis& d) {
   constexpr size_t kHolders = 4;
@@ -92,7 +114,8 @@ std::string render_gpus(const analysis::Diagnosis& d) {
     }
     if (g.holders.size() > kHolders)
       holders += fmt::format(", +{} more", g.holders.size() - kHolders);
-    out += fmt::format("  GPU {} {}: peak {} of {}{}\n", g.device.index, g.device.pci_bus_id,
+    out += fmt::format("  GPU {}{} {}: peak {} of {}{}\n", g.device.index,
+                       g.node.empty() ? "" : " on " + g.node, g.device.pci_bus_id,
                        peak_text(g.peak_used), analysis::format_bytes(g.device.memory_total),
                        holders.empty() ? "" : " (" + holders + ")");
   }
@@ -110,11 +133,17 @@ analysis::Diagnosis printable(const analysis::Diagnosis& d) {
   clean(out.run.hostname);
   clean(out.run.version);
   clean(out.run.exec_error);
+  for (analysis::NodeSummary& node : out.nodes) {
+    clean(node.name);
+    clean(node.hostname);
+  }
   for (analysis::ProcessSummary& p : out.processes) {
+    clean(p.node);
     clean(p.record.argv0);
     clean(p.record.cmdline);
   }
   for (analysis::GpuSummary& g : out.gpus) {
+    clean(g.node);
     clean(g.device.uuid);
     clean(g.device.pci_bus_id);
     clean(g.device.name);
@@ -153,16 +182,23 @@ std::string summary_text(const analysis::Diagnosis& d, const std::string& run_di
   std::string out = std::string(c.bold) + "traindoc: " + describe_run_end(d.run) + c.reset + "\n";
   out += render_findings(d, c);
   if (!d.processes.empty()) {
-    out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n", "pid", "role", "end",
-                       "peak RSS", "peak USS", "steps");
+    // A job of several nodes names each process's node before its pid.
+    size_t node_width = 0;
+    for (const analysis::NodeSummary& node : d.nodes) {
+      node_width = std::max(node_width, node.name.size() + 1);
+    }
+    out += fmt::format("  {:<{}}{:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n",
+                       node_width > 0 ? "node" : "", node_width, "pid", "role", "end", "peak RSS",
+                       "peak USS", "steps");
     size_t shown = std::min(d.processes.size(), options.max_rows);
     for (size_t i = 0; i < shown; ++i) {
       const analysis::ProcessSummary& p = d.processes[i];
       // Ranks that ran different numbers of steps are told apart here at a glance.
       std::optional<int64_t> steps = p.step_count();
-      out += fmt::format("  {:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n", p.record.pid,
-                         analysis::describe(p.role), describe_end(p.record), peak_text(p.peak_rss),
-                         peak_text(p.peak_uss), steps ? std::to_string(*steps) : "-");
+      out += fmt::format("  {:<{}}{:>8}  {:<22} {:<33} {:>10} {:>10} {:>7}\n", p.node, node_width,
+                         p.record.pid, analysis::describe(p.role), describe_end(p.record),
+                         peak_text(p.peak_rss), peak_text(p.peak_uss),
+                         steps ? std::to_string(*steps) : "-");
     }
     if (shown < d.processes.size()) {
       out += fmt::format("  ... and {} more processes (report.json lists them all)\n",
@@ -184,6 +220,7 @@ std::string summary_text(const analysis::Diagnosis& d, const std::string& run_di
     }
     out += "  peak RSS by role: " + line + "\n";
   }
+  out += render_nodes(d);
   out += render_gpus(d);
   for (const auto& note : d.missing_evidence) out += "  note: " + note + "\n";
   out +=

@@ -33,6 +33,9 @@ struct RunInfo {
   std::optional<int> exit_code;
   std::optional<int> exit_signal;
   std::string exec_error;  // why the command could not start, if it could not
+  // The node folder's name where a job's node folders are read together (docs/multi-node.md),
+  // so that the processes are named with their node; "" for a run read alone. Not stored.
+  std::string node;
 
   bool operator==(const RunInfo&) const = default;
 };
